@@ -1,0 +1,252 @@
+#include "app/clicommands.h"
+
+#include "core/error.h"
+#include "core/io/bytesformat.h"
+#include "core/io/estimatejson.h"
+#include "core/io/scenariojson.h"
+#include "core/model/hfconfig.h"
+#include "core/model/presets.h"
+#include "core/plan/estimator.h"
+#include "core/plan/gpucatalogue.h"
+#include "core/plan/solvers.h"
+#include "ui/chartexport.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+
+namespace headroom {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: headroom-cli COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  estimate SCENARIO.json [--json]         per-GPU memory estimate (CONTRACTS.md section 4)\n"
+    "  params (--hf-config CONFIG.json | --preset NAME) [--json]\n"
+    "                                          exact parameter count, total and active per token\n"
+    "  render SCENARIO.json -o OUT.(png|svg|pdf) [--size WxH]\n"
+    "                                          the stacked per-GPU chart the application shows\n"
+    "  presets [--json]                        model presets\n"
+    "  gpus [--json]                           GPU catalogue\n"
+    "\n"
+    "exit codes: 0 ok, 1 bad input, 2 usage\n";
+
+struct Args {
+    std::vector<std::string> positional;
+    bool json = false;
+    std::optional<std::string> output, hfConfig, preset, size;
+};
+
+// Throws std::invalid_argument for usage errors.
+Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
+    Args a;
+    for (std::size_t i = from; i < args.size(); ++i) {
+        const std::string& s = args[i];
+        auto value = [&](std::optional<std::string>& into) {
+            if (i + 1 >= args.size())
+                throw std::invalid_argument(s + " needs a value");
+            into = args[++i];
+        };
+        if (s == "--json")
+            a.json = true;
+        else if (s == "-o" || s == "--output")
+            value(a.output);
+        else if (s == "--hf-config")
+            value(a.hfConfig);
+        else if (s == "--preset")
+            value(a.preset);
+        else if (s == "--size")
+            value(a.size);
+        else if (s.size() > 1 && s[0] == '-')
+            throw std::invalid_argument("unknown option " + s);
+        else
+            a.positional.push_back(s);
+    }
+    return a;
+}
+
+std::string pct(double part, double whole) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%5.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+    return buf;
+}
+
+std::string gib(double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%10.2f", b / 1073741824.0);
+    return buf;
+}
+
+void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
+    const auto& c = sc.cluster;
+    out << (sc.name.empty() ? std::string("(unnamed scenario)") : sc.name) << "\n";
+    out << "  model " << sc.modelLabel << ": " << formatCount(est.parameters) << " parameters";
+    if (est.activeParameters != est.parameters)
+        out << " (" << formatCount(est.activeParameters) << " active per token)";
+    out << "\n  " << (sc.mode == Mode::Training ? "training" : "inference") << " on " << c.numGpus << " x "
+        << c.gpu << ": data " << est.dataParallelSize << " (" << c.dataParallelName << ") x tensor "
+        << c.tensorParallel << " x pipeline " << c.pipelineParallel << " x context " << c.contextParallel;
+    if (c.expertParallel > 1)
+        out << ", expert " << c.expertParallel;
+    out << "\n\n";
+    out << "  per GPU (stage " << est.mostLoadedStage << ", peak in " << phaseName(est.peakPhase)
+        << ")      GiB   share\n";
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        out << "  " << std::left << std::setw(26) << categoryLabel(cat) << std::right << gib(est.perGpu[cat])
+            << "  " << pct(est.perGpu[cat], est.peakBytes) << "\n";
+    }
+    out << "  " << std::left << std::setw(26) << "Peak" << std::right << gib(est.peakBytes) << "\n";
+    out << "  " << std::left << std::setw(26) << "Capacity" << std::right << gib(est.capacityBytes) << "\n";
+    out << "  " << std::left << std::setw(26) << (est.fits ? "Headroom" : "Over by") << std::right
+        << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT") << "\n\n";
+    out << "  largest " << (sc.mode == Mode::Training ? "micro-batch" : "batch")
+        << " that fits: " << est.maxMicroBatchSize << "\n";
+    out << "  longest " << (sc.mode == Mode::Training ? "sequence" : "context")
+        << " that fits: " << maxSequenceLength(sc) << "\n";
+    if (sc.cluster.pipelineParallel > 1) {
+        out << "\n  pipeline stages (layers, peak GiB):\n";
+        for (const auto& r : est.ranks)
+            out << "    stage " << r.stage << ": layers " << r.firstLayer << "-"
+                << r.firstLayer + r.layers - 1 << ", " << gib(r.peak.total()) << "\n";
+    }
+    if (c.offloadOptimizer || c.offloadParameters)
+        out << "\n  offload: " << formatBytes(est.offload.cpuBytesPerGpu) << " host memory per GPU; PCIe "
+            << formatBytes(est.offload.hostToDeviceBytes, ByteUnit::GB) << " in, "
+            << formatBytes(est.offload.deviceToHostBytes, ByteUnit::GB)
+            << " out per step = " << est.offload.secondsPerStep << " s at " << c.pcieGBps << " GB/s\n";
+    const auto savings = rankSavings(sc);
+    if (!savings.empty()) {
+        out << "\n  single changes that save memory:\n";
+        for (const auto& s : savings)
+            out << "    " << std::left << std::setw(52) << s.description << std::right << gib(s.bytesSaved)
+                << " GiB" << (s.fitsAfter ? "  fits" : "") << "\n";
+    }
+    for (const auto& w : est.warnings)
+        out << "\n  warning: " << w;
+    if (!est.warnings.empty())
+        out << "\n";
+}
+
+int cmdEstimate(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1)
+        throw std::invalid_argument("estimate takes one SCENARIO.json");
+    const Scenario sc = loadScenarioFile(a.positional[0]);
+    const Estimate est = estimate(sc);
+    if (a.json) {
+        auto j = estimateToJson(sc, est);
+        j["max_sequence_length"] = maxSequenceLength(sc);
+        j["savings"] = savingsToJson(rankSavings(sc));
+        out << j.dump(2) << "\n";
+    } else {
+        printEstimate(out, sc, est);
+    }
+    return 0;
+}
+
+int cmdParams(const Args& a, std::ostream& out) {
+    if (a.hfConfig.has_value() == a.preset.has_value() || !a.positional.empty())
+        throw std::invalid_argument("params takes exactly one of --hf-config CONFIG.json or --preset NAME");
+    ModelSpec spec;
+    if (a.preset) {
+        const ModelPreset* p = findModelPreset(*a.preset);
+        if (!p)
+            throw Error("--preset", "unknown preset '" + *a.preset + "' (see headroom-cli presets)");
+        spec = p->spec;
+    } else {
+        try {
+            spec = modelFromHfConfig(parseJsonText(readTextFile(*a.hfConfig, 16u << 20)), "");
+        } catch (const Error& e) {
+            throw Error(e.where().empty() ? *a.hfConfig : *a.hfConfig + ": " + e.where(), e.why());
+        }
+    }
+    const auto total = spec.totalParameters(), active = spec.activeParameters();
+    if (a.json)
+        out << nlohmann::json{{"parameters", total}, {"active_parameters", active}}.dump() << "\n";
+    else
+        out << "parameters: " << formatCount(total) << "\nactive per token: " << formatCount(active) << "\n";
+    return 0;
+}
+
+int cmdRender(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1 || !a.output)
+        throw std::invalid_argument("render takes SCENARIO.json -o OUT.(png|svg|pdf)");
+    int w = 1200, h = 700;
+    if (a.size && std::sscanf(a.size->c_str(), "%dx%d", &w, &h) != 2)
+        throw std::invalid_argument("--size wants WxH, e.g. 1600x900");
+    const Scenario sc = loadScenarioFile(a.positional[0]);
+    std::string error;
+    if (!exportEstimateChart(sc, estimate(sc), *a.output, w, h, &error))
+        throw Error("", error);
+    out << "wrote " << *a.output << "\n";
+    return 0;
+}
+
+int cmdPresets(const Args& a, std::ostream& out) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& p : modelPresets()) {
+        if (a.json)
+            j.push_back({{"name", p.name},
+                         {"model_type", p.spec.modelType},
+                         {"parameters", p.spec.totalParameters()}});
+        else
+            out << std::left << std::setw(40) << p.name << std::right << std::setw(20)
+                << formatCount(p.spec.totalParameters()) << "\n";
+    }
+    if (a.json)
+        out << j.dump(2) << "\n";
+    return 0;
+}
+
+int cmdGpus(const Args& a, std::ostream& out) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& g : gpuCatalogue()) {
+        if (a.json)
+            j.push_back({{"name", g.name}, {"memory_bytes", g.memoryBytes}, {"pcie_gb_per_s", g.pcieGBps}});
+        else
+            out << std::left << std::setw(20) << g.name << std::right
+                << formatBytes(static_cast<double>(g.memoryBytes)) << "\n";
+    }
+    if (a.json)
+        out << j.dump(2) << "\n";
+    return 0;
+}
+
+} // namespace
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+        (args.empty() ? err : out) << kUsage;
+        return args.empty() ? 2 : 0;
+    }
+    const std::string& cmd = args[0];
+    try {
+        const Args a = parseArgs(args, 1);
+        if (cmd == "estimate")
+            return cmdEstimate(a, out);
+        if (cmd == "params")
+            return cmdParams(a, out);
+        if (cmd == "render")
+            return cmdRender(a, out);
+        if (cmd == "presets")
+            return cmdPresets(a, out);
+        if (cmd == "gpus")
+            return cmdGpus(a, out);
+        err << "error: unknown command '" << cmd << "'\n" << kUsage;
+        return 2;
+    } catch (const std::invalid_argument& e) {
+        err << "error: " << e.what() << "\n" << kUsage;
+        return 2;
+    } catch (const Error& e) {
+        err << "error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        err << "error: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+} // namespace headroom

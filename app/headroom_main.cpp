@@ -1,0 +1,75 @@
+#include "ui/mainwindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <QScreen>
+#include <QTimer>
+#include <cstdio>
+
+// headroom [FILE] | headroom --screenshot OUT.png [--size WxH] [FILE]
+int main(int argc, char** argv) {
+    // A screenshot needs no display: fall back to the offscreen platform when none is set.
+    for (int i = 1; i < argc; ++i)
+        if (QByteArray(argv[i]) == "--screenshot" && qEnvironmentVariableIsEmpty("DISPLAY") &&
+            qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("Headroom"));
+    QApplication::setOrganizationName(QStringLiteral("Headroom"));
+    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("GPU memory planner for training and serving large models"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                  QStringLiteral("Render the window to OUT.png and exit."),
+                                  QStringLiteral("OUT.png"));
+    QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot."),
+                            QStringLiteral("WxH"), QStringLiteral("1280x800"));
+    parser.addOption(screenshot);
+    parser.addOption(size);
+    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario to open."),
+                                 QStringLiteral("[FILE...]"));
+    parser.process(app);
+
+    headroom::MainWindow window;
+    const QStringList files = parser.positionalArguments();
+    for (const QString& f : files) {
+        QString error;
+        if (!window.openScenario(f, &error)) {
+            std::fprintf(stderr, "error: %s\n", qPrintable(error));
+            if (parser.isSet(screenshot))
+                return 1;
+        }
+    }
+
+    if (parser.isSet(screenshot)) {
+        const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+        bool okW = false, okH = false;
+        const int w = wh.size() == 2 ? wh[0].toInt(&okW) : 0;
+        const int h = wh.size() == 2 ? wh[1].toInt(&okH) : 0;
+        if (!okW || !okH || w < 200 || h < 200 || w > 10000 || h > 10000) {
+            std::fprintf(stderr, "error: --size wants WxH between 200 and 10000, got %s\n",
+                         qPrintable(parser.value(size)));
+            return 2;
+        }
+        window.resize(w, h);
+        window.show();
+        // Let layouts and the chart settle before grabbing, exactly as a user would see the window.
+        for (int i = 0; i < 5; ++i)
+            QApplication::processEvents();
+        const QImage image = window.grab().toImage();
+        const QString out = parser.value(screenshot);
+        if (!image.save(out, "PNG")) {
+            std::fprintf(stderr, "error: %s: cannot write the screenshot\n", qPrintable(out));
+            return 1;
+        }
+        return 0;
+    }
+    window.show();
+    return app.exec();
+}

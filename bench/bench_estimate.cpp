@@ -1,0 +1,52 @@
+// Estimator speed: one training estimate, and a 1,000-point micro-batch sweep.
+// Prints one JSON object per line (CONTRACTS.md section 6).
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+using namespace headroom;
+using Clock = std::chrono::steady_clock;
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int main() {
+    const Scenario sc = scenarioFromJson(defaultScenarioDocument());
+    volatile double sink = 0;
+
+    // One estimate: median over batches of 10,000 calls.
+    std::vector<double> perCall;
+    for (int rep = 0; rep < 15; ++rep) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < 10000; ++i)
+            sink = sink + estimate(sc).peakBytes;
+        perCall.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / 10000);
+    }
+    std::printf(
+        "{\"metric\": \"estimate_ns\", \"value\": %.1f, \"unit\": \"ns\", \"detail\": \"median of 15 x 10000 "
+        "estimates, default scenario (%s); target < 1000 ns\"}\n",
+        median(perCall), sc.name.c_str());
+
+    // A 1,000-point sweep over micro-batch size 1..1000.
+    std::vector<double> sweeps;
+    Scenario probe = sc;
+    for (int rep = 0; rep < 15; ++rep) {
+        const auto t0 = Clock::now();
+        for (int b = 1; b <= 1000; ++b) {
+            probe.training.microBatchSize = b;
+            sink = sink + estimate(probe).peakBytes;
+        }
+        sweeps.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    std::printf("{\"metric\": \"sweep_1000_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": \"median of "
+                "15 sweeps "
+                "over micro-batch 1..1000; target < 5 ms\"}\n",
+                median(sweeps));
+    return sink > 0 ? 0 : 1;
+}

@@ -1,0 +1,88 @@
+#include "core/io/estimatejson.h"
+
+#include <cmath>
+
+namespace headroom {
+
+using nlohmann::json;
+
+static long long bytes(double b) {
+    return std::llround(b);
+}
+
+json breakdownToJson(const Breakdown& b) {
+    json out = json::object();
+    for (std::size_t i = 0; i < kCategoryCount; ++i)
+        out[categoryKey(categoryAt(i))] = bytes(b.bytes[i]);
+    return out;
+}
+
+// peak_bytes is the sum of the rounded categories so that the document adds up exactly.
+static long long roundedTotal(const json& perGpu) {
+    long long t = 0;
+    for (const auto& [k, v] : perGpu.items())
+        t += v.get<long long>();
+    return t;
+}
+
+json estimateToJson(const Scenario& sc, const Estimate& est) {
+    json out;
+    out["schema"] = kEstimateSchema;
+    out["mode"] = est.mode == Mode::Training ? "training" : "inference";
+    out["name"] = sc.name;
+    out["model"] = sc.modelLabel;
+    out["parameters"] = est.parameters;
+    out["active_parameters"] = est.activeParameters;
+    out["per_gpu_bytes"] = breakdownToJson(est.perGpu);
+    const long long peak = roundedTotal(out["per_gpu_bytes"]);
+    const long long capacity = bytes(est.capacityBytes);
+    out["peak_bytes"] = peak;
+    out["capacity_bytes"] = capacity;
+    out["headroom_bytes"] = capacity - peak;
+    out["fits"] = peak <= capacity;
+    out["max_micro_batch_size"] = est.maxMicroBatchSize;
+    out["peak_phase"] = phaseName(est.peakPhase);
+    out["most_loaded_stage"] = est.mostLoadedStage;
+    json ranks = json::array();
+    for (const auto& r : est.ranks) {
+        json j;
+        j["stage"] = r.stage;
+        j["first_layer"] = r.firstLayer;
+        j["layers"] = r.layers;
+        j["per_gpu_bytes"] = breakdownToJson(r.peak);
+        j["peak_bytes"] = roundedTotal(j["per_gpu_bytes"]);
+        j["peak_phase"] = phaseName(r.peakPhase);
+        j["in_flight_micro_batches"] = r.inFlightMicroBatches;
+        ranks.push_back(std::move(j));
+    }
+    out["ranks"] = std::move(ranks);
+    const auto& c = sc.cluster;
+    out["parallelism"] = {{"gpus", c.numGpus},
+                          {"data", est.dataParallelSize},
+                          {"tensor", c.tensorParallel},
+                          {"pipeline", c.pipelineParallel},
+                          {"context", c.contextParallel},
+                          {"expert", c.expertParallel},
+                          {"data_parallel", c.dataParallelName}};
+    if (c.offloadOptimizer || c.offloadParameters)
+        out["offload"] = {{"cpu_bytes_per_gpu", bytes(est.offload.cpuBytesPerGpu)},
+                          {"host_to_device_bytes_per_step", bytes(est.offload.hostToDeviceBytes)},
+                          {"device_to_host_bytes_per_step", bytes(est.offload.deviceToHostBytes)},
+                          {"pcie_seconds_per_step", est.offload.secondsPerStep}};
+    out["warnings"] = est.warnings;
+    return out;
+}
+
+json savingsToJson(const std::vector<Saving>& savings) {
+    json out = json::array();
+    for (const auto& s : savings)
+        out.push_back({{"id", s.id},
+                       {"description", s.description},
+                       {"bytes_saved", bytes(s.bytesSaved)},
+                       {"peak_bytes_after", bytes(s.peakAfter)},
+                       {"fits_after", s.fitsAfter},
+                       {"patch", s.patch}});
+    return out;
+}
+
+} // namespace headroom

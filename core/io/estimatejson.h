@@ -1,0 +1,17 @@
+#pragma once
+#include "core/plan/estimator.h"
+#include "core/plan/solvers.h"
+
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+inline constexpr const char* kEstimateSchema = "headroom.estimate/1";
+
+// The estimate as CONTRACTS.md section 4 fixes it (integers for every byte count), plus extensions:
+// active_parameters, peak_phase, most_loaded_stage, parallelism, offload.
+nlohmann::json estimateToJson(const Scenario& sc, const Estimate& est);
+nlohmann::json breakdownToJson(const Breakdown& b);
+nlohmann::json savingsToJson(const std::vector<Saving>& savings);
+
+} // namespace headroom

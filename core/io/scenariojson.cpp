@@ -1,0 +1,436 @@
+#include "core/io/scenariojson.h"
+
+#include "core/error.h"
+#include "core/model/hfconfig.h"
+#include "core/model/presets.h"
+#include "core/plan/gpucatalogue.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace headroom::data {
+std::string_view default_headroom_json();
+}
+
+namespace headroom {
+
+using nlohmann::json;
+
+namespace {
+
+// A view of one JSON object with its path, so that every read can name where a bad value sits.
+class Section {
+public:
+    Section(const json* obj, std::string path) : m_obj(obj), m_path(std::move(path)) {}
+
+    std::string at(const std::string& key) const { return m_path + "." + key; }
+    const json* find(const std::string& key) const {
+        if (!m_obj)
+            return nullptr;
+        auto it = m_obj->find(key);
+        return it == m_obj->end() || it->is_null() ? nullptr : &*it;
+    }
+    int integer(const std::string& key, int fallback, long long lo, long long hi) const {
+        const json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_number_integer())
+            throw Error(at(key), "must be an integer, got " + v->dump());
+        const bool tooBig =
+            v->is_number_unsigned() && v->get<unsigned long long>() > static_cast<unsigned long long>(hi);
+        if (tooBig || v->get<long long>() < lo || v->get<long long>() > hi)
+            throw Error(at(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                     ", got " + v->dump());
+        return static_cast<int>(v->get<long long>());
+    }
+    double number(const std::string& key, double fallback, double lo, double hi) const {
+        const json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_number())
+            throw Error(at(key), "must be a number, got " + v->dump());
+        const double d = v->get<double>();
+        if (!(d >= lo && d <= hi))
+            throw Error(at(key), "must be between " + fmt(lo) + " and " + fmt(hi) + ", got " + v->dump());
+        return d;
+    }
+    bool boolean(const std::string& key, bool fallback) const {
+        const json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_boolean())
+            throw Error(at(key), "must be true or false, got " + v->dump());
+        return v->get<bool>();
+    }
+    std::string string(const std::string& key, const std::string& fallback) const {
+        const json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_string())
+            throw Error(at(key), "must be a string, got " + v->dump());
+        return v->get<std::string>();
+    }
+    template <typename E>
+    E choice(const std::string& key, E fallback,
+             const std::vector<std::pair<std::string, E>>& options) const {
+        const json* v = find(key);
+        if (!v)
+            return fallback;
+        std::string list;
+        for (const auto& [name, value] : options) {
+            if (v->is_string() && v->get<std::string>() == name)
+                return value;
+            list += (list.empty() ? "" : ", ") + name;
+        }
+        throw Error(at(key), "must be one of " + list + "; got " + v->dump());
+    }
+
+private:
+    static std::string fmt(double d) {
+        std::ostringstream s;
+        s << d;
+        return s.str();
+    }
+    const json* m_obj;
+    std::string m_path;
+};
+
+Section section(const json& doc, const std::string& key, bool required) {
+    auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) {
+        if (required)
+            throw Error(key, "missing");
+        return {nullptr, key};
+    }
+    if (!it->is_object())
+        throw Error(key, "must be an object");
+    return {&*it, key};
+}
+
+// Bytes per element for the dtype names used by precision and inference settings.
+const std::map<std::string, double>& dtypeBytes() {
+    static const std::map<std::string, double> m = {
+        {"fp32", 4},    {"float32", 4}, {"tf32", 4}, {"bf16", 2},  {"bfloat16", 2}, {"fp16", 2},
+        {"float16", 2}, {"fp8", 1},     {"int8", 1}, {"fp4", 0.5}, {"int4", 0.5},   {"nf4", 0.5}};
+    return m;
+}
+
+double dtype(const Section& s, const std::string& key, const std::string& fallback, std::string& name) {
+    name = s.string(key, fallback);
+    auto it = dtypeBytes().find(name);
+    if (it == dtypeBytes().end()) {
+        std::string list;
+        for (const auto& [n, b] : dtypeBytes())
+            list += (list.empty() ? "" : ", ") + n;
+        throw Error(s.at(key), "unknown dtype '" + name + "' (one of " + list + ")");
+    }
+    return it->second;
+}
+
+void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
+    const auto sec = section(doc, "model", true);
+    const json& m = doc.at("model");
+    const json* params = sec.find("parameters");
+    if (const json* preset = sec.find("preset")) {
+        if (!preset->is_string())
+            throw Error("model.preset", "must be a string naming a preset");
+        const ModelPreset* p = findModelPreset(preset->get<std::string>());
+        if (!p) {
+            std::string names;
+            for (const auto& q : modelPresets())
+                names += (names.empty() ? "" : ", ") + q.name;
+            throw Error("model.preset",
+                        "unknown preset '" + preset->get<std::string>() + "' (known: " + names + ")");
+        }
+        sc.model = p->spec;
+        sc.modelLabel = p->name;
+    } else if (const json* path = sec.find("hf_config")) {
+        if (!path->is_string())
+            throw Error("model.hf_config", "must be a path to a config.json");
+        std::filesystem::path file(path->get<std::string>());
+        if (file.is_relative())
+            file = std::filesystem::path(baseDir) / file;
+        json cfg;
+        try {
+            cfg = parseJsonText(readTextFile(file.string(), 16u << 20));
+            sc.model = modelFromHfConfig(cfg, "");
+        } catch (const Error& e) {
+            throw Error("model.hf_config", e.withFile(file.string()));
+        }
+        sc.modelLabel = file.filename().string();
+    } else if (sec.find("model_type")) {
+        try {
+            sc.model = modelFromHfConfig(m, "model");
+        } catch (const Error&) {
+            if (!params) // an unknown family is still usable through its size alone
+                throw;
+            sc.warnings.push_back("model.model_type '" + m.at("model_type").dump() +
+                                  "' is not a known family; planning with model.parameters alone");
+        }
+        sc.modelLabel = m.at("model_type").get<std::string>();
+    } else if (!params) {
+        throw Error("model",
+                    "give one of \"preset\", \"hf_config\", an inline config.json with \"model_type\", "
+                    "or \"parameters\"");
+    }
+    if (!sc.model.known) {
+        if (!params || !params->is_number_integer() || params->get<long long>() <= 0)
+            throw Error("model.parameters", "must be a positive integer");
+        sc.model = ModelSpec{};
+        sc.model.parametersOverride = params->get<std::uint64_t>();
+        sc.modelLabel = sc.modelLabel.empty() ? "parameters only" : sc.modelLabel;
+    }
+}
+
+void readTraining(const json& doc, Scenario& sc) {
+    const auto s = section(doc, "training", true);
+    auto& t = sc.training;
+    t.microBatchSize = s.integer("micro_batch_size", 1, 1, 1 << 20);
+    t.sequenceLength = s.integer("sequence_length", 2048, 1, 1 << 24);
+    t.gradientAccumulationSteps = s.integer("gradient_accumulation_steps", 1, 1, 1 << 20);
+    t.precision = s.string("precision", "bf16_mixed");
+    // Weights + gradients + fp32 master + Adam states, as CONTRACTS.md section 3 fixes them.
+    static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
+                                                                 {"bf16_mixed", {2, 2, 4, 8}},
+                                                                 {"fp16_mixed", {2, 2, 4, 8}},
+                                                                 {"bf16_mixed_fp32_grads", {2, 4, 4, 8}},
+                                                                 {"bf16", {2, 2, 0, 8}}};
+    auto it = presets.find(t.precision);
+    if (it == presets.end())
+        throw Error("training.precision",
+                    "must be one of bf16, bf16_mixed, bf16_mixed_fp32_grads, fp16_mixed, fp32; got \"" +
+                        t.precision + "\"");
+    t.bytes = it->second;
+    t.activationBytes = t.precision == "fp32" ? 4 : 2;
+    t.optimizer = s.choice<Optimizer>("optimizer", Optimizer::AdamW,
+                                      {{"adamw", Optimizer::AdamW},
+                                       {"adam", Optimizer::AdamW},
+                                       {"sgd", Optimizer::SgdMomentum},
+                                       {"adam8bit", Optimizer::Adam8bit}});
+    // The presets assume Adam's two fp32 states; other optimizers keep fewer bytes.
+    if (t.optimizer == Optimizer::SgdMomentum)
+        t.bytes.optimizerStates = 4;
+    else if (t.optimizer == Optimizer::Adam8bit)
+        t.bytes.optimizerStates = 2;
+    if (const json* b = s.find("bytes_per_param")) {
+        if (!b->is_object())
+            throw Error("training.bytes_per_param", "must be an object");
+        const Section bs(b, "training.bytes_per_param");
+        for (const auto& [key, value] : b->items())
+            if (key != "weights" && key != "gradients" && key != "master_weights" &&
+                key != "optimizer_states")
+                throw Error("training.bytes_per_param." + key,
+                            "unknown key (weights, gradients, master_weights, optimizer_states)");
+        t.bytes.weights = bs.number("weights", t.bytes.weights, 0, 64);
+        t.bytes.gradients = bs.number("gradients", t.bytes.gradients, 0, 64);
+        t.bytes.masterWeights = bs.number("master_weights", t.bytes.masterWeights, 0, 64);
+        t.bytes.optimizerStates = bs.number("optimizer_states", t.bytes.optimizerStates, 0, 64);
+    }
+    t.activationBytes = s.number("activation_bytes", t.activationBytes, 0.5, 8);
+    t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", Checkpointing::None,
+                                              {{"none", Checkpointing::None},
+                                               {"selective", Checkpointing::Selective},
+                                               {"full", Checkpointing::Full}});
+    t.attention = s.choice<Attention>(
+        "attention", Attention::Flash,
+        {{"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}});
+    t.dropout = s.boolean("dropout", sc.model.dropout);
+    if (sc.model.known && sc.model.maxPositions > 0 && t.sequenceLength > sc.model.maxPositions)
+        sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
+                              " exceeds the model's max_position_embeddings " +
+                              std::to_string(sc.model.maxPositions));
+}
+
+void readInference(const json& doc, Scenario& sc) {
+    const auto s = section(doc, "inference", true);
+    auto& i = sc.inference;
+    i.batchSize = s.integer("batch_size", 1, 1, 1 << 20);
+    i.contextLength = s.integer("context_length", 4096, 1, 1 << 24);
+    i.prefillChunk = s.integer("prefill_chunk", 0, 0, 1 << 24);
+    i.weightBytes = dtype(s, "weight_dtype", "bf16", i.weightDtype);
+    i.kvCacheBytes =
+        dtype(s, "kv_cache_dtype", i.weightDtype == "int4" || i.weightDtype == "nf4" ? "bf16" : i.weightDtype,
+              i.kvCacheDtype);
+    i.kvBlockSize = s.integer("kv_block_size", 0, 0, 1 << 20);
+    i.attention = s.choice<Attention>(
+        "attention", Attention::Flash,
+        {{"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}});
+}
+
+void readCluster(const json& doc, Scenario& sc) {
+    const auto s = section(doc, "cluster", true);
+    auto& c = sc.cluster;
+    c.gpu = s.string("gpu", "H100-SXM-80GB");
+    const GpuSpec* gpu = findGpu(c.gpu);
+    const json* gib = s.find("gpu_memory_gib");
+    if (!gpu && !gib) {
+        std::string names;
+        for (const auto& g : gpuCatalogue())
+            names += (names.empty() ? "" : ", ") + g.name;
+        throw Error("cluster.gpu",
+                    "unknown GPU '" + c.gpu + "' (known: " + names + "; or give gpu_memory_gib)");
+    }
+    if (gpu) {
+        c.gpu = gpu->name;
+        c.capacityBytes = gpu->memoryBytes;
+        c.pcieGBps = gpu->pcieGBps;
+    }
+    if (gib)
+        c.capacityBytes = static_cast<std::uint64_t>(
+            std::llround(s.number("gpu_memory_gib", 0, 0.001, 1 << 20) * 1073741824.0));
+    c.pcieGBps = s.number("pcie_gb_per_s", c.pcieGBps, 0.001, 1e6);
+    c.numGpus = s.integer("num_gpus", 1, 1, 1 << 24);
+    c.gpusPerNode = s.integer("gpus_per_node", std::min(8, c.numGpus), 1, 1 << 16);
+    c.dataParallelName = s.string("data_parallel", "ddp");
+    c.dataParallel = s.choice<DataParallel>("data_parallel", DataParallel::Ddp,
+                                            {{"ddp", DataParallel::Ddp},
+                                             {"zero1", DataParallel::Zero1},
+                                             {"zero2", DataParallel::Zero2},
+                                             {"zero3", DataParallel::Zero3},
+                                             {"fsdp_no_shard", DataParallel::Ddp},
+                                             {"fsdp_shard_grad_op", DataParallel::Zero2},
+                                             {"fsdp_full_shard", DataParallel::Zero3},
+                                             {"fsdp", DataParallel::Zero3},
+                                             {"hybrid_shard", DataParallel::HybridShard}});
+    c.tensorParallel = s.integer("tensor_parallel", 1, 1, 1 << 16);
+    c.pipelineParallel = s.integer("pipeline_parallel", 1, 1, 1 << 16);
+    c.virtualStages = s.integer("virtual_pipeline_stages", 1, 1, 1 << 10);
+    c.sequenceParallel = s.boolean("sequence_parallel", false);
+    c.contextParallel = s.integer("context_parallel", 1, 1, 1 << 16);
+    c.expertParallel = s.integer("expert_parallel", 1, 1, 1 << 16);
+    c.offloadOptimizer = s.boolean("offload_optimizer", false);
+    c.offloadParameters = s.boolean("offload_parameters", false);
+    c.offloadStep = s.choice<OffloadStep>("offload_optimizer_step", OffloadStep::Cpu,
+                                          {{"cpu", OffloadStep::Cpu}, {"gpu", OffloadStep::Gpu}});
+    c.prefetch = s.boolean("prefetch", true);
+
+    const long long grid = 1LL * c.tensorParallel * c.pipelineParallel * c.contextParallel;
+    if (c.numGpus % grid != 0)
+        throw Error("cluster.num_gpus", std::to_string(c.numGpus) +
+                                            " is not a multiple of tensor x pipeline x context "
+                                            "parallel (" +
+                                            std::to_string(grid) + ")");
+    const int dp = c.dataParallelSize();
+    if (dp % c.expertParallel != 0)
+        throw Error("cluster.expert_parallel", "must divide the data-parallel size " + std::to_string(dp));
+    const ModelSpec& m = sc.model;
+    if (m.known) {
+        if (m.heads % c.tensorParallel != 0)
+            throw Error("cluster.tensor_parallel",
+                        "must divide the model's " + std::to_string(m.heads) + " attention heads");
+        if (c.pipelineParallel * c.virtualStages > m.layers)
+            throw Error("cluster.pipeline_parallel",
+                        "more pipeline stages than the model's " + std::to_string(m.layers) + " layers");
+        if (c.expertParallel > 1 && (!m.isMoe() || m.experts % c.expertParallel != 0))
+            throw Error("cluster.expert_parallel",
+                        m.isMoe() ? "must divide the model's " + std::to_string(m.experts) + " experts"
+                                  : "needs a mixture-of-experts model");
+    }
+    if (sc.mode == Mode::Training && sc.training.sequenceLength % c.contextParallel != 0)
+        throw Error("cluster.context_parallel", "must divide training.sequence_length");
+    if (c.sequenceParallel && c.tensorParallel == 1)
+        sc.warnings.push_back("cluster.sequence_parallel has no effect without tensor parallelism");
+    if (c.dataParallel == DataParallel::HybridShard && dp == 1)
+        sc.warnings.push_back("hybrid_shard with a data-parallel size of 1 shards nothing");
+}
+
+void readOverheads(const json& doc, Scenario& sc) {
+    const auto s = section(doc, "overheads", false);
+    auto& o = sc.overheads;
+    o.cudaContextBytes =
+        static_cast<std::uint64_t>(s.number("cuda_context_mib", 512, 0, 1 << 20) * 1048576.0);
+    o.ncclBytesPerCommunicator =
+        static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0, 1 << 20) * 1048576.0);
+    o.allocatorOverheadFraction = s.number("allocator_overhead_fraction", 0.05, 0, 10);
+    o.ddpGradientAsBucketView = s.boolean("ddp_gradient_as_bucket_view", false);
+}
+
+} // namespace
+
+nlohmann::json parseJsonText(const std::string& text) {
+    try {
+        return json::parse(text);
+    } catch (const json::parse_error& e) {
+        std::string msg = e.what();
+        // nlohmann's message starts "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+        const auto colon = msg.find("] ");
+        if (colon != std::string::npos)
+            msg = msg.substr(colon + 2);
+        throw Error("byte " + std::to_string(e.byte), "invalid JSON: " + msg);
+    }
+}
+
+std::string readTextFile(const std::string& path, std::size_t maxBytes) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec)
+        throw Error("", "cannot read the file: " + ec.message());
+    if (size > maxBytes)
+        throw Error("", "the file is " + std::to_string(size) + " bytes, more than the " +
+                            std::to_string(maxBytes) + " this file type may have");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error("", "cannot open the file");
+    std::string text(static_cast<std::size_t>(size), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    if (!in)
+        throw Error("", "cannot read the file");
+    return text;
+}
+
+Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
+    if (!doc.is_object())
+        throw Error("", "a scenario must be a JSON object");
+    Scenario sc;
+    sc.document = doc;
+    sc.baseDir = baseDir;
+    auto schema = doc.find("schema");
+    if (schema != doc.end() && (!schema->is_string() || schema->get<std::string>() != kScenarioSchema))
+        throw Error("schema", std::string("must be \"") + kScenarioSchema + "\", got " + schema->dump());
+    if (auto name = doc.find("name"); name != doc.end()) {
+        if (!name->is_string())
+            throw Error("name", "must be a string");
+        sc.name = name->get<std::string>();
+    }
+    const bool training = doc.contains("training"), inference = doc.contains("inference");
+    if (training && inference)
+        throw Error("inference", "a scenario has either \"training\" or \"inference\", not both");
+    if (!training && !inference)
+        throw Error("training", "missing (or give \"inference\" for an inference scenario)");
+    sc.mode = inference ? Mode::Inference : Mode::Training;
+    readModel(doc, baseDir, sc);
+    if (sc.mode == Mode::Training)
+        readTraining(doc, sc);
+    else
+        readInference(doc, sc);
+    readCluster(doc, sc);
+    readOverheads(doc, sc);
+    if (!sc.model.known)
+        sc.warnings.push_back(
+            "the model is known only by its parameter count: activations, attention scores, "
+            "logits, gather buffers and KV cache are not estimated (0)");
+    return sc;
+}
+
+Scenario loadScenarioFile(const std::string& path) {
+    try {
+        const json doc = parseJsonText(readTextFile(path));
+        const auto dir = std::filesystem::path(path).parent_path();
+        return scenarioFromJson(doc, dir.empty() ? "." : dir.string());
+    } catch (const Error& e) {
+        throw Error(e.where().empty() ? path : path + ": " + e.where(), e.why());
+    }
+}
+
+std::string scenarioToJsonString(const Scenario& scenario) {
+    return scenario.document.dump(2) + "\n";
+}
+
+json defaultScenarioDocument() {
+    return json::parse(data::default_headroom_json());
+}
+
+} // namespace headroom

@@ -1,0 +1,25 @@
+#pragma once
+#include "core/plan/scenario.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace headroom {
+
+inline constexpr const char* kScenarioSchema = "headroom.scenario/1";
+
+// Validates and resolves a scenario document (schema headroom.scenario/1). `baseDir` resolves a relative
+// model.hf_config path. Throws Error naming the JSON path of the first invalid value.
+Scenario scenarioFromJson(const nlohmann::json& doc, const std::string& baseDir = ".");
+// Reads and parses a file; errors are prefixed with the file name. JSON syntax errors name the byte.
+Scenario loadScenarioFile(const std::string& path);
+// Parses JSON text; syntax errors become Error with the byte offset.
+nlohmann::json parseJsonText(const std::string& text);
+// Reads a whole file (bounded to `maxBytes`) or throws Error naming it.
+std::string readTextFile(const std::string& path, std::size_t maxBytes = 64u << 20);
+// The document to save: the scenario's own document (unknown keys kept), pretty-printed.
+std::string scenarioToJsonString(const Scenario& scenario);
+// The default scenario embedded from resources/default.headroom.json.
+nlohmann::json defaultScenarioDocument();
+
+} // namespace headroom

@@ -1,0 +1,234 @@
+#include "core/model/hfconfig.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+namespace {
+
+using nlohmann::json;
+
+// Bounds keep every later product within 64-bit range and reject configs that are clearly not models.
+constexpr long long kMaxDim = 1 << 24;
+constexpr long long kMaxLayers = 100000;
+
+class Reader {
+public:
+    Reader(const json& cfg, std::string path) : m_cfg(cfg), m_path(std::move(path)) {}
+
+    std::string at(const std::string& key) const { return m_path.empty() ? key : m_path + "." + key; }
+
+    bool has(const std::string& key) const {
+        auto it = m_cfg.find(key);
+        return it != m_cfg.end() && !it->is_null();
+    }
+
+    int integer(const std::string& key, long long lo, long long hi) const {
+        auto it = m_cfg.find(key);
+        if (it == m_cfg.end() || it->is_null())
+            throw Error(at(key), "required for model_type '" + modelType() + "' but missing");
+        return checked(key, *it, lo, hi);
+    }
+    int integer(const std::string& key, long long lo, long long hi, int fallback) const {
+        return has(key) ? integer(key, lo, hi) : fallback;
+    }
+    // First key present among alternatives (HF attribute maps: n_embd is hidden_size for GPT-2).
+    int integerOf(std::initializer_list<const char*> keys, long long lo, long long hi) const {
+        for (const char* k : keys)
+            if (has(k))
+                return integer(k, lo, hi);
+        throw Error(at(*keys.begin()), "required for model_type '" + modelType() + "' but missing");
+    }
+    bool boolean(const std::string& key, bool fallback) const {
+        auto it = m_cfg.find(key);
+        if (it == m_cfg.end() || it->is_null())
+            return fallback;
+        if (!it->is_boolean())
+            throw Error(at(key), "must be true or false");
+        return it->get<bool>();
+    }
+    double number(const std::string& key, double fallback) const {
+        auto it = m_cfg.find(key);
+        if (it == m_cfg.end() || it->is_null())
+            return fallback;
+        if (!it->is_number())
+            throw Error(at(key), "must be a number");
+        return it->get<double>();
+    }
+    std::vector<int> intList(const std::string& key) const {
+        std::vector<int> out;
+        auto it = m_cfg.find(key);
+        if (it == m_cfg.end() || it->is_null())
+            return out;
+        if (!it->is_array())
+            throw Error(at(key), "must be a list of layer indices");
+        for (std::size_t i = 0; i < it->size(); ++i)
+            out.push_back(checked(key + "[" + std::to_string(i) + "]", (*it)[i], 0, kMaxLayers));
+        return out;
+    }
+    std::string modelType() const {
+        auto it = m_cfg.find("model_type");
+        return it != m_cfg.end() && it->is_string() ? it->get<std::string>() : std::string();
+    }
+
+private:
+    int checked(const std::string& key, const json& v, long long lo, long long hi) const {
+        if (!v.is_number_integer() &&
+            !(v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>())))
+            throw Error(at(key), "must be an integer, got " + v.dump());
+        const long long n =
+            v.is_number_float() ? static_cast<long long>(v.get<double>()) : v.get<long long>();
+        if (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi))
+            throw Error(at(key), "must be at most " + std::to_string(hi) + ", got " + v.dump());
+        if (n < lo || n > hi)
+            throw Error(at(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                     ", got " + v.dump());
+        return static_cast<int>(n);
+    }
+
+    const json& m_cfg;
+    std::string m_path;
+};
+
+// Shapes shared by the Llama-like families (llama, mistral, mixtral, qwen2, qwen3_moe, gemma2, phi3).
+void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
+    m.hidden = r.integer("hidden_size", 1, kMaxDim);
+    m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);
+    m.heads = r.integer("num_attention_heads", 1, kMaxDim);
+    m.kvHeads = r.integer("num_key_value_heads", 1, kMaxDim, m.heads);
+    if (m.heads % m.kvHeads != 0)
+        throw Error(r.at("num_key_value_heads"),
+                    "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
+    m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
+    m.ffn = r.integer("intermediate_size", 1, kMaxDim);
+    m.vocab = r.integer("vocab_size", 1, kMaxDim);
+    m.maxPositions = r.integer("max_position_embeddings", 1, 1LL << 30, 0);
+    m.tiedEmbeddings = r.boolean("tie_word_embeddings", tiedDefault);
+    m.gatedMlp = true;
+    m.normHasBias = false;
+    m.dropout = r.number("attention_dropout", 0) > 0 || r.number("hidden_dropout", 0) > 0 ||
+                r.number("resid_pdrop", 0) > 0;
+}
+
+} // namespace
+
+const std::vector<std::string>& supportedModelTypes() {
+    static const std::vector<std::string> types = {"gpt2",     "llama",       "mistral", "mixtral",
+                                                   "qwen2",    "qwen3_moe",   "gemma2",  "phi3",
+                                                   "gpt_neox", "deepseek_v3", "gpt_oss"};
+    return types;
+}
+
+ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& path) {
+    if (!config.is_object())
+        throw Error(path, "a Hugging Face config must be a JSON object");
+    const Reader r(config, path);
+    auto typeIt = config.find("model_type");
+    if (typeIt == config.end() || !typeIt->is_string())
+        throw Error(r.at("model_type"), "missing; it names the architecture family (for a model known only "
+                                        "by its size, give \"parameters\": N instead)");
+    ModelSpec m;
+    m.modelType = typeIt->get<std::string>();
+    m.known = true;
+    const std::string& t = m.modelType;
+
+    if (t == "gpt2") {
+        m.hidden = r.integerOf({"n_embd", "hidden_size"}, 1, kMaxDim);
+        m.layers = r.integerOf({"n_layer", "num_hidden_layers"}, 1, kMaxLayers);
+        m.heads = r.integerOf({"n_head", "num_attention_heads"}, 1, kMaxDim);
+        m.kvHeads = m.heads;
+        m.headDim = m.hidden / m.heads;
+        m.ffn = r.integer("n_inner", 1, kMaxDim, 4 * m.hidden);
+        m.vocab = r.integer("vocab_size", 1, kMaxDim);
+        m.maxPositions = r.integerOf({"n_positions", "max_position_embeddings"}, 1, 1LL << 24);
+        m.learnedPositions = true;
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", true);
+        m.gatedMlp = false;
+        m.normHasBias = true;
+        m.qkvBias = m.outBias = m.mlpBias = true;
+        m.dropout = r.number("resid_pdrop", 0.1) > 0 || r.number("attn_pdrop", 0.1) > 0;
+    } else if (t == "llama" || t == "mistral" || t == "phi3") {
+        readLlamaLike(r, m, false);
+        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+        m.mlpBias = r.boolean("mlp_bias", false);
+    } else if (t == "qwen2") {
+        readLlamaLike(r, m, false);
+        m.qkvBias = true; // Qwen2 always has q/k/v biases and no output bias
+    } else if (t == "gemma2") {
+        readLlamaLike(r, m, true);
+        m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
+        m.normsPerLayer = 4; // input, post-attention, pre- and post-feedforward norms
+        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    } else if (t == "mixtral") {
+        readLlamaLike(r, m, false);
+        m.experts = r.integer("num_local_experts", 1, 1 << 16);
+        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
+        m.moeFfn = m.ffn;
+    } else if (t == "qwen3_moe") {
+        readLlamaLike(r, m, false);
+        m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
+        m.qkNorm = true;
+        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+        m.experts = r.integer("num_experts", 1, 1 << 16);
+        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
+        m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
+        m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
+        m.denseLayers = r.intList("mlp_only_layers");
+    } else if (t == "gpt_neox") {
+        m.hidden = r.integer("hidden_size", 1, kMaxDim);
+        m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);
+        m.heads = r.integer("num_attention_heads", 1, kMaxDim);
+        m.kvHeads = m.heads;
+        m.headDim = m.hidden / m.heads;
+        m.ffn = r.integer("intermediate_size", 1, kMaxDim, 4 * m.hidden);
+        m.vocab = r.integer("vocab_size", 1, kMaxDim);
+        m.maxPositions = r.integer("max_position_embeddings", 1, 1LL << 30, 0);
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", false);
+        m.gatedMlp = false;
+        m.normHasBias = true;
+        m.qkvBias = m.outBias = r.boolean("attention_bias", true);
+        m.mlpBias = true;
+        m.dropout = r.number("attention_dropout", 0) > 0 || r.number("hidden_dropout", 0) > 0;
+    } else if (t == "deepseek_v3") {
+        readLlamaLike(r, m, false);
+        m.mla = true;
+        m.qLoraRank = r.integer("q_lora_rank", 0, kMaxDim, 0);
+        m.kvLoraRank = r.integer("kv_lora_rank", 1, kMaxDim);
+        m.qkNopeHeadDim = r.integer("qk_nope_head_dim", 0, kMaxDim);
+        m.qkRopeHeadDim = r.integer("qk_rope_head_dim", 0, kMaxDim);
+        m.vHeadDim = r.integer("v_head_dim", 1, kMaxDim);
+        m.headDim = m.qkNopeHeadDim + m.qkRopeHeadDim;
+        m.kvHeads = m.heads;
+        m.experts = r.integer("n_routed_experts", 0, 1 << 16, 0);
+        if (m.experts > 0) {
+            m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
+            m.sharedExperts = r.integer("n_shared_experts", 0, 1 << 16, 0);
+            m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
+            m.firstDenseLayers = r.integer("first_k_dense_replace", 0, kMaxLayers, 0);
+            m.moeLayerFreq = r.integer("moe_layer_freq", 1, kMaxLayers, 1);
+        }
+    } else if (t == "gpt_oss") {
+        readLlamaLike(r, m, false);
+        m.headDim = r.integer("head_dim", 1, kMaxDim, 64);
+        m.qkvBias = m.outBias = r.boolean("attention_bias", true);
+        m.attentionSinks = true;
+        m.experts = r.integer("num_local_experts", 1, 1 << 16);
+        m.expertsPerToken = r.has("experts_per_token") ? r.integer("experts_per_token", 1, m.experts)
+                                                       : r.integer("num_experts_per_tok", 1, m.experts);
+        m.moeFfn = m.ffn;
+        m.routerBias = true;
+        m.mlpBias = true; // expert projections carry biases
+    } else {
+        std::string list;
+        for (const auto& s : supportedModelTypes())
+            list += (list.empty() ? "" : ", ") + s;
+        throw Error(r.at("model_type"), "unknown model family '" + t + "' (supported: " + list +
+                                            "); give \"parameters\": N to plan with the size alone");
+    }
+    return m;
+}
+
+} // namespace headroom

@@ -1,0 +1,105 @@
+#include "core/model/modelspec.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+using u64 = std::uint64_t;
+
+bool ModelSpec::isMoeLayer(int layer) const {
+    if (experts <= 0 || layer < firstDenseLayers)
+        return false;
+    if (std::find(denseLayers.begin(), denseLayers.end(), layer) != denseLayers.end())
+        return false;
+    // Qwen's decoder_sparse_step and DeepSeek's moe_layer_freq: every n-th layer is sparse.
+    return moeLayerFreq <= 1 || (layer + 1) % moeLayerFreq == 0;
+}
+
+static u64 mlpParams(u64 h, u64 f, bool gated, bool bias) {
+    const u64 weights = (gated ? 3 : 2) * h * f;
+    const u64 biases = bias ? (gated ? 2 * f : f) + h : 0;
+    return weights + biases;
+}
+
+LayerParams ModelSpec::layerParams(int layer) const {
+    LayerParams p;
+    if (!known)
+        return p;
+    const u64 h = static_cast<u64>(hidden);
+    const u64 a = static_cast<u64>(heads);
+    if (mla) {
+        const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
+        const u64 q = qLoraRank > 0 ? h * static_cast<u64>(qLoraRank) + static_cast<u64>(qLoraRank) +
+                                          static_cast<u64>(qLoraRank) * a * qHead
+                                    : h * a * qHead;
+        const u64 kvA = h * static_cast<u64>(kvLoraRank + qkRopeHeadDim) + static_cast<u64>(kvLoraRank);
+        const u64 kvB = static_cast<u64>(kvLoraRank) * a * static_cast<u64>(qkNopeHeadDim + vHeadDim);
+        const u64 o = a * static_cast<u64>(vHeadDim) * h;
+        p.attention = q + kvA + kvB + o;
+    } else {
+        const u64 qDim = a * static_cast<u64>(headDim);
+        const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
+        p.attention = h * qDim + 2 * h * kvDim + qDim * h;
+        if (qkvBias)
+            p.attention += qDim + 2 * kvDim;
+        if (outBias)
+            p.attention += h;
+        if (qkNorm)
+            p.attention += 2 * static_cast<u64>(headDim);
+        if (attentionSinks)
+            p.attention += a;
+    }
+    p.norms = static_cast<u64>(normsPerLayer) * (normHasBias ? 2 * h : h);
+    if (isMoeLayer(layer)) {
+        const u64 f = static_cast<u64>(moeFfn);
+        p.experts = experts;
+        p.activeExperts = expertsPerToken;
+        p.perExpert = mlpParams(h, f, gatedMlp, mlpBias);
+        p.router = h * static_cast<u64>(experts) + (routerBias ? static_cast<u64>(experts) : 0);
+        if (sharedExperts > 0) {
+            p.denseMlp = mlpParams(h, f * static_cast<u64>(sharedExperts), gatedMlp, mlpBias);
+            p.mlpWidth = moeFfn * sharedExperts;
+        }
+    } else {
+        p.denseMlp = mlpParams(h, static_cast<u64>(ffn), gatedMlp, mlpBias);
+        p.mlpWidth = ffn;
+    }
+    return p;
+}
+
+u64 ModelSpec::embeddingParams() const {
+    if (!known)
+        return 0;
+    u64 e = static_cast<u64>(vocab) * static_cast<u64>(hidden);
+    if (learnedPositions)
+        e += static_cast<u64>(maxPositions) * static_cast<u64>(hidden);
+    return e;
+}
+
+u64 ModelSpec::lmHeadParams() const {
+    return (!known || tiedEmbeddings) ? 0 : static_cast<u64>(vocab) * static_cast<u64>(hidden);
+}
+
+u64 ModelSpec::finalNormParams() const {
+    return !known ? 0 : (normHasBias ? 2 : 1) * static_cast<u64>(hidden);
+}
+
+u64 ModelSpec::totalParameters() const {
+    if (!known)
+        return parametersOverride;
+    u64 n = embeddingParams() + lmHeadParams() + finalNormParams();
+    for (int l = 0; l < layers; ++l)
+        n += layerParams(l).total();
+    return n;
+}
+
+u64 ModelSpec::activeParameters() const {
+    if (!known)
+        return parametersOverride;
+    u64 n = embeddingParams() + lmHeadParams() + finalNormParams();
+    for (int l = 0; l < layers; ++l)
+        n += layerParams(l).active();
+    return n;
+}
+
+} // namespace headroom

@@ -1,0 +1,81 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// Parameters of one decoder layer, split the way the estimator shards them.
+struct LayerParams {
+    std::uint64_t attention = 0; // projections, their biases, q/k norms, sinks, MLA latents
+    std::uint64_t norms = 0;     // per-layer norms: replicated under tensor parallelism
+    std::uint64_t denseMlp = 0;  // dense MLP, or the shared experts of an MoE layer
+    std::uint64_t router = 0;    // MoE gate
+    std::uint64_t perExpert = 0; // one routed expert
+    int experts = 0;             // routed experts in this layer (0: dense layer)
+    int activeExperts = 0;       // routed experts per token
+    int mlpWidth = 0;            // intermediate size of the dense path (0 when none)
+
+    std::uint64_t total() const { return attention + norms + denseMlp + router + perExpert * experts; }
+    std::uint64_t active() const { return attention + norms + denseMlp + router + perExpert * activeExperts; }
+    bool isMoe() const { return experts > 0; }
+};
+
+// An architecture as the estimator needs it: shapes plus the structural flags that decide the exact
+// parameter count. Filled from a Hugging Face config.json (hfconfig.h) or, for a model known only by its
+// size, from `parameters` alone (then `known` is false and shape-dependent memory is not estimated).
+struct ModelSpec {
+    std::string modelType; // Hugging Face model_type ("" for a parameters-only model)
+    bool known = false;    // architecture known (false: only `parametersOverride`)
+    std::uint64_t parametersOverride = 0;
+
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kvHeads = 0;
+    int headDim = 0;
+    int ffn = 0;
+    int vocab = 0;
+    int maxPositions = 0;
+
+    bool tiedEmbeddings = false;
+    bool learnedPositions = false; // GPT-2 style position embedding table
+    bool gatedMlp = true;          // SwiGLU/GeGLU (3 matrices) or plain (2 matrices)
+    bool normHasBias = false;      // LayerNorm (weight + bias) versus RMSNorm (weight)
+    int normsPerLayer = 2;
+    bool qkvBias = false;
+    bool outBias = false;
+    bool mlpBias = false;
+    bool qkNorm = false;         // per-head RMSNorm on q and k (Qwen3)
+    bool attentionSinks = false; // one learned logit per head (gpt-oss)
+    bool routerBias = false;
+    bool dropout = false; // the config trains with dropout (adds 1-byte masks to activations)
+
+    // Mixture of experts. Layers [0, firstDenseLayers) and those not on the moeLayerFreq grid are dense.
+    int experts = 0;
+    int expertsPerToken = 0;
+    int sharedExperts = 0;
+    int moeFfn = 0;
+    int firstDenseLayers = 0;
+    int moeLayerFreq = 1;
+    std::vector<int> denseLayers; // explicit dense layers (Qwen3 mlp_only_layers)
+
+    // Multi-head latent attention (DeepSeek V2/V3).
+    bool mla = false;
+    int qLoraRank = 0;
+    int kvLoraRank = 0;
+    int qkNopeHeadDim = 0;
+    int qkRopeHeadDim = 0;
+    int vHeadDim = 0;
+
+    bool isMoeLayer(int layer) const;
+    LayerParams layerParams(int layer) const;
+    std::uint64_t embeddingParams() const; // token (+ position) embeddings
+    std::uint64_t lmHeadParams() const;    // 0 when tied
+    std::uint64_t finalNormParams() const;
+    std::uint64_t totalParameters() const;
+    std::uint64_t activeParameters() const; // per token: every expert not routed to is left out
+    bool isMoe() const { return experts > 0; }
+};
+
+} // namespace headroom

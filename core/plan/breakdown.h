@@ -1,0 +1,45 @@
+#pragma once
+#include <array>
+#include <cstddef>
+
+namespace headroom {
+
+// The memory categories of CONTRACTS.md section 4, in the order the charts stack them.
+enum class Category {
+    Weights,
+    Gradients,
+    MasterWeights,
+    OptimizerStates,
+    Activations,
+    AttentionScores,
+    Logits,
+    GatherBuffers,
+    CommunicationBuffers,
+    KvCache,
+    CudaContext,
+    AllocatorOverhead,
+};
+inline constexpr std::size_t kCategoryCount = 12;
+
+const char* categoryKey(Category c);   // JSON key: "optimizer_states"
+const char* categoryLabel(Category c); // for people: "Optimizer states"
+inline Category categoryAt(std::size_t i) {
+    return static_cast<Category>(i);
+}
+
+// Bytes per category. Doubles while computing (fractional bytes-per-parameter are allowed); rounded to
+// integers only when written out.
+struct Breakdown {
+    std::array<double, kCategoryCount> bytes{};
+
+    double& operator[](Category c) { return bytes[static_cast<std::size_t>(c)]; }
+    double operator[](Category c) const { return bytes[static_cast<std::size_t>(c)]; }
+    double total() const {
+        double t = 0;
+        for (double b : bytes)
+            t += b;
+        return t;
+    }
+};
+
+} // namespace headroom

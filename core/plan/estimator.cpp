@@ -1,0 +1,523 @@
+#include "core/plan/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace headroom {
+
+const char* phaseName(Phase p) {
+    switch (p) {
+    case Phase::Forward:
+        return "forward";
+    case Phase::Backward:
+        return "backward";
+    case Phase::Optimizer:
+        return "optimizer";
+    case Phase::Prefill:
+        return "prefill";
+    case Phase::Decode:
+        return "decode";
+    }
+    return "";
+}
+
+namespace {
+
+constexpr long long kMaxBatchSearched = 1 << 20;
+
+bool shardsWeights(const ClusterSettings& c) {
+    return c.dataParallel == DataParallel::Zero3 || c.dataParallel == DataParallel::HybridShard;
+}
+bool shardsGradients(const ClusterSettings& c) {
+    return shardsWeights(c) || c.dataParallel == DataParallel::Zero2;
+}
+bool shardsOptimizer(const ClusterSettings& c) {
+    return shardsGradients(c) || c.dataParallel == DataParallel::Zero1;
+}
+
+// How many GPUs share one copy of the sharded states: the whole data-parallel group, or for hybrid
+// sharding only the data-parallel ranks inside one node.
+double shardGroup(const ClusterSettings& c) {
+    const int dp = c.dataParallelSize();
+    if (c.dataParallel == DataParallel::HybridShard) {
+        const int inNode = std::max(1, c.gpusPerNode / (c.tensorParallel * c.contextParallel));
+        return std::min(dp, inNode);
+    }
+    return dp;
+}
+
+// Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
+LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
+    LayerActivations a;
+    const ModelSpec& m = sc.model;
+    if (!m.known)
+        return a;
+    const TrainingSettings& tr = sc.training;
+    const ClusterSettings& c = sc.cluster;
+    const double e = tr.activationBytes;
+    const double t = c.tensorParallel;
+    const double s = tr.sequenceLength;
+    const double sl = s / c.contextParallel; // this rank's tokens under context parallelism
+    const double h = m.hidden;
+    const double heads = m.heads / t;
+    const double kvHeads = m.mla ? heads : std::max(1.0, m.kvHeads / t);
+    const double dq = m.headDim;
+    const double dv = m.mla ? m.vHeadDim : m.headDim;
+    const double sbh = sl * h;
+    const double spDiv = c.sequenceParallel ? t : 1;
+
+    // Replicated across tensor-parallel ranks unless sequence parallelism splits them: the two norm
+    // inputs, the QKV and MLP inputs, and two dropout masks (11sbh + 19sbh + 4sbh of Korthikanti's 34).
+    double replicated = 4 * e * sbh + (tr.dropout ? 2 * sbh : 0);
+    if (m.mla)
+        replicated += e * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
+    // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
+    double split = e * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
+    if (tr.attention == Attention::Flash)
+        split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
+    // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
+    const double perWidth = (m.gatedMlp ? 4 : 2) * e * sl / t;
+    split += perWidth * mlpWidth;
+    if (moe) {
+        const double k = m.expertsPerToken;
+        split += 4 * sl * m.experts;      // fp32 router logits
+        split += k * 2 * e * sbh;         // tokens dispatched to k experts, and their outputs
+        split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
+    }
+    const double stored = replicated / spDiv + split;
+
+    double scores = 0;
+    if (tr.attention == Attention::Eager) {
+        const double sq = heads * sl * s; // local queries against every key
+        scores = e * sq + (tr.dropout ? sq + e * sq : 0);
+    }
+
+    switch (tr.checkpointing) {
+    case Checkpointing::None:
+        a.stored = stored;
+        a.scores = scores;
+        break;
+    case Checkpointing::Selective: // attention core recomputed: only the scores go
+        a.stored = stored;
+        a.transientScores = scores;
+        break;
+    case Checkpointing::Full: // only the layer input stays; everything else is rebuilt in backward
+        a.stored = e * sbh / spDiv;
+        a.transient = stored;
+        a.transientScores = scores;
+        break;
+    }
+    return a;
+}
+
+// Everything one stage's GPU holds, for a given micro-batch size, before phases are applied.
+struct StageModel {
+    int firstLayer = 0;
+    int layers = 0;
+    bool last = false;
+    // Model states per GPU.
+    double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    double gatherForward = 0, gatherBackward = 0;
+    double communication = 0, cudaContext = 0;
+    double allocatorFraction = 0;
+    bool gradientsInForward = false;
+    // Per sample (withBatch scales them) for all layers of the stage.
+    double activations = 0, scores = 0, transient = 0, transientScores = 0;
+    double logits = 0, logitsGradient = 0;
+    double inFlight = 1; // micro-batches' worth of this stage's layers alive at the peak
+    double current = 1;  // the part of that which the micro-batch being computed is
+    // Inference.
+    double kvCache = 0;
+    double decodeActivations = 0;
+    Mode mode = Mode::Training;
+};
+
+int stageLayers(int layers, int p, int stage) {
+    return layers / p + (stage < layers % p ? 1 : 0);
+}
+
+int stageFirstLayer(int layers, int p, int stage) {
+    int first = 0;
+    for (int i = 0; i < stage; ++i)
+        first += stageLayers(layers, p, i);
+    return first;
+}
+
+// Parameters held by one GPU of a stage after tensor, pipeline and expert parallelism (before ZeRO).
+struct StageParams {
+    double dense = 0;       // replicated across data parallel ranks
+    double experts = 0;     // replicated across the expert-data-parallel group only
+    double largestUnit = 0; // the biggest block FSDP/ZeRO-3 gathers at once (a layer, or the embedding)
+};
+
+StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
+    StageParams sp;
+    const ModelSpec& m = sc.model;
+    const ClusterSettings& c = sc.cluster;
+    const double t = c.tensorParallel, p = c.pipelineParallel;
+    if (!m.known) {
+        sp.dense = static_cast<double>(m.parametersOverride) / (t * p);
+        return sp;
+    }
+    const double ep = c.expertParallel;
+    // Layers come in at most two kinds (dense, MoE); compute each kind once.
+    LayerParams kinds[2];
+    bool have[2] = {false, false};
+    for (int l = first; l < first + count; ++l) {
+        const int k = m.isMoeLayer(l) ? 1 : 0;
+        if (!have[k]) {
+            kinds[k] = m.layerParams(l);
+            have[k] = true;
+        }
+        const LayerParams& lp = kinds[k];
+        const double dense =
+            static_cast<double>(lp.attention + lp.denseMlp + lp.router) / t + static_cast<double>(lp.norms);
+        const double experts = static_cast<double>(lp.perExpert) * lp.experts / (t * ep);
+        sp.dense += dense;
+        sp.experts += experts;
+        sp.largestUnit = std::max(sp.largestUnit, dense + experts);
+    }
+    const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
+    if (stage == 0) {
+        sp.dense += static_cast<double>(m.embeddingParams()) / t;
+        sp.largestUnit = std::max(sp.largestUnit, static_cast<double>(m.embeddingParams()) / t);
+    }
+    if (stage == c.pipelineParallel - 1) {
+        sp.dense += static_cast<double>(m.finalNormParams());
+        // A tied head is the embedding itself on a single stage; across stages the last keeps a copy.
+        const double head = !m.tiedEmbeddings ? vocabShard : (c.pipelineParallel > 1 ? vocabShard : 0);
+        sp.dense += head;
+        sp.largestUnit = std::max(sp.largestUnit, head);
+    }
+    return sp;
+}
+
+int communicators(const ClusterSettings& c) {
+    return (c.dataParallelSize() > 1) + (c.tensorParallel > 1) + (c.pipelineParallel > 1) +
+           (c.contextParallel > 1) + (c.expertParallel > 1);
+}
+
+StageModel trainingStage(const Scenario& sc, int stage) {
+    StageModel st;
+    const ModelSpec& m = sc.model;
+    const ClusterSettings& c = sc.cluster;
+    const TrainingSettings& tr = sc.training;
+    const int p = c.pipelineParallel;
+    st.last = stage == p - 1;
+    st.layers = m.known ? stageLayers(m.layers, p, stage) : 0;
+    st.firstLayer = m.known ? stageFirstLayer(m.layers, p, stage) : 0;
+    const StageParams sp = stageParams(sc, stage, st.firstLayer, st.layers);
+
+    const double group = shardGroup(c);
+    const double expertGroup = std::max(1.0, group / c.expertParallel);
+    auto sharded = [&](bool shard) {
+        return shard ? sp.dense / group + sp.experts / expertGroup : sp.dense + sp.experts;
+    };
+    const BytesPerParam& b = tr.bytes;
+    st.weights = c.offloadParameters ? 0 : b.weights * sharded(shardsWeights(c));
+    st.gradients = b.gradients * sharded(shardsGradients(c));
+    if (c.offloadOptimizer && shardsGradients(c))
+        st.gradients = 0; // the gradient partition lives on the host with the optimizer (ZeRO-Offload)
+    st.master = c.offloadOptimizer ? 0 : b.masterWeights * sharded(shardsOptimizer(c));
+    st.optimizer = c.offloadOptimizer ? 0 : b.optimizerStates * sharded(shardsOptimizer(c));
+
+    const double unit = sp.largestUnit;
+    const double prefetch = c.prefetch ? 2 : 1;
+    if (shardsWeights(c) || c.offloadParameters) {
+        st.gatherForward = prefetch * unit * b.weights;
+        st.gatherBackward = prefetch * unit * b.weights + unit * b.gradients;
+    } else if (shardsGradients(c)) {
+        st.gatherBackward = unit * b.gradients; // unsharded gradients awaiting reduce-scatter
+    }
+
+    st.communication =
+        static_cast<double>(communicators(c)) * static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
+    if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
+        !sc.overheads.ddpGradientAsBucketView)
+        st.communication += b.gradients * (sp.dense + sp.experts); // DDP's flat buckets copy every gradient
+    st.cudaContext = static_cast<double>(sc.overheads.cudaContextBytes);
+    st.allocatorFraction = sc.overheads.allocatorOverheadFraction;
+    st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1;
+
+    // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
+    const int mb = tr.gradientAccumulationSteps;
+    if (c.virtualStages <= 1) {
+        st.inFlight = std::min(mb, p - stage);
+        st.current = 1;
+    } else {
+        const int v = c.virtualStages;
+        const long long chunks =
+            std::min<long long>(1LL * mb * v, 2LL * (p - stage - 1) + 1LL * (v - 1) * p + 1);
+        st.inFlight = static_cast<double>(chunks) / v;
+        st.current = 1.0 / v;
+    }
+
+    if (m.known) {
+        LayerActivations kinds[2];
+        bool have[2] = {false, false};
+        for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
+            const int k = m.isMoeLayer(l) ? 1 : 0;
+            if (!have[k]) {
+                kinds[k] = perSample(sc, k == 1, m.layerParams(l).mlpWidth);
+                have[k] = true;
+            }
+            st.activations += kinds[k].stored;
+            st.scores += kinds[k].scores;
+            st.transient = std::max(st.transient, kinds[k].transient);
+            st.transientScores = std::max(st.transientScores, kinds[k].transientScores);
+        }
+        if (st.last) {
+            const double sl = static_cast<double>(tr.sequenceLength) / c.contextParallel;
+            const double spDiv = c.sequenceParallel ? c.tensorParallel : 1;
+            // Output layer: final norm and LM-head inputs, fp32 logits, and their gradient in the loss
+            // backward.
+            st.logits =
+                (2 * tr.activationBytes * sl * m.hidden / spDiv + 4 * sl * m.vocab / c.tensorParallel);
+            st.logitsGradient = 4 * sl * m.vocab / c.tensorParallel;
+        }
+    }
+    return st;
+}
+
+StageModel inferenceStage(const Scenario& sc, int stage) {
+    StageModel st;
+    st.mode = Mode::Inference;
+    const ModelSpec& m = sc.model;
+    const ClusterSettings& c = sc.cluster;
+    const InferenceSettings& in = sc.inference;
+    const int p = c.pipelineParallel;
+    st.last = stage == p - 1;
+    st.layers = m.known ? stageLayers(m.layers, p, stage) : 0;
+    st.firstLayer = m.known ? stageFirstLayer(m.layers, p, stage) : 0;
+    const StageParams sp = stageParams(sc, stage, st.firstLayer, st.layers);
+    st.weights = in.weightBytes * (sp.dense + sp.experts);
+    st.communication = static_cast<double>((c.tensorParallel > 1) + (p > 1) + (c.expertParallel > 1)) *
+                       static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
+    st.cudaContext = static_cast<double>(sc.overheads.cudaContextBytes);
+    st.allocatorFraction = sc.overheads.allocatorOverheadFraction;
+    if (!m.known)
+        return st;
+    const double t = c.tensorParallel;
+    double ctx = in.contextLength;
+    if (in.kvBlockSize > 0)
+        ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
+    const double kvPerToken = m.mla ? static_cast<double>(m.kvLoraRank + m.qkRopeHeadDim)
+                                    : 2.0 * std::max(1.0, m.kvHeads / t) * m.headDim;
+    st.kvCache = st.layers * kvPerToken * ctx * in.kvCacheBytes;
+
+    // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
+    const double chunk = in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
+    const double e = 2;
+    const double heads = m.heads / t;
+    const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExperts * m.moeFfn : m.ffn;
+    const double perToken =
+        e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
+    st.activations = chunk * perToken;
+    st.decodeActivations = perToken;
+    if (in.attention == Attention::Eager)
+        st.scores = e * heads * chunk * ctx;
+    if (st.last)
+        st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
+    return st;
+}
+
+// A stage's model for one sample (micro-batch or batch of 1); withBatch scales what grows with the batch.
+StageModel stageModel(const Scenario& sc, int stage) {
+    return sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage);
+}
+
+StageModel withBatch(StageModel st, double batch) {
+    for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
+                      &st.logitsGradient, &st.kvCache, &st.decodeActivations})
+        *v *= batch;
+    return st;
+}
+
+Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
+    Breakdown b;
+    b[Category::Weights] = st.weights;
+    b[Category::MasterWeights] = st.master;
+    b[Category::OptimizerStates] = st.optimizer;
+    b[Category::CommunicationBuffers] = st.communication;
+    b[Category::CudaContext] = st.cudaContext;
+    b[Category::KvCache] = st.kvCache;
+    const double before = st.inFlight - st.current;
+    switch (phase) {
+    case Phase::Forward:
+        b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
+        b[Category::Activations] = st.activations * (before + x * st.current) + st.transient;
+        b[Category::AttentionScores] = st.scores * (before + x * st.current) + st.transientScores;
+        b[Category::Logits] = x >= 1 ? st.logits : 0;
+        b[Category::GatherBuffers] = st.gatherForward;
+        break;
+    case Phase::Backward: {
+        const double g0 = st.gradientsInForward ? st.gradients : 0;
+        b[Category::Gradients] = g0 + (st.gradients - g0) * x;
+        b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + st.transient;
+        b[Category::AttentionScores] = st.scores * (st.inFlight - x * st.current) + st.transientScores;
+        b[Category::Logits] = x <= 0 ? st.logits + st.logitsGradient : 0;
+        b[Category::GatherBuffers] = st.gatherBackward;
+        break;
+    }
+    case Phase::Optimizer:
+        b[Category::Gradients] = st.gradients;
+        break;
+    case Phase::Prefill:
+        b[Category::Activations] = st.activations;
+        b[Category::AttentionScores] = st.scores;
+        b[Category::Logits] = st.logits;
+        b[Category::KvCache] = st.kvCache * x;
+        break;
+    case Phase::Decode:
+        b[Category::Activations] = st.decodeActivations;
+        b[Category::Logits] = st.logits;
+        break;
+    }
+    double managed = 0;
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        if (cat != Category::CommunicationBuffers && cat != Category::CudaContext)
+            managed += b[cat];
+    }
+    b[Category::AllocatorOverhead] = st.allocatorFraction * managed;
+    return b;
+}
+
+struct Candidate {
+    Phase phase;
+    double x;
+};
+constexpr Candidate kTrainingCandidates[] = {
+    {Phase::Forward, 1}, {Phase::Backward, 0}, {Phase::Backward, 1}, {Phase::Optimizer, 1}};
+constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
+
+template <typename F> void forEachCandidate(Mode mode, F&& f) {
+    if (mode == Mode::Training)
+        for (const auto& c : kTrainingCandidates)
+            f(c);
+    else
+        for (const auto& c : kInferenceCandidates)
+            f(c);
+}
+
+} // namespace
+
+LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
+    const ModelSpec& m = sc.model;
+    LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0);
+    a.stored *= microBatch;
+    a.scores *= microBatch;
+    a.transient *= microBatch;
+    a.transientScores *= microBatch;
+    return a;
+}
+
+Estimate estimate(const Scenario& sc) {
+    Estimate est;
+    est.mode = sc.mode;
+    est.parameters = sc.model.totalParameters();
+    est.activeParameters = sc.model.activeParameters();
+    est.capacityBytes = static_cast<double>(sc.cluster.capacityBytes);
+    est.dataParallelSize = sc.cluster.dataParallelSize();
+    est.warnings = sc.warnings;
+    const double batch = sc.mode == Mode::Training ? sc.training.microBatchSize : sc.inference.batchSize;
+    const int stages = sc.cluster.pipelineParallel;
+    est.ranks.reserve(static_cast<std::size_t>(stages));
+
+    // Memory is linear in the batch at every candidate point, so the largest batch that fits follows
+    // exactly from two evaluations: intercept + slope x batch <= capacity.
+    double maxBatch = static_cast<double>(kMaxBatchSearched);
+    double worst = -1;
+    for (int s = 0; s < stages; ++s) {
+        const StageModel unit = stageModel(sc, s);
+        const StageModel st = withBatch(unit, batch);
+        const StageModel none = withBatch(unit, 0);
+        StageEstimate se;
+        se.stage = s;
+        se.firstLayer = st.firstLayer;
+        se.layers = st.layers;
+        se.inFlightMicroBatches = st.inFlight;
+        double stagePeak = -1;
+        forEachCandidate(sc.mode, [&](const Candidate& c) {
+            const Breakdown b = memoryAt(st, c.phase, c.x);
+            const double total = b.total();
+            if (total > stagePeak) {
+                stagePeak = total;
+                se.peak = b;
+                se.peakPhase = c.phase;
+            }
+            const double intercept = memoryAt(none, c.phase, c.x).total();
+            const double slope = memoryAt(unit, c.phase, c.x).total() - intercept;
+            if (slope > 0)
+                maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
+            else if (intercept > est.capacityBytes)
+                maxBatch = 0;
+        });
+        if (stagePeak > worst) {
+            worst = stagePeak;
+            est.perGpu = se.peak;
+            est.peakPhase = se.peakPhase;
+            est.mostLoadedStage = s;
+        }
+        if (s == 0 && sc.mode == Mode::Training &&
+            (sc.cluster.offloadOptimizer || sc.cluster.offloadParameters)) {
+            // What was moved to the host, and what crosses PCIe each optimizer step (per GPU).
+            const BytesPerParam& bp = sc.training.bytes;
+            ClusterSettings kept = sc.cluster;
+            kept.offloadOptimizer = kept.offloadParameters = false;
+            Scenario onGpu = sc;
+            onGpu.cluster = kept;
+            const StageModel g = trainingStage(onGpu, s);
+            OffloadInfo& o = est.offload;
+            if (sc.cluster.offloadOptimizer) {
+                o.cpuBytesPerGpu += g.master + g.optimizer + (shardsGradients(kept) ? g.gradients : 0);
+                if (sc.cluster.offloadStep == OffloadStep::Gpu) {
+                    // States streamed to the GPU for the update and back (seed 002's accounting).
+                    o.hostToDeviceBytes += g.master + g.optimizer;
+                    o.deviceToHostBytes += g.master + g.optimizer;
+                } else {
+                    // Update on the CPU: gradients go down, updated 16-bit weights come back.
+                    o.deviceToHostBytes += g.gradients;
+                    o.hostToDeviceBytes += g.gradients / bp.gradients * bp.weights;
+                }
+            }
+            if (sc.cluster.offloadParameters) {
+                o.cpuBytesPerGpu += g.weights;
+                o.hostToDeviceBytes += 2 * g.weights; // fetched for forward and again for backward
+            }
+            o.secondsPerStep =
+                std::max(o.hostToDeviceBytes, o.deviceToHostBytes) / (sc.cluster.pcieGBps * 1e9);
+        }
+        est.ranks.push_back(se);
+    }
+    est.peakBytes = est.perGpu.total();
+    est.fits = est.peakBytes <= est.capacityBytes;
+    est.maxMicroBatchSize = static_cast<long long>(std::max(0.0, maxBatch));
+    return est;
+}
+
+std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
+    std::vector<TimelinePoint> out;
+    stage = std::clamp(stage, 0, sc.cluster.pipelineParallel - 1);
+    pointsPerPhase = std::max(2, pointsPerPhase);
+    const double batch = sc.mode == Mode::Training ? sc.training.microBatchSize : sc.inference.batchSize;
+    const StageModel st = withBatch(stageModel(sc, stage), batch);
+    const Phase training[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
+    const Phase inference[] = {Phase::Prefill, Phase::Decode};
+    auto emit = [&](Phase ph) {
+        for (int i = 0; i < pointsPerPhase; ++i) {
+            const double x = static_cast<double>(i) / (pointsPerPhase - 1);
+            out.push_back({ph, x, memoryAt(st, ph, x)});
+        }
+    };
+    if (sc.mode == Mode::Training)
+        for (Phase ph : training)
+            emit(ph);
+    else
+        for (Phase ph : inference)
+            emit(ph);
+    return out;
+}
+
+} // namespace headroom

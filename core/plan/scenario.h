@@ -1,0 +1,99 @@
+#pragma once
+#include "core/model/modelspec.h"
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+enum class Mode { Training, Inference };
+enum class Optimizer { AdamW, SgdMomentum, Adam8bit };
+enum class Checkpointing { None, Selective, Full };
+enum class Attention { Eager, Flash };
+enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
+enum class OffloadStep { Cpu, Gpu };
+
+// Bytes per parameter for the four model states (fractions allowed: 4-bit weights are 0.5).
+struct BytesPerParam {
+    double weights = 2;
+    double gradients = 2;
+    double masterWeights = 4;
+    double optimizerStates = 8;
+};
+
+struct TrainingSettings {
+    int microBatchSize = 1;
+    int sequenceLength = 2048;
+    int gradientAccumulationSteps = 1;
+    std::string precision = "bf16_mixed";
+    BytesPerParam bytes;        // resolved from precision, optimizer and overrides
+    double activationBytes = 2; // bytes per activation element (2 for 16-bit, 4 for fp32)
+    Optimizer optimizer = Optimizer::AdamW;
+    Checkpointing checkpointing = Checkpointing::None;
+    Attention attention = Attention::Flash;
+    bool dropout = false; // default: whether the model's config trains with dropout
+};
+
+struct InferenceSettings {
+    int batchSize = 1;
+    int contextLength = 4096; // tokens held per sequence (prompt + generated)
+    int prefillChunk = 0;     // tokens processed at once in prefill (0: the whole context)
+    double weightBytes = 2;
+    double kvCacheBytes = 2;
+    std::string weightDtype = "bf16";
+    std::string kvCacheDtype = "bf16";
+    int kvBlockSize = 0; // paged KV cache block (tokens); 0 = contiguous
+    Attention attention = Attention::Flash;
+};
+
+struct ClusterSettings {
+    std::string gpu = "H100-SXM-80GB";
+    std::uint64_t capacityBytes = 0; // from the catalogue, or gpu_memory_gib
+    double pcieGBps = 64;
+    int numGpus = 1;
+    int gpusPerNode = 8;
+    DataParallel dataParallel = DataParallel::Ddp;
+    std::string dataParallelName = "ddp";
+    int tensorParallel = 1;
+    int pipelineParallel = 1;
+    int virtualStages = 1; // interleaved 1F1B model chunks per stage
+    bool sequenceParallel = false;
+    int contextParallel = 1;
+    int expertParallel = 1;
+    bool offloadOptimizer = false;
+    bool offloadParameters = false;
+    OffloadStep offloadStep = OffloadStep::Cpu;
+    bool prefetch = true; // FSDP/ZeRO-3 prefetches the next layer's parameters
+
+    int dataParallelSize() const { return numGpus / (tensorParallel * pipelineParallel * contextParallel); }
+};
+
+struct Overheads {
+    std::uint64_t cudaContextBytes = 512ull << 20;
+    std::uint64_t ncclBytesPerCommunicator = 384ull << 20;
+    double allocatorOverheadFraction = 0.05; // reserved beyond allocated, as a fraction of allocated
+    bool ddpGradientAsBucketView = false;    // PyTorch DDP default: buckets are a second copy of the grads
+};
+
+// A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).
+// `document` is the JSON it was read from, so that saving keeps keys this version does not know.
+struct Scenario {
+    std::string name;
+    Mode mode = Mode::Training;
+    ModelSpec model;
+    std::string modelLabel; // preset name, config path or model_type
+    TrainingSettings training;
+    InferenceSettings inference;
+    ClusterSettings cluster;
+    Overheads overheads;
+    nlohmann::json document;
+    std::string baseDir = ".";         // where a relative model.hf_config is looked up
+    std::vector<std::string> warnings; // found while reading (e.g. sequence longer than the model's)
+
+    std::uint64_t parameters() const { return model.totalParameters(); }
+};
+
+} // namespace headroom

@@ -1,0 +1,158 @@
+#include "core/plan/solvers.h"
+
+#include "core/error.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+using nlohmann::json;
+
+long long maxSequenceLength(const Scenario& sc, long long limit) {
+    Scenario probe = sc;
+    const long long step = sc.cluster.contextParallel;
+    auto fits = [&](long long s) {
+        if (sc.mode == Mode::Training)
+            probe.training.sequenceLength = static_cast<int>(s);
+        else
+            probe.inference.contextLength = static_cast<int>(s);
+        return estimate(probe).fits;
+    };
+    // Memory grows monotonically with the sequence, so bisect over multiples of the step.
+    long long lo = 0, hi = limit / step;
+    if (!fits(step))
+        return 0;
+    lo = 1;
+    if (fits(hi * step))
+        return hi * step;
+    while (hi - lo > 1) {
+        const long long mid = lo + (hi - lo) / 2;
+        (fits(mid * step) ? lo : hi) = mid;
+    }
+    return lo * step;
+}
+
+Scenario applyPatch(const Scenario& sc, const json& patch) {
+    json doc = sc.document;
+    doc.merge_patch(patch);
+    return scenarioFromJson(doc, sc.baseDir);
+}
+
+namespace {
+
+struct Change {
+    std::string id;
+    std::string description;
+    json patch;
+};
+
+std::vector<Change> trainingChanges(const Scenario& sc) {
+    std::vector<Change> out;
+    const auto& t = sc.training;
+    const auto& c = sc.cluster;
+    if (t.attention == Attention::Eager)
+        out.push_back({"flash_attention",
+                       "FlashAttention instead of eager attention",
+                       {{"training", {{"attention", "flash"}}}}});
+    if (t.checkpointing == Checkpointing::None)
+        out.push_back({"selective_checkpointing",
+                       "Selective activation checkpointing",
+                       {{"training", {{"activation_checkpointing", "selective"}}}}});
+    if (t.checkpointing != Checkpointing::Full)
+        out.push_back({"full_checkpointing",
+                       "Full activation checkpointing",
+                       {{"training", {{"activation_checkpointing", "full"}}}}});
+    if (c.dataParallelSize() > 1) {
+        static const char* next[] = {"zero1", "zero2", "zero3"};
+        const int stage = c.dataParallel == DataParallel::Ddp     ? 0
+                          : c.dataParallel == DataParallel::Zero1 ? 1
+                          : c.dataParallel == DataParallel::Zero2 ? 2
+                                                                  : 3;
+        if (stage < 3)
+            out.push_back({"next_zero_stage",
+                           std::string("Shard more: ") + next[stage] + " instead of " + c.dataParallelName,
+                           {{"cluster", {{"data_parallel", next[stage]}}}}});
+    }
+    if (!c.offloadOptimizer)
+        out.push_back({"offload_optimizer",
+                       "Offload optimizer states to CPU memory",
+                       {{"cluster", {{"offload_optimizer", true}}}}});
+    if (!c.offloadParameters &&
+        (c.dataParallel == DataParallel::Zero3 || c.dataParallel == DataParallel::HybridShard))
+        out.push_back({"offload_parameters",
+                       "Offload parameters to CPU memory",
+                       {{"cluster", {{"offload_parameters", true}}}}});
+    out.push_back({"double_gpus",
+                   "Twice the GPUs (" + std::to_string(2 * c.numGpus) + ", more data parallelism)",
+                   {{"cluster", {{"num_gpus", 2 * c.numGpus}}}}});
+    if (c.tensorParallel > 1 && !c.sequenceParallel)
+        out.push_back({"sequence_parallel",
+                       "Sequence parallelism with the tensor parallelism",
+                       {{"cluster", {{"sequence_parallel", true}}}}});
+    if (sc.model.known && sc.model.heads % (2 * c.tensorParallel) == 0 && c.dataParallelSize() % 2 == 0)
+        out.push_back({"double_tensor_parallel",
+                       "Tensor parallel " + std::to_string(2 * c.tensorParallel) + " on the same GPUs",
+                       {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}}}}});
+    if (t.microBatchSize > 1)
+        out.push_back(
+            {"halve_micro_batch",
+             "Micro-batch " + std::to_string(t.microBatchSize / 2) + " with twice the accumulation steps",
+             {{"training",
+               {{"micro_batch_size", t.microBatchSize / 2},
+                {"gradient_accumulation_steps", 2 * t.gradientAccumulationSteps}}}}});
+    if (t.optimizer == Optimizer::AdamW && !sc.document.at("training").contains("bytes_per_param"))
+        out.push_back({"adam8bit",
+                       "8-bit Adam (bitsandbytes) instead of AdamW",
+                       {{"training", {{"optimizer", "adam8bit"}}}}});
+    return out;
+}
+
+std::vector<Change> inferenceChanges(const Scenario& sc) {
+    std::vector<Change> out;
+    const auto& in = sc.inference;
+    const auto& c = sc.cluster;
+    if (in.kvCacheBytes > 1)
+        out.push_back({"fp8_kv_cache", "FP8 KV cache", {{"inference", {{"kv_cache_dtype", "fp8"}}}}});
+    if (in.weightBytes > 1)
+        out.push_back({"fp8_weights", "FP8 weights", {{"inference", {{"weight_dtype", "fp8"}}}}});
+    if (in.attention == Attention::Eager)
+        out.push_back({"flash_attention",
+                       "FlashAttention instead of eager attention",
+                       {{"inference", {{"attention", "flash"}}}}});
+    if (sc.model.known && sc.model.heads % (2 * c.tensorParallel) == 0)
+        out.push_back(
+            {"double_tensor_parallel",
+             "Tensor parallel " + std::to_string(2 * c.tensorParallel),
+             {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}, {"num_gpus", 2 * c.numGpus}}}}});
+    if (in.batchSize > 1)
+        out.push_back({"halve_batch",
+                       "Batch " + std::to_string(in.batchSize / 2),
+                       {{"inference", {{"batch_size", in.batchSize / 2}}}}});
+    return out;
+}
+
+} // namespace
+
+std::vector<Saving> rankSavings(const Scenario& sc) {
+    const double before = estimate(sc).peakBytes;
+    std::vector<Saving> out;
+    for (auto& ch : sc.mode == Mode::Training ? trainingChanges(sc) : inferenceChanges(sc)) {
+        Estimate after;
+        try {
+            after = estimate(applyPatch(sc, ch.patch));
+        } catch (const Error&) {
+            continue; // the change is not valid for this layout (e.g. heads not divisible)
+        }
+        if (after.peakBytes >= before)
+            continue;
+        out.push_back(
+            {ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Saving& a, const Saving& b) { return a.bytesSaved > b.bytesSaved; });
+    return out;
+}
+
+} // namespace headroom

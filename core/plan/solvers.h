@@ -1,0 +1,30 @@
+#pragma once
+#include "core/plan/scenario.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// The longest training sequence (or inference context) that fits, 0 when even the shortest does not.
+// Steps in multiples of what the parallel layout requires (context parallel size).
+long long maxSequenceLength(const Scenario& sc, long long limit = 1 << 22);
+
+// One single change to a scenario and what it does to the most-loaded GPU's peak.
+struct Saving {
+    std::string id;          // stable key, e.g. "flash_attention"
+    std::string description; // for people: "FlashAttention instead of eager attention"
+    nlohmann::json patch;    // JSON merge patch (RFC 7386) to apply to the scenario document
+    double bytesSaved = 0;
+    double peakAfter = 0;
+    bool fitsAfter = false;
+};
+
+// Every applicable single change that lowers the peak, largest saving first.
+std::vector<Saving> rankSavings(const Scenario& sc);
+
+// Applies a saving's patch to a copy of the scenario's document and re-reads it.
+Scenario applyPatch(const Scenario& sc, const nlohmann::json& patch);
+
+} // namespace headroom

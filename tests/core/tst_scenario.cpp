@@ -1,0 +1,213 @@
+// Scenario files (CONTRACTS.md section 3): the contract's example, the embedded default, every kind of
+// model reference, validation errors that name their JSON path, and a save that keeps unknown keys.
+#include "core/error.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+#include "tests/testutil.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+
+namespace {
+
+const json kContractExample = json::parse(R"({
+  "schema": "headroom.scenario/1",
+  "name": "GPT-2 Large on 2x H100, FSDP SHARD_GRAD_OP",
+  "model": { "preset": "openai-community/gpt2-large" },
+  "training": {
+    "micro_batch_size": 8, "sequence_length": 1024, "gradient_accumulation_steps": 2,
+    "precision": "bf16_mixed", "optimizer": "adamw",
+    "activation_checkpointing": "none", "attention": "flash"
+  },
+  "cluster": {
+    "gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8,
+    "data_parallel": "zero2", "tensor_parallel": 1, "pipeline_parallel": 1,
+    "sequence_parallel": false, "context_parallel": 1, "expert_parallel": 1,
+    "offload_optimizer": false, "offload_parameters": false
+  }
+})");
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+} // namespace
+
+class TestScenario : public QObject {
+    Q_OBJECT
+private slots:
+    void contractExample();
+    void defaultScenario();
+    void modelReferences();
+    void unknownFamilyWithParameters();
+    void errorsNameTheirPath_data();
+    void errorsNameTheirPath();
+    void fileErrorsNameFileAndByte();
+    void saveKeepsUnknownKeys();
+};
+
+void TestScenario::contractExample() {
+    const Scenario sc = scenarioFromJson(kContractExample);
+    QCOMPARE(sc.parameters(), std::uint64_t(774030080));
+    QCOMPARE(sc.cluster.dataParallel, DataParallel::Zero2);
+    QCOMPARE(sc.cluster.capacityBytes, std::uint64_t(81559) << 20);
+    const Estimate e = estimate(sc);
+    QVERIFY(e.fits);
+    QCOMPARE(e.parameters, std::uint64_t(774030080));
+}
+
+void TestScenario::defaultScenario() {
+    const Scenario sc = scenarioFromJson(defaultScenarioDocument());
+    QVERIFY(!sc.name.empty());
+    QVERIFY(sc.model.known);
+    QVERIFY(estimate(sc).fits); // the first thing a user sees should be a plan that works
+}
+
+void TestScenario::modelReferences() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    // model.hf_config relative to the scenario file.
+    QDir(dir.path()).mkdir("cfg");
+    writeFile(dir.filePath("cfg/config.json"), QByteArray::fromStdString(json({{"model_type", "mistral"},
+                                                                               {"hidden_size", 4096},
+                                                                               {"intermediate_size", 14336},
+                                                                               {"num_hidden_layers", 32},
+                                                                               {"num_attention_heads", 32},
+                                                                               {"num_key_value_heads", 8},
+                                                                               {"vocab_size", 32000}})
+                                                                             .dump()));
+    json doc = kContractExample;
+    doc["model"] = {{"hf_config", "cfg/config.json"}};
+    writeFile(dir.filePath("s.headroom.json"), QByteArray::fromStdString(doc.dump()));
+    const Scenario fromFile = loadScenarioFile(dir.filePath("s.headroom.json").toStdString());
+    QCOMPARE(fromFile.parameters(), std::uint64_t(7241732096));
+    // Inline config.json with its own key names.
+    doc["model"] = {{"model_type", "gpt2"}, {"n_embd", 768},       {"n_head", 12},
+                    {"n_layer", 12},        {"vocab_size", 50257}, {"n_positions", 1024}};
+    QCOMPARE(scenarioFromJson(doc).parameters(), std::uint64_t(124439808));
+    // Parameters alone.
+    doc["model"] = {{"parameters", 1000000}};
+    const Scenario sized = scenarioFromJson(doc);
+    QCOMPARE(sized.parameters(), std::uint64_t(1000000));
+    QVERIFY(!sized.model.known);
+}
+
+void TestScenario::unknownFamilyWithParameters() {
+    json doc = kContractExample;
+    doc["model"] = {{"model_type", "rwkv"}, {"parameters", 3000000000LL}};
+    const Scenario sc = scenarioFromJson(doc);
+    QCOMPARE(sc.parameters(), std::uint64_t(3000000000));
+    QVERIFY(!sc.warnings.empty());
+    doc["model"].erase("parameters");
+    try {
+        scenarioFromJson(doc);
+        QFAIL("unknown family without parameters");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("model.model_type"));
+        QVERIFY(QString(e.what()).contains("rwkv"));
+    }
+}
+
+void TestScenario::errorsNameTheirPath_data() {
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<QString>("path");
+    auto row = [](const char* name, const json& patch, const char* path) {
+        QTest::newRow(name) << QByteArray::fromStdString(patch.dump()) << QString::fromLatin1(path);
+    };
+    row("micro batch 0", {{"training", {{"micro_batch_size", 0}}}}, "training.micro_batch_size");
+    row("micro batch string", {{"training", {{"micro_batch_size", "8"}}}}, "training.micro_batch_size");
+    row("sequence negative", {{"training", {{"sequence_length", -1}}}}, "training.sequence_length");
+    row("precision", {{"training", {{"precision", "fp12"}}}}, "training.precision");
+    row("optimizer", {{"training", {{"optimizer", "lion"}}}}, "training.optimizer");
+    row("checkpointing", {{"training", {{"activation_checkpointing", true}}}},
+        "training.activation_checkpointing");
+    row("attention", {{"training", {{"attention", "paged"}}}}, "training.attention");
+    row("bytes override type", {{"training", {{"bytes_per_param", {{"weights", "two"}}}}}},
+        "training.bytes_per_param.weights");
+    row("bytes override key", {{"training", {{"bytes_per_param", {{"activations", 2}}}}}},
+        "training.bytes_per_param.activations");
+    row("data parallel", {{"cluster", {{"data_parallel", "zero4"}}}}, "cluster.data_parallel");
+    row("gpu", {{"cluster", {{"gpu", "Z100"}}}}, "cluster.gpu");
+    row("gpus not multiple", {{"cluster", {{"num_gpus", 6}, {"tensor_parallel", 4}}}}, "cluster.num_gpus");
+    row("tp vs heads", {{"cluster", {{"num_gpus", 6}, {"tensor_parallel", 3}}}}, "cluster.tensor_parallel");
+    row("pp vs layers", {{"cluster", {{"num_gpus", 64}, {"pipeline_parallel", 64}}}},
+        "cluster.pipeline_parallel");
+    row("ep dense", {{"cluster", {{"expert_parallel", 2}}}}, "cluster.expert_parallel");
+    row("cp vs sequence", {{"cluster", {{"num_gpus", 6}, {"context_parallel", 3}}}},
+        "cluster.context_parallel");
+    row("offload type", {{"cluster", {{"offload_optimizer", "yes"}}}}, "cluster.offload_optimizer");
+    row("memory override", {{"cluster", {{"gpu_memory_gib", -3}}}}, "cluster.gpu_memory_gib");
+    row("preset", {{"model", {{"preset", "gpt-5"}}}}, "model.preset");
+    row("no model", {{"model", {{"preset", nullptr}}}}, "model");
+    row("inline bad key", {{"model", {{"preset", nullptr}, {"model_type", "llama"}, {"hidden_size", 0}}}},
+        "model.hidden_size");
+    row("schema", {{"schema", "headroom.scenario/9"}}, "schema");
+    row("cluster type", {{"cluster", 3}}, "cluster");
+    row("overheads", {{"overheads", {{"allocator_overhead_fraction", "x"}}}},
+        "overheads.allocator_overhead_fraction");
+    row("both modes", {{"inference", {{"batch_size", 1}}}}, "inference");
+}
+
+void TestScenario::errorsNameTheirPath() {
+    QFETCH(QByteArray, patch);
+    QFETCH(QString, path);
+    json doc = kContractExample;
+    doc.merge_patch(json::parse(patch.toStdString()));
+    try {
+        scenarioFromJson(doc);
+        QFAIL("expected a validation error");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), path);
+        QVERIFY2(QString(e.what()).size() > path.size() + 8, e.what()); // says why, not only where
+    }
+}
+
+void TestScenario::fileErrorsNameFileAndByte() {
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("bad.headroom.json");
+    writeFile(bad, "{\"schema\": \"headroom.scenario/1\",\n \"model\": {\"preset\": \"gpt2\"},, }");
+    try {
+        loadScenarioFile(bad.toStdString());
+        QFAIL("expected a syntax error");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).startsWith(bad + ": byte "), e.what());
+    }
+    const QString missing = dir.filePath("missing.json");
+    try {
+        loadScenarioFile(missing.toStdString());
+        QFAIL("expected a read error");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).startsWith(missing), e.what());
+    }
+    json doc = kContractExample;
+    doc["training"]["micro_batch_size"] = -2;
+    writeFile(bad, QByteArray::fromStdString(doc.dump()));
+    try {
+        loadScenarioFile(bad.toStdString());
+        QFAIL("expected a validation error");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).startsWith(bad + ": training.micro_batch_size: "), e.what());
+    }
+}
+
+void TestScenario::saveKeepsUnknownKeys() {
+    json doc = kContractExample;
+    doc["x_team_notes"] = {{"owner", "infra"}, {"ticket", 42}};
+    doc["cluster"]["x_rack"] = "b7";
+    const Scenario sc = scenarioFromJson(doc);
+    const json saved = json::parse(scenarioToJsonString(sc));
+    QVERIFY(saved == doc);
+    QCOMPARE(saved["cluster"]["x_rack"].get<std::string>(), std::string("b7"));
+    QCOMPARE(estimate(scenarioFromJson(saved)).peakBytes, estimate(sc).peakBytes);
+}
+
+QTEST_GUILESS_MAIN(TestScenario)
+#include "tst_scenario.moc"

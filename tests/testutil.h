@@ -1,0 +1,49 @@
+#pragma once
+// Helpers shared by the test executables.
+#include "core/io/scenariojson.h"
+#include "core/plan/scenario.h"
+
+#include <QFileInfo>
+#include <QString>
+#include <nlohmann/json.hpp>
+
+namespace headroom::test {
+
+inline constexpr double kGiB = 1073741824.0;
+inline constexpr double kMiB = 1048576.0;
+
+inline QString sharedDir() {
+    return QStringLiteral(HEADROOM_SHARED_DIR);
+}
+inline bool haveShared() {
+    return QFileInfo::exists(sharedDir() + QStringLiteral("/reference/hf_models.json"));
+}
+
+// A training scenario document; callers patch what they test.
+inline nlohmann::json trainingDoc(const nlohmann::json& model) {
+    return {{"schema", "headroom.scenario/1"},
+            {"name", "test"},
+            {"model", model},
+            {"training",
+             {{"micro_batch_size", 1},
+              {"sequence_length", 2048},
+              {"gradient_accumulation_steps", 1},
+              {"precision", "bf16_mixed"},
+              {"optimizer", "adamw"},
+              {"activation_checkpointing", "none"},
+              {"attention", "flash"}}},
+            {"cluster",
+             {{"gpu", "H100-SXM-80GB"},
+              {"num_gpus", 1},
+              {"data_parallel", "ddp"},
+              {"tensor_parallel", 1},
+              {"pipeline_parallel", 1}}}};
+}
+
+inline Scenario scenarioWith(nlohmann::json doc, const nlohmann::json& patch) {
+    if (!patch.is_null()) // `{}` in a braced list is JSON null, which merge_patch would take as "delete all"
+        doc.merge_patch(patch);
+    return scenarioFromJson(doc);
+}
+
+} // namespace headroom::test

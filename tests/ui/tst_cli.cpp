@@ -1,0 +1,200 @@
+// headroom-cli through its entry point: the contract's outputs, exit codes and error lines, and real
+// PNG/SVG/PDF exports.
+#include "app/clicommands.h"
+#include "core/io/scenariojson.h"
+#include "tests/testutil.h"
+
+#include <QApplication>
+#include <QFile>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QTest>
+#include <sstream>
+
+using namespace headroom;
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+    int code;
+    std::string out, err;
+};
+
+Run cli(const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int code = runCli(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void estimateJsonFollowsContract();
+    void estimateHumanTable();
+    void badInputExitsOneWithFileAndField();
+    void usageExitsTwo();
+    void params();
+    void renderFormats();
+
+private:
+    QTemporaryDir m_dir;
+    std::string m_scenario;
+};
+
+void TestCli::initTestCase() {
+    QVERIFY(m_dir.isValid());
+    m_scenario = m_dir.filePath("gpt2l.headroom.json").toStdString();
+    json doc = test::trainingDoc({{"preset", "openai-community/gpt2-large"}});
+    doc["training"]["micro_batch_size"] = 8;
+    doc["training"]["sequence_length"] = 1024;
+    doc["training"]["gradient_accumulation_steps"] = 2; // gradients persist between micro-batches
+    doc["cluster"]["num_gpus"] = 2;
+    doc["cluster"]["data_parallel"] = "zero2";
+    QFile f(QString::fromStdString(m_scenario));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(doc.dump(2)));
+}
+
+void TestCli::estimateJsonFollowsContract() {
+    const Run r = cli({"estimate", m_scenario, "--json"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.err.empty());
+    const json j = json::parse(r.out);
+    QCOMPARE(j.at("schema").get<std::string>(), std::string("headroom.estimate/1"));
+    QCOMPARE(j.at("mode").get<std::string>(), std::string("training"));
+    QCOMPARE(j.at("parameters").get<long long>(), 774030080LL);
+    const char* keys[] = {"weights",          "gradients",      "master_weights",
+                          "optimizer_states", "activations",    "attention_scores",
+                          "logits",           "gather_buffers", "communication_buffers",
+                          "kv_cache",         "cuda_context",   "allocator_overhead"};
+    long long sum = 0;
+    for (const char* k : keys) {
+        QVERIFY2(j.at("per_gpu_bytes").contains(k), k);
+        QVERIFY(j.at("per_gpu_bytes").at(k).is_number_integer());
+        sum += j.at("per_gpu_bytes").at(k).get<long long>();
+    }
+    QCOMPARE(j.at("per_gpu_bytes").size(), size_t(12));
+    QCOMPARE(j.at("peak_bytes").get<long long>(), sum);
+    QCOMPARE(j.at("headroom_bytes").get<long long>(), j.at("capacity_bytes").get<long long>() - sum);
+    QCOMPARE(j.at("fits").get<bool>(), sum <= j.at("capacity_bytes").get<long long>());
+    QVERIFY(j.at("max_micro_batch_size").get<long long>() >= 8);
+    QCOMPARE(j.at("ranks").size(), size_t(1));
+    QVERIFY(j.at("warnings").is_array());
+    // ZeRO-2 over 2 GPUs: bf16 weights whole, gradients and fp32 states halved.
+    QCOMPARE(j["per_gpu_bytes"]["weights"].get<long long>(), 2 * 774030080LL);
+    QCOMPARE(j["per_gpu_bytes"]["gradients"].get<long long>(), 774030080LL);
+}
+
+void TestCli::estimateHumanTable() {
+    const Run r = cli({"estimate", m_scenario});
+    QCOMPARE(r.code, 0);
+    const QString out = QString::fromStdString(r.out);
+    QVERIFY(out.contains("774,030,080 parameters"));
+    QVERIFY(out.contains("Optimizer states"));
+    QVERIFY(out.contains("largest micro-batch that fits"));
+    QVERIFY(out.contains("fits"));
+}
+
+void TestCli::badInputExitsOneWithFileAndField() {
+    const QString bad = m_dir.filePath("bad.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    json doc = test::trainingDoc({{"preset", "gpt2"}});
+    doc["cluster"]["data_parallel"] = "zero9";
+    f.write(QByteArray::fromStdString(doc.dump()));
+    f.close();
+    Run r = cli({"estimate", bad.toStdString()});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.out.empty());
+    QVERIFY2(QString::fromStdString(r.err).startsWith("error: " + bad + ": cluster.data_parallel: "),
+             r.err.c_str());
+    QCOMPARE(QString::fromStdString(r.err).count('\n'), 1);
+
+    r = cli({"estimate", "/nonexistent/x.json"});
+    QCOMPARE(r.code, 1);
+    QVERIFY(QString::fromStdString(r.err).startsWith("error: /nonexistent/x.json"));
+
+    const QString cfg = m_dir.filePath("config.json");
+    QFile c(cfg);
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write(R"({"model_type": "mamba", "hidden_size": 768})");
+    c.close();
+    r = cli({"params", "--hf-config", cfg.toStdString()});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(QString::fromStdString(r.err).contains(cfg + ": model_type: unknown model family 'mamba'"),
+             r.err.c_str());
+}
+
+void TestCli::usageExitsTwo() {
+    QCOMPARE(cli({}).code, 2);
+    QCOMPARE(cli({"frobnicate"}).code, 2);
+    QCOMPARE(cli({"estimate"}).code, 2);
+    QCOMPARE(cli({"estimate", m_scenario, "--bogus"}).code, 2);
+    QCOMPARE(cli({"params", "--preset"}).code, 2);
+    QCOMPARE(cli({"params", "--preset", "gpt2", "--hf-config", "x"}).code, 2);
+    QCOMPARE(cli({"render", m_scenario}).code, 2);
+    QCOMPARE(cli({"--help"}).code, 0);
+}
+
+void TestCli::params() {
+    Run r = cli({"params", "--preset", "gpt2", "--json"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(json::parse(r.out) == json({{"parameters", 124439808}, {"active_parameters", 124439808}}));
+    r = cli({"params", "--preset", "mistralai/Mixtral-8x7B-v0.1", "--json"});
+    QCOMPARE(json::parse(r.out).at("active_parameters").get<long long>(), 12879925248LL);
+    if (test::haveShared()) {
+        // A real config.json file from the reference set, written out as a user would have it.
+        QFile f(test::sharedDir() + "/reference/hf_models.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const json ref = json::parse(f.readAll().toStdString());
+        const QString cfg = m_dir.filePath("llama3-config.json");
+        QFile out(cfg);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(ref["models"][4]["config"].dump()));
+        out.close();
+        r = cli({"params", "--hf-config", cfg.toStdString(), "--json"});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
+                 ref["models"][4]["param_count"].get<long long>());
+    }
+}
+
+void TestCli::renderFormats() {
+    for (const char* ext : {"png", "svg", "pdf"}) {
+        const QString out = m_dir.filePath(QStringLiteral("chart.%1").arg(ext));
+        const Run r = cli({"render", m_scenario, "-o", out.toStdString(), "--size", "900x500"});
+        QCOMPARE(r.code, 0);
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        QVERIFY(bytes.size() > 1000);
+        if (QByteArray(ext) == "png") {
+            QImage img;
+            QVERIFY(img.loadFromData(bytes, "PNG"));
+            QCOMPARE(img.size(), QSize(1800, 1000)); // 2x device pixel ratio
+            // Not blank: the bars put many distinct colours on the page.
+            QSet<QRgb> colours;
+            for (int y = 0; y < img.height(); y += 7)
+                for (int x = 0; x < img.width(); x += 7)
+                    colours.insert(img.pixel(x, y));
+            QVERIFY(colours.size() > 20);
+        } else if (QByteArray(ext) == "svg") {
+            QVERIFY(bytes.contains("<svg"));
+            QVERIFY(bytes.contains("Optimizer states"));
+        } else {
+            QVERIFY(bytes.startsWith("%PDF"));
+        }
+    }
+    const Run bad = cli({"render", m_scenario, "-o", m_dir.filePath("chart.bmp").toStdString()});
+    QCOMPARE(bad.code, 1);
+    QVERIFY(QString::fromStdString(bad.err).contains("unsupported output type"));
+    const Run readOnly = cli({"render", m_scenario, "-o", "/proc/headroom.png"});
+    QCOMPARE(readOnly.code, 1);
+}
+
+QTEST_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,23 @@
+#include "ui/categorycolors.h"
+
+namespace headroom {
+
+QColor categoryColor(Category c) {
+    static const QColor colors[kCategoryCount] = {
+        QColor(0x1f, 0x77, 0xb4), // weights
+        QColor(0x6b, 0xae, 0xd6), // gradients
+        QColor(0x2c, 0xa0, 0x2c), // master weights
+        QColor(0x98, 0xdf, 0x8a), // optimizer states
+        QColor(0xff, 0x7f, 0x0e), // activations
+        QColor(0xd6, 0x27, 0x28), // attention scores
+        QColor(0xff, 0xbb, 0x78), // logits
+        QColor(0x94, 0x67, 0xbd), // gather buffers
+        QColor(0xc5, 0xb0, 0xd5), // communication buffers
+        QColor(0x8c, 0x56, 0x4b), // kv cache
+        QColor(0x7f, 0x7f, 0x7f), // cuda context
+        QColor(0xbc, 0xbd, 0x22), // allocator overhead
+    };
+    return colors[static_cast<std::size_t>(c)];
+}
+
+} // namespace headroom

@@ -1,0 +1,97 @@
+#include "ui/chartexport.h"
+
+#include "ui/breakdownchart.h"
+
+#include <QApplication>
+#include <QBuffer>
+#include <QChart>
+#include <QFileInfo>
+#include <QGraphicsScene>
+#include <QImage>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <memory>
+
+namespace headroom {
+
+void ensureGuiApplication() {
+    if (QCoreApplication::instance())
+        return;
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    static int argc = 1;
+    static char name[] = "headroom-cli";
+    static char* argv[] = {name, nullptr};
+    static QApplication app(argc, argv); // lives until exit, as Qt requires
+}
+
+static void paintChart(QChart* chart, QPainter* painter, const QRectF& target) {
+    QGraphicsScene scene;
+    scene.addItem(chart);
+    chart->resize(target.size());
+    scene.setSceneRect(QRectF(QPointF(0, 0), target.size()));
+    painter->setRenderHint(QPainter::Antialiasing);
+    scene.render(painter, target, scene.sceneRect());
+    scene.removeItem(chart);
+}
+
+bool exportChart(QChart* chart, const std::string& path, int w, int h, std::string* error) {
+    const QString file = QString::fromStdString(path);
+    const QString suffix = QFileInfo(file).suffix().toLower();
+    if (w < 100 || h < 100 || w > 20000 || h > 20000) {
+        *error = "size " + std::to_string(w) + "x" + std::to_string(h) + " is outside 100..20000";
+        return false;
+    }
+    // Render into memory first, then write atomically: a failed export never leaves a half file.
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    if (suffix == "png") {
+        QImage image(w * 2, h * 2, QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(2);
+        image.fill(Qt::white);
+        QPainter painter(&image);
+        paintChart(chart, &painter, QRectF(0, 0, w, h));
+        painter.end();
+        image.save(&buffer, "PNG");
+    } else if (suffix == "svg") {
+        QSvgGenerator svg;
+        svg.setOutputDevice(&buffer);
+        svg.setSize(QSize(w, h));
+        svg.setViewBox(QRect(0, 0, w, h));
+        svg.setTitle(chart->title());
+        QPainter painter(&svg);
+        paintChart(chart, &painter, QRectF(0, 0, w, h));
+    } else if (suffix == "pdf") {
+        QPdfWriter pdf(&buffer);
+        pdf.setPageSize(QPageSize(QSizeF(w, h), QPageSize::Point));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setResolution(72);
+        pdf.setTitle(chart->title());
+        QPainter painter(&pdf);
+        paintChart(chart, &painter, QRectF(0, 0, w, h));
+    } else {
+        *error = path + ": unsupported output type '" + suffix.toStdString() + "' (png, svg or pdf)";
+        return false;
+    }
+    buffer.close();
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
+        *error = path + ": " + out.errorString().toStdString();
+        return false;
+    }
+    return true;
+}
+
+bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,
+                         std::string* error) {
+    ensureGuiApplication();
+    std::unique_ptr<QChart> chart(createBreakdownChart(sc, est));
+    return exportChart(chart.get(), path, w, h, error);
+}
+
+} // namespace headroom
