@@ -87,8 +87,13 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     if (est.activeParameters != est.parameters)
         out << " (" << formatCount(est.activeParameters) << " active per token)";
     out << "\n  " << (sc.mode == Mode::Training ? "training" : "inference") << " on " << c.numGpus << " x "
-        << c.gpu << ": data " << est.dataParallelSize << " (" << c.dataParallelName << ") x tensor "
-        << c.tensorParallel << " x pipeline " << c.pipelineParallel << " x context " << c.contextParallel;
+        << c.gpu << ": ";
+    if (sc.mode == Mode::Training)
+        out << "data " << est.dataParallelSize << " (" << c.dataParallelName << ") x ";
+    else
+        out << est.dataParallelSize << " replica(s) of ";
+    out << "tensor " << c.tensorParallel << " x pipeline " << c.pipelineParallel << " x context "
+        << c.contextParallel;
     if (c.expertParallel > 1)
         out << ", expert " << c.expertParallel;
     out << "\n\n";

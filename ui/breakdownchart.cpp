@@ -75,6 +75,7 @@ QChart* createBreakdownChart(const Scenario& sc, const Estimate& est) {
     auto* yAxis = new QValueAxis;
     yAxis->setTitleText(QStringLiteral("GiB per GPU"));
     yAxis->setRange(0, std::ceil(top * 1.08 / kGiB));
+    yAxis->applyNiceNumbers(); // round tick values (0, 20, 40, ...) rather than fractions of the range
     yAxis->setLabelFormat(QStringLiteral("%.0f"));
     chart->addAxis(yAxis, Qt::AlignLeft);
     series->attachAxis(yAxis);
