@@ -4,11 +4,14 @@
 #include "core/io/bytesformat.h"
 #include "core/io/estimatejson.h"
 #include "core/io/scenariojson.h"
+#include "core/io/tracesummaryjson.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/estimator.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/solvers.h"
+#include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
 #include "ui/chartexport.h"
 
 #include <cstdio>
@@ -27,6 +30,10 @@ constexpr const char* kUsage =
     "  estimate SCENARIO.json [--json]         per-GPU memory estimate (CONTRACTS.md section 4)\n"
     "  params (--hf-config CONFIG.json | --preset NAME) [--json]\n"
     "                                          exact parameter count, total and active per token\n"
+    "  trace-summary TRACE [--json]            allocated/active/reserved peaks of a recorded trace\n"
+    "                                          (PyTorch snapshot pickle or JSON, profiler trace, memory\n"
+    "                                          timeline, nvidia-smi CSV; gzip allowed; CONTRACTS.md section "
+    "5)\n"
     "  render SCENARIO.json -o OUT.(png|svg|pdf) [--size WxH]\n"
     "                                          the stacked per-GPU chart the application shows\n"
     "  presets [--json]                        model presets\n"
@@ -190,6 +197,32 @@ int cmdRender(const Args& a, std::ostream& out) {
     return 0;
 }
 
+int cmdTraceSummary(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1)
+        throw std::invalid_argument("trace-summary takes one TRACE file");
+    const TraceSummary summary = summarize(readTraceFile(a.positional[0]));
+    if (a.json) {
+        out << traceSummaryToJson(summary).dump(2) << "\n";
+        return 0;
+    }
+    out << a.positional[0] << ": " << traceFormatName(summary.format) << "\n";
+    for (const auto& d : summary.devices) {
+        out << "  device " << d.key << ": " << formatCount(d.entries) << " entries";
+        if (d.segments)
+            out << ", " << d.segments << " segments";
+        out << "\n    allocated  peak " << formatBytes(static_cast<double>(d.peakAllocated)) << ", final "
+            << formatBytes(static_cast<double>(d.finalAllocated)) << "\n    active     peak "
+            << formatBytes(static_cast<double>(d.peakActive)) << ", final "
+            << formatBytes(static_cast<double>(d.finalActive)) << "\n    reserved   peak "
+            << formatBytes(static_cast<double>(d.peakReserved)) << ", final "
+            << formatBytes(static_cast<double>(d.finalReserved)) << "\n    actions   ";
+        for (const auto& [name, count] : d.actions)
+            out << " " << name << " " << count;
+        out << "\n";
+    }
+    return 0;
+}
+
 int cmdPresets(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : modelPresets()) {
@@ -234,6 +267,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdEstimate(a, out);
         if (cmd == "params")
             return cmdParams(a, out);
+        if (cmd == "trace-summary")
+            return cmdTraceSummary(a, out);
         if (cmd == "render")
             return cmdRender(a, out);
         if (cmd == "presets")

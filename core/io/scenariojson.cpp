@@ -1,5 +1,7 @@
 #include "core/io/scenariojson.h"
 
+#include "core/io/fileio.h"
+
 #include "core/error.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
@@ -361,24 +363,6 @@ nlohmann::json parseJsonText(const std::string& text) {
             msg = msg.substr(colon + 2);
         throw Error("byte " + std::to_string(e.byte), "invalid JSON: " + msg);
     }
-}
-
-std::string readTextFile(const std::string& path, std::size_t maxBytes) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec)
-        throw Error("", "cannot read the file: " + ec.message());
-    if (size > maxBytes)
-        throw Error("", "the file is " + std::to_string(size) + " bytes, more than the " +
-                            std::to_string(maxBytes) + " this file type may have");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("", "cannot open the file");
-    std::string text(static_cast<std::size_t>(size), '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
-    if (!in)
-        throw Error("", "cannot read the file");
-    return text;
 }
 
 Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {

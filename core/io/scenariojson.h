@@ -1,4 +1,5 @@
 #pragma once
+#include "core/io/fileio.h"
 #include "core/plan/scenario.h"
 
 #include <nlohmann/json.hpp>
@@ -15,8 +16,6 @@ Scenario scenarioFromJson(const nlohmann::json& doc, const std::string& baseDir 
 Scenario loadScenarioFile(const std::string& path);
 // Parses JSON text; syntax errors become Error with the byte offset.
 nlohmann::json parseJsonText(const std::string& text);
-// Reads a whole file (bounded to `maxBytes`) or throws Error naming it.
-std::string readTextFile(const std::string& path, std::size_t maxBytes = 64u << 20);
 // The document to save: the scenario's own document (unknown keys kept), pretty-printed.
 std::string scenarioToJsonString(const Scenario& scenario);
 // The default scenario embedded from resources/default.headroom.json.

@@ -1,0 +1,13 @@
+#pragma once
+#include "core/trace/tracesummary.h"
+
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+inline constexpr const char* kTraceSummarySchema = "headroom.trace-summary/1";
+
+// CONTRACTS.md section 5.
+nlohmann::json traceSummaryToJson(const TraceSummary& summary);
+
+} // namespace headroom

@@ -1,0 +1,111 @@
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom {
+
+// A plain-data tree (None, bool, int, float, str, bytes, list, tuple, dict) as the pickle and JSON readers
+// build it. Values are 8 bytes: a 3-bit tag and a 61-bit payload, so small ints are inline and every
+// container or string is an index. Containers may be shared (pickle memo) and may even contain
+// themselves; nothing here recurses over the tree.
+//
+// Trace entries (dicts of action/addr/size/...) are by far the most numerous objects in a snapshot, so a
+// completed dict whose keys are all trace-entry keys is converted into a compact record (TraceRecord)
+// and its items are released: the tree stays near the size of the file instead of several times it.
+class DataTree {
+public:
+    enum class Tag : std::uint8_t {
+        Int = 0,
+        Special = 1,
+        Boxed = 2,
+        Str = 3,
+        Bytes = 4,
+        List = 5,
+        Tuple = 6,
+        Dict = 7
+    };
+    using Value = std::uint64_t;
+
+    static constexpr Value kNone = (std::uint64_t(Tag::Special) << 61) | 0;
+    static constexpr Value kFalse = (std::uint64_t(Tag::Special) << 61) | 1;
+    static constexpr Value kTrue = (std::uint64_t(Tag::Special) << 61) | 2;
+
+    static Tag tag(Value v) { return static_cast<Tag>(v >> 61); }
+    static std::uint64_t payload(Value v) { return v & ((std::uint64_t(1) << 61) - 1); }
+    static Value make(Tag t, std::uint64_t p) { return (std::uint64_t(t) << 61) | p; }
+    static bool fitsInline(long long n) { return n >= -(1LL << 60) && n < (1LL << 60); }
+
+    struct TraceRecord {
+        std::int64_t addr = 0, size = 0, stream = 0, timeUs = 0, deviceFree = 0;
+        Value frames = kNone;
+        std::uint32_t action = 0; // index into actionNames()
+        bool hasTime = false;
+    };
+
+    // ---- building (used by the readers) ----
+    explicit DataTree(std::size_t itemCapacity = 0);
+    Value makeInt(long long n);
+    Value makeBigInt(std::string_view littleEndianTwosComplement, bool copy = false);
+    Value makeFloat(double d);
+    Value makeStr(std::string_view s, bool copy); // copy: the bytes are not kept alive by the caller
+    Value makeBytes(std::string_view s, bool copy);
+    Value makeContainer(Tag kind, const Value* items, std::size_t count);
+    // Appends to a list, or adds key/value pairs to a dict (count is the number of Values, pairs for dicts).
+    // Returns false when the target is not a mutable container of that kind.
+    bool extend(Value container, const Value* items, std::size_t count);
+    std::size_t containerCount() const { return m_containers.size(); }
+
+    // ---- reading ----
+    bool isInt(Value v) const;
+    bool toInt(Value v, long long* out) const; // false if not an int or outside 64 bits
+    bool toDouble(Value v, double* out) const; // ints and floats
+    bool isStr(Value v) const { return tag(v) == Tag::Str; }
+    std::string_view str(Value v) const; // "" unless a string
+    bool isList(Value v) const { return tag(v) == Tag::List || tag(v) == Tag::Tuple; }
+    bool isDict(Value v) const { return tag(v) == Tag::Dict && !isRecord(v); }
+    bool isRecord(Value v) const;
+    const TraceRecord& record(Value v) const;
+    std::size_t size(Value container) const; // items of a list, pairs of a dict
+    Value at(Value list, std::size_t i) const;
+    Value keyAt(Value dict, std::size_t i) const;
+    Value valueAt(Value dict, std::size_t i) const;
+    // Looks a string key up in a dict; kNone... check `found`.
+    Value get(Value dict, std::string_view key, bool* found = nullptr) const;
+    const std::vector<std::string>& actionNames() const { return m_actionNames; }
+    std::size_t recordCount() const { return m_records.size(); }
+
+private:
+    struct Segment {
+        std::uint32_t start;
+        std::uint32_t count;
+    };
+    struct Container {
+        std::uint32_t start = 0; // first item in m_items (or record index when kind is Record)
+        std::uint32_t count = 0; // items in the first segment
+        std::uint32_t more = 0;  // 1-based index into m_overflow for further segments
+        std::uint8_t kind = 0;   // Tag, or kRecordKind
+    };
+    static constexpr std::uint8_t kRecordKind = 255;
+    struct Boxed {
+        double number = 0;
+        std::string_view bigInt; // non-empty for ints wider than 61 bits
+    };
+
+    const Value* locate(Value container, std::size_t i) const;
+    bool tryMakeRecord(std::uint32_t containerIndex);
+    std::uint32_t internAction(std::string_view name);
+
+    std::vector<Value> m_items;
+    std::vector<Container> m_containers;
+    std::vector<std::vector<Segment>> m_overflow;
+    std::vector<std::string_view> m_strings;
+    std::deque<std::string> m_ownedStrings;
+    std::vector<Boxed> m_boxed;
+    std::vector<TraceRecord> m_records;
+    std::vector<std::string> m_actionNames;
+};
+
+} // namespace headroom

@@ -1,0 +1,15 @@
+#pragma once
+#include "core/trace/datatree.h"
+#include "core/trace/picklereader.h"
+
+#include <string_view>
+
+namespace headroom {
+
+// Reads JSON text into a DataTree with nlohmann/json's SAX parser (no intermediate DOM), so a snapshot
+// saved as JSON and a profiler trace land in the same compact form as a pickle. Strings are copied
+// (short ones interned). Syntax errors and nesting beyond limits.maxDepth are Errors naming the byte.
+DataTree::Value readJsonTree(std::string_view text, DataTree& tree, const ReadLimits& limits = {},
+                             const ReadProgress& progress = {});
+
+} // namespace headroom

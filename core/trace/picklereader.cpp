@@ -1,0 +1,422 @@
+#include "core/trace/picklereader.h"
+
+#include "core/error.h"
+
+#include <cstring>
+#include <vector>
+
+namespace headroom {
+
+namespace {
+
+using Value = DataTree::Value;
+using Tag = DataTree::Tag;
+
+const char* opcodeName(unsigned char op) {
+    switch (op) {
+    case 'c':
+        return "GLOBAL";
+    case 0x93:
+        return "STACK_GLOBAL";
+    case 'R':
+        return "REDUCE";
+    case 'b':
+        return "BUILD";
+    case 'i':
+        return "INST";
+    case 'o':
+        return "OBJ";
+    case 0x81:
+        return "NEWOBJ";
+    case 0x92:
+        return "NEWOBJ_EX";
+    case 'P':
+        return "PERSID";
+    case 'Q':
+        return "BINPERSID";
+    case 0x82:
+        return "EXT1";
+    case 0x83:
+        return "EXT2";
+    case 0x84:
+        return "EXT4";
+    case 0x97:
+        return "NEXT_BUFFER";
+    case 0x98:
+        return "READONLY_BUFFER";
+    case 0x8f:
+        return "EMPTY_SET";
+    case 0x90:
+        return "ADDITEMS";
+    case 0x91:
+        return "FROZENSET";
+    case 0x96:
+        return "BYTEARRAY8";
+    case 'I':
+        return "INT";
+    case 'L':
+        return "LONG";
+    case 'F':
+        return "FLOAT";
+    case 'S':
+        return "STRING";
+    case 'T':
+        return "BINSTRING";
+    case 'U':
+        return "SHORT_BINSTRING";
+    case 'V':
+        return "UNICODE";
+    case 'p':
+        return "PUT";
+    case 'g':
+        return "GET";
+    default:
+        return nullptr;
+    }
+}
+
+class PickleMachine {
+public:
+    PickleMachine(std::string_view data, DataTree& tree, const ReadLimits& limits,
+                  const ReadProgress& progress)
+        : m_data(data), m_tree(tree), m_limits(limits), m_progress(progress) {}
+
+    Value run() {
+        m_stack.reserve(1024);
+        while (true) {
+            if ((++m_ops & 0xffff) == 0 && m_progress && !m_progress(m_pos, m_data.size()))
+                throw Error("byte " + std::to_string(m_pos), "cancelled");
+            const std::size_t at = m_pos;
+            const unsigned char op = byte();
+            switch (op) {
+            case 0x80: { // PROTO
+                const unsigned proto = byte();
+                if (proto < 2 || proto > 5)
+                    fail(at, "pickle protocol " + std::to_string(proto) + " is not supported (2 to 5 are)");
+                break;
+            }
+            case 0x95: // FRAME: a length hint for buffered reading; the payload simply follows
+                if (read(8).size() != 8)
+                    fail(at, "truncated FRAME");
+                break;
+            case '.': // STOP
+                if (m_stack.size() != 1 || !m_marks.empty())
+                    fail(at, "STOP with " + std::to_string(m_stack.size()) + " values on the stack");
+                return m_stack.back();
+            case 'N':
+                push(DataTree::kNone);
+                break;
+            case 0x88:
+                push(DataTree::kTrue);
+                break;
+            case 0x89:
+                push(DataTree::kFalse);
+                break;
+            case 'J':
+                push(m_tree.makeInt(static_cast<std::int32_t>(le(4))));
+                break; // BININT
+            case 'K':
+                push(m_tree.makeInt(static_cast<long long>(le(1))));
+                break; // BININT1
+            case 'M':
+                push(m_tree.makeInt(static_cast<long long>(le(2))));
+                break; // BININT2
+            case 0x8a:
+                longInt(at, le(1));
+                break; // LONG1
+            case 0x8b:
+                longInt(at, checkedLength(at, le(4)));
+                break;  // LONG4
+            case 'G': { // BINFLOAT, big-endian IEEE 754
+                const std::string_view b = need(at, 8);
+                std::uint64_t u = 0;
+                for (int i = 0; i < 8; ++i)
+                    u = (u << 8) | static_cast<unsigned char>(b[static_cast<std::size_t>(i)]);
+                double d;
+                std::memcpy(&d, &u, 8);
+                push(m_tree.makeFloat(d));
+                break;
+            }
+            case 0x8c:
+                push(m_tree.makeStr(need(at, le(1)), false));
+                break; // SHORT_BINUNICODE
+            case 'X':
+                push(m_tree.makeStr(need(at, checkedLength(at, le(4))), false));
+                break; // BINUNICODE
+            case 0x8d:
+                push(m_tree.makeStr(need(at, checkedLength(at, le(8))), false));
+                break; // BINUNICODE8
+            case 'C':
+                push(m_tree.makeBytes(need(at, le(1)), false));
+                break; // SHORT_BINBYTES
+            case 'B':
+                push(m_tree.makeBytes(need(at, checkedLength(at, le(4))), false));
+                break; // BINBYTES
+            case 0x8e:
+                push(m_tree.makeBytes(need(at, checkedLength(at, le(8))), false));
+                break; // BINBYTES8
+            case ']':
+                push(container(at, Tag::List, nullptr, 0));
+                break; // EMPTY_LIST
+            case ')':
+                push(container(at, Tag::Tuple, nullptr, 0));
+                break; // EMPTY_TUPLE
+            case '}':
+                push(container(at, Tag::Dict, nullptr, 0));
+                break; // EMPTY_DICT
+            case 0x85:
+                tupleOf(at, 1);
+                break;
+            case 0x86:
+                tupleOf(at, 2);
+                break;
+            case 0x87:
+                tupleOf(at, 3);
+                break;
+            case 't': { // TUPLE
+                const std::size_t m = popMark(at);
+                const Value v = container(at, Tag::Tuple, m_stack.data() + m, m_stack.size() - m);
+                m_stack.resize(m);
+                push(v);
+                break;
+            }
+            case 'l': { // LIST
+                const std::size_t m = popMark(at);
+                const Value v = container(at, Tag::List, m_stack.data() + m, m_stack.size() - m);
+                m_stack.resize(m);
+                push(v);
+                break;
+            }
+            case 'd': { // DICT
+                const std::size_t m = popMark(at);
+                if ((m_stack.size() - m) % 2 != 0)
+                    fail(at, "DICT with an odd number of items");
+                const Value v = container(at, Tag::Dict, m_stack.data() + m, m_stack.size() - m);
+                m_stack.resize(m);
+                push(v);
+                break;
+            }
+            case 'a': // APPEND
+                if (m_stack.size() < 2 + markFloor())
+                    fail(at, "APPEND on an empty stack");
+                addTo(at, m_stack[m_stack.size() - 2], &m_stack.back(), 1, "APPEND");
+                m_stack.pop_back();
+                break;
+            case 'e': { // APPENDS
+                const std::size_t m = popMark(at);
+                if (m == 0 || m <= markFloor())
+                    fail(at, "APPENDS without a list");
+                addTo(at, m_stack[m - 1], m_stack.data() + m, m_stack.size() - m, "APPENDS");
+                m_stack.resize(m);
+                break;
+            }
+            case 's': // SETITEM
+                if (m_stack.size() < 3 + markFloor())
+                    fail(at, "SETITEM on a short stack");
+                addTo(at, m_stack[m_stack.size() - 3], &m_stack[m_stack.size() - 2], 2, "SETITEM");
+                m_stack.resize(m_stack.size() - 2);
+                break;
+            case 'u': { // SETITEMS
+                const std::size_t m = popMark(at);
+                if (m == 0 || m <= markFloor() || (m_stack.size() - m) % 2 != 0)
+                    fail(at, "SETITEMS without a dict or with an odd number of items");
+                addTo(at, m_stack[m - 1], m_stack.data() + m, m_stack.size() - m, "SETITEMS");
+                m_stack.resize(m);
+                break;
+            }
+            case '(': // MARK
+                if (m_marks.size() >= m_limits.maxMarks)
+                    fail(at, "more than " + std::to_string(m_limits.maxMarks) + " nested marks");
+                m_marks.push_back(m_stack.size());
+                break;
+            case '0': // POP
+                if (m_stack.size() <= markFloor()) {
+                    if (m_marks.empty())
+                        fail(at, "POP on an empty stack");
+                    m_marks.pop_back(); // POP of a mark, as CPython allows
+                } else {
+                    m_stack.pop_back();
+                }
+                break;
+            case '1': // POP_MARK
+                m_stack.resize(popMark(at));
+                break;
+            case '2': // DUP
+                if (m_stack.size() <= markFloor())
+                    fail(at, "DUP on an empty stack");
+                push(m_stack.back());
+                break;
+            case 'q':
+                put(at, le(1));
+                break; // BINPUT
+            case 'r':
+                put(at, le(4));
+                break; // LONG_BINPUT
+            case 0x94:
+                put(at, m_memo.size());
+                break; // MEMOIZE
+            case 'h':
+                get(at, le(1));
+                break; // BINGET
+            case 'j':
+                get(at, le(4));
+                break; // LONG_BINGET
+            default: {
+                const char* name = opcodeName(op);
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "0x%02x", op);
+                if (name)
+                    fail(at, std::string("opcode ") + name + " (" + hex +
+                                 ") is not allowed: Headroom reads plain data only");
+                fail(at, std::string("unknown opcode ") + hex);
+            }
+            }
+        }
+    }
+
+private:
+    [[noreturn]] void fail(std::size_t at, const std::string& why) {
+        throw Error("byte " + std::to_string(at), why);
+    }
+
+    unsigned char byte() {
+        if (m_pos >= m_data.size())
+            fail(m_pos, "truncated: the pickle ends before STOP");
+        return static_cast<unsigned char>(m_data[m_pos++]);
+    }
+    std::string_view read(std::size_t n) {
+        const std::size_t take = std::min(n, m_data.size() - m_pos);
+        const std::string_view s = m_data.substr(m_pos, take);
+        m_pos += take;
+        return s;
+    }
+    std::string_view need(std::size_t at, std::uint64_t n) {
+        if (n > m_data.size() - m_pos)
+            fail(at, "length " + std::to_string(n) + " runs past the end of the file");
+        return read(static_cast<std::size_t>(n));
+    }
+    std::uint64_t le(int n) {
+        const std::size_t at = m_pos;
+        if (static_cast<std::size_t>(n) > m_data.size() - m_pos)
+            fail(at, "truncated argument");
+        std::uint64_t v = 0;
+        for (int i = 0; i < n; ++i)
+            v |= std::uint64_t(static_cast<unsigned char>(m_data[m_pos + static_cast<std::size_t>(i)]))
+                 << (8 * i);
+        m_pos += static_cast<std::size_t>(n);
+        return v;
+    }
+    std::uint64_t checkedLength(std::size_t at, std::uint64_t n) {
+        if (n > m_data.size() - m_pos)
+            fail(at, "declared length " + std::to_string(n) + " exceeds the " +
+                         std::to_string(m_data.size() - m_pos) + " bytes left");
+        return n;
+    }
+    void longInt(std::size_t at, std::uint64_t n) {
+        const std::string_view b = need(at, n);
+        if (b.size() <= 8) {
+            // Sign-extend into 64 bits.
+            std::uint64_t u = 0;
+            for (std::size_t i = 0; i < b.size(); ++i)
+                u |= std::uint64_t(static_cast<unsigned char>(b[i])) << (8 * i);
+            if (!b.empty() && b.size() < 8 && (static_cast<unsigned char>(b.back()) & 0x80))
+                u |= ~std::uint64_t(0) << (8 * b.size());
+            push(m_tree.makeInt(static_cast<long long>(u)));
+        } else {
+            push(m_tree.makeBigInt(b));
+        }
+    }
+    std::size_t markFloor() const { return m_marks.empty() ? 0 : m_marks.back(); }
+    std::size_t popMark(std::size_t at) {
+        if (m_marks.empty())
+            fail(at, "no MARK to pop");
+        const std::size_t m = m_marks.back();
+        m_marks.pop_back();
+        return m;
+    }
+    void push(Value v) {
+        if (m_stack.size() >= m_limits.maxStack)
+            fail(m_pos, "more than " + std::to_string(m_limits.maxStack) + " values on the stack");
+        m_stack.push_back(v);
+    }
+    void tupleOf(std::size_t at, std::size_t n) {
+        if (m_stack.size() < n + markFloor())
+            fail(at, "TUPLE" + std::to_string(n) + " on a short stack");
+        const Value v = container(at, Tag::Tuple, m_stack.data() + m_stack.size() - n, n);
+        m_stack.resize(m_stack.size() - n);
+        push(v);
+    }
+    // Nesting depth is tracked per container as 1 + the deepest item put into it.
+    std::uint32_t depthOf(Value v) const {
+        const Tag t = DataTree::tag(v);
+        if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
+            return 0;
+        return m_depth[DataTree::payload(v)];
+    }
+    std::uint32_t deepest(const Value* items, std::size_t n) const {
+        std::uint32_t d = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            d = std::max(d, depthOf(items[i]));
+        return d;
+    }
+    Value container(std::size_t at, Tag kind, const Value* items, std::size_t n) {
+        const std::uint32_t d = deepest(items, n) + 1;
+        if (d > m_limits.maxDepth)
+            fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
+        const Value v = m_tree.makeContainer(kind, items, n);
+        m_depth.push_back(d);
+        return v;
+    }
+    void addTo(std::size_t at, Value target, const Value* items, std::size_t n, const char* op) {
+        const std::uint32_t d = deepest(items, n) + 1;
+        if (d > m_limits.maxDepth)
+            fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
+        if (!m_tree.extend(target, items, n))
+            fail(at, std::string(op) + " on something that is not a list or dict being built");
+        const auto idx = DataTree::payload(target);
+        m_depth[idx] = std::max(m_depth[idx], d);
+    }
+    void put(std::size_t at, std::uint64_t index) {
+        if (m_stack.size() <= markFloor())
+            fail(at, "memo PUT with an empty stack");
+        // Pickle writers number the memo in order; a gap or a far index means a corrupt file.
+        if (index > m_memo.size())
+            fail(at, "memo index " + std::to_string(index) + " is out of order (next is " +
+                         std::to_string(m_memo.size()) + ")");
+        if (index == m_memo.size())
+            m_memo.push_back(m_stack.back());
+        else
+            m_memo[index] = m_stack.back();
+    }
+    void get(std::size_t at, std::uint64_t index) {
+        if (index >= m_memo.size())
+            fail(at, "memo index " + std::to_string(index) + " is out of range (" +
+                         std::to_string(m_memo.size()) + " entries)");
+        push(m_memo[index]); // a shared reference: the container is not copied
+    }
+
+    std::string_view m_data;
+    DataTree& m_tree;
+    const ReadLimits& m_limits;
+    const ReadProgress& m_progress;
+    std::size_t m_pos = 0;
+    std::size_t m_ops = 0;
+    std::vector<Value> m_stack;
+    std::vector<std::size_t> m_marks;
+    std::vector<Value> m_memo;
+    std::vector<std::uint32_t> m_depth; // per container, same index as the tree's
+};
+
+} // namespace
+
+DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimits& limits,
+                           const ReadProgress& progress) {
+    if (data.size() >= (std::size_t(1) << 32))
+        throw Error("", "pickles of 4 GiB or more are not supported");
+    if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x80)
+        throw Error("byte 0", "not a pickle of protocol 2 or later (it must start with PROTO, 0x80)");
+    PickleMachine machine(data, tree, limits, progress);
+    return machine.run();
+}
+
+} // namespace headroom

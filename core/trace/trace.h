@@ -1,0 +1,89 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+enum class TraceFormat {
+    PytorchSnapshot,
+    PytorchSnapshotJson,
+    ChromeTrace,
+    MemoryTimeline,
+    MemoryTimelineRaw,
+    NvidiaSmiCsv
+};
+const char* traceFormatName(TraceFormat f);
+
+enum class TraceAction : std::uint8_t {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    Free, // legacy: requested and completed at once
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Oom,
+    Snapshot,
+    Other,
+};
+TraceAction traceActionFromName(const std::string& name);
+
+struct Frame {
+    std::uint32_t name = 0;     // into Trace::strings
+    std::uint32_t filename = 0; // into Trace::strings
+    std::int64_t line = 0;
+};
+
+// A block of a segment in the snapshot's final state.
+struct SnapshotBlock {
+    std::uint64_t address = 0;
+    std::int64_t size = 0;
+    std::int64_t requestedSize = 0; // requested_size, else history[0].real_size, else size
+    enum class State : std::uint8_t { Inactive, ActiveAllocated, ActivePendingFree } state = State::Inactive;
+    std::uint32_t stack = 0;
+};
+struct SnapshotSegment {
+    std::uint64_t address = 0;
+    std::int64_t totalSize = 0;
+    std::int64_t stream = 0;
+    std::vector<SnapshotBlock> blocks;
+};
+
+// One device's events, stored by column. Snapshots fill the allocator columns; profiler traces,
+// memory timelines and nvidia-smi logs record totals (allocated/reserved after each event) instead.
+struct DeviceTrace {
+    std::string key;                // "0", "1", ... or "cpu"
+    std::vector<std::int64_t> time; // µs for snapshots and profiler traces, ns for timelines
+    std::vector<TraceAction> action;
+    std::vector<std::uint64_t> addr;
+    std::vector<std::int64_t> size;
+    std::vector<std::int64_t> stream;
+    std::vector<std::uint32_t> stack;                  // into Trace::stacks (0 = no stack)
+    std::map<std::string, std::uint64_t> actionCounts; // by the name the file uses
+    std::vector<SnapshotSegment> segments;             // final state (snapshots)
+    // Totals recorded by the file itself (profiler traces, timelines, nvidia-smi).
+    std::vector<std::int64_t> allocatedTotal;
+    std::vector<std::int64_t> reservedTotal;
+    bool hasTotals = false;
+    bool hasReservedTotals = false;
+
+    std::size_t entries() const { return action.size(); }
+};
+
+// A loaded trace: devices plus the interned strings and deduplicated stacks they point into.
+struct Trace {
+    TraceFormat format = TraceFormat::PytorchSnapshot;
+    std::vector<std::string> strings{""};       // index 0 = ""
+    std::vector<std::vector<Frame>> stacks{{}}; // index 0 = no stack
+    std::vector<DeviceTrace> devices;           // in device order ("0" < "1" < ... < "cpu")
+    std::vector<std::string> warnings;
+
+    DeviceTrace& device(const std::string& key); // finds or adds, keeping order
+    const DeviceTrace* findDevice(const std::string& key) const;
+};
+
+} // namespace headroom

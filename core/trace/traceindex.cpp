@@ -1,0 +1,203 @@
+#include "core/trace/traceindex.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace headroom {
+
+namespace {
+
+// Positions count applied events: position p is the state after event p - 1; 0 is before the first.
+std::size_t startPos(const Allocation& a) {
+    return a.start == kBeforeFirstEvent ? 0 : a.start + 1;
+}
+std::size_t endPos(const Allocation& a) {
+    return a.end + 1;
+}
+std::size_t position(std::size_t afterEvent) {
+    return afterEvent == kBeforeFirstEvent ? 0 : afterEvent + 1;
+}
+
+void checkpoints(const std::vector<Allocation>& items, std::size_t n, std::size_t every,
+                 std::vector<std::uint32_t>& lists, std::vector<std::size_t>& offsets) {
+    // Sweep positions in order, keeping the live set, and copy it out at every checkpoint.
+    std::vector<std::uint32_t> live;
+    std::size_t next = 0;
+    offsets.clear();
+    for (std::size_t p = 0; p <= n; p += every) {
+        while (next < items.size() && startPos(items[next]) <= p)
+            live.push_back(static_cast<std::uint32_t>(next++));
+        live.erase(std::remove_if(live.begin(), live.end(),
+                                  [&](std::uint32_t id) { return endPos(items[id]) <= p; }),
+                   live.end());
+        offsets.push_back(lists.size());
+        lists.insert(lists.end(), live.begin(), live.end());
+    }
+    offsets.push_back(lists.size());
+}
+
+} // namespace
+
+TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
+    : m_device(d), m_peakAfter(summary.peakAllocatedAfter) {
+    const std::size_t n = d.entries();
+    m_initial = {summary.initialAllocated, summary.initialActive, summary.initialReserved, 0};
+    m_allocated.resize(n);
+    m_active.resize(n);
+    m_reserved.resize(n);
+    std::int64_t allocated = m_initial.allocated, active = m_initial.active, reserved = m_initial.reserved;
+    std::unordered_map<std::uint64_t, std::size_t> openAlloc, openSeg;
+    auto close = [&](std::unordered_map<std::uint64_t, std::size_t>& open, std::vector<Allocation>& into,
+                     std::size_t i) {
+        auto it = open.find(d.addr[i]);
+        if (it != open.end()) {
+            into[it->second].end = i;
+            open.erase(it);
+        } else { // live before the trace began
+            into.push_back({d.addr[i], d.size[i], d.stack[i], kBeforeFirstEvent, i});
+        }
+    };
+    auto openAt = [&](std::unordered_map<std::uint64_t, std::size_t>& open, std::vector<Allocation>& into,
+                      std::size_t i) {
+        if (auto it = open.find(d.addr[i]); it != open.end())
+            into[it->second].end = i; // a reuse without a free: close the old one
+        open[d.addr[i]] = into.size();
+        into.push_back({d.addr[i], d.size[i], d.stack[i], i, n});
+    };
+    const bool allocator = !d.hasTotals;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t size = d.size[i];
+        switch (d.action[i]) {
+        case TraceAction::Alloc:
+            allocated += size;
+            active += size;
+            if (allocator)
+                openAt(openAlloc, m_allocations, i);
+            break;
+        case TraceAction::FreeRequested:
+            allocated -= size;
+            close(openAlloc, m_allocations, i);
+            break;
+        case TraceAction::FreeCompleted:
+            active -= size;
+            break;
+        case TraceAction::Free:
+            allocated -= size;
+            active -= size;
+            if (allocator)
+                close(openAlloc, m_allocations, i);
+            break;
+        case TraceAction::SegmentAlloc:
+        case TraceAction::SegmentMap:
+            reserved += size;
+            openAt(openSeg, m_segments, i);
+            break;
+        case TraceAction::SegmentFree:
+        case TraceAction::SegmentUnmap:
+            reserved -= size;
+            close(openSeg, m_segments, i);
+            break;
+        case TraceAction::Oom:
+            m_ooms.push_back({i, d.time[i], size, static_cast<std::int64_t>(d.addr[i]), {}});
+            break;
+        default:
+            break;
+        }
+        if (d.hasTotals) { // the file's own totals win over our sums
+            allocated = active = d.allocatedTotal[i];
+            reserved = d.reservedTotal[i];
+        }
+        m_allocated[i] = allocated;
+        m_active[i] = active;
+        m_reserved[i] = reserved;
+    }
+    // Blocks and segments of the final state that no event created were live all along.
+    std::unordered_set<std::uint64_t> openAllocAddrs, openSegAddrs;
+    for (const auto& [addr, id] : openAlloc)
+        openAllocAddrs.insert(addr);
+    for (const auto& [addr, id] : openSeg)
+        openSegAddrs.insert(addr);
+    for (const auto& seg : d.segments) {
+        if (!openSegAddrs.count(seg.address))
+            m_segments.push_back({seg.address, seg.totalSize, 0, kBeforeFirstEvent, n});
+        for (const auto& b : seg.blocks)
+            if (b.state == SnapshotBlock::State::ActiveAllocated && !openAllocAddrs.count(b.address))
+                m_allocations.push_back({b.address, b.requestedSize, b.stack, kBeforeFirstEvent, n});
+    }
+    auto byStart = [](const Allocation& a, const Allocation& b) { return startPos(a) < startPos(b); };
+    std::stable_sort(m_allocations.begin(), m_allocations.end(), byStart);
+    std::stable_sort(m_segments.begin(), m_segments.end(), byStart);
+    checkpoints(m_allocations, n, kCheckpoint, m_allocCheckpoint, m_allocCheckpointAt);
+    checkpoints(m_segments, n, kCheckpoint, m_segCheckpoint, m_segCheckpointAt);
+    for (auto& oom : m_ooms)
+        oom.state = stateAfter(oom.index == 0 ? kBeforeFirstEvent : oom.index - 1);
+}
+
+bool TraceIndex::liveAt(const Allocation& a, std::size_t p) const {
+    return startPos(a) <= p && p < endPos(a);
+}
+
+void TraceIndex::collect(const std::vector<Allocation>& items, const std::vector<std::uint32_t>& lists,
+                         const std::vector<std::size_t>& offsets, std::size_t p,
+                         std::vector<const Allocation*>& out) const {
+    const std::size_t c = std::min(p / kCheckpoint, offsets.size() - 2);
+    for (std::size_t i = offsets[c]; i < offsets[c + 1]; ++i)
+        if (liveAt(items[lists[i]], p))
+            out.push_back(&items[lists[i]]);
+    // Those that started after the checkpoint, up to p: a contiguous run of the start-sorted list.
+    const std::size_t from = c * kCheckpoint;
+    auto it = std::upper_bound(items.begin(), items.end(), from,
+                               [](std::size_t pos, const Allocation& a) { return pos < startPos(a); });
+    for (; it != items.end() && startPos(*it) <= p; ++it)
+        if (liveAt(*it, p))
+            out.push_back(&*it);
+}
+
+std::vector<Allocation> TraceIndex::liveAfter(std::size_t k) const {
+    std::vector<const Allocation*> live;
+    const std::size_t p = std::min(position(k), events());
+    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, live);
+    std::vector<Allocation> out;
+    out.reserve(live.size());
+    for (const Allocation* a : live)
+        out.push_back(*a);
+    std::sort(out.begin(), out.end(),
+              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
+    return out;
+}
+
+MemoryState TraceIndex::stateAfter(std::size_t k) const {
+    MemoryState s = m_initial;
+    if (k != kBeforeFirstEvent && events() > 0) {
+        k = std::min(k, events() - 1);
+        s = {m_allocated[k], m_active[k], m_reserved[k], 0};
+    }
+    if (m_segments.empty())
+        return s;
+    // Largest gap between live allocations inside each live segment.
+    const std::size_t p = std::min(position(k), events());
+    std::vector<const Allocation*> segs, allocs;
+    collect(m_segments, m_segCheckpoint, m_segCheckpointAt, p, segs);
+    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, allocs);
+    std::sort(allocs.begin(), allocs.end(),
+              [](const Allocation* a, const Allocation* b) { return a->addr < b->addr; });
+    for (const Allocation* seg : segs) {
+        std::uint64_t cursor = seg->addr;
+        const std::uint64_t segEnd = seg->addr + static_cast<std::uint64_t>(seg->size);
+        auto it = std::lower_bound(allocs.begin(), allocs.end(), seg->addr,
+                                   [](const Allocation* a, std::uint64_t addr) { return a->addr < addr; });
+        for (; it != allocs.end() && (*it)->addr < segEnd; ++it) {
+            if ((*it)->addr > cursor)
+                s.largestFreeBlock =
+                    std::max(s.largestFreeBlock, static_cast<std::int64_t>((*it)->addr - cursor));
+            cursor = std::max(cursor, (*it)->addr +
+                                          static_cast<std::uint64_t>(std::max<std::int64_t>((*it)->size, 0)));
+        }
+        if (segEnd > cursor)
+            s.largestFreeBlock = std::max(s.largestFreeBlock, static_cast<std::int64_t>(segEnd - cursor));
+    }
+    return s;
+}
+
+} // namespace headroom

@@ -1,0 +1,76 @@
+#pragma once
+#include "core/trace/trace.h"
+#include "core/trace/tracesummary.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace headroom {
+
+// One allocation's lifetime in event indices: live after event `start` (kBeforeFirstEvent: already live
+// when the trace begins) until event `end` frees it (the trace's length: still live at the end).
+struct Allocation {
+    std::uint64_t addr = 0;
+    std::int64_t size = 0;
+    std::uint32_t stack = 0;
+    std::size_t start = kBeforeFirstEvent;
+    std::size_t end = 0;
+};
+
+struct MemoryState {
+    std::int64_t allocated = 0, active = 0, reserved = 0;
+    std::int64_t largestFreeBlock = 0; // inside reserved segments, between live allocations
+    std::int64_t fragmentation() const { return reserved - allocated; }
+};
+
+struct OomEvent {
+    std::size_t index = 0;
+    std::int64_t time = 0;
+    std::int64_t requested = 0;
+    std::int64_t deviceFree = 0;
+    MemoryState state;
+};
+
+// Answers "what was live at event k" for one device without rescanning the trace: allocations are
+// paired with their frees once, and every kCheckpoint events the live set is stored, so a query reads
+// one checkpoint plus at most kCheckpoint events.
+class TraceIndex {
+public:
+    static constexpr std::size_t kCheckpoint = 4096;
+
+    TraceIndex(const DeviceTrace& device, const DeviceSummary& summary);
+
+    const DeviceTrace& device() const { return m_device; }
+    std::size_t events() const { return m_device.entries(); }
+    // State after event k (kBeforeFirstEvent: before the first).
+    MemoryState stateAfter(std::size_t k) const;
+    // Allocations live after event k, largest first.
+    std::vector<Allocation> liveAfter(std::size_t k) const;
+    std::vector<Allocation> liveAtPeak() const { return liveAfter(m_peakAfter); }
+    std::size_t peakAfter() const { return m_peakAfter; }
+    const std::vector<OomEvent>& ooms() const { return m_ooms; }
+    const std::vector<Allocation>& allocations() const { return m_allocations; }
+    // Allocated / active / reserved bytes after each event (the timeline).
+    const std::vector<std::int64_t>& allocatedSeries() const { return m_allocated; }
+    const std::vector<std::int64_t>& reservedSeries() const { return m_reserved; }
+
+private:
+    bool liveAt(const Allocation& a, std::size_t k) const;
+    void collect(const std::vector<Allocation>& from, const std::vector<std::uint32_t>& checkpointLists,
+                 const std::vector<std::size_t>& checkpointOffsets, std::size_t position,
+                 std::vector<const Allocation*>& out) const;
+
+    const DeviceTrace& m_device;
+    std::size_t m_peakAfter;
+    std::vector<Allocation> m_allocations;        // sorted by start
+    std::vector<Allocation> m_segments;           // segment lifetimes, same scheme
+    std::vector<std::uint32_t> m_allocCheckpoint; // live allocation ids per checkpoint, concatenated
+    std::vector<std::size_t> m_allocCheckpointAt; // offsets into it, one per checkpoint + 1
+    std::vector<std::uint32_t> m_segCheckpoint;
+    std::vector<std::size_t> m_segCheckpointAt;
+    std::vector<std::int64_t> m_allocated, m_active, m_reserved;
+    MemoryState m_initial;
+    std::vector<OomEvent> m_ooms;
+};
+
+} // namespace headroom

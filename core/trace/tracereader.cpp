@@ -1,0 +1,431 @@
+#include "core/trace/tracereader.h"
+
+#include "core/error.h"
+#include "core/io/fileio.h"
+#include "core/trace/datatree.h"
+#include "core/trace/gzip.h"
+#include "core/trace/jsontree.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <unordered_map>
+
+namespace headroom {
+
+Trace readNvidiaSmiCsv(std::string_view text);
+
+namespace {
+
+using Value = DataTree::Value;
+
+std::string idx(const std::string& path, std::size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+}
+
+// Turns the tree of a PyTorch snapshot into a Trace: interned strings, deduplicated stacks, columns.
+class SnapshotExtractor {
+public:
+    SnapshotExtractor(const DataTree& tree, Trace& trace) : m_tree(tree), m_trace(trace) {}
+
+    void run(Value root) {
+        Value segments = root, traces = DataTree::kNone;
+        if (m_tree.isDict(root)) {
+            bool found = false;
+            segments = m_tree.get(root, "segments", &found);
+            if (!found)
+                throw Error("segments", "missing: not a PyTorch memory snapshot");
+            traces = m_tree.get(root, "device_traces");
+        }
+        if (!m_tree.isList(segments))
+            throw Error("segments", "must be a list");
+        for (std::size_t i = 0; i < m_tree.size(segments); ++i)
+            segment(m_tree.at(segments, i), idx("segments", i));
+        if (traces != DataTree::kNone) {
+            if (!m_tree.isList(traces))
+                throw Error("device_traces", "must be a list (one per device)");
+            for (std::size_t d = 0; d < m_tree.size(traces); ++d)
+                deviceTrace(std::to_string(d), m_tree.at(traces, d), idx("device_traces", d));
+        }
+    }
+
+private:
+    long long integer(Value dict, std::string_view key, const std::string& path, bool required,
+                      long long fallback = 0) {
+        bool found = false;
+        const Value v = m_tree.get(dict, key, &found);
+        long long n = fallback;
+        if (!found || v == DataTree::kNone) {
+            if (required)
+                throw Error(path + "." + std::string(key), "missing");
+            return fallback;
+        }
+        if (!m_tree.toInt(v, &n)) {
+            double d = 0;
+            if (m_tree.toDouble(v, &d) && d == static_cast<double>(static_cast<long long>(d)))
+                return static_cast<long long>(d); // a float with an integral value (JSON writers do this)
+            throw Error(path + "." + std::string(key), "must be an integer that fits 64 bits");
+        }
+        return n;
+    }
+    std::uint32_t string(std::string_view s) {
+        auto it = m_strings.find(s);
+        if (it != m_strings.end())
+            return it->second;
+        m_trace.strings.emplace_back(s);
+        const auto id = static_cast<std::uint32_t>(m_trace.strings.size() - 1);
+        m_strings.emplace(s, id);
+        return id;
+    }
+    std::uint32_t stack(Value frames, const std::string& path) {
+        if (!m_tree.isList(frames) || m_tree.size(frames) == 0)
+            return 0;
+        // Shared frame lists (the pickle memo) are recognised by identity without reading them again.
+        const auto identity = DataTree::payload(frames);
+        if (auto it = m_stackByIdentity.find(identity); it != m_stackByIdentity.end())
+            return it->second;
+        std::vector<Frame> out;
+        out.reserve(m_tree.size(frames));
+        for (std::size_t i = 0; i < m_tree.size(frames); ++i) {
+            const Value f = m_tree.at(frames, i);
+            if (!m_tree.isDict(f))
+                throw Error(idx(path, i), "a frame must be a dict of name, filename and line");
+            Frame fr;
+            fr.name = string(m_tree.str(m_tree.get(f, "name")));
+            fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
+            fr.line = integer(f, "line", idx(path, i), false);
+            out.push_back(fr);
+        }
+        std::string key(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(Frame));
+        auto [it, inserted] =
+            m_stackByContent.emplace(std::move(key), static_cast<std::uint32_t>(m_trace.stacks.size()));
+        if (inserted)
+            m_trace.stacks.push_back(std::move(out));
+        m_stackByIdentity.emplace(identity, it->second);
+        return it->second;
+    }
+    void segment(Value s, const std::string& path) {
+        if (!m_tree.isDict(s))
+            throw Error(path, "a segment must be a dict");
+        SnapshotSegment seg;
+        const long long device = integer(s, "device", path, false, 0);
+        if (device < 0 || device > 1 << 20)
+            throw Error(path + ".device", "out of range");
+        seg.address = static_cast<std::uint64_t>(integer(s, "address", path, false, 0));
+        seg.totalSize = integer(s, "total_size", path, true);
+        seg.stream = integer(s, "stream", path, false, 0);
+        const Value blocks = m_tree.get(s, "blocks");
+        std::uint64_t offset = seg.address; // legacy blocks carry no address: they tile the segment in order
+        for (std::size_t i = 0; i < m_tree.size(blocks); ++i) {
+            const Value b = m_tree.at(blocks, i);
+            const std::string bp = idx(path + ".blocks", i);
+            if (!m_tree.isDict(b))
+                throw Error(bp, "a block must be a dict");
+            SnapshotBlock blk;
+            blk.size = integer(b, "size", bp, true);
+            blk.address =
+                static_cast<std::uint64_t>(integer(b, "address", bp, false, static_cast<long long>(offset)));
+            offset = blk.address + static_cast<std::uint64_t>(blk.size);
+            const std::string_view state = m_tree.str(m_tree.get(b, "state"));
+            blk.state = state == "active_allocated" ? SnapshotBlock::State::ActiveAllocated
+                        : (state == "active_pending_free" || state == "active_awaiting_free")
+                            ? SnapshotBlock::State::ActivePendingFree
+                            : SnapshotBlock::State::Inactive;
+            bool hasRequested = false;
+            m_tree.get(b, "requested_size", &hasRequested);
+            const Value history = m_tree.get(b, "history");
+            Value frames = m_tree.get(b, "frames");
+            if (hasRequested) {
+                blk.requestedSize = integer(b, "requested_size", bp, true);
+            } else if (m_tree.isList(history) && m_tree.size(history) > 0 &&
+                       m_tree.isDict(m_tree.at(history, 0))) {
+                blk.requestedSize =
+                    integer(m_tree.at(history, 0), "real_size", bp + ".history[0]", false, blk.size);
+            } else {
+                blk.requestedSize = blk.size;
+            }
+            if (!m_tree.isList(frames) && m_tree.isList(history) && m_tree.size(history) > 0)
+                frames = m_tree.get(m_tree.at(history, 0), "frames");
+            blk.stack = stack(frames, bp + ".frames");
+            seg.blocks.push_back(blk);
+        }
+        m_trace.device(std::to_string(device)).segments.push_back(std::move(seg));
+    }
+    void deviceTrace(const std::string& key, Value entries, const std::string& path) {
+        if (!m_tree.isList(entries))
+            throw Error(path, "must be a list of trace entries");
+        const std::size_t n = m_tree.size(entries);
+        if (n == 0)
+            return;
+        DeviceTrace& dev = m_trace.device(key);
+        dev.time.reserve(n);
+        dev.action.reserve(n);
+        dev.addr.reserve(n);
+        dev.size.reserve(n);
+        dev.stream.reserve(n);
+        dev.stack.reserve(n);
+        std::vector<std::uint64_t> counts(m_tree.actionNames().size() + 1, 0);
+        std::vector<TraceAction> recordActions;
+        for (const auto& name : m_tree.actionNames())
+            recordActions.push_back(traceActionFromName(name));
+        for (std::size_t i = 0; i < n; ++i) {
+            const Value e = m_tree.at(entries, i);
+            if (m_tree.isRecord(e)) {
+                const DataTree::TraceRecord& r = m_tree.record(e);
+                ++counts[r.action];
+                dev.action.push_back(recordActions[r.action]);
+                dev.addr.push_back(static_cast<std::uint64_t>(r.addr));
+                dev.size.push_back(r.size);
+                dev.stream.push_back(r.stream);
+                dev.time.push_back(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i));
+                dev.stack.push_back(stack(r.frames, idx(path, i) + ".frames"));
+                continue;
+            }
+            // A dict the tree did not compact (extra keys, or read from a form we do not special-case).
+            const std::string ep = idx(path, i);
+            if (!m_tree.isDict(e))
+                throw Error(ep, "a trace entry must be a dict");
+            const std::string name(m_tree.str(m_tree.get(e, "action")));
+            if (name.empty())
+                throw Error(ep + ".action", "missing");
+            ++dev.actionCounts[name];
+            dev.action.push_back(traceActionFromName(name));
+            dev.addr.push_back(static_cast<std::uint64_t>(integer(e, "addr", ep, false, 0)));
+            dev.size.push_back(integer(e, "size", ep, true));
+            dev.stream.push_back(integer(e, "stream", ep, false, 0));
+            dev.time.push_back(integer(e, "time_us", ep, false, static_cast<long long>(i)));
+            dev.stack.push_back(stack(m_tree.get(e, "frames"), ep + ".frames"));
+        }
+        for (std::size_t a = 0; a < m_tree.actionNames().size(); ++a)
+            if (counts[a])
+                dev.actionCounts[m_tree.actionNames()[a]] += counts[a];
+    }
+
+    const DataTree& m_tree;
+    Trace& m_trace;
+    std::unordered_map<std::string_view, std::uint32_t> m_strings;
+    std::unordered_map<std::uint64_t, std::uint32_t> m_stackByIdentity;
+    std::unordered_map<std::string, std::uint32_t> m_stackByContent;
+};
+
+// Profiler Chrome trace: "[memory]" and "[OutOfMemory]" instant events.
+Trace chromeTrace(const DataTree& t, Value root) {
+    Trace trace;
+    trace.format = TraceFormat::ChromeTrace;
+    const Value events = t.isDict(root) ? t.get(root, "traceEvents") : root;
+    struct Ev {
+        double ts;
+        std::size_t order;
+        long long bytes, total, reserved;
+        bool hasTotal, hasReserved, oom;
+        std::string device;
+    };
+    std::vector<Ev> evs;
+    for (std::size_t i = 0; i < t.size(events); ++i) {
+        const Value e = t.at(events, i);
+        const std::string_view name = t.str(t.get(e, "name"));
+        const bool oom = name == "[OutOfMemory]";
+        if (name != "[memory]" && !oom)
+            continue;
+        const Value args = t.get(e, "args");
+        Ev ev{0, i, 0, 0, 0, false, false, oom, {}};
+        t.toDouble(t.get(e, "ts"), &ev.ts);
+        long long type = 1, id = 0;
+        t.toInt(t.get(args, "Device Type"), &type);
+        t.toInt(t.get(args, "Device Id"), &id);
+        ev.device = type == 0   ? "cpu"
+                    : type == 1 ? std::to_string(id)
+                                : "type" + std::to_string(type) + ":" + std::to_string(id);
+        double d = 0;
+        if (t.toDouble(t.get(args, "Bytes"), &d))
+            ev.bytes = static_cast<long long>(d);
+        bool found = false;
+        const Value total = t.get(args, "Total Allocated", &found);
+        ev.hasTotal = found && t.toDouble(total, &d);
+        if (ev.hasTotal)
+            ev.total = static_cast<long long>(d);
+        const Value reserved = t.get(args, "Total Reserved", &found);
+        ev.hasReserved = found && t.toDouble(reserved, &d);
+        if (ev.hasReserved)
+            ev.reserved = static_cast<long long>(d);
+        evs.push_back(std::move(ev));
+    }
+    // Events are written per thread; memory order is time order.
+    std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+    std::unordered_map<std::string, long long> running;
+    for (const Ev& ev : evs) {
+        DeviceTrace& dev = trace.device(ev.device);
+        const TraceAction action = ev.oom          ? TraceAction::Oom
+                                   : ev.bytes >= 0 ? TraceAction::Alloc
+                                                   : TraceAction::Free;
+        ++dev.actionCounts[ev.oom ? "oom" : ev.bytes >= 0 ? "alloc" : "free"];
+        dev.time.push_back(static_cast<std::int64_t>(ev.ts));
+        dev.action.push_back(action);
+        dev.size.push_back(ev.bytes);
+        long long& sum = running[ev.device];
+        if (!ev.oom)
+            sum += ev.bytes;
+        // New traces carry the allocator's own totals; old ones only the size of each event.
+        dev.allocatedTotal.push_back(ev.hasTotal ? ev.total : sum);
+        dev.reservedTotal.push_back(
+            ev.hasReserved ? ev.reserved : (dev.reservedTotal.empty() ? 0 : dev.reservedTotal.back()));
+        dev.hasTotals = true;
+        dev.hasReservedTotals = dev.hasReservedTotals || ev.hasReserved;
+    }
+    return trace;
+}
+
+// export_memory_timeline: [times, sizes], sizes[i] the bytes per category after times[i].
+Trace memoryTimeline(const DataTree& t, Value root) {
+    Trace trace;
+    trace.format = TraceFormat::MemoryTimeline;
+    const Value times = t.at(root, 0), sizes = t.at(root, 1);
+    if (t.size(times) != t.size(sizes))
+        throw Error("[1]", "has " + std::to_string(t.size(sizes)) + " rows for " +
+                               std::to_string(t.size(times)) + " times");
+    DeviceTrace& dev = trace.device("0");
+    for (std::size_t i = 0; i < t.size(times); ++i) {
+        double ts = 0;
+        if (!t.toDouble(t.at(times, i), &ts))
+            throw Error(idx("[0]", i), "must be a number");
+        const Value row = t.at(sizes, i);
+        long long total = 0;
+        for (std::size_t c = 0; c < t.size(row); ++c) {
+            double v = 0;
+            if (!t.toDouble(t.at(row, c), &v))
+                throw Error(idx(idx("[1]", i), c), "must be a number");
+            total += static_cast<long long>(v);
+        }
+        const long long prev = dev.allocatedTotal.empty() ? 0 : dev.allocatedTotal.back();
+        dev.time.push_back(static_cast<std::int64_t>(ts));
+        dev.action.push_back(total >= prev ? TraceAction::Alloc : TraceAction::Free);
+        dev.size.push_back(total - prev);
+        dev.allocatedTotal.push_back(total);
+        dev.reservedTotal.push_back(0);
+        ++dev.actionCounts["sample"];
+    }
+    dev.hasTotals = true;
+    return trace;
+}
+
+// export_memory_timeline_raw: [t_ns, action, signed bytes, category] per event.
+Trace memoryTimelineRaw(const DataTree& t, Value root) {
+    Trace trace;
+    trace.format = TraceFormat::MemoryTimelineRaw;
+    static const char* names[] = {"unknown", "preexisting", "create", "increment_version", "destroy"};
+    DeviceTrace& dev = trace.device("0");
+    long long sum = 0;
+    for (std::size_t i = 0; i < t.size(root); ++i) {
+        const Value e = t.at(root, i);
+        long long ts = 0, action = 0, bytes = 0;
+        double d = 0;
+        if (t.size(e) < 3 || !t.toDouble(t.at(e, 0), &d) || !t.toInt(t.at(e, 1), &action) ||
+            !t.toInt(t.at(e, 2), &bytes))
+            throw Error(idx("", i), "must be [time, action, bytes, category]");
+        ts = static_cast<long long>(d);
+        sum += bytes;
+        ++dev.actionCounts[action >= 1 && action <= 4 ? names[action] : names[0]];
+        dev.time.push_back(ts);
+        dev.action.push_back(bytes >= 0 ? TraceAction::Alloc : TraceAction::Free);
+        dev.size.push_back(bytes);
+        dev.allocatedTotal.push_back(sum);
+        dev.reservedTotal.push_back(0);
+    }
+    dev.hasTotals = true;
+    return trace;
+}
+
+bool looksLikeJson(std::string_view s) {
+    for (char c : s) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        return c == '{' || c == '[';
+    }
+    return false;
+}
+
+Trace fromJsonTree(const DataTree& t, Value root) {
+    if (t.isDict(root)) {
+        bool found = false;
+        t.get(root, "traceEvents", &found);
+        if (found)
+            return chromeTrace(t, root);
+        t.get(root, "segments", &found);
+        if (found) {
+            Trace trace;
+            trace.format = TraceFormat::PytorchSnapshotJson;
+            SnapshotExtractor(t, trace).run(root);
+            return trace;
+        }
+        throw Error(
+            "",
+            "a JSON object that is neither a profiler trace (traceEvents) nor a memory snapshot (segments)");
+    }
+    if (!t.isList(root))
+        throw Error("", "unrecognised JSON document");
+    const Value first = t.at(root, 0);
+    if (t.size(root) == 0)
+        throw Error("", "an empty JSON list: nothing to read");
+    if (t.size(root) == 2 && t.isList(first) && t.isList(t.at(root, 1)) &&
+        (t.size(first) == 0 || !t.isList(t.at(first, 0))))
+        return memoryTimeline(t, root);
+    if (t.isList(first) && t.size(first) >= 3)
+        return memoryTimelineRaw(t, root);
+    if (t.isDict(first)) {
+        bool blocks = false, ph = false;
+        t.get(first, "blocks", &blocks);
+        t.get(first, "ph", &ph);
+        if (blocks) {
+            Trace trace;
+            trace.format = TraceFormat::PytorchSnapshotJson;
+            SnapshotExtractor(t, trace).run(root);
+            return trace;
+        }
+        if (ph)
+            return chromeTrace(t, root);
+    }
+    throw Error("", "a JSON list of a kind Headroom does not know");
+}
+
+} // namespace
+
+Trace readTrace(std::string_view bytes, const TraceReadOptions& options) {
+    std::string inflated;
+    if (isGzip(bytes)) {
+        inflated = gunzip(bytes, options.maxDecompressed);
+        bytes = inflated;
+    }
+    if (bytes.empty())
+        throw Error("byte 0", "the file is empty");
+    const auto first = static_cast<unsigned char>(bytes[0]);
+    if (first == 0x80) {
+        DataTree tree(bytes.size());
+        const Value root = readPickle(bytes, tree, options.limits, options.progress);
+        Trace trace;
+        trace.format = TraceFormat::PytorchSnapshot;
+        SnapshotExtractor(tree, trace).run(root);
+        return trace;
+    }
+    if (looksLikeJson(bytes)) {
+        DataTree tree(0);
+        const Value root = readJsonTree(bytes, tree, options.limits, options.progress);
+        return fromJsonTree(tree, root);
+    }
+    if (bytes.find(',') != std::string_view::npos && bytes.find('\0') == std::string_view::npos)
+        return readNvidiaSmiCsv(bytes);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", first);
+    throw Error("byte 0", std::string("unrecognised format (starts with ") + hex +
+                              "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
+}
+
+Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
+    try {
+        return readTrace(readTextFile(path, std::size_t(64) << 30), options);
+    } catch (const Error& e) {
+        throw Error(e.where().empty() ? path : path + ": " + e.where(), e.why());
+    }
+}
+
+} // namespace headroom

@@ -1,0 +1,22 @@
+#pragma once
+#include "core/trace/picklereader.h"
+#include "core/trace/trace.h"
+
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+struct TraceReadOptions {
+    ReadLimits limits;
+    std::size_t maxDecompressed = std::size_t(16) << 30; // refuse gzip bombs beyond 16 GiB
+    ReadProgress progress;                               // bytes parsed; return false to cancel
+};
+
+// Detects the format from the content (gzip, pickle, JSON shape, CSV), never from the file name, and
+// reads it. Throws Error with the byte offset or the field path of the first problem.
+Trace readTrace(std::string_view bytes, const TraceReadOptions& options = {});
+// Reads a file (errors are prefixed with its name).
+Trace readTraceFile(const std::string& path, const TraceReadOptions& options = {});
+
+} // namespace headroom

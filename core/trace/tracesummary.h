@@ -1,0 +1,35 @@
+#pragma once
+#include "core/trace/trace.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+inline constexpr std::size_t kBeforeFirstEvent = std::numeric_limits<std::size_t>::max();
+
+struct DeviceSummary {
+    std::string key;
+    std::size_t entries = 0;
+    std::map<std::string, std::uint64_t> actions;
+    std::int64_t finalAllocated = 0, finalActive = 0, finalReserved = 0;
+    std::int64_t peakAllocated = 0, peakActive = 0, peakReserved = 0;
+    std::size_t segments = 0;
+    std::size_t peakAllocatedAfter = kBeforeFirstEvent; // the event after which allocated peaks
+    std::int64_t initialAllocated = 0, initialActive = 0, initialReserved = 0; // before the first event
+};
+
+struct TraceSummary {
+    TraceFormat format = TraceFormat::PytorchSnapshot;
+    std::vector<DeviceSummary> devices;
+};
+
+// CONTRACTS.md section 5. Snapshots: final values from the segments' blocks, peaks by replaying the
+// trace backwards from that final state; profiler traces, timelines and nvidia-smi: from their totals.
+TraceSummary summarize(const Trace& trace);
+DeviceSummary summarizeDevice(const DeviceTrace& device);
+
+} // namespace headroom
