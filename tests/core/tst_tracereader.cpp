@@ -1,0 +1,647 @@
+// Reading recorded traces: every real file in ../shared/traces against an independent replay written
+// here, protocol 2-5 / JSON / gzip variants of one snapshot, hostile and truncated pickles, the other
+// formats, the live-set index and the background job.
+#include "core/error.h"
+#include "core/io/fileio.h"
+#include "core/trace/datatree.h"
+#include "core/trace/gzip.h"
+#include "core/trace/picklereader.h"
+#include "core/trace/traceloadjob.h"
+#include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
+#include "tests/picklewriter.h"
+#include "tests/testutil.h"
+
+#include <QDir>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+
+using namespace headroom;
+using headroom::test::PickleWriter;
+using nlohmann::json;
+
+namespace {
+
+struct Expected {
+    long long entries = 0, finalAlloc = 0, finalActive = 0, finalReserved = 0, peakAlloc = 0, peakActive = 0,
+              peakReserved = 0;
+};
+
+// The test's own replay of a snapshot: a forward pass from zero, then shifted so that its end matches
+// the final state read from the segments (the production code walks backwards instead).
+Expected replaySnapshot(const DataTree& t, DataTree::Value root) {
+    Expected x;
+    const auto segs = t.get(root, "segments");
+    for (std::size_t i = 0; i < t.size(segs); ++i) {
+        const auto s = t.at(segs, i);
+        long long v = 0;
+        t.toInt(t.get(s, "total_size"), &v);
+        x.finalReserved += v;
+        const auto blocks = t.get(s, "blocks");
+        for (std::size_t j = 0; j < t.size(blocks); ++j) {
+            const auto b = t.at(blocks, j);
+            long long size = 0;
+            bool has = false;
+            const auto req = t.get(b, "requested_size", &has);
+            if (!has || !t.toInt(req, &size)) {
+                const auto h = t.get(b, "history");
+                if (!(t.size(h) && t.toInt(t.get(t.at(h, 0), "real_size"), &size)))
+                    t.toInt(t.get(b, "size"), &size);
+            }
+            const auto state = t.str(t.get(b, "state"));
+            if (state == "active_allocated")
+                x.finalAlloc += size, x.finalActive += size;
+            else if (state == "active_pending_free")
+                x.finalActive += size;
+        }
+    }
+    long long a = 0, ac = 0, r = 0, maxA = 0, maxAc = 0, maxR = 0;
+    const auto traces = t.get(root, "device_traces");
+    const auto entries = t.at(traces, 0);
+    x.entries = static_cast<long long>(t.size(entries));
+    for (std::size_t i = 0; i < t.size(entries); ++i) {
+        const auto e = t.at(entries, i);
+        std::string action;
+        long long size = 0;
+        if (t.isRecord(e)) {
+            action = t.actionNames()[t.record(e).action];
+            size = t.record(e).size;
+        } else {
+            action = std::string(t.str(t.get(e, "action")));
+            t.toInt(t.get(e, "size"), &size);
+        }
+        if (action == "alloc")
+            a += size, ac += size;
+        else if (action == "free_requested")
+            a -= size;
+        else if (action == "free_completed")
+            ac -= size;
+        else if (action == "free")
+            a -= size, ac -= size;
+        else if (action == "segment_alloc" || action == "segment_map")
+            r += size;
+        else if (action == "segment_free" || action == "segment_unmap")
+            r -= size;
+        maxA = std::max(maxA, a), maxAc = std::max(maxAc, ac), maxR = std::max(maxR, r);
+    }
+    // Shift: the trace may start mid-run, so the true start is final - (net change).
+    x.peakAlloc = std::max(x.finalAlloc, x.finalAlloc - a + maxA);
+    x.peakActive = std::max(x.finalActive, x.finalActive - ac + maxAc);
+    x.peakReserved = std::max(x.finalReserved, x.finalReserved - r + maxR);
+    return x;
+}
+
+void checkAgainst(const DeviceSummary& d, const Expected& x) {
+    QCOMPARE(static_cast<long long>(d.entries), x.entries);
+    QCOMPARE(d.finalAllocated, x.finalAlloc);
+    QCOMPARE(d.finalActive, x.finalActive);
+    QCOMPARE(d.finalReserved, x.finalReserved);
+    QCOMPARE(d.peakAllocated, x.peakAlloc);
+    QCOMPARE(d.peakActive, x.peakActive);
+    QCOMPARE(d.peakReserved, x.peakReserved);
+}
+
+QString traces() {
+    return test::sharedDir() + "/traces";
+}
+
+std::string smallSnapshot(int protocolByte = 4) {
+    PickleWriter w(protocolByte);
+    w.beginDict();
+    w.str("segments");
+    w.beginList();
+    w.beginDict();
+    w.str("device"), w.integer(0), w.str("address"), w.integer(1 << 20), w.str("total_size"), w.integer(4096);
+    w.str("stream"), w.integer(0), w.str("blocks");
+    w.beginList();
+    w.beginDict();
+    w.str("address"), w.integer(1 << 20), w.str("size"), w.integer(1024), w.str("requested_size"),
+        w.integer(1000);
+    w.str("state"), w.str("active_allocated");
+    w.endDict();
+    w.endList();
+    w.endDict();
+    w.endList();
+    w.str("device_traces");
+    w.beginList();
+    w.beginList();
+    const auto frames = w.beginList();
+    w.beginDict();
+    w.str("name"), w.str("forward"), w.str("filename"), w.str("model.py"), w.str("line"), w.integer(54);
+    w.endDict();
+    w.endList();
+    w.raw("0"); // pop the frames list: it is referenced through the memo below
+    const char* actions[] = {"segment_alloc", "alloc", "alloc", "free_requested", "free_completed"};
+    const long long sizes[] = {4096, 1000, 2000, 2000, 2000};
+    const long long addrs[] = {1 << 20, 1 << 20, (1 << 20) + 1024, (1 << 20) + 1024, (1 << 20) + 1024};
+    for (int i = 0; i < 5; ++i) {
+        w.beginDict();
+        w.str("action"), w.str(actions[i]), w.str("addr"), w.integer(addrs[i]), w.str("size"),
+            w.integer(sizes[i]);
+        w.str("stream"), w.integer(0), w.str("time_us"), w.integer(1700000000000000LL + i), w.str("frames"),
+            w.get(frames);
+        w.endDict();
+    }
+    w.endList();
+    w.endList();
+    w.endDict();
+    return w.finish();
+}
+
+void expectError(const std::string& bytes, const QString& mustContain) {
+    try {
+        readTrace(bytes);
+        QFAIL(qPrintable("no error; expected " + mustContain));
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).contains(mustContain), e.what());
+    } catch (const std::exception& e) {
+        QFAIL(
+            qPrintable(QStringLiteral("not a headroom::Error (%1); expected %2").arg(e.what(), mustContain)));
+    }
+}
+
+bool havePython() {
+    return !QStandardPaths::findExecutable("python3").isEmpty();
+}
+
+} // namespace
+
+class TestTraceReader : public QObject {
+    Q_OBJECT
+private slots:
+    void realSnapshots_data();
+    void realSnapshots();
+    void realChromeTraces();
+    void realMemoryTimelineRaw();
+    void liveSetAtPeakAddsUpToPeak();
+    void liveSetMatchesBruteForce();
+    void protocolJsonAndGzipVariantsAgree();
+    void smallSnapshotReplay();
+    void hostileOpcodesAreRejected();
+    void hostileStructure();
+    void truncationAtEveryByte();
+    void sharedFramesAreNotCopied();
+    void nvidiaSmiCsv();
+    void memoryTimelineJson();
+    void formatDetectedFromContent();
+    void backgroundJobStagesAndCancel();
+};
+
+void TestTraceReader::realSnapshots_data() {
+    QTest::addColumn<QString>("file");
+    if (!test::haveShared())
+        return;
+    for (const QString& f : QDir(traces() + "/snapshots").entryList({"*.pickle"}, QDir::Files, QDir::Name))
+        QTest::newRow(qPrintable(f)) << traces() + "/snapshots/" + f;
+}
+
+void TestTraceReader::realSnapshots() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent: real snapshots not checked");
+    QFETCH(QString, file);
+    const std::string bytes = readTextFile(file.toStdString(), 64u << 20);
+    DataTree tree(bytes.size());
+    const auto root = readPickle(bytes, tree);
+    const Expected x = replaySnapshot(tree, root);
+    const Trace trace = readTraceFile(file.toStdString());
+    QCOMPARE(trace.format, TraceFormat::PytorchSnapshot);
+    const TraceSummary s = summarize(trace);
+    QCOMPARE(s.devices.size(), size_t(1));
+    checkAgainst(s.devices[0], x);
+    QVERIFY(s.devices[0].segments > 0);
+    QVERIFY(trace.stacks.size() > 1 || s.devices[0].entries == 1);
+}
+
+void TestTraceReader::realChromeTraces() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    for (const QString& f : QDir(traces() + "/chrome_traces").entryList({"*.json.gz"}, QDir::Files)) {
+        const std::string path = (traces() + "/chrome_traces/" + f).toStdString();
+        const json doc = json::parse(gunzip(readTextFile(path, 64u << 20), 1u << 30));
+        // Independent: per device, the maximum and the last (by timestamp) of the totals, or of the running
+        // sum.
+        std::map<std::string, std::vector<std::pair<double, json>>> byDevice;
+        for (const auto& e : doc.at("traceEvents"))
+            if (e.value("name", "") == "[memory]") {
+                const auto& a = e.at("args");
+                const std::string key = a.at("Device Type").get<int>() == 0
+                                            ? "cpu"
+                                            : std::to_string(a.at("Device Id").get<int>());
+                byDevice[key].push_back({e.at("ts").get<double>(), a});
+            }
+        const TraceSummary s = summarize(readTraceFile(path));
+        QCOMPARE(s.format, TraceFormat::ChromeTrace);
+        QCOMPARE(s.devices.size(), byDevice.size());
+        for (const auto& d : s.devices) {
+            auto events = byDevice.at(d.key);
+            std::stable_sort(events.begin(), events.end(),
+                             [](const auto& x, const auto& y) { return x.first < y.first; });
+            long long sum = 0, peak = LLONG_MIN, last = 0, peakRes = 0;
+            for (const auto& [ts, a] : events) {
+                sum += a.at("Bytes").get<long long>();
+                const long long total =
+                    a.contains("Total Allocated") ? a.at("Total Allocated").get<long long>() : sum;
+                peak = std::max(peak, total);
+                last = total;
+                if (a.contains("Total Reserved"))
+                    peakRes = std::max(peakRes, a.at("Total Reserved").get<long long>());
+            }
+            QCOMPARE(static_cast<long long>(d.entries), static_cast<long long>(events.size()));
+            QCOMPARE(d.peakAllocated, peak);
+            QCOMPARE(d.finalAllocated, last);
+            QCOMPARE(d.peakReserved, peakRes);
+        }
+    }
+}
+
+void TestTraceReader::realMemoryTimelineRaw() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const std::string path = (traces() + "/memory_timeline/HTA_memory_timeline.raw.gz").toStdString();
+    const json doc = json::parse(gunzip(readTextFile(path, 64u << 20), 1u << 30));
+    long long sum = 0, peak = LLONG_MIN;
+    for (const auto& e : doc) {
+        sum += e.at(2).get<long long>();
+        peak = std::max(peak, sum);
+    }
+    const TraceSummary s = summarize(readTraceFile(path));
+    QCOMPARE(s.format, TraceFormat::MemoryTimelineRaw);
+    QCOMPARE(s.devices.at(0).peakAllocated, peak);
+    QCOMPARE(s.devices.at(0).finalAllocated, sum);
+    QCOMPARE(static_cast<long long>(s.devices.at(0).entries), static_cast<long long>(doc.size()));
+}
+
+void TestTraceReader::liveSetAtPeakAddsUpToPeak() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    for (const char* f : {"cs336_MAGMA27_memory_snapshot.pickle", "DeComFL_memory.pickle",
+                          "cs336_bcrafton_memory_snapshot.pickle"}) {
+        const auto loaded = loadTrace((traces() + "/snapshots/" + f).toStdString());
+        const TraceIndex& index = *loaded->indexes.at(0);
+        long long sum = 0;
+        for (const auto& a : index.liveAtPeak())
+            sum += a.size;
+        QCOMPARE(sum, loaded->summary.devices[0].peakAllocated);
+        const MemoryState peak = index.stateAfter(index.peakAfter());
+        QCOMPARE(peak.allocated, loaded->summary.devices[0].peakAllocated);
+        QVERIFY(peak.reserved >= peak.allocated);
+        QVERIFY(peak.largestFreeBlock >= 0 && peak.largestFreeBlock <= peak.fragmentation() + 4096);
+    }
+}
+
+void TestTraceReader::liveSetMatchesBruteForce() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const auto loaded = loadTrace((traces() + "/snapshots/DeComFL_memory.pickle").toStdString());
+    const TraceIndex& index = *loaded->indexes.at(0);
+    std::mt19937 rng(7);
+    for (int q = 0; q < 40; ++q) {
+        const std::size_t k = std::uniform_int_distribution<std::size_t>(0, index.events() - 1)(rng);
+        long long brute = 0;
+        for (const auto& a : index.allocations())
+            if ((a.start == kBeforeFirstEvent || a.start <= k) && a.end > k)
+                brute += a.size;
+        long long fast = 0;
+        for (const auto& a : index.liveAfter(k))
+            fast += a.size;
+        QCOMPARE(fast, brute);
+        QCOMPARE(fast, index.stateAfter(k).allocated);
+    }
+}
+
+void TestTraceReader::protocolJsonAndGzipVariantsAgree() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    if (!havePython())
+        QSKIP("python3 is not installed: pickle.dump variants not generated");
+    QTemporaryDir dir;
+    const QString src = traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle";
+    // CPython writes the variants; loading this known plain-data file in Python is safe.
+    const QString script =
+        QStringLiteral("import pickle, json, gzip, sys\n"
+                       "d = pickle.load(open(sys.argv[1], 'rb'))\n"
+                       "for p in (2, 3, 4, 5):\n"
+                       "    pickle.dump(d, open(sys.argv[2] + '/p%d.pickle' % p, 'wb'), protocol=p)\n"
+                       "json.dump(d, open(sys.argv[2] + '/s.json', 'w'))\n"
+                       "gzip.open(sys.argv[2] + '/p4.pickle.gz', 'wb').write(pickle.dumps(d, protocol=4))\n");
+    QProcess py;
+    py.start("python3", {"-c", script, src, dir.path()});
+    QVERIFY(py.waitForFinished(60000));
+    QCOMPARE(py.exitCode(), 0);
+    const TraceSummary reference = summarize(readTraceFile(src.toStdString()));
+    for (const char* name : {"p2.pickle", "p3.pickle", "p4.pickle", "p5.pickle", "s.json", "p4.pickle.gz"}) {
+        const Trace t = readTraceFile(dir.filePath(name).toStdString());
+        QCOMPARE(t.format, QByteArray(name).endsWith(".json") ? TraceFormat::PytorchSnapshotJson
+                                                              : TraceFormat::PytorchSnapshot);
+        const TraceSummary s = summarize(t);
+        const DeviceSummary &a = s.devices.at(0), &b = reference.devices.at(0);
+        QCOMPARE(a.entries, b.entries);
+        QVERIFY(a.actions == b.actions);
+        QCOMPARE(a.peakAllocated, b.peakAllocated);
+        QCOMPARE(a.peakActive, b.peakActive);
+        QCOMPARE(a.peakReserved, b.peakReserved);
+        QCOMPARE(a.finalAllocated, b.finalAllocated);
+        QCOMPARE(a.segments, b.segments);
+    }
+}
+
+void TestTraceReader::smallSnapshotReplay() {
+    const Trace t = readTrace(smallSnapshot());
+    const DeviceSummary d = summarize(t).devices.at(0);
+    QCOMPARE(d.finalAllocated, 1000LL);
+    QCOMPARE(d.finalReserved, 4096LL);
+    QCOMPARE(d.peakAllocated, 3000LL);
+    QCOMPARE(d.peakReserved, 4096LL);
+    QCOMPARE(d.entries, size_t(5));
+    QCOMPARE(t.stacks.size(), size_t(2)); // "no stack" + the one shared stack
+    QCOMPARE(t.strings[t.stacks[1][0].filename], std::string("model.py"));
+}
+
+void TestTraceReader::hostileOpcodesAreRejected() {
+    struct Case {
+        const char* bytes;
+        std::size_t length;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"\x80\x02"
+         "cos\nsystem\n"
+         "\x8c\x02ls\x85R.",
+         20, "GLOBAL (0x63) is not allowed"},
+        {"\x80\x04\x8c\x02os\x8c\x06system\x93.", 16, "STACK_GLOBAL"},
+        {"\x80\x02N)R.", 6, "REDUCE"},
+        {"\x80\x02}}b.", 6, "BUILD"},
+        {"\x80\x02(ios\nsystem\n.", 15, "INST"},
+        {"\x80\x02(N)o.", 7, "OBJ"},
+        {"\x80\x02N)\x81.", 6, "NEWOBJ"},
+        {"\x80\x02N)}\x92.", 7, "NEWOBJ_EX"},
+        {"\x80\x02Pid\n.", 7, "PERSID"},
+        {"\x80\x02NQ.", 5, "BINPERSID"},
+        {"\x80\x02\x82\x01.", 5, "EXT1"},
+        {"\x80\x05\x97.", 4, "NEXT_BUFFER"},
+        {"\x80\x05N\x98.", 5, "READONLY_BUFFER"},
+        {"\x80\x04\x8f.", 4, "EMPTY_SET"},
+        {"\x80\x02S'x'\n.", 8, "STRING"},
+        {"\x80\x02\xff.", 4, "unknown opcode 0xff"},
+    };
+    for (const Case& c : cases) {
+        const std::string bytes(c.bytes, c.length);
+        try {
+            DataTree t(bytes.size());
+            readPickle(bytes, t);
+            QFAIL(c.message);
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains(c.message), e.what());
+            QVERIFY2(QString::fromStdString(e.where()).startsWith("byte "), e.what());
+        }
+    }
+    // The offset is the opcode's: GLOBAL sits at byte 2.
+    expectError(std::string("\x80\x02"
+                            "cos\nsystem\n.",
+                            14),
+                "byte 2: opcode GLOBAL");
+}
+
+void TestTraceReader::hostileStructure() {
+    expectError(std::string("\x80\x04h\x05.", 5), "memo index 5 is out of range");
+    expectError(std::string("\x80\x04N\x94h\x07.", 7), "memo index 7 is out of range");
+    expectError(std::string("\x80\x04Nr\x10\x00\x00\x00.", 9), "out of order");
+    expectError(std::string("\x80\x04X\xff\xff\xff\xff"
+                            "abc.",
+                            11),
+                "exceeds");
+    expectError(std::string("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f.", 12), "exceeds");
+    expectError(std::string("\x80\x04\x8b\xff\xff\xff\x7f.", 8), "exceeds");
+    expectError(std::string("\x80\x04\x8c\x09"
+                            "abc",
+                            7),
+                "runs past the end");
+    expectError(std::string("\x80\x01N.", 4), "protocol 1 is not supported");
+    expectError(std::string("\x80\x04N"
+                            "N.",
+                            5),
+                "STOP with 2 values");
+    expectError(std::string("\x80\x04"
+                            "e.",
+                            4),
+                "no MARK");
+    expectError(std::string("\x80\x04Na.", 5), "APPEND");
+    expectError(std::string("\x80\x04NN"
+                            "(NNu.",
+                            9),
+                "SETITEMS");
+    // Deep nesting: 100,000 marks, and lists nested 10,000 deep through APPEND.
+    expectError(std::string("\x80\x04") + std::string(100000, '('), "nested marks");
+    std::string chain("\x80\x04");
+    chain += std::string(10000, ']');
+    chain += std::string(9999, 'a');
+    chain += '.';
+    expectError(chain, "nested deeper than");
+    // A list containing itself stays finite for every reader of the tree.
+    const std::string cyclic("\x80\x04]\x94h\x00"
+                             "a.",
+                             8);
+    DataTree t(cyclic.size());
+    const auto root = readPickle(cyclic, t);
+    QCOMPARE(t.size(root), size_t(1));
+    QCOMPARE(t.at(root, 0), root);
+    // Snapshot-level errors name the field.
+    PickleWriter w;
+    w.beginDict();
+    w.str("segments");
+    w.integer(3);
+    w.endDict();
+    expectError(w.finish(), "segments: must be a list");
+}
+
+void TestTraceReader::truncationAtEveryByte() {
+    const std::string full = smallSnapshot();
+    QVERIFY(full.size() > 300);
+    for (std::size_t n = 0; n < full.size(); ++n) {
+        try {
+            readTrace(std::string_view(full.data(), n));
+            QFAIL(qPrintable(QStringLiteral("a prefix of %1 bytes was accepted").arg(n)));
+        } catch (const Error& e) {
+            QVERIFY(e.what()[0] != '\0');
+        }
+    }
+    QCOMPARE(summarize(readTrace(full)).devices.at(0).entries, size_t(5));
+    // A corrupt byte anywhere never crashes: every single-byte change is either read or an Error.
+    for (std::size_t i = 2; i < full.size(); ++i) {
+        std::string bad = full;
+        bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+        try {
+            readTrace(bad);
+        } catch (const Error&) {
+        }
+    }
+}
+
+void TestTraceReader::sharedFramesAreNotCopied() {
+    // 200,000 entries referencing one memoized 50-frame stack: read without copying it 200,000 times.
+    PickleWriter w;
+    w.beginDict();
+    w.str("segments");
+    w.beginList();
+    w.endList();
+    w.str("device_traces");
+    w.beginList();
+    w.beginList();
+    const auto frames = w.beginList();
+    for (int f = 0; f < 50; ++f) {
+        w.beginDict();
+        w.str("name"), w.str("fn" + std::to_string(f)), w.str("filename"), w.str("x.py"), w.str("line"),
+            w.integer(f);
+        w.endDict();
+    }
+    w.endList();
+    w.raw("0");
+    for (int i = 0; i < 200000; ++i) {
+        w.beginDict();
+        w.str("action"), w.str(i % 2 ? "free_requested" : "alloc"), w.str("addr"), w.integer(4096 * (i / 2));
+        w.str("size"), w.integer(512), w.str("stream"), w.integer(0), w.str("frames"), w.get(frames);
+        w.endDict();
+    }
+    w.endList();
+    w.endList();
+    w.endDict();
+    const std::string bytes = w.finish();
+    const Trace t = readTrace(bytes);
+    QCOMPARE(t.stacks.size(), size_t(2));
+    QCOMPARE(t.devices.at(0).entries(), size_t(200000));
+    QCOMPARE(summarize(t).devices.at(0).peakAllocated, 512LL);
+}
+
+void TestTraceReader::nvidiaSmiCsv() {
+    const std::string withUnits = "timestamp, index, memory.used [MiB], memory.total [MiB]\n"
+                                  "2024/01/15 10:20:30.123, 0, 1024 MiB, 81559 MiB\n"
+                                  "2024/01/15 10:20:30.123, 1, 2048 MiB, 81559 MiB\n"
+                                  "2024/01/15 10:20:31.123, 0, 40960 MiB, 81559 MiB\n"
+                                  "2024/01/15 10:20:31.123, 1, 512 MiB, 81559 MiB\n";
+    const std::string noUnits =
+        "2024/01/15 10:20:30.123, 0, 1024, 81559\n2024/01/15 10:20:30.123, 1, 2048, 81559\n"
+        "2024/01/15 10:20:31.123, 0, 40960, 81559\n2024/01/15 10:20:31.123, 1, 512, 81559\n";
+    for (const std::string& text : {withUnits, noUnits}) {
+        const Trace t = readTrace(text);
+        QCOMPARE(t.format, TraceFormat::NvidiaSmiCsv);
+        const TraceSummary s = summarize(t);
+        QCOMPARE(s.devices.size(), size_t(2));
+        QCOMPARE(s.devices[0].peakReserved, 40960LL << 20);
+        QCOMPARE(s.devices[1].peakReserved, 2048LL << 20);
+        QCOMPARE(s.devices[1].finalReserved, 512LL << 20);
+        QCOMPARE(t.devices[0].time[1] - t.devices[0].time[0], 1000000LL);
+    }
+    expectError("timestamp, index, memory.used [MiB], memory.total [MiB]\n2024/01/15 10:20:30.123, 0, lots "
+                "MiB, 1 MiB\n",
+                "line 2 (byte 56), memory.used");
+}
+
+void TestTraceReader::memoryTimelineJson() {
+    const Trace t = readTrace(R"([[1000, 2000, 3000], [[0, 10, 5], [0, 100, 5], [0, 20, 0]]])");
+    QCOMPARE(t.format, TraceFormat::MemoryTimeline);
+    const DeviceSummary d = summarize(t).devices.at(0);
+    QCOMPARE(d.peakAllocated, 105LL);
+    QCOMPARE(d.finalAllocated, 20LL);
+    QCOMPARE(d.entries, size_t(3));
+    expectError(R"([[1, 2], [[1]]])", "rows");
+    expectError(R"({"x": 1})", "neither a profiler trace");
+    expectError("[1, 2, ", "byte");
+}
+
+void TestTraceReader::formatDetectedFromContent() {
+    QTemporaryDir dir;
+    // A pickle named .json and a JSON trace named .pickle are read by what they are.
+    const QString a = dir.filePath("snapshot.json"), b = dir.filePath("trace.pickle");
+    QFile fa(a), fb(b);
+    QVERIFY(fa.open(QIODevice::WriteOnly) && fb.open(QIODevice::WriteOnly));
+    fa.write(QByteArray::fromStdString(smallSnapshot()));
+    fb.write(
+        R"({"traceEvents": [{"ph": "i", "name": "[memory]", "ts": 1, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64, "Total Allocated": 64, "Total Reserved": 2097152}}]})");
+    fa.close();
+    fb.close();
+    QCOMPARE(readTraceFile(a.toStdString()).format, TraceFormat::PytorchSnapshot);
+    QCOMPARE(readTraceFile(b.toStdString()).format, TraceFormat::ChromeTrace);
+    try {
+        readTraceFile(dir.filePath("missing").toStdString());
+        QFAIL("missing file");
+    } catch (const Error& e) {
+        QVERIFY(QString(e.what()).startsWith(dir.filePath("missing")));
+    }
+    expectError(std::string("\x00\x01\x02", 3), "unrecognised format");
+    expectError(std::string("\x1f\x8b\x08\x00garbage", 12), "gzip");
+}
+
+void TestTraceReader::backgroundJobStagesAndCancel() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("s.pickle");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(smallSnapshot()));
+    f.close();
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::string> stages;
+    bool done = false;
+    {
+        TraceLoadJob job(path.toStdString(),
+                         {[&](double) {},
+                          [&](std::shared_ptr<const TraceSummary> s) {
+                              std::lock_guard lock(m);
+                              stages.push_back("summary " + std::to_string(s->devices.at(0).peakAllocated));
+                          },
+                          [&](std::shared_ptr<const LoadedTrace> t) {
+                              std::lock_guard lock(m);
+                              stages.push_back("details " + std::to_string(t->indexes.size()));
+                              done = true;
+                              cv.notify_all();
+                          },
+                          [&](const std::string& e) {
+                              std::lock_guard lock(m);
+                              stages.push_back("failed " + e);
+                              done = true;
+                              cv.notify_all();
+                          }});
+        std::unique_lock lock(m);
+        QVERIFY(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; }));
+    }
+    QCOMPARE(stages.size(), size_t(2));
+    QCOMPARE(stages[0], std::string("summary 3000"));
+    QCOMPARE(stages[1], std::string("details 1"));
+
+    // Cancelling from the first progress report stops the load with "cancelled".
+    PickleWriter w;
+    w.beginList();
+    for (int i = 0; i < 300000; ++i)
+        w.integer(i);
+    w.endList();
+    const QString big = dir.filePath("big.pickle");
+    QFile g(big);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(QByteArray::fromStdString(w.finish()));
+    g.close();
+    std::string failure;
+    std::atomic<TraceLoadJob*> self{nullptr};
+    {
+        TraceLoadJob job(big.toStdString(), {[&](double) {
+                                                 if (auto* j = self.load())
+                                                     j->cancel();
+                                             },
+                                             {},
+                                             {},
+                                             [&](const std::string& e) { failure = e; }});
+        self = &job;
+        job.cancel();
+        job.wait();
+    }
+    QVERIFY2(QString::fromStdString(failure).contains("cancelled") ||
+                 QString::fromStdString(failure).contains("segments"),
+             failure.c_str());
+}
+
+QTEST_GUILESS_MAIN(TestTraceReader)
+#include "tst_tracereader.moc"
