@@ -119,9 +119,7 @@ Trace readNvidiaSmiCsv(std::string_view text) {
             throw Error(where("index"), "expected a GPU index, got \"" + index + "\"");
         DeviceTrace& dev = trace.device(index);
         const long long prev = dev.reservedTotal.empty() ? 0 : dev.reservedTotal.back();
-        dev.time.push_back(t);
-        dev.action.push_back(used >= prev ? TraceAction::Alloc : TraceAction::Free);
-        dev.size.push_back(used - prev);
+        dev.append(t, used >= prev ? TraceAction::Alloc : TraceAction::Free, 0, used - prev);
         dev.allocatedTotal.push_back(0);
         dev.reservedTotal.push_back(used);
         dev.hasTotals = dev.hasReservedTotals = true;

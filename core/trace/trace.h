@@ -72,6 +72,16 @@ struct DeviceTrace {
     bool hasReservedTotals = false;
 
     std::size_t entries() const { return action.size(); }
+    // Adds one event to every column, so that the columns always have the same length.
+    void append(std::int64_t t, TraceAction a, std::uint64_t address, std::int64_t bytes, std::int64_t streamId = 0,
+                std::uint32_t stackId = 0) {
+        time.push_back(t);
+        action.push_back(a);
+        addr.push_back(address);
+        size.push_back(bytes);
+        stream.push_back(streamId);
+        stack.push_back(stackId);
+    }
 };
 
 // A loaded trace: devices plus the interned strings and deduplicated stacks they point into.

@@ -174,12 +174,8 @@ private:
             if (m_tree.isRecord(e)) {
                 const DataTree::TraceRecord& r = m_tree.record(e);
                 ++counts[r.action];
-                dev.action.push_back(recordActions[r.action]);
-                dev.addr.push_back(static_cast<std::uint64_t>(r.addr));
-                dev.size.push_back(r.size);
-                dev.stream.push_back(r.stream);
-                dev.time.push_back(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i));
-                dev.stack.push_back(stack(r.frames, idx(path, i) + ".frames"));
+                dev.append(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i), recordActions[r.action],
+                           static_cast<std::uint64_t>(r.addr), r.size, r.stream, stack(r.frames, idx(path, i) + ".frames"));
                 continue;
             }
             // A dict the tree did not compact (extra keys, or read from a form we do not special-case).
@@ -190,12 +186,11 @@ private:
             if (name.empty())
                 throw Error(ep + ".action", "missing");
             ++dev.actionCounts[name];
-            dev.action.push_back(traceActionFromName(name));
-            dev.addr.push_back(static_cast<std::uint64_t>(integer(e, "addr", ep, false, 0)));
-            dev.size.push_back(integer(e, "size", ep, true));
-            dev.stream.push_back(integer(e, "stream", ep, false, 0));
-            dev.time.push_back(integer(e, "time_us", ep, false, static_cast<long long>(i)));
-            dev.stack.push_back(stack(m_tree.get(e, "frames"), ep + ".frames"));
+            const auto addr = static_cast<std::uint64_t>(integer(e, "addr", ep, false, 0));
+            const long long size = integer(e, "size", ep, true);
+            const long long stream = integer(e, "stream", ep, false, 0);
+            const long long time = integer(e, "time_us", ep, false, static_cast<long long>(i));
+            dev.append(time, traceActionFromName(name), addr, size, stream, stack(m_tree.get(e, "frames"), ep + ".frames"));
         }
         for (std::size_t a = 0; a < m_tree.actionNames().size(); ++a)
             if (counts[a])
@@ -260,9 +255,7 @@ Trace chromeTrace(const DataTree& t, Value root) {
                                    : ev.bytes >= 0 ? TraceAction::Alloc
                                                    : TraceAction::Free;
         ++dev.actionCounts[ev.oom ? "oom" : ev.bytes >= 0 ? "alloc" : "free"];
-        dev.time.push_back(static_cast<std::int64_t>(ev.ts));
-        dev.action.push_back(action);
-        dev.size.push_back(ev.bytes);
+        dev.append(static_cast<std::int64_t>(ev.ts), action, 0, ev.bytes);
         long long& sum = running[ev.device];
         if (!ev.oom)
             sum += ev.bytes;
@@ -298,9 +291,7 @@ Trace memoryTimeline(const DataTree& t, Value root) {
             total += static_cast<long long>(v);
         }
         const long long prev = dev.allocatedTotal.empty() ? 0 : dev.allocatedTotal.back();
-        dev.time.push_back(static_cast<std::int64_t>(ts));
-        dev.action.push_back(total >= prev ? TraceAction::Alloc : TraceAction::Free);
-        dev.size.push_back(total - prev);
+        dev.append(static_cast<std::int64_t>(ts), total >= prev ? TraceAction::Alloc : TraceAction::Free, 0, total - prev);
         dev.allocatedTotal.push_back(total);
         dev.reservedTotal.push_back(0);
         ++dev.actionCounts["sample"];
@@ -326,9 +317,7 @@ Trace memoryTimelineRaw(const DataTree& t, Value root) {
         ts = static_cast<long long>(d);
         sum += bytes;
         ++dev.actionCounts[action >= 1 && action <= 4 ? names[action] : names[0]];
-        dev.time.push_back(ts);
-        dev.action.push_back(bytes >= 0 ? TraceAction::Alloc : TraceAction::Free);
-        dev.size.push_back(bytes);
+        dev.append(ts, bytes >= 0 ? TraceAction::Alloc : TraceAction::Free, 0, bytes);
         dev.allocatedTotal.push_back(sum);
         dev.reservedTotal.push_back(0);
     }

@@ -6,6 +6,7 @@
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/picklereader.h"
+#include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/tracereader.h"
 #include "core/trace/tracesummary.h"
@@ -566,6 +567,12 @@ void TestTraceReader::formatDetectedFromContent() {
     fb.close();
     QCOMPARE(readTraceFile(a.toStdString()).format, TraceFormat::PytorchSnapshot);
     QCOMPARE(readTraceFile(b.toStdString()).format, TraceFormat::ChromeTrace);
+    // Profiler OOM events carry no address: the index must still build (a fuzzer found this).
+    const Trace oom = readTrace(std::string(R"({"traceEvents": [{"ph": "i", "name": "[OutOfMemory]", "ts": 3, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 999}}]})"));
+    const TraceSummary oomSummary = summarize(oom);
+    const TraceIndex oomIndex(oom.devices.at(0), oomSummary.devices.at(0));
+    QCOMPARE(oomIndex.ooms().size(), size_t(1));
+    QCOMPARE(oomIndex.ooms()[0].requested, 999LL);
     try {
         readTraceFile(dir.filePath("missing").toStdString());
         QFAIL("missing file");
