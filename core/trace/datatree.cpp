@@ -5,10 +5,12 @@
 
 namespace headroom {
 
-DataTree::DataTree(std::size_t itemCapacity) {
-    // Every item costs the reader at least one input byte, so a capacity of the input size never
-    // reallocates; pages that are never written are never touched, so this costs address space only.
-    m_items.reserve(itemCapacity);
+DataTree::DataTree(std::size_t inputBytes) {
+    // Every item costs the reader at least one input byte, a container at least two (opcode and the
+    // MEMOIZE or mark that makes it useful) and a trace record well over sixteen.
+    m_items.reserve(inputBytes);
+    m_containers.reserve(inputBytes / 2);
+    m_records.reserve(inputBytes / 16);
 }
 
 DataTree::Value DataTree::makeInt(long long n) {
@@ -78,8 +80,10 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
         c.count = static_cast<std::uint32_t>(count);
     } else {
         if (c.more == 0) {
+            if (m_overflow.size() >= (1u << 24) - 1)
+                return false; // more separately extended containers than the tree can track
             m_overflow.emplace_back();
-            c.more = static_cast<std::uint32_t>(m_overflow.size());
+            c.more = static_cast<std::uint32_t>(m_overflow.size()) & 0xffffffu;
         }
         m_overflow[c.more - 1].push_back({start, static_cast<std::uint32_t>(count)});
     }
@@ -97,6 +101,37 @@ std::uint32_t DataTree::internAction(std::string_view name) {
     return static_cast<std::uint32_t>(m_actionNames.size() - 1);
 }
 
+namespace {
+enum Field : std::int8_t {
+    kUnknownKey = -2,
+    kOtherKey = -1,
+    kAction,
+    kAddr,
+    kSize,
+    kStream,
+    kTime,
+    kFrames,
+    kIgnored
+};
+Field classifyKey(std::string_view key) {
+    if (key == "action")
+        return kAction;
+    if (key == "addr")
+        return kAddr;
+    if (key == "size")
+        return kSize;
+    if (key == "stream")
+        return kStream;
+    if (key == "time_us")
+        return kTime;
+    if (key == "frames")
+        return kFrames;
+    if (key == "compile_context" || key == "user_metadata" || key == "forward_frames")
+        return kIgnored;
+    return kOtherKey;
+}
+} // namespace
+
 bool DataTree::tryMakeRecord(std::uint32_t index) {
     Container& c = m_containers[index];
     if (c.more != 0 || c.start + c.count != m_items.size() || c.count % 2 != 0 || c.count > 2 * 12)
@@ -107,30 +142,62 @@ bool DataTree::tryMakeRecord(std::uint32_t index) {
         const Value k = m_items[c.start + i], v = m_items[c.start + i + 1];
         if (tag(k) != Tag::Str)
             return false;
-        const std::string_view key = m_strings[payload(k)];
+        const std::size_t id = payload(k);
+        if (id >= m_keyField.size())
+            m_keyField.resize(m_strings.size(), kUnknownKey);
+        if (m_keyField[id] == kUnknownKey)
+            m_keyField[id] = classifyKey(m_strings[id]);
         long long n = 0;
-        if (key == "action" && tag(v) == Tag::Str) {
-            r.action = internAction(m_strings[payload(v)]);
+        switch (m_keyField[id]) {
+        case kAction: {
+            if (tag(v) != Tag::Str)
+                return false;
+            const std::size_t sid = payload(v);
+            if (sid >= m_actionOfString.size())
+                m_actionOfString.resize(m_strings.size(), -1);
+            if (m_actionOfString[sid] < 0) {
+                if (m_actionNames.size() >= 1024)
+                    return false;
+                m_actionOfString[sid] = static_cast<std::int32_t>(internAction(m_strings[sid]));
+            }
+            r.action = static_cast<std::uint32_t>(m_actionOfString[sid]) & 0x7fffffffu;
             haveAction = true;
-        } else if (key == "addr" && toInt(v, &n)) {
+            break;
+        }
+        case kAddr:
+            if (!toInt(v, &n))
+                return false;
             r.addr = n;
-        } else if (key == "size" && toInt(v, &n)) {
+            break;
+        case kSize:
+            if (!toInt(v, &n))
+                return false;
             r.size = n;
             haveSize = true;
-        } else if (key == "stream" && toInt(v, &n)) {
+            break;
+        case kStream:
+            if (!toInt(v, &n))
+                return false;
             r.stream = n;
-        } else if (key == "time_us" && toInt(v, &n)) {
+            break;
+        case kTime:
+            if (!toInt(v, &n))
+                return false;
             r.timeUs = n;
-            r.hasTime = true;
-        } else if (key == "device_free" && toInt(v, &n)) {
-            r.deviceFree = n;
-        } else if (key == "frames" && (tag(v) == Tag::List || tag(v) == Tag::Tuple)) {
-            r.frames = v;
-        } else if (key != "compile_context" && key != "user_metadata" && key != "forward_frames") {
+            r.hasTime = 1;
+            break;
+        case kFrames:
+            if (tag(v) != Tag::List)
+                return false;
+            r.framesList = static_cast<std::uint32_t>(payload(v));
+            break;
+        case kIgnored:
+            break;
+        default:
             return false; // not a trace entry we understand: stays a plain dict
         }
     }
-    if (!haveAction || !haveSize)
+    if (!haveAction || !haveSize || m_records.size() >= 0xfffffffeu)
         return false;
     m_items.resize(c.start);
     m_records.push_back(r);

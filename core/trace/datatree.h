@@ -38,15 +38,21 @@ public:
     static Value make(Tag t, std::uint64_t p) { return (std::uint64_t(t) << 61) | p; }
     static bool fitsInline(long long n) { return n >= -(1LL << 60) && n < (1LL << 60); }
 
+    // 40 bytes: there is one per trace entry, so every field counts.
     struct TraceRecord {
-        std::int64_t addr = 0, size = 0, stream = 0, timeUs = 0, deviceFree = 0;
-        Value frames = kNone;
-        std::uint32_t action = 0; // index into actionNames()
-        bool hasTime = false;
+        std::int64_t addr = 0, size = 0, stream = 0, timeUs = 0;
+        std::uint32_t framesList = kNoFrames; // container index of the frames list
+        std::uint32_t action : 31;            // index into actionNames()
+        std::uint32_t hasTime : 1;
+        TraceRecord() : action(0), hasTime(0) {}
+        Value frames() const { return framesList == kNoFrames ? kNone : make(Tag::List, framesList); }
     };
+    static constexpr std::uint32_t kNoFrames = 0xffffffffu;
 
     // ---- building (used by the readers) ----
-    explicit DataTree(std::size_t itemCapacity = 0);
+    // inputBytes bounds how many items, containers and records the input can create; storage for that many
+    // is reserved up front so nothing is copied while growing (untouched pages cost address space only).
+    explicit DataTree(std::size_t inputBytes = 0);
     Value makeInt(long long n);
     Value makeBigInt(std::string_view littleEndianTwosComplement, bool copy = false);
     Value makeFloat(double d);
@@ -106,6 +112,10 @@ private:
     std::vector<Boxed> m_boxed;
     std::vector<TraceRecord> m_records;
     std::vector<std::string> m_actionNames;
+    // Per string id: which trace-entry field it names as a key (kUnknownKey until looked at), and which
+    // action it names as a value. Keys and actions are memoized strings, so each is classified once.
+    std::vector<std::int8_t> m_keyField;
+    std::vector<std::int32_t> m_actionOfString;
 };
 
 } // namespace headroom

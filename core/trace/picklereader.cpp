@@ -83,6 +83,8 @@ public:
 
     Value run() {
         m_stack.reserve(1024);
+        m_memo.reserve(m_data.size() / 4); // bounded by the input; reserved so growth never copies
+        m_depth.reserve(m_data.size() / 2);
         while (true) {
             if ((++m_ops & 0xffff) == 0 && m_progress && !m_progress(m_pos, m_data.size()))
                 throw Error("byte " + std::to_string(m_pos), "cancelled");
@@ -138,22 +140,22 @@ public:
                 break;
             }
             case 0x8c:
-                push(m_tree.makeStr(need(at, le(1)), false));
+                push(m_tree.makeStr(need(at, le(1)), m_limits.copyStrings));
                 break; // SHORT_BINUNICODE
             case 'X':
-                push(m_tree.makeStr(need(at, checkedLength(at, le(4))), false));
+                push(m_tree.makeStr(need(at, checkedLength(at, le(4))), m_limits.copyStrings));
                 break; // BINUNICODE
             case 0x8d:
-                push(m_tree.makeStr(need(at, checkedLength(at, le(8))), false));
+                push(m_tree.makeStr(need(at, checkedLength(at, le(8))), m_limits.copyStrings));
                 break; // BINUNICODE8
             case 'C':
-                push(m_tree.makeBytes(need(at, le(1)), false));
+                push(m_tree.makeBytes(need(at, le(1)), m_limits.copyStrings));
                 break; // SHORT_BINBYTES
             case 'B':
-                push(m_tree.makeBytes(need(at, checkedLength(at, le(4))), false));
+                push(m_tree.makeBytes(need(at, checkedLength(at, le(4))), m_limits.copyStrings));
                 break; // BINBYTES
             case 0x8e:
-                push(m_tree.makeBytes(need(at, checkedLength(at, le(8))), false));
+                push(m_tree.makeBytes(need(at, checkedLength(at, le(8))), m_limits.copyStrings));
                 break; // BINBYTES8
             case ']':
                 push(container(at, Tag::List, nullptr, 0));
@@ -323,7 +325,7 @@ private:
                 u |= ~std::uint64_t(0) << (8 * b.size());
             push(m_tree.makeInt(static_cast<long long>(u)));
         } else {
-            push(m_tree.makeBigInt(b));
+            push(m_tree.makeBigInt(b, m_limits.copyStrings));
         }
     }
     std::size_t markFloor() const { return m_marks.empty() ? 0 : m_marks.back(); }
@@ -347,7 +349,7 @@ private:
         push(v);
     }
     // Nesting depth is tracked per container as 1 + the deepest item put into it.
-    std::uint32_t depthOf(Value v) const {
+    std::uint16_t depthOf(Value v) const {
         const Tag t = DataTree::tag(v);
         if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
             return 0;
@@ -356,7 +358,7 @@ private:
     std::uint32_t deepest(const Value* items, std::size_t n) const {
         std::uint32_t d = 0;
         for (std::size_t i = 0; i < n; ++i)
-            d = std::max(d, depthOf(items[i]));
+            d = std::max<std::uint32_t>(d, depthOf(items[i]));
         return d;
     }
     Value container(std::size_t at, Tag kind, const Value* items, std::size_t n) {
@@ -364,7 +366,7 @@ private:
         if (d > m_limits.maxDepth)
             fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
         const Value v = m_tree.makeContainer(kind, items, n);
-        m_depth.push_back(d);
+        m_depth.push_back(static_cast<std::uint16_t>(d));
         return v;
     }
     void addTo(std::size_t at, Value target, const Value* items, std::size_t n, const char* op) {
@@ -374,7 +376,7 @@ private:
         if (!m_tree.extend(target, items, n))
             fail(at, std::string(op) + " on something that is not a list or dict being built");
         const auto idx = DataTree::payload(target);
-        m_depth[idx] = std::max(m_depth[idx], d);
+        m_depth[idx] = static_cast<std::uint16_t>(std::max<std::uint32_t>(m_depth[idx], d));
     }
     void put(std::size_t at, std::uint64_t index) {
         if (m_stack.size() <= markFloor())
@@ -404,7 +406,7 @@ private:
     std::vector<Value> m_stack;
     std::vector<std::size_t> m_marks;
     std::vector<Value> m_memo;
-    std::vector<std::uint32_t> m_depth; // per container, same index as the tree's
+    std::vector<std::uint16_t> m_depth; // per container, same index as the tree's (limits.maxDepth < 65536)
 };
 
 } // namespace
@@ -415,6 +417,8 @@ DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimi
         throw Error("", "pickles of 4 GiB or more are not supported");
     if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x80)
         throw Error("byte 0", "not a pickle of protocol 2 or later (it must start with PROTO, 0x80)");
+    if (limits.maxDepth >= 65535)
+        throw Error("", "the nesting limit must be below 65535");
     PickleMachine machine(data, tree, limits, progress);
     return machine.run();
 }

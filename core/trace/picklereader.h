@@ -11,6 +11,7 @@ struct ReadLimits {
     std::size_t maxDepth = 512;      // nested containers
     std::size_t maxStack = 1u << 26; // values waiting on the stack
     std::size_t maxMarks = 1u << 16;
+    bool copyStrings = false; // true: strings do not point into the input, which may then be freed
 };
 
 // Progress in bytes consumed; return false to cancel (the reader then throws Error "cancelled").
@@ -21,7 +22,8 @@ using ReadProgress = std::function<bool(std::size_t done, std::size_t total)>;
 // marks, memo and frames. Every opcode that could import, call or build an object (GLOBAL,
 // STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ, PERSID, EXT*, buffers, ...) is rejected with an Error
 // naming the opcode and its byte offset, and so are truncation, bad lengths, out-of-range memo
-// references and nesting beyond `limits`. Strings are views into `data`, which must outlive the tree.
+// references and nesting beyond `limits`. Strings are views into `data` (which must then outlive the
+// tree) unless limits.copyStrings.
 DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimits& limits = {},
                            const ReadProgress& progress = {});
 

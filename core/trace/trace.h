@@ -73,8 +73,8 @@ struct DeviceTrace {
 
     std::size_t entries() const { return action.size(); }
     // Adds one event to every column, so that the columns always have the same length.
-    void append(std::int64_t t, TraceAction a, std::uint64_t address, std::int64_t bytes, std::int64_t streamId = 0,
-                std::uint32_t stackId = 0) {
+    void append(std::int64_t t, TraceAction a, std::uint64_t address, std::int64_t bytes,
+                std::int64_t streamId = 0, std::uint32_t stackId = 0) {
         time.push_back(t);
         action.push_back(a);
         addr.push_back(address);

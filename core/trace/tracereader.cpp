@@ -7,9 +7,16 @@
 #include "core/trace/jsontree.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <numeric>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace headroom {
@@ -78,23 +85,26 @@ private:
         m_strings.emplace(s, id);
         return id;
     }
-    std::uint32_t stack(Value frames, const std::string& path) {
+    // `path` builds the field's path for an error message; it is only called when there is one.
+    template <typename Path> std::uint32_t stack(Value frames, const Path& path) {
         if (!m_tree.isList(frames) || m_tree.size(frames) == 0)
             return 0;
         // Shared frame lists (the pickle memo) are recognised by identity without reading them again.
         const auto identity = DataTree::payload(frames);
-        if (auto it = m_stackByIdentity.find(identity); it != m_stackByIdentity.end())
-            return it->second;
+        if (m_stackByIdentity.empty())
+            m_stackByIdentity.assign(m_tree.containerCount(), kUnseen);
+        if (m_stackByIdentity[identity] != kUnseen)
+            return m_stackByIdentity[identity];
         std::vector<Frame> out;
         out.reserve(m_tree.size(frames));
         for (std::size_t i = 0; i < m_tree.size(frames); ++i) {
             const Value f = m_tree.at(frames, i);
             if (!m_tree.isDict(f))
-                throw Error(idx(path, i), "a frame must be a dict of name, filename and line");
+                throw Error(idx(path(), i), "a frame must be a dict of name, filename and line");
             Frame fr;
             fr.name = string(m_tree.str(m_tree.get(f, "name")));
             fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
-            fr.line = integer(f, "line", idx(path, i), false);
+            fr.line = integer(f, "line", idx(path(), i), false);
             out.push_back(fr);
         }
         std::string key(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(Frame));
@@ -102,7 +112,7 @@ private:
             m_stackByContent.emplace(std::move(key), static_cast<std::uint32_t>(m_trace.stacks.size()));
         if (inserted)
             m_trace.stacks.push_back(std::move(out));
-        m_stackByIdentity.emplace(identity, it->second);
+        m_stackByIdentity[identity] = it->second;
         return it->second;
     }
     void segment(Value s, const std::string& path) {
@@ -147,7 +157,7 @@ private:
             }
             if (!m_tree.isList(frames) && m_tree.isList(history) && m_tree.size(history) > 0)
                 frames = m_tree.get(m_tree.at(history, 0), "frames");
-            blk.stack = stack(frames, bp + ".frames");
+            blk.stack = stack(frames, [&] { return bp + ".frames"; });
             seg.blocks.push_back(blk);
         }
         m_trace.device(std::to_string(device)).segments.push_back(std::move(seg));
@@ -175,7 +185,8 @@ private:
                 const DataTree::TraceRecord& r = m_tree.record(e);
                 ++counts[r.action];
                 dev.append(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i), recordActions[r.action],
-                           static_cast<std::uint64_t>(r.addr), r.size, r.stream, stack(r.frames, idx(path, i) + ".frames"));
+                           static_cast<std::uint64_t>(r.addr), r.size, r.stream,
+                           stack(r.frames(), [&] { return idx(path, i) + ".frames"; }));
                 continue;
             }
             // A dict the tree did not compact (extra keys, or read from a form we do not special-case).
@@ -190,7 +201,8 @@ private:
             const long long size = integer(e, "size", ep, true);
             const long long stream = integer(e, "stream", ep, false, 0);
             const long long time = integer(e, "time_us", ep, false, static_cast<long long>(i));
-            dev.append(time, traceActionFromName(name), addr, size, stream, stack(m_tree.get(e, "frames"), ep + ".frames"));
+            dev.append(time, traceActionFromName(name), addr, size, stream,
+                       stack(m_tree.get(e, "frames"), [&] { return ep + ".frames"; }));
         }
         for (std::size_t a = 0; a < m_tree.actionNames().size(); ++a)
             if (counts[a])
@@ -200,7 +212,8 @@ private:
     const DataTree& m_tree;
     Trace& m_trace;
     std::unordered_map<std::string_view, std::uint32_t> m_strings;
-    std::unordered_map<std::uint64_t, std::uint32_t> m_stackByIdentity;
+    static constexpr std::uint32_t kUnseen = 0xffffffffu;
+    std::vector<std::uint32_t> m_stackByIdentity; // by container index: frame lists shared via the memo
     std::unordered_map<std::string, std::uint32_t> m_stackByContent;
 };
 
@@ -291,7 +304,8 @@ Trace memoryTimeline(const DataTree& t, Value root) {
             total += static_cast<long long>(v);
         }
         const long long prev = dev.allocatedTotal.empty() ? 0 : dev.allocatedTotal.back();
-        dev.append(static_cast<std::int64_t>(ts), total >= prev ? TraceAction::Alloc : TraceAction::Free, 0, total - prev);
+        dev.append(static_cast<std::int64_t>(ts), total >= prev ? TraceAction::Alloc : TraceAction::Free, 0,
+                   total - prev);
         dev.allocatedTotal.push_back(total);
         dev.reservedTotal.push_back(0);
         ++dev.actionCounts["sample"];
@@ -379,18 +393,28 @@ Trace fromJsonTree(const DataTree& t, Value root) {
 
 } // namespace
 
-Trace readTrace(std::string_view bytes, const TraceReadOptions& options) {
+namespace {
+
+// Reads `bytes` and calls `release` as soon as nothing points into them any more, so that the input's
+// memory is not held while the columns are built.
+Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release,
+                    const TraceReadOptions& options) {
     std::string inflated;
     if (isGzip(bytes)) {
         inflated = gunzip(bytes, options.maxDecompressed);
-        bytes = inflated;
+        release();
+        return readTraceImpl(
+            inflated, [&] { std::string().swap(inflated); }, options);
     }
     if (bytes.empty())
         throw Error("byte 0", "the file is empty");
     const auto first = static_cast<unsigned char>(bytes[0]);
     if (first == 0x80) {
         DataTree tree(bytes.size());
-        const Value root = readPickle(bytes, tree, options.limits, options.progress);
+        ReadLimits limits = options.limits;
+        limits.copyStrings = true; // so the file's bytes can go before the columns are built
+        const Value root = readPickle(bytes, tree, limits, options.progress);
+        release();
         Trace trace;
         trace.format = TraceFormat::PytorchSnapshot;
         SnapshotExtractor(tree, trace).run(root);
@@ -399,6 +423,7 @@ Trace readTrace(std::string_view bytes, const TraceReadOptions& options) {
     if (looksLikeJson(bytes)) {
         DataTree tree(0);
         const Value root = readJsonTree(bytes, tree, options.limits, options.progress);
+        release();
         return fromJsonTree(tree, root);
     }
     if (bytes.find(',') != std::string_view::npos && bytes.find('\0') == std::string_view::npos)
@@ -409,9 +434,48 @@ Trace readTrace(std::string_view bytes, const TraceReadOptions& options) {
                               "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
 }
 
+} // namespace
+
+Trace readTrace(std::string bytes, const TraceReadOptions& options) {
+    return readTraceImpl(
+        bytes, [&] { std::string().swap(bytes); }, options);
+}
+
 Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
     try {
-        return readTrace(readTextFile(path, std::size_t(64) << 30), options);
+        // Map the file rather than copy it: no zero-filled buffer, and the pages go back as soon as
+        // the parser is done with them.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            throw Error("", std::string("cannot open the file: ") + std::strerror(errno));
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            ::close(fd);
+            return readTrace(readTextFile(path, std::size_t(64) << 30), options); // not a regular file
+        }
+        const auto size = static_cast<std::size_t>(st.st_size);
+        if (size == 0) {
+            ::close(fd);
+            throw Error("byte 0", "the file is empty");
+        }
+        void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        ::close(fd);
+        if (map == MAP_FAILED)
+            return readTrace(readTextFile(path, std::size_t(64) << 30), options);
+        bool mapped = true;
+        auto release = [&] {
+            if (mapped)
+                ::munmap(map, size);
+            mapped = false;
+        };
+        try {
+            Trace t = readTraceImpl(std::string_view(static_cast<const char*>(map), size), release, options);
+            release();
+            return t;
+        } catch (...) {
+            release();
+            throw;
+        }
     } catch (const Error& e) {
         throw Error(e.where().empty() ? path : path + ": " + e.where(), e.why());
     }

@@ -15,7 +15,14 @@ struct TraceReadOptions {
 
 // Detects the format from the content (gzip, pickle, JSON shape, CSV), never from the file name, and
 // reads it. Throws Error with the byte offset or the field path of the first problem.
-Trace readTrace(std::string_view bytes, const TraceReadOptions& options = {});
+// Takes the bytes by value and frees them (and any decompressed copy) as soon as they are parsed.
+Trace readTrace(std::string bytes, const TraceReadOptions& options = {});
+inline Trace readTrace(std::string_view bytes, const TraceReadOptions& options = {}) {
+    return readTrace(std::string(bytes), options);
+}
+inline Trace readTrace(const char* bytes, const TraceReadOptions& options = {}) {
+    return readTrace(std::string(bytes), options);
+}
 // Reads a file (errors are prefixed with its name).
 Trace readTraceFile(const std::string& path, const TraceReadOptions& options = {});
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Trace-reading benchmark (run by scripts/bench): headroom-cli trace-summary against CPython's
+pickle.load on the same synthetic snapshot, measured in this run. One JSON object per line."""
+import json, os, subprocess, sys, time
+
+build = sys.argv[1]
+data = os.path.join(build, "bench-data")
+os.makedirs(data, exist_ok=True)
+gen = os.path.join(build, "bench", "gen_snapshot")
+cli = os.path.join(build, "app", "headroom-cli")
+
+
+def snapshot(entries):
+    path = os.path.join(data, "snapshot-%d.pickle" % entries)
+    if not os.path.exists(path):
+        subprocess.run([gen, str(entries), path], check=True, stderr=subprocess.DEVNULL)
+    return path
+
+
+def run(argv):
+    """Wall time and peak RSS (bytes) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit("failed: %s" % " ".join(argv))
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def emit(metric, value, unit, detail):
+    print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, "detail": detail}), flush=True)
+
+
+path = snapshot(1_000_000)
+size = os.path.getsize(path)
+ours = min(run([cli, "trace-summary", "--json", path]) for _ in range(3))
+loader = "import pickle, sys, time\nf = open(sys.argv[1], 'rb')\npickle.load(f)\n"
+# pickle.load alone: time it inside the child, excluding interpreter start-up.
+timer = ("import pickle, sys, time\nf = open(sys.argv[1], 'rb')\nt = time.perf_counter()\n"
+         "pickle.load(f)\nprint(time.perf_counter() - t)\n")
+ref = min(float(subprocess.run([sys.executable, "-c", timer, path], check=True, capture_output=True, text=True).stdout)
+          for _ in range(3))
+_, ref_rss = run([sys.executable, "-c", loader, path])
+emit("trace_summary_speedup_vs_pickle", ref / ours[0], "x",
+     "CPython %s pickle.load %.3f s vs headroom-cli trace-summary %.3f s (whole process), 1M entries, %.1f MB; target >= 5"
+     % (sys.version.split()[0], ref, ours[0], size / 1e6))
+emit("trace_summary_mb_per_s", size / 1e6 / ours[0], "MB/s", "trace-summary throughput on the same file")
+emit("trace_rss_over_file", ours[1] / size, "x",
+     "peak RSS %.1f MB for a %.1f MB file (pickle.load: %.1f MB, %.2fx); target < 3"
+     % (ours[1] / 1e6, size / 1e6, ref_rss / 1e6, ref_rss / size))
+if os.environ.get("HEADROOM_BENCH_10M", "1") != "0":
+    big = snapshot(10_000_000)
+    t, rss = run([cli, "trace-summary", "--json", big])
+    emit("trace_summary_10m_s", t, "s", "10M entries, %.0f MB file, peak RSS %.2f GB" % (os.path.getsize(big) / 1e6, rss / 1e9))
