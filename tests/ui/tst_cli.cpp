@@ -39,6 +39,7 @@ private slots:
     void usageExitsTwo();
     void params();
     void renderFormats();
+    void traceSummary();
 
 private:
     QTemporaryDir m_dir;
@@ -194,6 +195,43 @@ void TestCli::renderFormats() {
     QVERIFY(QString::fromStdString(bad.err).contains("unsupported output type"));
     const Run readOnly = cli({"render", m_scenario, "-o", "/proc/headroom.png"});
     QCOMPARE(readOnly.code, 1);
+}
+
+void TestCli::traceSummary() {
+    const QString evil = m_dir.filePath("evil.pickle");
+    QFile e(evil);
+    QVERIFY(e.open(QIODevice::WriteOnly));
+    e.write(QByteArray("\x80\x02"
+                       "cos\nsystem\n"
+                       "\x8c\x02ls\x85R.",
+                       20));
+    e.close();
+    Run r = cli({"trace-summary", evil.toStdString()});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(QString::fromStdString(r.err),
+             "error: " + evil +
+                 ": byte 2: opcode GLOBAL (0x63) is not allowed: Headroom reads plain data only\n");
+    QCOMPARE(cli({"trace-summary"}).code, 2);
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    r = cli({"trace-summary",
+             (test::sharedDir() + "/traces/snapshots/cs336_MAGMA27_memory_snapshot.pickle").toStdString(),
+             "--json"});
+    QCOMPARE(r.code, 0);
+    const json j = json::parse(r.out);
+    QCOMPARE(j.at("schema").get<std::string>(), std::string("headroom.trace-summary/1"));
+    QCOMPARE(j.at("format").get<std::string>(), std::string("pytorch-snapshot"));
+    const json& d = j.at("devices").at("0");
+    QCOMPARE(d.at("trace_entries").get<long long>(), 5163LL);
+    QVERIFY(d.at("actions") == json({{"alloc", 1721}, {"free_requested", 1721}, {"free_completed", 1721}}));
+    for (const char* k : {"final_allocated_bytes", "final_active_bytes", "final_reserved_bytes",
+                          "peak_allocated_bytes", "peak_active_bytes", "peak_reserved_bytes", "segments"})
+        QVERIFY2(d.at(k).is_number_integer(), k);
+    QVERIFY(d.at("peak_allocated_bytes").get<long long>() >= d.at("final_allocated_bytes").get<long long>());
+    r = cli({"trace-summary",
+             (test::sharedDir() + "/traces/chrome_traces/HTA_df_index_resolver.json.gz").toStdString()});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains("chrome-trace"));
 }
 
 QTEST_MAIN(TestCli)
