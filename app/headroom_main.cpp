@@ -30,17 +30,31 @@ int main(int argc, char** argv) {
                                   QStringLiteral("OUT.png"));
     QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot."),
                             QStringLiteral("WxH"), QStringLiteral("1280x800"));
+    QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("light or dark."),
+                             QStringLiteral("THEME"), QStringLiteral("light"));
+    QCommandLineOption units(QStringLiteral("units"), QStringLiteral("GiB or GB."), QStringLiteral("UNITS"));
     parser.addOption(screenshot);
     parser.addOption(size);
+    parser.addOption(theme);
+    parser.addOption(units);
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario to open."),
                                  QStringLiteral("[FILE...]"));
     parser.process(app);
 
-    headroom::MainWindow window;
+    headroom::MainWindow::Options options;
+    // A screenshot shows exactly what was asked for: no session restore, no recovery prompt.
+    options.restoreSession = !parser.isSet(screenshot) && parser.positionalArguments().isEmpty();
+    headroom::MainWindow window(options);
+    headroom::ChartStyle style = window.style();
+    style.dark = parser.value(theme) == QLatin1String("dark");
+    if (parser.isSet(units))
+        style.unit =
+            parser.value(units) == QLatin1String("GB") ? headroom::ByteUnit::GB : headroom::ByteUnit::GiB;
+    window.setStyle(style);
     const QStringList files = parser.positionalArguments();
     for (const QString& f : files) {
         QString error;
-        if (!window.openScenario(f, &error)) {
+        if (!window.openFile(f, &error)) {
             std::fprintf(stderr, "error: %s\n", qPrintable(error));
             if (parser.isSet(screenshot))
                 return 1;

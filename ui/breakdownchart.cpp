@@ -4,103 +4,219 @@
 
 #include <QBarCategoryAxis>
 #include <QBarSet>
+#include <QCursor>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QPen>
+#include <QScatterSeries>
 #include <QStackedBarSeries>
+#include <QToolTip>
 #include <QValueAxis>
 #include <cmath>
 
 namespace headroom {
 
-static constexpr double kGiB = 1073741824.0;
-
-QString verdictText(const Estimate& est) {
+QString verdictText(const Estimate& est, const ChartStyle& style) {
     const double used = est.capacityBytes > 0 ? 100.0 * est.peakBytes / est.capacityBytes : 0;
     if (est.fits)
-        return QStringLiteral("Fits: %1 GiB headroom (%2% of %3 GiB used)")
-            .arg(est.headroomBytes() / kGiB, 0, 'f', 2)
+        return QStringLiteral("Fits: %1 headroom (%2% of %3 used)")
+            .arg(style.format(est.headroomBytes()))
             .arg(used, 0, 'f', 1)
-            .arg(est.capacityBytes / kGiB, 0, 'f', 2);
-    return QStringLiteral("Does not fit: over by %1 GiB (%2% of %3 GiB)")
-        .arg(-est.headroomBytes() / kGiB, 0, 'f', 2)
+            .arg(style.format(est.capacityBytes));
+    return QStringLiteral("Does not fit: over by %1 (%2% of %3)")
+        .arg(style.format(-est.headroomBytes()))
         .arg(used, 0, 'f', 1)
-        .arg(est.capacityBytes / kGiB, 0, 'f', 2);
+        .arg(style.format(est.capacityBytes));
 }
 
-QChart* createBreakdownChart(const Scenario& sc, const Estimate& est) {
-    auto* chart = new QChart;
-    chart->setTitle(QStringLiteral("%1 — %2").arg(
-        QString::fromStdString(sc.name.empty() ? sc.modelLabel : sc.name), verdictText(est)));
-    chart->setAnimationOptions(QChart::NoAnimation);
-
-    // Without pipeline parallelism every GPU holds the same: one bar. Otherwise one bar per stage.
-    std::vector<const StageEstimate*> bars;
-    for (const auto& r : est.ranks)
-        bars.push_back(&r);
-    const bool single = bars.size() == 1;
-
-    auto* series = new QStackedBarSeries;
+BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
+    m_series = new QStackedBarSeries(this);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
-        bool any = false;
-        for (const auto* r : bars)
-            any = any || r->peak[cat] > 0;
-        if (!any)
-            continue;
         auto* set = new QBarSet(QString::fromUtf8(categoryLabel(cat)));
         set->setColor(categoryColor(cat));
         set->setBorderColor(categoryColor(cat).darker(130));
-        for (const auto* r : bars)
-            *set << r->peak[cat] / kGiB;
-        series->append(set);
+        m_sets[i] = set;
+        m_series->append(set);
     }
-    series->setBarWidth(0.6);
-    chart->addSeries(series);
+    m_series->setBarWidth(0.6);
+    addSeries(m_series);
+    m_x = new QBarCategoryAxis(this);
+    m_y = new QValueAxis(this);
+    m_y->setLabelFormat(QStringLiteral("%.0f"));
+    addAxis(m_x, Qt::AlignBottom);
+    addAxis(m_y, Qt::AlignLeft);
+    m_series->attachAxis(m_x);
+    m_series->attachAxis(m_y);
+
+    // The capacity line spans the bars on a hidden value axis aligned with the category slots; a
+    // one-point series in the middle carries the headroom text.
+    m_capacity = new QLineSeries(this);
+    m_capacityLabel = new QScatterSeries(this);
+    m_capacityLabel->setMarkerSize(1);
+    m_capacityLabel->setPointLabelsVisible(true);
+    m_capacityLabel->setPointLabelsClipping(false);
+    QFont labelFont = m_capacityLabel->pointLabelsFont();
+    labelFont.setBold(true);
+    m_capacityLabel->setPointLabelsFont(labelFont);
+    addSeries(m_capacity);
+    addSeries(m_capacityLabel);
+    m_lineX = new QValueAxis(this);
+    m_lineX->setVisible(false);
+    addAxis(m_lineX, Qt::AlignBottom);
+    for (QXYSeries* s : {static_cast<QXYSeries*>(m_capacity), static_cast<QXYSeries*>(m_capacityLabel)}) {
+        s->attachAxis(m_lineX);
+        s->attachAxis(m_y);
+    }
+    legend()->setAlignment(Qt::AlignRight);
+    legend()->markers(m_capacityLabel).first()->setVisible(false);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        connect(marker, &QLegendMarker::clicked, this,
+                [this, i] { setCategoryHidden(categoryAt(i), !isCategoryHidden(categoryAt(i))); });
+    }
+    connect(m_series, &QStackedBarSeries::hovered, this, &BreakdownChart::hovered);
+    m_style.apply(this);
+}
+
+void BreakdownChart::setStyle(const ChartStyle& style) {
+    m_style = style;
+    m_markerShown.fill(-1); // a theme change rebuilds the legend's look
+    m_style.apply(this);
+    // The theme resets series colours: put the category colours back.
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        m_sets[i]->setColor(categoryColor(categoryAt(i)));
+        m_sets[i]->setBorderColor(categoryColor(categoryAt(i)).darker(130));
+    }
+    rebuild();
+}
+
+void BreakdownChart::setCategoryHidden(Category c, bool hidden) {
+    if (hidden)
+        m_hidden.insert(c);
+    else
+        m_hidden.erase(c);
+    rebuild();
+}
+
+void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
+    m_scenario = sc;
+    m_estimate = est;
+    rebuild();
+}
+
+QString BreakdownChart::segmentText(Category c, int bar) const {
+    if (bar < 0 || bar >= static_cast<int>(m_estimate.ranks.size()))
+        return {};
+    const Breakdown& b = m_estimate.ranks[static_cast<std::size_t>(bar)].peak;
+    const double total = b.total();
+    return QStringLiteral("%1: %2 (%3%)")
+        .arg(QString::fromUtf8(categoryLabel(c)), m_style.format(b[c]))
+        .arg(total > 0 ? 100.0 * b[c] / total : 0.0, 0, 'f', 1);
+}
+
+void BreakdownChart::hovered(bool state, int index, QBarSet* set) {
+    if (!state) {
+        QToolTip::hideText();
+        return;
+    }
+    for (std::size_t i = 0; i < kCategoryCount; ++i)
+        if (m_sets[i] == set)
+            QToolTip::showText(QCursor::pos(), segmentText(categoryAt(i), index));
+}
+
+void BreakdownChart::rebuild() {
+    const auto& ranks = m_estimate.ranks;
+    const int bars = static_cast<int>(ranks.size());
+    // Titles, names and legend fonts are only set when they change: each set relayouts the legend and
+    // reshapes its text, which is most of what a slider step would otherwise cost.
+    const QString title =
+        bars == 1 ? QStringLiteral("Per GPU at the peak")
+                  : QStringLiteral("Per GPU at the peak, by pipeline stage (stage %1 is the most loaded)")
+                        .arg(m_estimate.mostLoadedStage);
+    if (this->title() != title)
+        setTitle(title);
 
     QStringList labels;
-    for (const auto* r : bars)
-        labels << (single ? QStringLiteral("Each of %1 GPUs").arg(sc.cluster.numGpus)
-                          : QStringLiteral("Stage %1 (layers %2–%3)")
-                                .arg(r->stage)
-                                .arg(r->firstLayer)
-                                .arg(r->firstLayer + r->layers - 1));
-    auto* xAxis = new QBarCategoryAxis;
-    xAxis->append(labels);
-    chart->addAxis(xAxis, Qt::AlignBottom);
-    series->attachAxis(xAxis);
-
-    double top = est.capacityBytes;
-    for (const auto& r : est.ranks)
+    for (const auto& r : ranks)
+        labels << (bars == 1 ? QStringLiteral("Each of %1 GPUs").arg(m_scenario.cluster.numGpus)
+                             : QStringLiteral("Stage %1 (%2–%3)")
+                                   .arg(r.stage)
+                                   .arg(r.firstLayer)
+                                   .arg(r.firstLayer + r.layers - 1));
+    if (m_x->categories() != labels) {
+        m_x->clear();
+        m_x->append(labels);
+    }
+    double top = m_estimate.capacityBytes;
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        QBarSet* set = m_sets[i];
+        bool any = false;
+        QList<qreal> values;
+        values.reserve(bars);
+        for (const auto& r : ranks) {
+            any = any || r.peak[cat] > 0;
+            values << (m_hidden.count(cat) ? 0.0 : m_style.scale(r.peak[cat]));
+        }
+        if (set->count() != bars) {
+            set->remove(0, set->count());
+            set->append(values);
+        } else {
+            for (int b = 0; b < bars; ++b)
+                if (set->at(b) != values[b])
+                    set->replace(b, values[b]);
+        }
+        // Categories that are zero everywhere leave the legend; hidden ones stay there, greyed.
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        if (m_markerShown[i] != static_cast<int>(any)) { // QLegendMarker::isVisible() also reflects layout
+            marker->setVisible(any);
+            m_markerShown[i] = any;
+        }
+        const bool hidden = m_hidden.count(cat) != 0;
+        if (marker->font().strikeOut() != hidden) {
+            QFont f = marker->font();
+            f.setStrikeOut(hidden);
+            marker->setFont(f);
+            marker->setLabelBrush(hidden ? QBrush(Qt::gray) : legend()->labelBrush());
+        }
+    }
+    for (const auto& r : ranks)
         top = std::max(top, r.peak.total());
-    auto* yAxis = new QValueAxis;
-    yAxis->setTitleText(QStringLiteral("GiB per GPU"));
-    yAxis->setRange(0, std::ceil(top * 1.08 / kGiB));
-    yAxis->applyNiceNumbers(); // round tick values (0, 20, 40, ...) rather than fractions of the range
-    yAxis->setLabelFormat(QStringLiteral("%.0f"));
-    chart->addAxis(yAxis, Qt::AlignLeft);
-    series->attachAxis(yAxis);
+    const double ceiling = std::ceil(m_style.scale(top * 1.1));
+    m_y->setRange(0, std::max(1.0, ceiling));
+    m_y->applyNiceNumbers();
+    const QString yTitle = QStringLiteral("%1 per GPU").arg(m_style.unitName());
+    if (m_y->titleText() != yTitle)
+        m_y->setTitleText(yTitle);
 
-    // The capacity line spans the bars on a hidden value axis aligned with the category slots.
-    auto* capacity = new QLineSeries;
-    capacity->setName(QStringLiteral("%1 usable (%2 GiB)")
-                          .arg(QString::fromStdString(sc.cluster.gpu))
-                          .arg(est.capacityBytes / kGiB, 0, 'f', 1));
-    const double n = static_cast<double>(labels.size());
-    capacity->append(-0.5, est.capacityBytes / kGiB);
-    capacity->append(n - 0.5, est.capacityBytes / kGiB);
-    QPen pen(est.fits ? QColor(0x2c, 0x2c, 0x2c) : QColor(0xd6, 0x27, 0x28));
+    const double n = std::max(1, bars);
+    m_lineX->setRange(-0.5, n - 0.5);
+    const double cap = m_style.scale(m_estimate.capacityBytes);
+    m_capacity->replace(QList<QPointF>{{-0.5, cap}, {n - 0.5, cap}});
+    QPen pen(m_estimate.fits ? (m_style.dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c))
+                             : QColor(0xd6, 0x27, 0x28));
     pen.setWidth(2);
     pen.setStyle(Qt::DashLine);
-    capacity->setPen(pen);
-    chart->addSeries(capacity);
-    auto* lineX = new QValueAxis;
-    lineX->setRange(-0.5, n - 0.5);
-    lineX->setVisible(false);
-    chart->addAxis(lineX, Qt::AlignBottom);
-    capacity->attachAxis(lineX);
-    capacity->attachAxis(yAxis);
+    if (m_capacity->pen() != pen)
+        m_capacity->setPen(pen);
+    const QString name = QStringLiteral("Usable (%1)").arg(m_style.format(m_estimate.capacityBytes, 1));
+    if (m_capacity->name() != name)
+        m_capacity->setName(name);
+    m_capacityLabel->replace(QList<QPointF>{{(n - 1) / 2.0, cap}});
+    m_capacityLabel->setPointLabelsFormat(
+        m_estimate.fits ? QStringLiteral("headroom %1").arg(m_style.format(m_estimate.headroomBytes()))
+                        : QStringLiteral("over by %1").arg(m_style.format(-m_estimate.headroomBytes())));
+    if (m_capacityLabel->pointLabelsColor() != pen.color()) {
+        m_capacityLabel->setPointLabelsColor(pen.color());
+        m_capacityLabel->setColor(pen.color());
+    }
+}
 
-    chart->legend()->setAlignment(Qt::AlignRight);
+BreakdownChart* createBreakdownChart(const Scenario& sc, const Estimate& est, const ChartStyle& style) {
+    auto* chart = new BreakdownChart;
+    chart->setStyle(style);
+    chart->setEstimate(sc, est);
     return chart;
 }
 

@@ -2,92 +2,554 @@
 
 #include "core/error.h"
 #include "core/io/bytesformat.h"
+#include "core/io/fileio.h"
 #include "core/io/scenariojson.h"
+#include "core/model/hfconfig.h"
 #include "ui/breakdownchart.h"
+#include "ui/breakdownmodel.h"
+#include "ui/phasechart.h"
+#include "ui/savingsmodel.h"
+#include "ui/scenariodocument.h"
+#include "ui/settingspanel.h"
+#include "ui/strategychart.h"
+#include "ui/sweepchart.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QChartView>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
-#include <QMessageBox>
+#include <QMimeData>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+#include <QUndoStack>
 #include <QVBoxLayout>
 
 namespace headroom {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-    setWindowTitle(QStringLiteral("Headroom"));
-    auto* central = new QWidget(this);
-    auto* layout = new QVBoxLayout(central);
-    m_summary = new QLabel(central);
-    m_summary->setWordWrap(true);
-    m_summary->setTextFormat(Qt::RichText);
-    m_chartView = new QChartView(central);
-    m_chartView->setRenderHint(QPainter::Antialiasing);
-    layout->addWidget(m_summary);
-    layout->addWidget(m_chartView, 1);
-    setCentralWidget(central);
+using nlohmann::json;
 
+namespace {
+
+constexpr int kMaxRecent = 8;
+
+QChartView* chartView(QChart* chart, QWidget* parent) {
+    auto* view = new QChartView(chart, parent);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumSize(260, 200);
+    return view;
+}
+
+void applyPalette(bool dark) {
+    qApp->setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    if (!dark) {
+        qApp->setPalette(qApp->style()->standardPalette());
+        return;
+    }
+    QPalette p;
+    const QColor window(0x2b, 0x2b, 0x2e), base(0x1e, 0x1e, 0x21), text(0xe8, 0xe8, 0xe8);
+    p.setColor(QPalette::Window, window);
+    p.setColor(QPalette::WindowText, text);
+    p.setColor(QPalette::Base, base);
+    p.setColor(QPalette::AlternateBase, window);
+    p.setColor(QPalette::ToolTipBase, base);
+    p.setColor(QPalette::ToolTipText, text);
+    p.setColor(QPalette::Text, text);
+    p.setColor(QPalette::Button, window);
+    p.setColor(QPalette::ButtonText, text);
+    p.setColor(QPalette::Highlight, QColor(0x2a, 0x82, 0xda));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
+    qApp->setPalette(p);
+}
+
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent) : MainWindow(Options{}, parent) {}
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent), m_options(options) {
+    m_doc = new ScenarioDocument(this);
+    askToSave = [this] {
+        return QMessageBox::question(
+            this, tr("Unsaved changes"), tr("The scenario has unsaved changes. Save them before closing?"),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    };
+    build();
+    buildMenus();
+    setAcceptDrops(true);
+    m_autosaveTimer = new QTimer(this);
+    m_autosaveTimer->setSingleShot(true);
+    m_autosaveTimer->setInterval(1500);
+    connect(m_autosaveTimer, &QTimer::timeout, this, &MainWindow::writeAutosave);
+    connect(m_doc, &ScenarioDocument::changed, this, &MainWindow::updateViews);
+    connect(m_doc, &ScenarioDocument::changed, this, [this] {
+        if (m_doc->isModified())
+            m_autosaveTimer->start();
+    });
+    connect(m_doc, &ScenarioDocument::fileChanged, this, &MainWindow::updateTitle);
+    m_style.unit = settings()->value("view/units").toString() == "GB" ? ByteUnit::GB : ByteUnit::GiB;
+    setStyle(m_style);
+    if (m_options.restoreSession)
+        restoreSession();
+    updateViews();
+    updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+QSettings* MainWindow::settings() const {
+    if (!m_settings)
+        m_settings =
+            m_options.settingsFile.isEmpty()
+                ? new QSettings(const_cast<MainWindow*>(this))
+                : new QSettings(m_options.settingsFile, QSettings::IniFormat, const_cast<MainWindow*>(this));
+    return m_settings;
+}
+
+QString MainWindow::autosavePath() const {
+    if (!m_options.autosaveFile.isEmpty())
+        return m_options.autosaveFile;
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    QDir().mkpath(dir);
+    return dir + QStringLiteral("/autosave.headroom.json");
+}
+
+void MainWindow::build() {
+    resize(1280, 800);
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+
+    m_panel = new SettingsPanel(m_doc);
+    auto* scroll = new QScrollArea(splitter);
+    scroll->setWidget(m_panel);
+    scroll->setWidgetResizable(true);
+    scroll->setMinimumWidth(330);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    splitter->addWidget(scroll);
+
+    auto* centre = new QWidget(splitter);
+    auto* grid = new QGridLayout(centre);
+    grid->setContentsMargins(4, 4, 4, 4);
+    m_verdict = new QLabel(centre);
+    m_verdict->setObjectName("verdict");
+    m_verdict->setTextFormat(Qt::RichText);
+    m_verdict->setWordWrap(true);
+    // A fixed height: new numbers in the verdict must not relayout (and so repaint) the whole window.
+    m_verdict->setFixedHeight(m_verdict->fontMetrics().height() * 4);
+    m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    m_error = new QLabel(centre);
+    m_error->setObjectName("validationError");
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(
+        "QLabel { background: #fdecea; color: #8a1c12; padding: 4px; border-radius: 3px; }");
+    m_error->hide();
+    grid->addWidget(m_verdict, 0, 0, 1, 3);
+    grid->addWidget(m_error, 1, 0, 1, 3);
+
+    m_breakdown = new BreakdownChart;
+    m_breakdownView = chartView(m_breakdown, centre);
+    m_breakdownView->setMinimumHeight(300);
+    grid->addWidget(m_breakdownView, 2, 0, 1, 2);
+
+    auto* side = new QWidget(centre);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    auto* fitTitle = new QLabel(tr("<b>What would make it fit?</b> (double-click to apply)"), side);
+    m_savings = new SavingsModel(this);
+    m_savingsView = new QTableView(side);
+    m_savingsView->setObjectName("savings");
+    m_savingsView->setModel(m_savings);
+    m_savingsView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_savingsView->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_savingsView->verticalHeader()->hide();
+    m_savingsView->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    m_savingsView->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    m_savingsView->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+    m_savingsView->horizontalHeader()->setSectionResizeMode(3, QHeaderView::ResizeToContents);
+    m_savingsView->setWordWrap(false);
+    connect(m_savingsView, &QTableView::doubleClicked, this,
+            [this](const QModelIndex& i) { applySaving(i.row()); });
+    m_table = new BreakdownModel(this);
+    auto* tableView = new QTableView(side);
+    tableView->setObjectName("breakdownTable");
+    tableView->setModel(m_table);
+    tableView->verticalHeader()->hide();
+    tableView->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    tableView->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    tableView->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+    tableView->verticalHeader()->setDefaultSectionSize(20);
+    m_savingsView->verticalHeader()->setDefaultSectionSize(20);
+    sideLayout->addWidget(fitTitle);
+    sideLayout->addWidget(m_savingsView, 3);
+    sideLayout->addWidget(new QLabel(tr("<b>Most-loaded GPU at its peak</b>"), side));
+    sideLayout->addWidget(tableView, 4);
+    side->setMinimumWidth(340);
+    grid->addWidget(side, 2, 2);
+
+    m_phase = new PhaseChart;
+    m_strategies = new StrategyChart;
+    m_sweep = new SweepChart;
+    m_phaseView = chartView(m_phase, centre);
+    m_strategyView = chartView(m_strategies, centre);
+    auto* sweepBox = new QWidget(centre);
+    auto* sweepLayout = new QVBoxLayout(sweepBox);
+    sweepLayout->setContentsMargins(0, 0, 0, 0);
+    m_sweepVariable = new QComboBox(sweepBox);
+    m_sweepVariable->setObjectName("sweepVariable");
+    m_sweepVariable->addItem(tr("Sweep micro-batch"), int(SweepVariable::MicroBatch));
+    m_sweepVariable->addItem(tr("Sweep sequence length"), int(SweepVariable::SequenceLength));
+    m_sweepVariable->addItem(tr("Sweep GPU count"), int(SweepVariable::GpuCount));
+    connect(m_sweepVariable, &QComboBox::activated, this, [this](int i) {
+        m_sweep->setVariable(static_cast<SweepVariable>(m_sweepVariable->itemData(i).toInt()));
+        updateViews();
+    });
+    m_sweepView = chartView(m_sweep, sweepBox);
+    sweepLayout->addWidget(m_sweepVariable);
+    sweepLayout->addWidget(m_sweepView, 1);
+    // The three smaller charts share the bottom row equally.
+    auto* bottom = new QHBoxLayout;
+    bottom->addWidget(m_phaseView, 1);
+    bottom->addWidget(m_strategyView, 1);
+    bottom->addWidget(sweepBox, 1);
+    grid->addLayout(bottom, 3, 0, 1, 3);
+    grid->setRowStretch(2, 3);
+    grid->setRowStretch(3, 2);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+    grid->setColumnStretch(2, 1);
+    splitter->addWidget(centre);
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+    setCentralWidget(splitter);
+    statusBar();
+}
+
+void MainWindow::buildMenus() {
     auto* file = menuBar()->addMenu(tr("&File"));
-    auto* open = file->addAction(tr("&Open Scenario..."), this, &MainWindow::openDialog);
-    open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("&New"), QKeySequence::New, this, [this] {
+        if (maybeSave())
+            m_doc->reset(defaultScenarioDocument());
+    });
+    file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
+        if (!maybeSave())
+            return;
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open Scenario"), QString(), tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
+        QString error;
+        if (!path.isEmpty() && !openScenario(path, &error))
+            QMessageBox::warning(this, tr("Cannot open scenario"), error);
+    });
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    file->addAction(tr("&Save"), QKeySequence::Save, this, [this] {
+        QString error;
+        if (!save(&error) && !error.isEmpty())
+            QMessageBox::warning(this, tr("Cannot save"), error);
+    });
+    file->addAction(tr("Save &As..."), QKeySequence::SaveAs, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save Scenario"), m_doc->filePath(),
+                                                          tr("Headroom scenarios (*.headroom.json)"));
+        QString error;
+        if (!path.isEmpty() && !saveAs(path, &error))
+            QMessageBox::warning(this, tr("Cannot save"), error);
+    });
     file->addSeparator();
-    auto* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
-    quit->setShortcut(QKeySequence::Quit);
+    file->addAction(tr("&Import Hugging Face config.json..."), QKeySequence(Qt::CTRL | Qt::Key_I), m_panel,
+                    &SettingsPanel::importConfig);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-    setScenario(scenarioFromJson(defaultScenarioDocument()));
+    auto* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* undo = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    QAction* redo = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
+    redo->setShortcut(QKeySequence::Redo);
+    edit->addAction(undo);
+    edit->addAction(redo);
+
+    auto* view = menuBar()->addMenu(tr("&View"));
+    auto* units = new QActionGroup(this);
+    QAction* gib = view->addAction(tr("Sizes in &GiB (2^30 bytes)"));
+    QAction* gb = view->addAction(tr("Sizes in G&B (10^9 bytes)"));
+    for (QAction* a : {gib, gb}) {
+        a->setCheckable(true);
+        units->addAction(a);
+    }
+    gib->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
+    gib->setChecked(m_style.unit == ByteUnit::GiB);
+    gb->setChecked(m_style.unit == ByteUnit::GB);
+    connect(gib, &QAction::triggered, this, [this] {
+        ChartStyle s = m_style;
+        s.unit = ByteUnit::GiB;
+        setStyle(s);
+    });
+    connect(gb, &QAction::triggered, this, [this] {
+        ChartStyle s = m_style;
+        s.unit = ByteUnit::GB;
+        setStyle(s);
+    });
+    view->addSeparator();
+    QAction* dark = view->addAction(tr("&Dark theme"));
+    dark->setCheckable(true);
+    connect(dark, &QAction::toggled, this, [this](bool on) {
+        ChartStyle s = m_style;
+        s.dark = on;
+        setStyle(s);
+    });
+    rebuildRecentMenu();
+}
+
+QList<QChartView*> MainWindow::chartViews() const {
+    return {m_breakdownView, m_phaseView, m_strategyView, m_sweepView};
+}
+
+void MainWindow::setStyle(const ChartStyle& style) {
+    const bool themeChanged = style.dark != m_style.dark;
+    m_style = style;
+    if (themeChanged)
+        applyPalette(style.dark);
+    m_breakdown->setStyle(style);
+    m_phase->setStyle(style);
+    m_strategies->setStyle(style);
+    m_sweep->setStyle(style);
+    m_savings->setStyle(style);
+    m_table->setStyle(style);
+    settings()->setValue("view/units", style.unit == ByteUnit::GB ? "GB" : "GiB");
+    updateViews();
+}
+
+void MainWindow::updateViews() {
+    const Scenario& sc = m_doc->scenario();
+    const Estimate& est = m_doc->estimate();
+    m_error->setVisible(!m_doc->validationError().isEmpty());
+    m_error->setText(
+        tr("Not valid: %1 — showing the last valid plan").arg(m_doc->validationError().toHtmlEscaped()));
+    const auto& c = sc.cluster;
+    const QString layout = sc.mode == Mode::Training
+                               ? tr("data %1 (%2) × tensor %3 × pipeline %4 × context %5")
+                                     .arg(est.dataParallelSize)
+                                     .arg(QString::fromStdString(c.dataParallelName))
+                                     .arg(c.tensorParallel)
+                                     .arg(c.pipelineParallel)
+                                     .arg(c.contextParallel)
+                               : tr("tensor %1 × pipeline %2").arg(c.tensorParallel).arg(c.pipelineParallel);
+    QString limits = sc.mode == Mode::Training
+                         ? tr("largest micro-batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize)
+                         : tr("largest batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize);
+    if (c.offloadOptimizer || c.offloadParameters)
+        limits +=
+            tr(" — offload moves %1 over PCIe per step (%2 s)")
+                .arg(m_style.format(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)))
+                .arg(est.offload.secondsPerStep, 0, 'f', 2);
+    m_verdict->setText(
+        QStringLiteral("<span style='font-size:13pt; color:%1'><b>%2</b></span><br>%3 — %4 × %5, %6<br>%7")
+            .arg(est.fits ? "#2ca02c" : "#d62728", verdictText(est, m_style).toHtmlEscaped(),
+                 QString::fromStdString(sc.modelLabel).toHtmlEscaped())
+            .arg(c.numGpus)
+            .arg(QString::fromStdString(c.gpu), layout, limits));
+    m_breakdown->setEstimate(sc, est);
+    m_phase->setScenario(sc, est);
+    const bool training = sc.mode == Mode::Training;
+    m_strategyView->setVisible(training);
+    if (training)
+        m_strategies->setScenario(sc, est);
+    m_sweep->setScenario(sc, est);
+    m_savings->setScenario(sc);
+    m_table->setEstimate(est);
+}
+
+void MainWindow::updateTitle() {
+    const QString name =
+        m_doc->filePath().isEmpty() ? tr("Untitled") : QFileInfo(m_doc->filePath()).fileName();
+    setWindowTitle(QStringLiteral("%1[*] — Headroom").arg(name));
+    setWindowModified(m_doc->isModified());
+}
+
+void MainWindow::applySaving(int row) {
+    const auto& savings = m_savings->savings();
+    if (row < 0 || row >= static_cast<int>(savings.size()))
+        return;
+    const Saving s = savings[static_cast<std::size_t>(row)];
+    m_doc->applyPatch(s.patch, QString::fromStdString(s.description));
+    statusBar()->showMessage(
+        tr("Applied: %1 (saves %2)").arg(QString::fromStdString(s.description), m_style.format(s.bytesSaved)),
+        5000);
 }
 
 bool MainWindow::openScenario(const QString& path, QString* error) {
+    if (!m_doc->load(path, error))
+        return false; // the current scenario stays as it was
+    addRecent(m_doc->filePath());
+    settings()->setValue("session/lastScenario", m_doc->filePath());
+    return true;
+}
+
+bool MainWindow::openFile(const QString& path, QString* error) {
+    // A Hugging Face config.json (it has model_type and no scenario sections) replaces the model only.
     try {
-        setScenario(loadScenarioFile(path.toStdString()));
-        return true;
+        const json j = parseJsonText(readTextFile(path.toStdString(), 16u << 20));
+        if (j.is_object() && j.contains("model_type") && !j.contains("training") &&
+            !j.contains("inference")) {
+            modelFromHfConfig(j);
+            m_doc->setValue("/model", j);
+            statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
+            return true;
+        }
     } catch (const Error& e) {
         if (error)
-            *error = QString::fromStdString(e.what());
+            *error = path + ": " + QString::fromStdString(e.what());
+        return false;
+    }
+    return openScenario(path, error);
+}
+
+bool MainWindow::save(QString* error) {
+    if (m_doc->filePath().isEmpty()) {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save Scenario"), QString(),
+                                                          tr("Headroom scenarios (*.headroom.json)"));
+        return !path.isEmpty() && saveAs(path, error);
+    }
+    return saveAs(m_doc->filePath(), error);
+}
+
+bool MainWindow::saveAs(const QString& path, QString* error) {
+    if (!m_doc->saveAs(path, error))
+        return false;
+    addRecent(m_doc->filePath());
+    settings()->setValue("session/lastScenario", m_doc->filePath());
+    QFile::remove(autosavePath());
+    statusBar()->showMessage(tr("Saved %1").arg(path), 4000);
+    return true;
+}
+
+void MainWindow::addRecent(const QString& path) {
+    QStringList recent = settings()->value("recentFiles").toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent)
+        recent.removeLast();
+    settings()->setValue("recentFiles", recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    m_recentMenu->clear();
+    const QStringList recent = settings()->value("recentFiles").toStringList();
+    for (int i = 0; i < recent.size(); ++i) {
+        const QString path = recent[i];
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this, [this, path] {
+                QString error;
+                if (maybeSave() && !openScenario(path, &error))
+                    QMessageBox::warning(this, tr("Cannot open scenario"), error);
+            });
+        a->setToolTip(path);
+    }
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+bool MainWindow::maybeSave() {
+    if (!m_doc->isModified())
+        return true;
+    switch (askToSave()) {
+    case QMessageBox::Save: {
+        QString error;
+        if (save(&error))
+            return true;
+        if (!error.isEmpty())
+            QMessageBox::warning(this, tr("Cannot save"), error);
+        return false;
+    }
+    case QMessageBox::Discard:
+        return true;
+    default:
         return false;
     }
 }
 
-void MainWindow::setScenario(const Scenario& sc) {
-    m_scenario = sc;
-    refresh();
-}
-
-void MainWindow::openDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open Scenario"), QString(),
-                                                      tr("Headroom scenarios (*.headroom.json *.json)"));
-    if (path.isEmpty())
+void MainWindow::writeAutosave() {
+    if (!m_doc->isModified())
         return;
     QString error;
-    if (!openScenario(path, &error))
-        QMessageBox::warning(this, tr("Cannot open scenario"), error);
+    if (m_doc->writeCopy(autosavePath(), &error))
+        settings()->setValue("session/autosaveOf", m_doc->filePath());
 }
 
-void MainWindow::refresh() {
-    m_estimate = estimate(m_scenario);
-    const auto& sc = m_scenario;
-    const auto& c = sc.cluster;
-    QString text =
-        QStringLiteral("<b>%1</b><br>%2 — %3 parameters — %4 x %5, data %6 (%7) x tensor %8 x pipeline %9")
-            .arg(QString::fromStdString(sc.name).toHtmlEscaped(),
-                 QString::fromStdString(sc.modelLabel).toHtmlEscaped(),
-                 QString::fromStdString(formatCount(m_estimate.parameters)))
-            .arg(c.numGpus)
-            .arg(QString::fromStdString(c.gpu))
-            .arg(m_estimate.dataParallelSize)
-            .arg(QString::fromStdString(c.dataParallelName))
-            .arg(c.tensorParallel)
-            .arg(c.pipelineParallel);
-    text += QStringLiteral("<br><span style='color:%1'><b>%2</b></span> — largest micro-batch that fits: %3")
-                .arg(m_estimate.fits ? QStringLiteral("#2ca02c") : QStringLiteral("#d62728"),
-                     verdictText(m_estimate))
-                .arg(m_estimate.maxMicroBatchSize);
-    m_summary->setText(text);
-    QChart* old = m_chartView->chart();
-    m_chartView->setChart(createBreakdownChart(sc, m_estimate));
-    delete old;
+void MainWindow::restoreSession() {
+    const QString autosave = autosavePath();
+    if (QFileInfo::exists(autosave)) {
+        // The last session ended without saving (a crash, or killed): offer its changes back.
+        const bool restore =
+            !m_options.askBeforeRestore ||
+            QMessageBox::question(
+                this, tr("Recover unsaved changes?"),
+                tr("Headroom did not close normally last time. Restore the unsaved scenario?")) ==
+                QMessageBox::Yes;
+        if (restore) {
+            try {
+                const Scenario sc = loadScenarioFile(autosave.toStdString());
+                m_doc->reset(sc.document, settings()->value("session/autosaveOf").toString());
+                m_doc->undoStack()->resetClean(); // recovered work is unsaved work
+                statusBar()->showMessage(tr("Recovered unsaved changes"), 5000);
+                return;
+            } catch (const Error&) {
+                // An unreadable autosave is dropped below; the last scenario opens instead.
+            }
+        }
+        QFile::remove(autosave);
+    }
+    const QString last = settings()->value("session/lastScenario").toString();
+    if (!last.isEmpty() && QFileInfo::exists(last))
+        m_doc->load(last, nullptr);
+    restoreGeometry(settings()->value("window/geometry").toByteArray());
+    restoreState(settings()->value("window/state").toByteArray());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (!maybeSave()) {
+        event->ignore();
+        return;
+    }
+    settings()->setValue("window/geometry", saveGeometry());
+    settings()->setValue("window/state", saveState());
+    QFile::remove(autosavePath()); // a deliberate close: nothing to recover
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.first().isLocalFile())
+        return;
+    QString error;
+    const QString path = urls.first().toLocalFile();
+    const bool isConfig = QFileInfo(path).fileName() == QLatin1String("config.json");
+    if (!isConfig && !maybeSave())
+        return;
+    if (!openFile(path, &error))
+        QMessageBox::warning(this, tr("Cannot open"), error);
+    event->acceptProposedAction();
 }
 
 } // namespace headroom

@@ -1,35 +1,103 @@
 #pragma once
-#include "core/plan/estimator.h"
-#include "core/plan/scenario.h"
+#include "ui/chartstyle.h"
 
 #include <QMainWindow>
+#include <QMessageBox>
+#include <functional>
 
 class QChartView;
+class QComboBox;
 class QLabel;
+class QMenu;
+class QTableView;
+class QTimer;
+class QSettings;
 
 namespace headroom {
 
-// The application window: the current scenario's per-GPU breakdown as a stacked bar with its verdict.
-// (The full what-if planner grows from here.)
+class BreakdownChart;
+class BreakdownModel;
+class PhaseChart;
+class SavingsModel;
+class ScenarioDocument;
+class SettingsPanel;
+class StrategyChart;
+class SweepChart;
+
+// The what-if planner: settings on the left; the per-GPU stacked bars, the step's phase timeline, the
+// data-parallel strategies side by side and a sweep in the centre; "what would make it fit?" on the right.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
+    struct Options {
+        bool restoreSession = true; // reopen the last scenario, offer the autosave back
+        bool askBeforeRestore = true;
+        QString settingsFile; // empty: the platform's QSettings location (tests use a file)
+        QString autosaveFile; // empty: in the application data folder
+    };
     explicit MainWindow(QWidget* parent = nullptr);
+    explicit MainWindow(const Options& options, QWidget* parent = nullptr);
+    ~MainWindow() override;
 
-    // Loads a scenario file; on failure keeps the current scenario and returns false with *error set.
     bool openScenario(const QString& path, QString* error);
-    void setScenario(const Scenario& sc);
-    const Scenario& scenario() const { return m_scenario; }
-    const Estimate& currentEstimate() const { return m_estimate; }
+    // Opens a scenario, or imports a Hugging Face config.json into the current scenario's model.
+    bool openFile(const QString& path, QString* error);
+    bool save(QString* error = nullptr);
+    bool saveAs(const QString& path, QString* error);
+
+    ScenarioDocument* document() const { return m_doc; }
+    SettingsPanel* settingsPanel() const { return m_panel; }
+    BreakdownChart* breakdownChart() const { return m_breakdown; }
+    SweepChart* sweepChart() const { return m_sweep; }
+    SavingsModel* savingsModel() const { return m_savings; }
+    BreakdownModel* breakdownModel() const { return m_table; }
+    QList<QChartView*> chartViews() const;
+    const ChartStyle& style() const { return m_style; }
+    void setStyle(const ChartStyle& style);
+    QString autosavePath() const;
+
+    // Decides what happens to unsaved changes on close (tests replace the dialog).
+    std::function<QMessageBox::StandardButton()> askToSave;
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
-    void openDialog();
-    void refresh();
+    void build();
+    void buildMenus();
+    void updateViews();
+    void updateTitle();
+    void applySaving(int row);
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    bool maybeSave();
+    void writeAutosave();
+    void restoreSession();
+    QSettings* settings() const;
 
-    Scenario m_scenario;
-    Estimate m_estimate;
-    QChartView* m_chartView = nullptr;
-    QLabel* m_summary = nullptr;
+    Options m_options;
+    ScenarioDocument* m_doc = nullptr;
+    SettingsPanel* m_panel = nullptr;
+    BreakdownChart* m_breakdown = nullptr;
+    PhaseChart* m_phase = nullptr;
+    StrategyChart* m_strategies = nullptr;
+    SweepChart* m_sweep = nullptr;
+    QChartView* m_breakdownView = nullptr;
+    QChartView* m_phaseView = nullptr;
+    QChartView* m_strategyView = nullptr;
+    QChartView* m_sweepView = nullptr;
+    QComboBox* m_sweepVariable = nullptr;
+    SavingsModel* m_savings = nullptr;
+    BreakdownModel* m_table = nullptr;
+    QTableView* m_savingsView = nullptr;
+    QLabel* m_verdict = nullptr;
+    QLabel* m_error = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QTimer* m_autosaveTimer = nullptr;
+    ChartStyle m_style;
+    mutable QSettings* m_settings = nullptr;
 };
 
 } // namespace headroom

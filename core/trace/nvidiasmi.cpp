@@ -1,5 +1,6 @@
 // nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv[,noheader][,nounits]
 #include "core/error.h"
+#include "core/trace/checkednumbers.h"
 #include "core/trace/trace.h"
 
 #include <charconv>
@@ -50,6 +51,9 @@ bool timestamp(std::string_view s, long long* us) {
     double sec;
     const std::string copy(s);
     if (std::sscanf(copy.c_str(), "%d/%d/%d %d:%d:%lf", &y, &mo, &d, &h, &mi, &sec) != 6)
+        return false;
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+        mi > 59 || !(sec >= 0 && sec < 62))
         return false;
     // Days from civil (Howard Hinnant's algorithm).
     y -= mo <= 2;

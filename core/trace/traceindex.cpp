@@ -1,5 +1,7 @@
 #include "core/trace/traceindex.h"
 
+#include "core/trace/checkednumbers.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -70,32 +72,32 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
         const std::int64_t size = d.size[i];
         switch (d.action[i]) {
         case TraceAction::Alloc:
-            allocated += size;
-            active += size;
+            allocated = saturatingAdd(allocated, size);
+            active = saturatingAdd(active, size);
             if (allocator)
                 openAt(openAlloc, m_allocations, i);
             break;
         case TraceAction::FreeRequested:
-            allocated -= size;
+            allocated = saturatingSub(allocated, size);
             close(openAlloc, m_allocations, i);
             break;
         case TraceAction::FreeCompleted:
-            active -= size;
+            active = saturatingSub(active, size);
             break;
         case TraceAction::Free:
-            allocated -= size;
-            active -= size;
+            allocated = saturatingSub(allocated, size);
+            active = saturatingSub(active, size);
             if (allocator)
                 close(openAlloc, m_allocations, i);
             break;
         case TraceAction::SegmentAlloc:
         case TraceAction::SegmentMap:
-            reserved += size;
+            reserved = saturatingAdd(reserved, size);
             openAt(openSeg, m_segments, i);
             break;
         case TraceAction::SegmentFree:
         case TraceAction::SegmentUnmap:
-            reserved -= size;
+            reserved = saturatingSub(reserved, size);
             close(openSeg, m_segments, i);
             break;
         case TraceAction::Oom:

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/io/fileio.h"
+#include "core/trace/checkednumbers.h"
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/jsontree.h"
@@ -70,8 +71,8 @@ private:
         }
         if (!m_tree.toInt(v, &n)) {
             double d = 0;
-            if (m_tree.toDouble(v, &d) && d == static_cast<double>(static_cast<long long>(d)))
-                return static_cast<long long>(d); // a float with an integral value (JSON writers do this)
+            if (m_tree.toDouble(v, &d) && doubleToInt64(d, &n) && static_cast<double>(n) == d)
+                return n; // a float with an integral value (JSON writers do this)
             throw Error(path + "." + std::string(key), "must be an integer that fits 64 bits");
         }
         return n;
@@ -247,16 +248,16 @@ Trace chromeTrace(const DataTree& t, Value root) {
                                 : "type" + std::to_string(type) + ":" + std::to_string(id);
         double d = 0;
         if (t.toDouble(t.get(args, "Bytes"), &d))
-            ev.bytes = static_cast<long long>(d);
+            ev.bytes = clampToInt64(d);
         bool found = false;
         const Value total = t.get(args, "Total Allocated", &found);
         ev.hasTotal = found && t.toDouble(total, &d);
         if (ev.hasTotal)
-            ev.total = static_cast<long long>(d);
+            ev.total = clampToInt64(d);
         const Value reserved = t.get(args, "Total Reserved", &found);
         ev.hasReserved = found && t.toDouble(reserved, &d);
         if (ev.hasReserved)
-            ev.reserved = static_cast<long long>(d);
+            ev.reserved = clampToInt64(d);
         evs.push_back(std::move(ev));
     }
     // Events are written per thread; memory order is time order.
@@ -268,10 +269,10 @@ Trace chromeTrace(const DataTree& t, Value root) {
                                    : ev.bytes >= 0 ? TraceAction::Alloc
                                                    : TraceAction::Free;
         ++dev.actionCounts[ev.oom ? "oom" : ev.bytes >= 0 ? "alloc" : "free"];
-        dev.append(static_cast<std::int64_t>(ev.ts), action, 0, ev.bytes);
+        dev.append(clampToInt64(ev.ts), action, 0, ev.bytes);
         long long& sum = running[ev.device];
         if (!ev.oom)
-            sum += ev.bytes;
+            sum = saturatingAdd(sum, ev.bytes);
         // New traces carry the allocator's own totals; old ones only the size of each event.
         dev.allocatedTotal.push_back(ev.hasTotal ? ev.total : sum);
         dev.reservedTotal.push_back(
@@ -301,11 +302,11 @@ Trace memoryTimeline(const DataTree& t, Value root) {
             double v = 0;
             if (!t.toDouble(t.at(row, c), &v))
                 throw Error(idx(idx("[1]", i), c), "must be a number");
-            total += static_cast<long long>(v);
+            total = saturatingAdd(total, clampToInt64(v));
         }
         const long long prev = dev.allocatedTotal.empty() ? 0 : dev.allocatedTotal.back();
-        dev.append(static_cast<std::int64_t>(ts), total >= prev ? TraceAction::Alloc : TraceAction::Free, 0,
-                   total - prev);
+        dev.append(clampToInt64(ts), total >= prev ? TraceAction::Alloc : TraceAction::Free, 0,
+                   saturatingSub(total, prev));
         dev.allocatedTotal.push_back(total);
         dev.reservedTotal.push_back(0);
         ++dev.actionCounts["sample"];
@@ -328,8 +329,8 @@ Trace memoryTimelineRaw(const DataTree& t, Value root) {
         if (t.size(e) < 3 || !t.toDouble(t.at(e, 0), &d) || !t.toInt(t.at(e, 1), &action) ||
             !t.toInt(t.at(e, 2), &bytes))
             throw Error(idx("", i), "must be [time, action, bytes, category]");
-        ts = static_cast<long long>(d);
-        sum += bytes;
+        ts = clampToInt64(d);
+        sum = saturatingAdd(sum, bytes);
         ++dev.actionCounts[action >= 1 && action <= 4 ? names[action] : names[0]];
         dev.append(ts, bytes >= 0 ? TraceAction::Alloc : TraceAction::Free, 0, bytes);
         dev.allocatedTotal.push_back(sum);

@@ -1,5 +1,7 @@
 #include "core/trace/tracesummary.h"
 
+#include "core/trace/checkednumbers.h"
+
 #include <algorithm>
 
 namespace headroom {
@@ -29,13 +31,14 @@ DeviceSummary summarizeDevice(const DeviceTrace& d) {
         return s;
     }
     for (const auto& seg : d.segments) {
-        s.finalReserved += seg.totalSize;
+        s.finalReserved = saturatingAdd(s.finalReserved, seg.totalSize);
         for (const auto& b : seg.blocks) {
             if (b.state == SnapshotBlock::State::ActiveAllocated) {
-                s.finalAllocated += b.requestedSize;
-                s.finalActive += b.requestedSize;
+                s.finalAllocated = saturatingAdd(s.finalAllocated, b.requestedSize);
+                s.finalActive = saturatingAdd(s.finalActive, b.requestedSize);
             } else if (b.state == SnapshotBlock::State::ActivePendingFree) {
-                s.finalActive += b.requestedSize; // freed by its owner, still in use by a stream
+                s.finalActive = saturatingAdd(
+                    s.finalActive, b.requestedSize); // freed by its owner, still in use by a stream
             }
         }
     }
@@ -49,26 +52,26 @@ DeviceSummary summarizeDevice(const DeviceTrace& d) {
         const std::int64_t size = d.size[i];
         switch (d.action[i]) {
         case TraceAction::Alloc:
-            allocated -= size;
-            active -= size;
+            allocated = saturatingSub(allocated, size);
+            active = saturatingSub(active, size);
             break;
         case TraceAction::FreeRequested:
-            allocated += size;
+            allocated = saturatingAdd(allocated, size);
             break;
         case TraceAction::FreeCompleted:
-            active += size;
+            active = saturatingAdd(active, size);
             break;
         case TraceAction::Free:
-            allocated += size;
-            active += size;
+            allocated = saturatingAdd(allocated, size);
+            active = saturatingAdd(active, size);
             break;
         case TraceAction::SegmentAlloc:
         case TraceAction::SegmentMap:
-            reserved -= size;
+            reserved = saturatingSub(reserved, size);
             break;
         case TraceAction::SegmentFree:
         case TraceAction::SegmentUnmap:
-            reserved += size;
+            reserved = saturatingAdd(reserved, size);
             break;
         default:
             break;

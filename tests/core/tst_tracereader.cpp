@@ -568,7 +568,8 @@ void TestTraceReader::formatDetectedFromContent() {
     QCOMPARE(readTraceFile(a.toStdString()).format, TraceFormat::PytorchSnapshot);
     QCOMPARE(readTraceFile(b.toStdString()).format, TraceFormat::ChromeTrace);
     // Profiler OOM events carry no address: the index must still build (a fuzzer found this).
-    const Trace oom = readTrace(std::string(R"({"traceEvents": [{"ph": "i", "name": "[OutOfMemory]", "ts": 3, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 999}}]})"));
+    const Trace oom = readTrace(std::string(
+        R"({"traceEvents": [{"ph": "i", "name": "[OutOfMemory]", "ts": 3, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 999}}]})"));
     const TraceSummary oomSummary = summarize(oom);
     const TraceIndex oomIndex(oom.devices.at(0), oomSummary.devices.at(0));
     QCOMPARE(oomIndex.ooms().size(), size_t(1));
@@ -580,6 +581,15 @@ void TestTraceReader::formatDetectedFromContent() {
         QVERIFY(QString(e.what()).startsWith(dir.filePath("missing")));
     }
     expectError(std::string("\x00\x01\x02", 3), "unrecognised format");
+    // Numbers no real trace has (fuzzer findings): no overflow, no out-of-range conversion, no crash.
+    const Trace huge = readTrace(std::string(
+        R"({"traceEvents": [{"ph": "i", "name": "[memory]", "ts": 1e300, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1e43}},)"
+        R"({"ph": "i", "name": "[memory]", "ts": -1e300, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 9e18, "Total Allocated": 1e300}}]})"));
+    QCOMPARE(summarize(huge).devices.size(), size_t(1));
+    (void)readTrace(std::string(R"([[1e300, 2], [[1e300, 9e18, 9e18], [-1e300]]])"));
+    (void)readTrace(std::string(R"([[0, 1, 9223372036854775807, 0], [0, 1, 9223372036854775807, 0]])"));
+    expectError("2024/01/15 10:20:30.123, 0, 99999999999999999999999 MiB, 1\n", "memory.used");
+    expectError("1e308/01/15 10:20:30.123, 0, 5 MiB, 1\n", "timestamp");
     expectError(std::string("\x1f\x8b\x08\x00garbage", 12), "gzip");
 }
 

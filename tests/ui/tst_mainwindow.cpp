@@ -1,79 +1,371 @@
-// The application window: it shows the default scenario's estimate as a stacked bar, opens scenario
-// files, and keeps the current scenario when a file is bad.
+// The planner window: settings panel round trip, undo/redo, open/save with failures, suggestions,
+// item models under QAbstractItemModelTester, crash recovery, close confirmation, drag-and-drop imports.
 #include "core/io/scenariojson.h"
+#include "core/model/presets.h"
 #include "tests/testutil.h"
+#include "ui/breakdownchart.h"
+#include "ui/breakdownmodel.h"
 #include "ui/mainwindow.h"
+#include "ui/savingsmodel.h"
+#include "ui/scenariodocument.h"
+#include "ui/settingspanel.h"
+#include "ui/sweepchart.h"
 
+#include <QAbstractAxis>
+#include <QAbstractItemModelTester>
 #include <QBarSet>
 #include <QChartView>
+#include <QComboBox>
 #include <QFile>
+#include <QLabel>
+#include <QSettings>
+#include <QSlider>
+#include <QSpinBox>
 #include <QStackedBarSeries>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUndoStack>
+#include <memory>
 
 using namespace headroom;
+using nlohmann::json;
+
+namespace {
+
+// Every setting the panel shows, written out, so that the round trip covers them all.
+json fullTrainingScenario() {
+    return json::parse(R"({
+      "schema": "headroom.scenario/1", "name": "round trip",
+      "model": {"preset": "meta-llama/Meta-Llama-3-70B"},
+      "training": {"micro_batch_size": 3, "sequence_length": 8192, "gradient_accumulation_steps": 16,
+                   "precision": "bf16_mixed_fp32_grads", "optimizer": "adam8bit",
+                   "activation_checkpointing": "full", "attention": "eager"},
+      "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
+                  "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
+                  "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false},
+      "x_notes": {"kept": true}})");
+}
+
+json fullInferenceScenario() {
+    return json::parse(R"({
+      "schema": "headroom.scenario/1", "name": "serving",
+      "model": {"preset": "Qwen/Qwen3-30B-A3B"},
+      "inference": {"batch_size": 48, "context_length": 32768, "weight_dtype": "fp8", "kv_cache_dtype": "fp8",
+                    "kv_block_size": 16, "attention": "flash"},
+      "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
+                  "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
+                  "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false}})");
+}
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+} // namespace
 
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
+    void init();
     void showsDefaultScenario();
-    void opensScenarioAndRejectsBadFile();
+    void settingsRoundTrip_data();
+    void settingsRoundTrip();
+    void widgetsDriveTheDocument();
+    void sliderDragIsOneUndoStep();
+    void undoRedoRestoresExactly();
+    void openAndSaveFailuresKeepWork();
+    void savingsApplyWithOneClick();
+    void itemModelsAreConsistent();
+    void crashRecoveryOffersAutosave();
+    void closeAsksAboutUnsavedChanges();
+    void configJsonReplacesTheModel();
+    void unitsAndLegend();
+    void sweepMarksTheLimit();
+
+private:
+    std::unique_ptr<MainWindow> window(bool restore = false);
+    QTemporaryDir m_dir;
 };
 
-static QStackedBarSeries* barSeries(MainWindow& w) {
-    auto* view = w.findChild<QChartView*>();
-    if (!view)
-        return nullptr;
-    for (auto* s : view->chart()->series())
-        if (auto* bars = qobject_cast<QStackedBarSeries*>(s))
-            return bars;
-    return nullptr;
+void TestMainWindow::init() {
+    QFile::remove(m_dir.filePath("settings.ini"));
+    QFile::remove(m_dir.filePath("autosave.headroom.json"));
+}
+
+std::unique_ptr<MainWindow> TestMainWindow::window(bool restore) {
+    MainWindow::Options o;
+    o.restoreSession = restore;
+    o.askBeforeRestore = false;
+    o.settingsFile = m_dir.filePath("settings.ini");
+    o.autosaveFile = m_dir.filePath("autosave.headroom.json");
+    auto w = std::make_unique<MainWindow>(o);
+    w->askToSave = [] { return QMessageBox::Discard; };
+    return w;
 }
 
 void TestMainWindow::showsDefaultScenario() {
-    MainWindow w;
-    w.resize(1280, 800);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto w = window();
+    w->resize(1280, 800);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
     const Estimate expected = estimate(scenarioFromJson(defaultScenarioDocument()));
-    QCOMPARE(w.currentEstimate().peakBytes, expected.peakBytes);
-    QStackedBarSeries* bars = barSeries(w);
-    QVERIFY(bars);
-    // One set per non-zero category, values in GiB summing to the peak.
+    QCOMPARE(w->document()->estimate().peakBytes, expected.peakBytes);
     double sum = 0;
-    for (QBarSet* set : bars->barSets())
+    for (QBarSet* set : w->breakdownChart()->series()->barSets())
         sum += set->at(0);
     QVERIFY(std::abs(sum - expected.peakBytes / test::kGiB) < 1e-6);
-    const QImage shot = w.grab().toImage();
-    QVERIFY(!shot.isNull());
+    QVERIFY(w->findChild<QLabel*>("verdict")->text().contains("Fits"));
+    QVERIFY(!w->grab().toImage().isNull());
 }
 
-void TestMainWindow::opensScenarioAndRejectsBadFile() {
-    QTemporaryDir dir;
-    MainWindow w;
-    const double before = w.currentEstimate().peakBytes;
-    const QString bad = dir.filePath("bad.headroom.json");
-    QFile f(bad);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write("{ not json");
-    f.close();
-    QString error;
-    QVERIFY(!w.openScenario(bad, &error));
-    QVERIFY(error.startsWith(bad));
-    QCOMPARE(w.currentEstimate().peakBytes, before);
+void TestMainWindow::settingsRoundTrip_data() {
+    QTest::addColumn<QByteArray>("document");
+    QTest::newRow("training") << QByteArray::fromStdString(fullTrainingScenario().dump());
+    QTest::newRow("inference") << QByteArray::fromStdString(fullInferenceScenario().dump());
+}
 
-    const QString good = dir.filePath("good.headroom.json");
-    QFile g(good);
-    QVERIFY(g.open(QIODevice::WriteOnly));
-    auto doc = test::trainingDoc({{"preset", "meta-llama/Meta-Llama-3-70B"}});
-    doc["cluster"]["num_gpus"] = 16;
-    doc["cluster"]["pipeline_parallel"] = 4;
-    doc["training"]["gradient_accumulation_steps"] = 8;
-    g.write(QByteArray::fromStdString(doc.dump()));
-    g.close();
-    QVERIFY(w.openScenario(good, &error));
-    QCOMPARE(w.scenario().cluster.pipelineParallel, 4);
-    QCOMPARE(barSeries(w)->barSets().first()->count(), 4); // one bar per pipeline stage
+void TestMainWindow::settingsRoundTrip() {
+    // scenario -> widgets -> scenario is identical, for every field the panel shows.
+    QFETCH(QByteArray, document);
+    const json doc = json::parse(document.toStdString());
+    auto w = window();
+    w->document()->reset(doc);
+    QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
+    const json fromWidgets = w->settingsPanel()->valuesFromWidgets();
+    json rebuilt = doc;
+    for (const auto& [section, values] : fromWidgets.items())
+        for (const auto& [key, value] : values.items())
+            rebuilt[section][key] = value;
+    QVERIFY2(rebuilt == doc, rebuilt.dump().c_str());
+    int covered = 0;
+    for (const auto& [section, values] : fromWidgets.items())
+        covered += static_cast<int>(values.size());
+    QVERIFY(covered >= 16);
+    // And the preset combo shows the model.
+    QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("preset")->currentData().toString(),
+             QString::fromStdString(doc["model"]["preset"].get<std::string>()));
+}
+
+void TestMainWindow::widgetsDriveTheDocument() {
+    auto w = window();
+    const double before = w->document()->estimate().peakBytes;
+    auto* spin = w->settingsPanel()->findChild<QSpinBox*>("/training/micro_batch_size#spin");
+    QVERIFY(spin);
+    spin->setValue(4);
+    QCOMPARE(w->document()->json()["training"]["micro_batch_size"].get<int>(), 4);
+    QVERIFY(w->document()->estimate().peakBytes > before);
+    QVERIFY(w->document()->isModified());
+    auto* dp = w->settingsPanel()->findChild<QComboBox*>("/cluster/data_parallel");
+    dp->setCurrentIndex(dp->findData("zero3"));
+    emit dp->activated(dp->currentIndex());
+    QCOMPARE(w->document()->scenario().cluster.dataParallel, DataParallel::Zero3);
+    // A setting that makes the scenario invalid is shown as such; the last valid plan stays.
+    const double valid = w->document()->estimate().peakBytes;
+    w->settingsPanel()->findChild<QSpinBox*>("/cluster/tensor_parallel#spin")->setValue(3);
+    QVERIFY(w->document()->validationError().contains("cluster.num_gpus"));
+    QCOMPARE(w->document()->estimate().peakBytes, valid);
+    QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
+    w->document()->undoStack()->undo();
+    QVERIFY(w->document()->validationError().isEmpty());
+}
+
+void TestMainWindow::sliderDragIsOneUndoStep() {
+    auto w = window();
+    auto* slider = w->settingsPanel()->findChild<QSlider*>("/training/sequence_length#slider");
+    QVERIFY(slider);
+    const int steps = w->document()->undoStack()->count();
+    const json before = w->document()->json();
+    emit slider->sliderPressed();
+    slider->setSliderDown(true);
+    for (int v = 100; v <= 600; v += 50)
+        slider->setValue(v);
+    slider->setSliderDown(false);
+    emit slider->sliderReleased();
+    QCOMPARE(w->document()->undoStack()->count(), steps + 1);
+    QVERIFY(w->document()->json() != before);
+    w->document()->undoStack()->undo();
+    QVERIFY(w->document()->json() == before);
+    // The spin box follows the slider.
+    QCOMPARE(w->settingsPanel()->findChild<QSpinBox*>("/training/sequence_length#spin")->value(),
+             before["training"]["sequence_length"].get<int>());
+}
+
+void TestMainWindow::undoRedoRestoresExactly() {
+    auto w = window();
+    w->document()->reset(fullTrainingScenario());
+    const json original = w->document()->json();
+    w->document()->setValue("/training/micro_batch_size", 7);
+    w->document()->setValue("/cluster/gpu", "A100-80GB");
+    w->document()->applyPatch({{"training", {{"attention", "flash"}}}}, "flash");
+    const json changed = w->document()->json();
+    QUndoStack* undo = w->document()->undoStack();
+    QCOMPARE(undo->count(), 3);
+    while (undo->canUndo())
+        undo->undo();
+    QVERIFY(w->document()->json() == original);
+    QVERIFY(!w->document()->isModified());
+    QCOMPARE(w->settingsPanel()->findChild<QSpinBox*>("/training/micro_batch_size#spin")->value(), 3);
+    while (undo->canRedo())
+        undo->redo();
+    QVERIFY(w->document()->json() == changed);
+    QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("/cluster/gpu")->currentData().toString(),
+             QStringLiteral("A100-80GB"));
+}
+
+void TestMainWindow::openAndSaveFailuresKeepWork() {
+    auto w = window();
+    w->document()->reset(fullTrainingScenario());
+    w->document()->setValue("/training/micro_batch_size", 2);
+    const json work = w->document()->json();
+    // Save into a folder that cannot be written: a clear message, nothing lost, still unsaved.
+    QString error;
+    QVERIFY(!w->saveAs("/proc/headroom-test/x.headroom.json", &error));
+    QVERIFY2(error.startsWith("/proc/headroom-test/x.headroom.json"), qPrintable(error));
+    QVERIFY(w->document()->isModified());
+    QVERIFY(w->document()->filePath().isEmpty());
+    // A real save: the file holds the document (unknown keys too) and the window is clean.
+    const QString path = m_dir.filePath("plan.headroom.json");
+    QVERIFY(w->saveAs(path, &error));
+    QVERIFY(!w->document()->isModified());
+    QFile saved(path);
+    QVERIFY(saved.open(QIODevice::ReadOnly));
+    QVERIFY(json::parse(saved.readAll().toStdString()) == work);
+    QVERIFY(w->windowTitle().contains("plan.headroom.json"));
+    QSettings settings(m_dir.filePath("settings.ini"), QSettings::IniFormat);
+    QCOMPARE(settings.value("recentFiles").toStringList().value(0), QFileInfo(path).absoluteFilePath());
+    // A corrupt file: a message naming it, and the open scenario stays.
+    const QString corrupt = m_dir.filePath("corrupt.headroom.json");
+    writeFile(corrupt, "{\"schema\": \"headroom.scenario/1\", \"model\": ");
+    QVERIFY(!w->openScenario(corrupt, &error));
+    QVERIFY2(error.startsWith(corrupt + ": byte"), qPrintable(error));
+    QVERIFY(w->document()->json() == work);
+    QCOMPARE(w->document()->filePath(), QFileInfo(path).absoluteFilePath());
+    // And opening the saved file reads it back.
+    QVERIFY(w->openScenario(path, &error));
+    QVERIFY(w->document()->json() == work);
+}
+
+void TestMainWindow::savingsApplyWithOneClick() {
+    auto w = window();
+    json doc = fullTrainingScenario();
+    doc["cluster"]["offload_optimizer"] = false;
+    doc["training"]["activation_checkpointing"] = "none";
+    w->document()->reset(doc);
+    const auto& savings = w->savingsModel()->savings();
+    QVERIFY(savings.size() >= 3);
+    const double before = w->document()->estimate().peakBytes;
+    const Saving first = savings.front();
+    QCOMPARE(w->savingsModel()->data(w->savingsModel()->index(0, SavingsModel::ChangeColumn)).toString(),
+             QString::fromStdString(first.description));
+    auto* view = w->findChild<QTableView*>("savings");
+    emit view->doubleClicked(w->savingsModel()->index(0, 0));
+    QCOMPARE(w->document()->estimate().peakBytes, before - first.bytesSaved);
+    w->document()->undoStack()->undo();
+    QCOMPARE(w->document()->estimate().peakBytes, before);
+}
+
+void TestMainWindow::itemModelsAreConsistent() {
+    // Testers attached before any data is set, then the models are driven through real changes.
+    SavingsModel savings;
+    BreakdownModel breakdown;
+    QAbstractItemModelTester t1(&savings, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t2(&breakdown, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    for (const json& doc : {fullTrainingScenario(), fullInferenceScenario(), defaultScenarioDocument()}) {
+        const Scenario sc = scenarioFromJson(doc);
+        savings.setScenario(sc);
+        breakdown.setEstimate(estimate(sc));
+    }
+    ChartStyle gb;
+    gb.unit = ByteUnit::GB;
+    savings.setStyle(gb);
+    breakdown.setStyle(gb);
+    QCOMPARE(breakdown.rowCount(), int(kCategoryCount));
+    QCOMPARE(breakdown.headerData(BreakdownModel::SizeColumn, Qt::Horizontal).toString(),
+             QStringLiteral("GB"));
+    double total = 0;
+    for (int r = 0; r < breakdown.rowCount(); ++r)
+        total += breakdown.data(breakdown.index(r, 0), Qt::UserRole).toDouble();
+    QCOMPARE(total, estimate(scenarioFromJson(defaultScenarioDocument())).peakBytes);
+}
+
+void TestMainWindow::crashRecoveryOffersAutosave() {
+    json doc = fullTrainingScenario();
+    doc["name"] = "recovered work";
+    writeFile(m_dir.filePath("autosave.headroom.json"), QByteArray::fromStdString(doc.dump()));
+    auto w = window(true);
+    QVERIFY(w->document()->json() == doc);
+    QVERIFY(w->document()->isModified()); // recovered, not yet saved
+    // Editing writes the autosave again (after a short delay), and a deliberate close removes it.
+    QFile::remove(w->autosavePath());
+    w->document()->setValue("/training/micro_batch_size", 5);
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(w->autosavePath()), 5000);
+    w->close();
+    QVERIFY(!QFileInfo::exists(w->autosavePath()));
+}
+
+void TestMainWindow::closeAsksAboutUnsavedChanges() {
+    auto w = window();
+    w->show();
+    w->document()->setValue("/training/micro_batch_size", 9);
+    int asked = 0;
+    w->askToSave = [&] {
+        ++asked;
+        return QMessageBox::Cancel;
+    };
+    QVERIFY(!w->close());
+    QCOMPARE(asked, 1);
+    QVERIFY(w->isVisible());
+    w->askToSave = [&] {
+        ++asked;
+        return QMessageBox::Discard;
+    };
+    QVERIFY(w->close());
+    QCOMPARE(asked, 2);
+}
+
+void TestMainWindow::configJsonReplacesTheModel() {
+    auto w = window();
+    const QString cfg = m_dir.filePath("config.json");
+    const json mistral = findModelPreset("Mistral-7B-v0.1")->config;
+    writeFile(cfg, QByteArray::fromStdString(mistral.dump()));
+    QString error;
+    QVERIFY(w->openFile(cfg, &error));
+    QCOMPARE(w->document()->scenario().parameters(), std::uint64_t(7241732096));
+    QVERIFY(w->document()->json()["model"] == mistral);
+    QVERIFY(w->document()->filePath().isEmpty()); // still the same scenario, now with this model
+    writeFile(cfg, R"({"model_type": "mamba", "hidden_size": 5})");
+    QVERIFY(!w->openFile(cfg, &error));
+    QVERIFY(error.contains("mamba"));
+    QCOMPARE(w->document()->scenario().parameters(), std::uint64_t(7241732096));
+}
+
+void TestMainWindow::unitsAndLegend() {
+    auto w = window();
+    ChartStyle s = w->style();
+    s.unit = ByteUnit::GB;
+    w->setStyle(s);
+    QVERIFY(w->findChild<QLabel*>("verdict")->text().contains(" GB"));
+    QCOMPARE(w->breakdownChart()->axes(Qt::Vertical).first()->titleText(), QStringLiteral("GB per GPU"));
+    BreakdownChart* chart = w->breakdownChart();
+    const QString tip = chart->segmentText(Category::Activations, 0);
+    QVERIFY2(tip.startsWith("Activations: ") && tip.contains(" GB (") && tip.endsWith("%)"), qPrintable(tip));
+    chart->setCategoryHidden(Category::Activations, true);
+    QCOMPARE(chart->series()->barSets().at(int(Category::Activations))->at(0), 0.0);
+    chart->setCategoryHidden(Category::Activations, false);
+    QVERIFY(chart->series()->barSets().at(int(Category::Activations))->at(0) > 0);
+}
+
+void TestMainWindow::sweepMarksTheLimit() {
+    auto w = window();
+    const Estimate& est = w->document()->estimate();
+    const SweepResult r = w->sweepChart()->result();
+    QCOMPARE(r.limit, est.maxMicroBatchSize);
+    QVERIFY(r.points.size() > 10);
+    for (int i = 1; i < r.points.size(); ++i)
+        QVERIFY(r.points[i].y() >= r.points[i - 1].y()); // memory grows with the micro-batch
 }
 
 QTEST_MAIN(TestMainWindow)
