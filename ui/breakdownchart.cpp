@@ -34,8 +34,7 @@ BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
         auto* set = new QBarSet(QString::fromUtf8(categoryLabel(cat)));
-        set->setColor(categoryColor(cat));
-        set->setBorderColor(categoryColor(cat).darker(130));
+        colourBarSet(set, cat);
         m_sets[i] = set;
         m_series->append(set);
     }
@@ -85,8 +84,7 @@ void BreakdownChart::setStyle(const ChartStyle& style) {
     m_style.apply(this);
     // The theme resets series colours: put the category colours back.
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
-        m_sets[i]->setColor(categoryColor(categoryAt(i)));
-        m_sets[i]->setBorderColor(categoryColor(categoryAt(i)).darker(130));
+        colourBarSet(m_sets[i], categoryAt(i));
     }
     rebuild();
 }
@@ -100,15 +98,33 @@ void BreakdownChart::setCategoryHidden(Category c, bool hidden) {
 }
 
 void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
-    m_scenario = sc;
-    m_estimate = est;
+    Bars bars;
+    const bool single = est.ranks.size() == 1;
+    bars.title = single
+                     ? QStringLiteral("Per GPU at the peak")
+                     : QStringLiteral("Per GPU at the peak, by pipeline stage (stage %1 is the most loaded)")
+                           .arg(est.mostLoadedStage);
+    for (const auto& r : est.ranks) {
+        bars.labels << (single ? QStringLiteral("Each of %1 GPUs").arg(sc.cluster.numGpus)
+                               : QStringLiteral("Stage %1 (%2–%3)")
+                                     .arg(r.stage)
+                                     .arg(r.firstLayer)
+                                     .arg(r.firstLayer + r.layers - 1));
+        bars.values.push_back(r.peak);
+    }
+    bars.capacity = est.capacityBytes;
+    setBars(std::move(bars));
+}
+
+void BreakdownChart::setBars(Bars bars) {
+    m_bars = std::move(bars);
     rebuild();
 }
 
 QString BreakdownChart::segmentText(Category c, int bar) const {
-    if (bar < 0 || bar >= static_cast<int>(m_estimate.ranks.size()))
+    if (bar < 0 || bar >= static_cast<int>(m_bars.values.size()))
         return {};
-    const Breakdown& b = m_estimate.ranks[static_cast<std::size_t>(bar)].peak;
+    const Breakdown& b = m_bars.values[static_cast<std::size_t>(bar)];
     const double total = b.total();
     return QStringLiteral("%1: %2 (%3%)")
         .arg(QString::fromUtf8(categoryLabel(c)), m_style.format(b[c]))
@@ -126,46 +142,38 @@ void BreakdownChart::hovered(bool state, int index, QBarSet* set) {
 }
 
 void BreakdownChart::rebuild() {
-    const auto& ranks = m_estimate.ranks;
-    const int bars = static_cast<int>(ranks.size());
+    const auto& values = m_bars.values;
+    const int bars = static_cast<int>(values.size());
     // Titles, names and legend fonts are only set when they change: each set relayouts the legend and
     // reshapes its text, which is most of what a slider step would otherwise cost.
-    const QString title =
-        bars == 1 ? QStringLiteral("Per GPU at the peak")
-                  : QStringLiteral("Per GPU at the peak, by pipeline stage (stage %1 is the most loaded)")
-                        .arg(m_estimate.mostLoadedStage);
-    if (this->title() != title)
-        setTitle(title);
-
-    QStringList labels;
-    for (const auto& r : ranks)
-        labels << (bars == 1 ? QStringLiteral("Each of %1 GPUs").arg(m_scenario.cluster.numGpus)
-                             : QStringLiteral("Stage %1 (%2–%3)")
-                                   .arg(r.stage)
-                                   .arg(r.firstLayer)
-                                   .arg(r.firstLayer + r.layers - 1));
-    if (m_x->categories() != labels) {
+    if (title() != m_bars.title)
+        setTitle(m_bars.title);
+    if (m_x->categories() != m_bars.labels) {
         m_x->clear();
-        m_x->append(labels);
+        m_x->append(m_bars.labels);
     }
-    double top = m_estimate.capacityBytes;
+    double top = m_bars.capacity, peak = 0;
+    for (const Breakdown& b : values)
+        peak = std::max(peak, b.total());
+    top = std::max(top, peak);
+    const bool fits = peak <= m_bars.capacity;
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
         QBarSet* set = m_sets[i];
         bool any = false;
-        QList<qreal> values;
-        values.reserve(bars);
-        for (const auto& r : ranks) {
-            any = any || r.peak[cat] > 0;
-            values << (m_hidden.count(cat) ? 0.0 : m_style.scale(r.peak[cat]));
+        QList<qreal> scaled;
+        scaled.reserve(bars);
+        for (const Breakdown& b : values) {
+            any = any || b[cat] > 0;
+            scaled << (m_hidden.count(cat) ? 0.0 : m_style.scale(b[cat]));
         }
         if (set->count() != bars) {
             set->remove(0, set->count());
-            set->append(values);
+            set->append(scaled);
         } else {
             for (int b = 0; b < bars; ++b)
-                if (set->at(b) != values[b])
-                    set->replace(b, values[b]);
+                if (set->at(b) != scaled[b])
+                    set->replace(b, scaled[b]);
         }
         // Categories that are zero everywhere leave the legend; hidden ones stay there, greyed.
         QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
@@ -181,8 +189,6 @@ void BreakdownChart::rebuild() {
             marker->setLabelBrush(hidden ? QBrush(Qt::gray) : legend()->labelBrush());
         }
     }
-    for (const auto& r : ranks)
-        top = std::max(top, r.peak.total());
     const double ceiling = std::ceil(m_style.scale(top * 1.1));
     m_y->setRange(0, std::max(1.0, ceiling));
     m_y->applyNiceNumbers();
@@ -192,21 +198,19 @@ void BreakdownChart::rebuild() {
 
     const double n = std::max(1, bars);
     m_lineX->setRange(-0.5, n - 0.5);
-    const double cap = m_style.scale(m_estimate.capacityBytes);
+    const double cap = m_style.scale(m_bars.capacity);
     m_capacity->replace(QList<QPointF>{{-0.5, cap}, {n - 0.5, cap}});
-    QPen pen(m_estimate.fits ? (m_style.dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c))
-                             : QColor(0xd6, 0x27, 0x28));
-    pen.setWidth(2);
-    pen.setStyle(Qt::DashLine);
+    const QPen pen = m_style.capacityPen(fits || !m_bars.headroomLabel);
     if (m_capacity->pen() != pen)
         m_capacity->setPen(pen);
-    const QString name = QStringLiteral("Usable (%1)").arg(m_style.format(m_estimate.capacityBytes, 1));
+    const QString name = QStringLiteral("Usable (%1)").arg(m_style.format(m_bars.capacity, 1));
     if (m_capacity->name() != name)
         m_capacity->setName(name);
+    m_capacityLabel->setVisible(m_bars.headroomLabel);
     m_capacityLabel->replace(QList<QPointF>{{(n - 1) / 2.0, cap}});
     m_capacityLabel->setPointLabelsFormat(
-        m_estimate.fits ? QStringLiteral("headroom %1").arg(m_style.format(m_estimate.headroomBytes()))
-                        : QStringLiteral("over by %1").arg(m_style.format(-m_estimate.headroomBytes())));
+        fits ? QStringLiteral("headroom %1").arg(m_style.format(m_bars.capacity - peak))
+             : QStringLiteral("over by %1").arg(m_style.format(peak - m_bars.capacity)));
     if (m_capacityLabel->pointLabelsColor() != pen.color()) {
         m_capacityLabel->setPointLabelsColor(pen.color());
         m_capacityLabel->setColor(pen.color());

@@ -6,6 +6,7 @@
 #include <QChart>
 #include <array>
 #include <set>
+#include <vector>
 
 class QBarCategoryAxis;
 class QBarSet;
@@ -16,15 +17,25 @@ class QValueAxis;
 
 namespace headroom {
 
-// The stacked per-GPU bar chart: one bar per pipeline stage (one bar when every GPU holds the same), one
-// colour per category, a dashed line at the GPU's usable memory with the headroom or overflow written on
-// it. Legend entries toggle categories; hovering a segment shows its bytes and share. Updated in place.
+// Stacked per-GPU bars, one colour per category, against a dashed line at the GPU's usable memory with
+// the headroom or overflow written on it. Legend entries toggle categories; hovering a segment shows its
+// bytes and share. Updated in place. setEstimate shows one bar per pipeline stage (one bar when every
+// GPU holds the same); setBars shows any set of bars (the strategy comparison).
 class BreakdownChart : public QChart {
     Q_OBJECT
 public:
+    struct Bars {
+        QString title;
+        QStringList labels;
+        std::vector<Breakdown> values;
+        double capacity = 0;
+        bool headroomLabel = true;
+    };
+
     explicit BreakdownChart(QGraphicsItem* parent = nullptr);
 
     void setEstimate(const Scenario& sc, const Estimate& est);
+    void setBars(Bars bars);
     void setStyle(const ChartStyle& style);
     const ChartStyle& style() const { return m_style; }
     bool isCategoryHidden(Category c) const { return m_hidden.count(c) != 0; }
@@ -38,8 +49,7 @@ private:
     void hovered(bool state, int index, QBarSet* set);
 
     ChartStyle m_style;
-    Scenario m_scenario;
-    Estimate m_estimate;
+    Bars m_bars;
     std::set<Category> m_hidden;
     QStackedBarSeries* m_series = nullptr;
     std::array<QBarSet*, kCategoryCount> m_sets{};

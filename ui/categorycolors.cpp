@@ -1,5 +1,7 @@
 #include "ui/categorycolors.h"
 
+#include <QBarSet>
+
 namespace headroom {
 
 QColor categoryColor(Category c) {
@@ -18,6 +20,11 @@ QColor categoryColor(Category c) {
         QColor(0xbc, 0xbd, 0x22), // allocator overhead
     };
     return colors[static_cast<std::size_t>(c)];
+}
+
+void colourBarSet(QBarSet* set, Category c) {
+    set->setColor(categoryColor(c));
+    set->setBorderColor(categoryColor(c).darker(130));
 }
 
 } // namespace headroom

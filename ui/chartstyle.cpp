@@ -25,4 +25,11 @@ void ChartStyle::apply(QChart* chart) const {
     }
 }
 
+QPen ChartStyle::capacityPen(bool fits) const {
+    QPen pen(fits ? (dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c)) : QColor(0xd6, 0x27, 0x28));
+    pen.setWidth(2);
+    pen.setStyle(Qt::DashLine);
+    return pen;
+}
+
 } // namespace headroom

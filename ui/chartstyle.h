@@ -2,6 +2,7 @@
 #include "core/io/bytesformat.h"
 
 #include <QChart>
+#include <QPen>
 #include <QString>
 
 namespace headroom {
@@ -17,6 +18,8 @@ struct ChartStyle {
         return QString::number(scale(bytes), 'f', precision) + QLatin1Char(' ') + unitName();
     }
     void apply(QChart* chart) const; // theme, background, fonts
+    // The dashed capacity line every chart draws: red when the plan does not fit.
+    QPen capacityPen(bool fits = true) const;
 };
 
 } // namespace headroom

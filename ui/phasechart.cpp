@@ -86,10 +86,7 @@ void PhaseChart::setScenario(const Scenario& sc, const Estimate& est) {
     }
     const double cap = m_style.scale(est.capacityBytes);
     m_capacity->replace(QList<QPointF>{{0, cap}, {double(phases), cap}});
-    QPen pen(est.fits ? (m_style.dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c))
-                      : QColor(0xd6, 0x27, 0x28));
-    pen.setStyle(Qt::DashLine);
-    pen.setWidth(2);
+    const QPen pen = m_style.capacityPen(est.fits);
     if (m_capacity->pen() != pen)
         m_capacity->setPen(pen);
     const QStringList names =

@@ -138,9 +138,7 @@ void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
     const double lo = pts.isEmpty() ? 1 : pts.first().x(), hi = pts.isEmpty() ? 2 : pts.last().x();
     const double cap = m_style.scale(est.capacityBytes);
     m_capacity->replace(QList<QPointF>{{lo, cap}, {hi, cap}});
-    QPen pen(m_style.dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c));
-    pen.setStyle(Qt::DashLine);
-    pen.setWidth(2);
+    const QPen pen = m_style.capacityPen(true);
     if (m_capacity->pen() != pen)
         m_capacity->setPen(pen);
     m_current->replace(QList<QPointF>{{current, m_style.scale(est.peakBytes)}});

@@ -198,16 +198,24 @@ int communicators(const ClusterSettings& c) {
            (c.contextParallel > 1) + (c.expertParallel > 1);
 }
 
+// The layers a stage holds and the parameters on each of its GPUs.
+StageParams placeStage(const Scenario& sc, int stage, StageModel& st) {
+    const int p = sc.cluster.pipelineParallel;
+    st.last = stage == p - 1;
+    st.layers = sc.model.known ? stageLayers(sc.model.layers, p, stage) : 0;
+    st.firstLayer = sc.model.known ? stageFirstLayer(sc.model.layers, p, stage) : 0;
+    st.cudaContext = static_cast<double>(sc.overheads.cudaContextBytes);
+    st.allocatorFraction = sc.overheads.allocatorOverheadFraction;
+    return stageParams(sc, stage, st.firstLayer, st.layers);
+}
+
 StageModel trainingStage(const Scenario& sc, int stage) {
     StageModel st;
     const ModelSpec& m = sc.model;
     const ClusterSettings& c = sc.cluster;
     const TrainingSettings& tr = sc.training;
     const int p = c.pipelineParallel;
-    st.last = stage == p - 1;
-    st.layers = m.known ? stageLayers(m.layers, p, stage) : 0;
-    st.firstLayer = m.known ? stageFirstLayer(m.layers, p, stage) : 0;
-    const StageParams sp = stageParams(sc, stage, st.firstLayer, st.layers);
+    const StageParams sp = placeStage(sc, stage, st);
 
     const double group = shardGroup(c);
     const double expertGroup = std::max(1.0, group / c.expertParallel);
@@ -236,8 +244,6 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
         !sc.overheads.ddpGradientAsBucketView)
         st.communication += b.gradients * (sp.dense + sp.experts); // DDP's flat buckets copy every gradient
-    st.cudaContext = static_cast<double>(sc.overheads.cudaContextBytes);
-    st.allocatorFraction = sc.overheads.allocatorOverheadFraction;
     st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
@@ -287,15 +293,10 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
     const ClusterSettings& c = sc.cluster;
     const InferenceSettings& in = sc.inference;
     const int p = c.pipelineParallel;
-    st.last = stage == p - 1;
-    st.layers = m.known ? stageLayers(m.layers, p, stage) : 0;
-    st.firstLayer = m.known ? stageFirstLayer(m.layers, p, stage) : 0;
-    const StageParams sp = stageParams(sc, stage, st.firstLayer, st.layers);
+    const StageParams sp = placeStage(sc, stage, st);
     st.weights = in.weightBytes * (sp.dense + sp.experts);
     st.communication = static_cast<double>((c.tensorParallel > 1) + (p > 1) + (c.expertParallel > 1)) *
                        static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
-    st.cudaContext = static_cast<double>(sc.overheads.cudaContextBytes);
-    st.allocatorFraction = sc.overheads.allocatorOverheadFraction;
     if (!m.known)
         return st;
     const double t = c.tensorParallel;

@@ -349,6 +349,13 @@ bool looksLikeJson(std::string_view s) {
     return false;
 }
 
+Trace snapshot(const DataTree& t, Value root, TraceFormat format) {
+    Trace trace;
+    trace.format = format;
+    SnapshotExtractor(t, trace).run(root);
+    return trace;
+}
+
 Trace fromJsonTree(const DataTree& t, Value root) {
     if (t.isDict(root)) {
         bool found = false;
@@ -356,12 +363,8 @@ Trace fromJsonTree(const DataTree& t, Value root) {
         if (found)
             return chromeTrace(t, root);
         t.get(root, "segments", &found);
-        if (found) {
-            Trace trace;
-            trace.format = TraceFormat::PytorchSnapshotJson;
-            SnapshotExtractor(t, trace).run(root);
-            return trace;
-        }
+        if (found)
+            return snapshot(t, root, TraceFormat::PytorchSnapshotJson);
         throw Error(
             "",
             "a JSON object that is neither a profiler trace (traceEvents) nor a memory snapshot (segments)");
@@ -380,12 +383,8 @@ Trace fromJsonTree(const DataTree& t, Value root) {
         bool blocks = false, ph = false;
         t.get(first, "blocks", &blocks);
         t.get(first, "ph", &ph);
-        if (blocks) {
-            Trace trace;
-            trace.format = TraceFormat::PytorchSnapshotJson;
-            SnapshotExtractor(t, trace).run(root);
-            return trace;
-        }
+        if (blocks)
+            return snapshot(t, root, TraceFormat::PytorchSnapshotJson);
         if (ph)
             return chromeTrace(t, root);
     }
@@ -416,10 +415,7 @@ Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release
         limits.copyStrings = true; // so the file's bytes can go before the columns are built
         const Value root = readPickle(bytes, tree, limits, options.progress);
         release();
-        Trace trace;
-        trace.format = TraceFormat::PytorchSnapshot;
-        SnapshotExtractor(tree, trace).run(root);
-        return trace;
+        return snapshot(tree, root, TraceFormat::PytorchSnapshot);
     }
     if (looksLikeJson(bytes)) {
         DataTree tree(0);
