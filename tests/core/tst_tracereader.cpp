@@ -183,6 +183,7 @@ private slots:
     void liveSetMatchesBruteForce();
     void protocolJsonAndGzipVariantsAgree();
     void smallSnapshotReplay();
+    void bareSegmentListAndLegacyFree();
     void hostileOpcodesAreRejected();
     void hostileStructure();
     void truncationAtEveryByte();
@@ -361,6 +362,42 @@ void TestTraceReader::smallSnapshotReplay() {
     QCOMPARE(d.entries, size_t(5));
     QCOMPARE(t.stacks.size(), size_t(2)); // "no stack" + the one shared stack
     QCOMPARE(t.strings[t.stacks[1][0].filename], std::string("model.py"));
+}
+
+void TestTraceReader::bareSegmentListAndLegacyFree() {
+    // The oldest snapshots are a bare list of segments, with blocks tiling the segment in order.
+    PickleWriter w(2);
+    w.beginList();
+    w.beginDict();
+    w.str("device"), w.integer(1), w.str("address"), w.integer(4096), w.str("total_size"), w.integer(8192);
+    w.str("blocks");
+    w.beginList();
+    for (const auto& [size, state] :
+         {std::pair{1024, "active_allocated"}, {2048, "inactive"}, {5120, "active_pending_free"}}) {
+        w.beginDict();
+        w.str("size"), w.integer(size), w.str("state"), w.str(state);
+        w.endDict();
+    }
+    w.endList();
+    w.endDict();
+    w.endList();
+    const Trace t = readTrace(w.finish());
+    QCOMPARE(t.devices.size(), size_t(1));
+    QCOMPARE(t.devices[0].key, std::string("1"));
+    QCOMPARE(t.devices[0].segments[0].blocks[2].address, std::uint64_t(4096 + 1024 + 2048));
+    const DeviceSummary d = summarize(t).devices[0];
+    QCOMPARE(d.finalAllocated, 1024LL);
+    QCOMPARE(d.finalActive, 1024LL + 5120);
+    QCOMPARE(d.finalReserved, 8192LL);
+    QCOMPARE(d.entries, size_t(0));
+    // A legacy "free" is requested and completed at once.
+    const Trace legacy = readTrace(std::string(
+        R"({"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 100}, {"action": "free", "addr": 1, "size": 100}]]})"));
+    const DeviceSummary l = summarize(legacy).devices[0];
+    QCOMPARE(l.peakAllocated, 100LL);
+    QCOMPARE(l.peakActive, 100LL);
+    QCOMPARE(l.finalActive, 0LL);
+    QCOMPARE(legacy.format, TraceFormat::PytorchSnapshotJson);
 }
 
 void TestTraceReader::hostileOpcodesAreRejected() {
