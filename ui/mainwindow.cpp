@@ -368,6 +368,8 @@ void MainWindow::updateViews() {
     m_phase->setScenario(sc, est);
     const bool training = sc.mode == Mode::Training;
     m_strategyView->setVisible(training);
+    m_sweepVariable->setItemText(0, training ? tr("Sweep micro-batch") : tr("Sweep batch"));
+    m_sweepVariable->setItemText(1, training ? tr("Sweep sequence length") : tr("Sweep context length"));
     if (training)
         m_strategies->setScenario(sc, est);
     m_sweep->setScenario(sc, est);

@@ -44,6 +44,8 @@ struct SettingsPanel::Field {
     QCheckBox* check = nullptr;
     QComboBox* combo = nullptr;
     QWidget* row = nullptr;
+    QFormLayout* form = nullptr;
+    bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
 
     static constexpr int kSteps = 1000;
     int toSlider(int v) const {
@@ -352,6 +354,11 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
     }
     row->setToolTip(f->tip);
     form->addRow(f->label, row);
+    f->form = form;
+    static const QStringList trainingOnly = {"/cluster/data_parallel",     "/cluster/gpus_per_node",
+                                             "/cluster/context_parallel",  "/cluster/sequence_parallel",
+                                             "/cluster/offload_optimizer", "/cluster/offload_parameters"};
+    f->trainingOnly = trainingOnly.contains(f->pointer);
 }
 
 void SettingsPanel::refresh() {
@@ -363,6 +370,8 @@ void SettingsPanel::refresh() {
     m_mode->setCurrentIndex(training ? 0 : 1);
     for (const auto& field : m_fields) {
         Field* f = field.get();
+        if (f->trainingOnly)
+            f->form->setRowVisible(f->row, training);
         const json::json_pointer ptr(f->pointer.toStdString());
         const json* v = doc.contains(ptr) ? &doc.at(ptr) : nullptr;
         switch (f->kind) {
