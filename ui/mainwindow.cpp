@@ -32,6 +32,7 @@
 #include <QMenuBar>
 #include <QMimeData>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -141,7 +142,9 @@ void MainWindow::build() {
     auto* scroll = new QScrollArea(splitter);
     scroll->setWidget(m_panel);
     scroll->setWidgetResizable(true);
-    scroll->setMinimumWidth(330);
+    // Wide enough for the panel and its scroll bar: nothing is clipped when the groups need scrolling.
+    scroll->setMinimumWidth(m_panel->minimumSizeHint().width() +
+                            scroll->verticalScrollBar()->sizeHint().width() + 6);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     splitter->addWidget(scroll);
 

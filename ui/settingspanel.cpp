@@ -93,12 +93,14 @@ SettingsPanel::Field intField(const char* pointer, const char* label, int min, i
     return f;
 }
 
-SettingsPanel::Field boolField(const char* pointer, const char* label, const char* tip) {
+SettingsPanel::Field boolField(const char* pointer, const char* label, const char* tip,
+                               bool fallback = false) {
     SettingsPanel::Field f;
     f.kind = SettingsPanel::Field::Bool;
     f.pointer = pointer;
     f.label = QString::fromUtf8(label);
     f.tip = QString::fromUtf8(tip);
+    f.fallbackBool = fallback;
     return f;
 }
 
@@ -277,7 +279,25 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "Master weights and optimizer states in CPU memory"));
     addField(clusterForm, boolField("/cluster/offload_parameters", "Offload parameters",
                                     "Weights in CPU memory, fetched per layer"));
+    addField(
+        clusterForm,
+        choiceField("/cluster/offload_optimizer_step", "Offloaded step",
+                    {{"cpu", "update on the CPU"}, {"gpu", "stream states to the GPU"}}, "cpu",
+                    "Where the optimizer step of offloaded states runs (sets the PCIe traffic per step)"));
+    addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1, 16, 1, true,
+                                   "Model chunks per pipeline stage (interleaved 1F1B)"));
+    addField(clusterForm, boolField("/cluster/prefetch", "Prefetch",
+                                    "FSDP/ZeRO-3 gathers the next layer while computing this one", true));
     layout->addWidget(cluster);
+
+    auto* overheads = new QGroupBox(tr("Overheads"), this);
+    auto* overheadsForm = new QFormLayout(overheads);
+    addField(overheadsForm, intField("/overheads/cuda_context_mib", "CUDA context (MiB)", 0, 4096, 512, false,
+                                     "Memory the CUDA context takes outside the allocator"));
+    addField(overheadsForm,
+             intField("/overheads/nccl_mib_per_communicator", "NCCL per group (MiB)", 0, 4096, 384, false,
+                      "NCCL buffers per communicator (data, tensor, pipeline, context, expert groups)"));
+    layout->addWidget(overheads);
     layout->addStretch(1);
 
     connect(m_doc, &ScenarioDocument::changed, this, &SettingsPanel::refresh);
@@ -355,9 +375,10 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
     row->setToolTip(f->tip);
     form->addRow(f->label, row);
     f->form = form;
-    static const QStringList trainingOnly = {"/cluster/data_parallel",     "/cluster/gpus_per_node",
-                                             "/cluster/context_parallel",  "/cluster/sequence_parallel",
-                                             "/cluster/offload_optimizer", "/cluster/offload_parameters"};
+    static const QStringList trainingOnly = {
+        "/cluster/data_parallel",          "/cluster/gpus_per_node",           "/cluster/context_parallel",
+        "/cluster/sequence_parallel",      "/cluster/offload_optimizer",       "/cluster/offload_parameters",
+        "/cluster/offload_optimizer_step", "/cluster/virtual_pipeline_stages", "/cluster/prefetch"};
     f->trainingOnly = trainingOnly.contains(f->pointer);
 }
 
@@ -457,9 +478,10 @@ void SettingsPanel::importConfig() {
 nlohmann::json SettingsPanel::valuesFromWidgets() const {
     json out = json::object();
     for (const auto& f : m_fields)
-        if (f->row->parentWidget() && ((f->pointer.startsWith("/training") && !m_training->isHidden()) ||
-                                       (f->pointer.startsWith("/inference") && !m_inference->isHidden()) ||
-                                       f->pointer.startsWith("/cluster")))
+        if (f->row->parentWidget() &&
+            ((f->pointer.startsWith("/training") && !m_training->isHidden()) ||
+             (f->pointer.startsWith("/inference") && !m_inference->isHidden()) ||
+             f->pointer.startsWith("/cluster") || f->pointer.startsWith("/overheads")))
             out[json::json_pointer(f->pointer.toStdString())] = f->widgetValue();
     return out;
 }

@@ -43,7 +43,9 @@ json fullTrainingScenario() {
                    "activation_checkpointing": "full", "attention": "eager"},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
-                  "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false},
+                  "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
+                  "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "prefetch": false},
+      "overheads": {"cuda_context_mib": 600, "nccl_mib_per_communicator": 256},
       "x_notes": {"kept": true}})");
 }
 
@@ -55,7 +57,9 @@ json fullInferenceScenario() {
                     "kv_block_size": 16, "attention": "flash"},
       "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
-                  "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false}})");
+                  "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,
+                  "offload_optimizer_step": "cpu", "virtual_pipeline_stages": 1, "prefetch": true},
+      "overheads": {"cuda_context_mib": 512, "nccl_mib_per_communicator": 384}})");
 }
 
 void writeFile(const QString& path, const QByteArray& bytes) {
@@ -143,7 +147,7 @@ void TestMainWindow::settingsRoundTrip() {
     int covered = 0;
     for (const auto& [section, values] : fromWidgets.items())
         covered += static_cast<int>(values.size());
-    QVERIFY(covered >= 16);
+    QVERIFY2(covered >= 21, qPrintable(QString::fromStdString(fromWidgets.dump())));
     // And the preset combo shows the model.
     QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("preset")->currentData().toString(),
              QString::fromStdString(doc["model"]["preset"].get<std::string>()));
