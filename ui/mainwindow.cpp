@@ -520,9 +520,11 @@ void MainWindow::restoreSession() {
         }
         QFile::remove(autosave);
     }
+    // Started without a file, Headroom shows the built-in default scenario (CONTRACTS.md section 1); the
+    // last scenario is remembered as the first entry of File > Open Recent.
     const QString last = settings()->value("session/lastScenario").toString();
     if (!last.isEmpty() && QFileInfo::exists(last))
-        m_doc->load(last, nullptr);
+        statusBar()->showMessage(tr("Last scenario: %1 (File > Open Recent)").arg(QFileInfo(last).fileName()), 8000);
     restoreGeometry(settings()->value("window/geometry").toByteArray());
     restoreState(settings()->value("window/state").toByteArray());
 }
