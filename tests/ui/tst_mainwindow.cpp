@@ -13,11 +13,16 @@
 
 #include <QAbstractAxis>
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QBarSet>
 #include <QChartView>
 #include <QComboBox>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QLabel>
+#include <QMimeData>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
@@ -25,7 +30,9 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolTip>
 #include <QUndoStack>
+#include <QUrl>
 #include <memory>
 
 using namespace headroom;
@@ -86,6 +93,7 @@ private slots:
     void crashRecoveryOffersAutosave();
     void closeAsksAboutUnsavedChanges();
     void configJsonReplacesTheModel();
+    void dropScenarioAndConfig();
     void unitsAndLegend();
     void sweepMarksTheLimit();
 
@@ -346,6 +354,34 @@ void TestMainWindow::configJsonReplacesTheModel() {
     QCOMPARE(w->document()->scenario().parameters(), std::uint64_t(7241732096));
 }
 
+void TestMainWindow::dropScenarioAndConfig() {
+    auto w = window();
+    w->show();
+    auto drop = [&](const QString& path) {
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(path)});
+        QDragEnterEvent enter(QPoint(400, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w.get(), &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent dropEvent(QPointF(400, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w.get(), &dropEvent);
+    };
+    // A scenario dropped on the window opens it.
+    const QString scenario = m_dir.filePath("dropped.headroom.json");
+    writeFile(scenario, QByteArray::fromStdString(fullInferenceScenario().dump()));
+    drop(scenario);
+    QCOMPARE(w->document()->scenario().mode, Mode::Inference);
+    QCOMPARE(w->document()->filePath(), QFileInfo(scenario).absoluteFilePath());
+    // A config.json dropped on it replaces the model of the open scenario.
+    QDir().mkpath(m_dir.filePath("mixtral"));
+    const QString cfg = m_dir.filePath("mixtral/config.json");
+    writeFile(cfg, QByteArray::fromStdString(findModelPreset("Mixtral-8x7B-v0.1")->config.dump()));
+    drop(cfg);
+    QCOMPARE(w->document()->scenario().parameters(), std::uint64_t(46702792704));
+    QCOMPARE(w->document()->scenario().mode, Mode::Inference);
+    QVERIFY(w->document()->isModified());
+}
+
 void TestMainWindow::unitsAndLegend() {
     auto w = window();
     ChartStyle s = w->style();
@@ -356,6 +392,11 @@ void TestMainWindow::unitsAndLegend() {
     BreakdownChart* chart = w->breakdownChart();
     const QString tip = chart->segmentText(Category::Activations, 0);
     QVERIFY2(tip.startsWith("Activations: ") && tip.contains(" GB (") && tip.endsWith("%)"), qPrintable(tip));
+    // Hovering a segment shows that text.
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    emit chart->series()->hovered(true, 0, chart->series()->barSets().at(int(Category::Activations)));
+    QTRY_COMPARE(QToolTip::text(), tip);
     chart->setCategoryHidden(Category::Activations, true);
     QCOMPARE(chart->series()->barSets().at(int(Category::Activations))->at(0), 0.0);
     chart->setCategoryHidden(Category::Activations, false);
