@@ -319,10 +319,6 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
 }
 
-QList<QChartView*> MainWindow::chartViews() const {
-    return {m_breakdownView, m_phaseView, m_strategyView, m_sweepView};
-}
-
 void MainWindow::setStyle(const ChartStyle& style) {
     const bool themeChanged = style.dark != m_style.dark;
     m_style = style;
@@ -524,7 +520,8 @@ void MainWindow::restoreSession() {
     // last scenario is remembered as the first entry of File > Open Recent.
     const QString last = settings()->value("session/lastScenario").toString();
     if (!last.isEmpty() && QFileInfo::exists(last))
-        statusBar()->showMessage(tr("Last scenario: %1 (File > Open Recent)").arg(QFileInfo(last).fileName()), 8000);
+        statusBar()->showMessage(tr("Last scenario: %1 (File > Open Recent)").arg(QFileInfo(last).fileName()),
+                                 8000);
     restoreGeometry(settings()->value("window/geometry").toByteArray());
     restoreState(settings()->value("window/state").toByteArray());
 }

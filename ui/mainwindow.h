@@ -51,7 +51,6 @@ public:
     SweepChart* sweepChart() const { return m_sweep; }
     SavingsModel* savingsModel() const { return m_savings; }
     BreakdownModel* breakdownModel() const { return m_table; }
-    QList<QChartView*> chartViews() const;
     const ChartStyle& style() const { return m_style; }
     void setStyle(const ChartStyle& style);
     QString autosavePath() const;

@@ -29,13 +29,13 @@ std::vector<long long> logValues(long long lo, long long hi, long long step, int
 
 } // namespace
 
-SweepResult computeSweep(const Scenario& sc, SweepVariable variable) {
+SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable variable) {
     SweepResult r;
     Scenario probe = sc;
     const bool training = sc.mode == Mode::Training;
     switch (variable) {
     case SweepVariable::MicroBatch: {
-        const long long limit = estimate(sc).maxMicroBatchSize;
+        const long long limit = est.maxMicroBatchSize; // already exact: no need to estimate again
         r.limit = limit;
         const long long hi = std::max<long long>(16, std::min<long long>(1 << 16, limit * 2));
         for (long long b : logValues(1, hi, 1, 48)) {
@@ -110,7 +110,7 @@ void SweepChart::setStyle(const ChartStyle& style) {
 }
 
 void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
-    m_result = computeSweep(sc, m_variable);
+    m_result = computeSweep(sc, est, m_variable);
     const bool training = sc.mode == Mode::Training;
     QString name;
     double current = 0;

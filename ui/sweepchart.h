@@ -21,7 +21,7 @@ struct SweepResult {
         0; // largest micro-batch / sequence that fits, or smallest GPU count that fits (0: none)
 };
 // Peak memory per GPU against one setting, on a log scale, and the limit that fits.
-SweepResult computeSweep(const Scenario& sc, SweepVariable variable);
+SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable variable);
 
 class SweepChart : public QChart {
     Q_OBJECT

@@ -118,6 +118,9 @@ struct StageModel {
     bool last = false;
     // Model states per GPU.
     double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    struct States {
+        double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    } withoutOffload;
     double gatherForward = 0, gatherBackward = 0;
     double communication = 0, cudaContext = 0;
     double allocatorFraction = 0;
@@ -223,12 +226,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         return shard ? sp.dense / group + sp.experts / expertGroup : sp.dense + sp.experts;
     };
     const BytesPerParam& b = tr.bytes;
-    st.weights = c.offloadParameters ? 0 : b.weights * sharded(shardsWeights(c));
-    st.gradients = b.gradients * sharded(shardsGradients(c));
-    if (c.offloadOptimizer && shardsGradients(c))
-        st.gradients = 0; // the gradient partition lives on the host with the optimizer (ZeRO-Offload)
-    st.master = c.offloadOptimizer ? 0 : b.masterWeights * sharded(shardsOptimizer(c));
-    st.optimizer = c.offloadOptimizer ? 0 : b.optimizerStates * sharded(shardsOptimizer(c));
+    // Model states as they would be without offload; offload then moves some of them to the host.
+    st.withoutOffload = {b.weights * sharded(shardsWeights(c)), b.gradients * sharded(shardsGradients(c)),
+                         b.masterWeights * sharded(shardsOptimizer(c)),
+                         b.optimizerStates * sharded(shardsOptimizer(c))};
+    st.weights = c.offloadParameters ? 0 : st.withoutOffload.weights;
+    // With the optimizer offloaded, a sharded gradient partition lives on the host too (ZeRO-Offload).
+    st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
+    st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
+    st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
 
     const double unit = sp.largestUnit;
     const double prefetch = c.prefetch ? 2 : 1;
@@ -465,14 +471,10 @@ Estimate estimate(const Scenario& sc) {
             (sc.cluster.offloadOptimizer || sc.cluster.offloadParameters)) {
             // What was moved to the host, and what crosses PCIe each optimizer step (per GPU).
             const BytesPerParam& bp = sc.training.bytes;
-            ClusterSettings kept = sc.cluster;
-            kept.offloadOptimizer = kept.offloadParameters = false;
-            Scenario onGpu = sc;
-            onGpu.cluster = kept;
-            const StageModel g = trainingStage(onGpu, s);
+            const StageModel::States& g = unit.withoutOffload;
             OffloadInfo& o = est.offload;
             if (sc.cluster.offloadOptimizer) {
-                o.cpuBytesPerGpu += g.master + g.optimizer + (shardsGradients(kept) ? g.gradients : 0);
+                o.cpuBytesPerGpu += g.master + g.optimizer + (shardsGradients(sc.cluster) ? g.gradients : 0);
                 if (sc.cluster.offloadStep == OffloadStep::Gpu) {
                     // States streamed to the GPU for the update and back (seed 002's accounting).
                     o.hostToDeviceBytes += g.master + g.optimizer;

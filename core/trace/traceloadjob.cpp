@@ -5,19 +5,30 @@
 
 namespace headroom {
 
-std::shared_ptr<LoadedTrace> loadTrace(const std::string& path, const std::function<bool(double)>& progress) {
+std::shared_ptr<LoadedTrace> loadTrace(const std::string& path, const std::function<bool(double)>& progress,
+                                       const std::function<void(const TraceSummary&)>& onSummary) {
+    auto keepGoing = [&](double fraction) {
+        if (progress && !progress(fraction))
+            throw Error("", "cancelled");
+    };
     auto loaded = std::make_shared<LoadedTrace>();
     loaded->path = path;
     TraceReadOptions options;
-    if (progress)
+    if (progress) // reading is most of the work: 0 to 0.9
         options.progress = [&](std::size_t done, std::size_t total) {
-            return progress(total ? static_cast<double>(done) / static_cast<double>(total) : 0.0);
+            return progress(total ? 0.9 * static_cast<double>(done) / static_cast<double>(total) : 0.0);
         };
     loaded->trace = readTraceFile(path, options);
+    keepGoing(0.9);
     loaded->summary = summarize(loaded->trace);
-    for (std::size_t i = 0; i < loaded->trace.devices.size(); ++i)
+    if (onSummary)
+        onSummary(loaded->summary);
+    for (std::size_t i = 0; i < loaded->trace.devices.size(); ++i) {
+        keepGoing(0.9);
         loaded->indexes.push_back(
             std::make_unique<TraceIndex>(loaded->trace.devices[i], loaded->summary.devices[i]));
+    }
+    keepGoing(1.0);
     return loaded;
 }
 
@@ -36,28 +47,17 @@ void TraceLoadJob::wait() {
 
 void TraceLoadJob::run() {
     try {
-        auto loaded = std::make_shared<LoadedTrace>();
-        loaded->path = m_path;
-        TraceReadOptions options;
-        options.progress = [this](std::size_t done, std::size_t total) {
-            if (m_callbacks.progress && total)
-                m_callbacks.progress(0.9 * static_cast<double>(done) / static_cast<double>(total));
-            return !m_cancel.load();
-        };
-        loaded->trace = readTraceFile(m_path, options);
-        if (m_cancel)
-            throw Error("", "cancelled");
-        loaded->summary = summarize(loaded->trace);
-        if (m_callbacks.summary)
-            m_callbacks.summary(std::make_shared<const TraceSummary>(loaded->summary));
-        for (std::size_t i = 0; i < loaded->trace.devices.size(); ++i) {
-            if (m_cancel)
-                throw Error("", "cancelled");
-            loaded->indexes.push_back(
-                std::make_unique<TraceIndex>(loaded->trace.devices[i], loaded->summary.devices[i]));
-        }
-        if (m_callbacks.progress)
-            m_callbacks.progress(1.0);
+        auto loaded = loadTrace(
+            m_path,
+            [this](double fraction) {
+                if (m_callbacks.progress && !m_cancel)
+                    m_callbacks.progress(fraction);
+                return !m_cancel.load();
+            },
+            [this](const TraceSummary& summary) {
+                if (m_callbacks.summary)
+                    m_callbacks.summary(std::make_shared<const TraceSummary>(summary));
+            });
         if (m_callbacks.details)
             m_callbacks.details(loaded);
     } catch (const std::exception& e) {
