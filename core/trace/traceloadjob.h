@@ -49,8 +49,10 @@ private:
     std::thread m_thread;
 };
 
-// The synchronous form: read, summarize and index a file (used by the job, the CLI and tests).
+// The synchronous form: read, summarize and index a file (used by the job and tests). `progress` gets
+// 0..1 and returns false to cancel (Error "cancelled"); `onSummary` runs before the indexes are built.
 std::shared_ptr<LoadedTrace> loadTrace(const std::string& path,
-                                       const std::function<bool(double)>& progress = {});
+                                       const std::function<bool(double)>& progress = {},
+                                       const std::function<void(const TraceSummary&)>& onSummary = {});
 
 } // namespace headroom
