@@ -1,16 +1,20 @@
 #include "core/trace/datatree.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 namespace headroom {
 
 DataTree::DataTree(std::size_t inputBytes) {
-    // Every item costs the reader at least one input byte, a container at least two (opcode and the
-    // MEMOIZE or mark that makes it useful) and a trace record well over sixteen.
-    m_items.reserve(inputBytes);
-    m_containers.reserve(inputBytes / 2);
-    m_records.reserve(inputBytes / 16);
+    // Sized for what real snapshots hold per input byte (an item per 8 bytes or fewer, a container per 16,
+    // a trace record per 90 to 310), so that growth rarely copies; never for what a hostile file could
+    // declare, which would reserve many times the input before a single byte is checked.
+    inputBytes = std::min<std::size_t>(inputBytes, std::size_t(1) << 32);
+    m_items.reserve(inputBytes / 8);
+    m_containers.reserve(inputBytes / 16);
+    m_records.reserve(inputBytes / 64);
 }
 
 DataTree::Value DataTree::makeInt(long long n) {
@@ -21,11 +25,24 @@ DataTree::Value DataTree::makeInt(long long n) {
     return makeBigInt(std::string_view(bytes, 8), true);
 }
 
-DataTree::Value DataTree::makeBigInt(std::string_view le, bool copy) {
-    if (copy) {
-        m_ownedStrings.emplace_back(le);
-        le = m_ownedStrings.back();
+std::string_view DataTree::copyBytes(std::string_view s) {
+    if (s.size() > m_chunkLeft) {
+        const std::size_t size = std::max<std::size_t>(s.size(), std::size_t(1) << 20);
+        m_chunks.push_back(std::make_unique<char[]>(size));
+        m_chunkPos = m_chunks.back().get();
+        m_chunkLeft = size;
     }
+    if (!s.empty())
+        std::memcpy(m_chunkPos, s.data(), s.size());
+    const std::string_view copy(m_chunkPos, s.size());
+    m_chunkPos += s.size();
+    m_chunkLeft -= s.size();
+    return copy;
+}
+
+DataTree::Value DataTree::makeBigInt(std::string_view le, bool copy) {
+    if (copy)
+        le = copyBytes(le);
     m_boxed.push_back({0, le.empty() ? std::string_view("\0", 1) : le});
     return make(Tag::Boxed, m_boxed.size() - 1);
 }
@@ -36,17 +53,48 @@ DataTree::Value DataTree::makeFloat(double d) {
 }
 
 DataTree::Value DataTree::makeStr(std::string_view s, bool copy) {
-    if (copy) {
-        m_ownedStrings.emplace_back(s);
-        s = m_ownedStrings.back();
+    const bool intern = s.size() <= 32;
+    if (intern) {
+        const auto it = m_shortStrings.find(s);
+        if (it != m_shortStrings.end())
+            return it->second;
     }
+    if (copy)
+        s = copyBytes(s);
     m_strings.push_back(s);
-    return make(Tag::Str, m_strings.size() - 1);
+    const Value v = make(Tag::Str, m_strings.size() - 1);
+    if (intern)
+        m_shortStrings.emplace(s, v);
+    return v;
 }
 
 DataTree::Value DataTree::makeBytes(std::string_view s, bool copy) {
-    const Value v = makeStr(s, copy);
-    return make(Tag::Bytes, payload(v));
+    if (copy)
+        s = copyBytes(s);
+    m_strings.push_back(s);
+    return make(Tag::Bytes, m_strings.size() - 1);
+}
+
+void DataTree::shareIfSeen(std::uint32_t index) {
+    Container& c = m_containers[index];
+    if (c.more != 0 || c.count < 2 || c.count > 256 || c.start + c.count != m_items.size())
+        return;
+    const Value* items = m_items.data() + c.start;
+    std::uint64_t h = 0xcbf29ce484222325ull ^ c.count;
+    for (std::uint32_t i = 0; i < c.count; ++i)
+        h = (h ^ items[i]) * 0x100000001b3ull;
+    auto [it, inserted] = m_listByHash.try_emplace(h, index);
+    if (inserted)
+        return;
+    const Container& other = m_containers[it->second];
+    if (it->second != index && other.kind == c.kind && other.more == 0 && other.count == c.count &&
+        std::equal(items, items + c.count, m_items.data() + other.start)) {
+        const std::uint32_t start = c.start;
+        c.start = other.start; // nothing writes items in place, so the range can be shared
+        m_items.resize(start);
+    } else {
+        it->second = index;
+    }
 }
 
 DataTree::Value DataTree::makeContainer(Tag kind, const Value* items, std::size_t count) {
@@ -59,6 +107,8 @@ DataTree::Value DataTree::makeContainer(Tag kind, const Value* items, std::size_
     const auto index = static_cast<std::uint32_t>(m_containers.size() - 1);
     if (kind == Tag::Dict && count > 0)
         tryMakeRecord(index);
+    else if (kind == Tag::List)
+        shareIfSeen(index);
     return make(kind, index);
 }
 
@@ -73,9 +123,12 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
     if (count == 0)
         return true;
     const auto start = static_cast<std::uint32_t>(m_items.size());
+    bool first = false;
     if (c.more == 0 && c.start + c.count == start) {
+        first = c.count == 0;
         c.count += static_cast<std::uint32_t>(count); // still contiguous: grow in place
     } else if (c.count == 0 && c.more == 0) {
+        first = true;
         c.start = start;
         c.count = static_cast<std::uint32_t>(count);
     } else {
@@ -85,11 +138,23 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
             m_overflow.emplace_back();
             c.more = static_cast<std::uint32_t>(m_overflow.size()) & 0xffffffu;
         }
-        m_overflow[c.more - 1].push_back({start, static_cast<std::uint32_t>(count)});
+        auto& runs = m_overflow[c.more - 1];
+        const std::uint64_t before = runs.empty() ? c.count : runs.back().end;
+        if (before + count > 0xffffffffu)
+            return false; // more items than a container can index
+        const std::uint32_t prevStart = runs.empty() ? c.start : runs.back().start;
+        const std::uint64_t prevFirst =
+            runs.size() < 2 ? (runs.empty() ? 0 : c.count) : runs[runs.size() - 2].end;
+        if (!runs.empty() && prevStart + (before - prevFirst) == start)
+            runs.back().end = static_cast<std::uint32_t>(before + count); // continues the last run
+        else
+            runs.push_back({start, static_cast<std::uint32_t>(before + count)});
     }
     m_items.insert(m_items.end(), items, items + count);
     if (t == Tag::Dict)
         tryMakeRecord(index);
+    else if (first)
+        shareIfSeen(index);
     return true;
 }
 
@@ -274,25 +339,31 @@ std::size_t DataTree::size(Value v) const {
     const Container& c = m_containers[payload(v)];
     if (c.kind == kRecordKind)
         return 0;
-    std::size_t n = c.count;
-    if (c.more)
-        for (const Segment& s : m_overflow[c.more - 1])
-            n += s.count;
+    const std::size_t n =
+        c.more && !m_overflow[c.more - 1].empty() ? m_overflow[c.more - 1].back().end : c.count;
     return t == Tag::Dict ? n / 2 : n;
+}
+
+std::uint64_t DataTree::storageKey(Value v) const {
+    const Container& c = m_containers[payload(v)];
+    if (c.more != 0)
+        return (std::uint64_t(1) << 63) | payload(v); // spread over runs: only itself
+    return (std::uint64_t(c.start) << 32) | c.count;
 }
 
 const DataTree::Value* DataTree::locate(Value v, std::size_t i) const {
     const Container& c = m_containers[payload(v)];
     if (i < c.count)
         return &m_items[c.start + i];
-    i -= c.count;
-    if (c.more)
-        for (const Segment& s : m_overflow[c.more - 1]) {
-            if (i < s.count)
-                return &m_items[s.start + i];
-            i -= s.count;
-        }
-    return nullptr;
+    if (!c.more)
+        return nullptr;
+    const std::vector<Segment>& runs = m_overflow[c.more - 1];
+    const auto it = std::upper_bound(runs.begin(), runs.end(), i,
+                                     [](std::size_t index, const Segment& s) { return index < s.end; });
+    if (it == runs.end())
+        return nullptr;
+    const std::size_t first = it == runs.begin() ? c.count : std::prev(it)->end;
+    return &m_items[it->start + (i - first)];
 }
 
 DataTree::Value DataTree::at(Value list, std::size_t i) const {

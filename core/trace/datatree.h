@@ -1,8 +1,9 @@
 #pragma once
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace headroom {
@@ -50,8 +51,7 @@ public:
     static constexpr std::uint32_t kNoFrames = 0xffffffffu;
 
     // ---- building (used by the readers) ----
-    // inputBytes bounds how many items, containers and records the input can create; storage for that many
-    // is reserved up front so nothing is copied while growing (untouched pages cost address space only).
+    // inputBytes sizes the first reservation (a fraction of the input); storage grows past it as needed.
     explicit DataTree(std::size_t inputBytes = 0);
     Value makeInt(long long n);
     Value makeBigInt(std::string_view littleEndianTwosComplement, bool copy = false);
@@ -75,6 +75,9 @@ public:
     bool isRecord(Value v) const;
     const TraceRecord& record(Value v) const;
     std::size_t size(Value container) const; // items of a list, pairs of a dict
+    // Equal for containers whose items are stored once (small lists with equal items share storage):
+    // a cheap identity for "same contents" that never needs the items compared.
+    std::uint64_t storageKey(Value container) const;
     Value at(Value list, std::size_t i) const;
     Value keyAt(Value dict, std::size_t i) const;
     Value valueAt(Value dict, std::size_t i) const;
@@ -84,9 +87,12 @@ public:
     std::size_t recordCount() const { return m_records.size(); }
 
 private:
+    // A further run of a container's items. `end` is the container's item count up to and including this
+    // run, so finding item i is a binary search: CPython writes a list of more than 1,000 items in batches
+    // with other objects between them, and a walk over the runs made reading a trace list quadratic.
     struct Segment {
         std::uint32_t start;
-        std::uint32_t count;
+        std::uint32_t end;
     };
     struct Container {
         std::uint32_t start = 0; // first item in m_items (or record index when kind is Record)
@@ -102,13 +108,23 @@ private:
 
     const Value* locate(Value container, std::size_t i) const;
     bool tryMakeRecord(std::uint32_t containerIndex);
+    void shareIfSeen(std::uint32_t containerIndex);
+    std::string_view copyBytes(std::string_view s);
     std::uint32_t internAction(std::string_view name);
 
     std::vector<Value> m_items;
     std::vector<Container> m_containers;
     std::vector<std::vector<Segment>> m_overflow;
     std::vector<std::string_view> m_strings;
-    std::deque<std::string> m_ownedStrings;
+    // Copied strings live in 1 MiB chunks (a std::string each cost 32 bytes more than its text), and short
+    // ones are interned: a snapshot writes "N/A" anew for each of its millions of entries.
+    std::vector<std::unique_ptr<char[]>> m_chunks;
+    char* m_chunkPos = nullptr;
+    std::size_t m_chunkLeft = 0;
+    std::unordered_map<std::string_view, Value> m_shortStrings;
+    // Small lists with the same items share their storage: every trace entry carries a new frames list,
+    // yet a run has only a few hundred distinct stacks. Keyed by a hash of the items; checked for equality.
+    std::unordered_map<std::uint64_t, std::uint32_t> m_listByHash;
     std::vector<Boxed> m_boxed;
     std::vector<TraceRecord> m_records;
     std::vector<std::string> m_actionNames;

@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+#include <cstring>
 #include <zlib.h>
 
 namespace headroom {
@@ -11,51 +13,90 @@ bool isGzip(std::string_view d) {
            static_cast<unsigned char>(d[1]) == 0x8b;
 }
 
-std::string gunzip(std::string_view data, std::size_t maxOutput) {
+struct GzipReader::State {
     z_stream z{};
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+};
+
+GzipReader::GzipReader(std::string_view data, std::size_t maxOutput)
+    : m_z(std::make_unique<State>()), m_data(data), m_maxOutput(maxOutput) {
+    if (inflateInit2(&m_z->z, 16 + MAX_WBITS) != Z_OK)
         throw Error("", "cannot start gzip decompression");
-    std::string out;
-    out.resize(std::min<std::size_t>(std::max<std::size_t>(data.size() * 4, 1 << 16), maxOutput + 1));
-    std::size_t produced = 0, consumed = 0;
-    int rc = Z_OK;
-    while (true) {
-        z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + consumed));
-        const std::size_t inChunk = std::min<std::size_t>(data.size() - consumed, 1u << 30);
+}
+
+GzipReader::~GzipReader() {
+    inflateEnd(&m_z->z);
+}
+
+std::size_t GzipReader::inflateInto(char* out, std::size_t max) {
+    std::size_t written = 0;
+    z_stream& z = m_z->z;
+    while (written < max && !m_done) {
+        const std::size_t inChunk = std::min<std::size_t>(m_data.size() - m_consumed, 1u << 30);
+        z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(m_data.data() + m_consumed));
         z.avail_in = static_cast<uInt>(inChunk);
-        if (produced == out.size()) {
-            if (out.size() > maxOutput) {
-                inflateEnd(&z);
-                throw Error("", "decompresses to more than " + std::to_string(maxOutput) + " bytes");
-            }
-            out.resize(std::min(out.size() * 2, maxOutput + 1));
-        }
-        const std::size_t outChunk = std::min<std::size_t>(out.size() - produced, 1u << 30);
-        z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+        const std::size_t outChunk = std::min<std::size_t>(max - written, 1u << 30);
+        z.next_out = reinterpret_cast<Bytef*>(out + written);
         z.avail_out = static_cast<uInt>(outChunk);
-        rc = inflate(&z, Z_NO_FLUSH);
-        consumed += inChunk - z.avail_in;
-        produced += outChunk - z.avail_out;
+        const int rc = inflate(&z, Z_NO_FLUSH);
+        m_consumed += inChunk - z.avail_in;
+        const std::size_t got = outChunk - z.avail_out;
+        written += got;
+        m_produced += got;
+        if (m_produced > m_maxOutput)
+            throw Error("byte " + std::to_string(m_consumed),
+                        "decompresses to more than " + std::to_string(m_maxOutput) + " bytes");
         if (rc == Z_STREAM_END) {
             // Concatenated members (gzip allows them): continue with the next one.
-            if (consumed < data.size() && isGzip(data.substr(consumed))) {
+            if (m_consumed < m_data.size() && isGzip(m_data.substr(m_consumed)))
                 inflateReset(&z);
-                continue;
-            }
-            break;
+            else
+                m_done = true;
+            continue;
         }
-        if (rc == Z_BUF_ERROR && z.avail_in == 0 && consumed >= data.size()) {
-            inflateEnd(&z);
-            throw Error("byte " + std::to_string(consumed), "gzip data is truncated");
-        }
-        if (rc != Z_OK && rc != Z_BUF_ERROR) {
-            inflateEnd(&z);
-            throw Error("byte " + std::to_string(consumed),
+        if (rc == Z_BUF_ERROR && z.avail_in == 0 && m_consumed >= m_data.size())
+            throw Error("byte " + std::to_string(m_consumed), "gzip data is truncated");
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            throw Error("byte " + std::to_string(m_consumed),
                         std::string("corrupt gzip data: ") + (z.msg ? z.msg : "error"));
-        }
     }
-    inflateEnd(&z);
-    out.resize(produced);
+    return written;
+}
+
+std::string_view GzipReader::peek(std::size_t n) {
+    if (m_peeked.size() < n) {
+        const std::size_t had = m_peeked.size();
+        m_peeked.resize(n);
+        m_peeked.resize(had + inflateInto(m_peeked.data() + had, n - had));
+    }
+    return std::string_view(m_peeked).substr(0, n);
+}
+
+std::size_t GzipReader::read(char* out, std::size_t max) {
+    std::size_t written = 0;
+    if (m_peekPos < m_peeked.size()) {
+        written = std::min(max, m_peeked.size() - m_peekPos);
+        std::memcpy(out, m_peeked.data() + m_peekPos, written);
+        m_peekPos += written;
+        if (m_peekPos == m_peeked.size())
+            std::string().swap(m_peeked), m_peekPos = 0;
+    }
+    return written + inflateInto(out + written, max - written);
+}
+
+std::string gunzip(std::string_view data, std::size_t maxOutput) {
+    GzipReader reader(data, maxOutput);
+    std::string out;
+    std::size_t size = 0;
+    out.resize(std::min<std::size_t>(std::max<std::size_t>(data.size() * 4, 1 << 16), maxOutput + 1));
+    while (true) {
+        if (size == out.size())
+            out.resize(std::min(out.size() * 2, maxOutput + 1));
+        const std::size_t got = reader.read(out.data() + size, out.size() - size);
+        if (got == 0)
+            break;
+        size += got;
+    }
+    out.resize(size);
     return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -14,7 +15,8 @@ using Tag = DataTree::Tag;
 
 class TreeSax {
 public:
-    TreeSax(DataTree& tree, const ReadLimits& limits) : m_tree(tree), m_limits(limits) {}
+    TreeSax(DataTree& tree, const ReadLimits& limits, const char* offsetName = "byte ")
+        : m_tree(tree), m_limits(limits), m_offsetName(offsetName) {}
 
     bool null() { return push(DataTree::kNone); }
     bool boolean(bool b) { return push(b ? DataTree::kTrue : DataTree::kFalse); }
@@ -40,7 +42,7 @@ public:
         const auto bracket = msg.find("] ");
         if (bracket != std::string::npos)
             msg = msg.substr(bracket + 2);
-        throw Error("byte " + std::to_string(position), "invalid JSON: " + msg);
+        throw Error(m_offsetName + std::to_string(position), "invalid JSON: " + msg);
     }
 
     Value result() const { return m_stack.empty() ? DataTree::kNone : m_stack.back(); }
@@ -78,6 +80,7 @@ private:
 
     DataTree& m_tree;
     const ReadLimits& m_limits;
+    std::string m_offsetName;
     std::vector<Value> m_stack;
     std::vector<std::size_t> m_marks;
     std::unordered_map<std::string, Value> m_interned;
@@ -93,6 +96,13 @@ DataTree::Value readJsonTree(std::string_view text, DataTree& tree, const ReadLi
     nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
     if (progress && !progress(text.size(), text.size()))
         throw Error("", "cancelled");
+    return sax.result();
+}
+
+DataTree::Value readJsonTree(std::streambuf& text, DataTree& tree, const ReadLimits& limits) {
+    TreeSax sax(tree, limits, "decompressed byte ");
+    std::istream in(&text);
+    nlohmann::json::sax_parse(in, &sax);
     return sax.result();
 }
 

@@ -2,6 +2,7 @@
 #include "core/trace/datatree.h"
 #include "core/trace/picklereader.h"
 
+#include <streambuf>
 #include <string_view>
 
 namespace headroom {
@@ -11,5 +12,8 @@ namespace headroom {
 // (short ones interned). Syntax errors and nesting beyond limits.maxDepth are Errors naming the byte.
 DataTree::Value readJsonTree(std::string_view text, DataTree& tree, const ReadLimits& limits = {},
                              const ReadProgress& progress = {});
+// The same from a stream (a gzip file being inflated); errors name the byte offset in the stream
+// ("decompressed byte N").
+DataTree::Value readJsonTree(std::streambuf& text, DataTree& tree, const ReadLimits& limits = {});
 
 } // namespace headroom

@@ -2,10 +2,15 @@
 
 #include "core/error.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace headroom {
+
+static_assert(std::endian::native == std::endian::little, "the pickle reader decodes integers with memcpy");
 
 namespace {
 
@@ -77,18 +82,22 @@ const char* opcodeName(unsigned char op) {
 
 class PickleMachine {
 public:
-    PickleMachine(std::string_view data, DataTree& tree, const ReadLimits& limits,
+    // Reads `data` in place, or (source != nullptr) a window over `data` that the source refills.
+    PickleMachine(std::string_view data, PickleSource* source, DataTree& tree, const ReadLimits& limits,
                   const ReadProgress& progress)
-        : m_data(data), m_tree(tree), m_limits(limits), m_progress(progress) {}
+        : m_data(data), m_source(source), m_tree(tree), m_limits(limits), m_progress(progress) {}
 
     Value run() {
         m_stack.reserve(1024);
-        m_memo.reserve(m_data.size() / 4); // bounded by the input; reserved so growth never copies
-        m_depth.reserve(m_data.size() / 2);
+        // Real snapshots memoize about one object per 16 bytes; vectors grow past that if they must, and
+        // nothing is reserved for what a file merely could hold.
+        const std::size_t expected = m_source ? m_source->total() * 4 : m_data.size();
+        m_memo.reserve(std::min<std::size_t>(expected, std::size_t(1) << 32) / 16);
+        m_depth.reserve(std::min<std::size_t>(expected, std::size_t(1) << 32) / 16);
         while (true) {
-            if ((++m_ops & 0xffff) == 0 && m_progress && !m_progress(m_pos, m_data.size()))
-                throw Error("byte " + std::to_string(m_pos), "cancelled");
-            const std::size_t at = m_pos;
+            if ((++m_ops & 0xffff) == 0 && m_progress && !reportProgress())
+                throw Error(where(pos()), "cancelled");
+            const std::size_t at = pos();
             const unsigned char op = byte();
             switch (op) {
             case 0x80: { // PROTO
@@ -115,19 +124,19 @@ public:
                 push(DataTree::kFalse);
                 break;
             case 'J':
-                push(m_tree.makeInt(static_cast<std::int32_t>(le(4))));
+                push(m_tree.makeInt(static_cast<std::int32_t>(le<4>())));
                 break; // BININT
             case 'K':
-                push(m_tree.makeInt(static_cast<long long>(le(1))));
+                push(m_tree.makeInt(static_cast<long long>(le<1>())));
                 break; // BININT1
             case 'M':
-                push(m_tree.makeInt(static_cast<long long>(le(2))));
+                push(m_tree.makeInt(static_cast<long long>(le<2>())));
                 break; // BININT2
             case 0x8a:
-                longInt(at, le(1));
+                longInt(at, le<1>());
                 break; // LONG1
             case 0x8b:
-                longInt(at, checkedLength(at, le(4)));
+                longInt(at, checkedLength(at, le<4>()));
                 break;  // LONG4
             case 'G': { // BINFLOAT, big-endian IEEE 754
                 const std::string_view b = need(at, 8);
@@ -140,22 +149,22 @@ public:
                 break;
             }
             case 0x8c:
-                push(m_tree.makeStr(need(at, le(1)), m_limits.copyStrings));
+                push(m_tree.makeStr(need(at, le<1>()), m_limits.copyStrings));
                 break; // SHORT_BINUNICODE
             case 'X':
-                push(m_tree.makeStr(need(at, checkedLength(at, le(4))), m_limits.copyStrings));
+                push(m_tree.makeStr(need(at, checkedLength(at, le<4>())), m_limits.copyStrings));
                 break; // BINUNICODE
             case 0x8d:
-                push(m_tree.makeStr(need(at, checkedLength(at, le(8))), m_limits.copyStrings));
+                push(m_tree.makeStr(need(at, checkedLength(at, le<8>())), m_limits.copyStrings));
                 break; // BINUNICODE8
             case 'C':
-                push(m_tree.makeBytes(need(at, le(1)), m_limits.copyStrings));
+                push(m_tree.makeBytes(need(at, le<1>()), m_limits.copyStrings));
                 break; // SHORT_BINBYTES
             case 'B':
-                push(m_tree.makeBytes(need(at, checkedLength(at, le(4))), m_limits.copyStrings));
+                push(m_tree.makeBytes(need(at, checkedLength(at, le<4>())), m_limits.copyStrings));
                 break; // BINBYTES
             case 0x8e:
-                push(m_tree.makeBytes(need(at, checkedLength(at, le(8))), m_limits.copyStrings));
+                push(m_tree.makeBytes(need(at, checkedLength(at, le<8>())), m_limits.copyStrings));
                 break; // BINBYTES8
             case ']':
                 push(container(at, Tag::List, nullptr, 0));
@@ -249,19 +258,19 @@ public:
                 push(m_stack.back());
                 break;
             case 'q':
-                put(at, le(1));
+                put(at, le<1>());
                 break; // BINPUT
             case 'r':
-                put(at, le(4));
+                put(at, le<4>());
                 break; // LONG_BINPUT
             case 0x94:
                 put(at, m_memo.size());
                 break; // MEMOIZE
             case 'h':
-                get(at, le(1));
+                get(at, le<1>());
                 break; // BINGET
             case 'j':
-                get(at, le(4));
+                get(at, le<4>());
                 break; // LONG_BINGET
             default: {
                 const char* name = opcodeName(op);
@@ -277,39 +286,69 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(std::size_t at, const std::string& why) {
-        throw Error("byte " + std::to_string(at), why);
+    std::string where(std::size_t at) const { // "byte N", or "decompressed byte N" in a gzip file
+        return (m_source ? m_source->offsetName() : "byte ") + std::to_string(at);
     }
-
+    [[noreturn]] void fail(std::size_t at, const std::string& why) { throw Error(where(at), why); }
+    std::size_t pos() const { return m_base + m_pos; }
+    bool reportProgress() {
+        return m_source ? m_progress(m_source->consumed(), m_source->total())
+                        : m_progress(m_pos, m_data.size());
+    }
+    // True when n more bytes can be read; a source decodes more into the window (as it arrives, so memory
+    // follows what the data holds, not what a length field declares).
+    bool available(std::uint64_t n) {
+        if (n <= m_data.size() - m_pos)
+            return true;
+        return m_source && refill(n);
+    }
+    bool refill(std::uint64_t n) {
+        // Everything before m_pos has been consumed (strings are copied in this mode): drop it.
+        m_window.erase(0, m_pos);
+        m_base += m_pos;
+        m_pos = 0;
+        while (m_window.size() < n) {
+            const std::size_t want = static_cast<std::size_t>(
+                std::min<std::uint64_t>(std::max<std::uint64_t>(n - m_window.size(), 1u << 16), 1u << 22));
+            const std::size_t had = m_window.size();
+            m_window.resize(had + want);
+            const std::size_t got = m_source->read(m_window.data() + had, want);
+            m_window.resize(had + got);
+            if (got == 0)
+                break;
+        }
+        m_data = m_window;
+        return n <= m_window.size();
+    }
     unsigned char byte() {
-        if (m_pos >= m_data.size())
-            fail(m_pos, "truncated: the pickle ends before STOP");
+        if (m_pos >= m_data.size() && !available(1))
+            fail(pos(), "truncated: the pickle ends before STOP");
         return static_cast<unsigned char>(m_data[m_pos++]);
     }
     std::string_view read(std::size_t n) {
+        available(n);
         const std::size_t take = std::min(n, m_data.size() - m_pos);
         const std::string_view s = m_data.substr(m_pos, take);
         m_pos += take;
         return s;
     }
     std::string_view need(std::size_t at, std::uint64_t n) {
-        if (n > m_data.size() - m_pos)
-            fail(at, "length " + std::to_string(n) + " runs past the end of the file");
+        if (!available(n))
+            fail(at,
+                 "length " + std::to_string(n) + " runs past the end of the " + (m_source ? "data" : "file"));
         return read(static_cast<std::size_t>(n));
     }
-    std::uint64_t le(int n) {
-        const std::size_t at = m_pos;
-        if (static_cast<std::size_t>(n) > m_data.size() - m_pos)
-            fail(at, "truncated argument");
+    // The width is a template argument so that each opcode's argument is one fixed-size load.
+    template <std::size_t N> std::uint64_t le() {
+        if (N > m_data.size() - m_pos && !available(N))
+            fail(pos(), "truncated argument");
         std::uint64_t v = 0;
-        for (int i = 0; i < n; ++i)
-            v |= std::uint64_t(static_cast<unsigned char>(m_data[m_pos + static_cast<std::size_t>(i)]))
-                 << (8 * i);
-        m_pos += static_cast<std::size_t>(n);
+        std::memcpy(&v, m_data.data() + m_pos, N); // little-endian hosts only
+        m_pos += N;
         return v;
     }
     std::uint64_t checkedLength(std::size_t at, std::uint64_t n) {
-        if (n > m_data.size() - m_pos)
+        if (!available(n))
             fail(at, "declared length " + std::to_string(n) + " exceeds the " +
                          std::to_string(m_data.size() - m_pos) + " bytes left");
         return n;
@@ -338,7 +377,7 @@ private:
     }
     void push(Value v) {
         if (m_stack.size() >= m_limits.maxStack)
-            fail(m_pos, "more than " + std::to_string(m_limits.maxStack) + " values on the stack");
+            fail(pos(), "more than " + std::to_string(m_limits.maxStack) + " values on the stack");
         m_stack.push_back(v);
     }
     void tupleOf(std::size_t at, std::size_t n) {
@@ -348,21 +387,32 @@ private:
         m_stack.resize(m_stack.size() - n);
         push(v);
     }
-    // Nesting depth is tracked per container as 1 + the deepest item put into it.
+    // Nesting depth is tracked per container as 1 + the deepest item put into it, in the low 15 bits;
+    // the top bit marks a container that has been put inside another. The memo lets a file extend such a
+    // container later (GET, then APPEND): allowed only when its depth does not grow, since the depths
+    // recorded for the containers holding it would then be wrong. That also refuses every cycle, whose
+    // closing edge always deepens a container already placed (or places a container inside itself).
+    static constexpr std::uint16_t kPlaced = 0x8000;
     std::uint16_t depthOf(Value v) const {
         const Tag t = DataTree::tag(v);
         if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
             return 0;
-        return m_depth[DataTree::payload(v)];
+        return m_depth[DataTree::payload(v)] & ~kPlaced;
     }
-    std::uint32_t deepest(const Value* items, std::size_t n) const {
+    std::uint32_t place(const Value* items, std::size_t n) {
         std::uint32_t d = 0;
-        for (std::size_t i = 0; i < n; ++i)
-            d = std::max<std::uint32_t>(d, depthOf(items[i]));
+        for (std::size_t i = 0; i < n; ++i) {
+            const Tag t = DataTree::tag(items[i]);
+            if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
+                continue;
+            std::uint16_t& slot = m_depth[DataTree::payload(items[i])];
+            d = std::max<std::uint32_t>(d, slot & ~kPlaced);
+            slot |= kPlaced;
+        }
         return d;
     }
     Value container(std::size_t at, Tag kind, const Value* items, std::size_t n) {
-        const std::uint32_t d = deepest(items, n) + 1;
+        const std::uint32_t d = place(items, n) + 1;
         if (d > m_limits.maxDepth)
             fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
         const Value v = m_tree.makeContainer(kind, items, n);
@@ -370,13 +420,34 @@ private:
         return v;
     }
     void addTo(std::size_t at, Value target, const Value* items, std::size_t n, const char* op) {
-        const std::uint32_t d = deepest(items, n) + 1;
-        if (d > m_limits.maxDepth)
-            fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
-        if (!m_tree.extend(target, items, n))
+        const Tag t = DataTree::tag(target);
+        if (t != Tag::List && t != Tag::Dict)
             fail(at, std::string(op) + " on something that is not a list or dict being built");
         const auto idx = DataTree::payload(target);
-        m_depth[idx] = static_cast<std::uint16_t>(std::max<std::uint32_t>(m_depth[idx], d));
+        // One pass: refuse self-insertion, find the deepest item and mark items placed (on failure the
+        // whole read is abandoned, so marking early changes nothing).
+        std::uint32_t d = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Tag it = DataTree::tag(items[i]);
+            if (it != Tag::List && it != Tag::Tuple && it != Tag::Dict)
+                continue;
+            if (items[i] == target)
+                fail(at, std::string(op) + " puts a container inside itself: cyclic data is not supported");
+            std::uint16_t& slot = m_depth[DataTree::payload(items[i])];
+            d = std::max<std::uint32_t>(d, slot & ~kPlaced);
+            slot |= kPlaced;
+        }
+        d += 1;
+        if (d > m_limits.maxDepth)
+            fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
+        const std::uint16_t current = m_depth[idx];
+        if ((current & kPlaced) && d > (current & ~kPlaced))
+            fail(at, std::string(op) + " deepens a container that is already inside another (via the memo): "
+                                       "cyclic or re-entrant data is not supported");
+        if (!m_tree.extend(target, items, n))
+            fail(at, std::string(op) + " on something that is not a list or dict being built");
+        m_depth[idx] =
+            static_cast<std::uint16_t>(std::max<std::uint32_t>(current & ~kPlaced, d) | (current & kPlaced));
     }
     void put(std::size_t at, std::uint64_t index) {
         if (m_stack.size() <= markFloor())
@@ -397,7 +468,10 @@ private:
         push(m_memo[index]); // a shared reference: the container is not copied
     }
 
-    std::string_view m_data;
+    std::string_view m_data; // the input, or the window over the source's bytes
+    PickleSource* m_source;
+    std::string m_window;
+    std::size_t m_base = 0; // offset of m_data[0] in the whole input
     DataTree& m_tree;
     const ReadLimits& m_limits;
     const ReadProgress& m_progress;
@@ -406,7 +480,7 @@ private:
     std::vector<Value> m_stack;
     std::vector<std::size_t> m_marks;
     std::vector<Value> m_memo;
-    std::vector<std::uint16_t> m_depth; // per container, same index as the tree's (limits.maxDepth < 65536)
+    std::vector<std::uint16_t> m_depth; // per container, same index as the tree's: depth | kPlaced
 };
 
 } // namespace
@@ -417,9 +491,19 @@ DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimi
         throw Error("", "pickles of 4 GiB or more are not supported");
     if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x80)
         throw Error("byte 0", "not a pickle of protocol 2 or later (it must start with PROTO, 0x80)");
-    if (limits.maxDepth >= 65535)
-        throw Error("", "the nesting limit must be below 65535");
-    PickleMachine machine(data, tree, limits, progress);
+    if (limits.maxDepth >= 0x8000)
+        throw Error("", "the nesting limit must be below 32768");
+    PickleMachine machine(data, nullptr, tree, limits, progress);
+    return machine.run();
+}
+
+DataTree::Value readPickle(PickleSource& source, DataTree& tree, const ReadLimits& limits,
+                           const ReadProgress& progress) {
+    if (!limits.copyStrings)
+        throw Error("", "a streamed pickle must copy its strings");
+    if (limits.maxDepth >= 0x8000)
+        throw Error("", "the nesting limit must be below 32768");
+    PickleMachine machine({}, &source, tree, limits, progress);
     return machine.run();
 }
 

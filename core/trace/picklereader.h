@@ -27,4 +27,19 @@ using ReadProgress = std::function<bool(std::size_t done, std::size_t total)>;
 DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimits& limits = {},
                            const ReadProgress& progress = {});
 
+// Where a streamed pickle's bytes come from (a gzip file being inflated).
+class PickleSource {
+public:
+    virtual ~PickleSource() = default;
+    virtual std::size_t read(char* out, std::size_t max) = 0; // 0 only at the end
+    virtual std::size_t consumed() const = 0;                 // for progress: input used so far
+    virtual std::size_t total() const = 0;                    // and the input's size
+    // How errors name an offset in the bytes read: a gzip file's are decoded bytes, not the file's.
+    virtual const char* offsetName() const { return "decompressed byte "; }
+};
+// The same, decoding as it goes: a bad file fails as soon as its bytes are bad, without the rest being
+// decoded. Requires limits.copyStrings. Errors name the offset as source.offsetName() says.
+DataTree::Value readPickle(PickleSource& source, DataTree& tree, const ReadLimits& limits,
+                           const ReadProgress& progress = {});
+
 } // namespace headroom

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <streambuf>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,35 +87,57 @@ private:
         m_strings.emplace(s, id);
         return id;
     }
-    // `path` builds the field's path for an error message; it is only called when there is one.
+    // One frame dict, read once: real snapshots share a few hundred frame dicts through the pickle memo
+    // among millions of references, so a dict is recognised by identity, and equal contents map to one
+    // canonical frame id. `path` builds the field's path for an error message only when there is one.
+    template <typename Path> std::uint32_t frame(Value f, std::size_t i, const Path& path) {
+        if (!m_tree.isDict(f))
+            throw Error(idx(path(), i), "a frame must be a dict of name, filename and line");
+        const auto identity = DataTree::payload(f);
+        if (m_frameByIdentity[identity] != kUnseen)
+            return m_frameByIdentity[identity];
+        Frame fr;
+        fr.name = string(m_tree.str(m_tree.get(f, "name")));
+        fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
+        fr.line = integer(f, "line", idx(path(), i), false);
+        const std::string key(reinterpret_cast<const char*>(&fr), sizeof fr);
+        auto [it, inserted] = m_frameByContent.emplace(key, static_cast<std::uint32_t>(m_frames.size()));
+        if (inserted)
+            m_frames.push_back(fr);
+        return m_frameByIdentity[identity] = it->second;
+    }
     template <typename Path> std::uint32_t stack(Value frames, const Path& path) {
         if (!m_tree.isList(frames) || m_tree.size(frames) == 0)
             return 0;
         // Shared frame lists (the pickle memo) are recognised by identity without reading them again.
         const auto identity = DataTree::payload(frames);
-        if (m_stackByIdentity.empty())
+        if (m_stackByIdentity.empty()) {
             m_stackByIdentity.assign(m_tree.containerCount(), kUnseen);
+            m_frameByIdentity.assign(m_tree.containerCount(), kUnseen);
+        }
         if (m_stackByIdentity[identity] != kUnseen)
             return m_stackByIdentity[identity];
-        std::vector<Frame> out;
-        out.reserve(m_tree.size(frames));
-        for (std::size_t i = 0; i < m_tree.size(frames); ++i) {
-            const Value f = m_tree.at(frames, i);
-            if (!m_tree.isDict(f))
-                throw Error(idx(path(), i), "a frame must be a dict of name, filename and line");
-            Frame fr;
-            fr.name = string(m_tree.str(m_tree.get(f, "name")));
-            fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
-            fr.line = integer(f, "line", idx(path(), i), false);
-            out.push_back(fr);
-        }
-        std::string key(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(Frame));
-        auto [it, inserted] =
-            m_stackByContent.emplace(std::move(key), static_cast<std::uint32_t>(m_trace.stacks.size()));
-        if (inserted)
+        const auto [shared, isNew] = m_stackByStorage.try_emplace(m_tree.storageKey(frames), 0);
+        if (!isNew)
+            return m_stackByIdentity[identity] = shared->second;
+        const std::size_t n = m_tree.size(frames);
+        m_key.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+            m_key[i] = frame(m_tree.at(frames, i), i, path);
+        const std::string_view key(reinterpret_cast<const char*>(m_key.data()), n * sizeof(std::uint32_t));
+        auto it = m_stackByContent.find(key);
+        if (it == m_stackByContent.end()) {
+            std::vector<Frame> out;
+            out.reserve(n);
+            for (const std::uint32_t id : m_key)
+                out.push_back(m_frames[id]);
             m_trace.stacks.push_back(std::move(out));
-        m_stackByIdentity[identity] = it->second;
-        return it->second;
+            it = m_stackByContent
+                     .emplace(std::string(key), static_cast<std::uint32_t>(m_trace.stacks.size() - 1))
+                     .first;
+        }
+        shared->second = it->second;
+        return m_stackByIdentity[identity] = it->second;
     }
     void segment(Value s, const std::string& path) {
         if (!m_tree.isDict(s))
@@ -215,7 +238,17 @@ private:
     std::unordered_map<std::string_view, std::uint32_t> m_strings;
     static constexpr std::uint32_t kUnseen = 0xffffffffu;
     std::vector<std::uint32_t> m_stackByIdentity; // by container index: frame lists shared via the memo
-    std::unordered_map<std::string, std::uint32_t> m_stackByContent;
+    std::vector<std::uint32_t> m_frameByIdentity; // by container index: frame dicts shared via the memo
+    std::unordered_map<std::uint64_t, std::uint32_t> m_stackByStorage; // lists whose items the tree shares
+    std::vector<Frame> m_frames;                                       // distinct frames, by canonical id
+    std::unordered_map<std::string, std::uint32_t> m_frameByContent;
+    // Stacks by their canonical frame ids (heterogeneous lookup: no string built for a stack seen before).
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+    };
+    std::unordered_map<std::string, std::uint32_t, KeyHash, std::equal_to<>> m_stackByContent;
+    std::vector<std::uint32_t> m_key;
 };
 
 // Profiler Chrome trace: "[memory]" and "[OutOfMemory]" instant events.
@@ -395,21 +428,129 @@ Trace fromJsonTree(const DataTree& t, Value root) {
 
 namespace {
 
+// Feeds a pickle machine from a gzip stream.
+class GzipPickleSource : public PickleSource {
+public:
+    explicit GzipPickleSource(GzipReader& gz) : m_gz(gz) {}
+    std::size_t read(char* out, std::size_t max) override {
+        const std::size_t got = m_gz.read(out, max);
+        if (m_gz.produced() >= (std::size_t(1) << 32)) // the tree indexes items with 32 bits
+            throw Error("decompressed byte " + std::to_string(m_gz.produced()),
+                        "pickles of 4 GiB or more are not supported");
+        return got;
+    }
+    std::size_t consumed() const override { return m_gz.consumed(); }
+    std::size_t total() const override { return m_gz.total(); }
+
+private:
+    GzipReader& m_gz;
+};
+
+// Feeds a pickle machine from an open file with read(): the machine keeps a small window, so the file is
+// never resident as a whole (a mapping of it counted in full in peak memory) and progress is real.
+class FilePickleSource : public PickleSource {
+public:
+    FilePickleSource(int fd, std::size_t size) : m_fd(fd), m_size(size) {}
+    std::size_t read(char* out, std::size_t max) override {
+        while (true) {
+            const ssize_t got = ::read(m_fd, out, max);
+            if (got >= 0) {
+                m_consumed += static_cast<std::size_t>(got);
+                return static_cast<std::size_t>(got);
+            }
+            if (errno != EINTR)
+                throw Error("byte " + std::to_string(m_consumed),
+                            std::string("cannot read: ") + std::strerror(errno));
+        }
+    }
+    std::size_t consumed() const override { return m_consumed; }
+    std::size_t total() const override { return m_size; }
+    const char* offsetName() const override { return "byte "; }
+
+private:
+    int m_fd;
+    std::size_t m_size, m_consumed = 0;
+};
+
+// Feeds the JSON parser from a gzip stream, reporting progress (and honouring cancellation) per chunk.
+class GzipStreamBuf : public std::streambuf {
+public:
+    GzipStreamBuf(GzipReader& gz, const ReadProgress& progress) : m_gz(gz), m_progress(progress) {}
+
+protected:
+    int_type underflow() override {
+        if (m_progress && !m_progress(m_gz.consumed(), m_gz.total()))
+            throw Error("decompressed byte " + std::to_string(m_gz.produced()), "cancelled");
+        const std::size_t got = m_gz.read(m_buffer, sizeof m_buffer);
+        if (got == 0)
+            return traits_type::eof();
+        setg(m_buffer, m_buffer, m_buffer + got);
+        return traits_type::to_int_type(m_buffer[0]);
+    }
+
+private:
+    GzipReader& m_gz;
+    const ReadProgress& m_progress;
+    char m_buffer[1 << 16];
+};
+
+std::string hexByte(unsigned char c) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", c);
+    return hex;
+}
+
+Trace unrecognised(unsigned char first) {
+    throw Error("byte 0", "unrecognised format (starts with " + hexByte(first) +
+                              "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
+}
+
+// A gzip file is decoded as it is parsed, so a bad one fails at its first bad byte and memory follows
+// what was decoded; only CSV text (small by nature) is inflated whole.
+Trace readGzip(std::string_view bytes, const std::function<void()>& release,
+               const TraceReadOptions& options) {
+    GzipReader gz(bytes, options.maxDecompressed);
+    const std::string_view head = gz.peek(4096);
+    if (head.empty())
+        throw Error("decompressed byte 0", "the compressed file is empty");
+    const auto first = static_cast<unsigned char>(head[0]);
+    if (first == 0x80) {
+        DataTree tree(bytes.size() * 4);
+        ReadLimits limits = options.limits;
+        limits.copyStrings = true;
+        GzipPickleSource source(gz);
+        const Value root = readPickle(source, tree, limits, options.progress);
+        release();
+        return snapshot(tree, root, TraceFormat::PytorchSnapshot);
+    }
+    if (looksLikeJson(head)) {
+        DataTree tree(0);
+        GzipStreamBuf buf(gz, options.progress);
+        const Value root = readJsonTree(buf, tree, options.limits);
+        release();
+        return fromJsonTree(tree, root);
+    }
+    if (isGzip(head))
+        throw Error("decompressed byte 0", "gzip inside gzip is not read");
+    std::string text = gunzip(bytes, options.maxDecompressed);
+    release();
+    if (text.find(',') != std::string::npos && text.find('\0') == std::string::npos)
+        return readNvidiaSmiCsv(text);
+    return unrecognised(first);
+}
+
 // Reads `bytes` and calls `release` as soon as nothing points into them any more, so that the input's
 // memory is not held while the columns are built.
 Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release,
                     const TraceReadOptions& options) {
-    std::string inflated;
-    if (isGzip(bytes)) {
-        inflated = gunzip(bytes, options.maxDecompressed);
-        release();
-        return readTraceImpl(
-            inflated, [&] { std::string().swap(inflated); }, options);
-    }
+    if (isGzip(bytes))
+        return readGzip(bytes, release, options);
     if (bytes.empty())
         throw Error("byte 0", "the file is empty");
     const auto first = static_cast<unsigned char>(bytes[0]);
     if (first == 0x80) {
+        if (bytes.size() >= (std::size_t(1) << 32)) // checked before anything is reserved for it
+            throw Error("", "pickles of 4 GiB or more are not supported");
         DataTree tree(bytes.size());
         ReadLimits limits = options.limits;
         limits.copyStrings = true; // so the file's bytes can go before the columns are built
@@ -425,10 +566,7 @@ Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release
     }
     if (bytes.find(',') != std::string_view::npos && bytes.find('\0') == std::string_view::npos)
         return readNvidiaSmiCsv(bytes);
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02x", first);
-    throw Error("byte 0", std::string("unrecognised format (starts with ") + hex +
-                              "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
+    return unrecognised(first);
 }
 
 } // namespace
@@ -440,8 +578,8 @@ Trace readTrace(std::string bytes, const TraceReadOptions& options) {
 
 Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
     try {
-        // Map the file rather than copy it: no zero-filled buffer, and the pages go back as soon as
-        // the parser is done with them.
+        // A pickle is read through a small window; other formats are mapped rather than copied (no
+        // zero-filled buffer, and the pages go back as soon as the parser is done with them).
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             throw Error("", std::string("cannot open the file: ") + std::strerror(errno));
@@ -454,6 +592,23 @@ Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
         if (size == 0) {
             ::close(fd);
             throw Error("byte 0", "the file is empty");
+        }
+        unsigned char first = 0;
+        if (::pread(fd, &first, 1, 0) == 1 && first == 0x80) {
+            // A pickle streams through a window (its strings are copied into the tree anyway).
+            struct Closer {
+                int fd;
+                ~Closer() { ::close(fd); }
+            } closer{fd};
+            if (size >= (std::size_t(1) << 32))
+                throw Error("", "pickles of 4 GiB or more are not supported");
+            ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+            DataTree tree(size);
+            ReadLimits limits = options.limits;
+            limits.copyStrings = true;
+            FilePickleSource source(fd, size);
+            const Value root = readPickle(source, tree, limits, options.progress);
+            return snapshot(tree, root, TraceFormat::PytorchSnapshot);
         }
         void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         ::close(fd);
