@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/io/bytesformat.h"
 #include "core/io/estimatejson.h"
+#include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/tracesummaryjson.h"
 #include "core/model/hfconfig.h"
@@ -152,7 +153,7 @@ int cmdEstimate(const Args& a, std::ostream& out) {
         auto j = estimateToJson(sc, est);
         j["max_sequence_length"] = maxSequenceLength(sc);
         j["savings"] = savingsToJson(rankSavings(sc));
-        out << j.dump(2) << "\n";
+        out << jsonText(j, 2) << "\n";
     } else {
         printEstimate(out, sc, est);
     }
@@ -177,7 +178,7 @@ int cmdParams(const Args& a, std::ostream& out) {
     }
     const auto total = spec.totalParameters(), active = spec.activeParameters();
     if (a.json)
-        out << nlohmann::json{{"parameters", total}, {"active_parameters", active}}.dump() << "\n";
+        out << jsonText(nlohmann::json{{"parameters", total}, {"active_parameters", active}}) << "\n";
     else
         out << "parameters: " << formatCount(total) << "\nactive per token: " << formatCount(active) << "\n";
     return 0;
@@ -202,7 +203,7 @@ int cmdTraceSummary(const Args& a, std::ostream& out) {
         throw std::invalid_argument("trace-summary takes one TRACE file");
     const TraceSummary summary = summarize(readTraceFile(a.positional[0]));
     if (a.json) {
-        out << traceSummaryToJson(summary).dump(2) << "\n";
+        out << jsonText(traceSummaryToJson(summary), 2) << "\n";
         return 0;
     }
     out << a.positional[0] << ": " << traceFormatName(summary.format) << "\n";
@@ -235,7 +236,7 @@ int cmdPresets(const Args& a, std::ostream& out) {
                 << formatCount(p.spec.totalParameters()) << "\n";
     }
     if (a.json)
-        out << j.dump(2) << "\n";
+        out << jsonText(j, 2) << "\n";
     return 0;
 }
 
@@ -249,7 +250,7 @@ int cmdGpus(const Args& a, std::ostream& out) {
                 << formatBytes(static_cast<double>(g.memoryBytes)) << "\n";
     }
     if (a.json)
-        out << j.dump(2) << "\n";
+        out << jsonText(j, 2) << "\n";
     return 0;
 }
 

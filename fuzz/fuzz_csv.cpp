@@ -11,7 +11,8 @@ Trace readNvidiaSmiCsv(std::string_view text);
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
     try {
-        (void)headroom::summarize(headroom::readNvidiaSmiCsv(std::string_view(reinterpret_cast<const char*>(data), size)));
+        (void)headroom::summarize(
+            headroom::readNvidiaSmiCsv(std::string_view(reinterpret_cast<const char*>(data), size)));
     } catch (const headroom::Error&) {
     }
     return 0;

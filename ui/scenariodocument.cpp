@@ -1,5 +1,7 @@
 #include "ui/scenariodocument.h"
 
+#include "core/io/jsontext.h"
+
 #include "core/error.h"
 #include "core/io/scenariojson.h"
 
@@ -106,7 +108,7 @@ bool ScenarioDocument::load(const QString& path, QString* error) {
 
 bool ScenarioDocument::writeCopy(const QString& path, QString* error) const {
     QSaveFile file(path);
-    const QByteArray bytes = QByteArray::fromStdString(m_json.dump(2) + "\n");
+    const QByteArray bytes = QByteArray::fromStdString(jsonText(m_json, 2) + "\n");
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
         if (error)
             *error = path + ": " + file.errorString();

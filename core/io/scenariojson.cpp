@@ -1,5 +1,7 @@
 #include "core/io/scenariojson.h"
 
+#include "core/io/jsontext.h"
+
 #include "core/io/fileio.h"
 
 #include "core/error.h"
@@ -163,7 +165,10 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
             throw Error("model.hf_config", e.withFile(file.string()));
         }
         sc.modelLabel = file.filename().string();
-    } else if (sec.find("model_type")) {
+    } else if (const json* type = sec.find("model_type")) {
+        if (!type->is_string()) // not an unknown family but a mistake, even when the size is given
+            throw Error("model.model_type",
+                        "must be a string naming the architecture family, got " + type->dump());
         try {
             sc.model = modelFromHfConfig(m, "model");
         } catch (const Error&) {
@@ -172,7 +177,7 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
             sc.warnings.push_back("model.model_type '" + m.at("model_type").dump() +
                                   "' is not a known family; planning with model.parameters alone");
         }
-        sc.modelLabel = m.at("model_type").get<std::string>();
+        sc.modelLabel = type->get<std::string>();
     } else if (!params) {
         throw Error("model",
                     "give one of \"preset\", \"hf_config\", an inline config.json with \"model_type\", "
@@ -362,6 +367,11 @@ nlohmann::json parseJsonText(const std::string& text) {
         if (colon != std::string::npos)
             msg = msg.substr(colon + 2);
         throw Error("byte " + std::to_string(e.byte), "invalid JSON: " + msg);
+    } catch (const json::exception& e) {
+        // out_of_range: a number no double holds (1e400), which nlohmann reports without an offset.
+        std::string msg = e.what();
+        const auto colon = msg.find("] ");
+        throw Error("", "invalid JSON: " + (colon == std::string::npos ? msg : msg.substr(colon + 2)));
     }
 }
 
@@ -385,13 +395,22 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
     if (!training && !inference)
         throw Error("training", "missing (or give \"inference\" for an inference scenario)");
     sc.mode = inference ? Mode::Inference : Mode::Training;
-    readModel(doc, baseDir, sc);
-    if (sc.mode == Mode::Training)
-        readTraining(doc, sc);
-    else
-        readInference(doc, sc);
-    readCluster(doc, sc);
-    readOverheads(doc, sc);
+    try {
+        readModel(doc, baseDir, sc);
+        if (sc.mode == Mode::Training)
+            readTraining(doc, sc);
+        else
+            readInference(doc, sc);
+        readCluster(doc, sc);
+        readOverheads(doc, sc);
+    } catch (const json::exception& e) {
+        // Every value is type-checked where it is read, naming its path; this is the net under that, so
+        // that a check someone forgets is an error message and never an abort.
+        std::string msg = e.what();
+        const auto bracket = msg.find("] ");
+        throw Error("", "a value has the wrong JSON type: " +
+                            (bracket == std::string::npos ? msg : msg.substr(bracket + 2)));
+    }
     if (!sc.model.known)
         sc.warnings.push_back(
             "the model is known only by its parameter count: activations, attention scores, "
@@ -410,7 +429,7 @@ Scenario loadScenarioFile(const std::string& path) {
 }
 
 std::string scenarioToJsonString(const Scenario& scenario) {
-    return scenario.document.dump(2) + "\n";
+    return jsonText(scenario.document, 2) + "\n";
 }
 
 json defaultScenarioDocument() {

@@ -127,9 +127,12 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         throw Error(path, "a Hugging Face config must be a JSON object");
     const Reader r(config, path);
     auto typeIt = config.find("model_type");
-    if (typeIt == config.end() || !typeIt->is_string())
+    if (typeIt == config.end())
         throw Error(r.at("model_type"), "missing; it names the architecture family (for a model known only "
                                         "by its size, give \"parameters\": N instead)");
+    if (!typeIt->is_string())
+        throw Error(r.at("model_type"),
+                    "must be a string naming the architecture family, got " + typeIt->dump());
     ModelSpec m;
     m.modelType = typeIt->get<std::string>();
     m.known = true;

@@ -48,6 +48,7 @@ private slots:
     void defaultScenario();
     void modelReferences();
     void unknownFamilyWithParameters();
+    void wrongTypesNeverEscape();
     void errorsNameTheirPath_data();
     void errorsNameTheirPath();
     void fileErrorsNameFileAndByte();
@@ -154,6 +155,32 @@ void TestScenario::errorsNameTheirPath_data() {
     row("overheads", {{"overheads", {{"allocator_overhead_fraction", "x"}}}},
         "overheads.allocator_overhead_fraction");
     row("both modes", {{"inference", {{"batch_size", 1}}}}, "inference");
+    // A non-string model_type aborted the window (an uncaught nlohmann type_error), with or without a size.
+    row("model_type number", {{"model", {{"preset", nullptr}, {"model_type", 5}, {"hidden_size", 64}}}},
+        "model.model_type");
+    row("model_type number with parameters",
+        {{"model", {{"preset", nullptr}, {"model_type", 5}, {"parameters", 1000}}}}, "model.model_type");
+}
+
+void TestScenario::wrongTypesNeverEscape() {
+    // Found by fuzz_scenario: a number beyond double range is a nlohmann out_of_range, not a parse_error.
+    try {
+        parseJsonText("{\"training\": {\"micro_batch_size\": 1e400}}");
+        QFAIL("1e400 accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).contains("invalid JSON"), e.what());
+    }
+    // With parameters given, an unknown family is planned by size; a model_type that is not even a string
+    // is still an error naming it (the label used to be read with get<std::string>() and threw).
+    json doc = kContractExample;
+    doc["model"] = {{"model_type", 5}, {"parameters", 3000000000LL}};
+    try {
+        scenarioFromJson(doc);
+        QFAIL("numeric model_type accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("model.model_type"));
+        QVERIFY2(QString(e.what()).contains("must be a string"), e.what());
+    }
 }
 
 void TestScenario::errorsNameTheirPath() {

@@ -212,6 +212,22 @@ void TestCli::traceSummary() {
              "error: " + evil +
                  ": byte 2: opcode GLOBAL (0x63) is not allowed: Headroom reads plain data only\n");
     QCOMPARE(cli({"trace-summary"}).code, 2);
+    // An action name that is not UTF-8 (a hostile pickle can write any bytes): the JSON output used to
+    // throw; it now writes U+FFFD for each bad byte and exits 0.
+    auto str = [](const std::string& t) { return std::string("\x8c") + char(t.size()) + t; };
+    const std::string badUtf8 = std::string("\x80\x02}(") + str("segments") + "]" + str("device_traces") +
+                                "]]}(" + str("action") + str("\xff\xfe") + str("addr") +
+                                std::string("K\x00", 2) + str("size") + "K\x01" + "uaau.";
+    const QString odd = m_dir.filePath("odd-action.pickle");
+    QFile o(odd);
+    QVERIFY(o.open(QIODevice::WriteOnly));
+    o.write(QByteArray::fromStdString(badUtf8));
+    o.close();
+    r = cli({"trace-summary", odd.toStdString(), "--json"});
+    QCOMPARE(r.code, 0);
+    const json oddJson = json::parse(r.out);
+    QCOMPARE(oddJson.at("devices").at("0").at("actions").begin().key(),
+             std::string("\xef\xbf\xbd\xef\xbf\xbd"));
     if (!test::haveShared())
         QSKIP("../shared/traces is absent");
     r = cli({"trace-summary",

@@ -255,6 +255,14 @@ void TestMainWindow::openAndSaveFailuresKeepWork() {
     QVERIFY2(error.startsWith(corrupt + ": byte"), qPrintable(error));
     QVERIFY(w->document()->json() == work);
     QCOMPARE(w->document()->filePath(), QFileInfo(path).absoluteFilePath());
+    // A well-formed file with a value of the wrong type (this aborted the window): named, plan kept.
+    const QString wrongType = m_dir.filePath("wrongtype.headroom.json");
+    writeFile(wrongType,
+              "{\"schema\": \"headroom.scenario/1\", \"model\": {\"model_type\": 5, \"parameters\": 1000},"
+              " \"training\": {}, \"cluster\": {\"gpu\": \"H100-SXM-80GB\", \"num_gpus\": 1}}");
+    QVERIFY(!w->openScenario(wrongType, &error));
+    QVERIFY2(error.startsWith(wrongType + ": model.model_type: must be a string"), qPrintable(error));
+    QVERIFY(w->document()->json() == work);
     // And opening the saved file reads it back.
     QVERIFY(w->openScenario(path, &error));
     QVERIFY(w->document()->json() == work);

@@ -1,0 +1,12 @@
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace headroom {
+
+// JSON text for output (CLI, saved files). Strings read from a trace are arbitrary bytes (a hostile pickle
+// can name an action "\xff"), and nlohmann's dump throws on invalid UTF-8: they are written with U+FFFD
+// in place of each bad byte instead, so output never fails on what a file contained.
+std::string jsonText(const nlohmann::json& j, int indent = -1);
+
+} // namespace headroom

@@ -1,0 +1,23 @@
+// A scenario file as the CLI and the window read it: JSON text, validation, the estimate, the solvers
+// (largest micro-batch and sequence, ranked savings) and the JSON output. Anything but a clean Error is a
+// finding: a JSON type_error escaping (it aborted the window), an overflow, a hang in a solver.
+#include "core/error.h"
+#include "core/io/estimatejson.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+#include "core/plan/solvers.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
+    try {
+        const nlohmann::json doc =
+            headroom::parseJsonText(std::string(reinterpret_cast<const char*>(data), size));
+        // No file is read: a relative hf_config resolves under a directory that does not exist.
+        const headroom::Scenario sc = headroom::scenarioFromJson(doc, "/nonexistent-headroom-fuzz");
+        const headroom::Estimate est = headroom::estimate(sc);
+        (void)headroom::estimateToJson(sc, est).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+        (void)headroom::maxSequenceLength(sc);
+        (void)headroom::savingsToJson(headroom::rankSavings(sc)).dump();
+    } catch (const headroom::Error&) {
+    }
+    return 0;
+}
