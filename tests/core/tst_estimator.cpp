@@ -8,6 +8,7 @@
 
 #include <QTest>
 #include <cmath>
+#include <map>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -334,7 +335,18 @@ void TestEstimator::peakIsOverPhasesNotSumOfMaxima() {
         for (std::size_t i = 0; i < kCategoryCount; ++i)
             maxima.bytes[i] = std::max(maxima.bytes[i], pt.bytes.bytes[i]);
     }
+    // estimate() evaluates only the phase boundaries where a peak can be; the timeline samples 150 points
+    // along the step. The two are different computations: they agree only if no peak lies between.
     QCOMPARE(est.peakBytes, maxTotal);
+    // Model states at the peak, by hand, with Llama 3 8B's published count (hf_models.json: 8,030,261,248)
+    // over 8 GPUs under ZeRO-3: the peak is where backward starts, when this step's gradients do not
+    // exist yet (the last step's were freed by zero_grad), so 2 + 4 + 8 bytes per parameter, not 16.
+    const double psi = 8030261248.0;
+    QCOMPARE(est.peakPhase, Phase::Backward);
+    QCOMPARE(est.perGpu[Category::Gradients], 0.0);
+    QCOMPARE(est.perGpu[Category::Weights] + est.perGpu[Category::MasterWeights] +
+                 est.perGpu[Category::OptimizerStates],
+             14 * psi / 8);
     // Gathered weights in forward and gradients at the optimizer step never peak together with all
     // activations.
     QVERIFY(maxima.total() > est.peakBytes * 1.001);
@@ -370,22 +382,44 @@ void TestEstimator::longestSequenceIsExact() {
 }
 
 void TestEstimator::savingsRankedAndApplicable() {
-    const Scenario sc = scenarioWith(trainingDoc({{"preset", "openai-community/gpt2-large"}}),
-                                     {{"training", {{"micro_batch_size", 8}, {"attention", "eager"}}},
-                                      {"cluster", {{"num_gpus", 2}, {"data_parallel", "ddp"}}}});
+    const json base = json::parse(R"({"training": {"micro_batch_size": 8, "attention": "eager"},
+                                      "cluster": {"num_gpus": 2, "data_parallel": "ddp"}})");
+    const json doc = trainingDoc({{"preset", "openai-community/gpt2-large"}});
+    const Scenario sc = scenarioWith(doc, base);
+    const Estimate before = estimate(sc);
+    // Eager attention keeps Korthikanti et al.'s 5*a*s^2*b bytes per layer (Table 2: QK^T scores and
+    // softmax output in 16 bits, the dropout mask in 8): GPT-2 Large, 36 layers of 20 heads, s 2048, b 8.
+    QCOMPARE(before.perGpu[Category::AttentionScores], 36.0 * 5 * 20 * 2048.0 * 2048 * 8);
     const auto savings = rankSavings(sc);
     QVERIFY(savings.size() >= 5);
     for (std::size_t i = 1; i < savings.size(); ++i)
         QVERIFY(savings[i - 1].bytesSaved >= savings[i].bytesSaved);
-    bool flash = false, zero = false;
+    // Each change written here by hand, not through the saving's own patch: what the saving promises is
+    // what that scenario gives.
+    const std::map<std::string, json> byHand = {
+        {"flash_attention", {{"training", {{"attention", "flash"}}}}},
+        {"next_zero_stage", {{"cluster", {{"data_parallel", "zero1"}}}}},
+        {"full_checkpointing", {{"training", {{"activation_checkpointing", "full"}}}}},
+        // Halving the micro-batch keeps the global batch: twice the accumulation steps.
+        {"halve_micro_batch", {{"training", {{"micro_batch_size", 4}, {"gradient_accumulation_steps", 2}}}}}};
+    std::size_t checked = 0;
     for (const auto& s : savings) {
-        flash = flash || s.id == "flash_attention";
-        zero = zero || s.id == "next_zero_stage";
         QVERIFY(s.bytesSaved > 0);
-        // Applying the patch gives exactly the promised peak.
-        QCOMPARE(estimate(applyPatch(sc, s.patch)).peakBytes, s.peakAfter);
+        const auto it = byHand.find(s.id);
+        if (it == byHand.end())
+            continue;
+        json after = base;
+        after.merge_patch(it->second);
+        const Estimate e = estimate(scenarioWith(doc, after));
+        QVERIFY2(s.peakAfter == e.peakBytes, s.id.c_str());
+        QVERIFY2(s.bytesSaved == before.peakBytes - e.peakBytes, s.id.c_str());
+        ++checked;
     }
-    QVERIFY(flash && zero);
+    QCOMPARE(checked, byHand.size());
+    // FlashAttention removes at least the scores themselves (the allocator's share of them comes on top).
+    for (const auto& s : savings)
+        if (s.id == "flash_attention")
+            QVERIFY(s.bytesSaved >= 36.0 * 5 * 20 * 2048.0 * 2048 * 8);
 }
 
 void TestEstimator::gatherBuffersWithPrefetch() {
