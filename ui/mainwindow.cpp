@@ -2,9 +2,7 @@
 
 #include "core/error.h"
 #include "core/io/bytesformat.h"
-#include "core/io/fileio.h"
 #include "core/io/scenariojson.h"
-#include "core/model/hfconfig.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
 #include "ui/phasechart.h"
@@ -403,21 +401,16 @@ bool MainWindow::openScenario(const QString& path, QString* error) {
 }
 
 bool MainWindow::openFile(const QString& path, QString* error) {
-    // A Hugging Face config.json (it has model_type and no scenario sections) replaces the model only.
-    try {
-        const json j = parseJsonText(readTextFile(path.toStdString(), 16u << 20));
-        if (j.is_object() && j.contains("model_type") && !j.contains("training") &&
-            !j.contains("inference")) {
-            modelFromHfConfig(j);
-            m_doc->setValue("/model", j);
-            statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
-            return true;
-        }
-    } catch (const Error& e) {
-        if (error)
-            *error = path + ": " + QString::fromStdString(e.what());
-        return false;
+    // A Hugging Face config.json replaces the model only; anything else is opened as a scenario.
+    bool notConfig = false;
+    if (m_doc->importModelConfig(path, error, &notConfig)) {
+        statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
+        return true;
     }
+    if (!notConfig)
+        return false;
+    if (error)
+        error->clear();
     return openScenario(path, error);
 }
 

@@ -1,6 +1,8 @@
 #include "ui/scenariodocument.h"
 
+#include "core/fileio.h"
 #include "core/io/jsontext.h"
+#include "core/model/hfconfig.h"
 
 #include "core/error.h"
 #include "core/io/scenariojson.h"
@@ -91,6 +93,30 @@ void ScenarioDocument::reset(const nlohmann::json& document, const QString& path
     setDocument(document);
     m_undo.setClean();
     emit fileChanged();
+}
+
+bool ScenarioDocument::importModelConfig(const QString& path, QString* error, bool* notConfig) {
+    if (notConfig)
+        *notConfig = false;
+    try {
+        const nlohmann::json cfg = parseJsonText(readTextFile(path.toStdString(), 16u << 20));
+        if (!cfg.is_object() || !cfg.contains("model_type") || cfg.contains("training") ||
+            cfg.contains("inference")) {
+            if (notConfig)
+                *notConfig = true;
+            if (error)
+                *error =
+                    path + tr(": not a Hugging Face config.json (it has no model_type, or it is a scenario)");
+            return false;
+        }
+        modelFromHfConfig(cfg);  // validate before touching the scenario
+        setValue("/model", cfg); // replaces the whole model object: one undo step
+        return true;
+    } catch (const Error& e) {
+        if (error)
+            *error = path + ": " + QString::fromStdString(e.what());
+        return false;
+    }
 }
 
 bool ScenarioDocument::load(const QString& path, QString* error) {

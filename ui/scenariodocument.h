@@ -33,6 +33,12 @@ public:
     // A JSON merge patch (RFC 7386) as one undo step, e.g. a "what would make it fit" suggestion.
     void applyPatch(const nlohmann::json& patch, const QString& description);
 
+    // A Hugging Face config.json (model_type and no scenario sections) becomes the scenario's model as one
+    // undo step, once it is known to be a config Headroom can plan with. False with `error` ("FILE: why")
+    // when it cannot be; a readable JSON file that is not a config sets *notConfig and changes nothing.
+    // The one import path: File > Open, drag-and-drop and the panel's Import button all come here.
+    bool importModelConfig(const QString& path, QString* error, bool* notConfig = nullptr);
+
     // Replace the whole document (New, Open, crash recovery). Clears undo history.
     bool load(const QString& path, QString* error);
     void reset(const nlohmann::json& document, const QString& path = QString());

@@ -2,9 +2,7 @@
 
 #include "core/error.h"
 #include "core/io/bytesformat.h"
-#include "core/io/fileio.h"
 #include "core/io/scenariojson.h"
-#include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
 #include "ui/scenariodocument.h"
@@ -169,23 +167,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         const bool training = m_mode->itemData(i).toString() == "training";
         if (training == m_doc->json().contains("training"))
             return;
-        json patch = training ? json{{"inference", nullptr},
-                                     {"training",
-                                      {{"micro_batch_size", 1},
-                                       {"sequence_length", 4096},
-                                       {"gradient_accumulation_steps", 1},
-                                       {"precision", "bf16_mixed"},
-                                       {"optimizer", "adamw"},
-                                       {"activation_checkpointing", "selective"},
-                                       {"attention", "flash"}}}}
-                              : json{{"training", nullptr},
-                                     {"inference",
-                                      {{"batch_size", 8},
-                                       {"context_length", 8192},
-                                       {"weight_dtype", "bf16"},
-                                       {"kv_cache_dtype", "bf16"},
-                                       {"kv_block_size", 16},
-                                       {"attention", "flash"}}}};
+        // A new section starts from the defaults a file that leaves the keys out gets (one source).
+        const json patch = training ? json{{"inference", nullptr}, {"training", defaultTrainingSection()}}
+                                    : json{{"training", nullptr}, {"inference", defaultInferenceSection()}};
         m_doc->applyPatch(patch, training ? tr("Plan training") : tr("Plan inference"));
     });
 
@@ -307,6 +291,20 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
 SettingsPanel::~SettingsPanel() = default;
 
 void SettingsPanel::addField(QFormLayout* form, Field spec) {
+    // What a field shows when the document leaves its key out is what the reader then assumes: training
+    // and inference fields take it from the core's defaults rather than from a number written here.
+    static const json defaults = {{"training", defaultTrainingSection()},
+                                  {"inference", defaultInferenceSection()}};
+    const json::json_pointer ptr(spec.pointer.toStdString());
+    if (defaults.contains(ptr)) {
+        const json& d = defaults.at(ptr);
+        if (d.is_number_integer())
+            spec.fallback = d.get<int>();
+        else if (d.is_boolean())
+            spec.fallbackBool = d.get<bool>();
+        else if (d.is_string())
+            spec.fallbackChoice = QString::fromStdString(d.get<std::string>());
+    }
     m_fields.push_back(std::make_unique<Field>(std::move(spec)));
     Field* f = m_fields.back().get();
     auto* row = new QWidget(this);
@@ -465,14 +463,9 @@ void SettingsPanel::importConfig() {
     const QString path = chooseConfigFile ? chooseConfigFile() : QString();
     if (path.isEmpty())
         return;
-    try {
-        const json cfg = parseJsonText(readTextFile(path.toStdString(), 16u << 20));
-        modelFromHfConfig(cfg);         // validate before touching the scenario
-        m_doc->setValue("/model", cfg); // replaces the whole model object: one undo step
-    } catch (const Error& e) {
-        QMessageBox::warning(this, tr("Cannot import config.json"),
-                             path + ": " + QString::fromStdString(e.what()));
-    }
+    QString error;
+    if (!m_doc->importModelConfig(path, &error))
+        QMessageBox::warning(this, tr("Cannot import config.json"), error);
 }
 
 nlohmann::json SettingsPanel::valuesFromWidgets() const {

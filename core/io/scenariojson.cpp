@@ -2,12 +2,13 @@
 
 #include "core/io/jsontext.h"
 
-#include "core/io/fileio.h"
+#include "core/fileio.h"
 
 #include "core/error.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
+#include "core/plan/layout.h"
 
 #include <cmath>
 #include <filesystem>
@@ -192,13 +193,32 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
     }
 }
 
+// Names as scenario files spell them; the first name of a value is the one written back.
+const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adamw", Optimizer::AdamW},
+                                                                    {"adam", Optimizer::AdamW},
+                                                                    {"sgd", Optimizer::SgdMomentum},
+                                                                    {"adam8bit", Optimizer::Adam8bit}};
+const std::vector<std::pair<std::string, Checkpointing>> kCheckpointing = {
+    {"none", Checkpointing::None}, {"selective", Checkpointing::Selective}, {"full", Checkpointing::Full}};
+const std::vector<std::pair<std::string, Attention>> kAttention = {
+    {"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}};
+
+template <typename E> std::string nameOf(const std::vector<std::pair<std::string, E>>& names, E value) {
+    for (const auto& [name, v] : names)
+        if (v == value)
+            return name;
+    return {};
+}
+
 void readTraining(const json& doc, Scenario& sc) {
     const auto s = section(doc, "training", true);
     auto& t = sc.training;
-    t.microBatchSize = s.integer("micro_batch_size", 1, 1, 1 << 20);
-    t.sequenceLength = s.integer("sequence_length", 2048, 1, 1 << 24);
-    t.gradientAccumulationSteps = s.integer("gradient_accumulation_steps", 1, 1, 1 << 20);
-    t.precision = s.string("precision", "bf16_mixed");
+    const TrainingSettings d; // the defaults live there, and only there
+    t.microBatchSize = s.integer("micro_batch_size", d.microBatchSize, 1, 1 << 20);
+    t.sequenceLength = s.integer("sequence_length", d.sequenceLength, 1, 1 << 24);
+    t.gradientAccumulationSteps =
+        s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps, 1, 1 << 20);
+    t.precision = s.string("precision", d.precision);
     // Weights + gradients + fp32 master + Adam states, as CONTRACTS.md section 3 fixes them.
     static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
                                                                  {"bf16_mixed", {2, 2, 4, 8}},
@@ -212,11 +232,7 @@ void readTraining(const json& doc, Scenario& sc) {
                         t.precision + "\"");
     t.bytes = it->second;
     t.activationBytes = t.precision == "fp32" ? 4 : 2;
-    t.optimizer = s.choice<Optimizer>("optimizer", Optimizer::AdamW,
-                                      {{"adamw", Optimizer::AdamW},
-                                       {"adam", Optimizer::AdamW},
-                                       {"sgd", Optimizer::SgdMomentum},
-                                       {"adam8bit", Optimizer::Adam8bit}});
+    t.optimizer = s.choice<Optimizer>("optimizer", d.optimizer, kOptimizers);
     // The presets assume Adam's two fp32 states; other optimizers keep fewer bytes.
     if (t.optimizer == Optimizer::SgdMomentum)
         t.bytes.optimizerStates = 4;
@@ -235,15 +251,11 @@ void readTraining(const json& doc, Scenario& sc) {
         t.bytes.gradients = bs.number("gradients", t.bytes.gradients, 0, 64);
         t.bytes.masterWeights = bs.number("master_weights", t.bytes.masterWeights, 0, 64);
         t.bytes.optimizerStates = bs.number("optimizer_states", t.bytes.optimizerStates, 0, 64);
+        t.bytesOverridden = true;
     }
     t.activationBytes = s.number("activation_bytes", t.activationBytes, 0.5, 8);
-    t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", Checkpointing::None,
-                                              {{"none", Checkpointing::None},
-                                               {"selective", Checkpointing::Selective},
-                                               {"full", Checkpointing::Full}});
-    t.attention = s.choice<Attention>(
-        "attention", Attention::Flash,
-        {{"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}});
+    t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, kCheckpointing);
+    t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.dropout = s.boolean("dropout", sc.model.dropout);
     if (sc.model.known && sc.model.maxPositions > 0 && t.sequenceLength > sc.model.maxPositions)
         sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
@@ -254,17 +266,17 @@ void readTraining(const json& doc, Scenario& sc) {
 void readInference(const json& doc, Scenario& sc) {
     const auto s = section(doc, "inference", true);
     auto& i = sc.inference;
-    i.batchSize = s.integer("batch_size", 1, 1, 1 << 20);
-    i.contextLength = s.integer("context_length", 4096, 1, 1 << 24);
-    i.prefillChunk = s.integer("prefill_chunk", 0, 0, 1 << 24);
-    i.weightBytes = dtype(s, "weight_dtype", "bf16", i.weightDtype);
+    const InferenceSettings d;
+    i.batchSize = s.integer("batch_size", d.batchSize, 1, 1 << 20);
+    i.contextLength = s.integer("context_length", d.contextLength, 1, 1 << 24);
+    i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk, 0, 1 << 24);
+    i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
     i.kvCacheBytes =
         dtype(s, "kv_cache_dtype", i.weightDtype == "int4" || i.weightDtype == "nf4" ? "bf16" : i.weightDtype,
               i.kvCacheDtype);
-    i.kvBlockSize = s.integer("kv_block_size", 0, 0, 1 << 20);
-    i.attention = s.choice<Attention>(
-        "attention", Attention::Flash,
-        {{"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}});
+    i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
+    i.kvBlockSize = s.integer("kv_block_size", d.kvBlockSize, 0, 1 << 20);
+    i.attention = s.choice<Attention>("attention", d.attention, kAttention);
 }
 
 void readCluster(const json& doc, Scenario& sc) {
@@ -291,6 +303,7 @@ void readCluster(const json& doc, Scenario& sc) {
     c.pcieGBps = s.number("pcie_gb_per_s", c.pcieGBps, 0.001, 1e6);
     c.numGpus = s.integer("num_gpus", 1, 1, 1 << 24);
     c.gpusPerNode = s.integer("gpus_per_node", std::min(8, c.numGpus), 1, 1 << 16);
+    c.gpusPerNodeGiven = s.find("gpus_per_node") != nullptr;
     c.dataParallelName = s.string("data_parallel", "ddp");
     c.dataParallel = s.choice<DataParallel>("data_parallel", DataParallel::Ddp,
                                             {{"ddp", DataParallel::Ddp},
@@ -314,30 +327,8 @@ void readCluster(const json& doc, Scenario& sc) {
                                           {{"cpu", OffloadStep::Cpu}, {"gpu", OffloadStep::Gpu}});
     c.prefetch = s.boolean("prefetch", true);
 
-    const long long grid = 1LL * c.tensorParallel * c.pipelineParallel * c.contextParallel;
-    if (c.numGpus % grid != 0)
-        throw Error("cluster.num_gpus", std::to_string(c.numGpus) +
-                                            " is not a multiple of tensor x pipeline x context "
-                                            "parallel (" +
-                                            std::to_string(grid) + ")");
+    checkLayout(sc);
     const int dp = c.dataParallelSize();
-    if (dp % c.expertParallel != 0)
-        throw Error("cluster.expert_parallel", "must divide the data-parallel size " + std::to_string(dp));
-    const ModelSpec& m = sc.model;
-    if (m.known) {
-        if (m.heads % c.tensorParallel != 0)
-            throw Error("cluster.tensor_parallel",
-                        "must divide the model's " + std::to_string(m.heads) + " attention heads");
-        if (c.pipelineParallel * c.virtualStages > m.layers)
-            throw Error("cluster.pipeline_parallel",
-                        "more pipeline stages than the model's " + std::to_string(m.layers) + " layers");
-        if (c.expertParallel > 1 && (!m.isMoe() || m.experts % c.expertParallel != 0))
-            throw Error("cluster.expert_parallel",
-                        m.isMoe() ? "must divide the model's " + std::to_string(m.experts) + " experts"
-                                  : "needs a mixture-of-experts model");
-    }
-    if (sc.mode == Mode::Training && sc.training.sequenceLength % c.contextParallel != 0)
-        throw Error("cluster.context_parallel", "must divide training.sequence_length");
     if (c.sequenceParallel && c.tensorParallel == 1)
         sc.warnings.push_back("cluster.sequence_parallel has no effect without tensor parallelism");
     if (c.dataParallel == DataParallel::HybridShard && dp == 1)
@@ -430,6 +421,27 @@ Scenario loadScenarioFile(const std::string& path) {
 
 std::string scenarioToJsonString(const Scenario& scenario) {
     return jsonText(scenario.document, 2) + "\n";
+}
+
+json defaultTrainingSection() {
+    const TrainingSettings d;
+    return {{"micro_batch_size", d.microBatchSize},
+            {"sequence_length", d.sequenceLength},
+            {"gradient_accumulation_steps", d.gradientAccumulationSteps},
+            {"precision", d.precision},
+            {"optimizer", nameOf(kOptimizers, d.optimizer)},
+            {"activation_checkpointing", nameOf(kCheckpointing, d.checkpointing)},
+            {"attention", nameOf(kAttention, d.attention)}};
+}
+
+json defaultInferenceSection() {
+    const InferenceSettings d;
+    // No kv_cache_dtype: left out, the KV cache follows the weights' dtype.
+    return {{"batch_size", d.batchSize},
+            {"context_length", d.contextLength},
+            {"weight_dtype", d.weightDtype},
+            {"kv_block_size", d.kvBlockSize},
+            {"attention", nameOf(kAttention, d.attention)}};
 }
 
 json defaultScenarioDocument() {

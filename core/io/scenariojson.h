@@ -1,5 +1,5 @@
 #pragma once
-#include "core/io/fileio.h"
+#include "core/fileio.h"
 #include "core/plan/scenario.h"
 
 #include <nlohmann/json.hpp>
@@ -18,6 +18,10 @@ Scenario loadScenarioFile(const std::string& path);
 nlohmann::json parseJsonText(const std::string& text);
 // The document to save: the scenario's own document (unknown keys kept), pretty-printed.
 std::string scenarioToJsonString(const Scenario& scenario);
+// What a scenario gets for keys it leaves out, written out (TrainingSettings' and InferenceSettings'
+// member defaults are the one source): a new training or inference section starts from these.
+nlohmann::json defaultTrainingSection();
+nlohmann::json defaultInferenceSection();
 // The default scenario embedded from resources/default.headroom.json.
 nlohmann::json defaultScenarioDocument();
 

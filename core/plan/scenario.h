@@ -34,7 +34,8 @@ struct TrainingSettings {
     Optimizer optimizer = Optimizer::AdamW;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
-    bool dropout = false; // default: whether the model's config trains with dropout
+    bool dropout = false;         // default: whether the model's config trains with dropout
+    bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };
 
 struct InferenceSettings {
@@ -47,6 +48,7 @@ struct InferenceSettings {
     std::string kvCacheDtype = "bf16";
     int kvBlockSize = 0; // paged KV cache block (tokens); 0 = contiguous
     Attention attention = Attention::Flash;
+    bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
 };
 
 struct ClusterSettings {
@@ -55,6 +57,7 @@ struct ClusterSettings {
     double pcieGBps = 64;
     int numGpus = 1;
     int gpusPerNode = 8;
+    bool gpusPerNodeGiven = false; // else min(8, num_gpus)
     DataParallel dataParallel = DataParallel::Ddp;
     std::string dataParallelName = "ddp";
     int tensorParallel = 1;
@@ -94,6 +97,22 @@ struct Scenario {
     std::vector<std::string> warnings; // found while reading (e.g. sequence longer than the model's)
 
     std::uint64_t parameters() const { return model.totalParameters(); }
+    // What the estimator reads, without the document and warnings: what-ifs and solvers edit copies of
+    // this many times per slider tick, and copying a JSON document each time cost more than the estimate.
+    // A field added above that the estimator reads must be copied here too.
+    Scenario settingsCopy() const {
+        Scenario s;
+        s.name = name;
+        s.mode = mode;
+        s.model = model;
+        s.modelLabel = modelLabel;
+        s.training = training;
+        s.inference = inference;
+        s.cluster = cluster;
+        s.overheads = overheads;
+        s.baseDir = baseDir;
+        return s;
+    }
 };
 
 } // namespace headroom

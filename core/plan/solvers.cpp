@@ -1,17 +1,18 @@
 #include "core/plan/solvers.h"
 
 #include "core/error.h"
-#include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
+#include "core/plan/layout.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace headroom {
 
 using nlohmann::json;
 
 long long maxSequenceLength(const Scenario& sc, long long limit) {
-    Scenario probe = sc;
+    Scenario probe = sc.settingsCopy();
     const long long step = sc.cluster.contextParallel;
     auto fits = [&](long long s) {
         if (sc.mode == Mode::Training)
@@ -34,19 +35,22 @@ long long maxSequenceLength(const Scenario& sc, long long limit) {
     return lo * step;
 }
 
-Scenario applyPatch(const Scenario& sc, const json& patch) {
-    json doc = sc.document;
-    doc.merge_patch(patch);
-    return scenarioFromJson(doc, sc.baseDir);
-}
-
 namespace {
 
+// A what-if: a typed edit of the parsed scenario (so that no document is re-read and no config file is
+// opened again per change), and the same change as a JSON merge patch for the window's document.
 struct Change {
     std::string id;
     std::string description;
     json patch;
+    std::function<void(Scenario&)> edit;
 };
+
+void setNumGpus(ClusterSettings& c, int n) {
+    c.numGpus = n;
+    if (!c.gpusPerNodeGiven) // as the reader defaults it
+        c.gpusPerNode = std::min(8, n);
+}
 
 std::vector<Change> trainingChanges(const Scenario& sc) {
     std::vector<Change> out;
@@ -55,17 +59,22 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
     if (t.attention == Attention::Eager)
         out.push_back({"flash_attention",
                        "FlashAttention instead of eager attention",
-                       {{"training", {{"attention", "flash"}}}}});
+                       {{"training", {{"attention", "flash"}}}},
+                       [](Scenario& s) { s.training.attention = Attention::Flash; }});
     if (t.checkpointing == Checkpointing::None)
         out.push_back({"selective_checkpointing",
                        "Selective activation checkpointing",
-                       {{"training", {{"activation_checkpointing", "selective"}}}}});
+                       {{"training", {{"activation_checkpointing", "selective"}}}},
+                       [](Scenario& s) { s.training.checkpointing = Checkpointing::Selective; }});
     if (t.checkpointing != Checkpointing::Full)
         out.push_back({"full_checkpointing",
                        "Full activation checkpointing",
-                       {{"training", {{"activation_checkpointing", "full"}}}}});
+                       {{"training", {{"activation_checkpointing", "full"}}}},
+                       [](Scenario& s) { s.training.checkpointing = Checkpointing::Full; }});
     if (c.dataParallelSize() > 1) {
         static const char* next[] = {"zero1", "zero2", "zero3"};
+        static const DataParallel nextStage[] = {DataParallel::Zero1, DataParallel::Zero2,
+                                                 DataParallel::Zero3};
         const int stage = c.dataParallel == DataParallel::Ddp     ? 0
                           : c.dataParallel == DataParallel::Zero1 ? 1
                           : c.dataParallel == DataParallel::Zero2 ? 2
@@ -73,39 +82,56 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
         if (stage < 3)
             out.push_back({"next_zero_stage",
                            std::string("Shard more: ") + next[stage] + " instead of " + c.dataParallelName,
-                           {{"cluster", {{"data_parallel", next[stage]}}}}});
+                           {{"cluster", {{"data_parallel", next[stage]}}}},
+                           [stage](Scenario& s) {
+                               s.cluster.dataParallel = nextStage[stage];
+                               s.cluster.dataParallelName = next[stage];
+                           }});
     }
     if (!c.offloadOptimizer)
         out.push_back({"offload_optimizer",
                        "Offload optimizer states to CPU memory",
-                       {{"cluster", {{"offload_optimizer", true}}}}});
+                       {{"cluster", {{"offload_optimizer", true}}}},
+                       [](Scenario& s) { s.cluster.offloadOptimizer = true; }});
     if (!c.offloadParameters &&
         (c.dataParallel == DataParallel::Zero3 || c.dataParallel == DataParallel::HybridShard))
         out.push_back({"offload_parameters",
                        "Offload parameters to CPU memory",
-                       {{"cluster", {{"offload_parameters", true}}}}});
+                       {{"cluster", {{"offload_parameters", true}}}},
+                       [](Scenario& s) { s.cluster.offloadParameters = true; }});
     out.push_back({"double_gpus",
                    "Twice the GPUs (" + std::to_string(2 * c.numGpus) + ", more data parallelism)",
-                   {{"cluster", {{"num_gpus", 2 * c.numGpus}}}}});
+                   {{"cluster", {{"num_gpus", 2 * c.numGpus}}}},
+                   [](Scenario& s) { setNumGpus(s.cluster, 2 * s.cluster.numGpus); }});
     if (c.tensorParallel > 1 && !c.sequenceParallel)
         out.push_back({"sequence_parallel",
                        "Sequence parallelism with the tensor parallelism",
-                       {{"cluster", {{"sequence_parallel", true}}}}});
+                       {{"cluster", {{"sequence_parallel", true}}}},
+                       [](Scenario& s) { s.cluster.sequenceParallel = true; }});
     if (sc.model.known && sc.model.heads % (2 * c.tensorParallel) == 0 && c.dataParallelSize() % 2 == 0)
         out.push_back({"double_tensor_parallel",
                        "Tensor parallel " + std::to_string(2 * c.tensorParallel) + " on the same GPUs",
-                       {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}}}}});
+                       {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}}}},
+                       [](Scenario& s) { s.cluster.tensorParallel *= 2; }});
     if (t.microBatchSize > 1)
         out.push_back(
             {"halve_micro_batch",
              "Micro-batch " + std::to_string(t.microBatchSize / 2) + " with twice the accumulation steps",
              {{"training",
                {{"micro_batch_size", t.microBatchSize / 2},
-                {"gradient_accumulation_steps", 2 * t.gradientAccumulationSteps}}}}});
-    if (t.optimizer == Optimizer::AdamW && !sc.document.at("training").contains("bytes_per_param"))
+                {"gradient_accumulation_steps", 2 * t.gradientAccumulationSteps}}}},
+             [](Scenario& s) {
+                 s.training.microBatchSize /= 2;
+                 s.training.gradientAccumulationSteps *= 2;
+             }});
+    if (t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
         out.push_back({"adam8bit",
                        "8-bit Adam (bitsandbytes) instead of AdamW",
-                       {{"training", {{"optimizer", "adam8bit"}}}}});
+                       {{"training", {{"optimizer", "adam8bit"}}}},
+                       [](Scenario& s) {
+                           s.training.optimizer = Optimizer::Adam8bit;
+                           s.training.bytes.optimizerStates = 2; // two 8-bit states
+                       }});
     return out;
 }
 
@@ -114,22 +140,41 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
     const auto& in = sc.inference;
     const auto& c = sc.cluster;
     if (in.kvCacheBytes > 1)
-        out.push_back({"fp8_kv_cache", "FP8 KV cache", {{"inference", {{"kv_cache_dtype", "fp8"}}}}});
+        out.push_back(
+            {"fp8_kv_cache", "FP8 KV cache", {{"inference", {{"kv_cache_dtype", "fp8"}}}}, [](Scenario& s) {
+                 s.inference.kvCacheDtype = "fp8";
+                 s.inference.kvCacheBytes = 1;
+                 s.inference.kvCacheDtypeGiven = true;
+             }});
     if (in.weightBytes > 1)
-        out.push_back({"fp8_weights", "FP8 weights", {{"inference", {{"weight_dtype", "fp8"}}}}});
+        out.push_back(
+            {"fp8_weights", "FP8 weights", {{"inference", {{"weight_dtype", "fp8"}}}}, [](Scenario& s) {
+                 s.inference.weightDtype = "fp8";
+                 s.inference.weightBytes = 1;
+                 if (!s.inference.kvCacheDtypeGiven) { // the KV cache follows the weights
+                     s.inference.kvCacheDtype = "fp8";
+                     s.inference.kvCacheBytes = 1;
+                 }
+             }});
     if (in.attention == Attention::Eager)
         out.push_back({"flash_attention",
                        "FlashAttention instead of eager attention",
-                       {{"inference", {{"attention", "flash"}}}}});
+                       {{"inference", {{"attention", "flash"}}}},
+                       [](Scenario& s) { s.inference.attention = Attention::Flash; }});
     if (sc.model.known && sc.model.heads % (2 * c.tensorParallel) == 0)
         out.push_back(
             {"double_tensor_parallel",
              "Tensor parallel " + std::to_string(2 * c.tensorParallel),
-             {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}, {"num_gpus", 2 * c.numGpus}}}}});
+             {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}, {"num_gpus", 2 * c.numGpus}}}},
+             [](Scenario& s) {
+                 s.cluster.tensorParallel *= 2;
+                 setNumGpus(s.cluster, 2 * s.cluster.numGpus);
+             }});
     if (in.batchSize > 1)
         out.push_back({"halve_batch",
                        "Batch " + std::to_string(in.batchSize / 2),
-                       {{"inference", {{"batch_size", in.batchSize / 2}}}}});
+                       {{"inference", {{"batch_size", in.batchSize / 2}}}},
+                       [](Scenario& s) { s.inference.batchSize /= 2; }});
     return out;
 }
 
@@ -138,13 +183,16 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
 std::vector<Saving> rankSavings(const Scenario& sc) {
     const double before = estimate(sc).peakBytes;
     std::vector<Saving> out;
+    const Scenario base = sc.settingsCopy();
     for (auto& ch : sc.mode == Mode::Training ? trainingChanges(sc) : inferenceChanges(sc)) {
-        Estimate after;
+        Scenario changed = base;
+        ch.edit(changed);
         try {
-            after = estimate(applyPatch(sc, ch.patch));
+            checkLayout(changed);
         } catch (const Error&) {
             continue; // the change is not valid for this layout (e.g. heads not divisible)
         }
+        const Estimate after = estimate(changed);
         if (after.peakBytes >= before)
             continue;
         out.push_back(

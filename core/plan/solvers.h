@@ -15,16 +15,14 @@ long long maxSequenceLength(const Scenario& sc, long long limit = 1 << 22);
 struct Saving {
     std::string id;          // stable key, e.g. "flash_attention"
     std::string description; // for people: "FlashAttention instead of eager attention"
-    nlohmann::json patch;    // JSON merge patch (RFC 7386) to apply to the scenario document
+    nlohmann::json patch;    // the same change as a JSON merge patch (RFC 7386) for the scenario document
     double bytesSaved = 0;
     double peakAfter = 0;
     bool fitsAfter = false;
 };
 
-// Every applicable single change that lowers the peak, largest saving first.
+// Every applicable single change that lowers the peak, largest saving first. Each is evaluated as a typed
+// edit of `sc` (no document is re-read); applying its patch to the document gives the same scenario.
 std::vector<Saving> rankSavings(const Scenario& sc);
-
-// Applies a saving's patch to a copy of the scenario's document and re-reads it.
-Scenario applyPatch(const Scenario& sc, const nlohmann::json& patch);
 
 } // namespace headroom

@@ -1,7 +1,7 @@
 #include "core/trace/tracereader.h"
 
 #include "core/error.h"
-#include "core/io/fileio.h"
+#include "core/fileio.h"
 #include "core/trace/checkednumbers.h"
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"

@@ -68,6 +68,7 @@ private slots:
     void largestMicroBatchIsExact();
     void longestSequenceIsExact();
     void savingsRankedAndApplicable();
+    void savingsEqualTheirPatchReRead();
     void gatherBuffersWithPrefetch();
     void expertParallelShardsExperts();
     void pipelineStagesDiffer();
@@ -420,6 +421,51 @@ void TestEstimator::savingsRankedAndApplicable() {
     for (const auto& s : savings)
         if (s.id == "flash_attention")
             QVERIFY(s.bytesSaved >= 36.0 * 5 * 20 * 2048.0 * 2048 * 8);
+}
+
+void TestEstimator::savingsEqualTheirPatchReRead() {
+    // A saving is computed as a typed edit of the parsed scenario; the window applies its JSON patch to
+    // the document. Both must describe the same scenario, including what the reader derives from other
+    // fields (gpus_per_node from num_gpus, the KV cache dtype from the weights').
+    const std::vector<json> docs = {
+        scenarioWith(trainingDoc({{"preset", "openai-community/gpt2-large"}}),
+                     {{"training", {{"micro_batch_size", 8}, {"attention", "eager"}}},
+                      {"cluster", {{"num_gpus", 2}, {"data_parallel", "ddp"}}}})
+            .document,
+        scenarioWith(
+            trainingDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}}),
+            {{"training", {{"micro_batch_size", 4}}},
+             {"cluster", {{"num_gpus", 4}, {"data_parallel", "hybrid_shard"}, {"tensor_parallel", 2}}}})
+            .document,
+        scenarioWith(trainingDoc({{"preset", "mistralai/Mixtral-8x7B-v0.1"}}),
+                     {{"training", {{"micro_batch_size", 2}, {"bytes_per_param", {{"optimizer_states", 4}}}}},
+                      {"cluster", {{"num_gpus", 16}, {"gpus_per_node", 4}, {"data_parallel", "zero1"}}}})
+            .document,
+        json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-70B"},
+                        "inference": {"batch_size": 32, "context_length": 8192, "attention": "eager"},
+                        "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "tensor_parallel": 2}})"),
+        json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-8B"},
+                        "inference": {"batch_size": 16, "weight_dtype": "fp16", "kv_cache_dtype": "bf16"},
+                        "cluster": {"gpu": "A100-40GB", "num_gpus": 1}})")};
+    std::size_t compared = 0;
+    for (const json& doc : docs) {
+        const Scenario sc = scenarioFromJson(doc);
+        const auto savings = rankSavings(sc);
+        // Hybrid sharding on 4 GPUs of one node: twice the GPUs (gpus_per_node follows to 8) shards the
+        // optimizer states over twice the ranks, a saving that must be offered.
+        if (sc.cluster.dataParallel == DataParallel::HybridShard)
+            QVERIFY(std::any_of(savings.begin(), savings.end(),
+                                [](const Saving& s) { return s.id == "double_gpus"; }));
+        for (const Saving& s : savings) {
+            json patched = doc;
+            patched.merge_patch(s.patch);
+            const Estimate reRead = estimate(scenarioFromJson(patched));
+            QVERIFY2(reRead.peakBytes == s.peakAfter, (s.id + " in " + doc.dump()).c_str());
+            QCOMPARE(reRead.fits, s.fitsAfter);
+            ++compared;
+        }
+    }
+    QVERIFY(compared >= 20);
 }
 
 void TestEstimator::gatherBuffersWithPrefetch() {

@@ -2,7 +2,7 @@
 // here, protocol 2-5 / JSON / gzip variants of one snapshot, hostile and truncated pickles, the other
 // formats, the live-set index and the background job.
 #include "core/error.h"
-#include "core/io/fileio.h"
+#include "core/fileio.h"
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/picklereader.h"

@@ -86,6 +86,7 @@ private slots:
     void settingsRoundTrip_data();
     void settingsRoundTrip();
     void widgetsDriveTheDocument();
+    void modeSwitchUsesTheReadersDefaults();
     void sliderDragIsOneUndoStep();
     void undoRedoRestoresExactly();
     void openAndSaveFailuresKeepWork();
@@ -183,6 +184,32 @@ void TestMainWindow::widgetsDriveTheDocument() {
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
+}
+
+void TestMainWindow::modeSwitchUsesTheReadersDefaults() {
+    // Switching to inference and back writes the sections a file without those keys gets, and the panel
+    // shows the same values for an empty section: one source of defaults (they were 2048/none in the
+    // reader, 4096/selective in the panel).
+    auto w = window();
+    auto* mode = w->settingsPanel()->findChild<QComboBox*>("mode");
+    mode->setCurrentIndex(mode->findData("inference"));
+    emit mode->activated(mode->currentIndex());
+    QVERIFY(w->document()->json().contains("inference"));
+    mode->setCurrentIndex(mode->findData("training"));
+    emit mode->activated(mode->currentIndex());
+    const json training = w->document()->json().at("training");
+    QCOMPARE(training.at("sequence_length").get<int>(), 2048);
+    QCOMPARE(training.at("activation_checkpointing").get<std::string>(), std::string("none"));
+    json empty = w->document()->json();
+    empty["training"] = json::object();
+    QCOMPARE(estimate(scenarioFromJson(empty)).peakBytes, w->document()->estimate().peakBytes);
+    w->document()->reset(empty);
+    QCOMPARE(w->settingsPanel()->findChild<QSpinBox*>("/training/sequence_length#spin")->value(), 2048);
+    QCOMPARE(w->settingsPanel()
+                 ->findChild<QComboBox*>("/training/activation_checkpointing")
+                 ->currentData()
+                 .toString(),
+             QString("none"));
 }
 
 void TestMainWindow::sliderDragIsOneUndoStep() {

@@ -1,4 +1,4 @@
-#include "core/io/fileio.h"
+#include "core/fileio.h"
 
 #include "core/error.h"
 
