@@ -189,9 +189,7 @@ void BreakdownChart::rebuild() {
             marker->setLabelBrush(hidden ? QBrush(Qt::gray) : legend()->labelBrush());
         }
     }
-    const double ceiling = std::ceil(m_style.scale(top * 1.1));
-    m_y->setRange(0, std::max(1.0, ceiling));
-    m_y->applyNiceNumbers();
+    setNiceRange(m_y, m_style.scale(top * 1.1));
     const QString yTitle = QStringLiteral("%1 per GPU").arg(m_style.unitName());
     if (m_y->titleText() != yTitle)
         m_y->setTitleText(yTitle);

@@ -1,5 +1,8 @@
 #include "ui/chartstyle.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <QAbstractAxis>
 #include <QFont>
 
@@ -30,6 +33,28 @@ QPen ChartStyle::capacityPen(bool fits) const {
     pen.setWidth(2);
     pen.setStyle(Qt::DashLine);
     return pen;
+}
+
+} // namespace headroom
+
+namespace headroom {
+
+void setNiceRange(QValueAxis* axis, double top) {
+    top = std::max(top, 1.0);
+    const double rough = top / 4; // about five ticks
+    const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
+    double step = magnitude * 10;
+    for (double m : {1.0, 2.0, 2.5, 5.0})
+        if (rough <= m * magnitude) {
+            step = m * magnitude;
+            break;
+        }
+    const double max = std::ceil(top / step) * step;
+    const int ticks = static_cast<int>(std::lround(max / step)) + 1;
+    if (axis->min() != 0 || axis->max() != max)
+        axis->setRange(0, max);
+    if (axis->tickCount() != ticks)
+        axis->setTickCount(ticks);
 }
 
 } // namespace headroom

@@ -4,6 +4,7 @@
 #include <QChart>
 #include <QPen>
 #include <QString>
+#include <QValueAxis>
 
 namespace headroom {
 
@@ -21,5 +22,10 @@ struct ChartStyle {
     // The dashed capacity line every chart draws: red when the plan does not fit.
     QPen capacityPen(bool fits = true) const;
 };
+
+// Sets a value axis to [0, a nice number at or above `top`] with ticks on nice steps (1, 2, 2.5, 5 x 10^k),
+// touching the axis only when that range changes: every change regenerates and relayouts the labels,
+// which setRange followed by applyNiceNumbers did twice on every slider step.
+void setNiceRange(QValueAxis* axis, double top);
 
 } // namespace headroom

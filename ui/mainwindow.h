@@ -47,6 +47,7 @@ public:
 
     ScenarioDocument* document() const { return m_doc; }
     SettingsPanel* settingsPanel() const { return m_panel; }
+    int viewUpdates() const { return m_viewUpdates; } // how often the views were refreshed (tests)
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     SweepChart* sweepChart() const { return m_sweep; }
     SavingsModel* savingsModel() const { return m_savings; }
@@ -67,6 +68,8 @@ private:
     void build();
     void buildMenus();
     void updateViews();
+    void scheduleUpdate();
+    void sizeNumberColumns();
     void updateTitle();
     void applySaving(int row);
     void addRecent(const QString& path);
@@ -91,6 +94,9 @@ private:
     SavingsModel* m_savings = nullptr;
     BreakdownModel* m_table = nullptr;
     QTableView* m_savingsView = nullptr;
+    QTableView* m_tableView = nullptr;
+    bool m_updatePending = false;
+    int m_viewUpdates = 0;
     QLabel* m_verdict = nullptr;
     QLabel* m_error = nullptr;
     QMenu* m_recentMenu = nullptr;

@@ -99,8 +99,7 @@ void PhaseChart::setScenario(const Scenario& sc, const Estimate& est) {
     }
     m_x->setRange(0, phases);
     m_x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
-    m_y->setRange(0, std::max(1.0, std::ceil(m_style.scale(top * 1.1))));
-    m_y->applyNiceNumbers();
+    setNiceRange(m_y, m_style.scale(top * 1.1));
 }
 
 } // namespace headroom

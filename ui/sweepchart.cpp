@@ -153,8 +153,7 @@ void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
         m_limit->clear();
     }
     m_x->setRange(lo, hi);
-    m_y->setRange(0, std::max(1.0, std::ceil(m_style.scale(top * 1.1))));
-    m_y->applyNiceNumbers();
+    setNiceRange(m_y, m_style.scale(top * 1.1));
     if (m_x->titleText() != name) {
         setTitle(QStringLiteral("Peak against %1").arg(name));
         m_x->setTitleText(name);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 namespace headroom::data {
@@ -135,6 +136,35 @@ double dtype(const Section& s, const std::string& key, const std::string& fallba
     return it->second;
 }
 
+// A config.json read once per version of the file: the window re-reads its scenario on every slider
+// step, and reading and parsing the config each time was most of a step's core work.
+ModelSpec cachedHfConfig(const std::string& path) {
+    struct Entry {
+        std::filesystem::file_time_type mtime;
+        std::uintmax_t size = 0;
+        ModelSpec spec;
+    };
+    static std::mutex mutex;
+    static std::map<std::string, Entry> cache;
+    std::error_code ec;
+    const auto mtime = std::filesystem::last_write_time(path, ec);
+    const auto size = ec ? 0 : std::filesystem::file_size(path, ec);
+    if (!ec) {
+        std::lock_guard lock(mutex);
+        const auto it = cache.find(path);
+        if (it != cache.end() && it->second.mtime == mtime && it->second.size == size)
+            return it->second.spec;
+    }
+    ModelSpec spec = modelFromHfConfig(parseJsonText(readTextFile(path, 16u << 20)), "");
+    if (!ec) {
+        std::lock_guard lock(mutex);
+        if (cache.size() > 64)
+            cache.clear();
+        cache[path] = {mtime, size, spec};
+    }
+    return spec;
+}
+
 void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
     const auto sec = section(doc, "model", true);
     const json& m = doc.at("model");
@@ -158,10 +188,8 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
         std::filesystem::path file(path->get<std::string>());
         if (file.is_relative())
             file = std::filesystem::path(baseDir) / file;
-        json cfg;
         try {
-            cfg = parseJsonText(readTextFile(file.string(), 16u << 20));
-            sc.model = modelFromHfConfig(cfg, "");
+            sc.model = cachedHfConfig(file.string());
         } catch (const Error& e) {
             throw Error("model.hf_config", e.withFile(file.string()));
         }

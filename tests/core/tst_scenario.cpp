@@ -90,6 +90,18 @@ void TestScenario::modelReferences() {
     writeFile(dir.filePath("s.headroom.json"), QByteArray::fromStdString(doc.dump()));
     const Scenario fromFile = loadScenarioFile(dir.filePath("s.headroom.json").toStdString());
     QCOMPARE(fromFile.parameters(), std::uint64_t(7241732096));
+    // The parsed config is cached; an edited file is read again (Mistral 7B with 16 layers: 32 layers'
+    // 7,241,732,096 minus 16 layers of 218,112,000 = 3,751,940,096).
+    writeFile(dir.filePath("cfg/config.json"), QByteArray::fromStdString(json({{"model_type", "mistral"},
+                                                                               {"hidden_size", 4096},
+                                                                               {"intermediate_size", 14336},
+                                                                               {"num_hidden_layers", 16},
+                                                                               {"num_attention_heads", 32},
+                                                                               {"num_key_value_heads", 8},
+                                                                               {"vocab_size", 32000}})
+                                                                             .dump()));
+    QCOMPARE(loadScenarioFile(dir.filePath("s.headroom.json").toStdString()).parameters(),
+             std::uint64_t(3751940096));
     // Inline config.json with its own key names.
     doc["model"] = {{"model_type", "gpt2"}, {"n_embd", 768},       {"n_head", 12},
                     {"n_layer", 12},        {"vocab_size", 50257}, {"n_positions", 1024}};

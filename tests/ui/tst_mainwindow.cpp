@@ -3,6 +3,7 @@
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
 #include "core/plan/estimator.h"
+#include "core/plan/solvers.h"
 #include "tests/testutil.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
@@ -87,6 +88,7 @@ private slots:
     void settingsRoundTrip();
     void widgetsDriveTheDocument();
     void modeSwitchUsesTheReadersDefaults();
+    void changesCoalesceIntoOneViewUpdate();
     void sliderDragIsOneUndoStep();
     void undoRedoRestoresExactly();
     void openAndSaveFailuresKeepWork();
@@ -181,6 +183,7 @@ void TestMainWindow::widgetsDriveTheDocument() {
     w->settingsPanel()->findChild<QSpinBox*>("/cluster/tensor_parallel#spin")->setValue(3);
     QVERIFY(w->document()->validationError().contains("cluster.num_gpus"));
     QCOMPARE(w->document()->estimate().peakBytes, valid);
+    QCoreApplication::processEvents(); // the views follow the document once per event-loop pass
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
@@ -210,6 +213,21 @@ void TestMainWindow::modeSwitchUsesTheReadersDefaults() {
                  ->currentData()
                  .toString(),
              QString("none"));
+}
+
+void TestMainWindow::changesCoalesceIntoOneViewUpdate() {
+    // Ten values arriving within one event-loop pass (a fast drag) refresh the views once, with the last.
+    auto w = window();
+    QCoreApplication::processEvents();
+    const int before = w->viewUpdates();
+    auto* spin = w->settingsPanel()->findChild<QSpinBox*>("/training/micro_batch_size#spin");
+    for (int v = 1; v <= 10; ++v)
+        spin->setValue(v);
+    QCOMPARE(w->viewUpdates(), before);
+    QCoreApplication::processEvents();
+    QCOMPARE(w->viewUpdates(), before + 1);
+    QCOMPARE(w->savingsModel()->savings().empty(), rankSavings(w->document()->scenario()).empty());
+    QCOMPARE(w->document()->scenario().training.microBatchSize, 10);
 }
 
 void TestMainWindow::sliderDragIsOneUndoStep() {
@@ -302,6 +320,7 @@ void TestMainWindow::savingsApplyWithOneClick() {
     doc["cluster"]["offload_optimizer"] = false;
     doc["training"]["activation_checkpointing"] = "none";
     w->document()->reset(doc);
+    QCoreApplication::processEvents(); // the views follow the document once per event-loop pass
     const auto& savings = w->savingsModel()->savings();
     QVERIFY(savings.size() >= 3);
     const double before = w->document()->estimate().peakBytes;
