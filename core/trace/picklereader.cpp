@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+// The interpreter's per-opcode helpers: GCC leaves them out of line in the large dispatch function,
+// which cost a call per opcode on the hottest path of trace reading.
+#define HEADROOM_HOT [[gnu::always_inline]] inline
+
 namespace headroom {
 
 static_assert(std::endian::native == std::endian::little, "the pickle reader decodes integers with memcpy");
@@ -320,7 +324,7 @@ private:
         m_data = m_window;
         return n <= m_window.size();
     }
-    unsigned char byte() {
+    HEADROOM_HOT unsigned char byte() {
         if (m_pos >= m_data.size() && !available(1))
             fail(pos(), "truncated: the pickle ends before STOP");
         return static_cast<unsigned char>(m_data[m_pos++]);
@@ -339,7 +343,7 @@ private:
         return read(static_cast<std::size_t>(n));
     }
     // The width is a template argument so that each opcode's argument is one fixed-size load.
-    template <std::size_t N> std::uint64_t le() {
+    template <std::size_t N> HEADROOM_HOT std::uint64_t le() {
         if (N > m_data.size() - m_pos && !available(N))
             fail(pos(), "truncated argument");
         std::uint64_t v = 0;
@@ -375,7 +379,7 @@ private:
         m_marks.pop_back();
         return m;
     }
-    void push(Value v) {
+    HEADROOM_HOT void push(Value v) {
         if (m_stack.size() >= m_limits.maxStack)
             fail(pos(), "more than " + std::to_string(m_limits.maxStack) + " values on the stack");
         m_stack.push_back(v);
@@ -449,7 +453,7 @@ private:
         m_depth[idx] =
             static_cast<std::uint16_t>(std::max<std::uint32_t>(current & ~kPlaced, d) | (current & kPlaced));
     }
-    void put(std::size_t at, std::uint64_t index) {
+    HEADROOM_HOT void put(std::size_t at, std::uint64_t index) {
         if (m_stack.size() <= markFloor())
             fail(at, "memo PUT with an empty stack");
         // Pickle writers number the memo in order; a gap or a far index means a corrupt file.
@@ -461,7 +465,7 @@ private:
         else
             m_memo[index] = m_stack.back();
     }
-    void get(std::size_t at, std::uint64_t index) {
+    HEADROOM_HOT void get(std::size_t at, std::uint64_t index) {
         if (index >= m_memo.size())
             fail(at, "memo index " + std::to_string(index) + " is out of range (" +
                          std::to_string(m_memo.size()) + " entries)");
