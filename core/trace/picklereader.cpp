@@ -103,6 +103,20 @@ public:
                 throw Error(where(pos()), "cancelled");
             const std::size_t at = pos();
             const unsigned char op = byte();
+            // Memo references and MEMOIZE are most of a snapshot's opcodes (every frame of every entry is
+            // a BINGET or LONG_BINGET): test for them before the switch's indirect jump.
+            if (op == 'h') {
+                get(at, le<1>());
+                continue;
+            }
+            if (op == 'j') {
+                get(at, le<4>());
+                continue;
+            }
+            if (op == 0x94) {
+                put(at, m_memo.size());
+                continue;
+            }
             switch (op) {
             case 0x80: { // PROTO
                 const unsigned proto = byte();
