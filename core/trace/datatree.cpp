@@ -14,7 +14,13 @@ DataTree::DataTree(std::size_t inputBytes) {
     inputBytes = std::min<std::size_t>(inputBytes, std::size_t(1) << 32);
     m_items.reserve(inputBytes / 8);
     m_containers.reserve(inputBytes / 16);
-    m_records.reserve(inputBytes / 64);
+    const std::size_t records = inputBytes / 64;
+    m_records.time.reserve(records);
+    m_records.addr.reserve(records);
+    m_records.size.reserve(records);
+    m_records.stream.reserve(records);
+    m_records.frames.reserve(records);
+    m_records.action.reserve(records);
 }
 
 DataTree::Value DataTree::makeInt(long long n) {
@@ -80,21 +86,28 @@ void DataTree::shareIfSeen(std::uint32_t index) {
     if (c.more != 0 || c.count < 2 || c.count > 256 || c.start + c.count != m_items.size())
         return;
     const Value* items = m_items.data() + c.start;
-    std::uint64_t h = 0xcbf29ce484222325ull ^ c.count;
+    // Rotate-xor per item (one cycle each; a multiply per item was most of this function), then one mix.
+    std::uint64_t h = c.count;
     for (std::uint32_t i = 0; i < c.count; ++i)
-        h = (h ^ items[i]) * 0x100000001b3ull;
-    auto [it, inserted] = m_listByHash.try_emplace(h, index);
-    if (inserted)
-        return;
-    const Container& other = m_containers[it->second];
-    if (it->second != index && other.kind == c.kind && other.more == 0 && other.count == c.count &&
-        std::equal(items, items + c.count, m_items.data() + other.start)) {
-        const std::uint32_t start = c.start;
-        c.start = other.start; // nothing writes items in place, so the range can be shared
-        m_items.resize(start);
-    } else {
-        it->second = index;
+        h = ((h << 7) | (h >> 57)) ^ items[i];
+    h ^= h >> 29; // spread the high bits down before masking
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    // A direct-mapped cache of recent lists by hash: a collision only means a list is stored again.
+    if (m_listCache.empty())
+        m_listCache.assign(kListCacheSize, 0);
+    std::uint32_t& slot = m_listCache[h & (kListCacheSize - 1)];
+    if (slot != 0 && slot - 1 != index) {
+        const Container& other = m_containers[slot - 1];
+        if (other.kind == c.kind && other.more == 0 && other.count == c.count &&
+            std::equal(items, items + c.count, m_items.data() + other.start)) {
+            const std::uint32_t start = c.start;
+            c.start = other.start; // nothing writes items in place, so the range can be shared
+            m_items.resize(start);
+            return;
+        }
     }
+    slot = index + 1;
 }
 
 DataTree::Value DataTree::makeContainer(Tag kind, const Value* items, std::size_t count) {
@@ -262,12 +275,18 @@ bool DataTree::tryMakeRecord(std::uint32_t index) {
             return false; // not a trace entry we understand: stays a plain dict
         }
     }
-    if (!haveAction || !haveSize || m_records.size() >= 0xfffffffeu)
+    if (!haveAction || !haveSize || m_records.count() >= 0xfffffffeu)
         return false;
     m_items.resize(c.start);
-    m_records.push_back(r);
+    // INT64_MIN marks "no time": a file that writes exactly that gets the next value instead.
+    m_records.time.push_back(r.hasTime ? std::max(r.timeUs, kNoTime + 1) : kNoTime);
+    m_records.addr.push_back(static_cast<std::uint64_t>(r.addr));
+    m_records.size.push_back(r.size);
+    m_records.stream.push_back(r.stream);
+    m_records.frames.push_back(r.framesList);
+    m_records.action.push_back(static_cast<std::uint16_t>(r.action));
     c.kind = kRecordKind;
-    c.start = static_cast<std::uint32_t>(m_records.size() - 1);
+    c.start = static_cast<std::uint32_t>(m_records.count() - 1);
     c.count = 0;
     return true;
 }
@@ -328,8 +347,21 @@ bool DataTree::isRecord(Value v) const {
     return tag(v) == Tag::Dict && m_containers[payload(v)].kind == kRecordKind;
 }
 
-const DataTree::TraceRecord& DataTree::record(Value v) const {
-    return m_records[m_containers[payload(v)].start];
+std::size_t DataTree::recordIndex(Value v) const {
+    return m_containers[payload(v)].start;
+}
+
+DataTree::TraceRecord DataTree::record(Value v) const {
+    const std::size_t i = recordIndex(v);
+    TraceRecord r;
+    r.addr = static_cast<std::int64_t>(m_records.addr[i]);
+    r.size = m_records.size[i];
+    r.stream = m_records.stream[i];
+    r.hasTime = m_records.time[i] != kNoTime;
+    r.timeUs = r.hasTime ? m_records.time[i] : 0;
+    r.framesList = m_records.frames[i];
+    r.action = m_records.action[i];
+    return r;
 }
 
 std::size_t DataTree::size(Value v) const {

@@ -1,4 +1,5 @@
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,16 +40,28 @@ public:
     static Value make(Tag t, std::uint64_t p) { return (std::uint64_t(t) << 61) | p; }
     static bool fitsInline(long long n) { return n >= -(1LL << 60) && n < (1LL << 60); }
 
-    // 40 bytes: there is one per trace entry, so every field counts.
+    // One trace entry, as record() returns it.
     struct TraceRecord {
         std::int64_t addr = 0, size = 0, stream = 0, timeUs = 0;
         std::uint32_t framesList = kNoFrames; // container index of the frames list
-        std::uint32_t action : 31;            // index into actionNames()
-        std::uint32_t hasTime : 1;
-        TraceRecord() : action(0), hasTime(0) {}
+        std::uint32_t action = 0;             // index into actionNames()
+        bool hasTime = false;
         Value frames() const { return framesList == kNoFrames ? kNone : make(Tag::List, framesList); }
     };
     static constexpr std::uint32_t kNoFrames = 0xffffffffu;
+    static constexpr std::int64_t kNoTime = INT64_MIN; // in RecordColumns::time: the entry had no time_us
+    // All trace entries, by column and in the column types of DeviceTrace, in the order the file wrote them:
+    // when a device's trace list is exactly these records in order (the usual case) the reader moves the
+    // columns out instead of copying ten million records into equal columns.
+    struct RecordColumns {
+        std::vector<std::int64_t> time; // kNoTime when the entry had none
+        std::vector<std::uint64_t> addr;
+        std::vector<std::int64_t> size;
+        std::vector<std::int64_t> stream;
+        std::vector<std::uint32_t> frames; // container index of the frames list, or kNoFrames
+        std::vector<std::uint16_t> action; // index into actionNames()
+        std::size_t count() const { return action.size(); }
+    };
 
     // ---- building (used by the readers) ----
     // inputBytes sizes the first reservation (a fraction of the input); storage grows past it as needed.
@@ -73,8 +86,11 @@ public:
     bool isList(Value v) const { return tag(v) == Tag::List || tag(v) == Tag::Tuple; }
     bool isDict(Value v) const { return tag(v) == Tag::Dict && !isRecord(v); }
     bool isRecord(Value v) const;
-    const TraceRecord& record(Value v) const;
-    std::size_t size(Value container) const; // items of a list, pairs of a dict
+    TraceRecord record(Value v) const;
+    std::size_t recordIndex(Value v) const; // position in recordColumns()
+    const RecordColumns& recordColumns() const { return m_records; }
+    RecordColumns takeRecordColumns() { return std::move(m_records); } // leaves none behind
+    std::size_t size(Value container) const;                           // items of a list, pairs of a dict
     // Equal for containers whose items are stored once (small lists with equal items share storage):
     // a cheap identity for "same contents" that never needs the items compared.
     std::uint64_t storageKey(Value container) const;
@@ -84,7 +100,7 @@ public:
     // Looks a string key up in a dict; kNone... check `found`.
     Value get(Value dict, std::string_view key, bool* found = nullptr) const;
     const std::vector<std::string>& actionNames() const { return m_actionNames; }
-    std::size_t recordCount() const { return m_records.size(); }
+    std::size_t recordCount() const { return m_records.count(); }
 
 private:
     // A further run of a container's items. `end` is the container's item count up to and including this
@@ -94,11 +110,13 @@ private:
         std::uint32_t start;
         std::uint32_t end;
     };
+    // 12 bytes: there is one per list, dict and trace entry (17 million in a 10M-entry snapshot).
     struct Container {
         std::uint32_t start = 0; // first item in m_items (or record index when kind is Record)
         std::uint32_t count = 0; // items in the first segment
-        std::uint32_t more = 0;  // 1-based index into m_overflow for further segments
-        std::uint8_t kind = 0;   // Tag, or kRecordKind
+        std::uint32_t more : 24; // 1-based index into m_overflow for further segments
+        std::uint32_t kind : 8;  // Tag, or kRecordKind
+        Container() : more(0), kind(0) {}
     };
     static constexpr std::uint8_t kRecordKind = 255;
     struct Boxed {
@@ -123,10 +141,12 @@ private:
     std::size_t m_chunkLeft = 0;
     std::unordered_map<std::string_view, Value> m_shortStrings;
     // Small lists with the same items share their storage: every trace entry carries a new frames list,
-    // yet a run has only a few hundred distinct stacks. Keyed by a hash of the items; checked for equality.
-    std::unordered_map<std::uint64_t, std::uint32_t> m_listByHash;
+    // yet a run has only a few hundred distinct stacks. Found through a direct-mapped cache keyed by a hash
+    // of the items (container index + 1, 0 = empty), and checked for equality.
+    static constexpr std::size_t kListCacheSize = 1 << 14;
+    std::vector<std::uint32_t> m_listCache;
     std::vector<Boxed> m_boxed;
-    std::vector<TraceRecord> m_records;
+    RecordColumns m_records;
     std::vector<std::string> m_actionNames;
     // Per string id: which trace-entry field it names as a key (kUnknownKey until looked at), and which
     // action it names as a value. Keys and actions are memoized strings, so each is classified once.

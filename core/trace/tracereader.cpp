@@ -36,7 +36,7 @@ std::string idx(const std::string& path, std::size_t i) {
 // Turns the tree of a PyTorch snapshot into a Trace: interned strings, deduplicated stacks, columns.
 class SnapshotExtractor {
 public:
-    SnapshotExtractor(const DataTree& tree, Trace& trace) : m_tree(tree), m_trace(trace) {}
+    SnapshotExtractor(DataTree& tree, Trace& trace) : m_tree(tree), m_trace(trace) {}
 
     void run(Value root) {
         Value segments = root, traces = DataTree::kNone;
@@ -55,7 +55,8 @@ public:
             if (!m_tree.isList(traces))
                 throw Error("device_traces", "must be a list (one per device)");
             for (std::size_t d = 0; d < m_tree.size(traces); ++d)
-                deviceTrace(std::to_string(d), m_tree.at(traces, d), idx("device_traces", d));
+                deviceTrace(std::to_string(d), m_tree.at(traces, d), idx("device_traces", d),
+                            m_tree.size(traces) == 1);
         }
     }
 
@@ -93,9 +94,9 @@ private:
     template <typename Path> std::uint32_t frame(Value f, std::size_t i, const Path& path) {
         if (!m_tree.isDict(f))
             throw Error(idx(path(), i), "a frame must be a dict of name, filename and line");
-        const auto identity = DataTree::payload(f);
-        if (m_frameByIdentity[identity] != kUnseen)
-            return m_frameByIdentity[identity];
+        const auto identity = static_cast<std::uint32_t>(DataTree::payload(f));
+        if (const auto known = m_frameByIdentity.find(identity); known != m_frameByIdentity.end())
+            return known->second;
         Frame fr;
         fr.name = string(m_tree.str(m_tree.get(f, "name")));
         fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
@@ -104,22 +105,17 @@ private:
         auto [it, inserted] = m_frameByContent.emplace(key, static_cast<std::uint32_t>(m_frames.size()));
         if (inserted)
             m_frames.push_back(fr);
-        return m_frameByIdentity[identity] = it->second;
+        m_frameByIdentity.emplace(identity, it->second);
+        return it->second;
     }
     template <typename Path> std::uint32_t stack(Value frames, const Path& path) {
         if (!m_tree.isList(frames) || m_tree.size(frames) == 0)
             return 0;
-        // Shared frame lists (the pickle memo) are recognised by identity without reading them again.
-        const auto identity = DataTree::payload(frames);
-        if (m_stackByIdentity.empty()) {
-            m_stackByIdentity.assign(m_tree.containerCount(), kUnseen);
-            m_frameByIdentity.assign(m_tree.containerCount(), kUnseen);
-        }
-        if (m_stackByIdentity[identity] != kUnseen)
-            return m_stackByIdentity[identity];
+        // A list shared through the pickle memo, or one whose items the tree stores once with an equal
+        // list's, has the same storage key: it is read once. The table stays as small as the distinct stacks.
         const auto [shared, isNew] = m_stackByStorage.try_emplace(m_tree.storageKey(frames), 0);
         if (!isNew)
-            return m_stackByIdentity[identity] = shared->second;
+            return shared->second;
         const std::size_t n = m_tree.size(frames);
         m_key.resize(n);
         for (std::size_t i = 0; i < n; ++i)
@@ -137,7 +133,7 @@ private:
                      .first;
         }
         shared->second = it->second;
-        return m_stackByIdentity[identity] = it->second;
+        return it->second;
     }
     void segment(Value s, const std::string& path) {
         if (!m_tree.isDict(s))
@@ -186,13 +182,19 @@ private:
         }
         m_trace.device(std::to_string(device)).segments.push_back(std::move(seg));
     }
-    void deviceTrace(const std::string& key, Value entries, const std::string& path) {
+    // `onlyList`: no other trace list exists that could share this one's records.
+    void deviceTrace(const std::string& key, Value entries, const std::string& path, bool onlyList) {
         if (!m_tree.isList(entries))
             throw Error(path, "must be a list of trace entries");
         const std::size_t n = m_tree.size(entries);
         if (n == 0)
             return;
         DeviceTrace& dev = m_trace.device(key);
+        std::vector<TraceAction> recordActions;
+        for (const auto& name : m_tree.actionNames())
+            recordActions.push_back(traceActionFromName(name));
+        if (onlyList && takeAllRecords(entries, n, dev, recordActions, path))
+            return;
         dev.time.reserve(n);
         dev.action.reserve(n);
         dev.addr.reserve(n);
@@ -200,13 +202,10 @@ private:
         dev.stream.reserve(n);
         dev.stack.reserve(n);
         std::vector<std::uint64_t> counts(m_tree.actionNames().size() + 1, 0);
-        std::vector<TraceAction> recordActions;
-        for (const auto& name : m_tree.actionNames())
-            recordActions.push_back(traceActionFromName(name));
         for (std::size_t i = 0; i < n; ++i) {
             const Value e = m_tree.at(entries, i);
             if (m_tree.isRecord(e)) {
-                const DataTree::TraceRecord& r = m_tree.record(e);
+                const DataTree::TraceRecord r = m_tree.record(e);
                 ++counts[r.action];
                 dev.append(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i), recordActions[r.action],
                            static_cast<std::uint64_t>(r.addr), r.size, r.stream,
@@ -233,14 +232,47 @@ private:
                 dev.actionCounts[m_tree.actionNames()[a]] += counts[a];
     }
 
-    const DataTree& m_tree;
+    // The usual case, one device whose trace list is every record in file order: the tree's record columns
+    // become the device's columns (frames turned into stack ids in place) instead of being copied.
+    bool takeAllRecords(Value entries, std::size_t n, DeviceTrace& dev,
+                        const std::vector<TraceAction>& actions, const std::string& path) {
+        if (n != m_tree.recordCount())
+            return false;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Value e = m_tree.at(entries, i);
+            if (!m_tree.isRecord(e) || m_tree.recordIndex(e) != i)
+                return false;
+        }
+        DataTree::RecordColumns r = m_tree.takeRecordColumns();
+        std::vector<std::uint64_t> counts(actions.size(), 0);
+        dev.action.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (r.time[i] == DataTree::kNoTime)
+                r.time[i] = static_cast<std::int64_t>(i);
+            const std::uint32_t frames = r.frames[i];
+            r.frames[i] = frames == DataTree::kNoFrames ? 0
+                                                        : stack(DataTree::make(DataTree::Tag::List, frames),
+                                                                [&] { return idx(path, i) + ".frames"; });
+            dev.action[i] = actions[r.action[i]];
+            ++counts[r.action[i]];
+        }
+        dev.time = std::move(r.time);
+        dev.addr = std::move(r.addr);
+        dev.size = std::move(r.size);
+        dev.stream = std::move(r.stream);
+        dev.stack = std::move(r.frames);
+        for (std::size_t a = 0; a < actions.size(); ++a)
+            if (counts[a])
+                dev.actionCounts[m_tree.actionNames()[a]] += counts[a];
+        return true;
+    }
+
+    DataTree& m_tree;
     Trace& m_trace;
     std::unordered_map<std::string_view, std::uint32_t> m_strings;
-    static constexpr std::uint32_t kUnseen = 0xffffffffu;
-    std::vector<std::uint32_t> m_stackByIdentity; // by container index: frame lists shared via the memo
-    std::vector<std::uint32_t> m_frameByIdentity; // by container index: frame dicts shared via the memo
-    std::unordered_map<std::uint64_t, std::uint32_t> m_stackByStorage; // lists whose items the tree shares
-    std::vector<Frame> m_frames;                                       // distinct frames, by canonical id
+    std::unordered_map<std::uint32_t, std::uint32_t> m_frameByIdentity; // frame dicts shared via the memo
+    std::unordered_map<std::uint64_t, std::uint32_t> m_stackByStorage;  // lists whose items the tree shares
+    std::vector<Frame> m_frames;                                        // distinct frames, by canonical id
     std::unordered_map<std::string, std::uint32_t> m_frameByContent;
     // Stacks by their canonical frame ids (heterogeneous lookup: no string built for a stack seen before).
     struct KeyHash {
@@ -382,14 +414,14 @@ bool looksLikeJson(std::string_view s) {
     return false;
 }
 
-Trace snapshot(const DataTree& t, Value root, TraceFormat format) {
+Trace snapshot(DataTree& t, Value root, TraceFormat format) {
     Trace trace;
     trace.format = format;
     SnapshotExtractor(t, trace).run(root);
     return trace;
 }
 
-Trace fromJsonTree(const DataTree& t, Value root) {
+Trace fromJsonTree(DataTree& t, Value root) {
     if (t.isDict(root)) {
         bool found = false;
         t.get(root, "traceEvents", &found);
