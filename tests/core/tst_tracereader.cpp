@@ -20,6 +20,7 @@
 #include <QTest>
 #include <condition_variable>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <zlib.h>
@@ -192,6 +193,7 @@ private slots:
     void sharedFramesAreNotCopied();
     void nvidiaSmiCsv();
     void memoryTimelineJson();
+    void recordColumnsMovedOrCopied();
     void interleavedBatchesReadInOrder();
     void gzipFailsAtTheFirstBadByte();
     void formatDetectedFromContent();
@@ -717,6 +719,54 @@ void TestTraceReader::backgroundJobStagesAndCancel() {
         job.wait();
     }
     QVERIFY2(QString::fromStdString(failure).endsWith(": cancelled"), failure.c_str());
+}
+
+void TestTraceReader::recordColumnsMovedOrCopied() {
+    // One device: the tree's record columns become the device's columns. Two devices: each list is
+    // copied entry by entry. Both give the same events; an entry without time_us is timed by its index,
+    // and one that writes INT64_MIN (the tree's "no time" mark) keeps a time of INT64_MIN + 1.
+    auto snapshot = [](int devices) {
+        PickleWriter w;
+        w.beginDict();
+        w.str("segments");
+        w.beginList();
+        w.endList();
+        w.str("device_traces");
+        w.beginList();
+        for (int d = 0; d < devices; ++d) {
+            w.beginList();
+            for (int i = 0; i < 3; ++i) {
+                w.beginDict();
+                w.str("action"), w.str(i == 2 ? "free_requested" : "alloc");
+                w.str("addr"), w.integer(4096 * (d * 10 + i));
+                w.str("size"), w.integer(512 * (i + 1));
+                if (i == 0)
+                    w.str("time_us"), w.integer(std::numeric_limits<long long>::min());
+                else if (i == 2)
+                    w.str("time_us"), w.integer(77);
+                w.endDict();
+            }
+            w.endList();
+        }
+        w.endList();
+        w.endDict();
+        return w.finish();
+    };
+    for (int devices : {1, 2}) {
+        const Trace t = readTrace(snapshot(devices));
+        QCOMPARE(t.devices.size(), std::size_t(devices));
+        for (const DeviceTrace& dev : t.devices) {
+            QCOMPARE(dev.entries(), std::size_t(3));
+            QCOMPARE(dev.time[0], std::numeric_limits<std::int64_t>::min() + 1);
+            QCOMPARE(dev.time[1], std::int64_t(1)); // no time_us: its index
+            QCOMPARE(dev.time[2], std::int64_t(77));
+            QCOMPARE(dev.action[2], TraceAction::FreeRequested);
+            QCOMPARE(dev.size[2], std::int64_t(1536));
+            QCOMPARE(dev.stack[0], std::uint32_t(0));
+            QCOMPARE(dev.actionCounts.at("alloc"), std::uint64_t(2));
+        }
+        QCOMPARE(t.devices.back().addr[1], std::uint64_t(4096 * ((devices - 1) * 10 + 1)));
+    }
 }
 
 void TestTraceReader::interleavedBatchesReadInOrder() {
