@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 // The interpreter's per-opcode helpers: GCC leaves them out of line in the large dispatch function,
@@ -474,16 +475,34 @@ private:
         if (index > m_memo.size())
             fail(at, "memo index " + std::to_string(index) + " is out of order (next is " +
                          std::to_string(m_memo.size()) + ")");
+        const std::uint32_t packed = pack(static_cast<std::uint32_t>(index), m_stack.back());
         if (index == m_memo.size())
-            m_memo.push_back(m_stack.back());
+            m_memo.push_back(packed);
         else
-            m_memo[index] = m_stack.back();
+            m_memo[index] = packed;
     }
     HEADROOM_HOT void get(std::size_t at, std::uint64_t index) {
         if (index >= m_memo.size())
             fail(at, "memo index " + std::to_string(index) + " is out of range (" +
                          std::to_string(m_memo.size()) + " entries)");
-        push(m_memo[index]); // a shared reference: the container is not copied
+        const std::uint32_t packed = m_memo[index];
+        // A shared reference: the container is not copied.
+        push(packed == kWide ? m_memoWide.at(static_cast<std::uint32_t>(index))
+                             : DataTree::make(static_cast<Tag>(packed >> 29), packed & kPayload29));
+    }
+    // A snapshot memoizes tens of millions of values, nearly all containers and strings whose index fits
+    // 29 bits: those take 4 bytes (tag and index); the rest (large or negative ints, ...) sit beside.
+    static constexpr std::uint32_t kWide = 0xffffffffu, kPayload29 = (1u << 29) - 1;
+    std::uint32_t pack(std::uint32_t index, Value v) {
+        const std::uint64_t payload = DataTree::payload(v);
+        const auto packed = static_cast<std::uint32_t>((std::uint64_t(DataTree::tag(v)) << 29) | payload);
+        if (payload < kPayload29 && packed != kWide) {
+            if (!m_memoWide.empty()) // only overwritten entries can be stale
+                m_memoWide.erase(index);
+            return packed;
+        }
+        m_memoWide[index] = v;
+        return kWide;
     }
 
     std::string_view m_data; // the input, or the window over the source's bytes
@@ -497,7 +516,8 @@ private:
     std::size_t m_ops = 0;
     std::vector<Value> m_stack;
     std::vector<std::size_t> m_marks;
-    std::vector<Value> m_memo;
+    std::vector<std::uint32_t> m_memo; // packed; kWide: the value is in m_memoWide
+    std::unordered_map<std::uint32_t, Value> m_memoWide;
     std::vector<std::uint16_t> m_depth; // per container, same index as the tree's: depth | kPlaced
 };
 

@@ -193,6 +193,7 @@ private slots:
     void sharedFramesAreNotCopied();
     void nvidiaSmiCsv();
     void memoryTimelineJson();
+    void memoKeepsEveryKindOfValue();
     void recordColumnsMovedOrCopied();
     void interleavedBatchesReadInOrder();
     void gzipFailsAtTheFirstBadByte();
@@ -719,6 +720,32 @@ void TestTraceReader::backgroundJobStagesAndCancel() {
         job.wait();
     }
     QVERIFY2(QString::fromStdString(failure).endsWith(": cancelled"), failure.c_str());
+}
+
+void TestTraceReader::memoKeepsEveryKindOfValue() {
+    // The memo packs containers and strings into 4 bytes and keeps other values beside: a negative int
+    // (memo 0, kept beside), a string (memo 1, packed), then memo 0 overwritten by a list (BINPUT 0).
+    // CPython's pickle.loads gives [[-2, 'hi']] for these bytes.
+    const std::string p("\x80\x04J\xfe\xff\xff\xff\x94" // -2 -> memo 0 (wide)
+                        "0"                             // pop it
+                        "\x8c\x02hi\x94"                // "hi" -> memo 1 (packed)
+                        "0"
+                        "]h\x00"
+                        "ah\x01"
+                        "a"     // [-2, "hi"]
+                        "q\x00" // memo 0 := the list (wide entry replaced)
+                        "0]h\x00"
+                        "a.", // [[-2, "hi"]]
+                        30);
+    DataTree t(p.size());
+    const auto root = readPickle(p, t);
+    QCOMPARE(t.size(root), std::size_t(1));
+    const auto inner = t.at(root, 0);
+    QCOMPARE(t.size(inner), std::size_t(2));
+    long long v = 0;
+    QVERIFY(t.toInt(t.at(inner, 0), &v));
+    QCOMPARE(v, -2LL);
+    QCOMPARE(std::string(t.str(t.at(inner, 1))), std::string("hi"));
 }
 
 void TestTraceReader::recordColumnsMovedOrCopied() {
