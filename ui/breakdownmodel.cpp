@@ -2,14 +2,29 @@
 
 #include "ui/categorycolors.h"
 
+#include <array>
+
 namespace headroom {
 
 BreakdownModel::BreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void BreakdownModel::setEstimate(const Estimate& est) {
+    // Only the numbers a user sees that changed are announced: each announced cell is repainted, and a
+    // slider step usually moves a few categories (shares all move only when the total does).
+    std::array<QString, 2 * kCategoryCount> before;
+    for (int r = 0; r < rowCount(); ++r) {
+        before[std::size_t(2 * r)] = data(index(r, SizeColumn)).toString();
+        before[std::size_t(2 * r + 1)] = data(index(r, ShareColumn)).toString();
+    }
     m_breakdown = est.perGpu;
     m_total = est.peakBytes;
-    emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    for (int r = 0; r < rowCount(); ++r) {
+        const bool size = data(index(r, SizeColumn)).toString() != before[std::size_t(2 * r)];
+        const bool share = data(index(r, ShareColumn)).toString() != before[std::size_t(2 * r + 1)];
+        if (size || share)
+            emit dataChanged(index(r, size ? SizeColumn : ShareColumn),
+                             index(r, share ? ShareColumn : SizeColumn));
+    }
 }
 
 void BreakdownModel::setStyle(const ChartStyle& style) {

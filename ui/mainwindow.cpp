@@ -23,6 +23,7 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGraphicsLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -405,6 +406,12 @@ void MainWindow::updateViews() {
     m_sweep->setScenario(sc, est);
     m_savings->setScenario(sc);
     m_table->setEstimate(est);
+    // Qt Charts lays a chart out in a posted event, after the first repaint: new axis labels then cost a
+    // second paint of the view. Settling the layouts now makes it one paint per change.
+    for (QChart* chart : {static_cast<QChart*>(m_breakdown), static_cast<QChart*>(m_phase),
+                          static_cast<QChart*>(m_strategies), static_cast<QChart*>(m_sweep)})
+        if (chart->layout())
+            chart->layout()->activate();
 }
 
 void MainWindow::updateTitle() {

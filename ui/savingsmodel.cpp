@@ -14,9 +14,22 @@ void SavingsModel::setScenario(const Scenario& sc) {
     for (std::size_t i = 0; sameShape && i < next.size(); ++i)
         sameShape = next[i].id == m_savings[i].id;
     if (sameShape) {
+        // Announce only the cells whose text changed (each announced cell is repainted).
+        std::vector<QString> before;
+        for (int r = 0; r < rowCount(); ++r)
+            for (int c = 0; c < ColumnCount; ++c)
+                before.push_back(data(index(r, c)).toString());
         m_savings = std::move(next);
-        if (!m_savings.empty())
-            emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+        for (int r = 0; r < rowCount(); ++r) {
+            int first = -1, last = -1;
+            for (int c = 0; c < ColumnCount; ++c)
+                if (data(index(r, c)).toString() != before[std::size_t(r * ColumnCount + c)]) {
+                    first = first < 0 ? c : first;
+                    last = c;
+                }
+            if (first >= 0)
+                emit dataChanged(index(r, first), index(r, last));
+        }
         return;
     }
     beginResetModel();
