@@ -154,20 +154,38 @@ void MainWindow::build() {
     auto* centre = new QWidget(splitter);
     auto* grid = new QGridLayout(centre);
     grid->setContentsMargins(4, 4, 4, 4);
-    m_verdict = new QLabel(centre);
+    // The verdict line changes with every step: a plain-text label (bold font, colour from its palette)
+    // costs a fraction of rich text, which is parsed and laid out anew on each change. The details below
+    // it stay rich text; QLabel skips setText when they did not change, which is most steps.
+    auto* verdictBox = new QWidget(centre);
+    auto* verdictLayout = new QVBoxLayout(verdictBox);
+    verdictLayout->setContentsMargins(0, 0, 0, 0);
+    verdictLayout->setSpacing(0);
+    m_verdict = new QLabel(verdictBox);
     m_verdict->setObjectName("verdict");
-    m_verdict->setTextFormat(Qt::RichText);
-    m_verdict->setWordWrap(true);
+    m_verdict->setTextFormat(Qt::PlainText);
+    QFont big = m_verdict->font();
+    big.setPointSizeF(13);
+    big.setBold(true);
+    m_verdict->setFont(big);
+    m_verdictDetails = new QLabel(verdictBox);
+    m_verdictDetails->setObjectName("verdictDetails");
+    m_verdictDetails->setTextFormat(Qt::RichText);
+    m_verdictDetails->setWordWrap(true);
+    verdictLayout->addWidget(m_verdict);
+    verdictLayout->addWidget(m_verdictDetails);
     // A fixed height: new numbers in the verdict must not relayout (and so repaint) the whole window.
-    m_verdict->setFixedHeight(m_verdict->fontMetrics().height() * 4);
-    m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    for (QLabel* l : {m_verdict, m_verdictDetails})
+        l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    m_verdict->setFixedHeight(QFontMetrics(big).height() + 2);
+    m_verdictDetails->setFixedHeight(m_verdictDetails->fontMetrics().height() * 2 + 2);
     m_error = new QLabel(centre);
     m_error->setObjectName("validationError");
     m_error->setWordWrap(true);
     m_error->setStyleSheet(
         "QLabel { background: #fdecea; color: #8a1c12; padding: 4px; border-radius: 3px; }");
     m_error->hide();
-    grid->addWidget(m_verdict, 0, 0, 1, 3);
+    grid->addWidget(verdictBox, 0, 0, 1, 3);
     grid->addWidget(m_error, 1, 0, 1, 3);
 
     m_breakdown = new BreakdownChart;
@@ -389,12 +407,17 @@ void MainWindow::updateViews() {
             tr(" — offload moves %1 over PCIe per step (%2 s)")
                 .arg(m_style.format(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)))
                 .arg(est.offload.secondsPerStep, 0, 'f', 2);
-    m_verdict->setText(
-        QStringLiteral("<span style='font-size:13pt; color:%1'><b>%2</b></span><br>%3 — %4 × %5, %6<br>%7")
-            .arg(est.fits ? "#2ca02c" : "#d62728", verdictText(est, m_style).toHtmlEscaped(),
-                 QString::fromStdString(sc.modelLabel).toHtmlEscaped())
-            .arg(c.numGpus)
-            .arg(QString::fromStdString(c.gpu), layout, limits));
+    m_verdict->setText(verdictText(est, m_style));
+    QPalette palette = m_verdict->palette();
+    const QColor colour(est.fits ? 0x2ca02c : 0xd62728);
+    if (palette.color(QPalette::WindowText) != colour) {
+        palette.setColor(QPalette::WindowText, colour);
+        m_verdict->setPalette(palette);
+    }
+    m_verdictDetails->setText(QStringLiteral("%1 — %2 × %3, %4<br>%5")
+                                  .arg(QString::fromStdString(sc.modelLabel).toHtmlEscaped())
+                                  .arg(c.numGpus)
+                                  .arg(QString::fromStdString(c.gpu), layout, limits));
     m_breakdown->setEstimate(sc, est);
     m_phase->setScenario(sc, est);
     const bool training = sc.mode == Mode::Training;

@@ -98,6 +98,7 @@ private:
     bool m_updatePending = false;
     int m_viewUpdates = 0;
     QLabel* m_verdict = nullptr;
+    QLabel* m_verdictDetails = nullptr;
     QLabel* m_error = nullptr;
     QMenu* m_recentMenu = nullptr;
     QTimer* m_autosaveTimer = nullptr;

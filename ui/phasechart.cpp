@@ -42,7 +42,9 @@ void PhaseChart::setStyle(const ChartStyle& style) {
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const QColor c = categoryColor(categoryAt(i));
         m_areas[i]->setColor(c);
-        m_areas[i]->setBorderColor(c.darker(120));
+        // No outlines: the fills already separate the bands, and stroking twelve antialiased outlines was
+        // 40% of this chart's paint time.
+        m_areas[i]->setPen(Qt::NoPen);
     }
     m_y->setTitleText(m_style.unitName());
 }
