@@ -532,10 +532,13 @@ std::string hexByte(unsigned char c) {
     return hex;
 }
 
-Trace unrecognised(unsigned char first) {
+[[noreturn]] void unrecognised(unsigned char first) {
     throw Error("byte 0", "unrecognised format (starts with " + hexByte(first) +
                               "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
 }
+
+Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release,
+                    const TraceReadOptions& options);
 
 // A gzip file is decoded as it is parsed, so a bad one fails at its first bad byte and memory follows
 // what was decoded; only CSV text (small by nature) is inflated whole.
@@ -562,13 +565,11 @@ Trace readGzip(std::string_view bytes, const std::function<void()>& release,
         release();
         return fromJsonTree(tree, root);
     }
-    if (isGzip(head))
-        throw Error("decompressed byte 0", "gzip inside gzip is not read");
-    std::string text = gunzip(bytes, options.maxDecompressed);
+    // CSV text, or a gzip inside the gzip: inflated whole (bounded by maxDecompressed) and read again.
+    std::string inner = gunzip(bytes, options.maxDecompressed);
     release();
-    if (text.find(',') != std::string::npos && text.find('\0') == std::string::npos)
-        return readNvidiaSmiCsv(text);
-    return unrecognised(first);
+    return readTraceImpl(
+        inner, [&] { std::string().swap(inner); }, options);
 }
 
 // Reads `bytes` and calls `release` as soon as nothing points into them any more, so that the input's
@@ -598,7 +599,7 @@ Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release
     }
     if (bytes.find(',') != std::string_view::npos && bytes.find('\0') == std::string_view::npos)
         return readNvidiaSmiCsv(bytes);
-    return unrecognised(first);
+    unrecognised(first);
 }
 
 } // namespace

@@ -910,6 +910,9 @@ void TestTraceReader::gzipFailsAtTheFirstBadByte() {
     const TraceSummary a = summarize(readTrace(plain)), b = summarize(readTrace(gzipOf(plain)));
     QCOMPARE(b.devices.at(0).peakAllocated, a.devices.at(0).peakAllocated);
     QCOMPARE(b.devices.at(0).entries, a.devices.at(0).entries);
+    // A gzip inside a gzip is still read.
+    QCOMPARE(summarize(readTrace(gzipOf(gzipOf(plain)))).devices.at(0).peakAllocated,
+             a.devices.at(0).peakAllocated);
     // A truncated gzip names the compressed offset.
     const std::string gz2 = gzipOf(plain);
     expectError(gz2.substr(0, gz2.size() / 2), "truncated");
