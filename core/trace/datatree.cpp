@@ -60,17 +60,31 @@ DataTree::Value DataTree::makeFloat(double d) {
 
 DataTree::Value DataTree::makeStr(std::string_view s, bool copy) {
     const bool intern = s.size() <= 32;
+    std::size_t slot = 0;
     if (intern) {
+        // A direct-mapped cache before the hash map: the same few short strings ("N/A", action names)
+        // arrive once per entry, and hashing them through std::unordered_map was 3% of reading.
+        std::uint64_t h = s.size();
+        for (const char c : s)
+            h = h * 31 + static_cast<unsigned char>(c);
+        slot = (h * 0x9e3779b97f4a7c15ull) >> (64 - kStringCacheBits);
+        const Value cached = m_stringCache[slot];
+        if (cached != 0 && m_strings[payload(cached)] == s)
+            return cached;
         const auto it = m_shortStrings.find(s);
-        if (it != m_shortStrings.end())
+        if (it != m_shortStrings.end()) {
+            m_stringCache[slot] = it->second;
             return it->second;
+        }
     }
     if (copy)
         s = copyBytes(s);
     m_strings.push_back(s);
     const Value v = make(Tag::Str, m_strings.size() - 1);
-    if (intern)
+    if (intern) {
         m_shortStrings.emplace(s, v);
+        m_stringCache[slot] = v;
+    }
     return v;
 }
 
@@ -115,12 +129,13 @@ DataTree::Value DataTree::makeContainer(Tag kind, const Value* items, std::size_
     c.kind = static_cast<std::uint8_t>(kind);
     c.start = static_cast<std::uint32_t>(m_items.size());
     c.count = static_cast<std::uint32_t>(count);
-    m_items.insert(m_items.end(), items, items + count);
     m_containers.push_back(c);
     const auto index = static_cast<std::uint32_t>(m_containers.size() - 1);
-    if (kind == Tag::Dict && count > 0)
-        tryMakeRecord(index);
-    else if (kind == Tag::List)
+    // A trace entry becomes a record straight from the reader's stack, its items never stored.
+    if (kind == Tag::Dict && recordFrom(index, items, count))
+        return make(kind, index);
+    m_items.insert(m_items.end(), items, items + count);
+    if (kind == Tag::List)
         shareIfSeen(index);
     return make(kind, index);
 }
@@ -135,6 +150,8 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
         return false; // a record (or tuple) is not extended
     if (count == 0)
         return true;
+    if (t == Tag::Dict && c.count == 0 && c.more == 0 && recordFrom(index, items, count))
+        return true; // a trace entry in one SETITEMS, the usual form: its items are never stored
     const auto start = static_cast<std::uint32_t>(m_items.size());
     bool first = false;
     if (c.more == 0 && c.start + c.count == start) {
@@ -211,13 +228,23 @@ Field classifyKey(std::string_view key) {
 } // namespace
 
 bool DataTree::tryMakeRecord(std::uint32_t index) {
-    Container& c = m_containers[index];
-    if (c.more != 0 || c.start + c.count != m_items.size() || c.count % 2 != 0 || c.count > 2 * 12)
+    const Container& c = m_containers[index];
+    if (c.more != 0 || c.start + c.count != m_items.size())
+        return false;
+    const std::uint32_t start = c.start;
+    if (!recordFrom(index, m_items.data() + start, c.count))
+        return false;
+    m_items.resize(start); // the record holds them now
+    return true;
+}
+
+bool DataTree::recordFrom(std::uint32_t index, const Value* kv, std::size_t count) {
+    if (count == 0 || count % 2 != 0 || count > 2 * 12)
         return false;
     TraceRecord r;
     bool haveAction = false, haveSize = false;
-    for (std::uint32_t i = 0; i < c.count; i += 2) {
-        const Value k = m_items[c.start + i], v = m_items[c.start + i + 1];
+    for (std::size_t i = 0; i < count; i += 2) {
+        const Value k = kv[i], v = kv[i + 1];
         if (tag(k) != Tag::Str)
             return false;
         const std::size_t id = payload(k);
@@ -277,7 +304,6 @@ bool DataTree::tryMakeRecord(std::uint32_t index) {
     }
     if (!haveAction || !haveSize || m_records.count() >= 0xfffffffeu)
         return false;
-    m_items.resize(c.start);
     // INT64_MIN marks "no time": a file that writes exactly that gets the next value instead.
     m_records.time.push_back(r.hasTime ? std::max(r.timeUs, kNoTime + 1) : kNoTime);
     m_records.addr.push_back(static_cast<std::uint64_t>(r.addr));
@@ -285,6 +311,7 @@ bool DataTree::tryMakeRecord(std::uint32_t index) {
     m_records.stream.push_back(r.stream);
     m_records.frames.push_back(r.framesList);
     m_records.action.push_back(static_cast<std::uint16_t>(r.action));
+    Container& c = m_containers[index];
     c.kind = kRecordKind;
     c.start = static_cast<std::uint32_t>(m_records.count() - 1);
     c.count = 0;

@@ -126,6 +126,7 @@ private:
 
     const Value* locate(Value container, std::size_t i) const;
     bool tryMakeRecord(std::uint32_t containerIndex);
+    bool recordFrom(std::uint32_t containerIndex, const Value* keysAndValues, std::size_t count);
     void shareIfSeen(std::uint32_t containerIndex);
     std::string_view copyBytes(std::string_view s);
     std::uint32_t internAction(std::string_view name);
@@ -140,6 +141,8 @@ private:
     char* m_chunkPos = nullptr;
     std::size_t m_chunkLeft = 0;
     std::unordered_map<std::string_view, Value> m_shortStrings;
+    static constexpr int kStringCacheBits = 10;
+    std::vector<Value> m_stringCache = std::vector<Value>(std::size_t(1) << kStringCacheBits, 0); // 0: empty
     // Small lists with the same items share their storage: every trace entry carries a new frames list,
     // yet a run has only a few hundred distinct stacks. Found through a direct-mapped cache keyed by a hash
     // of the items (container index + 1, 0 = empty), and checked for equality.

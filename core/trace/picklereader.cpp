@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -323,21 +324,31 @@ private:
     }
     bool refill(std::uint64_t n) {
         // Everything before m_pos has been consumed (strings are copied in this mode): drop it.
-        m_window.erase(0, m_pos);
+        const std::size_t keep = m_len - m_pos;
+        if (keep > 0) // (and the buffer exists)
+            std::memmove(m_buffer.get(), m_buffer.get() + m_pos, keep);
         m_base += m_pos;
         m_pos = 0;
-        while (m_window.size() < n) {
-            const std::size_t want = static_cast<std::size_t>(
-                std::min<std::uint64_t>(std::max<std::uint64_t>(n - m_window.size(), 1u << 16), 1u << 22));
-            const std::size_t had = m_window.size();
-            m_window.resize(had + want);
-            const std::size_t got = m_source->read(m_window.data() + had, want);
-            m_window.resize(had + got);
+        m_len = keep;
+        while (m_len < n) {
+            // Grow by doubling, never to a declared length at once: memory follows the bytes that came.
+            if (m_len == m_capacity)
+                grow(std::max<std::size_t>(kChunk, static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                       n, 2 * std::uint64_t(m_capacity)))));
+            const std::size_t got = m_source->read(m_buffer.get() + m_len, m_capacity - m_len);
             if (got == 0)
                 break;
+            m_len += got;
         }
-        m_data = m_window;
-        return n <= m_window.size();
+        m_data = std::string_view(m_buffer.get(), m_len);
+        return n <= m_len;
+    }
+    void grow(std::size_t capacity) {
+        auto bigger = std::make_unique_for_overwrite<char[]>(capacity); // no zero-fill: read() writes it
+        if (m_len > 0)
+            std::memcpy(bigger.get(), m_buffer.get(), m_len);
+        m_buffer = std::move(bigger);
+        m_capacity = capacity;
     }
     HEADROOM_HOT unsigned char byte() {
         if (m_pos >= m_data.size() && !available(1))
@@ -507,7 +518,9 @@ private:
 
     std::string_view m_data; // the input, or the window over the source's bytes
     PickleSource* m_source;
-    std::string m_window;
+    static constexpr std::size_t kChunk = std::size_t(4) << 20; // read 4 MiB at a time
+    std::unique_ptr<char[]> m_buffer;                           // the window's bytes
+    std::size_t m_capacity = 0, m_len = 0;
     std::size_t m_base = 0; // offset of m_data[0] in the whole input
     DataTree& m_tree;
     const ReadLimits& m_limits;
