@@ -1,5 +1,8 @@
 #include "ui/savingsmodel.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <QBrush>
 #include <QColor>
 
@@ -9,32 +12,38 @@ SavingsModel::SavingsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void SavingsModel::setScenario(const Scenario& sc) {
     std::vector<Saving> next = rankSavings(sc);
-    // Same rows: update in place so selection and scroll position survive a slider drag.
-    bool sameShape = next.size() == m_savings.size();
-    for (std::size_t i = 0; sameShape && i < next.size(); ++i)
-        sameShape = next[i].id == m_savings[i].id;
-    if (sameShape) {
-        // Announce only the cells whose text changed (each announced cell is repainted).
-        std::vector<QString> before;
-        for (int r = 0; r < rowCount(); ++r)
-            for (int c = 0; c < ColumnCount; ++c)
-                before.push_back(data(index(r, c)).toString());
-        m_savings = std::move(next);
-        for (int r = 0; r < rowCount(); ++r) {
-            int first = -1, last = -1;
-            for (int c = 0; c < ColumnCount; ++c)
-                if (data(index(r, c)).toString() != before[std::size_t(r * ColumnCount + c)]) {
-                    first = first < 0 ? c : first;
-                    last = c;
-                }
-            if (first >= 0)
-                emit dataChanged(index(r, first), index(r, last));
-        }
-        return;
+    // Rows are updated in place, and only the rows beyond the common count are inserted or removed: a
+    // model reset made the view drop and re-measure everything, the slowest steps of a slider drag, and
+    // lost the selection and scroll position. Only cells whose text changed are announced.
+    const int common = std::min(rowCount(), static_cast<int>(next.size()));
+    std::vector<QString> before;
+    for (int r = 0; r < common; ++r)
+        for (int c = 0; c < ColumnCount; ++c)
+            before.push_back(data(index(r, c)).toString());
+    if (rowCount() > common) {
+        beginRemoveRows({}, common, rowCount() - 1);
+        m_savings.resize(static_cast<std::size_t>(common));
+        endRemoveRows();
     }
-    beginResetModel();
+    std::vector<Saving> added(next.begin() + common, next.end());
+    next.resize(static_cast<std::size_t>(common));
     m_savings = std::move(next);
-    endResetModel();
+    for (int r = 0; r < common; ++r) {
+        int first = -1, last = -1;
+        for (int c = 0; c < ColumnCount; ++c)
+            if (data(index(r, c)).toString() != before[std::size_t(r * ColumnCount + c)]) {
+                first = first < 0 ? c : first;
+                last = c;
+            }
+        if (first >= 0)
+            emit dataChanged(index(r, first), index(r, last));
+    }
+    if (!added.empty()) {
+        beginInsertRows({}, common, common + static_cast<int>(added.size()) - 1);
+        m_savings.insert(m_savings.end(), std::make_move_iterator(added.begin()),
+                         std::make_move_iterator(added.end()));
+        endInsertRows();
+    }
 }
 
 void SavingsModel::setStyle(const ChartStyle& style) {
