@@ -180,10 +180,10 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
         else
             runs.push_back({start, static_cast<std::uint32_t>(before + count)});
     }
+    // A dict filled piece by piece stays a plain dict: made a record as soon as it had an action and a size,
+    // its next SETITEM would have failed. (CPython writes a trace entry in one SETITEMS, handled above.)
     m_items.insert(m_items.end(), items, items + count);
-    if (t == Tag::Dict)
-        tryMakeRecord(index);
-    else if (first)
+    if (t == Tag::List && first)
         shareIfSeen(index);
     return true;
 }
@@ -226,17 +226,6 @@ Field classifyKey(std::string_view key) {
     return kOtherKey;
 }
 } // namespace
-
-bool DataTree::tryMakeRecord(std::uint32_t index) {
-    const Container& c = m_containers[index];
-    if (c.more != 0 || c.start + c.count != m_items.size())
-        return false;
-    const std::uint32_t start = c.start;
-    if (!recordFrom(index, m_items.data() + start, c.count))
-        return false;
-    m_items.resize(start); // the record holds them now
-    return true;
-}
 
 bool DataTree::recordFrom(std::uint32_t index, const Value* kv, std::size_t count) {
     if (count == 0 || count % 2 != 0 || count > 2 * 12)

@@ -125,7 +125,6 @@ private:
     };
 
     const Value* locate(Value container, std::size_t i) const;
-    bool tryMakeRecord(std::uint32_t containerIndex);
     bool recordFrom(std::uint32_t containerIndex, const Value* keysAndValues, std::size_t count);
     void shareIfSeen(std::uint32_t containerIndex);
     std::string_view copyBytes(std::string_view s);

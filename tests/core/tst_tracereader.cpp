@@ -19,6 +19,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <limits>
 #include <mutex>
@@ -193,6 +194,7 @@ private slots:
     void sharedFramesAreNotCopied();
     void nvidiaSmiCsv();
     void memoryTimelineJson();
+    void entriesBuiltKeyByKey();
     void memoKeepsEveryKindOfValue();
     void recordColumnsMovedOrCopied();
     void interleavedBatchesReadInOrder();
@@ -720,6 +722,34 @@ void TestTraceReader::backgroundJobStagesAndCancel() {
         job.wait();
     }
     QVERIFY2(QString::fromStdString(failure).endsWith(": cancelled"), failure.c_str());
+}
+
+void TestTraceReader::entriesBuiltKeyByKey() {
+    // A writer other than CPython may fill an entry one SETITEM at a time. It used to become a compact
+    // record as soon as it had an action and a size, and the next SETITEM then failed; it now stays a dict
+    // and is read the same. CPython's pickle.loads gives the same entry for these bytes.
+    std::string p("\x80\x02}(\x8c\x08segments]\x8c\x0d"
+                  "device_traces]]}",
+                  33);
+    auto setitem = [&](const char* key, const std::string& value) {
+        p += '\x8c';
+        p += static_cast<char>(std::strlen(key));
+        p += key;
+        p += value;
+        p += 's';
+    };
+    setitem("action", std::string("\x8c\x05"
+                                  "alloc",
+                                  7));
+    setitem("size", std::string("K\x40", 2));
+    setitem("addr", std::string("M\x00\x10", 3));
+    setitem("time_us", std::string("K\x07", 2));
+    p += "aau.";
+    const Trace t = readTrace(p);
+    QCOMPARE(t.devices.at(0).entries(), std::size_t(1));
+    QCOMPARE(t.devices.at(0).size[0], std::int64_t(64));
+    QCOMPARE(t.devices.at(0).addr[0], std::uint64_t(4096));
+    QCOMPARE(t.devices.at(0).time[0], std::int64_t(7));
 }
 
 void TestTraceReader::memoKeepsEveryKindOfValue() {
