@@ -13,4 +13,10 @@ std::string Error::withFile(const std::string& file) const {
     return file.empty() ? std::string(what()) : file + ": " + what();
 }
 
+std::string jsonExceptionText(const std::exception& e) {
+    const std::string msg = e.what();
+    const auto bracket = msg.find("] ");
+    return bracket == std::string::npos ? msg : msg.substr(bracket + 2);
+}
+
 } // namespace headroom

@@ -19,4 +19,8 @@ private:
     std::string m_why;
 };
 
+// An nlohmann/json exception's message without its "[json.exception.parse_error.101] " prefix, for the
+// error messages of every reader that parses JSON.
+std::string jsonExceptionText(const std::exception& e);
+
 } // namespace headroom

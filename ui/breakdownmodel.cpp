@@ -1,30 +1,18 @@
 #include "ui/breakdownmodel.h"
 
 #include "ui/categorycolors.h"
-
-#include <array>
+#include "ui/celltexts.h"
 
 namespace headroom {
 
 BreakdownModel::BreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void BreakdownModel::setEstimate(const Estimate& est) {
-    // Only the numbers a user sees that changed are announced: each announced cell is repainted, and a
-    // slider step usually moves a few categories (shares all move only when the total does).
-    std::array<QString, 2 * kCategoryCount> before;
-    for (int r = 0; r < rowCount(); ++r) {
-        before[std::size_t(2 * r)] = data(index(r, SizeColumn)).toString();
-        before[std::size_t(2 * r + 1)] = data(index(r, ShareColumn)).toString();
-    }
+    const CellTexts before(*this, rowCount());
     m_breakdown = est.perGpu;
     m_total = est.peakBytes;
-    for (int r = 0; r < rowCount(); ++r) {
-        const bool size = data(index(r, SizeColumn)).toString() != before[std::size_t(2 * r)];
-        const bool share = data(index(r, ShareColumn)).toString() != before[std::size_t(2 * r + 1)];
-        if (size || share)
-            emit dataChanged(index(r, size ? SizeColumn : ShareColumn),
-                             index(r, share ? ShareColumn : SizeColumn));
-    }
+    before.forEachChange(
+        *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
 }
 
 void BreakdownModel::setStyle(const ChartStyle& style) {

@@ -458,23 +458,25 @@ void MainWindow::applySaving(int row) {
 bool MainWindow::openScenario(const QString& path, QString* error) {
     if (!m_doc->load(path, error))
         return false; // the current scenario stays as it was
-    addRecent(m_doc->filePath());
-    settings()->setValue("session/lastScenario", m_doc->filePath());
+    rememberScenario();
     return true;
 }
 
 bool MainWindow::openFile(const QString& path, QString* error) {
     // A Hugging Face config.json replaces the model only; anything else is opened as a scenario.
-    bool notConfig = false;
-    if (m_doc->importModelConfig(path, error, &notConfig)) {
-        statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
-        return true;
-    }
-    if (!notConfig)
+    bool wasConfig = false;
+    if (!m_doc->open(path, error, &wasConfig))
         return false;
-    if (error)
-        error->clear();
-    return openScenario(path, error);
+    if (wasConfig)
+        statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
+    else
+        rememberScenario();
+    return true;
+}
+
+void MainWindow::rememberScenario() {
+    addRecent(m_doc->filePath());
+    settings()->setValue("session/lastScenario", m_doc->filePath());
 }
 
 bool MainWindow::save(QString* error) {

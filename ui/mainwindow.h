@@ -69,6 +69,7 @@ private:
     void buildMenus();
     void updateViews();
     void scheduleUpdate();
+    void rememberScenario(); // Open Recent and the next session's start
     void sizeNumberColumns();
     void updateTitle();
     void applySaving(int row);

@@ -1,5 +1,7 @@
 #include "ui/savingsmodel.h"
 
+#include "ui/celltexts.h"
+
 #include <algorithm>
 #include <iterator>
 
@@ -16,10 +18,7 @@ void SavingsModel::setScenario(const Scenario& sc) {
     // model reset made the view drop and re-measure everything, the slowest steps of a slider drag, and
     // lost the selection and scroll position. Only cells whose text changed are announced.
     const int common = std::min(rowCount(), static_cast<int>(next.size()));
-    std::vector<QString> before;
-    for (int r = 0; r < common; ++r)
-        for (int c = 0; c < ColumnCount; ++c)
-            before.push_back(data(index(r, c)).toString());
+    const CellTexts before(*this, common);
     if (rowCount() > common) {
         beginRemoveRows({}, common, rowCount() - 1);
         m_savings.resize(static_cast<std::size_t>(common));
@@ -28,16 +27,8 @@ void SavingsModel::setScenario(const Scenario& sc) {
     std::vector<Saving> added(next.begin() + common, next.end());
     next.resize(static_cast<std::size_t>(common));
     m_savings = std::move(next);
-    for (int r = 0; r < common; ++r) {
-        int first = -1, last = -1;
-        for (int c = 0; c < ColumnCount; ++c)
-            if (data(index(r, c)).toString() != before[std::size_t(r * ColumnCount + c)]) {
-                first = first < 0 ? c : first;
-                last = c;
-            }
-        if (first >= 0)
-            emit dataChanged(index(r, first), index(r, last));
-    }
+    before.forEachChange(
+        *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
     if (!added.empty()) {
         beginInsertRows({}, common, common + static_cast<int>(added.size()) - 1);
         m_savings.insert(m_savings.end(), std::make_move_iterator(added.begin()),

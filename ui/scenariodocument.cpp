@@ -95,22 +95,26 @@ void ScenarioDocument::reset(const nlohmann::json& document, const QString& path
     emit fileChanged();
 }
 
-bool ScenarioDocument::importModelConfig(const QString& path, QString* error, bool* notConfig) {
-    if (notConfig)
-        *notConfig = false;
+bool ScenarioDocument::openAs(const QString& path, QString* error, Accept accept, bool* wasConfig) {
     try {
-        const nlohmann::json cfg = parseJsonText(readTextFile(path.toStdString(), 16u << 20));
-        if (!cfg.is_object() || !cfg.contains("model_type") || cfg.contains("training") ||
-            cfg.contains("inference")) {
-            if (notConfig)
-                *notConfig = true;
-            if (error)
-                *error =
-                    path + tr(": not a Hugging Face config.json (it has no model_type, or it is a scenario)");
-            return false;
+        const nlohmann::json j = parseJsonText(readTextFile(path.toStdString()));
+        const bool config =
+            j.is_object() && j.contains("model_type") && !j.contains("training") && !j.contains("inference");
+        if (config ? accept == Accept::Scenario : accept == Accept::ModelConfig)
+            throw Error(
+                "", config ? "a Hugging Face config.json, not a scenario"
+                           : "not a Hugging Face config.json (it has no model_type, or it is a scenario)");
+        if (wasConfig)
+            *wasConfig = config;
+        // Validate fully before changing anything: a bad file leaves the current scenario untouched.
+        if (config) {
+            modelFromHfConfig(j);  // validate before touching the scenario
+            setValue("/model", j); // replaces the whole model object: one undo step
+        } else {
+            const QFileInfo file(path);
+            const Scenario sc = scenarioFromJson(j, file.absolutePath().toStdString());
+            reset(sc.document, file.absoluteFilePath());
         }
-        modelFromHfConfig(cfg);  // validate before touching the scenario
-        setValue("/model", cfg); // replaces the whole model object: one undo step
         return true;
     } catch (const Error& e) {
         if (error)
@@ -119,17 +123,16 @@ bool ScenarioDocument::importModelConfig(const QString& path, QString* error, bo
     }
 }
 
+bool ScenarioDocument::open(const QString& path, QString* error, bool* wasConfig) {
+    return openAs(path, error, Accept::Either, wasConfig);
+}
+
 bool ScenarioDocument::load(const QString& path, QString* error) {
-    try {
-        // Validate fully before replacing anything: a bad file leaves the current scenario untouched.
-        const Scenario sc = loadScenarioFile(path.toStdString());
-        reset(sc.document, QFileInfo(path).absoluteFilePath());
-        return true;
-    } catch (const Error& e) {
-        if (error)
-            *error = QString::fromStdString(e.what());
-        return false;
-    }
+    return openAs(path, error, Accept::Scenario, nullptr);
+}
+
+bool ScenarioDocument::importModelConfig(const QString& path, QString* error) {
+    return openAs(path, error, Accept::ModelConfig, nullptr);
 }
 
 bool ScenarioDocument::writeCopy(const QString& path, QString* error) const {

@@ -33,14 +33,17 @@ public:
     // A JSON merge patch (RFC 7386) as one undo step, e.g. a "what would make it fit" suggestion.
     void applyPatch(const nlohmann::json& patch, const QString& description);
 
-    // A Hugging Face config.json (model_type and no scenario sections) becomes the scenario's model as one
-    // undo step, once it is known to be a config Headroom can plan with. False with `error` ("FILE: why")
-    // when it cannot be; a readable JSON file that is not a config sets *notConfig and changes nothing.
-    // The one import path: File > Open, drag-and-drop and the panel's Import button all come here.
-    bool importModelConfig(const QString& path, QString* error, bool* notConfig = nullptr);
-
-    // Replace the whole document (New, Open, crash recovery). Clears undo history.
+    // Opening a file, each reading and parsing it once. False with `error` ("FILE: where: why") when it
+    // cannot be used, and then nothing changes.
+    // - open: a Hugging Face config.json (model_type and no scenario sections) becomes the scenario's model
+    //   as one undo step (*wasConfig); anything else must be a scenario and replaces the document. This is
+    //   File > Open and drag-and-drop.
+    // - load: a scenario only (Open Recent, session restore); importModelConfig: a config only (the panel).
+    bool open(const QString& path, QString* error, bool* wasConfig = nullptr);
     bool load(const QString& path, QString* error);
+    bool importModelConfig(const QString& path, QString* error);
+
+    // Replace the whole document (New, crash recovery). Clears undo history.
     void reset(const nlohmann::json& document, const QString& path = QString());
     // Atomic save (QSaveFile). On failure the document and its path are unchanged.
     bool saveAs(const QString& path, QString* error);
@@ -55,6 +58,8 @@ signals:
     void fileChanged(); // path or modified state changed
 
 private:
+    enum class Accept { Scenario, ModelConfig, Either };
+    bool openAs(const QString& path, QString* error, Accept accept, bool* wasConfig);
     void recompute();
 
     nlohmann::json m_json;

@@ -10,6 +10,7 @@
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -195,17 +196,16 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
         }
         sc.modelLabel = file.filename().string();
     } else if (const json* type = sec.find("model_type")) {
-        if (!type->is_string()) // not an unknown family but a mistake, even when the size is given
-            throw Error("model.model_type",
-                        "must be a string naming the architecture family, got " + type->dump());
-        try {
-            sc.model = modelFromHfConfig(m, "model");
-        } catch (const Error&) {
-            if (!params) // an unknown family is still usable through its size alone
-                throw;
-            sc.warnings.push_back("model.model_type '" + m.at("model_type").dump() +
+        // Only an unknown family is planned by its size alone; any other mistake in the config (a bad key,
+        // a model_type that is not a string) is an error even when the size is given.
+        const auto& known = supportedModelTypes();
+        const bool unknownFamily = type->is_string() && std::find(known.begin(), known.end(),
+                                                                  type->get<std::string>()) == known.end();
+        if (unknownFamily && params)
+            sc.warnings.push_back("model.model_type '" + type->get<std::string>() +
                                   "' is not a known family; planning with model.parameters alone");
-        }
+        else
+            sc.model = modelFromHfConfig(m, "model");
         sc.modelLabel = type->get<std::string>();
     } else if (!params) {
         throw Error("model",
@@ -380,17 +380,10 @@ nlohmann::json parseJsonText(const std::string& text) {
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {
-        std::string msg = e.what();
-        // nlohmann's message starts "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-        const auto colon = msg.find("] ");
-        if (colon != std::string::npos)
-            msg = msg.substr(colon + 2);
-        throw Error("byte " + std::to_string(e.byte), "invalid JSON: " + msg);
+        throw Error("byte " + std::to_string(e.byte), "invalid JSON: " + jsonExceptionText(e));
     } catch (const json::exception& e) {
         // out_of_range: a number no double holds (1e400), which nlohmann reports without an offset.
-        std::string msg = e.what();
-        const auto colon = msg.find("] ");
-        throw Error("", "invalid JSON: " + (colon == std::string::npos ? msg : msg.substr(colon + 2)));
+        throw Error("", "invalid JSON: " + jsonExceptionText(e));
     }
 }
 
@@ -425,10 +418,7 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
     } catch (const json::exception& e) {
         // Every value is type-checked where it is read, naming its path; this is the net under that, so
         // that a check someone forgets is an error message and never an abort.
-        std::string msg = e.what();
-        const auto bracket = msg.find("] ");
-        throw Error("", "a value has the wrong JSON type: " +
-                            (bracket == std::string::npos ? msg : msg.substr(bracket + 2)));
+        throw Error("", "a value has the wrong JSON type: " + jsonExceptionText(e));
     }
     if (!sc.model.known)
         sc.warnings.push_back(

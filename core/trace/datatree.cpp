@@ -11,7 +11,8 @@ DataTree::DataTree(std::size_t inputBytes) {
     // Sized for what real snapshots hold per input byte (an item per 8 bytes or fewer, a container per 16,
     // a trace record per 90 to 310), so that growth rarely copies; never for what a hostile file could
     // declare, which would reserve many times the input before a single byte is checked.
-    inputBytes = std::min<std::size_t>(inputBytes, std::size_t(1) << 32);
+    if (inputBytes >= (std::size_t(1) << 32))
+        inputBytes = 0; // a pickle that large is refused when read: reserve nothing for it
     m_items.reserve(inputBytes / 8);
     m_containers.reserve(inputBytes / 16);
     const std::size_t records = inputBytes / 64;
@@ -108,8 +109,6 @@ void DataTree::shareIfSeen(std::uint32_t index) {
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 32;
     // A direct-mapped cache of recent lists by hash: a collision only means a list is stored again.
-    if (m_listCache.empty())
-        m_listCache.assign(kListCacheSize, 0);
     std::uint32_t& slot = m_listCache[h & (kListCacheSize - 1)];
     if (slot != 0 && slot - 1 != index) {
         const Container& other = m_containers[slot - 1];
@@ -169,16 +168,10 @@ bool DataTree::extend(Value container, const Value* items, std::size_t count) {
             c.more = static_cast<std::uint32_t>(m_overflow.size()) & 0xffffffu;
         }
         auto& runs = m_overflow[c.more - 1];
-        const std::uint64_t before = runs.empty() ? c.count : runs.back().end;
-        if (before + count > 0xffffffffu)
+        const std::uint64_t end = (runs.empty() ? c.count : runs.back().end) + std::uint64_t(count);
+        if (end > 0xffffffffu)
             return false; // more items than a container can index
-        const std::uint32_t prevStart = runs.empty() ? c.start : runs.back().start;
-        const std::uint64_t prevFirst =
-            runs.size() < 2 ? (runs.empty() ? 0 : c.count) : runs[runs.size() - 2].end;
-        if (!runs.empty() && prevStart + (before - prevFirst) == start)
-            runs.back().end = static_cast<std::uint32_t>(before + count); // continues the last run
-        else
-            runs.push_back({start, static_cast<std::uint32_t>(before + count)});
+        runs.push_back({start, static_cast<std::uint32_t>(end)});
     }
     // A dict filled piece by piece stays a plain dict: made a record as soon as it had an action and a size,
     // its next SETITEM would have failed. (CPython writes a trace entry in one SETITEMS, handled above.)

@@ -87,8 +87,7 @@ public:
     bool isDict(Value v) const { return tag(v) == Tag::Dict && !isRecord(v); }
     bool isRecord(Value v) const;
     TraceRecord record(Value v) const;
-    std::size_t recordIndex(Value v) const; // position in recordColumns()
-    const RecordColumns& recordColumns() const { return m_records; }
+    std::size_t recordIndex(Value v) const;                            // position in the record columns
     RecordColumns takeRecordColumns() { return std::move(m_records); } // leaves none behind
     std::size_t size(Value container) const;                           // items of a list, pairs of a dict
     // Equal for containers whose items are stored once (small lists with equal items share storage):
@@ -146,7 +145,7 @@ private:
     // yet a run has only a few hundred distinct stacks. Found through a direct-mapped cache keyed by a hash
     // of the items (container index + 1, 0 = empty), and checked for equality.
     static constexpr std::size_t kListCacheSize = 1 << 14;
-    std::vector<std::uint32_t> m_listCache;
+    std::vector<std::uint32_t> m_listCache = std::vector<std::uint32_t>(kListCacheSize, 0);
     std::vector<Boxed> m_boxed;
     RecordColumns m_records;
     std::vector<std::string> m_actionNames;

@@ -1,4 +1,6 @@
 #pragma once
+#include "core/trace/picklereader.h"
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -11,21 +13,21 @@ bool isGzip(std::string_view data);
 // Inflates a gzip stream (all members) on demand, so that a reader can fail on the first bad decoded byte
 // without the rest ever being decompressed, and memory follows what was decoded. Throws Error naming the
 // compressed byte offset on corrupt or truncated input, and refuses to produce more than maxOutput bytes
-// (a decompression bomb). `data` must outlive the reader.
-class GzipReader {
+// (a decompression bomb). `data` must outlive the reader. A pickle reads straight from it.
+class GzipReader : public PickleSource {
 public:
     GzipReader(std::string_view data, std::size_t maxOutput);
-    ~GzipReader();
+    ~GzipReader() override;
     GzipReader(const GzipReader&) = delete;
     GzipReader& operator=(const GzipReader&) = delete;
 
     // Writes up to `max` decoded bytes to `out`; returns how many, 0 only at the end of the data.
-    std::size_t read(char* out, std::size_t max);
+    std::size_t read(char* out, std::size_t max) override;
     // The first up to `n` decoded bytes, without consuming them (only before the first read).
     std::string_view peek(std::size_t n);
-    std::size_t consumed() const { return m_consumed; } // compressed bytes used so far
-    std::size_t total() const { return m_data.size(); } // compressed size
-    std::size_t produced() const { return m_produced; } // decoded bytes handed out or peeked
+    std::size_t consumed() const override { return m_consumed; } // compressed bytes used so far
+    std::size_t total() const override { return m_data.size(); } // compressed size
+    std::size_t produced() const { return m_produced; }          // decoded bytes handed out or peeked
 
 private:
     std::size_t inflateInto(char* out, std::size_t max);

@@ -38,11 +38,7 @@ public:
     bool end_object() { return close(Tag::Dict); }
     bool end_array() { return close(Tag::List); }
     bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
-        std::string msg = ex.what();
-        const auto bracket = msg.find("] ");
-        if (bracket != std::string::npos)
-            msg = msg.substr(bracket + 2);
-        throw Error(m_offsetName + std::to_string(position), "invalid JSON: " + msg);
+        throw Error(m_offsetName + std::to_string(position), "invalid JSON: " + jsonExceptionText(ex));
     }
 
     Value result() const { return m_stack.empty() ? DataTree::kNone : m_stack.back(); }

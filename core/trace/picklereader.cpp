@@ -106,7 +106,7 @@ public:
             const std::size_t at = pos();
             const unsigned char op = byte();
             // Memo references and MEMOIZE are most of a snapshot's opcodes (every frame of every entry is
-            // a BINGET or LONG_BINGET): test for them before the switch's indirect jump.
+            // a BINGET or LONG_BINGET): they are handled here, before the switch's indirect jump.
             if (op == 'h') {
                 get(at, le<1>());
                 continue;
@@ -283,15 +283,6 @@ public:
             case 'r':
                 put(at, le<4>());
                 break; // LONG_BINPUT
-            case 0x94:
-                put(at, m_memo.size());
-                break; // MEMOIZE
-            case 'h':
-                get(at, le<1>());
-                break; // BINGET
-            case 'j':
-                get(at, le<4>());
-                break; // LONG_BINGET
             default: {
                 const char* name = opcodeName(op);
                 char hex[8];
@@ -339,6 +330,8 @@ private:
             if (got == 0)
                 break;
             m_len += got;
+            if (m_base + m_len >= (std::size_t(1) << 32)) // the tree indexes items with 32 bits
+                fail(m_base + m_len, "pickles of 4 GiB or more are not supported");
         }
         m_data = std::string_view(m_buffer.get(), m_len);
         return n <= m_len;
@@ -423,18 +416,16 @@ private:
     // recorded for the containers holding it would then be wrong. That also refuses every cycle, whose
     // closing edge always deepens a container already placed (or places a container inside itself).
     static constexpr std::uint16_t kPlaced = 0x8000;
-    std::uint16_t depthOf(Value v) const {
-        const Tag t = DataTree::tag(v);
-        if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
-            return 0;
-        return m_depth[DataTree::payload(v)] & ~kPlaced;
-    }
-    std::uint32_t place(const Value* items, std::size_t n) {
+    // The deepest of `items`, each marked as placed. `target`: the container they go into, which may not
+    // be among them (on failure the whole read is abandoned, so marking early changes nothing).
+    std::uint32_t place(std::size_t at, const Value* items, std::size_t n, Value target, const char* op) {
         std::uint32_t d = 0;
         for (std::size_t i = 0; i < n; ++i) {
             const Tag t = DataTree::tag(items[i]);
             if (t != Tag::List && t != Tag::Tuple && t != Tag::Dict)
                 continue;
+            if (items[i] == target)
+                fail(at, std::string(op) + " puts a container inside itself: cyclic data is not supported");
             std::uint16_t& slot = m_depth[DataTree::payload(items[i])];
             d = std::max<std::uint32_t>(d, slot & ~kPlaced);
             slot |= kPlaced;
@@ -442,7 +433,7 @@ private:
         return d;
     }
     Value container(std::size_t at, Tag kind, const Value* items, std::size_t n) {
-        const std::uint32_t d = place(items, n) + 1;
+        const std::uint32_t d = place(at, items, n, DataTree::kNone, "") + 1; // a new container: no cycle
         if (d > m_limits.maxDepth)
             fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
         const Value v = m_tree.makeContainer(kind, items, n);
@@ -454,20 +445,7 @@ private:
         if (t != Tag::List && t != Tag::Dict)
             fail(at, std::string(op) + " on something that is not a list or dict being built");
         const auto idx = DataTree::payload(target);
-        // One pass: refuse self-insertion, find the deepest item and mark items placed (on failure the
-        // whole read is abandoned, so marking early changes nothing).
-        std::uint32_t d = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const Tag it = DataTree::tag(items[i]);
-            if (it != Tag::List && it != Tag::Tuple && it != Tag::Dict)
-                continue;
-            if (items[i] == target)
-                fail(at, std::string(op) + " puts a container inside itself: cyclic data is not supported");
-            std::uint16_t& slot = m_depth[DataTree::payload(items[i])];
-            d = std::max<std::uint32_t>(d, slot & ~kPlaced);
-            slot |= kPlaced;
-        }
-        d += 1;
+        const std::uint32_t d = place(at, items, n, target, op) + 1;
         if (d > m_limits.maxDepth)
             fail(at, "containers nested deeper than " + std::to_string(m_limits.maxDepth));
         const std::uint16_t current = m_depth[idx];
@@ -534,6 +512,11 @@ private:
     std::vector<std::uint16_t> m_depth; // per container, same index as the tree's: depth | kPlaced
 };
 
+void checkLimits(const ReadLimits& limits) {
+    if (limits.maxDepth >= 0x8000) // depths share 16 bits with the placed mark
+        throw Error("", "the nesting limit must be below 32768");
+}
+
 } // namespace
 
 DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimits& limits,
@@ -542,8 +525,7 @@ DataTree::Value readPickle(std::string_view data, DataTree& tree, const ReadLimi
         throw Error("", "pickles of 4 GiB or more are not supported");
     if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x80)
         throw Error("byte 0", "not a pickle of protocol 2 or later (it must start with PROTO, 0x80)");
-    if (limits.maxDepth >= 0x8000)
-        throw Error("", "the nesting limit must be below 32768");
+    checkLimits(limits);
     PickleMachine machine(data, nullptr, tree, limits, progress);
     return machine.run();
 }
@@ -552,8 +534,7 @@ DataTree::Value readPickle(PickleSource& source, DataTree& tree, const ReadLimit
                            const ReadProgress& progress) {
     if (!limits.copyStrings)
         throw Error("", "a streamed pickle must copy its strings");
-    if (limits.maxDepth >= 0x8000)
-        throw Error("", "the nesting limit must be below 32768");
+    checkLimits(limits);
     PickleMachine machine({}, &source, tree, limits, progress);
     return machine.run();
 }

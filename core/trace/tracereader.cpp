@@ -460,24 +460,6 @@ Trace fromJsonTree(DataTree& t, Value root) {
 
 namespace {
 
-// Feeds a pickle machine from a gzip stream.
-class GzipPickleSource : public PickleSource {
-public:
-    explicit GzipPickleSource(GzipReader& gz) : m_gz(gz) {}
-    std::size_t read(char* out, std::size_t max) override {
-        const std::size_t got = m_gz.read(out, max);
-        if (m_gz.produced() >= (std::size_t(1) << 32)) // the tree indexes items with 32 bits
-            throw Error("decompressed byte " + std::to_string(m_gz.produced()),
-                        "pickles of 4 GiB or more are not supported");
-        return got;
-    }
-    std::size_t consumed() const override { return m_gz.consumed(); }
-    std::size_t total() const override { return m_gz.total(); }
-
-private:
-    GzipReader& m_gz;
-};
-
 // Feeds a pickle machine from an open file with read(): the machine keeps a small window, so the file is
 // never resident as a whole (a mapping of it counted in full in peak memory) and progress is real.
 class FilePickleSource : public PickleSource {
@@ -540,6 +522,19 @@ std::string hexByte(unsigned char c) {
 Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release,
                     const TraceReadOptions& options);
 
+// A snapshot pickle from bytes in memory or from a source. Strings are copied into the tree, so that the
+// input can be released (`release`) before the columns are built.
+template <typename Input>
+Trace pickleSnapshot(Input& input, std::size_t expectedBytes, const std::function<void()>& release,
+                     const TraceReadOptions& options) {
+    DataTree tree(expectedBytes);
+    ReadLimits limits = options.limits;
+    limits.copyStrings = true;
+    const Value root = readPickle(input, tree, limits, options.progress);
+    release();
+    return snapshot(tree, root, TraceFormat::PytorchSnapshot);
+}
+
 // A gzip file is decoded as it is parsed, so a bad one fails at its first bad byte and memory follows
 // what was decoded; only CSV text (small by nature) is inflated whole.
 Trace readGzip(std::string_view bytes, const std::function<void()>& release,
@@ -549,15 +544,8 @@ Trace readGzip(std::string_view bytes, const std::function<void()>& release,
     if (head.empty())
         throw Error("decompressed byte 0", "the compressed file is empty");
     const auto first = static_cast<unsigned char>(head[0]);
-    if (first == 0x80) {
-        DataTree tree(bytes.size() * 4);
-        ReadLimits limits = options.limits;
-        limits.copyStrings = true;
-        GzipPickleSource source(gz);
-        const Value root = readPickle(source, tree, limits, options.progress);
-        release();
-        return snapshot(tree, root, TraceFormat::PytorchSnapshot);
-    }
+    if (first == 0x80)
+        return pickleSnapshot(gz, bytes.size() * 4, release, options);
     if (looksLikeJson(head)) {
         DataTree tree(0);
         GzipStreamBuf buf(gz, options.progress);
@@ -581,16 +569,8 @@ Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release
     if (bytes.empty())
         throw Error("byte 0", "the file is empty");
     const auto first = static_cast<unsigned char>(bytes[0]);
-    if (first == 0x80) {
-        if (bytes.size() >= (std::size_t(1) << 32)) // checked before anything is reserved for it
-            throw Error("", "pickles of 4 GiB or more are not supported");
-        DataTree tree(bytes.size());
-        ReadLimits limits = options.limits;
-        limits.copyStrings = true; // so the file's bytes can go before the columns are built
-        const Value root = readPickle(bytes, tree, limits, options.progress);
-        release();
-        return snapshot(tree, root, TraceFormat::PytorchSnapshot);
-    }
+    if (first == 0x80)
+        return pickleSnapshot(bytes, bytes.size(), release, options);
     if (looksLikeJson(bytes)) {
         DataTree tree(0);
         const Value root = readJsonTree(bytes, tree, options.limits, options.progress);
@@ -633,15 +613,12 @@ Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
                 int fd;
                 ~Closer() { ::close(fd); }
             } closer{fd};
-            if (size >= (std::size_t(1) << 32))
+            if (size >= (std::size_t(1) << 32)) // known before reading: refused before anything is reserved
                 throw Error("", "pickles of 4 GiB or more are not supported");
             ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-            DataTree tree(size);
-            ReadLimits limits = options.limits;
-            limits.copyStrings = true;
             FilePickleSource source(fd, size);
-            const Value root = readPickle(source, tree, limits, options.progress);
-            return snapshot(tree, root, TraceFormat::PytorchSnapshot);
+            return pickleSnapshot(
+                source, size, [] {}, options);
         }
         void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         ::close(fd);

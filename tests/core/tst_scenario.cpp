@@ -170,6 +170,11 @@ void TestScenario::errorsNameTheirPath_data() {
     // A non-string model_type aborted the window (an uncaught nlohmann type_error), with or without a size.
     row("model_type number", {{"model", {{"preset", nullptr}, {"model_type", 5}, {"hidden_size", 64}}}},
         "model.model_type");
+    // A known family with a bad key is an error even with the size given (it was planned by size alone
+    // under a warning that called llama an unknown family).
+    row("known family bad key with parameters",
+        {{"model", {{"preset", nullptr}, {"model_type", "llama"}, {"hidden_size", 0}, {"parameters", 1000}}}},
+        "model.hidden_size");
     row("model_type number with parameters",
         {{"model", {{"preset", nullptr}, {"model_type", 5}, {"parameters", 1000}}}}, "model.model_type");
 }
