@@ -199,6 +199,8 @@ enum Field : std::int8_t {
     kStream,
     kTime,
     kFrames,
+    kUserMetadata,
+    kCompileContext,
     kIgnored
 };
 Field classifyKey(std::string_view key) {
@@ -214,7 +216,11 @@ Field classifyKey(std::string_view key) {
         return kTime;
     if (key == "frames")
         return kFrames;
-    if (key == "compile_context" || key == "user_metadata" || key == "forward_frames")
+    if (key == "user_metadata")
+        return kUserMetadata;
+    if (key == "compile_context")
+        return kCompileContext;
+    if (key == "forward_frames")
         return kIgnored;
     return kOtherKey;
 }
@@ -225,6 +231,7 @@ bool DataTree::recordFrom(std::uint32_t index, const Value* kv, std::size_t coun
         return false;
     TraceRecord r;
     bool haveAction = false, haveSize = false;
+    Value notes[2] = {kNone, kNone}; // user_metadata, compile_context
     for (std::size_t i = 0; i < count; i += 2) {
         const Value k = kv[i], v = kv[i + 1];
         if (tag(k) != Tag::Str)
@@ -278,6 +285,11 @@ bool DataTree::recordFrom(std::uint32_t index, const Value* kv, std::size_t coun
                 return false;
             r.framesList = static_cast<std::uint32_t>(payload(v));
             break;
+        case kUserMetadata:
+        case kCompileContext:
+            if (tag(v) == Tag::Str && !m_strings[payload(v)].empty() && m_strings[payload(v)] != "N/A")
+                notes[m_keyField[id] == kCompileContext] = v;
+            break;
         case kIgnored:
             break;
         default:
@@ -293,6 +305,10 @@ bool DataTree::recordFrom(std::uint32_t index, const Value* kv, std::size_t coun
     m_records.stream.push_back(r.stream);
     m_records.frames.push_back(r.framesList);
     m_records.action.push_back(static_cast<std::uint16_t>(r.action));
+    for (int k = 0; k < 2; ++k)
+        if (notes[k] != kNone)
+            m_records.notes.push_back({static_cast<std::uint32_t>(m_records.count() - 1),
+                                       static_cast<std::uint32_t>(payload(notes[k])), k == 1});
     Container& c = m_containers[index];
     c.kind = kRecordKind;
     c.start = static_cast<std::uint32_t>(m_records.count() - 1);
@@ -371,6 +387,15 @@ DataTree::TraceRecord DataTree::record(Value v) const {
     r.framesList = m_records.frames[i];
     r.action = m_records.action[i];
     return r;
+}
+
+std::pair<std::string_view, std::string_view> DataTree::recordNotes(std::size_t record) const {
+    std::pair<std::string_view, std::string_view> out;
+    auto it = std::lower_bound(m_records.notes.begin(), m_records.notes.end(), record,
+                               [](const RecordColumns::Note& n, std::size_t r) { return n.record < r; });
+    for (; it != m_records.notes.end() && it->record == record; ++it)
+        (it->compileContext ? out.second : out.first) = m_strings[it->string];
+    return out;
 }
 
 std::size_t DataTree::size(Value v) const {

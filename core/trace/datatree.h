@@ -60,6 +60,14 @@ public:
         std::vector<std::int64_t> stream;
         std::vector<std::uint32_t> frames; // container index of the frames list, or kNoFrames
         std::vector<std::uint16_t> action; // index into actionNames()
+        // user_metadata / compile_context with something in them ("" and "N/A" are the usual filler),
+        // by record index: sparse, because real snapshots fill almost none.
+        struct Note {
+            std::uint32_t record;
+            std::uint32_t string; // DataTree string id
+            bool compileContext;  // else user_metadata
+        };
+        std::vector<Note> notes;
         std::size_t count() const { return action.size(); }
     };
 
@@ -100,6 +108,8 @@ public:
     Value get(Value dict, std::string_view key, bool* found = nullptr) const;
     const std::vector<std::string>& actionNames() const { return m_actionNames; }
     std::size_t recordCount() const { return m_records.count(); }
+    // The notes of record i (user_metadata, compile_context); empty views when it has none.
+    std::pair<std::string_view, std::string_view> recordNotes(std::size_t record) const;
 
 private:
     // A further run of a container's items. `end` is the container's item count up to and including this

@@ -4,6 +4,12 @@
 
 namespace headroom {
 
+std::uint32_t noteAt(const std::vector<EventNote>& notes, std::size_t event) {
+    auto it = std::lower_bound(notes.begin(), notes.end(), event,
+                               [](const EventNote& n, std::size_t e) { return n.event < e; });
+    return it != notes.end() && it->event == event ? it->text : 0;
+}
+
 const char* traceFormatName(TraceFormat f) {
     switch (f) {
     case TraceFormat::PytorchSnapshot:

@@ -53,6 +53,24 @@ struct SnapshotSegment {
     std::vector<SnapshotBlock> blocks;
 };
 
+// Text a trace entry carries besides its numbers: `user_metadata` (torch.cuda.memory._set_memory_metadata)
+// or `compile_context` (torch.compile's frame). Kept sparse and sorted by event: most entries have none.
+struct EventNote {
+    std::uint32_t event = 0;
+    std::uint32_t text = 0; // into Trace::strings
+};
+// The text of `event` in a sorted note list, 0 ("") when it has none.
+std::uint32_t noteAt(const std::vector<EventNote>& notes, std::size_t event);
+
+// A labelled stretch of time: a snapshot's `external_annotations` (START/END pairs, e.g.
+// "Optimizer.step#AdamW.step") or a profiler's ProfilerStep#N. Times in the device's time unit.
+struct Annotation {
+    std::string device; // "" when it applies to every device
+    std::int64_t start = 0;
+    std::int64_t end = 0; // == start for an instant; INT64_MAX when the END was never recorded
+    std::string name;
+};
+
 // One device's events, stored by column. Snapshots fill the allocator columns; profiler traces,
 // memory timelines and nvidia-smi logs record totals (allocated/reserved after each event) instead.
 struct DeviceTrace {
@@ -65,6 +83,7 @@ struct DeviceTrace {
     std::vector<std::uint32_t> stack;                  // into Trace::stacks (0 = no stack)
     std::map<std::string, std::uint64_t> actionCounts; // by the name the file uses
     std::vector<SnapshotSegment> segments;             // final state (snapshots)
+    std::vector<EventNote> userMetadata, compileContext;
     // Totals recorded by the file itself (profiler traces, timelines, nvidia-smi).
     std::vector<std::int64_t> allocatedTotal;
     std::vector<std::int64_t> reservedTotal;
@@ -90,6 +109,7 @@ struct Trace {
     std::vector<std::string> strings{""};       // index 0 = ""
     std::vector<std::vector<Frame>> stacks{{}}; // index 0 = no stack
     std::vector<DeviceTrace> devices;           // in device order ("0" < "1" < ... < "cpu")
+    std::vector<Annotation> annotations;        // by start time
     std::vector<std::string> warnings;
 
     DeviceTrace& device(const std::string& key); // finds or adds, keeping order

@@ -57,7 +57,9 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
             into[it->second].end = i;
             open.erase(it);
         } else { // live before the trace began
-            into.push_back({d.addr[i], d.size[i], d.stack[i], kBeforeFirstEvent, i});
+            into.push_back({d.addr[i], d.size[i], d.stack[i], kBeforeFirstEvent, i, d.stream[i]});
+            if (&into == &m_allocations)
+                ++m_ghostFrees;
         }
     };
     auto openAt = [&](std::unordered_map<std::uint64_t, std::size_t>& open, std::vector<Allocation>& into,
@@ -65,7 +67,7 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
         if (auto it = open.find(d.addr[i]); it != open.end())
             into[it->second].end = i; // a reuse without a free: close the old one
         open[d.addr[i]] = into.size();
-        into.push_back({d.addr[i], d.size[i], d.stack[i], i, n});
+        into.push_back({d.addr[i], d.size[i], d.stack[i], i, n, d.stream[i], i});
     };
     const bool allocator = !d.hasTotals;
     for (std::size_t i = 0; i < n; ++i) {
@@ -122,10 +124,11 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
         openSegAddrs.insert(addr);
     for (const auto& seg : d.segments) {
         if (!openSegAddrs.count(seg.address))
-            m_segments.push_back({seg.address, seg.totalSize, 0, kBeforeFirstEvent, n});
+            m_segments.push_back({seg.address, seg.totalSize, 0, kBeforeFirstEvent, n, seg.stream});
         for (const auto& b : seg.blocks)
             if (b.state == SnapshotBlock::State::ActiveAllocated && !openAllocAddrs.count(b.address))
-                m_allocations.push_back({b.address, b.requestedSize, b.stack, kBeforeFirstEvent, n});
+                m_allocations.push_back(
+                    {b.address, b.requestedSize, b.stack, kBeforeFirstEvent, n, seg.stream});
     }
     auto byStart = [](const Allocation& a, const Allocation& b) { return startPos(a) < startPos(b); };
     std::stable_sort(m_allocations.begin(), m_allocations.end(), byStart);
@@ -169,6 +172,65 @@ std::vector<Allocation> TraceIndex::liveAfter(std::size_t k) const {
     return out;
 }
 
+std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to) const {
+    const std::size_t p0 = std::min(position(from), events());
+    const std::size_t p1 = std::max(p0, std::min(position(to), events()));
+    std::vector<const Allocation*> live;
+    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p0, live);
+    // Those that start after p0 up to p1: a contiguous run of the start-sorted list.
+    auto it = std::upper_bound(m_allocations.begin(), m_allocations.end(), p0,
+                               [](std::size_t pos, const Allocation& a) { return pos < startPos(a); });
+    for (; it != m_allocations.end() && startPos(*it) <= p1; ++it)
+        if (endPos(*it) > startPos(*it))
+            live.push_back(&*it);
+    std::vector<Allocation> out;
+    out.reserve(live.size());
+    for (const Allocation* a : live)
+        out.push_back(*a);
+    std::sort(out.begin(), out.end(),
+              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
+    return out;
+}
+
+std::vector<SegmentState> TraceIndex::segmentsAfter(std::size_t k) const {
+    const std::size_t p = std::min(position(k), events());
+    std::vector<const Allocation*> segs, allocs;
+    collect(m_segments, m_segCheckpoint, m_segCheckpointAt, p, segs);
+    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, allocs);
+    std::sort(allocs.begin(), allocs.end(),
+              [](const Allocation* a, const Allocation* b) { return a->addr < b->addr; });
+    std::vector<SegmentState> out;
+    out.reserve(segs.size());
+    for (const Allocation* seg : segs) {
+        SegmentState s;
+        s.segment = *seg;
+        const std::uint64_t segEnd =
+            seg->addr + static_cast<std::uint64_t>(std::max<std::int64_t>(seg->size, 0));
+        std::uint64_t cursor = seg->addr;
+        auto it = std::lower_bound(allocs.begin(), allocs.end(), seg->addr,
+                                   [](const Allocation* a, std::uint64_t addr) { return a->addr < addr; });
+        for (; it != allocs.end() && (*it)->addr < segEnd; ++it) {
+            s.blocks.push_back(**it);
+            s.allocated = saturatingAdd(s.allocated, (*it)->size);
+            if ((*it)->addr > cursor)
+                s.largestFree = std::max(s.largestFree, static_cast<std::int64_t>((*it)->addr - cursor));
+            cursor = std::max(cursor, (*it)->addr +
+                                          static_cast<std::uint64_t>(std::max<std::int64_t>((*it)->size, 0)));
+        }
+        if (segEnd > cursor)
+            s.largestFree = std::max(s.largestFree, static_cast<std::int64_t>(segEnd - cursor));
+        out.push_back(std::move(s));
+    }
+    std::sort(out.begin(), out.end(), [](const SegmentState& a, const SegmentState& b) {
+        if (a.smallPool() != b.smallPool())
+            return b.smallPool(); // large pool first: that is where the bytes are
+        if (a.segment.stream != b.segment.stream)
+            return a.segment.stream < b.segment.stream;
+        return a.segment.addr < b.segment.addr;
+    });
+    return out;
+}
+
 MemoryState TraceIndex::stateAfter(std::size_t k) const {
     MemoryState s = m_initial;
     if (k != kBeforeFirstEvent && events() > 0) {
@@ -177,28 +239,8 @@ MemoryState TraceIndex::stateAfter(std::size_t k) const {
     }
     if (m_segments.empty())
         return s;
-    // Largest gap between live allocations inside each live segment.
-    const std::size_t p = std::min(position(k), events());
-    std::vector<const Allocation*> segs, allocs;
-    collect(m_segments, m_segCheckpoint, m_segCheckpointAt, p, segs);
-    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, allocs);
-    std::sort(allocs.begin(), allocs.end(),
-              [](const Allocation* a, const Allocation* b) { return a->addr < b->addr; });
-    for (const Allocation* seg : segs) {
-        std::uint64_t cursor = seg->addr;
-        const std::uint64_t segEnd = seg->addr + static_cast<std::uint64_t>(seg->size);
-        auto it = std::lower_bound(allocs.begin(), allocs.end(), seg->addr,
-                                   [](const Allocation* a, std::uint64_t addr) { return a->addr < addr; });
-        for (; it != allocs.end() && (*it)->addr < segEnd; ++it) {
-            if ((*it)->addr > cursor)
-                s.largestFreeBlock =
-                    std::max(s.largestFreeBlock, static_cast<std::int64_t>((*it)->addr - cursor));
-            cursor = std::max(cursor, (*it)->addr +
-                                          static_cast<std::uint64_t>(std::max<std::int64_t>((*it)->size, 0)));
-        }
-        if (segEnd > cursor)
-            s.largestFreeBlock = std::max(s.largestFreeBlock, static_cast<std::int64_t>(segEnd - cursor));
-    }
+    for (const SegmentState& seg : segmentsAfter(k))
+        s.largestFreeBlock = std::max(s.largestFreeBlock, seg.largestFree);
     return s;
 }
 

@@ -15,6 +15,17 @@ struct Allocation {
     std::uint32_t stack = 0;
     std::size_t start = kBeforeFirstEvent;
     std::size_t end = 0;
+    std::int64_t stream = 0;
+    std::size_t alloc = kBeforeFirstEvent; // the event that allocated it (its notes' event)
+};
+
+// One reserved segment at a moment and the live allocations inside it, by address.
+struct SegmentState {
+    Allocation segment;
+    std::vector<Allocation> blocks;
+    std::int64_t allocated = 0;
+    std::int64_t largestFree = 0;
+    bool smallPool() const { return segment.size <= (std::int64_t(2) << 20); } // 2 MiB: kSmallBuffer
 };
 
 struct MemoryState {
@@ -47,6 +58,14 @@ public:
     // Allocations live after event k, largest first.
     std::vector<Allocation> liveAfter(std::size_t k) const;
     std::vector<Allocation> liveAtPeak() const { return liveAfter(m_peakAfter); }
+    // Allocations live at any moment after event `from` up to after event `to` (a selected range).
+    std::vector<Allocation> liveDuring(std::size_t from, std::size_t to) const;
+    // Reserved segments after event k with their live blocks, by pool, stream and address.
+    std::vector<SegmentState> segmentsAfter(std::size_t k) const;
+    // Frees of allocations the trace never saw allocated: it started mid-run (recording began late, or
+    // the max_entries ring buffer dropped its beginning).
+    std::size_t ghostFrees() const { return m_ghostFrees; }
+    bool hasSegments() const { return !m_segments.empty(); }
     std::size_t peakAfter() const { return m_peakAfter; }
     const std::vector<OomEvent>& ooms() const { return m_ooms; }
     const std::vector<Allocation>& allocations() const { return m_allocations; }
@@ -70,6 +89,7 @@ private:
     std::vector<std::size_t> m_segCheckpointAt;
     std::vector<std::int64_t> m_allocated, m_active, m_reserved;
     MemoryState m_initial;
+    std::size_t m_ghostFrees = 0;
     std::vector<OomEvent> m_ooms;
 };
 

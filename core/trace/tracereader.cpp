@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <streambuf>
 #include <sys/mman.h>
@@ -58,6 +60,8 @@ public:
                 deviceTrace(std::to_string(d), m_tree.at(traces, d), idx("device_traces", d),
                             m_tree.size(traces) == 1);
         }
+        if (m_tree.isDict(root))
+            annotations(m_tree.get(root, "external_annotations"));
     }
 
 private:
@@ -182,6 +186,45 @@ private:
         }
         m_trace.device(std::to_string(device)).segments.push_back(std::move(seg));
     }
+    // Notes of the event just appended ("" and "N/A" are what PyTorch writes when there is nothing).
+    void addNotes(DeviceTrace& dev, std::string_view metadata, std::string_view context) {
+        const auto event = static_cast<std::uint32_t>(dev.entries() - 1);
+        if (!metadata.empty() && metadata != "N/A")
+            dev.userMetadata.push_back({event, string(metadata)});
+        if (!context.empty() && context != "N/A")
+            dev.compileContext.push_back({event, string(context)});
+    }
+
+    // external_annotations: [{name, stage: START|END, device, time_us}], paired per name and device.
+    void annotations(Value list) {
+        if (!m_tree.isList(list))
+            return;
+        std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> open;
+        for (std::size_t i = 0; i < m_tree.size(list); ++i) {
+            const Value a = m_tree.at(list, i);
+            if (!m_tree.isDict(a))
+                continue;
+            const std::string p = idx("external_annotations", i);
+            const std::string name(m_tree.str(m_tree.get(a, "name")));
+            const std::string stage(m_tree.str(m_tree.get(a, "stage")));
+            const long long time = integer(a, "time_us", p, true);
+            const std::string device = std::to_string(integer(a, "device", p, false, 0));
+            auto& starts = open[{device, name}];
+            if (stage == "START") {
+                starts.push_back(m_trace.annotations.size());
+                m_trace.annotations.push_back({device, time, INT64_MAX, name});
+            } else if (stage == "END" && !starts.empty()) {
+                m_trace.annotations[starts.back()].end = time;
+                starts.pop_back();
+            } else { // an END whose START the ring buffer dropped, or another stage: an instant
+                m_trace.annotations.push_back(
+                    {device, time, time, stage.empty() ? name : name + " " + stage});
+            }
+        }
+        std::stable_sort(m_trace.annotations.begin(), m_trace.annotations.end(),
+                         [](const Annotation& x, const Annotation& y) { return x.start < y.start; });
+    }
+
     // `onlyList`: no other trace list exists that could share this one's records.
     void deviceTrace(const std::string& key, Value entries, const std::string& path, bool onlyList) {
         if (!m_tree.isList(entries))
@@ -210,6 +253,8 @@ private:
                 dev.append(r.hasTime ? r.timeUs : static_cast<std::int64_t>(i), recordActions[r.action],
                            static_cast<std::uint64_t>(r.addr), r.size, r.stream,
                            stack(r.frames(), [&] { return idx(path, i) + ".frames"; }));
+                const auto [metadata, context] = m_tree.recordNotes(m_tree.recordIndex(e));
+                addNotes(dev, metadata, context);
                 continue;
             }
             // A dict the tree did not compact (extra keys, or read from a form we do not special-case).
@@ -226,6 +271,8 @@ private:
             const long long time = integer(e, "time_us", ep, false, static_cast<long long>(i));
             dev.append(time, traceActionFromName(name), addr, size, stream,
                        stack(m_tree.get(e, "frames"), [&] { return ep + ".frames"; }));
+            addNotes(dev, m_tree.str(m_tree.get(e, "user_metadata")),
+                     m_tree.str(m_tree.get(e, "compile_context")));
         }
         for (std::size_t a = 0; a < m_tree.actionNames().size(); ++a)
             if (counts[a])
@@ -255,6 +302,10 @@ private:
                                                                 [&] { return idx(path, i) + ".frames"; });
             dev.action[i] = actions[r.action[i]];
             ++counts[r.action[i]];
+        }
+        for (const auto& note : r.notes) {
+            const std::uint32_t text = string(m_tree.str(DataTree::make(DataTree::Tag::Str, note.string)));
+            (note.compileContext ? dev.compileContext : dev.userMetadata).push_back({note.record, text});
         }
         dev.time = std::move(r.time);
         dev.addr = std::move(r.addr);
@@ -300,6 +351,13 @@ Trace chromeTrace(const DataTree& t, Value root) {
         const Value e = t.at(events, i);
         const std::string_view name = t.str(t.get(e, "name"));
         const bool oom = name == "[OutOfMemory]";
+        if (name.substr(0, 13) == "ProfilerStep#" && t.str(t.get(e, "ph")) == "X") {
+            double ts = 0, dur = 0;
+            t.toDouble(t.get(e, "ts"), &ts);
+            t.toDouble(t.get(e, "dur"), &dur);
+            trace.annotations.push_back({"", clampToInt64(ts), clampToInt64(ts + dur), std::string(name)});
+            continue;
+        }
         if (name != "[memory]" && !oom)
             continue;
         const Value args = t.get(e, "args");
@@ -325,6 +383,8 @@ Trace chromeTrace(const DataTree& t, Value root) {
             ev.reserved = clampToInt64(d);
         evs.push_back(std::move(ev));
     }
+    std::stable_sort(trace.annotations.begin(), trace.annotations.end(),
+                     [](const Annotation& x, const Annotation& y) { return x.start < y.start; });
     // Events are written per thread; memory order is time order.
     std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
     std::unordered_map<std::string, long long> running;

@@ -1,0 +1,220 @@
+#include "core/trace/timeline.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+SeriesLod::SeriesLod(const std::vector<std::int64_t>& values) : m_values(&values) {
+    // Level 1 summarises kFanout values, each level above kFanout blocks of the one below.
+    std::size_t n = values.size();
+    std::vector<std::pair<std::int64_t, std::int64_t>> level;
+    for (std::size_t b = 0; b * kFanout < n; ++b) {
+        const auto first = values.begin() + static_cast<std::ptrdiff_t>(b * kFanout);
+        const auto last = values.begin() + static_cast<std::ptrdiff_t>(std::min(n, (b + 1) * kFanout));
+        const auto [lo, hi] = std::minmax_element(first, last);
+        level.emplace_back(*lo, *hi);
+    }
+    while (!level.empty()) {
+        m_levels.push_back(std::move(level));
+        const auto& below = m_levels.back();
+        if (below.size() <= 1)
+            break;
+        level.clear();
+        for (std::size_t b = 0; b * kFanout < below.size(); ++b) {
+            std::pair<std::int64_t, std::int64_t> e = below[b * kFanout];
+            for (std::size_t i = b * kFanout + 1; i < std::min(below.size(), (b + 1) * kFanout); ++i)
+                e = {std::min(e.first, below[i].first), std::max(e.second, below[i].second)};
+            level.push_back(e);
+        }
+    }
+}
+
+std::pair<std::int64_t, std::int64_t> SeriesLod::range(std::size_t from, std::size_t to) const {
+    if (!m_values)
+        return {0, 0};
+    to = std::min(to, m_values->size());
+    if (from >= to)
+        return {0, 0};
+    std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+    auto take = [&](std::int64_t a, std::int64_t b) {
+        lo = std::min(lo, a);
+        hi = std::max(hi, b);
+    };
+    // Walk up: at each level read the partial blocks at both ends, then continue with the whole blocks
+    // between them one level higher.
+    std::size_t level = 0; // 0 = the values themselves
+    while (from < to) {
+        const bool top = level == m_levels.size();
+        if (top || to - from < 2 * kFanout) {
+            for (std::size_t i = from; i < to; ++i) {
+                if (level == 0)
+                    take((*m_values)[i], (*m_values)[i]);
+                else
+                    take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
+            }
+            break;
+        }
+        const std::size_t headEnd = (from + kFanout - 1) / kFanout * kFanout;
+        const std::size_t tailStart = to / kFanout * kFanout;
+        for (std::size_t i = from; i < headEnd; ++i)
+            level == 0 ? take((*m_values)[i], (*m_values)[i])
+                       : take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
+        for (std::size_t i = tailStart; i < to; ++i)
+            level == 0 ? take((*m_values)[i], (*m_values)[i])
+                       : take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
+        from = headEnd / kFanout;
+        to = tailStart / kFanout;
+        ++level;
+    }
+    return {lo, hi};
+}
+
+namespace {
+std::size_t liveFrom(const Allocation& a) {
+    return a.start == kBeforeFirstEvent ? 0 : a.start;
+}
+} // namespace
+
+Timeline::Timeline(const TraceIndex& index, std::size_t bands)
+    : m_index(index), m_allocated(index.allocatedSeries()), m_reserved(index.reservedSeries()) {
+    const auto& time = index.device().time;
+    // Without time_us a snapshot's time column holds the event indices: that is not real time.
+    bool indices = true, ordered = true;
+    for (std::size_t i = 0; i < time.size(); ++i) {
+        indices = indices && time[i] == static_cast<std::int64_t>(i);
+        ordered = ordered && (i == 0 || time[i] >= time[i - 1]);
+    }
+    m_hasTime = !time.empty() && ordered && !indices && time.back() > time.front();
+    chooseBands(bands);
+}
+
+void Timeline::setBandCount(std::size_t bands) {
+    chooseBands(bands);
+}
+
+void Timeline::chooseBands(std::size_t count) {
+    const auto& all = m_index.allocations();
+    std::vector<std::uint32_t> order(all.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<std::uint32_t>(i);
+    count = std::min(count, order.size());
+    // The largest first; equal sizes by start, so the choice is stable.
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
+                      [&](std::uint32_t a, std::uint32_t b) {
+                          return all[a].size != all[b].size ? all[a].size > all[b].size : a < b;
+                      });
+    order.resize(count);
+    std::sort(order.begin(), order.end()); // allocations are sorted by start: stack the earliest lowest
+    m_bands.clear();
+    m_breaks.clear();
+    for (std::uint32_t i : order) {
+        m_bands.push_back(all[i]);
+        m_breaks.push_back(liveFrom(all[i]));
+        m_breaks.push_back(all[i].end);
+    }
+    std::sort(m_breaks.begin(), m_breaks.end());
+    m_breaks.erase(std::unique(m_breaks.begin(), m_breaks.end()), m_breaks.end());
+}
+
+std::pair<double, double> Timeline::domain(TimelineAxis axis) const {
+    const std::size_t n = m_index.events();
+    if (axis == TimelineAxis::Time && m_hasTime)
+        return {static_cast<double>(m_index.device().time.front()),
+                static_cast<double>(m_index.device().time.back())};
+    return {0.0, static_cast<double>(n)};
+}
+
+double Timeline::xOf(TimelineAxis axis, std::size_t event) const {
+    if (axis == TimelineAxis::Time && m_hasTime && m_index.events() > 0)
+        return static_cast<double>(m_index.device().time[std::min(event, m_index.events() - 1)]);
+    return static_cast<double>(event);
+}
+
+std::size_t Timeline::eventAt(TimelineAxis axis, double x) const {
+    const std::size_t n = m_index.events();
+    if (n == 0)
+        return kBeforeFirstEvent;
+    if (axis == TimelineAxis::Time && m_hasTime) {
+        const auto& time = m_index.device().time;
+        auto it = std::upper_bound(time.begin(), time.end(), x,
+                                   [](double v, std::int64_t t) { return v < static_cast<double>(t); });
+        return it == time.begin() ? kBeforeFirstEvent : static_cast<std::size_t>(it - time.begin()) - 1;
+    }
+    if (x < 0)
+        return kBeforeFirstEvent;
+    return std::min(n - 1, static_cast<std::size_t>(std::floor(x)));
+}
+
+TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width) const {
+    TimelineFrame f;
+    f.width = std::max(width, 0);
+    f.columns.resize(static_cast<std::size_t>(f.width));
+    const std::size_t nb = m_bands.size();
+    f.bandBottom.assign(nb * f.columns.size(), -1);
+    f.bandTop.assign(nb * f.columns.size(), -1);
+    const std::size_t n = m_index.events();
+    if (n == 0 || f.width == 0 || !(x1 > x0))
+        return f;
+    const bool time = axis == TimelineAxis::Time && m_hasTime;
+    const auto& times = m_index.device().time;
+    const auto [d0, d1] = domain(axis);
+    // The last event strictly before x: the last whose state shows in a column ending at x.
+    auto lastBefore = [&](double x) -> std::size_t {
+        if (time) {
+            auto it = std::lower_bound(times.begin(), times.end(), x,
+                                       [](std::int64_t t, double v) { return static_cast<double>(t) < v; });
+            return it == times.begin() ? kBeforeFirstEvent : static_cast<std::size_t>(it - times.begin()) - 1;
+        }
+        const double c = std::ceil(x) - 1;
+        return c < 0 ? kBeforeFirstEvent : std::min(n - 1, static_cast<std::size_t>(c));
+    };
+    const double dx = (x1 - x0) / f.width;
+    std::vector<std::int64_t> bottom(nb), top(nb);
+    for (int c = 0; c < f.width; ++c) {
+        const double xa = x0 + c * dx, xb = x0 + (c + 1) * dx;
+        TimelineColumn& col = f.columns[static_cast<std::size_t>(c)];
+        if (xb <= d0 || xa > d1 || (!time && xa >= d1))
+            continue;
+        std::size_t first = eventAt(axis, xa);
+        if (first == kBeforeFirstEvent)
+            first = 0;
+        std::size_t last = lastBefore(xb);
+        if (last == kBeforeFirstEvent || last < first)
+            last = first;
+        col.valid = true;
+        col.first = first;
+        col.last = last;
+        std::tie(col.allocatedMin, col.allocatedMax) = m_allocated.range(first, last + 1);
+        std::tie(col.reservedMin, col.reservedMax) = m_reserved.range(first, last + 1);
+        f.maxValue = std::max({f.maxValue, col.allocatedMax, col.reservedMax});
+        // Every stacking the column shows: the one after `first`, and one after each break up to `last`.
+        col.restBottom = INT64_MAX;
+        auto stackAt = [&](std::size_t e) {
+            std::int64_t sum = 0;
+            for (std::size_t b = 0; b < nb; ++b) {
+                const Allocation& a = m_bands[b];
+                if (e < liveFrom(a) || e >= a.end)
+                    continue;
+                const std::size_t at = b * f.columns.size() + static_cast<std::size_t>(c);
+                const std::int64_t bandTop = sum + a.size;
+                f.bandBottom[at] = f.bandTop[at] < 0 ? sum : std::min(f.bandBottom[at], sum);
+                f.bandTop[at] = std::max(f.bandTop[at], bandTop);
+                sum = bandTop;
+            }
+            col.restBottom = std::min(col.restBottom, sum);
+        };
+        stackAt(first);
+        for (auto it = std::upper_bound(m_breaks.begin(), m_breaks.end(), first);
+             it != m_breaks.end() && *it <= last; ++it)
+            stackAt(*it);
+        col.restBottom = std::min(col.restBottom, col.allocatedMax);
+    }
+    return f;
+}
+
+double timeUnitSeconds(TraceFormat format) {
+    return format == TraceFormat::MemoryTimeline || format == TraceFormat::MemoryTimelineRaw ? 1e-9 : 1e-6;
+}
+
+} // namespace headroom

@@ -1,0 +1,81 @@
+#pragma once
+#include "core/trace/traceindex.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace headroom {
+
+// The minimum and maximum of any range of a series without reading the range: a pyramid of per-block
+// extremes (kFanout values per block, level above level), so a query reads at most 2 * kFanout values per
+// level. Drawing asks it once per pixel column, which keeps every peak and dip at any zoom.
+class SeriesLod {
+public:
+    static constexpr std::size_t kFanout = 32;
+    SeriesLod() = default;
+    explicit SeriesLod(const std::vector<std::int64_t>& values);
+    // Extremes of values[from, to); {0, 0} when the range is empty.
+    std::pair<std::int64_t, std::int64_t> range(std::size_t from, std::size_t to) const;
+
+private:
+    const std::vector<std::int64_t>* m_values = nullptr;
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> m_levels; // level 1 upwards
+};
+
+enum class TimelineAxis { Time, Event };
+
+// One pixel column of a drawn timeline: the events whose state it shows and their extremes.
+struct TimelineColumn {
+    bool valid = false;              // false outside the recording
+    std::size_t first = 0, last = 0; // events shown: the states after first..last
+    std::int64_t allocatedMin = 0, allocatedMax = 0;
+    std::int64_t reservedMin = 0, reservedMax = 0;
+    std::int64_t restBottom = 0; // the "everything else" band spans restBottom..allocatedMax
+};
+
+// What one redraw needs: per column the series' extremes, and per separate band its extent.
+struct TimelineFrame {
+    int width = 0;
+    std::vector<TimelineColumn> columns;
+    // [band * width + column]: the band's lowest bottom and highest top in that column; top < 0 = not live.
+    std::vector<std::int64_t> bandBottom, bandTop;
+    std::int64_t maxValue = 0; // highest allocated or reserved value in the frame
+};
+
+// A device's active-memory timeline, ready to draw at any zoom: the largest allocations stacked as their
+// own bands (each a rectangle in events, so the stack changes only where one starts or ends), everything
+// else as one band up to the allocated line, and the reserved line. A frame costs
+// O(width * (log n + bands)), never O(events).
+class Timeline {
+public:
+    Timeline(const TraceIndex& index, std::size_t bands = 20);
+
+    const TraceIndex& index() const { return m_index; }
+    // Sets how many of the largest allocations get their own band.
+    void setBandCount(std::size_t bands);
+    const std::vector<Allocation>& bands() const { return m_bands; } // in stacking order, bottom first
+    // Real time is usable when the events carry non-decreasing timestamps (not just their indices).
+    bool hasTime() const { return m_hasTime; }
+    // The x extent of the recording on an axis: event indices 0..n, or first..last event time.
+    std::pair<double, double> domain(TimelineAxis axis) const;
+    double xOf(TimelineAxis axis, std::size_t event) const;
+    // The last event at or before x (kBeforeFirstEvent when x precedes the first).
+    std::size_t eventAt(TimelineAxis axis, double x) const;
+    // Reduces the view [x0, x1) to `width` columns.
+    TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width) const;
+
+private:
+    void chooseBands(std::size_t count);
+
+    const TraceIndex& m_index;
+    SeriesLod m_allocated, m_reserved;
+    bool m_hasTime = false;
+    std::vector<Allocation> m_bands;
+    std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
+};
+
+// Seconds per unit of a format's time column (µs for snapshots and profiler traces, ns for timelines).
+double timeUnitSeconds(TraceFormat format);
+
+} // namespace headroom
