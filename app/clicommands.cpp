@@ -11,6 +11,7 @@
 #include "core/plan/estimator.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/solvers.h"
+#include "core/trace/traceloadjob.h"
 #include "core/trace/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "ui/chartexport.h"
@@ -35,7 +36,7 @@ constexpr const char* kUsage =
     "                                          (PyTorch snapshot pickle or JSON, profiler trace, memory\n"
     "                                          timeline, nvidia-smi CSV; gzip allowed; CONTRACTS.md section "
     "5)\n"
-    "  render SCENARIO.json -o OUT.(png|svg|pdf) [--size WxH]\n"
+    "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH]\n"
     "                                          the stacked per-GPU chart the application shows\n"
     "  presets [--json]                        model presets\n"
     "  gpus [--json]                           GPU catalogue\n"
@@ -186,10 +187,17 @@ int cmdParams(const Args& a, std::ostream& out) {
 
 int cmdRender(const Args& a, std::ostream& out) {
     if (a.positional.size() != 1 || !a.output)
-        throw std::invalid_argument("render takes SCENARIO.json -o OUT.(png|svg|pdf)");
+        throw std::invalid_argument("render takes (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf)");
     int w = 1200, h = 700;
     if (a.size && std::sscanf(a.size->c_str(), "%dx%d", &w, &h) != 2)
         throw std::invalid_argument("--size wants WxH, e.g. 1600x900");
+    if (isTraceFile(a.positional[0])) {
+        std::string error;
+        if (!exportTraceTimeline(loadTrace(a.positional[0]), *a.output, w, h, &error))
+            throw Error("", error);
+        out << "wrote " << *a.output << "\n";
+        return 0;
+    }
     const Scenario sc = loadScenarioFile(a.positional[0]);
     std::string error;
     if (!exportEstimateChart(sc, estimate(sc), *a.output, w, h, &error))

@@ -1,4 +1,5 @@
 #include "ui/mainwindow.h"
+#include "ui/traceview/traceview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -7,7 +8,7 @@
 #include <QTimer>
 #include <cstdio>
 
-// headroom [FILE] | headroom --screenshot OUT.png [--size WxH] [FILE]
+// headroom [FILE...] | headroom --screenshot OUT.png [--size WxH] [FILE...]: scenarios and traces
 int main(int argc, char** argv) {
     // A screenshot needs no display: fall back to the offscreen platform when none is set.
     for (int i = 1; i < argc; ++i)
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     parser.addOption(size);
     parser.addOption(theme);
     parser.addOption(units);
-    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario to open."),
+    parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario or trace to open."),
                                  QStringLiteral("[FILE...]"));
     parser.process(app);
 
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
         }
         window.resize(w, h);
         window.show();
+        // A trace is read in the background: wait for it, as a user would, and fail if it cannot be read.
+        window.waitForTraces();
+        for (headroom::TraceView* view : window.traceViews())
+            if (view->hasFailed()) {
+                std::fprintf(stderr, "error: %s\n", qPrintable(view->errorText()));
+                return 1;
+            }
         // Let layouts and the chart settle before grabbing, exactly as a user would see the window.
         for (int i = 0; i < 5; ++i)
             QApplication::processEvents();

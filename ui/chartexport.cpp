@@ -1,6 +1,7 @@
 #include "ui/chartexport.h"
 
 #include "ui/breakdownchart.h"
+#include "ui/traceview/timelinerenderer.h"
 
 #include <QApplication>
 #include <QBuffer>
@@ -13,6 +14,8 @@
 #include <QPdfWriter>
 #include <QSaveFile>
 #include <QSvgGenerator>
+#include <cmath>
+#include <functional>
 #include <memory>
 
 namespace headroom {
@@ -39,7 +42,8 @@ static void paintChart(QChart* chart, QPainter* painter, const QRectF& target) {
     scene.removeItem(chart);
 }
 
-bool exportChart(QChart* chart, const std::string& path, int w, int h, std::string* error) {
+bool exportPainting(const std::function<void(QPainter*, const QRectF&)>& paint, const QString& title,
+                    const std::string& path, int w, int h, std::string* error) {
     const QString file = QString::fromStdString(path);
     const QString suffix = QFileInfo(file).suffix().toLower();
     if (w < 100 || h < 100 || w > 20000 || h > 20000) {
@@ -55,7 +59,7 @@ bool exportChart(QChart* chart, const std::string& path, int w, int h, std::stri
         image.setDevicePixelRatio(2);
         image.fill(Qt::white);
         QPainter painter(&image);
-        paintChart(chart, &painter, QRectF(0, 0, w, h));
+        paint(&painter, QRectF(0, 0, w, h));
         painter.end();
         image.save(&buffer, "PNG");
     } else if (suffix == "svg") {
@@ -63,17 +67,17 @@ bool exportChart(QChart* chart, const std::string& path, int w, int h, std::stri
         svg.setOutputDevice(&buffer);
         svg.setSize(QSize(w, h));
         svg.setViewBox(QRect(0, 0, w, h));
-        svg.setTitle(chart->title());
+        svg.setTitle(title);
         QPainter painter(&svg);
-        paintChart(chart, &painter, QRectF(0, 0, w, h));
+        paint(&painter, QRectF(0, 0, w, h));
     } else if (suffix == "pdf") {
         QPdfWriter pdf(&buffer);
         pdf.setPageSize(QPageSize(QSizeF(w, h), QPageSize::Point));
         pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
         pdf.setResolution(72);
-        pdf.setTitle(chart->title());
+        pdf.setTitle(title);
         QPainter painter(&pdf);
-        paintChart(chart, &painter, QRectF(0, 0, w, h));
+        paint(&painter, QRectF(0, 0, w, h));
     } else {
         *error = path + ": unsupported output type '" + suffix.toStdString() + "' (png, svg or pdf)";
         return false;
@@ -85,6 +89,48 @@ bool exportChart(QChart* chart, const std::string& path, int w, int h, std::stri
         return false;
     }
     return true;
+}
+
+bool exportChart(QChart* chart, const std::string& path, int w, int h, std::string* error) {
+    return exportPainting([chart](QPainter* p, const QRectF& r) { paintChart(chart, p, r); }, chart->title(),
+                          path, w, h, error);
+}
+
+bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
+                         int h, std::string* error) {
+    ensureGuiApplication();
+    std::vector<TimelineLane> lanes;
+    bool time = true;
+    for (std::size_t d = 0; d < trace->trace.devices.size(); ++d) {
+        if (trace->trace.devices[d].entries() == 0)
+            continue;
+        TimelineLane lane;
+        lane.trace = trace;
+        lane.device = d;
+        lane.timeline = std::make_shared<Timeline>(*trace->indexes[d]);
+        lane.label = QFileInfo(QString::fromStdString(trace->path)).fileName() +
+                     QStringLiteral(" · device ") + QString::fromStdString(trace->trace.devices[d].key);
+        time = time && lane.timeline->hasTime();
+        lanes.push_back(std::move(lane));
+    }
+    if (lanes.empty()) {
+        *error = trace->path + ": the trace has no events to draw";
+        return false;
+    }
+    TimelineViewState view;
+    view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
+    view.secondsPerUnit = timeUnitSeconds(trace->trace.format);
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& l : lanes) {
+        const auto [a, b] = l.timeline->domain(view.axis);
+        lo = std::min(lo, a), hi = std::max(hi, b);
+    }
+    view.origin = view.x0 = lo;
+    view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0) + (hi > lo ? 0 : 1);
+    ChartStyle style;
+    return exportPainting(
+        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },
+        QFileInfo(QString::fromStdString(trace->path)).fileName(), path, w, h, error);
 }
 
 bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,

@@ -1,6 +1,9 @@
 #pragma once
 #include "core/plan/estimator.h"
 #include "core/plan/scenario.h"
+#include "core/trace/traceloadjob.h"
+
+#include <memory>
 
 #include <string>
 
@@ -14,6 +17,9 @@ bool exportChart(QChart* chart, const std::string& path, int w, int h, std::stri
 // The estimate's stacked bar chart, exported.
 bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,
                          std::string* error);
+// A trace's active-memory timeline (every device a lane, the whole run), as the window draws it.
+bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
+                         int h, std::string* error);
 // Creates a QApplication on the offscreen platform when none exists and no display is set (CLI use).
 void ensureGuiApplication();
 

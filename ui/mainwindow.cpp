@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/io/bytesformat.h"
 #include "core/io/scenariojson.h"
+#include "core/trace/tracereader.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
 #include "ui/phasechart.h"
@@ -11,6 +12,7 @@
 #include "ui/settingspanel.h"
 #include "ui/strategychart.h"
 #include "ui/sweepchart.h"
+#include "ui/traceview/traceview.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -20,6 +22,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDragEnterEvent>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -37,10 +40,13 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyleFactory>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace headroom {
@@ -265,7 +271,20 @@ void MainWindow::build() {
     splitter->addWidget(centre);
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
-    setCentralWidget(splitter);
+    // The planner is the first tab; each opened trace gets its own, closable.
+    m_tabs = new QTabWidget;
+    m_tabs->setDocumentMode(true);
+    m_tabs->setTabsClosable(true);
+    m_tabs->addTab(splitter, tr("Planner"));
+    m_tabs->tabBar()->setTabButton(0, QTabBar::RightSide, nullptr);
+    m_tabs->tabBar()->setTabButton(0, QTabBar::LeftSide, nullptr);
+    connect(m_tabs, &QTabWidget::tabCloseRequested, this, [this](int i) {
+        if (auto* view = qobject_cast<TraceView*>(m_tabs->widget(i))) {
+            m_tabs->removeTab(i);
+            view->deleteLater();
+        }
+    });
+    setCentralWidget(m_tabs);
     statusBar();
 }
 
@@ -276,13 +295,31 @@ void MainWindow::buildMenus() {
             m_doc->reset(defaultScenarioDocument());
     });
     file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
-        if (!maybeSave())
-            return;
         const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open Scenario"), QString(), tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
+            this, tr("Open Scenario or Trace"), QString(),
+            tr("Scenarios and traces (*.headroom.json *.json *.pickle *.pkl *.gz *.csv);;"
+               "Headroom scenarios (*.headroom.json);;Traces (*.pickle *.pkl *.json *.gz *.csv);;All files "
+               "(*)"));
+        if (path.isEmpty())
+            return;
+        const bool trace = isTraceFile(path.toStdString());
         QString error;
-        if (!path.isEmpty() && !openScenario(path, &error))
-            QMessageBox::warning(this, tr("Cannot open scenario"), error);
+        if (!trace && !maybeSave())
+            return;
+        if (!openFile(path, &error))
+            QMessageBox::warning(this, tr("Cannot open"), error);
+    });
+    file->addAction(tr("Add Trace as &Lanes..."), this, [this] {
+        auto* view = qobject_cast<TraceView*>(m_tabs->currentWidget());
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Add a Trace (e.g. another rank) to this view"), QString(),
+                                         tr("Traces (*.pickle *.pkl *.json *.gz *.csv);;All files (*)"));
+        if (path.isEmpty())
+            return;
+        if (view)
+            view->addFile(path);
+        else
+            openTrace(path);
     });
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] {
@@ -354,6 +391,8 @@ void MainWindow::setStyle(const ChartStyle& style) {
     m_sweep->setStyle(style);
     m_savings->setStyle(style);
     m_table->setStyle(style);
+    for (TraceView* view : traceViews())
+        view->setStyle(style);
     sizeNumberColumns(); // the unit changes the widest text
     settings()->setValue("view/units", style.unit == ByteUnit::GB ? "GB" : "GiB");
     updateViews();
@@ -463,6 +502,11 @@ bool MainWindow::openScenario(const QString& path, QString* error) {
 }
 
 bool MainWindow::openFile(const QString& path, QString* error) {
+    // A trace opens in a tab of its own (read in the background; errors show in that tab).
+    if (isTraceFile(path.toStdString())) {
+        openTrace(path);
+        return true;
+    }
     // A Hugging Face config.json replaces the model only; anything else is opened as a scenario.
     bool wasConfig = false;
     if (!m_doc->open(path, error, &wasConfig))
@@ -471,6 +515,51 @@ bool MainWindow::openFile(const QString& path, QString* error) {
         statusBar()->showMessage(tr("Model from %1").arg(QFileInfo(path).fileName()), 5000);
     else
         rememberScenario();
+    return true;
+}
+
+TraceView* MainWindow::openTrace(const QString& path) {
+    auto* view = new TraceView(path);
+    view->setStyle(m_style);
+    const int i = m_tabs->addTab(view, QFileInfo(path).fileName());
+    m_tabs->setTabToolTip(i, path);
+    m_tabs->setCurrentIndex(i);
+    connect(view, &TraceView::titleChanged, this, [this, view] {
+        const int at = m_tabs->indexOf(view);
+        if (at >= 0)
+            m_tabs->setTabText(at, view->title());
+    });
+    connect(view, &TraceView::failed, this, [this, path](const QString& e) {
+        statusBar()->showMessage(e, 10000);
+        (void)path;
+    });
+    addRecent(path);
+    return view;
+}
+
+std::vector<TraceView*> MainWindow::traceViews() const {
+    std::vector<TraceView*> out;
+    for (int i = 0; m_tabs && i < m_tabs->count(); ++i)
+        if (auto* v = qobject_cast<TraceView*>(m_tabs->widget(i)))
+            out.push_back(v);
+    return out;
+}
+
+bool MainWindow::waitForTraces(int timeoutMs) {
+    QElapsedTimer clock;
+    clock.start();
+    auto loading = [this] {
+        for (TraceView* v : traceViews())
+            if (v->isLoading())
+                return true;
+        return false;
+    };
+    while (loading()) {
+        if (clock.elapsed() > timeoutMs)
+            return false;
+        QApplication::processEvents(QEventLoop::AllEvents, 50);
+    }
+    QApplication::processEvents();
     return true;
 }
 
@@ -516,8 +605,9 @@ void MainWindow::rebuildRecentMenu() {
         QAction* a = m_recentMenu->addAction(
             QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this, [this, path] {
                 QString error;
-                if (maybeSave() && !openScenario(path, &error))
-                    QMessageBox::warning(this, tr("Cannot open scenario"), error);
+                const bool trace = isTraceFile(path.toStdString());
+                if ((trace || maybeSave()) && !openFile(path, &error))
+                    QMessageBox::warning(this, tr("Cannot open"), error);
             });
         a->setToolTip(path);
     }
@@ -602,15 +692,18 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 
 void MainWindow::dropEvent(QDropEvent* event) {
     const auto urls = event->mimeData()->urls();
-    if (urls.isEmpty() || !urls.first().isLocalFile())
-        return;
-    QString error;
-    const QString path = urls.first().toLocalFile();
-    const bool isConfig = QFileInfo(path).fileName() == QLatin1String("config.json");
-    if (!isConfig && !maybeSave())
-        return;
-    if (!openFile(path, &error))
-        QMessageBox::warning(this, tr("Cannot open"), error);
+    for (const QUrl& url : urls) {
+        if (!url.isLocalFile())
+            continue;
+        QString error;
+        const QString path = url.toLocalFile();
+        const bool keepsScenario =
+            QFileInfo(path).fileName() == QLatin1String("config.json") || isTraceFile(path.toStdString());
+        if (!keepsScenario && !maybeSave())
+            continue;
+        if (!openFile(path, &error))
+            QMessageBox::warning(this, tr("Cannot open"), error);
+    }
     event->acceptProposedAction();
 }
 

@@ -4,11 +4,13 @@
 #include <QMainWindow>
 #include <QMessageBox>
 #include <functional>
+#include <vector>
 
 class QChartView;
 class QComboBox;
 class QLabel;
 class QMenu;
+class QTabWidget;
 class QTableView;
 class QTimer;
 class QSettings;
@@ -23,6 +25,7 @@ class ScenarioDocument;
 class SettingsPanel;
 class StrategyChart;
 class SweepChart;
+class TraceView;
 
 // The what-if planner: settings on the left; the per-GPU stacked bars, the step's phase timeline, the
 // data-parallel strategies side by side and a sweep in the centre; "what would make it fit?" on the right.
@@ -42,6 +45,12 @@ public:
     bool openScenario(const QString& path, QString* error);
     // Opens a scenario, or imports a Hugging Face config.json into the current scenario's model.
     bool openFile(const QString& path, QString* error);
+    // Opens a trace in a new tab and starts reading it in the background.
+    TraceView* openTrace(const QString& path);
+    std::vector<TraceView*> traceViews() const;
+    QTabWidget* tabs() const { return m_tabs; }
+    // Runs the event loop until every trace tab has finished loading (screenshots, tests).
+    bool waitForTraces(int timeoutMs = 600000);
     bool save(QString* error = nullptr);
     bool saveAs(const QString& path, QString* error);
 
@@ -81,6 +90,7 @@ private:
     QSettings* settings() const;
 
     Options m_options;
+    QTabWidget* m_tabs = nullptr;
     ScenarioDocument* m_doc = nullptr;
     SettingsPanel* m_panel = nullptr;
     BreakdownChart* m_breakdown = nullptr;

@@ -86,6 +86,7 @@ Timeline::Timeline(const TraceIndex& index, std::size_t bands)
         ordered = ordered && (i == 0 || time[i] >= time[i - 1]);
     }
     m_hasTime = !time.empty() && ordered && !indices && time.back() > time.front();
+    m_max = std::max(m_allocated.range(0, index.events()).second, m_reserved.range(0, index.events()).second);
     chooseBands(bands);
 }
 

@@ -62,6 +62,15 @@ public:
     double xOf(TimelineAxis axis, std::size_t event) const;
     // The last event at or before x (kBeforeFirstEvent when x precedes the first).
     std::size_t eventAt(TimelineAxis axis, double x) const;
+    // The highest allocated or reserved value of the whole run (a y scale that stays put while zooming).
+    std::int64_t maxValue() const { return m_max; }
+    // Extremes of allocated / reserved bytes after events [from, to) (a selected range's peak).
+    std::pair<std::int64_t, std::int64_t> allocatedExtremes(std::size_t from, std::size_t to) const {
+        return m_allocated.range(from, to);
+    }
+    std::pair<std::int64_t, std::int64_t> reservedExtremes(std::size_t from, std::size_t to) const {
+        return m_reserved.range(from, to);
+    }
     // Reduces the view [x0, x1) to `width` columns.
     TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width) const;
 
@@ -71,6 +80,7 @@ private:
     const TraceIndex& m_index;
     SeriesLod m_allocated, m_reserved;
     bool m_hasTime = false;
+    std::int64_t m_max = 0;
     std::vector<Allocation> m_bands;
     std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
 };

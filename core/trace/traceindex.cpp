@@ -3,12 +3,86 @@
 #include "core/trace/checkednumbers.h"
 
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
+#include <cstdint>
+#include <utility>
 
 namespace headroom {
 
 namespace {
+
+// Open lifetimes by address: open addressing with linear probing and backward-shift deletion, because a
+// 10M-event trace opens and closes millions of them and std::unordered_map allocated a node for each.
+class AddressMap {
+public:
+    static constexpr std::size_t kNone = SIZE_MAX;
+    // Sets addr -> id; returns the id it replaced, or kNone.
+    std::size_t put(std::uint64_t addr, std::size_t id) {
+        if ((m_used + 1) * 2 > m_slots.size())
+            grow();
+        for (std::size_t i = slot(addr);; i = (i + 1) & m_mask) {
+            Slot& s = m_slots[i];
+            if (s.id == kNone) {
+                s = {addr, id};
+                ++m_used;
+                return kNone;
+            }
+            if (s.addr == addr)
+                return std::exchange(s.id, id);
+        }
+    }
+    // Removes addr; returns its id, or kNone when absent.
+    std::size_t take(std::uint64_t addr) {
+        if (m_slots.empty())
+            return kNone;
+        std::size_t i = slot(addr);
+        while (m_slots[i].id != kNone && m_slots[i].addr != addr)
+            i = (i + 1) & m_mask;
+        if (m_slots[i].id == kNone)
+            return kNone;
+        const std::size_t id = m_slots[i].id;
+        // Backward shift: move later members of the run into the hole when their home allows it.
+        std::size_t hole = i;
+        for (std::size_t j = (i + 1) & m_mask; m_slots[j].id != kNone; j = (j + 1) & m_mask) {
+            const std::size_t home = slot(m_slots[j].addr);
+            if (((j - home) & m_mask) >= ((j - hole) & m_mask)) {
+                m_slots[hole] = m_slots[j];
+                hole = j;
+            }
+        }
+        m_slots[hole].id = kNone;
+        --m_used;
+        return id;
+    }
+    bool contains(std::uint64_t addr) const {
+        if (m_slots.empty())
+            return false;
+        for (std::size_t i = slot(addr); m_slots[i].id != kNone; i = (i + 1) & m_mask)
+            if (m_slots[i].addr == addr)
+                return true;
+        return false;
+    }
+
+private:
+    struct Slot {
+        std::uint64_t addr = 0;
+        std::size_t id = kNone;
+    };
+    std::size_t slot(std::uint64_t addr) const {
+        return static_cast<std::size_t>((addr * 0x9E3779B97F4A7C15ull) >> 20) &
+               m_mask; // addresses are aligned
+    }
+    void grow() {
+        std::vector<Slot> old = std::move(m_slots);
+        m_slots.assign(std::max<std::size_t>(64, old.size() * 2), Slot{});
+        m_mask = m_slots.size() - 1;
+        m_used = 0;
+        for (const Slot& s : old)
+            if (s.id != kNone)
+                put(s.addr, s.id);
+    }
+    std::vector<Slot> m_slots;
+    std::size_t m_mask = 0, m_used = 0;
+};
 
 // Positions count applied events: position p is the state after event p - 1; 0 is before the first.
 std::size_t startPos(const Allocation& a) {
@@ -49,25 +123,31 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
     m_active.resize(n);
     m_reserved.resize(n);
     std::int64_t allocated = m_initial.allocated, active = m_initial.active, reserved = m_initial.reserved;
-    std::unordered_map<std::uint64_t, std::size_t> openAlloc, openSeg;
-    auto close = [&](std::unordered_map<std::uint64_t, std::size_t>& open, std::vector<Allocation>& into,
+    // Lifetimes are opened in event order, so `opened` is sorted by start as it grows; those that were live
+    // before the trace began (a free of an address never allocated, or a block of the final state) go to
+    // `before`, and the two are concatenated at the end instead of sorting millions of records.
+    AddressMap openAlloc, openSeg;
+    std::vector<Allocation> allocBefore, segBefore;
+    std::uint64_t allocs = 0;
+    for (const auto& [name, count] : d.actionCounts)
+        if (name == "alloc")
+            allocs += count;
+    m_allocations.reserve(allocs);
+    auto close = [&](AddressMap& open, std::vector<Allocation>& opened, std::vector<Allocation>& before,
                      std::size_t i) {
-        auto it = open.find(d.addr[i]);
-        if (it != open.end()) {
-            into[it->second].end = i;
-            open.erase(it);
+        if (const std::size_t id = open.take(d.addr[i]); id != AddressMap::kNone) {
+            opened[id].end = i;
         } else { // live before the trace began
-            into.push_back({d.addr[i], d.size[i], d.stack[i], kBeforeFirstEvent, i, d.stream[i]});
-            if (&into == &m_allocations)
+            before.push_back({d.addr[i], d.size[i], d.stack[i], kBeforeFirstEvent, i, d.stream[i]});
+            if (&before == &allocBefore)
                 ++m_ghostFrees;
         }
     };
-    auto openAt = [&](std::unordered_map<std::uint64_t, std::size_t>& open, std::vector<Allocation>& into,
-                      std::size_t i) {
-        if (auto it = open.find(d.addr[i]); it != open.end())
-            into[it->second].end = i; // a reuse without a free: close the old one
-        open[d.addr[i]] = into.size();
-        into.push_back({d.addr[i], d.size[i], d.stack[i], i, n, d.stream[i], i});
+    auto openAt = [&](AddressMap& open, std::vector<Allocation>& opened, std::size_t i) {
+        const std::size_t previous = open.put(d.addr[i], opened.size());
+        if (previous != AddressMap::kNone)
+            opened[previous].end = i; // a reuse without a free: close the old one
+        opened.push_back({d.addr[i], d.size[i], d.stack[i], i, n, d.stream[i], i});
     };
     const bool allocator = !d.hasTotals;
     for (std::size_t i = 0; i < n; ++i) {
@@ -81,7 +161,7 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
             break;
         case TraceAction::FreeRequested:
             allocated = saturatingSub(allocated, size);
-            close(openAlloc, m_allocations, i);
+            close(openAlloc, m_allocations, allocBefore, i);
             break;
         case TraceAction::FreeCompleted:
             active = saturatingSub(active, size);
@@ -90,7 +170,7 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
             allocated = saturatingSub(allocated, size);
             active = saturatingSub(active, size);
             if (allocator)
-                close(openAlloc, m_allocations, i);
+                close(openAlloc, m_allocations, allocBefore, i);
             break;
         case TraceAction::SegmentAlloc:
         case TraceAction::SegmentMap:
@@ -100,7 +180,7 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
         case TraceAction::SegmentFree:
         case TraceAction::SegmentUnmap:
             reserved = saturatingSub(reserved, size);
-            close(openSeg, m_segments, i);
+            close(openSeg, m_segments, segBefore, i);
             break;
         case TraceAction::Oom:
             m_ooms.push_back({i, d.time[i], size, static_cast<std::int64_t>(d.addr[i]), {}});
@@ -117,22 +197,16 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
         m_reserved[i] = reserved;
     }
     // Blocks and segments of the final state that no event created were live all along.
-    std::unordered_set<std::uint64_t> openAllocAddrs, openSegAddrs;
-    for (const auto& [addr, id] : openAlloc)
-        openAllocAddrs.insert(addr);
-    for (const auto& [addr, id] : openSeg)
-        openSegAddrs.insert(addr);
     for (const auto& seg : d.segments) {
-        if (!openSegAddrs.count(seg.address))
-            m_segments.push_back({seg.address, seg.totalSize, 0, kBeforeFirstEvent, n, seg.stream});
+        if (!openSeg.contains(seg.address))
+            segBefore.push_back({seg.address, seg.totalSize, 0, kBeforeFirstEvent, n, seg.stream});
         for (const auto& b : seg.blocks)
-            if (b.state == SnapshotBlock::State::ActiveAllocated && !openAllocAddrs.count(b.address))
-                m_allocations.push_back(
+            if (b.state == SnapshotBlock::State::ActiveAllocated && !openAlloc.contains(b.address))
+                allocBefore.push_back(
                     {b.address, b.requestedSize, b.stack, kBeforeFirstEvent, n, seg.stream});
     }
-    auto byStart = [](const Allocation& a, const Allocation& b) { return startPos(a) < startPos(b); };
-    std::stable_sort(m_allocations.begin(), m_allocations.end(), byStart);
-    std::stable_sort(m_segments.begin(), m_segments.end(), byStart);
+    m_allocations.insert(m_allocations.begin(), allocBefore.begin(), allocBefore.end());
+    m_segments.insert(m_segments.begin(), segBefore.begin(), segBefore.end());
     checkpoints(m_allocations, n, kCheckpoint, m_allocCheckpoint, m_allocCheckpointAt);
     checkpoints(m_segments, n, kCheckpoint, m_segCheckpoint, m_segCheckpointAt);
     for (auto& oom : m_ooms)

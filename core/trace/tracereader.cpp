@@ -649,6 +649,26 @@ Trace readTrace(std::string bytes, const TraceReadOptions& options) {
         bytes, [&] { std::string().swap(bytes); }, options);
 }
 
+bool isTraceFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(64 * 1024, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    if (head.empty())
+        return false;
+    if (isGzip(head) || static_cast<unsigned char>(head[0]) == 0x80)
+        return true;
+    if (!looksLikeJson(head))
+        return head.find(',') != std::string::npos; // nvidia-smi CSV
+    const std::size_t open = head.find_first_of("{[");
+    if (head[open] == '[')
+        return true;
+    for (const char* key : {"\"traceEvents\"", "\"device_traces\"", "\"segments\""})
+        if (head.find(key) != std::string::npos)
+            return head.find("\"headroom.scenario/") == std::string::npos;
+    return false;
+}
+
 Trace readTraceFile(const std::string& path, const TraceReadOptions& options) {
     try {
         // A pickle is read through a small window; other formats are mapped rather than copied (no

@@ -23,6 +23,10 @@ inline Trace readTrace(std::string_view bytes, const TraceReadOptions& options =
 inline Trace readTrace(const char* bytes, const TraceReadOptions& options = {}) {
     return readTrace(std::string(bytes), options);
 }
+// Whether a file should be opened as a trace rather than a scenario or model config, from its first bytes:
+// gzip, pickle, CSV text, a JSON list, or a JSON object with trace keys (traceEvents, segments,
+// device_traces). False for a file that cannot be read (opening it as a scenario reports why).
+bool isTraceFile(const std::string& path);
 // Reads a file (errors are prefixed with its name).
 Trace readTraceFile(const std::string& path, const TraceReadOptions& options = {});
 

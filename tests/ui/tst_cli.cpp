@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <QFile>
 #include <QImage>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 #include <sstream>
@@ -39,6 +40,7 @@ private slots:
     void usageExitsTwo();
     void params();
     void renderFormats();
+    void renderTrace();
     void traceSummary();
 
 private:
@@ -162,6 +164,47 @@ void TestCli::params() {
         QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
                  ref["models"][4]["param_count"].get<long long>());
     }
+}
+
+void TestCli::renderTrace() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const std::string trace = (test::sharedDir() + "/traces/snapshots/DeComFL_memory.pickle").toStdString();
+    for (const char* ext : {"png", "svg", "pdf"}) {
+        const QString out = m_dir.filePath(QStringLiteral("timeline.%1").arg(ext));
+        const Run r = cli({"render", trace, "-o", out.toStdString(), "--size", "1000x400"});
+        QCOMPARE(r.code, 0);
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        if (QByteArray(ext) == "png") {
+            QImage img;
+            QVERIFY(img.loadFromData(bytes, "PNG"));
+            QCOMPARE(img.size(), QSize(2000, 800));
+            // The largest allocations are bands of their own colours, besides the grey rest and the lines.
+            QSet<QRgb> colours;
+            for (int y = 0; y < img.height(); y += 5)
+                for (int x = 0; x < img.width(); x += 5)
+                    colours.insert(img.pixel(x, y));
+            QVERIFY(colours.size() > 10);
+        } else if (QByteArray(ext) == "svg") {
+            QVERIFY(bytes.contains("<svg"));
+            QVERIFY(bytes.contains(
+                "peak 1.66 GiB")); // trace-summary: peak_allocated_bytes 1,783,664,516 = 1.661 GiB
+        } else {
+            QVERIFY(bytes.startsWith("%PDF"));
+            QCOMPARE(bytes.count("/Type /Page\n") + bytes.count("/Type /Page "), 1);
+        }
+    }
+    // A file that is not a trace of any kind fails naming it.
+    const QString junk = m_dir.filePath("junk.pickle");
+    QFile j(junk);
+    QVERIFY(j.open(QIODevice::WriteOnly));
+    j.write("\x80\x04\x95garbage");
+    j.close();
+    const Run bad = cli({"render", junk.toStdString(), "-o", m_dir.filePath("x.png").toStdString()});
+    QCOMPARE(bad.code, 1);
+    QVERIFY(QString::fromStdString(bad.err).contains("junk.pickle"));
 }
 
 void TestCli::renderFormats() {

@@ -1,0 +1,154 @@
+// Trace viewer benchmarks (CONTRACTS.md section 6), on a snapshot written by CPython (bench/gen_snapshot.py):
+//   timeline_bench FILE LABEL [--open]
+// prints timeline_redraw_<LABEL>_ms (the whole run redrawn at 1920 px: reduce + spans + overlays, median of
+// 30), and with --open trace_open_<LABEL>_s (read, summarise, index, first drawn timeline, in this process),
+// trace_rss_<LABEL>_over_file and timeline_frame_p95_ms (a zoom-in, pan and zoom-out session, 240 frames).
+// Run by bench/trace_bench.py, which owns the cached snapshots.
+#include "core/trace/traceloadjob.h"
+#include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
+#include "ui/chartexport.h"
+#include "ui/traceview/timelinerenderer.h"
+
+#include <QImage>
+#include <QPainter>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace headroom;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void report(const std::string& metric, double value, const char* unit, const std::string& detail) {
+    std::printf("{\"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", \"detail\": \"%s\"}\n",
+                metric.c_str(), value, unit, detail.c_str());
+    std::fflush(stdout);
+}
+
+double percentile(std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: timeline_bench SNAPSHOT LABEL [--open]\n");
+        return 2;
+    }
+    const std::string path = argv[1], label = argv[2];
+    const bool open = argc > 3 && std::string(argv[3]) == "--open";
+    ensureGuiApplication();
+    // The window's timeline: 1920 px of plot, as on a full-HD screen.
+    const QRect area(0, 0, 1920 + TimelineRenderer::kLeft + TimelineRenderer::kRight, 700);
+    QImage target(area.size(), QImage::Format_ARGB32_Premultiplied);
+    const ChartStyle style;
+
+    // The same steps as loadTrace, timed one by one for the detail.
+    const auto t0 = Clock::now();
+    auto owned = std::make_shared<LoadedTrace>();
+    owned->path = path;
+    owned->trace = readTraceFile(path);
+    const auto tRead = Clock::now();
+    owned->summary = summarize(owned->trace);
+    const auto tSummary = Clock::now();
+    for (std::size_t d = 0; d < owned->trace.devices.size(); ++d)
+        owned->indexes.push_back(
+            std::make_unique<TraceIndex>(owned->trace.devices[d], owned->summary.devices[d]));
+    const auto tIndex = Clock::now();
+    std::shared_ptr<const LoadedTrace> loaded = owned;
+    std::vector<TimelineLane> lanes;
+    TimelineLane lane;
+    lane.trace = loaded;
+    lane.device = 0;
+    lane.timeline = std::make_shared<Timeline>(*loaded->indexes.at(0));
+    lane.label = QStringLiteral("bench");
+    lanes.push_back(lane);
+    const auto tTimeline = Clock::now();
+    TimelineViewState view;
+    view.axis = lane.timeline->hasTime() ? TimelineAxis::Time : TimelineAxis::Event;
+    const auto [d0, d1] = lane.timeline->domain(view.axis);
+    view.origin = view.x0 = d0;
+    view.x1 = d1 + 1;
+    {
+        QPainter p(&target);
+        TimelineRenderer::paint(p, area, lanes, view, style);
+    }
+    const auto t1 = Clock::now();
+    const std::size_t events = loaded->indexes.at(0)->events();
+
+    std::vector<double> redraws;
+    for (int i = 0; i < 30; ++i) {
+        const auto a = Clock::now();
+        QPainter p(&target);
+        TimelineRenderer::paint(p, area, lanes, view, style);
+        p.end();
+        redraws.push_back(ms(a, Clock::now()));
+    }
+    report("timeline_redraw_" + label + "_ms", percentile(redraws, 0.5), "ms",
+           "whole run of " + std::to_string(events) +
+               " events redrawn at 1920 px (reduce + spans + overlays), median of " + "30; p95 " +
+               std::to_string(percentile(redraws, 0.95)) + " ms; target <= 16 (aim 4)");
+    if (!open)
+        return 0;
+
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const double rssBytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+    report("trace_open_" + label + "_s", ms(t0, t1) / 1000.0, "s",
+           "read + summary + index + timeline + first frame of a " + std::to_string(st.st_size / 1000000) +
+               " MB snapshot (read " + std::to_string(ms(t0, tRead) / 1000) + " s, summary " +
+               std::to_string(ms(tRead, tSummary) / 1000) + " s, index " +
+               std::to_string(ms(tSummary, tIndex) / 1000) + " s, timeline " +
+               std::to_string(ms(tIndex, tTimeline) / 1000) + " s, first frame " +
+               std::to_string(ms(tTimeline, t1) / 1000) + " s); target < 3");
+    report("trace_rss_" + label + "_over_file", rssBytes / static_cast<double>(st.st_size), "x",
+           "peak RSS " + std::to_string(static_cast<long long>(rssBytes / 1e6)) +
+               " MB after opening and drawing; target < 2");
+
+    // A user session: zoom in towards the peak in 60 wheel steps, pan across 120 frames, zoom back out.
+    std::vector<double> frames;
+    const double peakX = lane.timeline->xOf(view.axis, loaded->summary.devices.at(0).peakAllocatedAfter);
+    auto frame = [&] {
+        const auto a = Clock::now();
+        QPainter p(&target);
+        TimelineRenderer::paint(p, area, lanes, view, style);
+        p.end();
+        frames.push_back(ms(a, Clock::now()));
+    };
+    for (int i = 0; i < 60; ++i) {
+        const double w = (view.x1 - view.x0) / 1.25;
+        const double t = (peakX - view.x0) / (view.x1 - view.x0);
+        view.x0 = peakX - t * w;
+        view.x1 = view.x0 + w;
+        frame();
+    }
+    for (int i = 0; i < 120; ++i) {
+        const double dx = (view.x1 - view.x0) * (i < 60 ? 0.05 : -0.05);
+        view.x0 += dx, view.x1 += dx;
+        frame();
+    }
+    for (int i = 0; i < 60; ++i) {
+        const double w = std::min((view.x1 - view.x0) * 1.25, d1 + 1 - d0);
+        view.x0 = std::max(d0, peakX - w / 2);
+        view.x1 = view.x0 + w;
+        frame();
+    }
+    report("timeline_frame_p95_ms", percentile(frames, 0.95), "ms",
+           "240 zoom and pan frames through " + std::to_string(events) + " events at 1920 px; median " +
+               std::to_string(percentile(frames, 0.5)) + " ms; target <= 16");
+    return 0;
+}

@@ -1,0 +1,76 @@
+#include "core/trace/frames.h"
+
+#include <cctype>
+#include <string_view>
+
+namespace headroom {
+
+namespace {
+bool startsWith(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
+bool endsWith(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+bool contains(std::string_view s, std::string_view p) {
+    return s.find(p) != std::string_view::npos;
+}
+} // namespace
+
+bool isInterpreterFrame(const Trace& trace, const Frame& frame) {
+    const std::string_view name = trace.strings[frame.name];
+    if (startsWith(name, "_Py") || startsWith(name, "__libc_start") || name == "_start" || name == "??")
+        return true;
+    // CPython's C API: Py + a capital letter or underscore (PyObject_Call, PyEval_EvalCode, Py_RunMain).
+    if (name.size() > 2 && startsWith(name, "Py") &&
+        (std::isupper(static_cast<unsigned char>(name[2])) || name[2] == '_'))
+        return true;
+    for (std::string_view hook :
+         {"dynamo__custom_eval_frame", "dynamo_eval_custom_code", "method_vectorcall", "cfunction_call",
+          "slot_tp_call", "torch::unwind::", "torch::CapturedTraceback::"})
+        if (startsWith(name, hook))
+            return true;
+    return false;
+}
+
+bool isPythonFrame(const Trace& trace, const Frame& frame) {
+    const std::string_view file = trace.strings[frame.filename];
+    return endsWith(file, ".py") || endsWith(file, ".pyx");
+}
+
+std::size_t topUserFrame(const Trace& trace, std::uint32_t stack) {
+    if (stack >= trace.stacks.size() || trace.stacks[stack].empty())
+        return std::string::npos;
+    const auto& frames = trace.stacks[stack];
+    std::size_t python = std::string::npos, other = std::string::npos;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const std::string_view file = trace.strings[frames[i].filename];
+        if (isPythonFrame(trace, frames[i])) {
+            const bool library = contains(file, "/torch/") || contains(file, "\\torch\\") ||
+                                 contains(file, "site-packages") || contains(file, "dist-packages") ||
+                                 contains(file, "torchinductor") || startsWith(file, "<");
+            if (!library)
+                return i;
+            if (python == std::string::npos)
+                python = i;
+        } else if (other == std::string::npos && !isInterpreterFrame(trace, frames[i])) {
+            other = i;
+        }
+    }
+    return python != std::string::npos ? python : other != std::string::npos ? other : 0;
+}
+
+std::string fileLine(const Trace& trace, const Frame& frame) {
+    const std::string& file = trace.strings[frame.filename];
+    if (file.empty() || file == "??")
+        return {};
+    return frame.line > 0 ? file + ":" + std::to_string(frame.line) : file;
+}
+
+std::string frameText(const Trace& trace, const Frame& frame) {
+    const std::string where = fileLine(trace, frame);
+    const std::string& name = trace.strings[frame.name];
+    return where.empty() ? name : name + " (" + where + ")";
+}
+
+} // namespace headroom

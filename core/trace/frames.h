@@ -1,0 +1,22 @@
+#pragma once
+#include "core/trace/trace.h"
+
+#include <cstddef>
+#include <string>
+
+namespace headroom {
+
+// Reading stack frames as a user does. PyTorch records C++ frames (with stacks='all') between the Python
+// ones: CPython's own evaluation loop (_PyEval_EvalFrameDefault, PyObject_Call, ...), dynamo's frame hooks
+// and libc's start-up say nothing about the user's program and are folded away in views.
+bool isInterpreterFrame(const Trace& trace, const Frame& frame);
+bool isPythonFrame(const Trace& trace, const Frame& frame);
+// The innermost frame of the user's own code: a Python frame outside torch, site-packages and generated
+// inductor code; else the innermost Python frame; else the innermost frame that is not interpreter noise.
+// npos when the stack is empty.
+std::size_t topUserFrame(const Trace& trace, std::uint32_t stack);
+// "name (file:line)", or "name" when the frame has no file; `fileLine` is "file:line" (what an editor opens).
+std::string frameText(const Trace& trace, const Frame& frame);
+std::string fileLine(const Trace& trace, const Frame& frame);
+
+} // namespace headroom

@@ -1,0 +1,480 @@
+// The trace viewer in a real window: every real trace opens in its own tab and the drawn peak equals the
+// summary's; the live table and its grouping under QAbstractItemModelTester; moment, range and search
+// against brute-force answers computed here from the trace's columns; ghost frees; notes and stack folding;
+// cancel; errors; lanes; zoom and pan.
+#include "core/trace/traceindex.h"
+#include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
+#include "tests/picklewriter.h"
+#include "tests/testutil.h"
+#include "ui/mainwindow.h"
+#include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/liveallocationmodel.h"
+#include "ui/traceview/segmentview.h"
+#include "ui/traceview/timelinewidget.h"
+#include "ui/traceview/traceview.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeView>
+#include <set>
+
+using namespace headroom;
+
+namespace {
+
+QString traces() {
+    return test::sharedDir() + "/traces";
+}
+
+QStringList realTraces() {
+    QStringList out;
+    for (const char* dir : {"snapshots", "chrome_traces", "memory_timeline"})
+        for (const QString& f : QDir(traces() + "/" + dir).entryList(QDir::Files))
+            out << traces() + "/" + dir + "/" + f;
+    return out;
+}
+
+// Sum of the allocations' sizes under a model row (recursively), and their count.
+void sumRows(const QAbstractItemModel& m, const QModelIndex& parent, const LiveAllocationModel& live,
+             const QAbstractProxyModel* proxy, std::int64_t* bytes, std::size_t* count) {
+    for (int r = 0; r < m.rowCount(parent); ++r) {
+        const QModelIndex i = m.index(r, 0, parent);
+        const Allocation* a = live.allocation(proxy ? proxy->mapToSource(i) : i);
+        if (a)
+            *bytes += a->size, ++*count;
+        sumRows(m, i, live, proxy, bytes, count);
+    }
+}
+
+// Liveness as TraceIndex documents it, checked here from the lifetimes alone.
+bool liveAfter(const Allocation& a, std::size_t e) {
+    return (a.start == kBeforeFirstEvent || a.start <= e) && e < a.end;
+}
+
+} // namespace
+
+class TestTraceView : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void everyRealTraceOpensAndDrawsItsPeak();
+    void liveTableUnderModelTester();
+    void momentAndRangeSelection();
+    void searchFindsFramesAndAddresses();
+    void ghostFreesBanner();
+    void notesStackFoldingAndCopy();
+    void cancelAndErrors();
+    void lanesAlignOnTime();
+    void zoomPanAndClick();
+
+private:
+    std::unique_ptr<MainWindow> window();
+    TraceView* open(MainWindow& w, const QString& path);
+    QTemporaryDir m_dir;
+};
+
+void TestTraceView::initTestCase() {
+    QVERIFY(m_dir.isValid());
+}
+
+std::unique_ptr<MainWindow> TestTraceView::window() {
+    MainWindow::Options o;
+    o.restoreSession = false;
+    o.askBeforeRestore = false;
+    o.settingsFile = m_dir.filePath("settings.ini");
+    o.autosaveFile = m_dir.filePath("autosave.headroom.json");
+    auto w = std::make_unique<MainWindow>(o);
+    w->askToSave = [] { return QMessageBox::Discard; };
+    w->resize(1280, 800);
+    return w;
+}
+
+TraceView* TestTraceView::open(MainWindow& w, const QString& path) {
+    QString error;
+    if (!w.openFile(path, &error))
+        return nullptr;
+    if (!w.waitForTraces(60000))
+        return nullptr;
+    return w.traceViews().empty() ? nullptr : w.traceViews().back();
+}
+
+void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const QStringList files = realTraces();
+    QVERIFY(files.size() >= 11);
+    for (const QString& file : files) {
+        auto w = window();
+        w->show();
+        TraceView* view = open(*w, file);
+        QVERIFY2(view, qPrintable(file));
+        QVERIFY2(!view->hasFailed(), qPrintable(view->errorText()));
+        QCOMPARE(w->tabs()->count(), 2); // the planner keeps its tab
+        QCOMPARE(w->tabs()->currentWidget(), view);
+        // The reference: the same file read and summarised as `headroom-cli trace-summary` does.
+        const TraceSummary summary = summarize(readTraceFile(file.toStdString()));
+        const auto& lanes = view->timeline()->lanes();
+        QVERIFY(!lanes.empty());
+        for (const TimelineLane& lane : lanes) {
+            const DeviceSummary* s = nullptr;
+            for (const auto& d : summary.devices)
+                if (d.key == lane.summary().key)
+                    s = &d;
+            QVERIFY(s);
+            const TimelineViewState& v = view->timeline()->view();
+            const TimelineFrame f = lane.timeline->frame(v.axis, v.x0, v.x1, 1200);
+            std::int64_t drawn = 0;
+            for (const auto& c : f.columns)
+                if (c.valid)
+                    drawn = std::max(drawn, c.allocatedMax);
+            if (s->peakAllocatedAfter != kBeforeFirstEvent) // a peak before the first event is not drawn
+                QCOMPARE(drawn, s->peakAllocated);
+        }
+        // It was really painted in the window, and starts at the peak of the first lane.
+        view->timeline()->repaint();
+        QVERIFY(view->timeline()->frameCount() > 0);
+        const std::size_t peak = lanes.front().summary().peakAllocatedAfter;
+        QCOMPARE(view->selectedEvent(), peak == kBeforeFirstEvent ? std::size_t(0) : peak);
+    }
+}
+
+void TestTraceView::liveTableUnderModelTester() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    QVERIFY(view && !view->hasFailed());
+    LiveAllocationModel* live = view->liveModel();
+    QAbstractItemModelTester t1(live, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t2(view->liveFilter(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const TraceIndex& index = view->timeline()->lanes().front().index();
+    const auto& lane = view->timeline()->lanes().front();
+    view->axisBox()->setCurrentIndex(1); // event index: several events can share a microsecond
+    for (std::size_t e : {index.peakAfter(), std::size_t(100), std::size_t(15000), index.events() - 1}) {
+        view->selectMoment(lane.timeline->xOf(view->timeline()->view().axis, e));
+        QCOMPARE(view->selectedEvent(), e);
+        std::int64_t brute = 0;
+        std::size_t bruteCount = 0;
+        for (const Allocation& a : index.allocations())
+            if (liveAfter(a, e))
+                brute += a.size, ++bruteCount;
+        for (auto g : {LiveAllocationModel::Grouping::None, LiveAllocationModel::Grouping::Stack,
+                       LiveAllocationModel::Grouping::TopFrame}) {
+            live->setGrouping(g);
+            std::int64_t bytes = 0;
+            std::size_t count = 0;
+            sumRows(*view->liveFilter(), {}, *live, view->liveFilter(), &bytes, &count);
+            QCOMPARE(count, bruteCount);
+            QCOMPARE(bytes, brute);
+            QCOMPARE(bytes, index.stateAfter(e).allocated);
+        }
+        // Sorted by size, largest first, at the top level.
+        live->setGrouping(LiveAllocationModel::Grouping::None);
+        view->liveView()->sortByColumn(LiveAllocationModel::Size, Qt::DescendingOrder);
+        const auto* m = view->liveFilter();
+        for (int r = 1; r < m->rowCount(); ++r)
+            QVERIFY(
+                m->index(r - 1, LiveAllocationModel::Size).data(LiveAllocationModel::SortRole).toLongLong() >=
+                m->index(r, LiveAllocationModel::Size).data(LiveAllocationModel::SortRole).toLongLong());
+    }
+    // The segments at the peak hold the reserved bytes, and their blocks the allocated bytes inside them.
+    view->selectMoment(lane.timeline->xOf(view->timeline()->view().axis, index.peakAfter()));
+    std::int64_t reserved = 0;
+    for (const auto& s : view->segmentView()->segments())
+        reserved += s.segment.size;
+    QCOMPARE(reserved, index.stateAfter(index.peakAfter()).reserved);
+    QVERIFY(view->segmentView()->summaryText().contains(QStringLiteral("largest free block")));
+}
+
+void TestTraceView::momentAndRangeSelection() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    TraceView* view = open(*w, traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    const auto& lane = view->timeline()->lanes().front();
+    const DeviceTrace& d = lane.trace->trace.devices.at(0);
+    QCOMPARE(view->timeline()->view().axis, TimelineAxis::Time);
+    // A moment in time selects the last event at or before it (scanned here).
+    for (double f : {0.1, 0.37, 0.9}) {
+        const double x =
+            static_cast<double>(d.time.front()) + f * static_cast<double>(d.time.back() - d.time.front());
+        std::size_t brute = 0;
+        for (std::size_t e = 0; e < d.entries(); ++e)
+            if (static_cast<double>(d.time[e]) <= x)
+                brute = e;
+        view->selectMoment(x);
+        QCOMPARE(view->selectedEvent(), brute);
+    }
+    // A range lists every allocation live at some moment in it: live after its first event, or allocated
+    // inside it.
+    const double a = static_cast<double>(d.time[1000]), b = static_cast<double>(d.time[1400]);
+    std::size_t e0 = 0, e1 = 0;
+    for (std::size_t e = 0; e < d.entries(); ++e) {
+        if (static_cast<double>(d.time[e]) <= a)
+            e0 = e;
+        if (static_cast<double>(d.time[e]) <= b)
+            e1 = e;
+    }
+    std::set<std::pair<std::uint64_t, std::size_t>> brute;
+    for (const Allocation& al : lane.index().allocations()) {
+        bool live = false;
+        for (std::size_t e = e0; e <= e1 && !live; ++e)
+            live = liveAfter(al, e);
+        if (live)
+            brute.insert({al.addr, al.start});
+    }
+    view->selectRange(std::make_pair(a, b));
+    std::set<std::pair<std::uint64_t, std::size_t>> shown;
+    for (const Allocation& al : view->liveModel()->allocations())
+        shown.insert({al.addr, al.start});
+    QCOMPARE(shown.size(), brute.size());
+    QVERIFY(shown == brute);
+    QVERIFY(brute.size() > view->timeline()->lanes().front().index().liveAfter(e0).size());
+    // Esc in the timeline clears the range; the table goes back to the moment.
+    view->timeline()->setFocus();
+    QTest::keyClick(view->timeline(), Qt::Key_Escape);
+    QCOMPARE(view->liveModel()->allocations().size(), lane.index().liveAfter(view->selectedEvent()).size());
+}
+
+void TestTraceView::searchFindsFramesAndAddresses() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    TraceView* view = open(*w, traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    LiveAllocationModel* live = view->liveModel();
+    live->setGrouping(LiveAllocationModel::Grouping::None);
+    LiveAllocationFilter* filter = view->liveFilter();
+    const int all = filter->rowCount();
+    QVERIFY(all > 100);
+    // By address, with or without 0x.
+    const Allocation& first = live->allocations().front();
+    filter->setNeedle(QStringLiteral("0x") + QString::number(first.addr, 16));
+    QVERIFY(filter->rowCount() >= 1);
+    QCOMPARE(live->allocation(filter->mapToSource(filter->index(0, 0)))->addr, first.addr);
+    // By frame text: the allocations whose stacks mention "model.py", counted here from the stacks.
+    const Trace& t = live->trace()->trace;
+    int brute = 0;
+    for (const Allocation& a : live->allocations()) {
+        bool hit = false;
+        for (const Frame& f : t.stacks[a.stack])
+            hit = hit || t.strings[f.filename].find("model.py") != std::string::npos ||
+                  t.strings[f.name].find("model.py") != std::string::npos;
+        brute += hit;
+    }
+    QVERIFY(brute > 0);
+    filter->setNeedle(QStringLiteral("MODEL.PY"));
+    QCOMPARE(filter->rowCount(), brute);
+    // Grouped: a group stays when any member matches.
+    live->setGrouping(LiveAllocationModel::Grouping::TopFrame);
+    std::int64_t bytes = 0;
+    std::size_t count = 0;
+    sumRows(*filter, {}, *live, filter, &bytes, &count);
+    QCOMPARE(int(count), brute);
+    filter->setNeedle(QStringLiteral("no-such-frame-anywhere"));
+    QCOMPARE(filter->rowCount(), 0);
+    filter->setNeedle(QString());
+    live->setGrouping(LiveAllocationModel::Grouping::None);
+    QCOMPARE(filter->rowCount(), all);
+}
+
+void TestTraceView::ghostFreesBanner() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    const QString file = traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle";
+    TraceView* view = open(*w, file);
+    QVERIFY(view && !view->hasFailed());
+    // Frees of addresses the trace never allocated, replayed here from the columns.
+    const DeviceTrace& d = view->traces().front()->trace.devices.at(0);
+    std::set<std::uint64_t> seen;
+    std::size_t ghosts = 0;
+    for (std::size_t e = 0; e < d.entries(); ++e) {
+        if (d.action[e] == TraceAction::Alloc)
+            seen.insert(d.addr[e]);
+        else if (d.action[e] == TraceAction::FreeRequested || d.action[e] == TraceAction::Free)
+            ghosts += seen.erase(d.addr[e]) == 0;
+    }
+    QVERIFY(ghosts > 0);
+    QCOMPARE(view->timeline()->lanes().front().index().ghostFrees(), ghosts);
+    QVERIFY(!view->banner()->isHidden());
+    QVERIFY(view->banner()->text().contains(QStringLiteral("starts mid-run: %1 frees").arg(ghosts)));
+    // A trace that saw every allocation it frees has no banner.
+    TraceView* clean =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+    QVERIFY(clean && !clean->hasFailed());
+    if (clean->timeline()->lanes().front().index().ghostFrees() == 0)
+        QVERIFY(clean->banner()->isHidden());
+}
+
+void TestTraceView::notesStackFoldingAndCopy() {
+    // One allocation from model.py:12 through two CPython frames, with user_metadata and compile_context.
+    const QString path = m_dir.filePath("notes.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"segments": [], "device_traces": [[
+      {"action": "alloc", "addr": 4096, "size": 1048576, "stream": 0, "time_us": 10,
+       "user_metadata": "step=3", "compile_context": "frame 0/1",
+       "frames": [{"name": "empty_strided_cuda", "filename": "??", "line": 0},
+                  {"name": "forward", "filename": "/home/u/model.py", "line": 12},
+                  {"name": "_PyEval_EvalFrameDefault", "filename": "??", "line": 0},
+                  {"name": "PyObject_Call", "filename": "??", "line": 0},
+                  {"name": "_call_impl", "filename": "/usr/lib/python3/site-packages/torch/nn/modules/module.py", "line": 1787}]},
+      {"action": "alloc", "addr": 1052672, "size": 512, "stream": 0, "time_us": 20}
+    ]]})");
+    f.close();
+    auto w = window();
+    TraceView* view = open(*w, path);
+    QVERIFY(view && !view->hasFailed());
+    view->liveModel()->setGrouping(LiveAllocationModel::Grouping::None);
+    view->selectMoment(20); // after both
+    QCOMPARE(view->liveModel()->allocations().size(), size_t(2));
+    // The largest row is selected and shown; its top user frame is model.py, not torch's module.py.
+    const QModelIndex top = view->liveFilter()->index(0, LiveAllocationModel::Where);
+    QCOMPARE(top.data().toString(), QStringLiteral("forward (/home/u/model.py:12)"));
+    view->liveView()->setCurrentIndex(top);
+    AllocationDetails* details = view->details();
+    QString all;
+    QTreeWidgetItem* fold = nullptr;
+    QTreeWidgetItem* modelFrame = nullptr;
+    for (QTreeWidgetItemIterator it(details); *it; ++it) {
+        all += (*it)->text(0) + "=" + (*it)->text(1) + "\n";
+        if ((*it)->text(0).contains(QStringLiteral("interpreter frame")))
+            fold = *it;
+        if ((*it)->text(1) == QStringLiteral("/home/u/model.py:12"))
+            modelFrame = *it;
+    }
+    QVERIFY2(all.contains(QStringLiteral("user_metadata=step=3")), qPrintable(all));
+    QVERIFY(all.contains(QStringLiteral("compile_context=frame 0/1")));
+    QVERIFY(fold && fold->childCount() == 2); // the two CPython frames, folded into one row
+    QVERIFY(modelFrame);
+    details->setCurrentItem(modelFrame);
+    QTest::keySequence(details, QKeySequence::Copy);
+    QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("/home/u/model.py:12"));
+}
+
+void TestTraceView::cancelAndErrors() {
+    // A snapshot big enough that reading takes many progress steps, cancelled at once.
+    test::PickleWriter pw;
+    pw.beginDict();
+    pw.str("segments");
+    pw.beginList();
+    pw.endList();
+    pw.str("device_traces");
+    pw.beginList();
+    pw.beginList();
+    for (int i = 0; i < 400000; ++i) {
+        pw.beginDict();
+        pw.str("action");
+        pw.str(i % 2 ? "free_requested" : "alloc");
+        pw.str("addr");
+        pw.integer(4096LL * (i / 2 + 1));
+        pw.str("size");
+        pw.integer(512);
+        pw.endDict();
+    }
+    pw.endList();
+    pw.endList();
+    pw.endDict();
+    const QString big = m_dir.filePath("big.pickle");
+    QFile f(big);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(pw.finish()));
+    f.close();
+    auto w = window();
+    QString error;
+    QVERIFY(w->openFile(big, &error));
+    TraceView* view = w->traceViews().back();
+    view->cancel();
+    QVERIFY(w->waitForTraces(60000));
+    // Either it was cancelled (the usual case) or it finished first; never both, never a hang.
+    if (view->hasFailed())
+        QVERIFY2(view->errorText().contains(QStringLiteral("cancelled")), qPrintable(view->errorText()));
+    else
+        QCOMPARE(view->timeline()->lanes().front().index().events(), std::size_t(400000));
+    // A truncated pickle: the tab says which file and where, and the window lives on.
+    QFile src(traces() + "/snapshots/DeComFL_memory.pickle");
+    const QString cut = m_dir.filePath("cut.pickle");
+    if (src.open(QIODevice::ReadOnly)) {
+        QFile out(cut);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(src.read(5000));
+        out.close();
+        TraceView* bad = open(*w, cut);
+        QVERIFY(bad);
+        QVERIFY(bad->hasFailed());
+        QVERIFY2(bad->errorText().contains(QStringLiteral("cut.pickle")) &&
+                     bad->errorText().contains(QStringLiteral("byte")),
+                 qPrintable(bad->errorText()));
+        QVERIFY(bad->timeline()->lanes().empty());
+    }
+}
+
+void TestTraceView::lanesAlignOnTime() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    // A profiler trace with a CUDA device and the CPU: two lanes on one time axis.
+    TraceView* view = open(
+        *w,
+        traces() +
+            "/chrome_traces/kineto_tb_plugin_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz");
+    QVERIFY(view && !view->hasFailed());
+    QCOMPARE(view->timeline()->lanes().size(), size_t(2));
+    // Another file added to the same tab: more lanes, and the x range spans every lane.
+    view->addFile(traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
+    QVERIFY(w->waitForTraces(60000));
+    QCOMPARE(view->timeline()->lanes().size(), size_t(3));
+    const auto [d0, d1] = view->timeline()->domain();
+    for (const auto& lane : view->timeline()->lanes()) {
+        const auto [a, b] = lane.timeline->domain(TimelineAxis::Time);
+        QVERIFY(a >= d0 && b <= d1);
+    }
+    QCOMPARE(w->tabs()->tabText(w->tabs()->indexOf(view)), view->title());
+    QVERIFY(view->title().contains(QStringLiteral(" + ")));
+}
+
+void TestTraceView::zoomPanAndClick() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    w->show();
+    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    QVERIFY(view && !view->hasFailed());
+    TimelineWidget* tl = view->timeline();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    const auto [d0, d1] = tl->domain();
+    const double whole = tl->view().x1 - tl->view().x0;
+    QVERIFY(whole >= d1 - d0);
+    tl->zoom(4, (d0 + d1) / 2);
+    QVERIFY(std::abs((tl->view().x1 - tl->view().x0) - whole / 4) < whole * 1e-9);
+    const double x0 = tl->view().x0;
+    tl->pan(whole / 100);
+    QVERIFY(tl->view().x0 > x0);
+    tl->pan(-10 * whole); // clamped at the start of the run
+    QCOMPARE(tl->view().x0, d0);
+    // Axis switch keeps the same stretch of the run: the event axis view starts at event 0.
+    view->axisBox()->setCurrentIndex(1);
+    QCOMPARE(tl->view().axis, TimelineAxis::Event);
+    QCOMPARE(tl->view().x0, 0.0);
+    // A click in the plot selects the event under it.
+    const QRect plot = TimelineRenderer::plotRect(tl->rect(), 1, 0);
+    QTest::mouseClick(tl, Qt::LeftButton, {}, QPoint(plot.center().x(), plot.center().y()));
+    const double x = tl->view().x0 + (plot.center().x() - plot.left()) / double(plot.width()) *
+                                         (tl->view().x1 - tl->view().x0);
+    QCOMPARE(view->selectedEvent(), static_cast<std::size_t>(x));
+    QTest::mouseDClick(tl, Qt::LeftButton, {}, plot.center());
+    QCOMPARE(tl->view().x0, 0.0);
+}
+
+QTEST_MAIN(TestTraceView)
+#include "tst_traceview.moc"

@@ -1,0 +1,316 @@
+#include "ui/traceview/timelinerenderer.h"
+
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+QColor background(bool dark) {
+    return dark ? QColor(0x23, 0x26, 0x2b) : QColor(Qt::white);
+}
+QColor textColor(bool dark) {
+    return dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x30, 0x30, 0x30);
+}
+QColor gridColor(bool dark) {
+    return dark ? QColor(0x3a, 0x3e, 0x45) : QColor(0xe6, 0xe6, 0xe6);
+}
+
+// A y scale that ends on a round number above the run's highest value.
+double niceTop(double v) {
+    if (v <= 0)
+        return 1;
+    const double p = std::pow(10.0, std::floor(std::log10(v)));
+    for (double m : {1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
+        if (m * p >= v * 1.04)
+            return m * p;
+    return 10 * p;
+}
+
+} // namespace
+
+std::int64_t TimelineRenderer::yMax(const Timeline& timeline, const ChartStyle& style) {
+    // Round in the unit the axis shows (GiB or GB), so that the ticks land on round labels.
+    const double unit = 1.0 / style.scale(1.0);
+    return static_cast<std::int64_t>(
+        std::ceil(niceTop(style.scale(static_cast<double>(timeline.maxValue()))) * unit));
+}
+
+QColor TimelineRenderer::bandColor(std::size_t band, bool dark) {
+    // Tableau-like hues, distinct in order; the dark theme lifts their lightness.
+    static const QRgb hues[] = {0x4e79a7, 0xf28e2b, 0x59a14f, 0xb07aa1, 0xedc948, 0x76b7b2,
+                                0xff9da7, 0x9c755f, 0xe15759, 0x86bcb6, 0xd4a6c8, 0xa0cbe8};
+    QColor c = QColor::fromRgb(hues[band % (sizeof(hues) / sizeof(hues[0]))]);
+    return dark ? c.lighter(110) : c;
+}
+QColor TimelineRenderer::restColor(bool dark) {
+    return dark ? QColor(0x5a, 0x60, 0x6a) : QColor(0xc8, 0xcc, 0xd2);
+}
+QColor TimelineRenderer::allocatedColor(bool dark) {
+    return dark ? QColor(0xf0, 0xf0, 0xf0) : QColor(0x1f, 0x1f, 0x1f);
+}
+QColor TimelineRenderer::reservedColor(bool dark) {
+    return dark ? QColor(0xff, 0x8a, 0x65) : QColor(0xd8, 0x43, 0x15);
+}
+
+std::vector<double> TimelineRenderer::ticks(double lo, double hi, int count, double* stepOut) {
+    std::vector<double> out;
+    if (!(hi > lo) || count < 1)
+        return out;
+    const double raw = (hi - lo) / count;
+    const double p = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = p;
+    for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+        if (m * p >= raw) {
+            step = m * p;
+            break;
+        }
+    if (stepOut)
+        *stepOut = step;
+    for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9 && out.size() < 1000; t += step)
+        out.push_back(t);
+    return out;
+}
+
+QString TimelineRenderer::xLabel(const TimelineViewState& view, double x, double step) {
+    if (view.axis == TimelineAxis::Event)
+        return QString::number(static_cast<long long>(std::llround(x)));
+    const double s = (x - view.origin) * view.secondsPerUnit;
+    const double st = step * view.secondsPerUnit;
+    auto digits = [](double stepInUnit) {
+        return std::max(0, static_cast<int>(std::ceil(-std::log10(stepInUnit) - 1e-9)));
+    };
+    if (st >= 1)
+        return QString::number(s, 'f', digits(st)) + QStringLiteral(" s");
+    if (st >= 1e-3)
+        return QString::number(s * 1e3, 'f', digits(st * 1e3)) + QStringLiteral(" ms");
+    return QString::number(s * 1e6, 'f', digits(st * 1e6)) + QStringLiteral(" µs");
+}
+
+QRect TimelineRenderer::plotRect(const QRect& area, int lanes, int i) {
+    lanes = std::max(lanes, 1);
+    const int usable = area.height() - kAxis - kLaneGap * (lanes - 1);
+    const int laneH = std::max(usable / lanes, kStrip + 20);
+    const int top = area.top() + i * (laneH + kLaneGap);
+    return QRect(area.left() + kLeft, top + kStrip + kTop, std::max(area.width() - kLeft - kRight, 10),
+                 std::max(laneH - kStrip - kTop, 10));
+}
+
+QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
+                               const ChartStyle& style, std::int64_t yMax) {
+    QImage img(size, QImage::Format_ARGB32_Premultiplied);
+    img.fill(background(style.dark));
+    const int w = std::min(size.width(), frame.width), h = size.height();
+    if (h < 2 || yMax <= 0)
+        return img;
+    const double k = (h - 1) / static_cast<double>(yMax);
+    auto y = [&](std::int64_t v) {
+        return std::clamp(h - 1 - static_cast<int>(std::lround(v * k)), 0, h - 1);
+    };
+    auto* bits = reinterpret_cast<std::uint32_t*>(img.bits());
+    const std::size_t stride = static_cast<std::size_t>(img.bytesPerLine()) / 4;
+    auto fill = [&](int x, int yTop, int yBottom, QRgb c) {
+        if (yTop > yBottom)
+            std::swap(yTop, yBottom);
+        for (int r = yTop; r <= yBottom; ++r)
+            bits[static_cast<std::size_t>(r) * stride + static_cast<std::size_t>(x)] = c;
+    };
+    const QRgb rest = restColor(style.dark).rgb(), allocated = allocatedColor(style.dark).rgb(),
+               reserved = reservedColor(style.dark).rgb();
+    const std::size_t nb = lane.timeline->bands().size();
+    std::vector<QRgb> bandRgb(nb);
+    for (std::size_t b = 0; b < nb; ++b)
+        bandRgb[b] = bandColor(b, style.dark).rgb();
+    const TimelineColumn* prev = nullptr;
+    for (int c = 0; c < w; ++c) {
+        const TimelineColumn& col = frame.columns[static_cast<std::size_t>(c)];
+        if (!col.valid) {
+            prev = nullptr;
+            continue;
+        }
+        if (col.allocatedMax > col.restBottom)
+            fill(c, y(col.allocatedMax), y(col.restBottom), rest);
+        for (std::size_t b = 0; b < nb; ++b) {
+            const std::size_t at = b * static_cast<std::size_t>(frame.width) + static_cast<std::size_t>(c);
+            if (frame.bandTop[at] < 0)
+                continue;
+            const int top = y(frame.bandTop[at]), bottom = y(frame.bandBottom[at]);
+            fill(c, top, std::max(top, bottom - (bottom > top ? 1 : 0)), bandRgb[b]);
+        }
+        // The lines: this column's extremes, joined to the previous column's so that steps stay connected.
+        std::int64_t rLo = col.reservedMin, rHi = col.reservedMax, aLo = col.allocatedMin,
+                     aHi = col.allocatedMax;
+        if (prev) {
+            rLo = std::min(rLo, prev->reservedMax), rHi = std::max(rHi, prev->reservedMin);
+            aLo = std::min(aLo, prev->allocatedMax), aHi = std::max(aHi, prev->allocatedMin);
+        }
+        if (rHi > 0)
+            fill(c, y(rHi), y(rLo), reserved);
+        fill(c, y(aHi), y(aLo), allocated);
+        prev = &col;
+    }
+    return img;
+}
+
+void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<TimelineLane>& lanes,
+                             const TimelineViewState& view, const ChartStyle& style,
+                             std::vector<TimelineFrame>* frames) {
+    p.fillRect(area, background(style.dark));
+    if (frames)
+        frames->clear();
+    if (lanes.empty() || !(view.x1 > view.x0))
+        return;
+    const QColor text = textColor(style.dark), grid = gridColor(style.dark);
+    QFont small = p.font();
+    small.setPointSizeF(std::max(7.0, small.pointSizeF() * 0.85));
+    p.setFont(small);
+    const QFontMetrics fm(small);
+    auto px = [&](const QRect& plot, double x) {
+        return plot.left() + (x - view.x0) / (view.x1 - view.x0) * plot.width();
+    };
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+        const TimelineLane& lane = lanes[i];
+        const QRect plot = plotRect(area, static_cast<int>(lanes.size()), static_cast<int>(i));
+        const Timeline& tl = *lane.timeline;
+        TimelineFrame frame = tl.frame(view.axis, view.x0, view.x1, plot.width());
+        const std::int64_t yMax = TimelineRenderer::yMax(tl, style);
+        p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax));
+        // Y grid and labels.
+        double step = 0;
+        const double unit = 1.0 / style.scale(1.0);
+        auto yt = ticks(0, style.scale(static_cast<double>(yMax)), std::max(2, plot.height() / 45), &step);
+        step *= unit;
+        for (double& t : yt)
+            t *= unit;
+        for (double v : yt) {
+            const int yy = plot.bottom() - static_cast<int>(std::lround(v / yMax * (plot.height() - 1)));
+            p.setPen(QPen(grid, 1, Qt::DotLine));
+            if (v > 0)
+                p.drawLine(plot.left(), yy, plot.right(), yy);
+            p.setPen(text);
+            const int precision = style.scale(step) >= 1 ? 0 : style.scale(step) >= 0.1 ? 1 : 2;
+            p.drawText(QRect(area.left(), yy - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
+                       style.format(v, precision));
+        }
+        p.setPen(QPen(grid.darker(130), 1));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(plot.adjusted(0, 0, -1, -1));
+        // Annotations in the strip above the plot.
+        const QRect strip(plot.left(), plot.top() - kStrip, plot.width(), kStrip - 2);
+        const std::string& key = lane.trace->trace.devices.at(lane.device).key;
+        int shade = 0;
+        for (const Annotation& a : lane.trace->trace.annotations) {
+            if (!a.device.empty() && a.device != key)
+                continue;
+            double xa = static_cast<double>(a.start),
+                   xb = a.end == INT64_MAX ? view.x1 : static_cast<double>(a.end);
+            if (view.axis == TimelineAxis::Event || !tl.hasTime()) {
+                if (!tl.hasTime())
+                    continue;
+                const std::size_t ea = tl.eventAt(TimelineAxis::Time, xa),
+                                  eb = tl.eventAt(TimelineAxis::Time, xb);
+                xa = ea == kBeforeFirstEvent ? 0 : static_cast<double>(ea);
+                xb = eb == kBeforeFirstEvent ? 0 : static_cast<double>(eb);
+            }
+            const double l = std::max(px(plot, xa), double(plot.left())),
+                         r = std::min(px(plot, xb), double(plot.right()));
+            if (r < plot.left() || l > plot.right())
+                continue;
+            const QRectF box(l, strip.top(), std::max(r - l, 2.0), strip.height());
+            QColor fillColor = bandColor(4 + (shade++ % 3), style.dark);
+            fillColor.setAlpha(90);
+            p.fillRect(box, fillColor);
+            p.fillRect(QRectF(box.left(), strip.top(), 1, plot.bottom() - strip.top()),
+                       QColor(128, 128, 128, 60));
+            p.setPen(text);
+            p.drawText(box.adjusted(2, 0, -1, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                       fm.elidedText(QString::fromStdString(a.name), Qt::ElideRight,
+                                     static_cast<int>(box.width()) - 3));
+        }
+        p.save();
+        p.setClipRect(plot);
+        // OOM events: where the allocator gave up, with what was asked and what the device had free.
+        for (const OomEvent& oom : lane.index().ooms()) {
+            const double x = px(plot, tl.xOf(view.axis, oom.index));
+            p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2));
+            p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+            p.drawText(QPointF(x + 4, plot.top() + fm.height() * 2.2),
+                       QStringLiteral("OOM: asked %1, %2 free")
+                           .arg(style.format(oom.requested), style.format(oom.deviceFree)));
+        }
+        // The peak of allocated memory.
+        const DeviceSummary& s = lane.summary();
+        if (s.peakAllocatedAfter != kBeforeFirstEvent && yMax > 0) {
+            const double x = px(plot, tl.xOf(view.axis, s.peakAllocatedAfter) +
+                                          (view.axis == TimelineAxis::Event ? 0.5 : 0));
+            const double yy =
+                plot.bottom() - static_cast<double>(s.peakAllocated) / yMax * (plot.height() - 1);
+            if (x >= plot.left() && x <= plot.right()) {
+                QPainterPath tri;
+                tri.moveTo(x, yy - 1);
+                tri.lineTo(x - 5, yy - 9);
+                tri.lineTo(x + 5, yy - 9);
+                tri.closeSubpath();
+                p.setRenderHint(QPainter::Antialiasing, true);
+                p.fillPath(tri, reservedColor(style.dark));
+                p.setRenderHint(QPainter::Antialiasing, false);
+                const QString label =
+                    QStringLiteral("peak %1").arg(style.format(static_cast<double>(s.peakAllocated)));
+                const int tw = fm.horizontalAdvance(label);
+                const double lx = x + 7 + tw > plot.right() ? x - 7 - tw : x + 7;
+                p.setPen(text);
+                // Below the lane's title line when the peak is at the top of the plot.
+                p.drawText(QPointF(lx, std::max(yy - 4, double(plot.top() + 2 * fm.height() + fm.ascent()))),
+                           label);
+            }
+        }
+        // The selected range and moment.
+        if (view.range) {
+            const double l = px(plot, view.range->first), r = px(plot, view.range->second);
+            p.fillRect(QRectF(l, plot.top(), std::max(r - l, 1.0), plot.height()),
+                       QColor(0x42, 0x85, 0xf4, 50));
+        }
+        if (view.moment) {
+            const double x = px(plot, *view.moment);
+            p.setPen(QPen(QColor(0x42, 0x85, 0xf4), 1.5));
+            p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+        }
+        p.restore();
+        // The lane's name and a legend of what the lines are.
+        p.setPen(text);
+        const DeviceTrace& dev = lane.trace->trace.devices.at(lane.device);
+        const bool reservedKnown = !dev.hasTotals || dev.hasReservedTotals;
+        const QString title =
+            lane.label +
+            QStringLiteral("  ·  peak %1 allocated, ")
+                .arg(style.format(static_cast<double>(s.peakAllocated))) +
+            (reservedKnown
+                 ? QStringLiteral("%1 reserved").arg(style.format(static_cast<double>(s.peakReserved)))
+                 : QStringLiteral("reserved not recorded"));
+        p.drawText(QPointF(plot.left() + 6, plot.top() + 3 + fm.ascent()),
+                   fm.elidedText(title, Qt::ElideRight, plot.width() - 12));
+        if (frames)
+            frames->push_back(std::move(frame));
+        if (i + 1 == lanes.size()) { // the x axis under the last lane
+            double xs = 0;
+            const auto xt = ticks(view.x0, view.x1, std::max(2, plot.width() / 110), &xs);
+            for (double x : xt) {
+                const double xx = px(plot, x);
+                p.setPen(QPen(grid.darker(130), 1));
+                p.drawLine(QPointF(xx, plot.bottom()), QPointF(xx, plot.bottom() + 4));
+                p.setPen(text);
+                p.drawText(QRectF(xx - 60, plot.bottom() + 4, 120, kAxis - 4),
+                           Qt::AlignHCenter | Qt::AlignTop, xLabel(view, x, xs));
+            }
+            const QString axisName =
+                view.axis == TimelineAxis::Event ? QStringLiteral("event") : QStringLiteral("time");
+            p.drawText(QRect(area.left(), plot.bottom() + 4, kLeft - 6, kAxis - 4),
+                       Qt::AlignRight | Qt::AlignTop, axisName);
+        }
+    }
+}
+
+} // namespace headroom

@@ -1,0 +1,68 @@
+#pragma once
+#include "core/trace/timeline.h"
+#include "core/trace/traceloadjob.h"
+#include "ui/chartstyle.h"
+
+#include <QColor>
+#include <QImage>
+#include <QRect>
+#include <QString>
+#include <memory>
+#include <optional>
+#include <vector>
+
+class QPainter;
+
+namespace headroom {
+
+// One device of one file, drawn as one lane.
+struct TimelineLane {
+    std::shared_ptr<const LoadedTrace> trace;
+    std::size_t device = 0;
+    std::shared_ptr<Timeline> timeline;
+    QString label;
+
+    const TraceIndex& index() const { return *trace->indexes.at(device); }
+    const DeviceSummary& summary() const { return trace->summary.devices.at(device); }
+};
+
+// What the user is looking at: the axis, the visible x range (absolute: µs or ns since the epoch on the
+// time axis, event indices otherwise), the selected moment and range.
+struct TimelineViewState {
+    TimelineAxis axis = TimelineAxis::Time;
+    double x0 = 0, x1 = 1;
+    double origin = 0; // the x shown as 0 s (the first event of all lanes)
+    double secondsPerUnit = 1e-6;
+    std::optional<double> moment;
+    std::optional<std::pair<double, double>> range;
+};
+
+// Draws lanes of an active-memory timeline: spans per pixel column written into an image (never one
+// shape per event), then axes, peak, annotations, OOM marks, moment and range as vector overlays. Shared
+// by the window and `headroom-cli render`, so both show the same picture.
+class TimelineRenderer {
+public:
+    static constexpr int kLeft = 74, kRight = 12, kTop = 6, kAxis = 22, kLaneGap = 8, kStrip = 16;
+
+    // The plot rectangle of lane i when `lanes` lanes share `area`.
+    static QRect plotRect(const QRect& area, int lanes, int i);
+    // Paints every lane; `frames` (optional) receives each lane's reduced frame, for hit-testing.
+    static void paint(QPainter& p, const QRect& area, const std::vector<TimelineLane>& lanes,
+                      const TimelineViewState& view, const ChartStyle& style,
+                      std::vector<TimelineFrame>* frames = nullptr);
+    // Only the spans of one lane into an image of the given size (the minimap, and benchmarks).
+    static QImage spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
+                        const ChartStyle& style, std::int64_t yMax);
+    // The y scale's top for a lane: a round number above the run's highest value (fixed while zooming).
+    static std::int64_t yMax(const Timeline& timeline, const ChartStyle& style);
+    static QColor bandColor(std::size_t band, bool dark);
+    static QColor restColor(bool dark);
+    static QColor allocatedColor(bool dark);
+    static QColor reservedColor(bool dark);
+    // An axis label: seconds on the time axis ("1.25 s", "340 ms"), an index otherwise.
+    static QString xLabel(const TimelineViewState& view, double x, double step);
+    // Tick positions for [lo, hi] at roughly `count` ticks on 1-2-5 steps.
+    static std::vector<double> ticks(double lo, double hi, int count, double* step = nullptr);
+};
+
+} // namespace headroom

@@ -1,0 +1,441 @@
+#include "ui/traceview/traceview.h"
+
+#include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/liveallocationmodel.h"
+#include "ui/traceview/segmentview.h"
+#include "ui/traceview/timelinewidget.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <atomic>
+
+namespace headroom {
+
+TraceView::TraceView(const QString& path, QWidget* parent) : QWidget(parent) {
+    build();
+    addFile(path);
+}
+
+TraceView::~TraceView() {
+    // Jobs cancel and join in their destructors; their queued results die with this object.
+    for (auto& job : m_jobs)
+        job->cancel();
+    m_jobs.clear();
+}
+
+QString TraceView::title() const {
+    QStringList names;
+    for (const QString& p : m_paths)
+        names << QFileInfo(p).fileName();
+    return names.join(QStringLiteral(" + "));
+}
+
+void TraceView::build() {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(6, 6, 6, 6);
+    // Loading: progress and cancel.
+    m_loading = new QWidget;
+    auto* loadRow = new QHBoxLayout(m_loading);
+    loadRow->setContentsMargins(0, 0, 0, 0);
+    m_loadingText = new QLabel;
+    m_progress = new QProgressBar;
+    m_progress->setRange(0, 1000);
+    m_progress->setTextVisible(false);
+    m_cancel = new QPushButton(tr("Cancel"));
+    loadRow->addWidget(m_loadingText);
+    loadRow->addWidget(m_progress, 1);
+    loadRow->addWidget(m_cancel);
+    connect(m_cancel, &QPushButton::clicked, this, &TraceView::cancel);
+    outer->addWidget(m_loading);
+
+    m_summary = new QLabel;
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summary->setWordWrap(true);
+    outer->addWidget(m_summary);
+    m_banner = new QLabel;
+    m_banner->setWordWrap(true);
+    m_banner->setStyleSheet(QStringLiteral("QLabel { background: #fff4ce; color: #5c4400; border: 1px solid "
+                                           "#e0c060; border-radius: 3px; padding: 4px; }"));
+    m_banner->hide();
+    outer->addWidget(m_banner);
+
+    m_content = new QWidget;
+    m_content->setEnabled(false);
+    auto* content = new QVBoxLayout(m_content);
+    content->setContentsMargins(0, 0, 0, 0);
+    auto* tools = new QHBoxLayout;
+    m_axis = new QComboBox;
+    m_axis->addItem(tr("Time"), int(TimelineAxis::Time));
+    m_axis->addItem(tr("Event index"), int(TimelineAxis::Event));
+    m_axis->setToolTip(tr("x axis: the events' recorded time, or their order"));
+    m_bands = new QSpinBox;
+    m_bands->setRange(0, 200);
+    m_bands->setValue(static_cast<int>(m_bandCount));
+    m_bands->setPrefix(tr("largest "));
+    m_bands->setSuffix(tr(" allocations as bands"));
+    auto* whole = new QPushButton(tr("Whole run"));
+    auto* clearRange = new QPushButton(tr("Clear range"));
+    m_momentText = new QLabel;
+    m_momentText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    tools->addWidget(new QLabel(tr("Axis:")));
+    tools->addWidget(m_axis);
+    tools->addWidget(m_bands);
+    tools->addWidget(whole);
+    tools->addWidget(clearRange);
+    tools->addWidget(m_momentText, 1);
+    content->addLayout(tools);
+
+    auto* vsplit = new QSplitter(Qt::Vertical);
+    auto* top = new QWidget;
+    auto* topLayout = new QVBoxLayout(top);
+    topLayout->setContentsMargins(0, 0, 0, 0);
+    topLayout->setSpacing(2);
+    m_timeline = new TimelineWidget;
+    m_minimap = new TimelineMinimap(m_timeline);
+    topLayout->addWidget(m_timeline, 1);
+    topLayout->addWidget(m_minimap);
+    vsplit->addWidget(top);
+
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    auto* tablePane = new QWidget;
+    auto* tableLayout = new QVBoxLayout(tablePane);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    auto* filterRow = new QHBoxLayout;
+    m_grouping = new QComboBox;
+    m_grouping->addItem(tr("Grouped by top user frame"), int(LiveAllocationModel::Grouping::TopFrame));
+    m_grouping->addItem(tr("Grouped by full stack"), int(LiveAllocationModel::Grouping::Stack));
+    m_grouping->addItem(tr("Not grouped"), int(LiveAllocationModel::Grouping::None));
+    m_search = new QLineEdit;
+    m_search->setPlaceholderText(tr("Search frames or an address"));
+    m_search->setClearButtonEnabled(true);
+    filterRow->addWidget(m_grouping);
+    filterRow->addWidget(m_search, 1);
+    tableLayout->addLayout(filterRow);
+    m_live = new LiveAllocationModel(this);
+    m_filter = new LiveAllocationFilter(this);
+    m_filter->setSourceModel(m_live);
+    m_liveView = new QTreeView;
+    m_liveView->setModel(m_filter);
+    m_liveView->setSortingEnabled(true);
+    m_liveView->sortByColumn(LiveAllocationModel::Size, Qt::DescendingOrder);
+    m_liveView->setUniformRowHeights(true);
+    m_liveView->setAlternatingRowColors(true);
+    m_liveView->header()->setStretchLastSection(false);
+    m_liveView->header()->setMinimumSectionSize(40);
+    tableLayout->addWidget(m_liveView, 1);
+    bottom->addWidget(tablePane);
+    m_sideTabs = new QTabWidget;
+    m_details = new AllocationDetails;
+    m_sideTabs->addTab(m_details, tr("Allocation"));
+    m_segments = new SegmentView;
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(m_segments);
+    scroll->setWidgetResizable(true);
+    m_sideTabs->addTab(scroll, tr("Segments"));
+    bottom->addWidget(m_sideTabs);
+    bottom->setStretchFactor(0, 3);
+    bottom->setStretchFactor(1, 2);
+    vsplit->addWidget(bottom);
+    vsplit->setStretchFactor(0, 3);
+    vsplit->setStretchFactor(1, 2);
+    content->addWidget(vsplit, 1);
+    outer->addWidget(m_content, 1);
+
+    connect(m_axis, &QComboBox::currentIndexChanged, this, [this] {
+        m_timeline->setAxis(static_cast<TimelineAxis>(m_axis->currentData().toInt()));
+        m_minimap->invalidate();
+        if (!m_timeline->lanes().empty() && m_event != kBeforeFirstEvent)
+            m_timeline->setMoment(m_timeline->lanes()[static_cast<std::size_t>(m_lane)].timeline->xOf(
+                m_timeline->view().axis, m_event));
+        m_range.reset();
+        refreshSelection();
+    });
+    connect(m_bands, &QSpinBox::valueChanged, this, [this](int n) {
+        m_bandCount = static_cast<std::size_t>(n);
+        for (const auto& lane : m_timeline->lanes())
+            lane.timeline->setBandCount(m_bandCount);
+        m_timeline->update();
+        m_minimap->invalidate();
+    });
+    connect(whole, &QPushButton::clicked, m_timeline, &TimelineWidget::showAll);
+    connect(clearRange, &QPushButton::clicked, this, [this] { m_timeline->setRange(std::nullopt); });
+    connect(m_timeline, &TimelineWidget::momentSelected, this, [this](double x, int lane) {
+        m_range.reset();
+        m_timeline->setRange(std::nullopt);
+        selectMoment(x, lane);
+    });
+    connect(m_timeline, &TimelineWidget::rangeSelected, this, [this](auto range) {
+        if (range != m_range)
+            selectRange(range);
+    });
+    connect(m_grouping, &QComboBox::currentIndexChanged, this, [this] {
+        m_live->setGrouping(static_cast<LiveAllocationModel::Grouping>(m_grouping->currentData().toInt()));
+        m_liveView->expandToDepth(-1);
+    });
+    connect(m_search, &QLineEdit::textChanged, m_filter, &LiveAllocationFilter::setNeedle);
+    connect(m_liveView->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            &TraceView::showSelectedAllocation);
+}
+
+void TraceView::addFile(const QString& path) {
+    m_paths << path;
+    emit titleChanged();
+    startJob(path);
+}
+
+void TraceView::startJob(const QString& path) {
+    m_loading->show();
+    m_progress->show();
+    m_cancel->show();
+    m_loadingText->setStyleSheet(QString());
+    m_loadingText->setText(tr("Reading %1…").arg(QFileInfo(path).fileName()));
+    m_progress->setValue(0);
+    QPointer<TraceView> self(this);
+    auto lastPermille = std::make_shared<std::atomic<int>>(-1);
+    TraceLoadJob::Callbacks cb;
+    // Worker-thread callbacks post to the GUI thread; progress at most once per 0.1%.
+    cb.progress = [self, lastPermille](double f) {
+        const int permille = static_cast<int>(f * 1000);
+        if (permille == lastPermille->exchange(permille))
+            return;
+        QMetaObject::invokeMethod(
+            self,
+            [self, permille] {
+                if (self)
+                    self->m_progress->setValue(permille);
+            },
+            Qt::QueuedConnection);
+    };
+    cb.summary = [self, path](std::shared_ptr<const TraceSummary> s) {
+        QMetaObject::invokeMethod(
+            self,
+            [self, path, s] {
+                if (self)
+                    self->onSummary(path, s);
+            },
+            Qt::QueuedConnection);
+    };
+    cb.details = [self](std::shared_ptr<const LoadedTrace> t) {
+        QMetaObject::invokeMethod(
+            self,
+            [self, t] {
+                if (self)
+                    self->onDetails(t);
+            },
+            Qt::QueuedConnection);
+    };
+    cb.failed = [self, path](const std::string& e) {
+        const QString error = QString::fromStdString(e);
+        QMetaObject::invokeMethod(
+            self,
+            [self, path, error] {
+                if (self)
+                    self->onFailed(path, error);
+            },
+            Qt::QueuedConnection);
+    };
+    ++m_pending;
+    m_jobs.push_back(std::make_unique<TraceLoadJob>(path.toStdString(), std::move(cb)));
+}
+
+void TraceView::cancel() {
+    for (auto& job : m_jobs)
+        job->cancel();
+}
+
+void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummary> s) {
+    // The summary first: the user reads the peaks while the indexes are built.
+    QStringList lines;
+    for (const DeviceSummary& d : s->devices)
+        lines << tr("device %1: %2 events, peak allocated %3, peak reserved %4")
+                     .arg(QString::fromStdString(d.key))
+                     .arg(d.entries)
+                     .arg(m_style.format(static_cast<double>(d.peakAllocated)),
+                          m_style.format(static_cast<double>(d.peakReserved)));
+    m_summary->setText(QStringLiteral("<b>%1</b> · %2<br>%3")
+                           .arg(QFileInfo(path).fileName().toHtmlEscaped(),
+                                QString::fromUtf8(traceFormatName(s->format)),
+                                lines.join(QStringLiteral("<br>")).toHtmlEscaped()));
+    m_loadingText->setText(tr("Indexing %1…").arg(QFileInfo(path).fileName()));
+}
+
+void TraceView::onDetails(std::shared_ptr<const LoadedTrace> trace) {
+    m_traces.push_back(std::move(trace));
+    if (--m_pending == 0) {
+        m_jobs.clear(); // their threads have sent their last result; joining is immediate
+        m_loading->hide();
+    }
+    rebuildLanes();
+    emit loaded();
+}
+
+void TraceView::onFailed(const QString& path, const QString& error) {
+    m_error = error.startsWith(path)                ? error
+              : error == QLatin1String("cancelled") ? tr("Loading %1 was cancelled.").arg(path)
+                                                    : error;
+    m_progress->hide();
+    m_cancel->hide();
+    m_loadingText->setText(m_error);
+    m_loadingText->setStyleSheet(QStringLiteral("color: #b00020;"));
+    if (--m_pending == 0)
+        m_jobs.clear();
+    emit failed(m_error);
+}
+
+void TraceView::rebuildLanes() {
+    std::vector<TimelineLane> lanes;
+    for (const auto& t : m_traces)
+        for (std::size_t d = 0; d < t->trace.devices.size(); ++d) {
+            if (t->trace.devices[d].entries() == 0)
+                continue;
+            TimelineLane lane;
+            lane.trace = t;
+            lane.device = d;
+            lane.timeline = std::make_shared<Timeline>(*t->indexes[d], m_bandCount);
+            const QString file = QFileInfo(QString::fromStdString(t->path)).fileName();
+            lane.label = tr("%1 · device %2").arg(file, QString::fromStdString(t->trace.devices[d].key));
+            lanes.push_back(std::move(lane));
+        }
+    m_timeline->setLanes(std::move(lanes));
+    m_minimap->invalidate();
+    const bool time = m_timeline->view().axis == TimelineAxis::Time;
+    m_axis->blockSignals(true);
+    m_axis->setCurrentIndex(time ? 0 : 1);
+    m_axis->setItemData(0, time ? QVariant() : QVariant(0),
+                        Qt::UserRole - 1); // disable "Time" without timestamps
+    m_axis->blockSignals(false);
+    m_content->setEnabled(!m_timeline->lanes().empty());
+    updateBanner();
+    if (m_timeline->lanes().empty()) {
+        m_momentText->setText(tr("This trace has no events."));
+        return;
+    }
+    // Start at the peak of the first lane.
+    const TimelineLane& first = m_timeline->lanes().front();
+    const std::size_t peak = first.summary().peakAllocatedAfter;
+    selectMoment(first.timeline->xOf(m_timeline->view().axis, peak == kBeforeFirstEvent ? 0 : peak), 0);
+}
+
+void TraceView::updateBanner() {
+    QStringList notes;
+    for (const auto& lane : m_timeline->lanes()) {
+        const std::size_t ghosts = lane.index().ghostFrees();
+        if (ghosts)
+            notes
+                << tr("%1 starts mid-run: %2 frees of allocations it never saw allocated (recording began "
+                      "late, "
+                      "or the max_entries ring buffer dropped the beginning). Allocations from before it are "
+                      "shown as live from the start.")
+                       .arg(lane.label)
+                       .arg(ghosts);
+        for (const OomEvent& oom : lane.index().ooms())
+            notes << tr("%1: out of memory at event %2: asked for %3 with %4 free on the device.")
+                         .arg(lane.label)
+                         .arg(oom.index)
+                         .arg(m_style.format(static_cast<double>(oom.requested)),
+                              m_style.format(static_cast<double>(oom.deviceFree)));
+    }
+    for (const auto& t : m_traces)
+        for (const auto& w : t->trace.warnings)
+            notes << QString::fromStdString(w);
+    m_banner->setText(notes.join(QLatin1Char('\n')));
+    m_banner->setVisible(!notes.isEmpty());
+}
+
+void TraceView::setStyle(const ChartStyle& style) {
+    m_style = style;
+    m_timeline->setStyle(style);
+    m_segments->setStyle(style);
+    m_minimap->invalidate();
+}
+
+void TraceView::selectMoment(double x, int lane) {
+    const auto& lanes = m_timeline->lanes();
+    if (lanes.empty())
+        return;
+    m_lane = std::clamp(lane, 0, static_cast<int>(lanes.size()) - 1);
+    const Timeline& tl = *lanes[static_cast<std::size_t>(m_lane)].timeline;
+    m_event = tl.eventAt(m_timeline->view().axis, x);
+    if (m_event == kBeforeFirstEvent)
+        m_event = 0;
+    m_timeline->setMoment(x);
+    refreshSelection();
+}
+
+void TraceView::selectRange(std::optional<std::pair<double, double>> range) {
+    m_range = range;
+    if (m_timeline->view().range != range)
+        m_timeline->setRange(range);
+    refreshSelection();
+}
+
+void TraceView::refreshSelection() {
+    const auto& lanes = m_timeline->lanes();
+    if (lanes.empty())
+        return;
+    const TimelineLane& lane = lanes[static_cast<std::size_t>(m_lane)];
+    const TraceIndex& index = lane.index();
+    const bool time = m_timeline->view().axis == TimelineAxis::Time;
+    const double spu = lane.timeline->hasTime() ? m_timeline->view().secondsPerUnit : 0.0;
+    const double origin = m_timeline->view().origin;
+    auto where = [&](std::size_t e) {
+        return time ? tr("%1 s (event %2)")
+                          .arg((lane.timeline->xOf(TimelineAxis::Time, e) - origin) * spu, 0, 'f', 6)
+                          .arg(e)
+                    : tr("event %1").arg(e);
+    };
+    std::vector<Allocation> live;
+    if (m_range) {
+        std::size_t a = lane.timeline->eventAt(m_timeline->view().axis, m_range->first);
+        std::size_t b = lane.timeline->eventAt(m_timeline->view().axis, m_range->second);
+        a = a == kBeforeFirstEvent ? 0 : a;
+        b = b == kBeforeFirstEvent ? 0 : b;
+        live = index.liveDuring(a, b);
+        const auto [lo, hi] = lane.timeline->allocatedExtremes(a, b + 1);
+        m_momentText->setText(tr("Range %1 – %2: allocated between %3 and %4; %5 allocations live in it")
+                                  .arg(where(a), where(b), m_style.format(static_cast<double>(lo)),
+                                       m_style.format(static_cast<double>(hi)))
+                                  .arg(live.size()));
+    } else {
+        live = index.liveAfter(m_event);
+        const MemoryState s = index.stateAfter(m_event);
+        m_momentText->setText(tr("At %1: allocated %2, reserved %3, %4 live allocations")
+                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)),
+                                       m_style.format(static_cast<double>(s.reserved)))
+                                  .arg(live.size()));
+    }
+    m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu);
+    m_liveView->expandToDepth(-1);
+    // Numbers sized to their text, the frame column takes the rest (set again: a reset forgets widths).
+    QHeaderView* header = m_liveView->header();
+    for (int c = LiveAllocationModel::Size; c < LiveAllocationModel::ColumnCount; ++c)
+        header->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(LiveAllocationModel::Where, QHeaderView::Stretch);
+    if (m_liveView->model()->rowCount() > 0)
+        m_liveView->setCurrentIndex(m_liveView->model()->index(0, 0));
+    m_segments->setSegments(index.segmentsAfter(m_event), tr("Segments at %1").arg(where(m_event)));
+    showSelectedAllocation();
+}
+
+void TraceView::showSelectedAllocation() {
+    QModelIndex current = m_filter->mapToSource(m_liveView->currentIndex());
+    const Allocation* a = m_live->allocation(current);
+    if (!a && current.isValid() && m_live->rowCount(current) > 0) // a group: show its largest member
+        a = m_live->allocation(m_live->index(0, 0, current));
+    m_details->showAllocation(*m_live, a);
+}
+
+} // namespace headroom

@@ -1,0 +1,113 @@
+#pragma once
+#include "core/trace/traceloadjob.h"
+#include "ui/chartstyle.h"
+#include "ui/traceview/timelinerenderer.h"
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTreeView;
+
+namespace headroom {
+
+class AllocationDetails;
+class LiveAllocationFilter;
+class LiveAllocationModel;
+class SegmentView;
+class TimelineMinimap;
+class TimelineWidget;
+
+// A tab that shows recorded traces: loads them off the GUI thread (progress, cancel, the summary first),
+// then the active-memory timeline (one lane per device and file), the allocations live at the selected
+// moment or during the selected range with their stacks, and the segments at that moment.
+class TraceView : public QWidget {
+    Q_OBJECT
+public:
+    explicit TraceView(const QString& path, QWidget* parent = nullptr);
+    ~TraceView() override;
+
+    // Loads another file (e.g. another rank) as more lanes on the same time axis.
+    void addFile(const QString& path);
+    bool isLoading() const { return m_pending > 0; }
+    bool hasFailed() const { return !m_error.isEmpty(); }
+    QString errorText() const { return m_error; }
+    QStringList paths() const { return m_paths; }
+    QString title() const;
+    void cancel();
+    void setStyle(const ChartStyle& style);
+
+    // Selects a moment (an x on the timeline's axis) on one lane; the table and segments follow.
+    void selectMoment(double x, int lane = 0);
+    void selectRange(std::optional<std::pair<double, double>> range);
+    std::size_t selectedEvent() const { return m_event; }
+    int selectedLane() const { return m_lane; }
+
+    TimelineWidget* timeline() const { return m_timeline; }
+    QComboBox* axisBox() const { return m_axis; }
+    LiveAllocationModel* liveModel() const { return m_live; }
+    LiveAllocationFilter* liveFilter() const { return m_filter; }
+    QTreeView* liveView() const { return m_liveView; }
+    AllocationDetails* details() const { return m_details; }
+    SegmentView* segmentView() const { return m_segments; }
+    QLabel* banner() const { return m_banner; }
+    QLabel* summaryLabel() const { return m_summary; }
+    const std::vector<std::shared_ptr<const LoadedTrace>>& traces() const { return m_traces; }
+
+signals:
+    void loaded();
+    void failed(const QString& error);
+    void titleChanged();
+
+private:
+    void build();
+    void startJob(const QString& path);
+    void onSummary(const QString& path, std::shared_ptr<const TraceSummary> summary);
+    void onDetails(std::shared_ptr<const LoadedTrace> trace);
+    void onFailed(const QString& path, const QString& error);
+    void rebuildLanes();
+    void updateBanner();
+    void refreshSelection();
+    void showSelectedAllocation();
+
+    QStringList m_paths;
+    std::vector<std::unique_ptr<TraceLoadJob>> m_jobs;
+    std::vector<std::shared_ptr<const LoadedTrace>> m_traces;
+    QString m_error;
+    int m_pending = 0;
+    ChartStyle m_style;
+    std::size_t m_bandCount = 20;
+    std::size_t m_event = kBeforeFirstEvent;
+    int m_lane = 0;
+    std::optional<std::pair<double, double>> m_range;
+
+    QWidget* m_loading = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QLabel* m_loadingText = nullptr;
+    QLabel* m_banner = nullptr;
+    QLabel* m_summary = nullptr;
+    QWidget* m_content = nullptr;
+    QComboBox* m_axis = nullptr;
+    QSpinBox* m_bands = nullptr;
+    QLabel* m_momentText = nullptr;
+    TimelineWidget* m_timeline = nullptr;
+    TimelineMinimap* m_minimap = nullptr;
+    QComboBox* m_grouping = nullptr;
+    QLineEdit* m_search = nullptr;
+    LiveAllocationModel* m_live = nullptr;
+    LiveAllocationFilter* m_filter = nullptr;
+    QTreeView* m_liveView = nullptr;
+    AllocationDetails* m_details = nullptr;
+    SegmentView* m_segments = nullptr;
+    QTabWidget* m_sideTabs = nullptr;
+};
+
+} // namespace headroom
