@@ -147,7 +147,9 @@ int main(int argc, char** argv) {
         view.x1 = view.x0 + w;
         frame();
     }
-    report("timeline_frame_p95_ms", percentile(frames, 0.95), "ms",
+    // CONTRACTS.md names the 10M figure timeline_frame_p95_ms; other sizes carry their label.
+    report(label == "10m" ? std::string("timeline_frame_p95_ms") : "timeline_frame_p95_" + label + "_ms",
+           percentile(frames, 0.95), "ms",
            "240 zoom and pan frames through " + std::to_string(events) + " events at 1920 px; median " +
                std::to_string(percentile(frames, 0.5)) + " ms; target <= 16");
     return 0;

@@ -59,8 +59,19 @@ emit("trace_summary_mb_per_s", size / 1e6 / ours[0], "MB/s", "trace-summary thro
 emit("trace_rss_over_file", ours[1] / size, "x",
      "peak RSS %.1f MB for a %.1f MB file (pickle.load: %.1f MB, %.2fx); target < 2"
      % (ours[1] / 1e6, size / 1e6, ref_rss / 1e6, ref_rss / size))
+timeline = os.path.join(build, "bench", "timeline_bench")
+
+
+def timeline_bench(path, label):
+    """The trace viewer's figures (bench/timeline_bench.cpp), printed as they come."""
+    if os.path.exists(timeline):
+        subprocess.run([timeline, path, label, "--open"], check=True, stderr=subprocess.DEVNULL)
+
+
+timeline_bench(path, "1m")
 if os.environ.get("HEADROOM_BENCH_10M", "1") != "0":
     big = snapshot(10_000_000)
+    timeline_bench(big, "10m")
     t, rss = min(run([cli, "trace-summary", "--json", big]) for _ in range(2))
     emit("trace_summary_10m_s", t, "s", "10M entries, %.0f MB file, peak RSS %.2f GB (%.2fx the file); target < 3 s"
          % (os.path.getsize(big) / 1e6, rss / 1e9, rss / os.path.getsize(big)))

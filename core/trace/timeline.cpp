@@ -86,6 +86,13 @@ Timeline::Timeline(const TraceIndex& index, std::size_t bands)
         ordered = ordered && (i == 0 || time[i] >= time[i - 1]);
     }
     m_hasTime = !time.empty() && ordered && !indices && time.back() > time.front();
+    // The memory profiler stamps tensors that existed before it started with time -1: the run starts at the
+    // first real timestamp, and those events sit at its start.
+    if (m_hasTime) {
+        const auto real = std::lower_bound(time.begin(), time.end(), std::int64_t(0));
+        m_start = real == time.end() ? time.front() : *real;
+        m_hasTime = time.back() > m_start;
+    }
     m_max = std::max(m_allocated.range(0, index.events()).second, m_reserved.range(0, index.events()).second);
     chooseBands(bands);
 }
@@ -121,14 +128,13 @@ void Timeline::chooseBands(std::size_t count) {
 std::pair<double, double> Timeline::domain(TimelineAxis axis) const {
     const std::size_t n = m_index.events();
     if (axis == TimelineAxis::Time && m_hasTime)
-        return {static_cast<double>(m_index.device().time.front()),
-                static_cast<double>(m_index.device().time.back())};
+        return {static_cast<double>(m_start), static_cast<double>(m_index.device().time.back())};
     return {0.0, static_cast<double>(n)};
 }
 
 double Timeline::xOf(TimelineAxis axis, std::size_t event) const {
     if (axis == TimelineAxis::Time && m_hasTime && m_index.events() > 0)
-        return static_cast<double>(m_index.device().time[std::min(event, m_index.events() - 1)]);
+        return static_cast<double>(std::max(m_start, m_index.device().time[std::min(event, m_index.events() - 1)]));
     return static_cast<double>(event);
 }
 

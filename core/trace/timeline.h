@@ -81,6 +81,7 @@ private:
     SeriesLod m_allocated, m_reserved;
     bool m_hasTime = false;
     std::int64_t m_max = 0;
+    std::int64_t m_start = 0; // the first real timestamp
     std::vector<Allocation> m_bands;
     std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
 };

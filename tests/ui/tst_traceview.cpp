@@ -21,6 +21,7 @@
 #include <QDir>
 #include <QFile>
 #include <QLabel>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
@@ -474,6 +475,19 @@ void TestTraceView::zoomPanAndClick() {
     QCOMPARE(view->selectedEvent(), static_cast<std::size_t>(x));
     QTest::mouseDClick(tl, Qt::LeftButton, {}, plot.center());
     QCOMPARE(tl->view().x0, 0.0);
+    // The number of allocations drawn as their own bands follows the spin box: the N largest.
+    auto* bands = view->findChild<QSpinBox*>();
+    QVERIFY(bands);
+    bands->setValue(5);
+    QCOMPARE(tl->lanes().front().timeline->bands().size(), size_t(5));
+    std::vector<std::int64_t> sizes;
+    for (const Allocation& a : tl->lanes().front().index().allocations())
+        sizes.push_back(a.size);
+    std::sort(sizes.rbegin(), sizes.rend());
+    std::int64_t smallest = INT64_MAX;
+    for (const Allocation& a : tl->lanes().front().timeline->bands())
+        smallest = std::min(smallest, a.size);
+    QCOMPARE(smallest, sizes[4]);
 }
 
 QTEST_MAIN(TestTraceView)

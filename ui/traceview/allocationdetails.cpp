@@ -10,6 +10,7 @@
 #include <QHeaderView>
 #include <QKeyEvent>
 #include <QMenu>
+#include <climits>
 
 namespace headroom {
 
@@ -40,12 +41,19 @@ void AllocationDetails::showAllocation(const LiveAllocationModel& model, const A
         tr("%1 (%2 bytes)").arg(ChartStyle().format(static_cast<double>(a->size), 3)).arg(a->size));
     row(tr("Address"), QStringLiteral("0x") + QString::number(a->addr, 16));
     row(tr("Stream"), QString::number(a->stream));
-    row(tr("Allocated"), model.eventText(a->start) +
-                             (a->start == kBeforeFirstEvent ? QString() : tr("  (event %1)").arg(a->start)));
-    row(tr("Freed"),
-        model.eventText(a->end) + (a->end >= d.entries() ? QString() : tr("  (event %1)").arg(a->end)));
-    if (a->start != kBeforeFirstEvent && a->end < d.entries() && d.time[a->end] >= d.time[a->start])
-        row(tr("Lifetime"), tr("%1 events").arg(a->end - a->start));
+    row(tr("Allocated"), a->start == kBeforeFirstEvent
+                             ? tr("before the trace began")
+                             : model.eventText(a->start) + tr("  (event %1)").arg(a->start));
+    row(tr("Freed"), a->end >= d.entries() ? tr("still live when the trace ended")
+                                           : model.eventText(a->end) + tr("  (event %1)").arg(a->end));
+    if (a->start != kBeforeFirstEvent && a->end < d.entries()) {
+        QString lifetime = tr("%n event(s)", nullptr, static_cast<int>(std::min<std::size_t>(a->end - a->start, INT_MAX)));
+        if (model.secondsPerUnit() > 0)
+            lifetime += tr(", %1 ms").arg(static_cast<double>(d.time[a->end] - d.time[a->start]) *
+                                              model.secondsPerUnit() * 1e3,
+                                          0, 'f', 3);
+        row(tr("Lifetime"), lifetime);
+    }
     if (a->alloc != kBeforeFirstEvent) {
         const std::uint32_t meta = noteAt(d.userMetadata, a->alloc), ctx = noteAt(d.compileContext, a->alloc);
         row(tr("user_metadata"), meta ? QString::fromStdString(t.strings[meta]) : tr("(none)"));

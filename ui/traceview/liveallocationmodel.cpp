@@ -117,9 +117,9 @@ QString LiveAllocationModel::eventText(std::size_t event) const {
         return {};
     const DeviceTrace& d = m_trace->trace.devices.at(m_device);
     if (event == kBeforeFirstEvent)
-        return tr("before the trace");
+        return tr("(before)");
     if (event >= d.entries())
-        return tr("still live");
+        return tr("(live)");
     if (m_secondsPerUnit > 0)
         return QString::number((static_cast<double>(d.time[event]) - m_origin) * m_secondsPerUnit, 'f', 6) +
                QStringLiteral(" s");

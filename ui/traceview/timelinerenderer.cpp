@@ -191,7 +191,10 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
             if (v > 0)
                 p.drawLine(plot.left(), yy, plot.right(), yy);
             p.setPen(text);
-            const int precision = style.scale(step) >= 1 ? 0 : style.scale(step) >= 0.1 ? 1 : 2;
+            int precision = 0; // as many decimals as the step needs (2.5 GiB steps need one)
+            while (precision < 3 && std::abs(std::round(style.scale(step) * std::pow(10.0, precision)) -
+                                             style.scale(step) * std::pow(10.0, precision)) > 1e-6)
+                ++precision;
             p.drawText(QRect(area.left(), yy - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
                        style.format(v, precision));
         }
@@ -248,7 +251,7 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                                           (view.axis == TimelineAxis::Event ? 0.5 : 0));
             const double yy =
                 plot.bottom() - static_cast<double>(s.peakAllocated) / yMax * (plot.height() - 1);
-            if (x >= plot.left() && x <= plot.right()) {
+            if (x >= plot.left() - 1 && x <= plot.right() + 1) {
                 QPainterPath tri;
                 tri.moveTo(x, yy - 1);
                 tri.lineTo(x - 5, yy - 9);
@@ -296,9 +299,17 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
             frames->push_back(std::move(frame));
         if (i + 1 == lanes.size()) { // the x axis under the last lane
             double xs = 0;
-            const auto xt = ticks(view.x0, view.x1, std::max(2, plot.width() / 110), &xs);
+            auto xt = ticks(view.x0, view.x1, std::max(2, plot.width() / 110), &xs);
+            if (view.axis == TimelineAxis::Event && xs < 1) { // events are whole: no ticks between them
+                xt.clear();
+                for (double x = std::ceil(view.x0); x <= view.x1 && xt.size() < 100; ++x)
+                    xt.push_back(x);
+                xs = 1;
+            }
             for (double x : xt) {
                 const double xx = px(plot, x);
+                if (xx < plot.left() + 24) // would run into the axis name
+                    continue;
                 p.setPen(QPen(grid.darker(130), 1));
                 p.drawLine(QPointF(xx, plot.bottom()), QPointF(xx, plot.bottom() + 4));
                 p.setPen(text);

@@ -135,6 +135,12 @@ void TraceView::build() {
     m_liveView->setAlternatingRowColors(true);
     m_liveView->header()->setStretchLastSection(false);
     m_liveView->header()->setMinimumSectionSize(40);
+    m_tableNote = new QLabel(tr("This format records memory totals, not allocations: the live allocations, their "
+                                "stacks and the segments come from PyTorch memory snapshots "
+                                "(torch.cuda.memory._record_memory_history, then _dump_snapshot)."));
+    m_tableNote->setWordWrap(true);
+    m_tableNote->hide();
+    tableLayout->addWidget(m_tableNote);
     tableLayout->addWidget(m_liveView, 1);
     bottom->addWidget(tablePane);
     m_sideTabs = new QTabWidget;
@@ -148,6 +154,7 @@ void TraceView::build() {
     bottom->addWidget(m_sideTabs);
     bottom->setStretchFactor(0, 3);
     bottom->setStretchFactor(1, 2);
+    bottom->setSizes({600, 400});
     vsplit->addWidget(bottom);
     vsplit->setStretchFactor(0, 3);
     vsplit->setStretchFactor(1, 2);
@@ -259,16 +266,20 @@ void TraceView::cancel() {
 void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummary> s) {
     // The summary first: the user reads the peaks while the indexes are built.
     QStringList lines;
+    // Profiler traces without "Total Reserved", timelines and nvidia-smi logs do not record reserved bytes.
+    const bool reserved = s->format == TraceFormat::PytorchSnapshot || s->format == TraceFormat::PytorchSnapshotJson;
     for (const DeviceSummary& d : s->devices)
         lines << tr("device %1: %2 events, peak allocated %3, peak reserved %4")
                      .arg(QString::fromStdString(d.key))
                      .arg(d.entries)
                      .arg(m_style.format(static_cast<double>(d.peakAllocated)),
-                          m_style.format(static_cast<double>(d.peakReserved)));
+                          reserved || d.peakReserved > 0 ? m_style.format(static_cast<double>(d.peakReserved))
+                                                         : tr("not recorded"))
+                     .toHtmlEscaped();
     m_summary->setText(QStringLiteral("<b>%1</b> · %2<br>%3")
                            .arg(QFileInfo(path).fileName().toHtmlEscaped(),
                                 QString::fromUtf8(traceFormatName(s->format)),
-                                lines.join(QStringLiteral("<br>")).toHtmlEscaped()));
+                                lines.join(QStringLiteral("<br>"))));
     m_loadingText->setText(tr("Indexing %1…").arg(QFileInfo(path).fileName()));
 }
 
@@ -412,11 +423,17 @@ void TraceView::refreshSelection() {
     } else {
         live = index.liveAfter(m_event);
         const MemoryState s = index.stateAfter(m_event);
-        m_momentText->setText(tr("At %1: allocated %2, reserved %3, %4 live allocations")
-                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)),
-                                       m_style.format(static_cast<double>(s.reserved)))
-                                  .arg(live.size()));
+        const DeviceTrace& dev = lane.trace->trace.devices.at(lane.device);
+        const QString reserved = dev.hasTotals && !dev.hasReservedTotals
+                                     ? tr("reserved not recorded")
+                                     : tr("reserved %1").arg(m_style.format(static_cast<double>(s.reserved)));
+        m_momentText->setText(dev.hasTotals ? tr("At %1: allocated %2, %3")
+                                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
+                                            : tr("At %1: allocated %2, %3, %4 live allocations")
+                                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
+                                                  .arg(live.size()));
     }
+    m_tableNote->setVisible(lane.trace->trace.devices.at(lane.device).hasTotals);
     m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu);
     m_liveView->expandToDepth(-1);
     // Numbers sized to their text, the frame column takes the rest (set again: a reset forgets widths).

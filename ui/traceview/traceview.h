@@ -105,6 +105,7 @@ private:
     LiveAllocationModel* m_live = nullptr;
     LiveAllocationFilter* m_filter = nullptr;
     QTreeView* m_liveView = nullptr;
+    QLabel* m_tableNote = nullptr;
     AllocationDetails* m_details = nullptr;
     SegmentView* m_segments = nullptr;
     QTabWidget* m_sideTabs = nullptr;
