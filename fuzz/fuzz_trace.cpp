@@ -1,8 +1,9 @@
 // The whole pipeline a user's file goes through: detection, gzip, every loader, the summary and the
-// live-set index with a few queries.
+// live-set index with a few queries, and the viewer's timeline at two zooms on both axes.
 #include "core/error.h"
 #include "core/io/jsontext.h"
 #include "core/io/tracesummaryjson.h"
+#include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/tracereader.h"
 #include "core/trace/tracesummary.h"
@@ -20,6 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
             (void)index.liveAtPeak();
             (void)index.stateAfter(index.events() / 2);
             (void)index.stateAfter(headroom::kBeforeFirstEvent);
+            (void)index.segmentsAfter(index.events() / 3);
+            (void)index.liveDuring(index.events() / 4, index.events() / 2);
+            const headroom::Timeline timeline(index, 8);
+            for (auto axis : {headroom::TimelineAxis::Time, headroom::TimelineAxis::Event}) {
+                const auto [x0, x1] = timeline.domain(axis);
+                (void)timeline.frame(axis, x0, x1 + 1, 64);
+                (void)timeline.frame(axis, x0 + (x1 - x0) / 3, x0 + (x1 - x0) / 2 + 1, 17);
+            }
         }
     } catch (const headroom::Error&) {
     }

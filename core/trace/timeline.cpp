@@ -103,16 +103,25 @@ void Timeline::setBandCount(std::size_t bands) {
 
 void Timeline::chooseBands(std::size_t count) {
     const auto& all = m_index.allocations();
-    std::vector<std::uint32_t> order(all.size());
-    for (std::size_t i = 0; i < order.size(); ++i)
-        order[i] = static_cast<std::uint32_t>(i);
-    count = std::min(count, order.size());
-    // The largest first; equal sizes by start, so the choice is stable.
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
-                      [&](std::uint32_t a, std::uint32_t b) {
-                          return all[a].size != all[b].size ? all[a].size > all[b].size : a < b;
-                      });
-    order.resize(count);
+    count = std::min(count, all.size());
+    // One pass with a min-heap of the `count` largest so far (the largest first; equal sizes by start, so
+    // the choice is stable): reading millions of sizes in order beats sorting their indices.
+    auto larger = [&](std::uint32_t a, std::uint32_t b) {
+        return all[a].size != all[b].size ? all[a].size > all[b].size : a < b;
+    };
+    std::vector<std::uint32_t> order;
+    order.reserve(count + 1);
+    for (std::size_t i = 0; i < all.size() && count > 0; ++i) {
+        const auto id = static_cast<std::uint32_t>(i);
+        if (order.size() < count) {
+            order.push_back(id);
+            std::push_heap(order.begin(), order.end(), larger);
+        } else if (larger(id, order.front())) {
+            std::pop_heap(order.begin(), order.end(), larger);
+            order.back() = id;
+            std::push_heap(order.begin(), order.end(), larger);
+        }
+    }
     std::sort(order.begin(), order.end()); // allocations are sorted by start: stack the earliest lowest
     m_bands.clear();
     m_breaks.clear();
@@ -134,7 +143,8 @@ std::pair<double, double> Timeline::domain(TimelineAxis axis) const {
 
 double Timeline::xOf(TimelineAxis axis, std::size_t event) const {
     if (axis == TimelineAxis::Time && m_hasTime && m_index.events() > 0)
-        return static_cast<double>(std::max(m_start, m_index.device().time[std::min(event, m_index.events() - 1)]));
+        return static_cast<double>(
+            std::max(m_start, m_index.device().time[std::min(event, m_index.events() - 1)]));
     return static_cast<double>(event);
 }
 

@@ -84,33 +84,8 @@ private:
     std::size_t m_mask = 0, m_used = 0;
 };
 
-// Positions count applied events: position p is the state after event p - 1; 0 is before the first.
-std::size_t startPos(const Allocation& a) {
-    return a.start == kBeforeFirstEvent ? 0 : a.start + 1;
-}
-std::size_t endPos(const Allocation& a) {
-    return a.end + 1;
-}
 std::size_t position(std::size_t afterEvent) {
     return afterEvent == kBeforeFirstEvent ? 0 : afterEvent + 1;
-}
-
-void checkpoints(const std::vector<Allocation>& items, std::size_t n, std::size_t every,
-                 std::vector<std::uint32_t>& lists, std::vector<std::size_t>& offsets) {
-    // Sweep positions in order, keeping the live set, and copy it out at every checkpoint.
-    std::vector<std::uint32_t> live;
-    std::size_t next = 0;
-    offsets.clear();
-    for (std::size_t p = 0; p <= n; p += every) {
-        while (next < items.size() && startPos(items[next]) <= p)
-            live.push_back(static_cast<std::uint32_t>(next++));
-        live.erase(std::remove_if(live.begin(), live.end(),
-                                  [&](std::uint32_t id) { return endPos(items[id]) <= p; }),
-                   live.end());
-        offsets.push_back(lists.size());
-        lists.insert(lists.end(), live.begin(), live.end());
-    }
-    offsets.push_back(lists.size());
 }
 
 } // namespace
@@ -207,36 +182,16 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
     }
     m_allocations.insert(m_allocations.begin(), allocBefore.begin(), allocBefore.end());
     m_segments.insert(m_segments.begin(), segBefore.begin(), segBefore.end());
-    checkpoints(m_allocations, n, kCheckpoint, m_allocCheckpoint, m_allocCheckpointAt);
-    checkpoints(m_segments, n, kCheckpoint, m_segCheckpoint, m_segCheckpointAt);
+    m_allocLive = LifetimeIndex(m_allocations, n + 1);
+    m_segLive = LifetimeIndex(m_segments, n + 1);
     for (auto& oom : m_ooms)
         oom.state = stateAfter(oom.index == 0 ? kBeforeFirstEvent : oom.index - 1);
-}
-
-bool TraceIndex::liveAt(const Allocation& a, std::size_t p) const {
-    return startPos(a) <= p && p < endPos(a);
-}
-
-void TraceIndex::collect(const std::vector<Allocation>& items, const std::vector<std::uint32_t>& lists,
-                         const std::vector<std::size_t>& offsets, std::size_t p,
-                         std::vector<const Allocation*>& out) const {
-    const std::size_t c = std::min(p / kCheckpoint, offsets.size() - 2);
-    for (std::size_t i = offsets[c]; i < offsets[c + 1]; ++i)
-        if (liveAt(items[lists[i]], p))
-            out.push_back(&items[lists[i]]);
-    // Those that started after the checkpoint, up to p: a contiguous run of the start-sorted list.
-    const std::size_t from = c * kCheckpoint;
-    auto it = std::upper_bound(items.begin(), items.end(), from,
-                               [](std::size_t pos, const Allocation& a) { return pos < startPos(a); });
-    for (; it != items.end() && startPos(*it) <= p; ++it)
-        if (liveAt(*it, p))
-            out.push_back(&*it);
 }
 
 std::vector<Allocation> TraceIndex::liveAfter(std::size_t k) const {
     std::vector<const Allocation*> live;
     const std::size_t p = std::min(position(k), events());
-    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, live);
+    m_allocLive.collect(m_allocations, p, live);
     std::vector<Allocation> out;
     out.reserve(live.size());
     for (const Allocation* a : live)
@@ -250,7 +205,7 @@ std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to)
     const std::size_t p0 = std::min(position(from), events());
     const std::size_t p1 = std::max(p0, std::min(position(to), events()));
     std::vector<const Allocation*> live;
-    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p0, live);
+    m_allocLive.collect(m_allocations, p0, live);
     // Those that start after p0 up to p1: a contiguous run of the start-sorted list.
     auto it = std::upper_bound(m_allocations.begin(), m_allocations.end(), p0,
                                [](std::size_t pos, const Allocation& a) { return pos < startPos(a); });
@@ -269,8 +224,8 @@ std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to)
 std::vector<SegmentState> TraceIndex::segmentsAfter(std::size_t k) const {
     const std::size_t p = std::min(position(k), events());
     std::vector<const Allocation*> segs, allocs;
-    collect(m_segments, m_segCheckpoint, m_segCheckpointAt, p, segs);
-    collect(m_allocations, m_allocCheckpoint, m_allocCheckpointAt, p, allocs);
+    m_segLive.collect(m_segments, p, segs);
+    m_allocLive.collect(m_allocations, p, allocs);
     std::sort(allocs.begin(), allocs.end(),
               [](const Allocation* a, const Allocation* b) { return a->addr < b->addr; });
     std::vector<SegmentState> out;

@@ -1,4 +1,5 @@
 #pragma once
+#include "core/trace/lifetimeindex.h"
 #include "core/trace/trace.h"
 #include "core/trace/tracesummary.h"
 
@@ -6,18 +7,6 @@
 #include <vector>
 
 namespace headroom {
-
-// One allocation's lifetime in event indices: live after event `start` (kBeforeFirstEvent: already live
-// when the trace begins) until event `end` frees it (the trace's length: still live at the end).
-struct Allocation {
-    std::uint64_t addr = 0;
-    std::int64_t size = 0;
-    std::uint32_t stack = 0;
-    std::size_t start = kBeforeFirstEvent;
-    std::size_t end = 0;
-    std::int64_t stream = 0;
-    std::size_t alloc = kBeforeFirstEvent; // the event that allocated it (its notes' event)
-};
 
 // One reserved segment at a moment and the live allocations inside it, by address.
 struct SegmentState {
@@ -43,12 +32,9 @@ struct OomEvent {
 };
 
 // Answers "what was live at event k" for one device without rescanning the trace: allocations are
-// paired with their frees once, and every kCheckpoint events the live set is stored, so a query reads
-// one checkpoint plus at most kCheckpoint events.
+// paired with their frees once, and a LifetimeIndex finds those live at any moment.
 class TraceIndex {
 public:
-    static constexpr std::size_t kCheckpoint = 4096;
-
     TraceIndex(const DeviceTrace& device, const DeviceSummary& summary);
 
     const DeviceTrace& device() const { return m_device; }
@@ -74,19 +60,11 @@ public:
     const std::vector<std::int64_t>& reservedSeries() const { return m_reserved; }
 
 private:
-    bool liveAt(const Allocation& a, std::size_t k) const;
-    void collect(const std::vector<Allocation>& from, const std::vector<std::uint32_t>& checkpointLists,
-                 const std::vector<std::size_t>& checkpointOffsets, std::size_t position,
-                 std::vector<const Allocation*>& out) const;
-
     const DeviceTrace& m_device;
     std::size_t m_peakAfter;
-    std::vector<Allocation> m_allocations;        // sorted by start
-    std::vector<Allocation> m_segments;           // segment lifetimes, same scheme
-    std::vector<std::uint32_t> m_allocCheckpoint; // live allocation ids per checkpoint, concatenated
-    std::vector<std::size_t> m_allocCheckpointAt; // offsets into it, one per checkpoint + 1
-    std::vector<std::uint32_t> m_segCheckpoint;
-    std::vector<std::size_t> m_segCheckpointAt;
+    std::vector<Allocation> m_allocations; // sorted by start
+    std::vector<Allocation> m_segments;    // segment lifetimes, same scheme
+    LifetimeIndex m_allocLive, m_segLive;
     std::vector<std::int64_t> m_allocated, m_active, m_reserved;
     MemoryState m_initial;
     std::size_t m_ghostFrees = 0;

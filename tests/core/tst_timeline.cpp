@@ -49,7 +49,55 @@ private slots:
     void drawnPeakIsTheSummaryPeak();
     void notesAnnotationsAndGhostFrees();
     void segmentsAndRanges();
+    void lifetimeIndexMatchesBruteForce();
 };
+
+void TestTimeline::lifetimeIndexMatchesBruteForce() {
+    // Lifetimes of every shape over 40,000 events (ten buckets): short ones, ones spanning several buckets,
+    // ones live from before the trace, ones never freed, and ones starting or ending exactly on a bucket
+    // edge.
+    std::mt19937_64 rng(5);
+    const std::size_t n = 40000;
+    std::vector<Allocation> items;
+    for (int i = 0; i < 6000; ++i) {
+        Allocation a;
+        a.addr = static_cast<std::uint64_t>(i);
+        const int kind = static_cast<int>(rng() % 5);
+        const std::size_t start = rng() % n;
+        a.start = kind == 0 ? kBeforeFirstEvent : start;
+        const std::size_t from = a.start == kBeforeFirstEvent ? 0 : a.start;
+        a.end = kind == 1   ? n
+                : kind == 2 ? std::min(n, from + rng() % 50)
+                            : std::min(n, from + rng() % 20000);
+        if (kind == 3) // on a bucket edge: positions are events + 1
+            a.start = (rng() % 9 + 1) * LifetimeIndex::kBucket - 1,
+            a.end = std::min(n, a.start + LifetimeIndex::kBucket);
+        items.push_back(a);
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Allocation& a, const Allocation& b) { return startPos(a) < startPos(b); });
+    const LifetimeIndex index(items, n + 1);
+    std::vector<std::size_t> probes = {0, 1, n, n - 1};
+    for (std::size_t k = 1; k < 10; ++k)
+        for (std::size_t d :
+             {LifetimeIndex::kBucket * k - 1, LifetimeIndex::kBucket * k, LifetimeIndex::kBucket * k + 1})
+            probes.push_back(d);
+    for (int q = 0; q < 200; ++q)
+        probes.push_back(rng() % (n + 1));
+    for (std::size_t p : probes) {
+        std::vector<const Allocation*> got;
+        index.collect(items, p, got);
+        std::vector<std::uint64_t> fast, brute;
+        for (const Allocation* a : got)
+            fast.push_back(a->addr);
+        for (const Allocation& a : items)
+            if (startPos(a) <= p && p < endPos(a))
+                brute.push_back(a.addr);
+        std::sort(fast.begin(), fast.end());
+        std::sort(brute.begin(), brute.end());
+        QCOMPARE(fast, brute); // same set, each once
+    }
+}
 
 void TestTimeline::seriesLodMatchesBruteForce() {
     std::mt19937_64 rng(11);

@@ -47,7 +47,8 @@ void AllocationDetails::showAllocation(const LiveAllocationModel& model, const A
     row(tr("Freed"), a->end >= d.entries() ? tr("still live when the trace ended")
                                            : model.eventText(a->end) + tr("  (event %1)").arg(a->end));
     if (a->start != kBeforeFirstEvent && a->end < d.entries()) {
-        QString lifetime = tr("%n event(s)", nullptr, static_cast<int>(std::min<std::size_t>(a->end - a->start, INT_MAX)));
+        QString lifetime =
+            tr("%n event(s)", nullptr, static_cast<int>(std::min<std::size_t>(a->end - a->start, INT_MAX)));
         if (model.secondsPerUnit() > 0)
             lifetime += tr(", %1 ms").arg(static_cast<double>(d.time[a->end] - d.time[a->start]) *
                                               model.secondsPerUnit() * 1e3,

@@ -31,7 +31,7 @@ public:
     std::size_t device() const { return m_device; }
     // Search: an address (hex, with or without 0x) or any frame's text, case-insensitive.
     bool matches(const QModelIndex& index, const QString& needle) const;
-    QString eventText(std::size_t event) const; // "1.234 s" or "event 17"
+    QString eventText(std::size_t event) const;                // "1.234 s" or "event 17"
     double secondsPerUnit() const { return m_secondsPerUnit; } // 0: no real time
 
     QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;

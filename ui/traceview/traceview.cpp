@@ -135,9 +135,10 @@ void TraceView::build() {
     m_liveView->setAlternatingRowColors(true);
     m_liveView->header()->setStretchLastSection(false);
     m_liveView->header()->setMinimumSectionSize(40);
-    m_tableNote = new QLabel(tr("This format records memory totals, not allocations: the live allocations, their "
-                                "stacks and the segments come from PyTorch memory snapshots "
-                                "(torch.cuda.memory._record_memory_history, then _dump_snapshot)."));
+    m_tableNote =
+        new QLabel(tr("This format records memory totals, not allocations: the live allocations, their "
+                      "stacks and the segments come from PyTorch memory snapshots "
+                      "(torch.cuda.memory._record_memory_history, then _dump_snapshot)."));
     m_tableNote->setWordWrap(true);
     m_tableNote->hide();
     tableLayout->addWidget(m_tableNote);
@@ -267,7 +268,8 @@ void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummar
     // The summary first: the user reads the peaks while the indexes are built.
     QStringList lines;
     // Profiler traces without "Total Reserved", timelines and nvidia-smi logs do not record reserved bytes.
-    const bool reserved = s->format == TraceFormat::PytorchSnapshot || s->format == TraceFormat::PytorchSnapshotJson;
+    const bool reserved =
+        s->format == TraceFormat::PytorchSnapshot || s->format == TraceFormat::PytorchSnapshotJson;
     for (const DeviceSummary& d : s->devices)
         lines << tr("device %1: %2 events, peak allocated %3, peak reserved %4")
                      .arg(QString::fromStdString(d.key))
@@ -427,11 +429,13 @@ void TraceView::refreshSelection() {
         const QString reserved = dev.hasTotals && !dev.hasReservedTotals
                                      ? tr("reserved not recorded")
                                      : tr("reserved %1").arg(m_style.format(static_cast<double>(s.reserved)));
-        m_momentText->setText(dev.hasTotals ? tr("At %1: allocated %2, %3")
-                                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
-                                            : tr("At %1: allocated %2, %3, %4 live allocations")
-                                                  .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
-                                                  .arg(live.size()));
+        m_momentText->setText(
+            dev.hasTotals
+                ? tr("At %1: allocated %2, %3")
+                      .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
+                : tr("At %1: allocated %2, %3, %4 live allocations")
+                      .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
+                      .arg(live.size()));
     }
     m_tableNote->setVisible(lane.trace->trace.devices.at(lane.device).hasTotals);
     m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu);
