@@ -158,9 +158,9 @@ std::size_t Timeline::eventAt(TimelineAxis axis, double x) const {
                                    [](double v, std::int64_t t) { return v < static_cast<double>(t); });
         return it == time.begin() ? kBeforeFirstEvent : static_cast<std::size_t>(it - time.begin()) - 1;
     }
-    if (x < 0)
+    if (!(x >= 0)) // also NaN
         return kBeforeFirstEvent;
-    return std::min(n - 1, static_cast<std::size_t>(std::floor(x)));
+    return x >= static_cast<double>(n - 1) ? n - 1 : static_cast<std::size_t>(std::floor(x));
 }
 
 TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width) const {
@@ -171,7 +171,7 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
     f.bandBottom.assign(nb * f.columns.size(), -1);
     f.bandTop.assign(nb * f.columns.size(), -1);
     const std::size_t n = m_index.events();
-    if (n == 0 || f.width == 0 || !(x1 > x0))
+    if (n == 0 || f.width == 0 || !(x1 > x0) || !std::isfinite(x0) || !std::isfinite(x1))
         return f;
     const bool time = axis == TimelineAxis::Time && m_hasTime;
     const auto& times = m_index.device().time;
@@ -184,7 +184,9 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
             return it == times.begin() ? kBeforeFirstEvent : static_cast<std::size_t>(it - times.begin()) - 1;
         }
         const double c = std::ceil(x) - 1;
-        return c < 0 ? kBeforeFirstEvent : std::min(n - 1, static_cast<std::size_t>(c));
+        if (!(c >= 0))
+            return kBeforeFirstEvent;
+        return c >= static_cast<double>(n - 1) ? n - 1 : static_cast<std::size_t>(c);
     };
     const double dx = (x1 - x0) / f.width;
     std::vector<std::int64_t> bottom(nb), top(nb);
