@@ -206,7 +206,9 @@ enum Field : std::int8_t {
 Field classifyKey(std::string_view key) {
     if (key == "action")
         return kAction;
-    if (key == "addr")
+    // An OOM entry writes the device's free bytes where others write the address (PyTorch's
+    // torch/csrc/cuda/Module.cpp: `trace_entry[OOM == action ? device_free_s : addr_s] = te.addr_`).
+    if (key == "addr" || key == "device_free")
         return kAddr;
     if (key == "size")
         return kSize;

@@ -265,7 +265,10 @@ private:
             if (name.empty())
                 throw Error(ep + ".action", "missing");
             ++dev.actionCounts[name];
-            const auto addr = static_cast<std::uint64_t>(integer(e, "addr", ep, false, 0));
+            bool hasAddr = false;
+            m_tree.get(e, "addr", &hasAddr);
+            const auto addr =
+                static_cast<std::uint64_t>(integer(e, hasAddr ? "addr" : "device_free", ep, false, 0));
             const long long size = integer(e, "size", ep, true);
             const long long stream = integer(e, "stream", ep, false, 0);
             const long long time = integer(e, "time_us", ep, false, static_cast<long long>(i));

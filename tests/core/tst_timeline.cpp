@@ -247,7 +247,8 @@ void TestTimeline::notesAnnotationsAndGhostFrees() {
        "compile_context": "N/A"},
       {"action": "alloc", "addr": 1024, "size": 60, "stream": 0, "time_us": 30, "user_metadata": "",
        "compile_context": "torch/_dynamo frame 2"},
-      {"action": "free_requested", "addr": 512, "size": 50, "stream": 7, "time_us": 40}
+      {"action": "free_requested", "addr": 512, "size": 50, "stream": 7, "time_us": 40},
+      {"action": "oom", "device_free": 123456, "size": 999999, "stream": 0, "time_us": 41}
     ]], "external_annotations": [
       {"name": "forward", "stage": "START", "device": 0, "time_us": 15},
       {"name": "forward", "stage": "END", "device": 0, "time_us": 35},
@@ -268,6 +269,10 @@ void TestTimeline::notesAnnotationsAndGhostFrees() {
     const TraceSummary s = summarize(t);
     const TraceIndex index(d, s.devices.at(0));
     QCOMPARE(index.ghostFrees(), size_t(1));
+    // PyTorch writes an OOM's free device memory under "device_free" instead of "addr".
+    QCOMPARE(index.ooms().size(), size_t(1));
+    QCOMPARE(index.ooms()[0].requested, 999999LL);
+    QCOMPARE(index.ooms()[0].deviceFree, 123456LL);
     const auto live = index.liveAfter(2); // 0x200 (50) and 0x400 (60)
     QCOMPARE(live.size(), size_t(2));
     QCOMPARE(live[1].stream, 7LL);

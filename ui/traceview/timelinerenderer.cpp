@@ -240,9 +240,17 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
             const double x = px(plot, tl.xOf(view.axis, oom.index));
             p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2));
             p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
-            p.drawText(QPointF(x + 4, plot.top() + fm.height() * 2.2),
-                       QStringLiteral("OOM: asked %1, %2 free")
-                           .arg(style.format(oom.requested), style.format(oom.deviceFree)));
+            const QString label =
+                oom.deviceFree > 0
+                    ? QStringLiteral("OOM: asked %1, %2 free")
+                          .arg(style.format(static_cast<double>(oom.requested)),
+                               style.format(static_cast<double>(oom.deviceFree)))
+                    : QStringLiteral("OOM: asked %1").arg(style.format(static_cast<double>(oom.requested)));
+            const int tw = fm.horizontalAdvance(label);
+            // Left of the line when it would run off the plot's right edge.
+            p.drawText(
+                QPointF(x + 4 + tw > plot.right() ? x - 4 - tw : x + 4, plot.top() + fm.height() * 2.2),
+                label);
         }
         // The peak of allocated memory.
         const DeviceSummary& s = lane.summary();

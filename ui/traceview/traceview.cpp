@@ -355,11 +355,16 @@ void TraceView::updateBanner() {
                        .arg(lane.label)
                        .arg(ghosts);
         for (const OomEvent& oom : lane.index().ooms())
-            notes << tr("%1: out of memory at event %2: asked for %3 with %4 free on the device.")
-                         .arg(lane.label)
-                         .arg(oom.index)
-                         .arg(m_style.format(static_cast<double>(oom.requested)),
-                              m_style.format(static_cast<double>(oom.deviceFree)));
+            notes << (oom.deviceFree > 0 // profiler traces do not record the device's free memory
+                          ? tr("%1: out of memory at event %2: asked for %3 with %4 free on the device.")
+                                .arg(lane.label)
+                                .arg(oom.index)
+                                .arg(m_style.format(static_cast<double>(oom.requested)),
+                                     m_style.format(static_cast<double>(oom.deviceFree)))
+                          : tr("%1: out of memory at event %2: asked for %3.")
+                                .arg(lane.label)
+                                .arg(oom.index)
+                                .arg(m_style.format(static_cast<double>(oom.requested))));
     }
     for (const auto& t : m_traces)
         for (const auto& w : t->trace.warnings)
