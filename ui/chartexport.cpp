@@ -99,34 +99,20 @@ bool exportChart(QChart* chart, const std::string& path, int w, int h, std::stri
 bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
                          int h, std::string* error) {
     ensureGuiApplication();
-    std::vector<TimelineLane> lanes;
-    bool time = true;
-    for (std::size_t d = 0; d < trace->trace.devices.size(); ++d) {
-        if (trace->trace.devices[d].entries() == 0)
-            continue;
-        TimelineLane lane;
-        lane.trace = trace;
-        lane.device = d;
-        lane.timeline = std::make_shared<Timeline>(*trace->indexes[d]);
-        lane.label = QFileInfo(QString::fromStdString(trace->path)).fileName() +
-                     QStringLiteral(" · device ") + QString::fromStdString(trace->trace.devices[d].key);
-        time = time && lane.timeline->hasTime();
-        lanes.push_back(std::move(lane));
-    }
+    const std::vector<TimelineLane> lanes = lanesOf(trace);
     if (lanes.empty()) {
         *error = trace->path + ": the trace has no events to draw";
         return false;
     }
+    bool time = true;
+    for (const auto& l : lanes)
+        time = time && l.timeline->hasTime();
     TimelineViewState view;
     view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
     view.secondsPerUnit = timeUnitSeconds(trace->trace.format);
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto& l : lanes) {
-        const auto [a, b] = l.timeline->domain(view.axis);
-        lo = std::min(lo, a), hi = std::max(hi, b);
-    }
+    const auto [lo, hi] = lanesDomain(lanes, view.axis);
     view.origin = view.x0 = lo;
-    view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0) + (hi > lo ? 0 : 1);
+    view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0);
     ChartStyle style;
     return exportPainting(
         [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },

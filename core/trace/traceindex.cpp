@@ -88,6 +88,17 @@ std::size_t position(std::size_t afterEvent) {
     return afterEvent == kBeforeFirstEvent ? 0 : afterEvent + 1;
 }
 
+// The allocations behind the pointers, largest first (what every live-set query returns).
+std::vector<Allocation> largestFirst(const std::vector<const Allocation*>& live) {
+    std::vector<Allocation> out;
+    out.reserve(live.size());
+    for (const Allocation* a : live)
+        out.push_back(*a);
+    std::sort(out.begin(), out.end(),
+              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
+    return out;
+}
+
 } // namespace
 
 TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
@@ -192,13 +203,7 @@ std::vector<Allocation> TraceIndex::liveAfter(std::size_t k) const {
     std::vector<const Allocation*> live;
     const std::size_t p = std::min(position(k), events());
     m_allocLive.collect(m_allocations, p, live);
-    std::vector<Allocation> out;
-    out.reserve(live.size());
-    for (const Allocation* a : live)
-        out.push_back(*a);
-    std::sort(out.begin(), out.end(),
-              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
-    return out;
+    return largestFirst(live);
 }
 
 std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to) const {
@@ -212,13 +217,7 @@ std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to)
     for (; it != m_allocations.end() && startPos(*it) <= p1; ++it)
         if (endPos(*it) > startPos(*it))
             live.push_back(&*it);
-    std::vector<Allocation> out;
-    out.reserve(live.size());
-    for (const Allocation* a : live)
-        out.push_back(*a);
-    std::sort(out.begin(), out.end(),
-              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
-    return out;
+    return largestFirst(live);
 }
 
 std::vector<SegmentState> TraceIndex::segmentsAfter(std::size_t k) const {

@@ -5,6 +5,7 @@
 #include "core/plan/estimator.h"
 #include "core/plan/solvers.h"
 #include "tests/testutil.h"
+#include "tests/windowfixture.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
 #include "ui/mainwindow.h"
@@ -112,14 +113,7 @@ void TestMainWindow::init() {
 }
 
 std::unique_ptr<MainWindow> TestMainWindow::window(bool restore) {
-    MainWindow::Options o;
-    o.restoreSession = restore;
-    o.askBeforeRestore = false;
-    o.settingsFile = m_dir.filePath("settings.ini");
-    o.autosaveFile = m_dir.filePath("autosave.headroom.json");
-    auto w = std::make_unique<MainWindow>(o);
-    w->askToSave = [] { return QMessageBox::Discard; };
-    return w;
+    return test::testWindow(m_dir, restore);
 }
 
 void TestMainWindow::showsDefaultScenario() {

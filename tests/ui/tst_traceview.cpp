@@ -7,6 +7,7 @@
 #include "core/trace/tracesummary.h"
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"
+#include "tests/windowfixture.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/liveallocationmodel.h"
@@ -87,13 +88,7 @@ void TestTraceView::initTestCase() {
 }
 
 std::unique_ptr<MainWindow> TestTraceView::window() {
-    MainWindow::Options o;
-    o.restoreSession = false;
-    o.askBeforeRestore = false;
-    o.settingsFile = m_dir.filePath("settings.ini");
-    o.autosaveFile = m_dir.filePath("autosave.headroom.json");
-    auto w = std::make_unique<MainWindow>(o);
-    w->askToSave = [] { return QMessageBox::Discard; };
+    auto w = test::testWindow(m_dir);
     w->resize(1280, 800);
     return w;
 }

@@ -1,5 +1,6 @@
 #include "ui/traceview/timelinerenderer.h"
 
+#include <QFileInfo>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -37,6 +38,32 @@ std::int64_t TimelineRenderer::yMax(const Timeline& timeline, const ChartStyle& 
     const double unit = 1.0 / style.scale(1.0);
     return static_cast<std::int64_t>(
         std::ceil(niceTop(style.scale(static_cast<double>(timeline.maxValue()))) * unit));
+}
+
+std::vector<TimelineLane> lanesOf(const std::shared_ptr<const LoadedTrace>& trace, std::size_t bands) {
+    std::vector<TimelineLane> lanes;
+    const QString file = QFileInfo(QString::fromStdString(trace->path)).fileName();
+    for (std::size_t d = 0; d < trace->trace.devices.size(); ++d) {
+        if (trace->trace.devices[d].entries() == 0)
+            continue;
+        TimelineLane lane;
+        lane.trace = trace;
+        lane.device = d;
+        lane.timeline = std::make_shared<Timeline>(*trace->indexes[d], bands);
+        lane.label =
+            QStringLiteral("%1 · device %2").arg(file, QString::fromStdString(trace->trace.devices[d].key));
+        lanes.push_back(std::move(lane));
+    }
+    return lanes;
+}
+
+std::pair<double, double> lanesDomain(const std::vector<TimelineLane>& lanes, TimelineAxis axis) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& l : lanes) {
+        const auto [a, b] = l.timeline->domain(axis);
+        lo = std::min(lo, a), hi = std::max(hi, b);
+    }
+    return hi > lo ? std::make_pair(lo, hi) : std::make_pair(0.0, 1.0);
 }
 
 QColor TimelineRenderer::bandColor(std::size_t band, bool dark) {

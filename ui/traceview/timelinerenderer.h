@@ -26,6 +26,11 @@ struct TimelineLane {
     const DeviceSummary& summary() const { return trace->summary.devices.at(device); }
 };
 
+// One lane per device with events, labelled "file · device key".
+std::vector<TimelineLane> lanesOf(const std::shared_ptr<const LoadedTrace>& trace, std::size_t bands = 20);
+// The x extent of all lanes together on an axis ({0, 1} when empty).
+std::pair<double, double> lanesDomain(const std::vector<TimelineLane>& lanes, TimelineAxis axis);
+
 // What the user is looking at: the axis, the visible x range (absolute: µs or ns since the epoch on the
 // time axis, event indices otherwise), the selected moment and range.
 struct TimelineViewState {

@@ -39,14 +39,7 @@ void TimelineWidget::setStyle(const ChartStyle& style) {
 }
 
 std::pair<double, double> TimelineWidget::domain() const {
-    double lo = INFINITY, hi = -INFINITY;
-    for (const auto& l : m_lanes) {
-        const auto [a, b] = l.timeline->domain(m_view.axis);
-        lo = std::min(lo, a), hi = std::max(hi, b);
-    }
-    if (!(hi > lo))
-        return {0, 1};
-    return {lo, hi};
+    return lanesDomain(m_lanes, m_view.axis);
 }
 
 void TimelineWidget::setAxis(TimelineAxis axis) {

@@ -311,17 +311,8 @@ void TraceView::onFailed(const QString& path, const QString& error) {
 void TraceView::rebuildLanes() {
     std::vector<TimelineLane> lanes;
     for (const auto& t : m_traces)
-        for (std::size_t d = 0; d < t->trace.devices.size(); ++d) {
-            if (t->trace.devices[d].entries() == 0)
-                continue;
-            TimelineLane lane;
-            lane.trace = t;
-            lane.device = d;
-            lane.timeline = std::make_shared<Timeline>(*t->indexes[d], m_bandCount);
-            const QString file = QFileInfo(QString::fromStdString(t->path)).fileName();
-            lane.label = tr("%1 · device %2").arg(file, QString::fromStdString(t->trace.devices[d].key));
+        for (TimelineLane& lane : lanesOf(t, m_bandCount))
             lanes.push_back(std::move(lane));
-        }
     m_timeline->setLanes(std::move(lanes));
     m_minimap->invalidate();
     const bool time = m_timeline->view().axis == TimelineAxis::Time;
