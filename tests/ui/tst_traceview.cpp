@@ -235,6 +235,17 @@ void TestTraceView::momentAndRangeSelection() {
     QCOMPARE(shown.size(), brute.size());
     QVERIFY(shown == brute);
     QVERIFY(brute.size() > view->timeline()->lanes().front().index().liveAfter(e0).size());
+    // The segments follow the range: those at its allocated peak (found here by scanning the series).
+    const auto& series = lane.index().allocatedSeries();
+    std::size_t peakAt = e0;
+    for (std::size_t e = e0; e <= e1; ++e)
+        if (series[e] > series[peakAt])
+            peakAt = e;
+    std::int64_t reserved = 0;
+    for (const auto& seg : view->segmentView()->segments())
+        reserved += seg.segment.size;
+    QCOMPARE(reserved, lane.index().stateAfter(peakAt).reserved);
+    QVERIFY(view->segmentView()->summaryText().size() > 0);
     // Esc in the timeline clears the range; the table goes back to the moment.
     view->timeline()->setFocus();
     QTest::keyClick(view->timeline(), Qt::Key_Escape);
@@ -470,6 +481,30 @@ void TestTraceView::zoomPanAndClick() {
     QCOMPARE(view->selectedEvent(), static_cast<std::size_t>(x));
     QTest::mouseDClick(tl, Qt::LeftButton, {}, plot.center());
     QCOMPARE(tl->view().x0, 0.0);
+    // Shift+drag zooms to the box; Ctrl+drag selects a range and the table follows.
+    const QPoint pa(plot.left() + plot.width() / 4, plot.center().y()),
+        pb(plot.left() + plot.width() / 2, plot.center().y());
+    const double xa =
+        tl->view().x0 + (pa.x() - plot.left()) / double(plot.width()) * (tl->view().x1 - tl->view().x0);
+    const double xb =
+        tl->view().x0 + (pb.x() - plot.left()) / double(plot.width()) * (tl->view().x1 - tl->view().x0);
+    QTest::mousePress(tl, Qt::LeftButton, Qt::ControlModifier, pa);
+    QTest::mouseMove(tl, pb);
+    QTest::mouseRelease(tl, Qt::LeftButton, Qt::ControlModifier, pb);
+    QVERIFY(tl->view().range.has_value());
+    QCOMPARE(tl->view().range->first, xa);
+    QCOMPARE(tl->view().range->second, xb);
+    QCOMPARE(view->liveModel()->allocations().size(),
+             tl->lanes()
+                 .front()
+                 .index()
+                 .liveDuring(static_cast<std::size_t>(xa), static_cast<std::size_t>(xb))
+                 .size());
+    QTest::mousePress(tl, Qt::LeftButton, Qt::ShiftModifier, pa);
+    QTest::mouseMove(tl, pb);
+    QTest::mouseRelease(tl, Qt::LeftButton, Qt::ShiftModifier, pb);
+    QCOMPARE(tl->view().x0, xa);
+    QCOMPARE(tl->view().x1, xb);
     // The number of allocations drawn as their own bands follows the spin box: the N largest.
     auto* bands = view->findChild<QSpinBox*>();
     QVERIFY(bands);

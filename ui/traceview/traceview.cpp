@@ -407,6 +407,8 @@ void TraceView::refreshSelection() {
                     : tr("event %1").arg(e);
     };
     std::vector<Allocation> live;
+    std::size_t segmentsAt = m_event; // a range shows the segments at its peak
+    QString segmentsCaption;
     if (m_range) {
         std::size_t a = lane.timeline->eventAt(m_timeline->view().axis, m_range->first);
         std::size_t b = lane.timeline->eventAt(m_timeline->view().axis, m_range->second);
@@ -414,6 +416,14 @@ void TraceView::refreshSelection() {
         b = b == kBeforeFirstEvent ? 0 : b;
         live = index.liveDuring(a, b);
         const auto [lo, hi] = lane.timeline->allocatedExtremes(a, b + 1);
+        const auto& series = index.allocatedSeries();
+        segmentsAt = a;
+        for (std::size_t e = a; e <= b && e < series.size(); ++e)
+            if (series[e] == hi) {
+                segmentsAt = e;
+                break;
+            }
+        segmentsCaption = tr("Segments at the range's peak, %1").arg(where(segmentsAt));
         m_momentText->setText(tr("Range %1 – %2: allocated between %3 and %4; %5 allocations live in it")
                                   .arg(where(a), where(b), m_style.format(static_cast<double>(lo)),
                                        m_style.format(static_cast<double>(hi)))
@@ -443,7 +453,9 @@ void TraceView::refreshSelection() {
     header->setSectionResizeMode(LiveAllocationModel::Where, QHeaderView::Stretch);
     if (m_liveView->model()->rowCount() > 0)
         m_liveView->setCurrentIndex(m_liveView->model()->index(0, 0));
-    m_segments->setSegments(index.segmentsAfter(m_event), tr("Segments at %1").arg(where(m_event)));
+    if (segmentsCaption.isEmpty())
+        segmentsCaption = tr("Segments at %1").arg(where(segmentsAt));
+    m_segments->setSegments(index.segmentsAfter(segmentsAt), segmentsCaption);
     showSelectedAllocation();
 }
 
