@@ -60,8 +60,11 @@ void AllocationDetails::showAllocation(const LiveAllocationModel& model, const A
         row(tr("user_metadata"), meta ? QString::fromStdString(t.strings[meta]) : tr("(none)"));
         row(tr("compile_context"), ctx ? QString::fromStdString(t.strings[ctx]) : tr("(none)"));
     }
+    // An allocation the trace never saw allocated takes the stack of its free_requested entry, which
+    // PyTorch records where the tensor was released, not where it was made.
+    const bool freeStack = a->start == kBeforeFirstEvent && a->end < d.entries();
     m_stack = new QTreeWidgetItem(
-        {tr("Stack"),
+        {freeStack ? tr("Stack (where it was freed)") : tr("Stack"),
          a->stack ? tr("%1 frames, innermost first").arg(t.stacks[a->stack].size()) : tr("not recorded")});
     addTopLevelItem(m_stack);
     if (a->stack) {
