@@ -1,7 +1,9 @@
 #include "app/clicommands.h"
 
+#include "core/compare/comparison.h"
 #include "core/error.h"
 #include "core/io/bytesformat.h"
+#include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
@@ -16,6 +18,7 @@
 #include "core/trace/tracesummary.h"
 #include "ui/chartexport.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <optional>
@@ -38,6 +41,8 @@ constexpr const char* kUsage =
     "5)\n"
     "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH]\n"
     "                                          the stacked per-GPU chart the application shows\n"
+    "  compare SCENARIO.json TRACE [--json]    the estimate beside the trace's allocated peak, by category\n"
+    "                                          (CONTRACTS.md section 7)\n"
     "  presets [--json]                        model presets\n"
     "  gpus [--json]                           GPU catalogue\n"
     "\n"
@@ -206,6 +211,56 @@ int cmdRender(const Args& a, std::ostream& out) {
     return 0;
 }
 
+int cmdCompare(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 2)
+        throw std::invalid_argument("compare takes SCENARIO.json TRACE");
+    const Scenario sc = loadScenarioFile(a.positional[0]);
+    const Estimate est = estimate(sc);
+    const auto loaded = loadTrace(a.positional[1]);
+    // The device with the highest allocated peak: the one a plan for one GPU describes.
+    std::size_t device = 0;
+    for (std::size_t d = 1; d < loaded->summary.devices.size(); ++d)
+        if (loaded->summary.devices[d].peakAllocated > loaded->summary.devices[device].peakAllocated)
+            device = d;
+    if (loaded->indexes.empty())
+        throw Error(a.positional[1], "the trace has no devices");
+    const Comparison c =
+        compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], AttributionRules::pytorchDefaults());
+    if (a.json) {
+        out << jsonText(comparisonToJson(c, a.positional[1]), 2) << "\n";
+        return 0;
+    }
+    auto gib = [](std::int64_t b) {
+        std::ostringstream s;
+        s << std::fixed << std::setprecision(2) << static_cast<double>(b) / 1073741824.0;
+        return s.str();
+    };
+    out << sc.name << " vs " << a.positional[1] << " (device " << c.device << ", peak after event "
+        << c.measured.event << ")\n\n";
+    out << "  " << std::left << std::setw(20) << "GiB" << std::right << std::setw(10) << "estimate"
+        << std::setw(10) << "measured" << std::setw(10) << "diff"
+        << "\n";
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
+        const std::int64_t e = c.estimated[i], m = c.measured.bytes[i];
+        if (e == 0 && m == 0)
+            continue;
+        out << "  " << std::left << std::setw(20) << measuredCategoryLabel(static_cast<MeasuredCategory>(i))
+            << std::right << std::setw(10) << gib(e) << std::setw(10) << gib(m) << std::setw(10) << gib(e - m)
+            << "\n";
+    }
+    out << "  " << std::left << std::setw(20) << "Allocated" << std::right << std::setw(10)
+        << gib(c.estimatedTotal) << std::setw(10) << gib(c.measured.total) << std::setw(10)
+        << gib(c.difference()) << "\n\n";
+    out << "  the estimate is " << std::fixed << std::setprecision(1) << std::abs(c.relativeError()) * 100
+        << "% " << (c.difference() < 0 ? "below" : "above") << " the measured peak";
+    const std::int64_t unattributed = c.measured.of(MeasuredCategory::Unattributed);
+    if (unattributed > 0)
+        out << "; " << std::setprecision(2) << static_cast<double>(unattributed) / 1048576.0
+            << " MiB of what it measured no rule could place (unattributed)";
+    out << "\n";
+    return 0;
+}
+
 int cmdTraceSummary(const Args& a, std::ostream& out) {
     if (a.positional.size() != 1)
         throw std::invalid_argument("trace-summary takes one TRACE file");
@@ -276,6 +331,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdEstimate(a, out);
         if (cmd == "params")
             return cmdParams(a, out);
+        if (cmd == "compare")
+            return cmdCompare(a, out);
         if (cmd == "trace-summary")
             return cmdTraceSummary(a, out);
         if (cmd == "render")

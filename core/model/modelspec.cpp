@@ -93,6 +93,68 @@ u64 ModelSpec::totalParameters() const {
     return n;
 }
 
+std::vector<u64> ModelSpec::parameterTensors() const {
+    std::vector<u64> t;
+    if (!known)
+        return t;
+    const u64 h = static_cast<u64>(hidden);
+    auto add = [&](u64 n) {
+        if (n > 0)
+            t.push_back(n);
+    };
+    auto mlp = [&](u64 width) {
+        for (int m = 0; m < (gatedMlp ? 3 : 2); ++m)
+            add(h * width);
+        if (mlpBias) {
+            for (int m = 0; m < (gatedMlp ? 2 : 1); ++m)
+                add(width);
+            add(h);
+        }
+    };
+    add(static_cast<u64>(vocab) * h);
+    if (learnedPositions)
+        add(static_cast<u64>(maxPositions) * h);
+    for (int l = 0; l < layers; ++l) {
+        const LayerParams p = layerParams(l);
+        if (mla) {
+            add(p.attention);
+        } else {
+            const u64 qDim = static_cast<u64>(heads) * static_cast<u64>(headDim);
+            const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
+            add(h * qDim), add(h * kvDim), add(h * kvDim), add(qDim * h);
+            if (qkvBias)
+                add(qDim), add(kvDim), add(kvDim);
+            if (outBias)
+                add(h);
+            if (qkNorm)
+                add(static_cast<u64>(headDim)), add(static_cast<u64>(headDim));
+            if (attentionSinks)
+                add(static_cast<u64>(heads));
+        }
+        for (int n = 0; n < normsPerLayer; ++n) {
+            add(h);
+            if (normHasBias)
+                add(h);
+        }
+        if (p.isMoe()) {
+            add(h * static_cast<u64>(experts));
+            if (routerBias)
+                add(static_cast<u64>(experts));
+            for (int e = 0; e < experts; ++e)
+                mlp(static_cast<u64>(moeFfn));
+            if (sharedExperts > 0)
+                mlp(static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts));
+        } else {
+            mlp(static_cast<u64>(ffn));
+        }
+    }
+    add(h);
+    if (normHasBias)
+        add(h);
+    add(lmHeadParams());
+    return t;
+}
+
 u64 ModelSpec::activeParameters() const {
     if (!known)
         return parametersOverride;

@@ -74,6 +74,11 @@ struct ModelSpec {
     std::uint64_t lmHeadParams() const;    // 0 when tied
     std::uint64_t finalNormParams() const;
     std::uint64_t totalParameters() const;
+    // The element counts of the model's parameter tensors, one entry per tensor as PyTorch allocates them
+    // (q, k, v, o, each MLP matrix, each bias and norm weight, embeddings, head): what a memory trace shows
+    // as separate allocations. Multi-head latent attention is given per layer as one entry. Sums to
+    // totalParameters(). Empty for a model known only by its size.
+    std::vector<std::uint64_t> parameterTensors() const;
     std::uint64_t activeParameters() const; // per token: every expert not routed to is left out
     bool isMoe() const { return experts > 0; }
 };

@@ -41,6 +41,7 @@ private slots:
     void params();
     void renderFormats();
     void renderTrace();
+    void compareScenarioWithTrace();
     void traceSummary();
 
 private:
@@ -205,6 +206,28 @@ void TestCli::renderTrace() {
     const Run bad = cli({"render", junk.toStdString(), "-o", m_dir.filePath("x.png").toStdString()});
     QCOMPARE(bad.code, 1);
     QVERIFY(QString::fromStdString(bad.err).contains("junk.pickle"));
+}
+
+void TestCli::compareScenarioWithTrace() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const std::string sc = HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
+    const std::string trace =
+        (test::sharedDir() + "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle")
+            .toStdString();
+    const Run r = cli({"compare", sc, trace, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.compare/1"));
+    QCOMPARE(j["measured"]["allocated_bytes"].get<long long>(), 9103544320LL); // MEASURED.md
+    QCOMPARE(j["device"].get<std::string>(), std::string("0"));
+    const Run text = cli({"compare", sc, trace});
+    QCOMPARE(text.code, 0);
+    QVERIFY(QString::fromStdString(text.out).contains("below the measured peak"));
+    QCOMPARE(cli({"compare", sc}).code, 2);
+    const Run missing = cli({"compare", sc, "/nonexistent.pickle"});
+    QCOMPARE(missing.code, 1);
+    QVERIFY(QString::fromStdString(missing.err).contains("/nonexistent.pickle"));
 }
 
 void TestCli::renderFormats() {

@@ -1,0 +1,218 @@
+#include "core/compare/attribution.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace headroom {
+
+namespace {
+
+constexpr const char* kKeys[kMeasuredCategories] = {"weights",     "gradients",   "optimizer_states",
+                                                    "activations", "temporaries", "kv_cache",
+                                                    "workspaces",  "unattributed"};
+constexpr const char* kLabels[kMeasuredCategories] = {"Weights",     "Gradients",   "Optimizer states",
+                                                      "Activations", "Temporaries", "KV cache",
+                                                      "Workspaces",  "Unattributed"};
+
+// cuBLAS workspaces go through the caching allocator. Their default size is set in PyTorch's
+// aten/src/ATen/cuda/CublasHandlePool.cpp (getChosenWorkspaceSize, CUBLAS_WORKSPACE_CONFIG): ":4096:2:16:8"
+// before Hopper, 4096 KiB x 2 + 16 KiB x 8 = 8,519,680 bytes; ":4096:8" on Hopper, 32 MiB.
+constexpr std::int64_t kCublasWorkspaces[] = {8519680, 33554432};
+
+// How many tensors of each byte size the model's state has, per category, for size matching.
+struct StatePools {
+    std::map<std::int64_t, int> weights, states, gradients;
+
+    static void add(std::map<std::int64_t, int>& pool, const std::vector<std::uint64_t>& tensors,
+                    double bytesPerElement, int copies) {
+        if (bytesPerElement <= 0 || copies <= 0)
+            return;
+        for (std::uint64_t n : tensors)
+            pool[static_cast<std::int64_t>(std::ceil(static_cast<double>(n) * bytesPerElement))] += copies;
+    }
+    static bool take(std::map<std::int64_t, int>& pool, std::int64_t size) {
+        auto it = pool.find(size);
+        if (it == pool.end() || it->second == 0)
+            return false;
+        --it->second;
+        return true;
+    }
+};
+
+StatePools poolsFor(const Scenario* sc) {
+    StatePools p;
+    if (!sc || !sc->model.known)
+        return p;
+    const std::vector<std::uint64_t> tensors = sc->model.parameterTensors();
+    if (sc->mode == Mode::Inference) {
+        StatePools::add(p.weights, tensors, sc->inference.weightBytes, 1);
+        return p;
+    }
+    const BytesPerParam& b = sc->training.bytes;
+    StatePools::add(p.weights, tensors, b.weights, 1);
+    StatePools::add(p.gradients, tensors, b.gradients, 1);
+    StatePools::add(p.states, tensors, b.masterWeights, 1);
+    const int states = sc->training.optimizer == Optimizer::SgdMomentum ? 1 : 2; // Adam: exp_avg, exp_avg_sq
+    StatePools::add(p.states, tensors, b.optimizerStates / states, states);
+    return p;
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+    return !needle.empty() && text.find(needle) != std::string::npos;
+}
+
+// The innermost frame that a rule matches decides; nullptr when none does.
+const AttributionRule* decidingRule(const Trace& trace, std::uint32_t stack, const AttributionRules& rules) {
+    if (stack == 0 || stack >= trace.stacks.size())
+        return nullptr;
+    for (const Frame& f : trace.stacks[stack]) {
+        const std::string& name = trace.strings[f.name];
+        const std::string& file = trace.strings[f.filename];
+        for (const AttributionRule& r : rules.rules)
+            if (contains(name, r.match) || contains(file, r.match))
+                return &r;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+const char* measuredCategoryKey(MeasuredCategory c) {
+    return kKeys[static_cast<std::size_t>(c)];
+}
+
+const char* measuredCategoryLabel(MeasuredCategory c) {
+    return kLabels[static_cast<std::size_t>(c)];
+}
+
+bool measuredCategoryFromKey(const std::string& key, MeasuredCategory* out) {
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        if (key == kKeys[i]) {
+            *out = static_cast<MeasuredCategory>(i);
+            return true;
+        }
+    return false;
+}
+
+AttributionRules AttributionRules::pytorchDefaults() {
+    using T = AttributionRule::Target;
+    using C = MeasuredCategory;
+    AttributionRules r;
+    r.rules = {
+        // torch/csrc/autograd/functions/accumulate_grad.h: where .grad is created (or cloned into).
+        {"AccumulateGrad", T::Category, C::Gradients},
+        // The backward pass: generated backward functions (torch/csrc/autograd/generated/Functions.cpp), the
+        // engine (torch/csrc/autograd/engine.cpp), and its Python entry points. A parameter-sized result is
+        // a gradient that AccumulateGrad adopts without a copy; the rest are gradients of activations.
+        {"torch::autograd::generated::", T::Backward, C::Gradients},
+        {"torch::autograd::Engine::", T::Backward, C::Gradients},
+        {"_engine_run_backward", T::Backward, C::Gradients},
+        {"torch/autograd/", T::Backward, C::Gradients},
+        // Optimizers: torch.optim and hand-written ones (an optimizer.py of the user's). States are the
+        // parameter-sized tensors kept between steps; the rest is the step's scratch.
+        {"torch/optim/", T::Optimizer, C::OptimizerStates},
+        {"torch\\optim\\", T::Optimizer, C::OptimizerStates},
+        {"optimizer.py", T::Optimizer, C::OptimizerStates},
+        // cuBLAS workspaces (aten/src/ATen/cuda/CublasHandlePool.cpp).
+        {"CUDABlas", T::Category, C::Workspaces},
+        // KV caches: Hugging Face cache classes and the usual names.
+        {"DynamicCache", T::Category, C::KvCache},
+        {"StaticCache", T::Category, C::KvCache},
+        {"past_key_value", T::Category, C::KvCache},
+        {"kv_cache", T::Category, C::KvCache},
+        // The loss over the logits, and every forward: activations (kept for backward or transient).
+        {"cross_entropy", T::Category, C::Activations},
+        {"log_softmax", T::Category, C::Activations},
+        {"nll_loss", T::Category, C::Activations},
+        {"forward", T::Category, C::Activations},
+    };
+    return r;
+}
+
+Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
+                      const AttributionRules& rules, const Scenario* scenario) {
+    Attribution out;
+    out.event = event;
+    const DeviceTrace& device = index.device();
+    std::vector<Allocation> live = index.liveAfter(event);
+    // Oldest first, so that when a step holds an old and a new copy of a state, the old one is the state.
+    std::stable_sort(live.begin(), live.end(), [](const Allocation& a, const Allocation& b) {
+        return (a.start == kBeforeFirstEvent ? 0 : a.start + 1) <
+               (b.start == kBeforeFirstEvent ? 0 : b.start + 1);
+    });
+    StatePools pools = poolsFor(scenario);
+    std::vector<AttributedAllocation> placed(live.size());
+    std::vector<char> done(live.size(), 0);
+    using E = AttributedAllocation::Evidence;
+    auto place = [&](std::size_t i, MeasuredCategory c, E evidence) {
+        placed[i] = {live[i], c, evidence};
+        done[i] = 1;
+    };
+    // 1. Metadata and rules that name a category.
+    std::vector<const AttributionRule*> deciding(live.size(), nullptr);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+        const Allocation& a = live[i];
+        if (a.alloc != kBeforeFirstEvent) {
+            if (const std::uint32_t note = noteAt(device.userMetadata, a.alloc)) {
+                MeasuredCategory c;
+                if (measuredCategoryFromKey(trace.strings[note], &c)) {
+                    place(i, c, E::Metadata);
+                    continue;
+                }
+            }
+        }
+        deciding[i] = decidingRule(trace, a.stack, rules);
+        if (deciding[i] && deciding[i]->target == AttributionRule::Target::Category) {
+            const MeasuredCategory c = deciding[i]->category;
+            // Model state named outright still uses up one tensor of its size.
+            if (c == MeasuredCategory::Gradients)
+                StatePools::take(pools.gradients, a.size);
+            else if (c == MeasuredCategory::OptimizerStates)
+                StatePools::take(pools.states, a.size);
+            else if (c == MeasuredCategory::Weights)
+                StatePools::take(pools.weights, a.size);
+            place(i, c, E::Rule);
+        }
+    }
+    // 2. Backward and optimizer allocations: state when the model has a tensor of that size left.
+    for (std::size_t i = 0; i < live.size(); ++i) {
+        if (done[i] || !deciding[i])
+            continue;
+        const bool backward = deciding[i]->target == AttributionRule::Target::Backward;
+        const bool state = StatePools::take(backward ? pools.gradients : pools.states, live[i].size);
+        place(i,
+              state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
+                    : MeasuredCategory::Temporaries,
+              state ? E::StateSize : E::Rule);
+    }
+    // 3. No deciding frame: model state by size, cuBLAS workspaces by size, else unattributed.
+    for (std::size_t i = 0; i < live.size(); ++i) {
+        if (done[i])
+            continue;
+        const std::int64_t size = live[i].size;
+        if (StatePools::take(pools.weights, size))
+            place(i, MeasuredCategory::Weights, E::StateSize);
+        else if (StatePools::take(pools.states, size))
+            place(i, MeasuredCategory::OptimizerStates, E::StateSize);
+        else if (StatePools::take(pools.gradients, size))
+            place(i, MeasuredCategory::Gradients, E::StateSize);
+        else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), size) !=
+                 std::end(kCublasWorkspaces))
+            place(i, MeasuredCategory::Workspaces, E::WorkspaceSize);
+        else
+            place(i, MeasuredCategory::Unattributed, E::None);
+    }
+    for (const AttributedAllocation& p : placed) {
+        out.bytes[static_cast<std::size_t>(p.category)] += p.allocation.size;
+        out.total += p.allocation.size;
+    }
+    std::stable_sort(placed.begin(), placed.end(),
+                     [](const AttributedAllocation& a, const AttributedAllocation& b) {
+                         return a.allocation.size > b.allocation.size;
+                     });
+    out.allocations = std::move(placed);
+    return out;
+}
+
+} // namespace headroom

@@ -1,0 +1,77 @@
+#pragma once
+#include "core/plan/scenario.h"
+#include "core/trace/traceindex.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// The categories a recorded peak is split into (CONTRACTS.md section 7).
+enum class MeasuredCategory : std::uint8_t {
+    Weights,
+    Gradients,
+    OptimizerStates,
+    Activations,
+    Temporaries,
+    KvCache,
+    Workspaces,
+    Unattributed,
+};
+inline constexpr std::size_t kMeasuredCategories = 8;
+const char* measuredCategoryKey(MeasuredCategory c);   // "optimizer_states"
+const char* measuredCategoryLabel(MeasuredCategory c); // "Optimizer states"
+bool measuredCategoryFromKey(const std::string& key, MeasuredCategory* out);
+
+// A rule maps stack frames to what allocated the memory. `match` is a substring of a frame's function
+// name or file name. Most rules name a category outright; two name a phase whose allocations are model
+// state only when their size is one the model's state has (one per parameter tensor): Backward (else a
+// temporary: the gradient of an activation) and Optimizer (else a step temporary).
+struct AttributionRule {
+    enum class Target : std::uint8_t { Category, Backward, Optimizer };
+    std::string match;
+    Target target = Target::Category;
+    MeasuredCategory category = MeasuredCategory::Unattributed;
+};
+
+// Rules in order: the innermost frame that any rule matches decides, and on one frame the first rule wins.
+struct AttributionRules {
+    std::vector<AttributionRule> rules;
+    // Defaults for PyTorch, each read from the code that allocates (see the .cpp).
+    static AttributionRules pytorchDefaults();
+};
+
+// How one live allocation was placed, and by which evidence.
+struct AttributedAllocation {
+    Allocation allocation;
+    MeasuredCategory category = MeasuredCategory::Unattributed;
+    enum class Evidence : std::uint8_t {
+        Metadata,
+        Rule,
+        StateSize,
+        WorkspaceSize,
+        None
+    } evidence = Evidence::None;
+};
+
+struct Attribution {
+    std::size_t event = 0; // the state after this event
+    std::int64_t total = 0;
+    std::array<std::int64_t, kMeasuredCategories> bytes{};
+    std::vector<AttributedAllocation> allocations; // largest first
+    std::int64_t of(MeasuredCategory c) const { return bytes[static_cast<std::size_t>(c)]; }
+};
+
+// Splits the memory live after `event` into categories, from the most exact evidence down:
+// 1. user_metadata that names a category (torch.cuda.memory._set_memory_metadata("optimizer_states"));
+// 2. stack frames through the rules;
+// 3. with a scenario, allocations without a deciding frame whose size is that of a parameter tensor in the
+//    scenario's dtype: weights first, then optimizer states and master weights, then gradients, never more
+//    of a size than the model has tensors of it; and cuBLAS workspaces by their exact size.
+// What none of these places stays unattributed.
+Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
+                      const AttributionRules& rules, const Scenario* scenario = nullptr);
+
+} // namespace headroom

@@ -1,0 +1,33 @@
+#pragma once
+#include "core/compare/attribution.h"
+#include "core/plan/estimator.h"
+
+#include <array>
+#include <string>
+
+namespace headroom {
+
+// The estimate beside what a trace measured, at the trace's allocated peak, category by category
+// (CONTRACTS.md section 7).
+struct Comparison {
+    std::string device;
+    Attribution measured;
+    std::array<std::int64_t, kMeasuredCategories> estimated{};
+    std::int64_t estimatedTotal = 0;
+    std::int64_t difference() const { return estimatedTotal - measured.total; }
+    // (estimate - measured) / measured; 0 when nothing was measured.
+    double relativeError() const {
+        return measured.total ? static_cast<double>(difference()) / static_cast<double>(measured.total) : 0.0;
+    }
+};
+
+// What the estimate says the caching allocator hands out, in the measured categories: the estimate's
+// categories without the CUDA context, the allocator's own overhead and communication buffers (NCCL's live
+// outside the allocator). Master weights count as optimizer states; attention scores and logits as
+// activations; gather buffers as temporaries. The estimator has no workspaces yet.
+std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Breakdown& b);
+
+Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
+                         const TraceIndex& index, const AttributionRules& rules);
+
+} // namespace headroom

@@ -1,0 +1,205 @@
+// Attribution of a recorded peak: on every run of ../shared/reference/MEASURED.md, at the peak, at most 5%
+// of the live bytes unattributed and the model-state categories within 1% of what the parameter count and
+// the run's description imply (worked out per run below); the rules and size matching on hand-written
+// snapshots; parameter tensors summing to the exact parameter count; the comparison's arithmetic.
+#include "core/compare/attribution.h"
+#include "core/compare/comparison.h"
+#include "core/io/comparejson.h"
+#include "core/io/scenariojson.h"
+#include "core/model/presets.h"
+#include "core/plan/estimator.h"
+#include "core/trace/traceloadjob.h"
+#include "core/trace/tracereader.h"
+#include "tests/testutil.h"
+
+#include <QTest>
+#include <numeric>
+
+using namespace headroom;
+using nlohmann::json;
+
+namespace {
+
+QString measured() {
+    return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/");
+}
+
+std::int64_t modelState(const Attribution& a) {
+    return a.of(MeasuredCategory::Weights) + a.of(MeasuredCategory::Gradients) +
+           a.of(MeasuredCategory::OptimizerStates);
+}
+
+} // namespace
+
+class TestAttribution : public QObject {
+    Q_OBJECT
+private slots:
+    void parameterTensorsSumToTheCount();
+    void measuredRunsAtTheirPeaks_data();
+    void measuredRunsAtTheirPeaks();
+    void rulesAndSizes();
+    void comparisonArithmetic();
+};
+
+void TestAttribution::parameterTensorsSumToTheCount() {
+    // The CS336 model of MEASURED.md: 2·V·d + L·(4·d² + 3·d·d_ff + 2·d) + d = 423,183,360 for the medium one.
+    const Scenario sc =
+        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+    const auto tensors = sc.model.parameterTensors();
+    QCOMPARE(std::accumulate(tensors.begin(), tensors.end(), std::uint64_t(0)), std::uint64_t(423183360));
+    // 2 embeddings + 24 layers x (4 projections + 3 MLP matrices + 2 norms) + the final norm.
+    QCOMPARE(tensors.size(), size_t(2 + 24 * 9 + 1));
+    // Every preset, whatever its structure (biases, tied embeddings, learned positions, GQA, q/k norms,
+    // sinks, MoE, MLA): the same sum as the exact count.
+    QVERIFY(modelPresets().size() >= 10);
+    for (const ModelPreset& preset : modelPresets()) {
+        const auto t = preset.spec.parameterTensors();
+        QVERIFY2(std::accumulate(t.begin(), t.end(), std::uint64_t(0)) == preset.spec.totalParameters(),
+                 preset.name.c_str());
+    }
+}
+
+void TestAttribution::measuredRunsAtTheirPeaks_data() {
+    QTest::addColumn<QString>("scenario");
+    QTest::addColumn<QString>("trace");
+    QTest::addColumn<qlonglong>("params");
+    QTest::addColumn<int>("stateBytesPerParam");
+    QTest::addColumn<qlonglong>("peak");
+    // MEASURED.md, column by column. fp32 throughout: weights 4 bytes per parameter, gradients 4, AdamW's
+    // m and v 8.
+    // Inference: weights only.
+    QTest::newRow("medium 128 inference")
+        << "cs336-medium-128-inference"
+        << "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle" << 423183360LL << 4 << 1736962048LL;
+    QTest::newRow("medium 256 inference")
+        << "cs336-medium-256-inference"
+        << "cs336_Wedsonlin_medium_256_inference_memory_snapshot.pickle" << 423183360LL << 4 << 1793775616LL;
+    // Peak in the optimizer step after backward: weights, gradients, m and v: 16 bytes per parameter.
+    QTest::newRow("medium 128 training")
+        << "cs336-medium-128-training"
+        << "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle" << 423183360LL << 16 << 7013335044LL;
+    // Peak in the loss; gradients were set to None before recording, so weights, m and v: 12.
+    QTest::newRow("medium 256 training")
+        << "cs336-medium-256-training"
+        << "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle" << 423183360LL << 12 << 9103544320LL;
+    // No optimizer; gradients kept from warm-up: weights and gradients, 8.
+    QTest::newRow("small no optimizer")
+        << "cs336-small-32x256-no-optimizer"
+        << "cs336_MAGMA27_memory_snapshot.pickle" << 128625408LL << 8 << 13923997700LL;
+    // Full step with AdamW, peak in the step: 16.
+    QTest::newRow("small compiled step")
+        << "cs336-small-gpt2vocab-1x64-compiled"
+        << "cs336_bcrafton_memory_snapshot.pickle" << 190460160LL << 16 << 3849232640LL;
+}
+
+void TestAttribution::measuredRunsAtTheirPeaks() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    QFETCH(QString, scenario);
+    QFETCH(QString, trace);
+    QFETCH(qlonglong, params);
+    QFETCH(int, stateBytesPerParam);
+    QFETCH(qlonglong, peak);
+    const Scenario sc = loadScenarioFile((measured() + scenario + ".headroom.json").toStdString());
+    QCOMPARE(static_cast<qlonglong>(sc.parameters()), params);
+    const auto loaded = loadTrace((test::sharedDir() + "/traces/snapshots/" + trace).toStdString());
+    const TraceIndex& index = *loaded->indexes.at(0);
+    const Attribution a =
+        attribute(loaded->trace, index, index.peakAfter(), AttributionRules::pytorchDefaults(), &sc);
+    QCOMPARE(static_cast<qlonglong>(a.total), peak); // the measured peak of MEASURED.md
+    const double unattributed =
+        static_cast<double>(a.of(MeasuredCategory::Unattributed)) / static_cast<double>(a.total);
+    QVERIFY2(unattributed <= 0.05, qPrintable(QString::number(unattributed * 100) + "% unattributed"));
+    const double expected = static_cast<double>(params) * stateBytesPerParam;
+    const double got = static_cast<double>(modelState(a));
+    QVERIFY2(std::abs(got - expected) <= 0.01 * expected,
+             qPrintable(QStringLiteral("model state %1 vs %2").arg(got, 0, 'f', 0).arg(expected, 0, 'f', 0)));
+    // Weights alone are the 4 bytes per parameter in every run.
+    QVERIFY(std::abs(static_cast<double>(a.of(MeasuredCategory::Weights)) - 4.0 * params) <=
+            0.01 * 4.0 * params);
+}
+
+void TestAttribution::rulesAndSizes() {
+    // Event 0: an allocation from AccumulateGrad (gradients). Event 1: from torch/optim (without a scenario
+    // no size is known to be state, so a step temporary). Event 2: user_metadata "kv_cache". Event 3: a
+    // cuBLAS workspace of 8,519,680 bytes without a stack. Event 4: a forward. Event 5: nothing known.
+    const std::string js = R"({"segments": [], "device_traces": [[
+      {"action": "alloc", "addr": 4096, "size": 16384, "time_us": 1,
+       "frames": [{"name": "torch::autograd::AccumulateGrad::apply", "filename": "??", "line": 0}]},
+      {"action": "alloc", "addr": 8192, "size": 16384, "time_us": 2,
+       "frames": [{"name": "step", "filename": "/x/torch/optim/adamw.py", "line": 10}]},
+      {"action": "alloc", "addr": 12288, "size": 100, "time_us": 3, "user_metadata": "kv_cache"},
+      {"action": "alloc", "addr": 16384, "size": 8519680, "time_us": 4},
+      {"action": "alloc", "addr": 9000000, "size": 300, "time_us": 5,
+       "frames": [{"name": "einsum", "filename": "/x/torch/functional.py", "line": 3},
+                  {"name": "forward", "filename": "/home/u/model.py", "line": 9}]},
+      {"action": "alloc", "addr": 9100000, "size": 700, "time_us": 6}
+    ]]})";
+    const Trace t = readTrace(js);
+    const TraceSummary s = summarize(t);
+    const TraceIndex index(t.devices.at(0), s.devices.at(0));
+    const Attribution a = attribute(t, index, 5, AttributionRules::pytorchDefaults());
+    QCOMPARE(a.of(MeasuredCategory::Gradients), 16384LL);
+    QCOMPARE(a.of(MeasuredCategory::Temporaries), 16384LL);
+    QCOMPARE(a.of(MeasuredCategory::KvCache), 100LL);
+    QCOMPARE(a.of(MeasuredCategory::Workspaces), 8519680LL);
+    QCOMPARE(a.of(MeasuredCategory::Activations), 300LL);
+    QCOMPARE(a.of(MeasuredCategory::Unattributed), 700LL);
+    QCOMPARE(a.total, 16384LL * 2 + 100 + 8519680 + 300 + 700);
+    // With a scenario whose model has tensors of 16,384 bytes, the optimizer's allocation is a state; a
+    // second one of the same size beyond what the model has would be a temporary.
+    json doc = test::trainingDoc({{"model_type", "llama"},
+                                  {"vocab_size", 8},
+                                  {"hidden_size", 64},
+                                  {"intermediate_size", 64},
+                                  {"num_hidden_layers", 1},
+                                  {"num_attention_heads", 1},
+                                  {"tie_word_embeddings", true}});
+    doc["training"]["precision"] = "fp32";
+    const Scenario sc = scenarioFromJson(doc);
+    // 64 x 64 fp32 = 16,384 bytes: q, k, v, o and three MLP matrices, seven such tensors, each with m and v.
+    const Attribution b = attribute(t, index, 5, AttributionRules::pytorchDefaults(), &sc);
+    QCOMPARE(b.of(MeasuredCategory::OptimizerStates), 16384LL);
+    QCOMPARE(b.of(MeasuredCategory::Temporaries), 0LL);
+    // Rules can be edited: a user's rule on the innermost frame of the forward allocation (functional.py)
+    // decides before the default "forward" rule on an outer frame.
+    AttributionRules custom = AttributionRules::pytorchDefaults();
+    custom.rules.insert(custom.rules.begin(),
+                        {"functional.py", AttributionRule::Target::Category, MeasuredCategory::Temporaries});
+    const Attribution c = attribute(t, index, 5, custom);
+    QCOMPARE(c.of(MeasuredCategory::Temporaries), 16384LL + 300);
+    QCOMPARE(c.of(MeasuredCategory::Activations), 0LL);
+}
+
+void TestAttribution::comparisonArithmetic() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const Scenario sc =
+        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+    const Estimate est = estimate(sc);
+    const auto loaded = loadTrace(
+        (test::sharedDir() + "/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle")
+            .toStdString());
+    const Comparison c =
+        compareAtPeak(sc, est, loaded->trace, *loaded->indexes.at(0), AttributionRules::pytorchDefaults());
+    // The estimate without CUDA context, allocator overhead and communication buffers.
+    const double expected = est.peakBytes - est.perGpu[Category::CudaContext] -
+                            est.perGpu[Category::AllocatorOverhead] -
+                            est.perGpu[Category::CommunicationBuffers];
+    QVERIFY(std::abs(static_cast<double>(c.estimatedTotal) - expected) < 16);
+    QCOMPARE(c.measured.total, 7013335044LL);
+    const json j = comparisonToJson(c, "run.pickle");
+    QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.compare/1"));
+    QCOMPARE(j["measured"]["allocated_bytes"].get<long long>(), 7013335044LL);
+    QCOMPARE(j["difference_bytes"].get<long long>(), c.estimatedTotal - 7013335044LL);
+    QVERIFY(std::abs(j["relative_error"].get<double>() -
+                     (static_cast<double>(c.estimatedTotal) - 7013335044.0) / 7013335044.0) < 1e-12);
+    std::int64_t sum = 0;
+    for (const auto& [k, v] : j["measured"]["by_category"].items())
+        sum += v.get<std::int64_t>();
+    QCOMPARE(sum, 7013335044LL);
+    QCOMPARE(j["measured"]["by_category"].size(), size_t(8));
+}
+
+QTEST_GUILESS_MAIN(TestAttribution)
+#include "tst_attribution.moc"
