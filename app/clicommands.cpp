@@ -1,6 +1,7 @@
 #include "app/clicommands.h"
 
 #include "core/compare/comparison.h"
+#include "core/compare/tracediff.h"
 #include "core/error.h"
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
@@ -43,6 +44,10 @@ constexpr const char* kUsage =
     "                                          the stacked per-GPU chart the application shows\n"
     "  compare SCENARIO.json TRACE [--json]    the estimate beside the trace's allocated peak, by category\n"
     "                                          (CONTRACTS.md section 7)\n"
+    "  diff TRACE_A TRACE_B [--scenario S.json] [--json]\n"
+    "                                          two runs compared at their peaks: totals, by category, by "
+    "top\n"
+    "                                          user frame, and allocations found in only one of them\n"
     "  presets [--json]                        model presets\n"
     "  gpus [--json]                           GPU catalogue\n"
     "\n"
@@ -51,7 +56,7 @@ constexpr const char* kUsage =
 struct Args {
     std::vector<std::string> positional;
     bool json = false;
-    std::optional<std::string> output, hfConfig, preset, size;
+    std::optional<std::string> output, hfConfig, preset, size, scenario;
 };
 
 // Throws std::invalid_argument for usage errors.
@@ -68,6 +73,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             a.json = true;
         else if (s == "-o" || s == "--output")
             value(a.output);
+        else if (s == "--scenario")
+            value(a.scenario);
         else if (s == "--hf-config")
             value(a.hfConfig);
         else if (s == "--preset")
@@ -211,19 +218,24 @@ int cmdRender(const Args& a, std::ostream& out) {
     return 0;
 }
 
+// The device with the highest allocated peak: the one a plan for one GPU describes.
+std::size_t busiestDevice(const LoadedTrace& t, const std::string& path) {
+    if (t.indexes.empty())
+        throw Error(path, "the trace has no devices");
+    std::size_t device = 0;
+    for (std::size_t d = 1; d < t.summary.devices.size(); ++d)
+        if (t.summary.devices[d].peakAllocated > t.summary.devices[device].peakAllocated)
+            device = d;
+    return device;
+}
+
 int cmdCompare(const Args& a, std::ostream& out) {
     if (a.positional.size() != 2)
         throw std::invalid_argument("compare takes SCENARIO.json TRACE");
     const Scenario sc = loadScenarioFile(a.positional[0]);
     const Estimate est = estimate(sc);
     const auto loaded = loadTrace(a.positional[1]);
-    // The device with the highest allocated peak: the one a plan for one GPU describes.
-    std::size_t device = 0;
-    for (std::size_t d = 1; d < loaded->summary.devices.size(); ++d)
-        if (loaded->summary.devices[d].peakAllocated > loaded->summary.devices[device].peakAllocated)
-            device = d;
-    if (loaded->indexes.empty())
-        throw Error(a.positional[1], "the trace has no devices");
+    const std::size_t device = busiestDevice(*loaded, a.positional[1]);
     const Comparison c =
         compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], AttributionRules::pytorchDefaults());
     if (a.json) {
@@ -258,6 +270,50 @@ int cmdCompare(const Args& a, std::ostream& out) {
         out << "; " << std::setprecision(2) << static_cast<double>(unattributed) / 1048576.0
             << " MiB of what it measured no rule could place (unattributed)";
     out << "\n";
+    return 0;
+}
+
+int cmdDiff(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 2)
+        throw std::invalid_argument("diff takes TRACE_A TRACE_B");
+    const auto ta = loadTrace(a.positional[0]), tb = loadTrace(a.positional[1]);
+    // A scenario of the workload lets sizes tell model state from scratch in both runs.
+    std::optional<Scenario> sc;
+    if (a.scenario)
+        sc = loadScenarioFile(*a.scenario);
+    const TraceDiff d = diffAtPeaks(ta->trace, *ta->indexes[busiestDevice(*ta, a.positional[0])], tb->trace,
+                                    *tb->indexes[busiestDevice(*tb, a.positional[1])],
+                                    AttributionRules::pytorchDefaults(), sc ? &*sc : nullptr);
+    if (a.json) {
+        out << jsonText(traceDiffToJson(d, a.positional[0], a.positional[1]), 2) << "\n";
+        return 0;
+    }
+    auto mib = [](std::int64_t b) {
+        std::ostringstream s;
+        s << std::fixed << std::setprecision(1) << static_cast<double>(b) / 1048576.0;
+        return s.str();
+    };
+    out << "A " << a.positional[0] << ": peak " << mib(d.a.total) << " MiB after event " << d.a.event << "\n";
+    out << "B " << a.positional[1] << ": peak " << mib(d.b.total) << " MiB after event " << d.b.event << "\n";
+    out << "B - A: " << mib(d.difference()) << " MiB\n\n";
+    out << "  " << std::left << std::setw(20) << "MiB" << std::right << std::setw(12) << "A" << std::setw(12)
+        << "B" << std::setw(12) << "B - A"
+        << "\n";
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
+        if (d.a.bytes[i] == 0 && d.b.bytes[i] == 0)
+            continue;
+        out << "  " << std::left << std::setw(20) << measuredCategoryLabel(static_cast<MeasuredCategory>(i))
+            << std::right << std::setw(12) << mib(d.a.bytes[i]) << std::setw(12) << mib(d.b.bytes[i])
+            << std::setw(12) << mib(d.b.bytes[i] - d.a.bytes[i]) << "\n";
+    }
+    auto list = [&](const char* title, const std::vector<FrameDelta>& rows) {
+        out << "\n" << title << "\n";
+        for (std::size_t i = 0; i < rows.size() && i < 15; ++i)
+            out << "  " << std::right << std::setw(10) << mib(rows[i].difference()) << " MiB  (A "
+                << rows[i].countA << ", B " << rows[i].countB << ")  " << rows[i].frame << "\n";
+    };
+    list("largest changes by top user frame (MiB, B - A; allocation counts):", d.byFrame);
+    list("allocations in only one run, matched by size and frame (MiB, B - A):", d.unmatched);
     return 0;
 }
 
@@ -331,6 +387,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdEstimate(a, out);
         if (cmd == "params")
             return cmdParams(a, out);
+        if (cmd == "diff")
+            return cmdDiff(a, out);
         if (cmd == "compare")
             return cmdCompare(a, out);
         if (cmd == "trace-summary")

@@ -180,7 +180,10 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
         if (done[i] || !deciding[i])
             continue;
         const bool backward = deciding[i]->target == AttributionRule::Target::Backward;
-        const bool state = StatePools::take(backward ? pools.gradients : pools.states, live[i].size);
+        // Without a scenario no size is known to be state: what outlives the recording is kept between steps.
+        const bool state = scenario && scenario->model.known
+                               ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
+                               : live[i].end >= index.events();
         place(i,
               state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                     : MeasuredCategory::Temporaries,

@@ -66,7 +66,8 @@ struct Attribution {
 
 // Splits the memory live after `event` into categories, from the most exact evidence down:
 // 1. user_metadata that names a category (torch.cuda.memory._set_memory_metadata("optimizer_states"));
-// 2. stack frames through the rules;
+// 2. stack frames through the rules (without a scenario, a backward or optimizer allocation that outlives
+//    the recording is a gradient or an optimizer state);
 // 3. with a scenario, allocations without a deciding frame whose size is that of a parameter tensor in the
 //    scenario's dtype: weights first, then optimizer states and master weights, then gradients, never more
 //    of a size than the model has tensors of it; and cuBLAS workspaces by their exact size.

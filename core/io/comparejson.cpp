@@ -19,4 +19,33 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
             {"relative_error", c.relativeError()}};
 }
 
+nlohmann::json traceDiffToJson(const TraceDiff& d, const std::string& nameA, const std::string& nameB,
+                               std::size_t limit) {
+    nlohmann::json categories = nlohmann::json::object();
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        categories[measuredCategoryKey(static_cast<MeasuredCategory>(i))] = {
+            {"a", d.a.bytes[i]}, {"b", d.b.bytes[i]}, {"difference", d.b.bytes[i] - d.a.bytes[i]}};
+    auto frames = [&](const std::vector<FrameDelta>& list) {
+        nlohmann::json out = nlohmann::json::array();
+        for (std::size_t i = 0; i < list.size() && i < limit; ++i)
+            out.push_back({{"frame", list[i].frame},
+                           {"a_bytes", list[i].bytesA},
+                           {"b_bytes", list[i].bytesB},
+                           {"a_count", list[i].countA},
+                           {"b_count", list[i].countB},
+                           {"difference", list[i].difference()}});
+        return out;
+    };
+    return {
+        {"schema", "headroom.diff/1"},
+        {"a",
+         {{"trace", nameA}, {"device", d.deviceA}, {"at_event", d.a.event}, {"allocated_bytes", d.a.total}}},
+        {"b",
+         {{"trace", nameB}, {"device", d.deviceB}, {"at_event", d.b.event}, {"allocated_bytes", d.b.total}}},
+        {"difference_bytes", d.difference()},
+        {"by_category", categories},
+        {"by_top_frame", frames(d.byFrame)},
+        {"unmatched", frames(d.unmatched)}};
+}
+
 } // namespace headroom

@@ -33,6 +33,36 @@ bool isInterpreterFrame(const Trace& trace, const Frame& frame) {
     return false;
 }
 
+bool isMachineryFrame(const Trace& trace, const Frame& frame) {
+    const std::string_view name = trace.strings[frame.name];
+    for (std::string_view m : {"torch::cuda::(anonymous namespace)::gather",
+                               "c10::cuda::CUDACachingAllocator::",
+                               "c10::impl::",
+                               "c10::Dispatcher::",
+                               "c10::TensorImpl::",
+                               "c10::intrusive_ptr<",
+                               "at::detail::empty",
+                               "at::native::empty",
+                               "at::empty",
+                               "at::(anonymous namespace)::",
+                               "at::_ops::",
+                               "at::TensorBase::",
+                               "at::native::(anonymous namespace)::create_out",
+                               "torch::autograd::VariableType::",
+                               "at::native::new_",
+                               "at::native::zeros",
+                               "at::native::ones",
+                               "at::native::full",
+                               "at::native::clone",
+                               "torch::autograd::utils::clone_obey_contract",
+                               "at::native::structured_",
+                               "at::cuda::(anonymous namespace)::",
+                               "at::(anonymous namespace)::wrapper"})
+        if (startsWith(name, m))
+            return true;
+    return false;
+}
+
 bool isPythonFrame(const Trace& trace, const Frame& frame) {
     const std::string_view file = trace.strings[frame.filename];
     return endsWith(file, ".py") || endsWith(file, ".pyx");
@@ -53,7 +83,8 @@ std::size_t topUserFrame(const Trace& trace, std::uint32_t stack) {
                 return i;
             if (python == std::string::npos)
                 python = i;
-        } else if (other == std::string::npos && !isInterpreterFrame(trace, frames[i])) {
+        } else if (other == std::string::npos && !isInterpreterFrame(trace, frames[i]) &&
+                   !isMachineryFrame(trace, frames[i])) {
             other = i;
         }
     }

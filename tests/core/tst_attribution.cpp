@@ -4,6 +4,7 @@
 // snapshots; parameter tensors summing to the exact parameter count; the comparison's arithmetic.
 #include "core/compare/attribution.h"
 #include "core/compare/comparison.h"
+#include "core/compare/tracediff.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
@@ -39,6 +40,7 @@ private slots:
     void measuredRunsAtTheirPeaks();
     void rulesAndSizes();
     void comparisonArithmetic();
+    void diffOfTwoRuns();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -120,9 +122,11 @@ void TestAttribution::measuredRunsAtTheirPeaks() {
 }
 
 void TestAttribution::rulesAndSizes() {
-    // Event 0: an allocation from AccumulateGrad (gradients). Event 1: from torch/optim (without a scenario
-    // no size is known to be state, so a step temporary). Event 2: user_metadata "kv_cache". Event 3: a
-    // cuBLAS workspace of 8,519,680 bytes without a stack. Event 4: a forward. Event 5: nothing known.
+    // Event 0: an allocation from AccumulateGrad (gradients). Event 1: from torch/optim, freed at event 7
+    // (without a scenario no size is known to be state: freed within the recording, a step temporary).
+    // Event 6: from torch/optim and never freed (kept between steps: a state). Event 2: user_metadata
+    // "kv_cache". Event 3: a cuBLAS workspace of 8,519,680 bytes without a stack. Event 4: a forward. Event
+    // 5: nothing known.
     const std::string js = R"({"segments": [], "device_traces": [[
       {"action": "alloc", "addr": 4096, "size": 16384, "time_us": 1,
        "frames": [{"name": "torch::autograd::AccumulateGrad::apply", "filename": "??", "line": 0}]},
@@ -133,19 +137,23 @@ void TestAttribution::rulesAndSizes() {
       {"action": "alloc", "addr": 9000000, "size": 300, "time_us": 5,
        "frames": [{"name": "einsum", "filename": "/x/torch/functional.py", "line": 3},
                   {"name": "forward", "filename": "/home/u/model.py", "line": 9}]},
-      {"action": "alloc", "addr": 9100000, "size": 700, "time_us": 6}
+      {"action": "alloc", "addr": 9100000, "size": 700, "time_us": 6},
+      {"action": "alloc", "addr": 20480, "size": 4096, "time_us": 7,
+       "frames": [{"name": "step", "filename": "/x/torch/optim/adamw.py", "line": 12}]},
+      {"action": "free_requested", "addr": 8192, "size": 16384, "time_us": 8}
     ]]})";
     const Trace t = readTrace(js);
     const TraceSummary s = summarize(t);
     const TraceIndex index(t.devices.at(0), s.devices.at(0));
-    const Attribution a = attribute(t, index, 5, AttributionRules::pytorchDefaults());
+    const Attribution a = attribute(t, index, 6, AttributionRules::pytorchDefaults());
     QCOMPARE(a.of(MeasuredCategory::Gradients), 16384LL);
     QCOMPARE(a.of(MeasuredCategory::Temporaries), 16384LL);
+    QCOMPARE(a.of(MeasuredCategory::OptimizerStates), 4096LL);
     QCOMPARE(a.of(MeasuredCategory::KvCache), 100LL);
     QCOMPARE(a.of(MeasuredCategory::Workspaces), 8519680LL);
     QCOMPARE(a.of(MeasuredCategory::Activations), 300LL);
     QCOMPARE(a.of(MeasuredCategory::Unattributed), 700LL);
-    QCOMPARE(a.total, 16384LL * 2 + 100 + 8519680 + 300 + 700);
+    QCOMPARE(a.total, 16384LL * 2 + 100 + 8519680 + 300 + 700 + 4096);
     // With a scenario whose model has tensors of 16,384 bytes, the optimizer's allocation is a state; a
     // second one of the same size beyond what the model has would be a temporary.
     json doc = test::trainingDoc({{"model_type", "llama"},
@@ -158,15 +166,16 @@ void TestAttribution::rulesAndSizes() {
     doc["training"]["precision"] = "fp32";
     const Scenario sc = scenarioFromJson(doc);
     // 64 x 64 fp32 = 16,384 bytes: q, k, v, o and three MLP matrices, seven such tensors, each with m and v.
-    const Attribution b = attribute(t, index, 5, AttributionRules::pytorchDefaults(), &sc);
+    // The 4,096-byte one matches no tensor of the model: scratch.
+    const Attribution b = attribute(t, index, 6, AttributionRules::pytorchDefaults(), &sc);
     QCOMPARE(b.of(MeasuredCategory::OptimizerStates), 16384LL);
-    QCOMPARE(b.of(MeasuredCategory::Temporaries), 0LL);
+    QCOMPARE(b.of(MeasuredCategory::Temporaries), 4096LL);
     // Rules can be edited: a user's rule on the innermost frame of the forward allocation (functional.py)
     // decides before the default "forward" rule on an outer frame.
     AttributionRules custom = AttributionRules::pytorchDefaults();
     custom.rules.insert(custom.rules.begin(),
                         {"functional.py", AttributionRule::Target::Category, MeasuredCategory::Temporaries});
-    const Attribution c = attribute(t, index, 5, custom);
+    const Attribution c = attribute(t, index, 6, custom);
     QCOMPARE(c.of(MeasuredCategory::Temporaries), 16384LL + 300);
     QCOMPARE(c.of(MeasuredCategory::Activations), 0LL);
 }
@@ -199,6 +208,40 @@ void TestAttribution::comparisonArithmetic() {
         sum += v.get<std::int64_t>();
     QCOMPARE(sum, 7013335044LL);
     QCOMPARE(j["measured"]["by_category"].size(), size_t(8));
+}
+
+void TestAttribution::diffOfTwoRuns() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const QString dir = test::sharedDir() + "/traces/snapshots/";
+    const auto a =
+        loadTrace((dir + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle").toStdString());
+    const auto b =
+        loadTrace((dir + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle").toStdString());
+    const auto rules = AttributionRules::pytorchDefaults();
+    // A run against itself: nothing differs and every allocation has its counterpart.
+    const TraceDiff same = diffAtPeaks(a->trace, *a->indexes[0], a->trace, *a->indexes[0], rules);
+    QCOMPARE(same.difference(), 0LL);
+    QVERIFY(same.unmatched.empty());
+    for (const FrameDelta& f : same.byFrame)
+        QCOMPARE(f.difference(), 0LL);
+    // 128 tokens at its optimizer-step peak against 256 tokens at its loss peak (MEASURED.md): the same
+    // weights and AdamW states (423,183,360 parameters, 4 and 8 bytes each), gradients only in the first.
+    const Scenario sc =
+        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+    const TraceDiff d = diffAtPeaks(a->trace, *a->indexes[0], b->trace, *b->indexes[0], rules, &sc);
+    QCOMPARE(d.difference(), 9103544320LL - 7013335044LL);
+    QCOMPARE(d.b.of(MeasuredCategory::Weights) - d.a.of(MeasuredCategory::Weights), 0LL);
+    QCOMPARE(d.b.of(MeasuredCategory::OptimizerStates) - d.a.of(MeasuredCategory::OptimizerStates), 0LL);
+    QCOMPARE(d.a.of(MeasuredCategory::Gradients) - d.b.of(MeasuredCategory::Gradients), 4LL * 423183360);
+    std::int64_t byFrame = 0;
+    for (const FrameDelta& f : d.byFrame)
+        byFrame += f.difference();
+    QCOMPARE(byFrame, d.difference());
+    const json j = traceDiffToJson(d, "a", "b", 5);
+    QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.diff/1"));
+    QCOMPARE(j["by_top_frame"].size(), size_t(5));
+    QCOMPARE(j["by_category"]["gradients"]["difference"].get<long long>(), -4LL * 423183360);
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)

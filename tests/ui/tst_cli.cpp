@@ -225,6 +225,10 @@ void TestCli::compareScenarioWithTrace() {
     QCOMPARE(text.code, 0);
     QVERIFY(QString::fromStdString(text.out).contains("below the measured peak"));
     QCOMPARE(cli({"compare", sc}).code, 2);
+    const Run diff = cli({"diff", trace, trace, "--json"});
+    QCOMPARE(diff.code, 0);
+    QCOMPARE(nlohmann::json::parse(diff.out)["difference_bytes"].get<long long>(), 0LL);
+    QCOMPARE(cli({"diff", trace}).code, 2);
     const Run missing = cli({"compare", sc, "/nonexistent.pickle"});
     QCOMPARE(missing.code, 1);
     QVERIFY(QString::fromStdString(missing.err).contains("/nonexistent.pickle"));

@@ -1,0 +1,32 @@
+#pragma once
+#include "core/compare/attribution.h"
+
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// Live bytes and allocations under one top user frame ("forward (model.py:39)"), in run A and run B.
+struct FrameDelta {
+    std::string frame;
+    std::int64_t bytesA = 0, bytesB = 0;
+    std::size_t countA = 0, countB = 0;
+    std::int64_t difference() const { return bytesB - bytesA; }
+};
+
+// Two recorded runs (before and after a change, two ranks) aligned at their allocated peaks: the totals,
+// the difference by category and by top user frame, and the allocations present in one and not the other
+// (matched by size and top user frame, since addresses differ between runs).
+struct TraceDiff {
+    std::string deviceA, deviceB;
+    Attribution a, b;
+    std::vector<FrameDelta> byFrame;   // largest |difference| first
+    std::vector<FrameDelta> unmatched; // allocations without a counterpart, by frame (bytesA: only in A)
+    std::int64_t difference() const { return b.total - a.total; }
+};
+
+// `scenario` (optional) describes the workload of both runs, for size matching (attribute()).
+TraceDiff diffAtPeaks(const Trace& traceA, const TraceIndex& a, const Trace& traceB, const TraceIndex& b,
+                      const AttributionRules& rules, const Scenario* scenario = nullptr);
+
+} // namespace headroom
