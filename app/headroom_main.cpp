@@ -1,3 +1,4 @@
+#include "core/trace/tracereader.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/traceview.h"
 
@@ -53,7 +54,10 @@ int main(int argc, char** argv) {
             parser.value(units) == QLatin1String("GB") ? headroom::ByteUnit::GB : headroom::ByteUnit::GiB;
     window.setStyle(style);
     const QStringList files = parser.positionalArguments();
+    bool scenarioGiven = false;
     for (const QString& f : files) {
+        if (!headroom::isTraceFile(f.toStdString()))
+            scenarioGiven = true;
         QString error;
         if (!window.openFile(f, &error)) {
             std::fprintf(stderr, "error: %s\n", qPrintable(error));
@@ -76,6 +80,10 @@ int main(int argc, char** argv) {
         window.show();
         // A trace is read in the background: wait for it, as a user would, and fail if it cannot be read.
         window.waitForTraces();
+        if (scenarioGiven) // `headroom PLAN.headroom.json RUN.pickle`: the trace beside its plan
+            for (headroom::TraceView* view : window.traceViews())
+                if (!view->hasFailed())
+                    window.compareWithPlanner(view);
         for (headroom::TraceView* view : window.traceViews())
             if (view->hasFailed()) {
                 std::fprintf(stderr, "error: %s\n", qPrintable(view->errorText()));
@@ -92,6 +100,10 @@ int main(int argc, char** argv) {
         }
         return 0;
     }
+    if (scenarioGiven)
+        for (headroom::TraceView* view : window.traceViews())
+            QObject::connect(view, &headroom::TraceView::loaded, &window,
+                             [&window, view] { window.compareWithPlanner(view); });
     window.show();
     return app.exec();
 }

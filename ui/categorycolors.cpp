@@ -22,6 +22,28 @@ QColor categoryColor(Category c) {
     return colors[static_cast<std::size_t>(c)];
 }
 
+QColor categoryColor(MeasuredCategory c) {
+    switch (c) {
+    case MeasuredCategory::Weights:
+        return categoryColor(Category::Weights);
+    case MeasuredCategory::Gradients:
+        return categoryColor(Category::Gradients);
+    case MeasuredCategory::OptimizerStates:
+        return categoryColor(Category::OptimizerStates);
+    case MeasuredCategory::Activations:
+        return categoryColor(Category::Activations);
+    case MeasuredCategory::Temporaries:
+        return categoryColor(Category::GatherBuffers);
+    case MeasuredCategory::KvCache:
+        return categoryColor(Category::KvCache);
+    case MeasuredCategory::Workspaces:
+        return categoryColor(Category::AllocatorOverhead);
+    case MeasuredCategory::Unattributed:
+        break;
+    }
+    return QColor(0xcf, 0xcf, 0xcf);
+}
+
 void colourBarSet(QBarSet* set, Category c) {
     set->setColor(categoryColor(c));
     set->setBorderColor(categoryColor(c).darker(130));

@@ -1,4 +1,5 @@
 #pragma once
+#include "core/compare/attribution.h"
 #include "core/plan/breakdown.h"
 
 #include <QColor>
@@ -13,5 +14,9 @@ QColor categoryColor(Category c);
 // Fills and outlines a bar set in its category's colour (Qt Charts themes reset colours, so charts call
 // this again after a theme change).
 void colourBarSet(QBarSet* set, Category c);
+// The measured categories of a trace in the colours of the estimate's categories they correspond to, so that
+// an estimate and a measurement read alike side by side; temporaries in the gather buffers' purple,
+// workspaces in the allocator's olive, unattributed in light grey.
+QColor categoryColor(MeasuredCategory c);
 
 } // namespace headroom

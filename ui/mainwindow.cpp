@@ -348,6 +348,12 @@ void MainWindow::buildMenus() {
     edit->addAction(undo);
     edit->addAction(redo);
 
+    auto* traceMenu = menuBar()->addMenu(tr("&Trace"));
+    traceMenu->addAction(tr("&Compare with the Planner's Scenario"), QKeySequence(Qt::CTRL | Qt::Key_K), this,
+                         [this] {
+                             if (!compareCurrentTrace())
+                                 statusBar()->showMessage(tr("Open a trace first: File › Open"), 5000);
+                         });
     auto* view = menuBar()->addMenu(tr("&View"));
     auto* units = new QActionGroup(this);
     QAction* gib = view->addAction(tr("Sizes in &GiB (2^30 bytes)"));
@@ -535,6 +541,24 @@ TraceView* MainWindow::openTrace(const QString& path) {
     });
     addRecent(path);
     return view;
+}
+
+bool MainWindow::compareCurrentTrace() {
+    auto* view = qobject_cast<TraceView*>(m_tabs->currentWidget());
+    if (!view) {
+        const auto views = traceViews();
+        if (views.empty())
+            return false;
+        view = views.back();
+    }
+    compareWithPlanner(view);
+    return true;
+}
+
+void MainWindow::compareWithPlanner(TraceView* view) {
+    const QString name = m_doc->filePath().isEmpty() ? QString::fromStdString(m_doc->scenario().name)
+                                                     : QFileInfo(m_doc->filePath()).fileName();
+    view->setScenario(m_doc->scenario(), name);
 }
 
 std::vector<TraceView*> MainWindow::traceViews() const {

@@ -48,6 +48,9 @@ public:
     // Opens a trace in a new tab and starts reading it in the background.
     TraceView* openTrace(const QString& path);
     std::vector<TraceView*> traceViews() const;
+    // Compares the current trace tab (else the last) with the planner's scenario; false without a trace.
+    bool compareCurrentTrace();
+    void compareWithPlanner(TraceView* view);
     QTabWidget* tabs() const { return m_tabs; }
     // Runs the event loop until every trace tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);

@@ -218,4 +218,35 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
     return out;
 }
 
+MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& a,
+                            const AttributionRules& rules, const Scenario* scenario) {
+    if (a.alloc != kBeforeFirstEvent)
+        if (const std::uint32_t note = noteAt(index.device().userMetadata, a.alloc)) {
+            MeasuredCategory c;
+            if (measuredCategoryFromKey(trace.strings[note], &c))
+                return c;
+        }
+    StatePools pools = poolsFor(scenario);
+    const bool sized = scenario && scenario->model.known;
+    if (const AttributionRule* r = decidingRule(trace, a.stack, rules)) {
+        if (r->target == AttributionRule::Target::Category)
+            return r->category;
+        const bool backward = r->target == AttributionRule::Target::Backward;
+        const bool state =
+            sized ? (backward ? pools.gradients : pools.states).count(a.size) > 0 : a.end >= index.events();
+        return state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
+                     : MeasuredCategory::Temporaries;
+    }
+    if (pools.weights.count(a.size))
+        return MeasuredCategory::Weights;
+    if (pools.states.count(a.size))
+        return MeasuredCategory::OptimizerStates;
+    if (pools.gradients.count(a.size))
+        return MeasuredCategory::Gradients;
+    if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), a.size) !=
+        std::end(kCublasWorkspaces))
+        return MeasuredCategory::Workspaces;
+    return MeasuredCategory::Unattributed;
+}
+
 } // namespace headroom

@@ -75,4 +75,9 @@ struct Attribution {
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario = nullptr);
 
+// One allocation's category on its own, for colouring (no counting against the model's tensors, so a
+// parameter-sized allocation without a deciding frame is a weight): metadata, then the rules, then sizes.
+MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& allocation,
+                            const AttributionRules& rules, const Scenario* scenario = nullptr);
+
 } // namespace headroom

@@ -10,6 +10,7 @@
 #include "tests/windowfixture.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/categorybars.h"
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/segmentview.h"
 #include "ui/traceview/timelinewidget.h"
@@ -23,6 +24,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
@@ -76,6 +78,7 @@ private slots:
     void cancelAndErrors();
     void lanesAlignOnTime();
     void zoomPanAndClick();
+    void categoriesAndCompare();
 
 private:
     std::unique_ptr<MainWindow> window();
@@ -518,6 +521,45 @@ void TestTraceView::zoomPanAndClick() {
     for (const Allocation& a : tl->lanes().front().timeline->bands())
         smallest = std::min(smallest, a.size);
     QCOMPARE(smallest, sizes[4]);
+}
+
+void TestTraceView::categoriesAndCompare() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    QVERIFY(!w->compareCurrentTrace()); // no trace open yet
+    TraceView* view =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    const TraceIndex& index = view->timeline()->lanes().front().index();
+    // The split at the peak covers exactly what was live then.
+    QCOMPARE(view->attribution().total, index.stateAfter(index.peakAfter()).allocated);
+    QCOMPARE(view->attribution().total, 9103544320LL);  // MEASURED.md
+    QVERIFY(view->categoryBars()->verdict().isEmpty()); // no scenario yet
+    QVERIFY(view->categoryBars()->table()->isColumnHidden(2));
+    // Bands coloured by category, one colour per band; by allocation, the lane's own palette.
+    QCOMPARE(view->timeline()->lanes().front().bandColors.size(),
+             view->timeline()->lanes().front().timeline->bands().size());
+    // The planner's scenario, as Trace > Compare with the Planner's Scenario gives it.
+    QString error;
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
+        &error));
+    w->tabs()->setCurrentWidget(view);
+    QVERIFY(w->compareCurrentTrace());
+    QVERIFY(view->hasScenario());
+    QVERIFY(!view->categoryBars()->table()->isColumnHidden(2));
+    // With the workload's sizes the model state is exact: 423,183,360 parameters at 4 (weights) and 8 (AdamW)
+    // bytes; gradients were set to None before this run's recording.
+    const Attribution& a = view->attribution();
+    QCOMPARE(a.of(MeasuredCategory::Weights), 4LL * 423183360);
+    QCOMPARE(a.of(MeasuredCategory::OptimizerStates), 8LL * 423183360);
+    QCOMPARE(a.of(MeasuredCategory::Gradients), 0LL);
+    QVERIFY(view->categoryBars()->verdict().contains(QStringLiteral("below")));
+    auto* colourBy = view->findChildren<QComboBox*>().at(1);
+    QCOMPARE(colourBy->itemText(1), QStringLiteral("Bands by allocation"));
+    colourBy->setCurrentIndex(1);
+    QVERIFY(view->timeline()->lanes().front().bandColors.empty());
 }
 
 QTEST_MAIN(TestTraceView)

@@ -148,9 +148,12 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
     const QRgb rest = restColor(style.dark).rgb(), allocated = allocatedColor(style.dark).rgb(),
                reserved = reservedColor(style.dark).rgb();
     const std::size_t nb = lane.timeline->bands().size();
-    std::vector<QRgb> bandRgb(nb);
+    std::vector<QRgb> bandRgb(nb), bandEdge(nb);
     for (std::size_t b = 0; b < nb; ++b)
-        bandRgb[b] = bandColor(b, style.dark).rgb();
+        bandEdge[b] =
+            (lane.bandColors.size() == nb ? lane.bandColors[b] : bandColor(b, style.dark)).darker(135).rgb();
+    for (std::size_t b = 0; b < nb; ++b)
+        bandRgb[b] = lane.bandColors.size() == nb ? lane.bandColors[b].rgb() : bandColor(b, style.dark).rgb();
     const TimelineColumn* prev = nullptr;
     for (int c = 0; c < w; ++c) {
         const TimelineColumn& col = frame.columns[static_cast<std::size_t>(c)];
@@ -166,6 +169,8 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
                 continue;
             const int top = y(frame.bandTop[at]), bottom = y(frame.bandBottom[at]);
             fill(c, top, std::max(top, bottom - (bottom > top ? 1 : 0)), bandRgb[b]);
+            if (bottom - top > 3) // an edge, so that neighbours of one colour stay apart
+                fill(c, top, top, bandEdge[b]);
         }
         // The lines: this column's extremes, joined to the previous column's so that steps stay connected.
         std::int64_t rLo = col.reservedMin, rHi = col.reservedMax, aLo = col.allocatedMin,

@@ -21,6 +21,7 @@ struct TimelineLane {
     std::size_t device = 0;
     std::shared_ptr<Timeline> timeline;
     QString label;
+    std::vector<QColor> bandColors; // one per band (by category); empty: a distinct colour per band
 
     const TraceIndex& index() const { return *trace->indexes.at(device); }
     const DeviceSummary& summary() const { return trace->summary.devices.at(device); }

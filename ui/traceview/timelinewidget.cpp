@@ -38,6 +38,13 @@ void TimelineWidget::setStyle(const ChartStyle& style) {
     update();
 }
 
+void TimelineWidget::setBandColors(std::size_t lane, std::vector<QColor> colors) {
+    if (lane < m_lanes.size()) {
+        m_lanes[lane].bandColors = std::move(colors);
+        update();
+    }
+}
+
 std::pair<double, double> TimelineWidget::domain() const {
     return lanesDomain(m_lanes, m_view.axis);
 }

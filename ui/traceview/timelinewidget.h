@@ -16,6 +16,8 @@ public:
     void setLanes(std::vector<TimelineLane> lanes);
     const std::vector<TimelineLane>& lanes() const { return m_lanes; }
     void setStyle(const ChartStyle& style);
+    // Colours of one lane's bands (by category); empty: a distinct colour per band.
+    void setBandColors(std::size_t lane, std::vector<QColor> colors);
     void setAxis(TimelineAxis axis); // keeps the same stretch of the run in view
     const TimelineViewState& view() const { return m_view; }
     // The x extent of every lane together.

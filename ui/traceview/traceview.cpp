@@ -1,16 +1,23 @@
 #include "ui/traceview/traceview.h"
 
+#include "core/compare/comparison.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+#include "ui/categorycolors.h"
 #include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/categorybars.h"
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/segmentview.h"
 #include "ui/traceview/timelinewidget.h"
 
 #include <QComboBox>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
@@ -93,10 +100,21 @@ void TraceView::build() {
     tools->addWidget(new QLabel(tr("Axis:")));
     tools->addWidget(m_axis);
     tools->addWidget(m_bands);
+    m_colourBy = new QComboBox;
+    m_colourBy->addItem(tr("Bands by category"));
+    m_colourBy->addItem(tr("Bands by allocation"));
+    auto* compare = new QPushButton(tr("Compare with Scenario…"));
+    compare->setToolTip(
+        tr("The scenario of this workload: its estimate beside the measured bytes, by category"));
+    tools->addWidget(m_colourBy);
     tools->addWidget(whole);
     tools->addWidget(clearRange);
-    tools->addWidget(m_momentText, 1);
+    tools->addWidget(compare);
+    tools->addStretch(1);
     content->addLayout(tools);
+    // On a line of its own: a long moment or range description must not widen the window.
+    m_momentText->setWordWrap(true);
+    content->addWidget(m_momentText);
 
     auto* vsplit = new QSplitter(Qt::Vertical);
     auto* top = new QWidget;
@@ -145,6 +163,8 @@ void TraceView::build() {
     tableLayout->addWidget(m_liveView, 1);
     bottom->addWidget(tablePane);
     m_sideTabs = new QTabWidget;
+    m_categories = new CategoryBars;
+    m_sideTabs->addTab(m_categories, tr("Categories"));
     m_details = new AllocationDetails;
     m_sideTabs->addTab(m_details, tr("Allocation"));
     m_segments = new SegmentView;
@@ -175,10 +195,24 @@ void TraceView::build() {
         m_bandCount = static_cast<std::size_t>(n);
         for (const auto& lane : m_timeline->lanes())
             lane.timeline->setBandCount(m_bandCount);
+        colourBands();
         m_timeline->update();
         m_minimap->invalidate();
     });
     connect(whole, &QPushButton::clicked, m_timeline, &TimelineWidget::showAll);
+    connect(m_colourBy, &QComboBox::currentIndexChanged, this, &TraceView::colourBands);
+    connect(compare, &QPushButton::clicked, this, [this] {
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Scenario of this workload"), QString(),
+                                         tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
+        if (path.isEmpty())
+            return;
+        try {
+            setScenario(loadScenarioFile(path.toStdString()), QFileInfo(path).fileName());
+        } catch (const std::exception& e) {
+            QMessageBox::warning(this, tr("Cannot open scenario"), QString::fromUtf8(e.what()));
+        }
+    });
     connect(clearRange, &QPushButton::clicked, this, [this] { m_timeline->setRange(std::nullopt); });
     connect(m_timeline, &TimelineWidget::momentSelected, this, [this](double x, int lane) {
         m_range.reset();
@@ -314,6 +348,7 @@ void TraceView::rebuildLanes() {
         for (TimelineLane& lane : lanesOf(t, m_bandCount))
             lanes.push_back(std::move(lane));
     m_timeline->setLanes(std::move(lanes));
+    colourBands();
     m_minimap->invalidate();
     const bool time = m_timeline->view().axis == TimelineAxis::Time;
     m_axis->blockSignals(true);
@@ -368,6 +403,7 @@ void TraceView::setStyle(const ChartStyle& style) {
     m_style = style;
     m_timeline->setStyle(style);
     m_segments->setStyle(style);
+    m_categories->setStyle(style);
     m_minimap->invalidate();
 }
 
@@ -455,6 +491,11 @@ void TraceView::refreshSelection() {
         m_liveView->setCurrentIndex(m_liveView->model()->index(0, 0));
     if (segmentsCaption.isEmpty())
         segmentsCaption = tr("Segments at %1").arg(where(segmentsAt));
+    // The split by category at the same moment, and with a scenario the estimate beside it.
+    m_attribution =
+        attribute(lane.trace->trace, index, segmentsAt, m_rules, m_scenario ? &*m_scenario : nullptr);
+    m_categories->setMeasured(m_attribution.bytes,
+                              (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
     m_segments->setSegments(index.segmentsAfter(segmentsAt), segmentsCaption);
     showSelectedAllocation();
 }
@@ -465,6 +506,27 @@ void TraceView::showSelectedAllocation() {
     if (!a && current.isValid() && m_live->rowCount(current) > 0) // a group: show its largest member
         a = m_live->allocation(m_live->index(0, 0, current));
     m_details->showAllocation(*m_live, a);
+}
+
+void TraceView::setScenario(const Scenario& scenario, const QString& name) {
+    m_scenario = scenario;
+    m_scenarioName = name;
+    m_categories->setEstimate(estimateInMeasuredCategories(estimate(scenario).perGpu), name);
+    colourBands();
+    refreshSelection();
+}
+
+void TraceView::colourBands() {
+    const auto& lanes = m_timeline->lanes();
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+        std::vector<QColor> colors;
+        if (m_colourBy->currentIndex() == 0)
+            for (const Allocation& band : lanes[i].timeline->bands())
+                colors.push_back(categoryColor(categoryOf(lanes[i].trace->trace, lanes[i].index(), band,
+                                                          m_rules, m_scenario ? &*m_scenario : nullptr)));
+        m_timeline->setBandColors(i, std::move(colors));
+    }
+    m_minimap->invalidate();
 }
 
 } // namespace headroom

@@ -1,4 +1,6 @@
 #pragma once
+#include "core/compare/attribution.h"
+#include "core/plan/scenario.h"
 #include "core/trace/traceloadjob.h"
 #include "ui/chartstyle.h"
 #include "ui/traceview/timelinerenderer.h"
@@ -19,6 +21,7 @@ class QTreeView;
 namespace headroom {
 
 class AllocationDetails;
+class CategoryBars;
 class LiveAllocationFilter;
 class LiveAllocationModel;
 class SegmentView;
@@ -47,6 +50,13 @@ public:
     // Selects a moment (an x on the timeline's axis) on one lane; the table and segments follow.
     void selectMoment(double x, int lane = 0);
     void selectRange(std::optional<std::pair<double, double>> range);
+    // The scenario of the recorded workload: sizes then tell model state from scratch, and the estimate
+    // stands beside the measured bytes by category (the Compare view).
+    void setScenario(const Scenario& scenario, const QString& name);
+    bool hasScenario() const { return m_scenario.has_value(); }
+    CategoryBars* categoryBars() const { return m_categories; }
+    // The split shown in the Categories tab (at the moment, or at a range's peak).
+    const Attribution& attribution() const { return m_attribution; }
     std::size_t selectedEvent() const { return m_event; }
     int selectedLane() const { return m_lane; }
 
@@ -76,6 +86,7 @@ private:
     void updateBanner();
     void refreshSelection();
     void showSelectedAllocation();
+    void colourBands();
 
     QStringList m_paths;
     std::vector<std::unique_ptr<TraceLoadJob>> m_jobs;
@@ -87,6 +98,12 @@ private:
     std::size_t m_event = kBeforeFirstEvent;
     int m_lane = 0;
     std::optional<std::pair<double, double>> m_range;
+    std::optional<Scenario> m_scenario;
+    QString m_scenarioName;
+    AttributionRules m_rules = AttributionRules::pytorchDefaults();
+    Attribution m_attribution;
+    CategoryBars* m_categories = nullptr;
+    QComboBox* m_colourBy = nullptr;
 
     QWidget* m_loading = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -1,0 +1,132 @@
+#include "ui/traceview/categorybars.h"
+
+#include "ui/categorycolors.h"
+
+#include <QHeaderView>
+#include <QPainter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <numeric>
+
+namespace headroom {
+
+namespace {
+std::int64_t sum(const CategoryBars::Bytes& b) {
+    return std::accumulate(b.begin(), b.end(), std::int64_t(0));
+}
+} // namespace
+
+CategoryBars::CategoryBars(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, kBars, 6, 6);
+    m_table = new QTableWidget(0, 4);
+    m_table->setHorizontalHeaderLabels(
+        {tr("Category"), tr("Measured"), tr("Estimate"), tr("Estimate − measured")});
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    for (int c = 1; c < 4; ++c)
+        m_table->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    layout->addWidget(m_table);
+}
+
+void CategoryBars::setMeasured(const Bytes& bytes, const QString& caption) {
+    m_measured = bytes;
+    m_caption = caption;
+    refresh();
+}
+
+void CategoryBars::setEstimate(std::optional<Bytes> bytes, const QString& scenarioName) {
+    m_estimate = bytes;
+    m_scenarioName = scenarioName;
+    refresh();
+}
+
+void CategoryBars::setStyle(const ChartStyle& style) {
+    m_style = style;
+    refresh();
+}
+
+QString CategoryBars::verdict() const {
+    if (!m_estimate || sum(m_measured) == 0)
+        return {};
+    const double err =
+        static_cast<double>(sum(*m_estimate) - sum(m_measured)) / static_cast<double>(sum(m_measured));
+    return tr("the estimate is %1% %2 the measured bytes")
+        .arg(std::abs(err) * 100, 0, 'f', 1)
+        .arg(err < 0 ? tr("below") : tr("above"));
+}
+
+void CategoryBars::refresh() {
+    m_table->setColumnHidden(2, !m_estimate);
+    m_table->setColumnHidden(3, !m_estimate);
+    m_table->setRowCount(0);
+    auto item = [](const QString& text, bool number) {
+        auto* it = new QTableWidgetItem(text);
+        if (number)
+            it->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        return it;
+    };
+    for (std::size_t i = 0; i <= kMeasuredCategories; ++i) {
+        const bool total = i == kMeasuredCategories;
+        const std::int64_t m = total ? sum(m_measured) : m_measured[i];
+        const std::int64_t e = m_estimate ? (total ? sum(*m_estimate) : (*m_estimate)[i]) : 0;
+        if (!total && m == 0 && e == 0)
+            continue;
+        const int row = m_table->rowCount();
+        m_table->insertRow(row);
+        auto* name = item(
+            total ? tr("Allocated") : tr(measuredCategoryLabel(static_cast<MeasuredCategory>(i))), false);
+        if (!total) {
+            QPixmap swatch(10, 10);
+            swatch.fill(categoryColor(static_cast<MeasuredCategory>(i)));
+            name->setIcon(QIcon(swatch));
+        }
+        m_table->setItem(row, 0, name);
+        m_table->setItem(row, 1, item(m_style.format(static_cast<double>(m), 3), true));
+        if (m_estimate) {
+            m_table->setItem(row, 2, item(m_style.format(static_cast<double>(e), 3), true));
+            m_table->setItem(row, 3, item(m_style.format(static_cast<double>(e - m), 3), true));
+        }
+    }
+    update();
+}
+
+void CategoryBars::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    const QColor text = palette().text().color();
+    p.setPen(text);
+    const QFontMetrics fm(font());
+    p.drawText(QRect(6, 2, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+               fm.elidedText(m_caption + (m_estimate ? QStringLiteral(" · ") + verdict() : QString()),
+                             Qt::ElideRight, width() - 12));
+    const std::int64_t top = std::max(sum(m_measured), m_estimate ? sum(*m_estimate) : 0);
+    if (top <= 0)
+        return;
+    const int labelW = 70, x0 = 6 + labelW,
+              w = width() - x0 - 8 - fm.horizontalAdvance(QStringLiteral("00.00 GiB "));
+    auto bar = [&](int y, const Bytes& b, const QString& label) {
+        p.setPen(text);
+        p.drawText(QRect(6, y, labelW - 4, 22), Qt::AlignLeft | Qt::AlignVCenter, label);
+        double x = x0;
+        for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
+            const double bw = static_cast<double>(b[i]) / static_cast<double>(top) * w;
+            if (bw <= 0)
+                continue;
+            p.fillRect(QRectF(x, y, bw, 22), categoryColor(static_cast<MeasuredCategory>(i)));
+            x += bw;
+        }
+        p.setPen(palette().mid().color());
+        p.drawRect(QRectF(x0, y, x - x0, 22));
+        p.setPen(text);
+        const QString total = m_style.format(static_cast<double>(sum(b)));
+        if (x + 4 + fm.horizontalAdvance(total) < width())
+            p.drawText(QPointF(x + 4, y + 11 + fm.ascent() / 2.0), total);
+    };
+    bar(fm.height() + 8, m_measured, tr("Measured"));
+    if (m_estimate)
+        bar(fm.height() + 36, *m_estimate, tr("Estimate"));
+}
+
+} // namespace headroom

@@ -1,0 +1,40 @@
+#pragma once
+#include "core/compare/attribution.h"
+#include "ui/chartstyle.h"
+
+#include <QWidget>
+#include <array>
+#include <optional>
+
+class QTableWidget;
+
+namespace headroom {
+
+// The memory live at a moment split by category as a stacked bar, and with a scenario the estimate's bar
+// beside it and the difference per category (the Compare view). Unattributed bytes are a bar segment of
+// their own, never spread over the others.
+class CategoryBars : public QWidget {
+    Q_OBJECT
+public:
+    using Bytes = std::array<std::int64_t, kMeasuredCategories>;
+    explicit CategoryBars(QWidget* parent = nullptr);
+    void setMeasured(const Bytes& bytes, const QString& caption);
+    void setEstimate(std::optional<Bytes> bytes, const QString& scenarioName = {});
+    void setStyle(const ChartStyle& style);
+    QTableWidget* table() const { return m_table; }
+    QString verdict() const; // "the estimate is 12.3% below the measured bytes", or "" without a scenario
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+
+private:
+    void refresh();
+    Bytes m_measured{};
+    std::optional<Bytes> m_estimate;
+    QString m_caption, m_scenarioName;
+    ChartStyle m_style;
+    QTableWidget* m_table = nullptr;
+    static constexpr int kBars = 96;
+};
+
+} // namespace headroom
