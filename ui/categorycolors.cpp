@@ -41,7 +41,7 @@ QColor categoryColor(MeasuredCategory c) {
     case MeasuredCategory::Unattributed:
         break;
     }
-    return QColor(0xcf, 0xcf, 0xcf);
+    return QColor(0x8a, 0x8a, 0x8a); // darker than the timeline's grey "everything else" band
 }
 
 void colourBarSet(QBarSet* set, Category c) {

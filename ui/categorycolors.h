@@ -16,7 +16,7 @@ QColor categoryColor(Category c);
 void colourBarSet(QBarSet* set, Category c);
 // The measured categories of a trace in the colours of the estimate's categories they correspond to, so that
 // an estimate and a measurement read alike side by side; temporaries in the gather buffers' purple,
-// workspaces in the allocator's olive, unattributed in light grey.
+// workspaces in the allocator's olive, unattributed in a mid grey.
 QColor categoryColor(MeasuredCategory c);
 
 } // namespace headroom

@@ -126,6 +126,12 @@ AttributionRules AttributionRules::pytorchDefaults() {
         {"log_softmax", T::Category, C::Activations},
         {"nll_loss", T::Category, C::Activations},
         {"forward", T::Category, C::Activations},
+        // Building, moving or loading a model (Module.to/_apply, parameter init, load_state_dict) makes its
+        // weights and buffers. A forward inside a module matches "forward" on an inner frame first.
+        {"nn/modules/module.py", T::Category, C::Weights},
+        {"nn\\modules\\module.py", T::Category, C::Weights},
+        {"torch/nn/init.py", T::Category, C::Weights},
+        {"load_state_dict", T::Category, C::Weights},
     };
     return r;
 }
