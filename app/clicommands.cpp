@@ -3,6 +3,7 @@
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
+#include "core/io/attributionrulesjson.h"
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
@@ -42,12 +43,15 @@ constexpr const char* kUsage =
     "5)\n"
     "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH]\n"
     "                                          the stacked per-GPU chart the application shows\n"
-    "  compare SCENARIO.json TRACE [--json]    the estimate beside the trace's allocated peak, by category\n"
+    "  compare SCENARIO.json TRACE [--rules R.json] [--json]\n"
+    "                                          the estimate beside the trace's allocated peak, by category\n"
     "                                          (CONTRACTS.md section 7)\n"
-    "  diff TRACE_A TRACE_B [--scenario S.json] [--json]\n"
+    "  diff TRACE_A TRACE_B [--scenario S.json] [--rules R.json] [--json]\n"
     "                                          two runs compared at their peaks: totals, by category, by "
     "top\n"
     "                                          user frame, and allocations found in only one of them\n"
+    "  rules                                   the attribution rules (frame text -> category) as JSON, to\n"
+    "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
     "  gpus [--json]                           GPU catalogue\n"
     "\n"
@@ -56,7 +60,7 @@ constexpr const char* kUsage =
 struct Args {
     std::vector<std::string> positional;
     bool json = false;
-    std::optional<std::string> output, hfConfig, preset, size, scenario;
+    std::optional<std::string> output, hfConfig, preset, size, scenario, rules;
 };
 
 // Throws std::invalid_argument for usage errors.
@@ -75,6 +79,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.output);
         else if (s == "--scenario")
             value(a.scenario);
+        else if (s == "--rules")
+            value(a.rules);
         else if (s == "--hf-config")
             value(a.hfConfig);
         else if (s == "--preset")
@@ -229,6 +235,18 @@ std::size_t busiestDevice(const LoadedTrace& t, const std::string& path) {
     return device;
 }
 
+// The attribution rules: PyTorch's defaults, or a file written from them (`headroom-cli rules`) and edited.
+AttributionRules rulesFor(const Args& a) {
+    return a.rules ? loadAttributionRulesFile(*a.rules) : AttributionRules::pytorchDefaults();
+}
+
+int cmdRules(const Args& a, std::ostream& out) {
+    if (!a.positional.empty())
+        throw std::invalid_argument("rules takes no arguments");
+    out << jsonText(attributionRulesToJson(rulesFor(a)), 2) << "\n";
+    return 0;
+}
+
 int cmdCompare(const Args& a, std::ostream& out) {
     if (a.positional.size() != 2)
         throw std::invalid_argument("compare takes SCENARIO.json TRACE");
@@ -236,8 +254,7 @@ int cmdCompare(const Args& a, std::ostream& out) {
     const Estimate est = estimate(sc);
     const auto loaded = loadTrace(a.positional[1]);
     const std::size_t device = busiestDevice(*loaded, a.positional[1]);
-    const Comparison c =
-        compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], AttributionRules::pytorchDefaults());
+    const Comparison c = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], rulesFor(a));
     if (a.json) {
         out << jsonText(comparisonToJson(c, a.positional[1]), 2) << "\n";
         return 0;
@@ -281,9 +298,9 @@ int cmdDiff(const Args& a, std::ostream& out) {
     std::optional<Scenario> sc;
     if (a.scenario)
         sc = loadScenarioFile(*a.scenario);
-    const TraceDiff d = diffAtPeaks(ta->trace, *ta->indexes[busiestDevice(*ta, a.positional[0])], tb->trace,
-                                    *tb->indexes[busiestDevice(*tb, a.positional[1])],
-                                    AttributionRules::pytorchDefaults(), sc ? &*sc : nullptr);
+    const TraceDiff d =
+        diffAtPeaks(ta->trace, *ta->indexes[busiestDevice(*ta, a.positional[0])], tb->trace,
+                    *tb->indexes[busiestDevice(*tb, a.positional[1])], rulesFor(a), sc ? &*sc : nullptr);
     if (a.json) {
         out << jsonText(traceDiffToJson(d, a.positional[0], a.positional[1]), 2) << "\n";
         return 0;
@@ -387,6 +404,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdEstimate(a, out);
         if (cmd == "params")
             return cmdParams(a, out);
+        if (cmd == "rules")
+            return cmdRules(a, out);
         if (cmd == "diff")
             return cmdDiff(a, out);
         if (cmd == "compare")

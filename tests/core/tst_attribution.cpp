@@ -5,6 +5,8 @@
 #include "core/compare/attribution.h"
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
+#include "core/error.h"
+#include "core/io/attributionrulesjson.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
@@ -41,6 +43,7 @@ private slots:
     void rulesAndSizes();
     void comparisonArithmetic();
     void diffOfTwoRuns();
+    void rulesAsAFile();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -242,6 +245,42 @@ void TestAttribution::diffOfTwoRuns() {
     QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.diff/1"));
     QCOMPARE(j["by_top_frame"].size(), size_t(5));
     QCOMPARE(j["by_category"]["gradients"]["difference"].get<long long>(), -4LL * 423183360);
+}
+
+void TestAttribution::rulesAsAFile() {
+    // The defaults survive a round trip through their JSON form, rule for rule.
+    const AttributionRules defaults = AttributionRules::pytorchDefaults();
+    const AttributionRules back = attributionRulesFromJson(attributionRulesToJson(defaults));
+    QCOMPARE(back.rules.size(), defaults.rules.size());
+    for (std::size_t i = 0; i < back.rules.size(); ++i) {
+        QCOMPARE(back.rules[i].match, defaults.rules[i].match);
+        QVERIFY(back.rules[i].target == defaults.rules[i].target);
+        if (back.rules[i].target == AttributionRule::Target::Category)
+            QVERIFY(back.rules[i].category == defaults.rules[i].category);
+    }
+    // Mistakes name the field.
+    auto error = [](const json& doc) -> QString {
+        try {
+            attributionRulesFromJson(doc);
+        } catch (const Error& e) {
+            return QString::fromUtf8(e.what());
+        }
+        return {};
+    };
+    const json ok = {{"schema", "headroom.attribution-rules/1"}, {"rules", json::array()}};
+    QVERIFY(error(ok).isEmpty());
+    json bad = ok;
+    bad["rules"] = {{{"match", "x"}, {"category", "weight"}}};
+    QVERIFY(error(bad).contains("rules[0].category"));
+    bad["rules"] = {{{"match", "x"}, {"phase", "forward"}}};
+    QVERIFY(error(bad).contains("rules[0].phase"));
+    bad["rules"] = {{{"match", ""}, {"category", "weights"}}};
+    QVERIFY(error(bad).contains("rules[0].match"));
+    bad["rules"] = {{{"match", "x"}, {"category", "weights"}, {"phase", "optimizer"}}};
+    QVERIFY(error(bad).contains("exactly one"));
+    bad = ok;
+    bad["schema"] = "headroom.scenario/1";
+    QVERIFY(error(bad).contains("schema"));
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)

@@ -229,6 +229,28 @@ void TestCli::compareScenarioWithTrace() {
     QCOMPARE(diff.code, 0);
     QCOMPARE(nlohmann::json::parse(diff.out)["difference_bytes"].get<long long>(), 0LL);
     QCOMPARE(cli({"diff", trace}).code, 2);
+    // The rules as a file: printed, edited (optimizer allocations made temporaries), passed back.
+    const Run rules = cli({"rules"});
+    QCOMPARE(rules.code, 0);
+    auto doc = nlohmann::json::parse(rules.out);
+    for (auto& rule : doc["rules"])
+        if (rule.contains("phase") && rule["phase"] == "optimizer") {
+            rule.erase("phase");
+            rule["category"] = "temporaries";
+        }
+    const QString path = m_dir.filePath("rules.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(doc.dump()));
+    f.close();
+    const Run edited = cli({"compare", sc, trace, "--json", "--rules", path.toStdString()});
+    QCOMPARE(edited.code, 0);
+    const auto e = nlohmann::json::parse(edited.out);
+    QCOMPARE(e["measured"]["by_category"]["optimizer_states"].get<long long>(), 0LL);
+    QVERIFY(e["measured"]["by_category"]["temporaries"].get<long long>() >= 8LL * 423183360);
+    const Run badRules = cli({"compare", sc, trace, "--rules", sc});
+    QCOMPARE(badRules.code, 1);
+    QVERIFY(QString::fromStdString(badRules.err).contains("schema"));
     const Run missing = cli({"compare", sc, "/nonexistent.pickle"});
     QCOMPARE(missing.code, 1);
     QVERIFY(QString::fromStdString(missing.err).contains("/nonexistent.pickle"));
