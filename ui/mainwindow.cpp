@@ -12,6 +12,7 @@
 #include "ui/settingspanel.h"
 #include "ui/strategychart.h"
 #include "ui/sweepchart.h"
+#include "ui/traceview/diffview.h"
 #include "ui/traceview/traceview.h"
 
 #include <QAction>
@@ -33,6 +34,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QPointer>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -279,7 +281,8 @@ void MainWindow::build() {
     m_tabs->tabBar()->setTabButton(0, QTabBar::RightSide, nullptr);
     m_tabs->tabBar()->setTabButton(0, QTabBar::LeftSide, nullptr);
     connect(m_tabs, &QTabWidget::tabCloseRequested, this, [this](int i) {
-        if (auto* view = qobject_cast<TraceView*>(m_tabs->widget(i))) {
+        if (i > 0) { // every tab but the planner's
+            QWidget* view = m_tabs->widget(i);
             m_tabs->removeTab(i);
             view->deleteLater();
         }
@@ -354,6 +357,24 @@ void MainWindow::buildMenus() {
                              if (!compareCurrentTrace())
                                  statusBar()->showMessage(tr("Open a trace first: File › Open"), 5000);
                          });
+    traceMenu->addAction(tr("&Diff with Another Trace..."), QKeySequence(Qt::CTRL | Qt::Key_D), this, [this] {
+        auto* current = qobject_cast<TraceView*>(m_tabs->currentWidget());
+        if (!current || current->traces().empty()) {
+            statusBar()->showMessage(tr("Open a trace first, then diff it with another (File › Open)"), 5000);
+            return;
+        }
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("The other run"), QString(),
+                                         tr("Traces (*.pickle *.pkl *.json *.gz *.csv);;All files (*)"));
+        if (path.isEmpty())
+            return;
+        TraceView* other = openTrace(path);
+        QPointer<TraceView> first(current); // the user may close it while the other one loads
+        connect(other, &TraceView::loaded, this, [this, first, other] {
+            if (first)
+                diffTraces(first, other);
+        });
+    });
     auto* view = menuBar()->addMenu(tr("&View"));
     auto* units = new QActionGroup(this);
     QAction* gib = view->addAction(tr("Sizes in &GiB (2^30 bytes)"));
@@ -559,6 +580,17 @@ void MainWindow::compareWithPlanner(TraceView* view) {
     const QString name = m_doc->filePath().isEmpty() ? QString::fromStdString(m_doc->scenario().name)
                                                      : QFileInfo(m_doc->filePath()).fileName();
     view->setScenario(m_doc->scenario(), name);
+}
+
+DiffView* MainWindow::diffTraces(TraceView* a, TraceView* b) {
+    if (!a || !b || a->traces().empty() || b->traces().empty())
+        return nullptr;
+    // The planner's scenario tells model state from scratch when it describes these runs.
+    auto* view = new DiffView(a->traces().front(), b->traces().front(),
+                              m_doc->filePath().isEmpty() ? nullptr : &m_doc->scenario());
+    view->setStyle(m_style);
+    m_tabs->setCurrentIndex(m_tabs->addTab(view, view->title()));
+    return view;
 }
 
 std::vector<TraceView*> MainWindow::traceViews() const {

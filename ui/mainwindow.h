@@ -26,6 +26,7 @@ class SettingsPanel;
 class StrategyChart;
 class SweepChart;
 class TraceView;
+class DiffView;
 
 // The what-if planner: settings on the left; the per-GPU stacked bars, the step's phase timeline, the
 // data-parallel strategies side by side and a sweep in the centre; "what would make it fit?" on the right.
@@ -51,6 +52,8 @@ public:
     // Compares the current trace tab (else the last) with the planner's scenario; false without a trace.
     bool compareCurrentTrace();
     void compareWithPlanner(TraceView* view);
+    // Opens a tab with two loaded traces compared at their peaks (Trace > Diff with Another Trace).
+    DiffView* diffTraces(TraceView* a, TraceView* b);
     QTabWidget* tabs() const { return m_tabs; }
     // Runs the event loop until every trace tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);

@@ -43,6 +43,13 @@ void CategoryBars::setEstimate(std::optional<Bytes> bytes, const QString& scenar
     refresh();
 }
 
+void CategoryBars::setNames(const QString& first, const QString& second) {
+    m_first = first;
+    m_second = second;
+    m_table->setHorizontalHeaderLabels({tr("Category"), first, second, tr("%1 − %2").arg(second, first)});
+    refresh();
+}
+
 void CategoryBars::setStyle(const ChartStyle& style) {
     m_style = style;
     refresh();
@@ -53,9 +60,11 @@ QString CategoryBars::verdict() const {
         return {};
     const double err =
         static_cast<double>(sum(*m_estimate) - sum(m_measured)) / static_cast<double>(sum(m_measured));
-    return tr("the estimate is %1% %2 the measured bytes")
+    return tr("%1 is %2% %3 %4")
+        .arg(m_second.toLower() == QLatin1String("estimate") ? tr("the estimate") : m_second)
         .arg(std::abs(err) * 100, 0, 'f', 1)
-        .arg(err < 0 ? tr("below") : tr("above"));
+        .arg(err < 0 ? tr("below") : tr("above"))
+        .arg(m_first.toLower() == QLatin1String("measured") ? tr("the measured bytes") : m_first);
 }
 
 void CategoryBars::refresh() {
@@ -124,9 +133,9 @@ void CategoryBars::paintEvent(QPaintEvent*) {
         if (x + 4 + fm.horizontalAdvance(total) < width())
             p.drawText(QPointF(x + 4, y + 11 + fm.ascent() / 2.0), total);
     };
-    bar(fm.height() + 8, m_measured, tr("Measured"));
+    bar(fm.height() + 8, m_measured, m_first);
     if (m_estimate)
-        bar(fm.height() + 36, *m_estimate, tr("Estimate"));
+        bar(fm.height() + 36, *m_estimate, m_second);
 }
 
 } // namespace headroom

@@ -20,6 +20,8 @@ public:
     explicit CategoryBars(QWidget* parent = nullptr);
     void setMeasured(const Bytes& bytes, const QString& caption);
     void setEstimate(std::optional<Bytes> bytes, const QString& scenarioName = {});
+    // What the two bars are called ("Measured" / "Estimate" by default; "A" / "B" for two runs).
+    void setNames(const QString& first, const QString& second);
     void setStyle(const ChartStyle& style);
     QTableWidget* table() const { return m_table; }
     QString verdict() const; // "the estimate is 12.3% below the measured bytes", or "" without a scenario
@@ -32,6 +34,7 @@ private:
     Bytes m_measured{};
     std::optional<Bytes> m_estimate;
     QString m_caption, m_scenarioName;
+    QString m_first = tr("Measured"), m_second = tr("Estimate");
     ChartStyle m_style;
     QTableWidget* m_table = nullptr;
     static constexpr int kBars = 96;
