@@ -1,5 +1,7 @@
 // The whole pipeline a user's file goes through: detection, gzip, every loader, the summary and the
-// live-set index with a few queries, and the viewer's timeline at two zooms on both axes.
+// live-set index with a few queries, the attribution at the peak, and the viewer's timeline at two zooms on
+// both axes.
+#include "core/compare/attribution.h"
 #include "core/error.h"
 #include "core/io/jsontext.h"
 #include "core/io/tracesummaryjson.h"
@@ -23,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
             (void)index.stateAfter(headroom::kBeforeFirstEvent);
             (void)index.segmentsAfter(index.events() / 3);
             (void)index.liveDuring(index.events() / 4, index.events() / 2);
+            const auto rules = headroom::AttributionRules::pytorchDefaults();
+            const headroom::Attribution a = headroom::attribute(trace, index, index.peakAfter(), rules);
+            for (const auto& p : a.allocations)
+                (void)headroom::categoryOf(trace, index, p.allocation, rules);
             const headroom::Timeline timeline(index, 8);
             for (auto axis : {headroom::TimelineAxis::Time, headroom::TimelineAxis::Event}) {
                 const auto [x0, x1] = timeline.domain(axis);

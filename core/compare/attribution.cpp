@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 namespace headroom {
 
@@ -155,8 +156,10 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
         placed[i] = {live[i], c, evidence};
         done[i] = 1;
     };
-    // 1. Metadata and rules that name a category.
+    // 1. Metadata and rules that name a category. Stacks are shared by many allocations (a run has a few
+    // hundred distinct ones), so each is matched against the rules once.
     std::vector<const AttributionRule*> deciding(live.size(), nullptr);
+    std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     for (std::size_t i = 0; i < live.size(); ++i) {
         const Allocation& a = live[i];
         if (a.alloc != kBeforeFirstEvent) {
@@ -168,7 +171,10 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
                 }
             }
         }
-        deciding[i] = decidingRule(trace, a.stack, rules);
+        auto [cached, fresh] = ruleOfStack.try_emplace(a.stack, nullptr);
+        if (fresh)
+            cached->second = decidingRule(trace, a.stack, rules);
+        deciding[i] = cached->second;
         if (deciding[i] && deciding[i]->target == AttributionRule::Target::Category) {
             const MeasuredCategory c = deciding[i]->category;
             // Model state named outright still uses up one tensor of its size.
