@@ -33,11 +33,28 @@ double niceTop(double v) {
 
 } // namespace
 
+TimelineRenderer::Unit TimelineRenderer::unitFor(double maxBytes, const ChartStyle& style) {
+    // The style's unit (GiB or GB) unless the lane holds less than one of it: a CPU lane of a few hundred
+    // kilobytes reads in KiB, not as "0.00 GiB".
+    const bool binary = style.unit == ByteUnit::GiB;
+    const double base = binary ? 1024.0 : 1000.0;
+    static const char* binaryNames[] = {"B", "KiB", "MiB", "GiB"};
+    static const char* decimalNames[] = {"B", "kB", "MB", "GB"};
+    int power = 3;
+    while (power > 0 && maxBytes < std::pow(base, power))
+        --power;
+    return {std::pow(base, power), QString::fromLatin1(binary ? binaryNames[power] : decimalNames[power])};
+}
+
+QString TimelineRenderer::Unit::format(double bytes, int precision) const {
+    return QString::number(bytes / size, 'f', precision) + QLatin1Char(' ') + name;
+}
+
 std::int64_t TimelineRenderer::yMax(const Timeline& timeline, const ChartStyle& style) {
-    // Round in the unit the axis shows (GiB or GB), so that the ticks land on round labels.
-    const double unit = 1.0 / style.scale(1.0);
+    // Round in the unit the axis shows, so that the ticks land on round labels.
+    const Unit unit = unitFor(static_cast<double>(timeline.maxValue()), style);
     return static_cast<std::int64_t>(
-        std::ceil(niceTop(style.scale(static_cast<double>(timeline.maxValue()))) * unit));
+        std::ceil(niceTop(static_cast<double>(timeline.maxValue()) / unit.size) * unit.size));
 }
 
 std::vector<TimelineLane> lanesOf(const std::shared_ptr<const LoadedTrace>& trace, std::size_t bands) {
@@ -212,11 +229,11 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax));
         // Y grid and labels.
         double step = 0;
-        const double unit = 1.0 / style.scale(1.0);
-        auto yt = ticks(0, style.scale(static_cast<double>(yMax)), std::max(2, plot.height() / 45), &step);
-        step *= unit;
+        const Unit unit = unitFor(static_cast<double>(tl.maxValue()), style);
+        auto yt = ticks(0, static_cast<double>(yMax) / unit.size, std::max(2, plot.height() / 45), &step);
+        step *= unit.size;
         for (double& t : yt)
-            t *= unit;
+            t *= unit.size;
         for (double v : yt) {
             const int yy = plot.bottom() - static_cast<int>(std::lround(v / yMax * (plot.height() - 1)));
             p.setPen(QPen(grid, 1, Qt::DotLine));
@@ -224,11 +241,12 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                 p.drawLine(plot.left(), yy, plot.right(), yy);
             p.setPen(text);
             int precision = 0; // as many decimals as the step needs (2.5 GiB steps need one)
-            while (precision < 3 && std::abs(std::round(style.scale(step) * std::pow(10.0, precision)) -
-                                             style.scale(step) * std::pow(10.0, precision)) > 1e-6)
+            const double stepInUnit = step / unit.size;
+            while (precision < 3 && std::abs(std::round(stepInUnit * std::pow(10.0, precision)) -
+                                             stepInUnit * std::pow(10.0, precision)) > 1e-6)
                 ++precision;
             p.drawText(QRect(area.left(), yy - 8, kLeft - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
-                       style.format(v, precision));
+                       unit.format(v, precision));
         }
         p.setPen(QPen(grid.darker(130), 1));
         p.setBrush(Qt::NoBrush);
@@ -301,7 +319,7 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                 p.fillPath(tri, reservedColor(style.dark));
                 p.setRenderHint(QPainter::Antialiasing, false);
                 const QString label =
-                    QStringLiteral("peak %1").arg(style.format(static_cast<double>(s.peakAllocated)));
+                    QStringLiteral("peak %1").arg(unit.format(static_cast<double>(s.peakAllocated)));
                 const int tw = fm.horizontalAdvance(label);
                 const double lx = x + 7 + tw > plot.right() ? x - 7 - tw : x + 7;
                 p.setPen(text);
@@ -329,9 +347,9 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         const QString title =
             lane.label +
             QStringLiteral("  ·  peak %1 allocated, ")
-                .arg(style.format(static_cast<double>(s.peakAllocated))) +
+                .arg(unit.format(static_cast<double>(s.peakAllocated))) +
             (reservedKnown
-                 ? QStringLiteral("%1 reserved").arg(style.format(static_cast<double>(s.peakReserved)))
+                 ? QStringLiteral("%1 reserved").arg(unit.format(static_cast<double>(s.peakReserved)))
                  : QStringLiteral("reserved not recorded"));
         p.drawText(QPointF(plot.left() + 6, plot.top() + 3 + fm.ascent()),
                    fm.elidedText(title, Qt::ElideRight, plot.width() - 12));

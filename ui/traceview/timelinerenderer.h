@@ -59,6 +59,13 @@ public:
     // Only the spans of one lane into an image of the given size (the minimap, and benchmarks).
     static QImage spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
                         const ChartStyle& style, std::int64_t yMax);
+    // The byte unit a lane's axis and labels use.
+    struct Unit {
+        double size = 1;
+        QString name;
+        QString format(double bytes, int precision = 2) const;
+    };
+    static Unit unitFor(double maxBytes, const ChartStyle& style);
     // The y scale's top for a lane: a round number above the run's highest value (fixed while zooming).
     static std::int64_t yMax(const Timeline& timeline, const ChartStyle& style);
     static QColor bandColor(std::size_t band, bool dark);

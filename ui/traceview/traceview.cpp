@@ -494,8 +494,11 @@ void TraceView::refreshSelection() {
     // The split by category at the same moment, and with a scenario the estimate beside it.
     m_attribution =
         attribute(lane.trace->trace, index, segmentsAt, m_rules, m_scenario ? &*m_scenario : nullptr);
-    m_categories->setMeasured(m_attribution.bytes,
-                              (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
+    m_categories->setMeasured(
+        m_attribution.bytes,
+        lane.trace->trace.devices.at(lane.device).hasTotals
+            ? tr("This format records totals, not allocations: no split by category")
+            : (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
     m_segments->setSegments(index.segmentsAfter(segmentsAt), segmentsCaption);
     showSelectedAllocation();
 }
