@@ -169,7 +169,7 @@ void TestTraceView::liveTableUnderModelTester() {
             if (liveAfter(a, e))
                 brute += a.size, ++bruteCount;
         for (auto g : {LiveAllocationModel::Grouping::None, LiveAllocationModel::Grouping::Stack,
-                       LiveAllocationModel::Grouping::TopFrame}) {
+                       LiveAllocationModel::Grouping::TopFrame, LiveAllocationModel::Grouping::Category}) {
             live->setGrouping(g);
             std::int64_t bytes = 0;
             std::size_t count = 0;
@@ -187,6 +187,24 @@ void TestTraceView::liveTableUnderModelTester() {
                 m->index(r - 1, LiveAllocationModel::Size).data(LiveAllocationModel::SortRole).toLongLong() >=
                 m->index(r, LiveAllocationModel::Size).data(LiveAllocationModel::SortRole).toLongLong());
     }
+    // Grouped by category, the groups are the Categories tab's split, byte for byte.
+    view->selectMoment(lane.timeline->xOf(view->timeline()->view().axis, index.peakAfter()));
+    live->setGrouping(LiveAllocationModel::Grouping::Category);
+    std::int64_t grouped = 0;
+    for (int r = 0; r < live->rowCount(); ++r) {
+        const QString label = live->index(r, LiveAllocationModel::Where).data().toString();
+        const qlonglong bytes =
+            live->index(r, LiveAllocationModel::Size).data(LiveAllocationModel::SortRole).toLongLong();
+        bool found = false;
+        for (std::size_t c = 0; c < kMeasuredCategories; ++c)
+            if (label == QString::fromLatin1(measuredCategoryLabel(static_cast<MeasuredCategory>(c)))) {
+                QCOMPARE(bytes, static_cast<qlonglong>(view->attribution().bytes[c]));
+                found = true;
+            }
+        QVERIFY2(found, qPrintable(label));
+        grouped += bytes;
+    }
+    QCOMPARE(grouped, view->attribution().total);
     // The segments at the peak hold the reserved bytes, and their blocks the allocated bytes inside them.
     view->selectMoment(lane.timeline->xOf(view->timeline()->view().axis, index.peakAfter()));
     std::int64_t reserved = 0;

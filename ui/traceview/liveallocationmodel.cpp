@@ -12,17 +12,31 @@ LiveAllocationModel::LiveAllocationModel(QObject* parent) : QAbstractItemModel(p
 
 void LiveAllocationModel::setAllocations(std::shared_ptr<const LoadedTrace> trace, std::size_t device,
                                          std::vector<Allocation> allocations, double origin,
-                                         double secondsPerUnit) {
+                                         double secondsPerUnit, std::vector<MeasuredCategory> categories) {
     beginResetModel();
     m_trace = std::move(trace);
     m_device = device;
-    m_allocations = std::move(allocations);
-    std::stable_sort(m_allocations.begin(), m_allocations.end(),
-                     [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
+    // Largest first, the categories kept beside their allocations.
+    std::vector<std::size_t> order(allocations.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return allocations[a].size > allocations[b].size; });
+    m_allocations.clear();
+    m_categories.clear();
+    for (std::size_t i : order) {
+        m_allocations.push_back(allocations[i]);
+        if (categories.size() == allocations.size())
+            m_categories.push_back(categories[i]);
+    }
     m_origin = origin;
     m_secondsPerUnit = secondsPerUnit;
     regroup();
     endResetModel();
+}
+
+MeasuredCategory LiveAllocationModel::category(std::size_t allocation) const {
+    return allocation < m_categories.size() ? m_categories[allocation] : MeasuredCategory::Unattributed;
 }
 
 void LiveAllocationModel::setGrouping(Grouping grouping) {
@@ -51,7 +65,9 @@ void LiveAllocationModel::regroup() {
     for (std::uint32_t i = 0; i < m_allocations.size(); ++i) {
         const Allocation& a = m_allocations[i];
         std::uint64_t key = a.stack;
-        if (m_grouping == Grouping::TopFrame && a.stack != 0) {
+        if (m_grouping == Grouping::Category)
+            key = static_cast<std::uint64_t>(category(i));
+        else if (m_grouping == Grouping::TopFrame && a.stack != 0) {
             const std::size_t user = topUserFrame(m_trace->trace, a.stack);
             const Frame& f = m_trace->trace.stacks[a.stack][user];
             key = (std::uint64_t(f.filename) << 40) ^ (std::uint64_t(f.name) << 20) ^
@@ -60,7 +76,8 @@ void LiveAllocationModel::regroup() {
         auto [it, added] = byKey.emplace(key, m_groups.size());
         if (added) {
             Group g;
-            g.label = whereText(a);
+            g.label =
+                m_grouping == Grouping::Category ? tr(measuredCategoryLabel(category(i))) : whereText(a);
             if (m_grouping == Grouping::Stack && a.stack != 0)
                 g.label = tr("stack #%1 · %2").arg(a.stack).arg(g.label);
             m_groups.push_back(std::move(g));
@@ -71,6 +88,12 @@ void LiveAllocationModel::regroup() {
     }
     std::stable_sort(m_groups.begin(), m_groups.end(),
                      [](const Group& a, const Group& b) { return a.total > b.total; });
+}
+
+std::size_t LiveAllocationModel::rowOf(const QModelIndex& index) const {
+    if (flat() || index.internalId() == 0)
+        return static_cast<std::size_t>(index.row());
+    return m_groups[index.internalId() - 1].members[static_cast<std::size_t>(index.row())];
 }
 
 const Allocation* LiveAllocationModel::allocation(const QModelIndex& index) const {
@@ -165,6 +188,8 @@ QVariant LiveAllocationModel::data(const QModelIndex& index, int role) const {
         switch (col) {
         case Where:
             return whereText(*a);
+        case What:
+            return m_categories.empty() ? QVariant() : tr(measuredCategoryLabel(category(rowOf(index))));
         case Size:
             return ChartStyle().format(static_cast<double>(a->size), 3);
         case Count:
@@ -185,6 +210,8 @@ QVariant LiveAllocationModel::data(const QModelIndex& index, int role) const {
         switch (col) {
         case Where:
             return whereText(*a);
+        case What:
+            return m_categories.empty() ? QVariant() : QVariant(static_cast<int>(category(rowOf(index))));
         case Size:
             return static_cast<qlonglong>(a->size);
         case Count:
@@ -210,6 +237,7 @@ QVariant LiveAllocationModel::headerData(int section, Qt::Orientation o, int rol
     if (o != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     static const char* names[] = {QT_TR_NOOP("Where (top user frame)"),
+                                  QT_TR_NOOP("Category"),
                                   QT_TR_NOOP("Size"),
                                   QT_TR_NOOP("Count"),
                                   QT_TR_NOOP("Address"),

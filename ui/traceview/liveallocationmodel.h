@@ -1,4 +1,5 @@
 #pragma once
+#include "core/compare/attribution.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
 
@@ -13,15 +14,18 @@ namespace headroom {
 class LiveAllocationModel : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum class Grouping { None, Stack, TopFrame };
-    enum Column { Where, Size, Count, Address, Stream, Allocated, Freed, ColumnCount };
+    enum class Grouping { None, Stack, TopFrame, Category };
+    enum Column { Where, What, Size, Count, Address, Stream, Allocated, Freed, ColumnCount };
     static constexpr int SortRole = Qt::UserRole;
 
     explicit LiveAllocationModel(QObject* parent = nullptr);
 
     // `secondsPerUnit` > 0: the device's time column is real time, shown relative to `origin`.
+    // `categories` (optional) holds each allocation's measured category, in the same order.
     void setAllocations(std::shared_ptr<const LoadedTrace> trace, std::size_t device,
-                        std::vector<Allocation> allocations, double origin, double secondsPerUnit);
+                        std::vector<Allocation> allocations, double origin, double secondsPerUnit,
+                        std::vector<MeasuredCategory> categories = {});
+    MeasuredCategory category(std::size_t allocation) const;
     void setGrouping(Grouping grouping);
     Grouping grouping() const { return m_grouping; }
     // The allocation at a row; nullptr for a group row.
@@ -48,12 +52,14 @@ private:
         std::vector<std::uint32_t> members; // into m_allocations, largest first
     };
     void regroup();
+    std::size_t rowOf(const QModelIndex& allocationIndex) const; // index into m_allocations
     QString whereText(const Allocation& a) const;
     bool flat() const { return m_grouping == Grouping::None; }
 
     std::shared_ptr<const LoadedTrace> m_trace;
     std::size_t m_device = 0;
     std::vector<Allocation> m_allocations;
+    std::vector<MeasuredCategory> m_categories; // parallel to m_allocations (empty: none known)
     std::vector<Group> m_groups;
     Grouping m_grouping = Grouping::TopFrame;
     double m_origin = 0, m_secondsPerUnit = 0;

@@ -28,6 +28,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <atomic>
+#include <map>
 
 namespace headroom {
 
@@ -135,6 +136,7 @@ void TraceView::build() {
     m_grouping = new QComboBox;
     m_grouping->addItem(tr("Grouped by top user frame"), int(LiveAllocationModel::Grouping::TopFrame));
     m_grouping->addItem(tr("Grouped by full stack"), int(LiveAllocationModel::Grouping::Stack));
+    m_grouping->addItem(tr("Grouped by category"), int(LiveAllocationModel::Grouping::Category));
     m_grouping->addItem(tr("Not grouped"), int(LiveAllocationModel::Grouping::None));
     m_search = new QLineEdit;
     m_search->setPlaceholderText(tr("Search frames or an address"));
@@ -480,25 +482,41 @@ void TraceView::refreshSelection() {
                       .arg(live.size()));
     }
     m_tableNote->setVisible(lane.trace->trace.devices.at(lane.device).hasTotals);
-    m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu);
-    m_liveView->expandToDepth(-1);
-    // Numbers sized to their text, the frame column takes the rest (set again: a reset forgets widths).
-    QHeaderView* header = m_liveView->header();
-    for (int c = LiveAllocationModel::Size; c < LiveAllocationModel::ColumnCount; ++c)
-        header->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-    header->setSectionResizeMode(LiveAllocationModel::Where, QHeaderView::Stretch);
-    if (m_liveView->model()->rowCount() > 0)
-        m_liveView->setCurrentIndex(m_liveView->model()->index(0, 0));
     if (segmentsCaption.isEmpty())
         segmentsCaption = tr("Segments at %1").arg(where(segmentsAt));
     // The split by category at the same moment, and with a scenario the estimate beside it.
-    m_attribution =
-        attribute(lane.trace->trace, index, segmentsAt, m_rules, m_scenario ? &*m_scenario : nullptr);
+    const Scenario* scenario = m_scenario ? &*m_scenario : nullptr;
+    m_attribution = attribute(lane.trace->trace, index, segmentsAt, m_rules, scenario);
     m_categories->setMeasured(
         m_attribution.bytes,
         lane.trace->trace.devices.at(lane.device).hasTotals
             ? tr("This format records totals, not allocations: no split by category")
             : (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
+    // Each listed allocation's category: the split's own at a moment (so the table and the bar agree);
+    // in a range, each on its own.
+    std::vector<MeasuredCategory> categories;
+    categories.reserve(live.size());
+    if (!m_range) {
+        std::map<std::pair<std::uint64_t, std::size_t>, MeasuredCategory> placed;
+        for (const auto& p : m_attribution.allocations)
+            placed[{p.allocation.addr, p.allocation.start}] = p.category;
+        for (const Allocation& a : live) {
+            const auto it = placed.find({a.addr, a.start});
+            categories.push_back(it == placed.end() ? MeasuredCategory::Unattributed : it->second);
+        }
+    } else {
+        for (const Allocation& a : live)
+            categories.push_back(categoryOf(lane.trace->trace, index, a, m_rules, scenario));
+    }
+    m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu, std::move(categories));
+    m_liveView->expandToDepth(-1);
+    // Numbers sized to their text, the frame column takes the rest (set again: a reset forgets widths).
+    QHeaderView* header = m_liveView->header();
+    for (int c = LiveAllocationModel::What; c < LiveAllocationModel::ColumnCount; ++c)
+        header->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(LiveAllocationModel::Where, QHeaderView::Stretch);
+    if (m_liveView->model()->rowCount() > 0)
+        m_liveView->setCurrentIndex(m_liveView->model()->index(0, 0));
     m_segments->setSegments(index.segmentsAfter(segmentsAt), segmentsCaption);
     showSelectedAllocation();
 }
