@@ -8,6 +8,7 @@
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/segmentview.h"
+#include "ui/traceview/timelineminimap.h"
 #include "ui/traceview/timelinewidget.h"
 
 #include <QComboBox>
