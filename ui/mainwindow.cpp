@@ -610,10 +610,14 @@ bool MainWindow::waitForTraces(int timeoutMs) {
                 return true;
         return false;
     };
+    // Sleep until something arrives (a result, progress, or this tick) instead of spinning: on a 2-core
+    // machine a spinning GUI thread takes a core from the loader.
+    QTimer tick;
+    tick.start(100);
     while (loading()) {
         if (clock.elapsed() > timeoutMs)
             return false;
-        QApplication::processEvents(QEventLoop::AllEvents, 50);
+        QApplication::processEvents(QEventLoop::AllEvents | QEventLoop::WaitForMoreEvents);
     }
     QApplication::processEvents();
     return true;
