@@ -1,6 +1,7 @@
 #include "core/compare/attribution.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -75,6 +76,45 @@ const AttributionRule* decidingRule(const Trace& trace, std::uint32_t stack, con
                 return &r;
     }
     return nullptr;
+}
+
+// Annotated regions that name a phase of the step: torch.profiler's record_function names such as
+// "Optimizer.step#AdamW.step" (what PyTorch's optimizers record, torch/optim/optimizer.py) and a user's own
+// "backward" / "forward" regions in external_annotations. What is allocated inside one belongs to it.
+struct PhaseSpan {
+    std::int64_t start, end;
+    const AttributionRule* rule;
+};
+const AttributionRule kOptimizerPhase{"", AttributionRule::Target::Optimizer,
+                                      MeasuredCategory::OptimizerStates};
+const AttributionRule kBackwardPhase{"", AttributionRule::Target::Backward, MeasuredCategory::Gradients};
+const AttributionRule kForwardPhase{"", AttributionRule::Target::Category, MeasuredCategory::Activations};
+
+std::vector<PhaseSpan> annotatedPhases(const Trace& trace, const std::string& device) {
+    std::vector<PhaseSpan> out;
+    for (const Annotation& a : trace.annotations) {
+        if (!a.device.empty() && a.device != device)
+            continue;
+        std::string name = a.name;
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        const AttributionRule* rule = contains(name, "optimizer.step") ? &kOptimizerPhase
+                                      : contains(name, "backward")     ? &kBackwardPhase
+                                      : contains(name, "forward")      ? &kForwardPhase
+                                                                       : nullptr;
+        if (rule)
+            out.push_back({a.start, a.end, rule});
+    }
+    return out;
+}
+
+// The innermost (latest-starting) phase region holding time t.
+const AttributionRule* phaseAt(const std::vector<PhaseSpan>& phases, std::int64_t t) {
+    const PhaseSpan* best = nullptr;
+    for (const PhaseSpan& p : phases)
+        if (p.start <= t && t <= p.end && (!best || p.start >= best->start))
+            best = &p;
+    return best ? best->rule : nullptr;
 }
 
 } // namespace
@@ -156,8 +196,9 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
         placed[i] = {live[i], c, evidence};
         done[i] = 1;
     };
-    // 1. Metadata and rules that name a category. Stacks are shared by many allocations (a run has a few
-    // hundred distinct ones), so each is matched against the rules once.
+    // 1. Metadata, annotated phases and rules that name a category. Stacks are shared by many allocations (a
+    // run has a few hundred distinct ones), so each is matched against the rules once.
+    const std::vector<PhaseSpan> phases = annotatedPhases(trace, device.key);
     std::vector<const AttributionRule*> deciding(live.size(), nullptr);
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     for (std::size_t i = 0; i < live.size(); ++i) {
@@ -169,6 +210,13 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
                     place(i, c, E::Metadata);
                     continue;
                 }
+            }
+            if (const AttributionRule* phase = phaseAt(phases, device.time[a.alloc])) {
+                deciding[i] = phase;
+                if (phase->target != AttributionRule::Target::Category)
+                    continue;
+                place(i, phase->category, E::Rule);
+                continue;
             }
         }
         auto [cached, fresh] = ruleOfStack.try_emplace(a.stack, nullptr);
@@ -240,7 +288,13 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
         }
     StatePools pools = poolsFor(scenario);
     const bool sized = scenario && scenario->model.known;
-    if (const AttributionRule* r = decidingRule(trace, a.stack, rules)) {
+    const AttributionRule* r =
+        a.alloc != kBeforeFirstEvent
+            ? phaseAt(annotatedPhases(trace, index.device().key), index.device().time[a.alloc])
+            : nullptr;
+    if (!r)
+        r = decidingRule(trace, a.stack, rules);
+    if (r) {
         if (r->target == AttributionRule::Target::Category)
             return r->category;
         const bool backward = r->target == AttributionRule::Target::Backward;

@@ -65,7 +65,9 @@ struct Attribution {
 };
 
 // Splits the memory live after `event` into categories, from the most exact evidence down:
-// 1. user_metadata that names a category (torch.cuda.memory._set_memory_metadata("optimizer_states"));
+// 1. user_metadata that names a category (torch.cuda.memory._set_memory_metadata("optimizer_states")), and
+//    annotated regions of a phase (external_annotations "Optimizer.step#AdamW.step", a "backward" or a
+//    "forward") holding the allocation's event;
 // 2. stack frames through the rules (without a scenario, a backward or optimizer allocation that outlives
 //    the recording is a gradient or an optimizer state);
 // 3. with a scenario, allocations without a deciding frame whose size is that of a parameter tensor in the

@@ -44,6 +44,7 @@ private slots:
     void comparisonArithmetic();
     void diffOfTwoRuns();
     void rulesAsAFile();
+    void annotatedPhases();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -281,6 +282,35 @@ void TestAttribution::rulesAsAFile() {
     bad = ok;
     bad["schema"] = "headroom.scenario/1";
     QVERIFY(error(bad).contains("schema"));
+}
+
+void TestAttribution::annotatedPhases() {
+    // No frames at all (stacks were not recorded), but the optimizer's record_function region holds events
+    // 1 and 2, and a user's "backward" region event 3. Event 1 (16,384 bytes) is never freed, event 2
+    // (4,096) is freed at event 4, event 3 (16,384) stays; event 0 falls in no region.
+    const std::string js = R"({"segments": [], "device_traces": [[
+      {"action": "alloc", "addr": 4096, "size": 512, "time_us": 5},
+      {"action": "alloc", "addr": 8192, "size": 16384, "time_us": 12},
+      {"action": "alloc", "addr": 40960, "size": 4096, "time_us": 13},
+      {"action": "alloc", "addr": 81920, "size": 16384, "time_us": 22},
+      {"action": "free_requested", "addr": 40960, "size": 4096, "time_us": 30}
+    ]], "external_annotations": [
+      {"name": "Optimizer.step#AdamW.step", "stage": "START", "device": 0, "time_us": 10},
+      {"name": "Optimizer.step#AdamW.step", "stage": "END", "device": 0, "time_us": 15},
+      {"name": "model backward", "stage": "START", "device": 0, "time_us": 20},
+      {"name": "model backward", "stage": "END", "device": 0, "time_us": 25}
+    ]})";
+    const Trace t = readTrace(js);
+    const TraceSummary s = summarize(t);
+    const TraceIndex index(t.devices.at(0), s.devices.at(0));
+    // Without a scenario: what outlives the recording is state, the rest scratch.
+    const Attribution a = attribute(t, index, 3, AttributionRules::pytorchDefaults());
+    QCOMPARE(a.of(MeasuredCategory::OptimizerStates), 16384LL);
+    QCOMPARE(a.of(MeasuredCategory::Temporaries), 4096LL);
+    QCOMPARE(a.of(MeasuredCategory::Gradients), 16384LL);
+    QCOMPARE(a.of(MeasuredCategory::Unattributed), 512LL);
+    QVERIFY(categoryOf(t, index, a.allocations.back().allocation, AttributionRules::pytorchDefaults()) ==
+            MeasuredCategory::Unattributed); // the 512-byte one, smallest, last
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)
