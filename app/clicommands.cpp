@@ -1,5 +1,6 @@
 #include "app/clicommands.h"
 
+#include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
@@ -20,6 +21,7 @@
 #include "core/trace/tracesummary.h"
 #include "ui/chartexport.h"
 
+#include <QSaveFile>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -50,6 +52,10 @@ constexpr const char* kUsage =
     "                                          two runs compared at their peaks: totals, by category, by "
     "top\n"
     "                                          user frame, and allocations found in only one of them\n"
+    "  calibrate SCENARIO.json TRACE [SCENARIO.json TRACE]... -o OUT.headroom.json [--json]\n"
+    "                                          fit the scenario's implementation factors to recorded runs\n"
+    "                                          (CONTRACTS.md section 8); OUT is the first scenario, "
+    "calibrated\n"
     "  rules                                   the attribution rules (frame text -> category) as JSON, to\n"
     "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
@@ -240,6 +246,60 @@ AttributionRules rulesFor(const Args& a) {
     return a.rules ? loadAttributionRulesFile(*a.rules) : AttributionRules::pytorchDefaults();
 }
 
+int cmdCalibrate(const Args& a, std::ostream& out) {
+    if (a.positional.empty() || a.positional.size() % 2 != 0 || !a.output)
+        throw std::invalid_argument(
+            "calibrate takes SCENARIO.json TRACE [SCENARIO.json TRACE]... -o OUT.headroom.json");
+    std::vector<Scenario> scenarios;
+    std::vector<std::shared_ptr<LoadedTrace>> traces;
+    std::vector<CalibrationInput> runs;
+    for (std::size_t i = 0; i < a.positional.size(); i += 2) {
+        scenarios.push_back(loadScenarioFile(a.positional[i]));
+        traces.push_back(loadTrace(a.positional[i + 1]));
+    }
+    for (std::size_t i = 0; i < scenarios.size(); ++i)
+        runs.push_back({&scenarios[i], &traces[i]->trace,
+                        traces[i]->indexes[busiestDevice(*traces[i], a.positional[2 * i + 1])].get(),
+                        a.positional[2 * i + 1]});
+    const CalibrationResult r = calibrate(runs, rulesFor(a));
+    // OUT is the first scenario with the fitted factors and the runs they came from; every what-if starts
+    // from there, and removing "calibration" gives the uncalibrated estimate back.
+    nlohmann::json doc = scenarios.front().document;
+    nlohmann::json fitted = calibrationToJson(r);
+    doc["calibration"] = {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}};
+    QSaveFile file(QString::fromStdString(*a.output));
+    const QByteArray bytes = QByteArray::fromStdString(jsonText(doc, 2) + "\n");
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
+        throw Error(*a.output, "cannot write: " + file.errorString().toStdString());
+    if (a.json) {
+        out << jsonText(fitted, 2) << "\n";
+        return 0;
+    }
+    out << "fitted on " << r.runs.size() << " run(s); wrote " << *a.output << "\n";
+    const Calibration& c = r.factors;
+    out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
+        << "  tensors that grow with tokens^2    x " << c.quadratic << "\n"
+        << "  KV cache                           x " << c.kvCache << "\n"
+        << "  optimizer step scratch             " << c.optimizerStepBytesPerParameter
+        << " bytes per parameter\n"
+        << "  workspaces                         " << std::fixed << std::setprecision(1)
+        << c.workspaceBytes / 1048576.0 << " MiB\n\n";
+    for (const CalibrationRun& run : r.runs) {
+        auto err = [&](std::int64_t e) {
+            std::ostringstream s;
+            s << std::showpos << std::fixed << std::setprecision(1)
+              << 100.0 * static_cast<double>(e - run.measured) /
+                     static_cast<double>(std::max<std::int64_t>(run.measured, 1))
+              << "%";
+            return s.str();
+        };
+        out << "  " << run.trace << ": measured " << std::fixed << std::setprecision(3)
+            << static_cast<double>(run.measured) / 1073741824.0 << " GiB, estimate before " << err(run.before)
+            << ", after " << err(run.after) << "\n";
+    }
+    return 0;
+}
+
 int cmdRules(const Args& a, std::ostream& out) {
     if (!a.positional.empty())
         throw std::invalid_argument("rules takes no arguments");
@@ -404,6 +464,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdEstimate(a, out);
         if (cmd == "params")
             return cmdParams(a, out);
+        if (cmd == "calibrate")
+            return cmdCalibrate(a, out);
         if (cmd == "rules")
             return cmdRules(a, out);
         if (cmd == "diff")

@@ -278,6 +278,11 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
     return out;
 }
 
+bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules) {
+    const AttributionRule* r = decidingRule(trace, stack, rules);
+    return r && r->target == AttributionRule::Target::Optimizer;
+}
+
 MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& a,
                             const AttributionRules& rules, const Scenario* scenario) {
     if (a.alloc != kBeforeFirstEvent)

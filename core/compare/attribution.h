@@ -77,6 +77,9 @@ struct Attribution {
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario = nullptr);
 
+// Whether the rules give a stack to the optimizer step.
+bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules);
+
 // One allocation's category on its own, for colouring (no counting against the model's tensors, so a
 // parameter-sized allocation without a deciding frame is a weight): metadata, then the rules, then sizes.
 MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& allocation,

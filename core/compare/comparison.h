@@ -24,8 +24,11 @@ struct Comparison {
 // What the estimate says the caching allocator hands out, in the measured categories: the estimate's
 // categories without the CUDA context, the allocator's own overhead and communication buffers (NCCL's live
 // outside the allocator). Master weights count as optimizer states; attention scores and logits as
-// activations; gather buffers as temporaries. The estimator has no workspaces yet.
-std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Breakdown& b);
+// activations; gather buffers as temporaries.
+// A calibrated scenario's workspaces (counted with activations in section 4) come back out as workspaces,
+// and at an optimizer-step peak its step bytes (counted with optimizer states) as temporaries.
+std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& scenario,
+                                                                           const Estimate& estimate);
 
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
                          const TraceIndex& index, const AttributionRules& rules);

@@ -19,6 +19,26 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
             {"relative_error", c.relativeError()}};
 }
 
+nlohmann::json calibrationFactorsToJson(const Calibration& c) {
+    return {{"linear", c.linear},
+            {"quadratic", c.quadratic},
+            {"kv_cache", c.kvCache},
+            {"optimizer_step_bytes_per_parameter", c.optimizerStepBytesPerParameter},
+            {"workspace_bytes", c.workspaceBytes}};
+}
+
+nlohmann::json calibrationToJson(const CalibrationResult& r) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const CalibrationRun& run : r.runs)
+        runs.push_back({{"trace", run.trace},
+                        {"measured_bytes", run.measured},
+                        {"before_bytes", run.before},
+                        {"after_bytes", run.after}});
+    return {{"schema", "headroom.calibration/1"},
+            {"factors", calibrationFactorsToJson(r.factors)},
+            {"runs", runs}};
+}
+
 nlohmann::json traceDiffToJson(const TraceDiff& d, const std::string& nameA, const std::string& nameB,
                                std::size_t limit) {
     nlohmann::json categories = nlohmann::json::object();

@@ -374,6 +374,25 @@ void readOverheads(const json& doc, Scenario& sc) {
     o.ddpGradientAsBucketView = s.boolean("ddp_gradient_as_bucket_view", false);
 }
 
+void readCalibration(const json& doc, Scenario& sc) {
+    const auto it = doc.find("calibration");
+    if (it == doc.end() || it->is_null())
+        return;
+    if (!it->is_object())
+        throw Error("calibration", "must be an object");
+    const auto f = it->find("factors");
+    if (f == it->end() || !f->is_object())
+        throw Error("calibration.factors", "missing: an object of fitted factors");
+    const Section factors(&*f, "calibration.factors");
+    Calibration& c = sc.calibration;
+    c.present = true;
+    c.linear = factors.number("linear", 1, 0, 1000);
+    c.quadratic = factors.number("quadratic", 1, 0, 1000);
+    c.kvCache = factors.number("kv_cache", 1, 0, 1000);
+    c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, 1000);
+    c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
+}
+
 } // namespace
 
 nlohmann::json parseJsonText(const std::string& text) {
@@ -415,6 +434,7 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
             readInference(doc, sc);
         readCluster(doc, sc);
         readOverheads(doc, sc);
+        readCalibration(doc, sc);
     } catch (const json::exception& e) {
         // Every value is type-checked where it is read, naming its path; this is the net under that, so
         // that a check someone forgets is an error message and never an abort.

@@ -128,8 +128,9 @@ struct StageModel {
     // Per sample (withBatch scales them) for all layers of the stage.
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
     double logits = 0, logitsGradient = 0;
-    double inFlight = 1; // micro-batches' worth of this stage's layers alive at the peak
-    double current = 1;  // the part of that which the micro-batch being computed is
+    double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
+    double inFlight = 1;                     // micro-batches' worth of this stage's layers alive at the peak
+    double current = 1;                      // the part of that which the micro-batch being computed is
     // Inference.
     double kvCache = 0;
     double decodeActivations = 0;
@@ -331,7 +332,19 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
 
 // A stage's model for one sample (micro-batch or batch of 1); withBatch scales what grows with the batch.
 StageModel stageModel(const Scenario& sc, int stage) {
-    return sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage);
+    StageModel st = sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage);
+    // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
+    // square, the KV cache, and the bytes the optimizer step and workspaces hold.
+    const Calibration& c = sc.calibration;
+    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.decodeActivations})
+        *v *= c.linear;
+    st.scores *= c.quadratic;
+    st.transientScores *= c.quadratic;
+    st.kvCache *= c.kvCache;
+    st.workspace = c.workspaceBytes;
+    if (sc.mode == Mode::Training && sc.training.bytes.weights > 0)
+        st.optimizerStep = c.optimizerStepBytesPerParameter * st.weights / sc.training.bytes.weights;
+    return st;
 }
 
 StageModel withBatch(StageModel st, double batch) {
@@ -369,6 +382,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
     }
     case Phase::Optimizer:
         b[Category::Gradients] = st.gradients;
+        b[Category::OptimizerStates] += st.optimizerStep;
         break;
     case Phase::Prefill:
         b[Category::Activations] = st.activations;
@@ -381,6 +395,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
         b[Category::Logits] = st.logits;
         break;
     }
+    // Section 4 has no workspace category: calibrated workspaces count with the activations.
+    b[Category::Activations] += st.workspace;
     double managed = 0;
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);

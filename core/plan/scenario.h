@@ -81,6 +81,18 @@ struct Overheads {
     bool ddpGradientAsBucketView = false;    // PyTorch DDP default: buckets are a second copy of the grads
 };
 
+// Implementation factors fitted to recorded runs by `calibrate` (CONTRACTS.md section 8): what this code
+// keeps and holds beyond what the estimator's formulas say. The identity (all factors 1, no extra bytes)
+// when the scenario has no "calibration" object.
+struct Calibration {
+    bool present = false;
+    double linear = 1;    // tensors that grow with tokens: kept activations and the logits
+    double quadratic = 1; // tensors that grow with tokens squared: attention scores (copies kept)
+    double kvCache = 1;   // the KV cache (0: the code keeps none)
+    double optimizerStepBytesPerParameter = 0; // what the optimizer step holds besides the states
+    double workspaceBytes = 0;                 // cuBLAS and other workspaces, held throughout
+};
+
 // A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).
 // `document` is the JSON it was read from, so that saving keeps keys this version does not know.
 struct Scenario {
@@ -92,6 +104,7 @@ struct Scenario {
     InferenceSettings inference;
     ClusterSettings cluster;
     Overheads overheads;
+    Calibration calibration;
     nlohmann::json document;
     std::string baseDir = ".";         // where a relative model.hf_config is looked up
     std::vector<std::string> warnings; // found while reading (e.g. sequence longer than the model's)
@@ -110,6 +123,7 @@ struct Scenario {
         s.inference = inference;
         s.cluster = cluster;
         s.overheads = overheads;
+        s.calibration = calibration;
         s.baseDir = baseDir;
         return s;
     }

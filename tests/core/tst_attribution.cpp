@@ -3,9 +3,11 @@
 // the run's description imply (worked out per run below); the rules and size matching on hand-written
 // snapshots; parameter tensors summing to the exact parameter count; the comparison's arithmetic.
 #include "core/compare/attribution.h"
+#include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/io/attributionrulesjson.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
@@ -45,6 +47,8 @@ private slots:
     void diffOfTwoRuns();
     void rulesAsAFile();
     void annotatedPhases();
+    void calibrationReproducesAndPredicts();
+    void calibrationInTheScenario();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -311,6 +315,99 @@ void TestAttribution::annotatedPhases() {
     QCOMPARE(a.of(MeasuredCategory::Unattributed), 512LL);
     QVERIFY(categoryOf(t, index, a.allocations.back().allocation, AttributionRules::pytorchDefaults()) ==
             MeasuredCategory::Unattributed); // the 512-byte one, smallest, last
+}
+
+namespace {
+struct Run {
+    Scenario scenario;
+    std::shared_ptr<LoadedTrace> trace;
+};
+Run loadRun(const char* scenario, const char* trace) {
+    return {loadScenarioFile((measured() + scenario + ".headroom.json").toStdString()),
+            loadTrace((test::sharedDir() + "/traces/snapshots/" + trace).toStdString())};
+}
+double relative(std::int64_t estimate, std::int64_t measuredBytes) {
+    return std::abs(static_cast<double>(estimate - measuredBytes)) / static_cast<double>(measuredBytes);
+}
+} // namespace
+
+void TestAttribution::calibrationReproducesAndPredicts() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const auto rules = AttributionRules::pytorchDefaults();
+    // The two training runs of MEASURED.md (4 x 128 and 4 x 256 tokens, the same code).
+    const Run t128 =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const Run t256 =
+        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    const CalibrationResult train =
+        calibrate({{&t128.scenario, &t128.trace->trace, t128.trace->indexes[0].get(), "128"},
+                   {&t256.scenario, &t256.trace->trace, t256.trace->indexes[0].get(), "256"}},
+                  rules);
+    QCOMPARE(train.runs.size(), size_t(2));
+    QCOMPARE(train.runs[0].measured, 7013335044LL);
+    QCOMPARE(train.runs[1].measured, 9103544320LL);
+    for (const CalibrationRun& r : train.runs) {
+        QVERIFY2(relative(r.after, r.measured) <= 0.02, qPrintable(QString::fromStdString(r.trace)));
+        QVERIFY(relative(r.after, r.measured) < relative(r.before, r.measured));
+    }
+    // Attention is hand-written: the s x s tensors are kept in more copies than one, and the fit finds it.
+    QVERIFY(train.factors.quadratic > 1.5);
+    // The two inference runs, separately.
+    const Run i128 =
+        loadRun("cs336-medium-128-inference", "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+    const Run i256 =
+        loadRun("cs336-medium-256-inference", "cs336_Wedsonlin_medium_256_inference_memory_snapshot.pickle");
+    const CalibrationResult infer =
+        calibrate({{&i128.scenario, &i128.trace->trace, i128.trace->indexes[0].get(), "128"},
+                   {&i256.scenario, &i256.trace->trace, i256.trace->indexes[0].get(), "256"}},
+                  rules);
+    for (const CalibrationRun& r : infer.runs)
+        QVERIFY2(relative(r.after, r.measured) <= 0.02, qPrintable(QString::fromStdString(r.trace)));
+    QCOMPARE(infer.factors.kvCache, 0.0); // one forward keeps no KV cache
+    // A prediction: the same code (MEASURED.md) at another size, batch and length: CS336 small, 32 x 256,
+    // forward and backward. Its activations at the peak, which the training fit never saw, within 5%.
+    Run small = loadRun("cs336-small-32x256-no-optimizer", "cs336_MAGMA27_memory_snapshot.pickle");
+    Scenario before = small.scenario;
+    small.scenario.calibration = train.factors;
+    const Comparison c = compareAtPeak(small.scenario, estimate(small.scenario), small.trace->trace,
+                                       *small.trace->indexes[0], rules);
+    const Comparison u =
+        compareAtPeak(before, estimate(before), small.trace->trace, *small.trace->indexes[0], rules);
+    const auto act = static_cast<std::size_t>(MeasuredCategory::Activations);
+    QVERIFY2(
+        relative(c.estimated[act], c.measured.bytes[act]) <= 0.05,
+        qPrintable(QStringLiteral("activations %1 vs %2").arg(c.estimated[act]).arg(c.measured.bytes[act])));
+    QVERIFY(std::abs(c.relativeError()) < std::abs(u.relativeError()));
+    QVERIFY(std::abs(c.relativeError()) <= 0.10); // what is left: gradients kept from warm-up
+}
+
+void TestAttribution::calibrationInTheScenario() {
+    json doc =
+        json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
+    const Scenario plain = scenarioFromJson(doc);
+    QVERIFY(!plain.calibration.present);
+    doc["calibration"] = {{"factors", {{"linear", 2.0}, {"quadratic", 3.0}, {"workspace_bytes", 1048576}}},
+                          {"runs", json::array()}};
+    const Scenario cal = scenarioFromJson(doc);
+    QVERIFY(cal.calibration.present);
+    QCOMPARE(cal.calibration.linear, 2.0);
+    QCOMPARE(cal.calibration.quadratic, 3.0);
+    // Applied: the calibrated peak holds twice the tokens-linear tensors, three times the scores, and the
+    // workspace (the loss peak, where activations, scores and logits all live).
+    const Estimate e0 = estimate(plain), e1 = estimate(cal);
+    const double transient0 = e0.perGpu[Category::Activations] + e0.perGpu[Category::Logits];
+    const double expected = 2 * transient0 + 3 * e0.perGpu[Category::AttentionScores] + 1048576;
+    const double got =
+        e1.perGpu[Category::Activations] + e1.perGpu[Category::Logits] + e1.perGpu[Category::AttentionScores];
+    QVERIFY2(std::abs(got - expected) < 1, qPrintable(QStringLiteral("%1 vs %2").arg(got).arg(expected)));
+    doc["calibration"]["factors"]["linear"] = -1;
+    try {
+        scenarioFromJson(doc);
+        QFAIL("a negative factor was accepted");
+    } catch (const Error& err) {
+        QCOMPARE(QString::fromStdString(err.where()), QStringLiteral("calibration.factors.linear"));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)

@@ -42,6 +42,7 @@ private slots:
     void renderFormats();
     void renderTrace();
     void compareScenarioWithTrace();
+    void calibrateFromTwoRuns();
     void traceSummary();
 
 private:
@@ -254,6 +255,30 @@ void TestCli::compareScenarioWithTrace() {
     const Run missing = cli({"compare", sc, "/nonexistent.pickle"});
     QCOMPARE(missing.code, 1);
     QVERIFY(QString::fromStdString(missing.err).contains("/nonexistent.pickle"));
+}
+
+void TestCli::calibrateFromTwoRuns() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    const std::string m = HEADROOM_SOURCE_DIR "/examples/measured/";
+    const std::string t = (test::sharedDir() + "/traces/snapshots/").toStdString();
+    const std::string out = m_dir.filePath("calibrated.headroom.json").toStdString();
+    const Run r =
+        cli({"calibrate", m + "cs336-medium-128-training.headroom.json",
+             t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle",
+             m + "cs336-medium-256-training.headroom.json",
+             t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.calibration/1"));
+    QCOMPARE(j["runs"].size(), size_t(2));
+    QCOMPARE(j["runs"][1]["measured_bytes"].get<long long>(), 9103544320LL);
+    // OUT is the first scenario, calibrated: compare with it reproduces the first run within 2%.
+    const Run c =
+        cli({"compare", out, t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle", "--json"});
+    QCOMPARE(c.code, 0);
+    QVERIFY(std::abs(nlohmann::json::parse(c.out)["relative_error"].get<double>()) <= 0.02);
+    QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
 }
 
 void TestCli::renderFormats() {

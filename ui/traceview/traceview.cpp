@@ -533,7 +533,7 @@ void TraceView::showSelectedAllocation() {
 void TraceView::setScenario(const Scenario& scenario, const QString& name) {
     m_scenario = scenario;
     m_scenarioName = name;
-    m_categories->setEstimate(estimateInMeasuredCategories(estimate(scenario).perGpu), name);
+    m_categories->setEstimate(estimateInMeasuredCategories(scenario, estimate(scenario)), name);
     colourBands();
     refreshSelection();
 }

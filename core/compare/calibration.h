@@ -1,0 +1,45 @@
+#pragma once
+#include "core/compare/attribution.h"
+#include "core/plan/scenario.h"
+
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// One recorded run of the code a scenario describes.
+struct CalibrationInput {
+    const Scenario* scenario = nullptr;
+    const Trace* trace = nullptr;
+    const TraceIndex* index = nullptr;
+    std::string name; // for the report
+};
+
+// What a run measured, split the way calibration fits it.
+struct RunMeasurement {
+    std::size_t lossPeak = 0;   // the highest allocation before the optimizer step (or the run's peak)
+    std::int64_t transient = 0; // at it: what is neither model state, KV cache nor workspace
+    std::int64_t kvCache = 0;
+    std::int64_t workspaces = 0;
+    bool hasStep = false;         // the run records an optimizer step
+    std::int64_t stepScratch = 0; // at the step's peak: what is neither model state nor workspace
+};
+RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& rules);
+
+struct CalibrationRun {
+    std::string trace;
+    std::int64_t measured = 0, before = 0, after = 0; // allocated at the peak: measured, estimates
+};
+struct CalibrationResult {
+    Calibration factors;
+    std::vector<CalibrationRun> runs;
+};
+
+// Fits the implementation factors so that the estimate reproduces each run (CONTRACTS.md section 8):
+// from every run, the bytes the code holds at its loss/forward peak beyond the model state (against the
+// estimator's tensors that grow with tokens and with tokens squared: a least-squares fit of the two
+// multipliers when the runs differ in length, one common multiplier otherwise), what the optimizer step
+// holds besides the states (per parameter), the workspaces, and the KV cache the code really keeps.
+CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules);
+
+} // namespace headroom
