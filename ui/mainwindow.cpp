@@ -1,7 +1,9 @@
 #include "ui/mainwindow.h"
 
+#include "core/compare/calibration.h"
 #include "core/error.h"
 #include "core/io/bytesformat.h"
+#include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/trace/tracereader.h"
 #include "ui/breakdownchart.h"
@@ -357,6 +359,15 @@ void MainWindow::buildMenus() {
                              if (!compareCurrentTrace())
                                  statusBar()->showMessage(tr("Open a trace first: File › Open"), 5000);
                          });
+    traceMenu->addAction(tr("C&alibrate the Planner's Scenario from This Trace"), this, [this] {
+        auto* view = qobject_cast<TraceView*>(m_tabs->currentWidget());
+        if (!view || view->traces().empty()) {
+            statusBar()->showMessage(tr("Open the trace of a run of the planner's scenario first"), 5000);
+            return;
+        }
+        const QString result = calibrateFrom(view);
+        QMessageBox::information(this, tr("Calibrated"), result);
+    });
     traceMenu->addAction(tr("&Diff with Another Trace..."), QKeySequence(Qt::CTRL | Qt::Key_D), this, [this] {
         auto* current = qobject_cast<TraceView*>(m_tabs->currentWidget());
         if (!current || current->traces().empty()) {
@@ -580,6 +591,33 @@ void MainWindow::compareWithPlanner(TraceView* view) {
     const QString name = m_doc->filePath().isEmpty() ? QString::fromStdString(m_doc->scenario().name)
                                                      : QFileInfo(m_doc->filePath()).fileName();
     view->setScenario(m_doc->scenario(), name);
+}
+
+QString MainWindow::calibrateFrom(TraceView* view) {
+    const auto& loaded = view->traces().front();
+    std::size_t device = 0;
+    for (std::size_t d = 1; d < loaded->summary.devices.size(); ++d)
+        if (loaded->summary.devices[d].peakAllocated > loaded->summary.devices[device].peakAllocated)
+            device = d;
+    const Scenario scenario = m_doc->scenario();
+    const CalibrationResult r =
+        calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
+                  AttributionRules::pytorchDefaults());
+    const nlohmann::json fitted = calibrationToJson(r);
+    // One undoable step; every what-if starts from the calibrated estimate.
+    m_doc->applyPatch(
+        {{"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}},
+        tr("Calibrate from %1").arg(QFileInfo(QString::fromStdString(loaded->path)).fileName()));
+    compareWithPlanner(view);
+    const CalibrationRun& run = r.runs.front();
+    auto pct = [&](std::int64_t e) {
+        return QString::number(100.0 * static_cast<double>(e - run.measured) /
+                                   static_cast<double>(std::max<std::int64_t>(run.measured, 1)),
+                               'f', 1);
+    };
+    return tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is %2% off. "
+              "Edit > Undo removes the calibration.")
+        .arg(pct(run.before), pct(run.after));
 }
 
 DiffView* MainWindow::diffTraces(TraceView* a, TraceView* b) {

@@ -54,6 +54,9 @@ public:
     void compareWithPlanner(TraceView* view);
     // Opens a tab with two loaded traces compared at their peaks (Trace > Diff with Another Trace).
     DiffView* diffTraces(TraceView* a, TraceView* b);
+    // Fits the planner's scenario to the trace in `view` (one undoable edit) and compares them; returns
+    // the before/after error for the user.
+    QString calibrateFrom(TraceView* view);
     QTabWidget* tabs() const { return m_tabs; }
     // Runs the event loop until every trace tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);

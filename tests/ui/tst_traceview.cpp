@@ -2,6 +2,8 @@
 // summary's; the live table and its grouping under QAbstractItemModelTester; moment, range and search
 // against brute-force answers computed here from the trace's columns; ghost frees; notes and stack folding;
 // cancel; errors; lanes; zoom and pan.
+#include "core/compare/comparison.h"
+#include "core/plan/estimator.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/tracereader.h"
 #include "core/trace/tracesummary.h"
@@ -9,6 +11,7 @@
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
 #include "ui/mainwindow.h"
+#include "ui/scenariodocument.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/diffview.h"
@@ -30,6 +33,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <QUndoStack>
 #include <set>
 
 using namespace headroom;
@@ -82,6 +86,7 @@ private slots:
     void zoomPanAndClick();
     void categoriesAndCompare();
     void diffTwoRuns();
+    void calibrateFromTheWindow();
 
 private:
     std::unique_ptr<MainWindow> window();
@@ -623,6 +628,33 @@ void TestTraceView::diffTwoRuns() {
     w->tabs()->tabCloseRequested(w->tabs()->indexOf(d));
     QCoreApplication::processEvents();
     QCOMPARE(w->traceViews().size(), size_t(2));
+}
+
+void TestTraceView::calibrateFromTheWindow() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    QString error;
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
+        &error));
+    TraceView* view =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    const QString said = w->calibrateFrom(view);
+    QVERIFY2(said.contains(QStringLiteral("12.3% off")), qPrintable(said)); // before: README's compare table
+    QVERIFY(w->document()->json().contains("calibration"));
+    QVERIFY(w->document()->scenario().calibration.present);
+    // The trace tab now compares with the calibrated plan: within 2% of the measured bytes.
+    std::int64_t est = 0;
+    const Scenario& sc = w->document()->scenario();
+    for (std::int64_t v : estimateInMeasuredCategories(sc, estimate(sc)))
+        est += v;
+    QVERIFY(std::abs(static_cast<double>(est) - 9103544320.0) <= 0.02 * 9103544320.0);
+    QVERIFY(view->categoryBars()->verdict().contains(QStringLiteral("the estimate is")));
+    // One undo takes it back.
+    w->document()->undoStack()->undo();
+    QVERIFY(!w->document()->json().contains("calibration"));
 }
 
 QTEST_MAIN(TestTraceView)
