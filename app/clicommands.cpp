@@ -342,6 +342,8 @@ int cmdCompare(const Args& a, std::ostream& out) {
         << gib(c.difference()) << "\n\n";
     out << "  the estimate is " << std::fixed << std::setprecision(1) << std::abs(c.relativeError()) * 100
         << "% " << (c.difference() < 0 ? "below" : "above") << " the measured peak";
+    if (const std::string named = namedDifferences(c); !named.empty())
+        out << " (" << named << ")";
     const std::int64_t unattributed = c.measured.of(MeasuredCategory::Unattributed);
     if (unattributed > 0)
         out << "; " << std::setprecision(2) << static_cast<double>(unattributed) / 1048576.0

@@ -2,6 +2,7 @@
 
 #include "core/compare/calibration.h"
 #include "core/error.h"
+#include "core/io/attributionrulesjson.h"
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
@@ -367,6 +368,23 @@ void MainWindow::buildMenus() {
         }
         const QString result = calibrateFrom(view);
         QMessageBox::information(this, tr("Calibrated"), result);
+    });
+    traceMenu->addAction(tr("Attribution &Rules..."), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Attribution rules (write the defaults with: headroom-cli rules > my.rules.json)"),
+            QString(), tr("Attribution rules (*.json);;All files (*)"));
+        if (path.isEmpty())
+            return;
+        try {
+            const AttributionRules rules = loadAttributionRulesFile(path.toStdString());
+            for (TraceView* v : traceViews())
+                v->setRules(rules);
+            statusBar()->showMessage(tr("%n rule(s) from %1", nullptr, static_cast<int>(rules.rules.size()))
+                                         .arg(QFileInfo(path).fileName()),
+                                     5000);
+        } catch (const std::exception& e) {
+            QMessageBox::warning(this, tr("Cannot read the rules"), QString::fromUtf8(e.what()));
+        }
     });
     traceMenu->addAction(tr("&Diff with Another Trace..."), QKeySequence(Qt::CTRL | Qt::Key_D), this, [this] {
         auto* current = qobject_cast<TraceView*>(m_tabs->currentWidget());

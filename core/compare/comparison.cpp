@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace headroom {
 
@@ -26,6 +29,27 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
     put(MeasuredCategory::Temporaries, b[Category::GatherBuffers] + step);
     put(MeasuredCategory::KvCache, b[Category::KvCache]);
     put(MeasuredCategory::Workspaces, workspace);
+    return out;
+}
+
+std::string namedDifferences(const Comparison& c, std::size_t most) {
+    std::vector<std::pair<std::int64_t, std::size_t>> diffs;
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
+        const std::int64_t d = c.measured.bytes[i] - c.estimated[i];
+        if (std::llabs(d) * 100 >= std::max<std::int64_t>(c.measured.total, 1))
+            diffs.push_back({d, i});
+    }
+    std::sort(diffs.begin(), diffs.end(),
+              [](const auto& a, const auto& b) { return std::llabs(a.first) > std::llabs(b.first); });
+    std::string out;
+    for (std::size_t k = 0; k < diffs.size() && k < most; ++k) {
+        char gib[32];
+        std::snprintf(gib, sizeof gib, "%.2f GiB",
+                      static_cast<double>(std::llabs(diffs[k].first)) / 1073741824.0);
+        out += (out.empty() ? "" : ", ") +
+               std::string(measuredCategoryKey(static_cast<MeasuredCategory>(diffs[k].second))) + " " + gib +
+               (diffs[k].first > 0 ? " more measured than estimated" : " less measured than estimated");
+    }
     return out;
 }
 

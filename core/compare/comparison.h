@@ -30,6 +30,10 @@ struct Comparison {
 std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& scenario,
                                                                            const Estimate& estimate);
 
+// The differences in words, largest first: "activations 1.02 GiB more measured than estimated, ...",
+// categories under 1% of the measured peak left out.
+std::string namedDifferences(const Comparison& c, std::size_t most = 3);
+
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
                          const TraceIndex& index, const AttributionRules& rules);
 

@@ -586,6 +586,17 @@ void TestTraceView::categoriesAndCompare() {
     QCOMPARE(colourBy->itemText(1), QStringLiteral("Bands by allocation"));
     colourBy->setCurrentIndex(1);
     QVERIFY(view->timeline()->lanes().front().bandColors.empty());
+    // Edited rules (Trace > Attribution Rules): the optimizer's allocations made scratch.
+    AttributionRules rules = AttributionRules::pytorchDefaults();
+    for (auto& r : rules.rules)
+        if (r.target == AttributionRule::Target::Optimizer) {
+            r.target = AttributionRule::Target::Category;
+            r.category = MeasuredCategory::Temporaries;
+        }
+    const std::int64_t statesBefore = view->attribution().of(MeasuredCategory::OptimizerStates);
+    view->setRules(rules);
+    QVERIFY(view->attribution().of(MeasuredCategory::OptimizerStates) < statesBefore);
+    QCOMPARE(view->attribution().total, 9103544320LL);
 }
 
 void TestTraceView::diffTwoRuns() {

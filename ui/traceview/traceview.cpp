@@ -538,6 +538,12 @@ void TraceView::setScenario(const Scenario& scenario, const QString& name) {
     refreshSelection();
 }
 
+void TraceView::setRules(const AttributionRules& rules) {
+    m_rules = rules;
+    colourBands();
+    refreshSelection();
+}
+
 void TraceView::colourBands() {
     const auto& lanes = m_timeline->lanes();
     for (std::size_t i = 0; i < lanes.size(); ++i) {

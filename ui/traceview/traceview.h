@@ -54,6 +54,8 @@ public:
     // stands beside the measured bytes by category (the Compare view).
     void setScenario(const Scenario& scenario, const QString& name);
     bool hasScenario() const { return m_scenario.has_value(); }
+    // Attribution rules edited by the user (headroom-cli rules writes the defaults to start from).
+    void setRules(const AttributionRules& rules);
     CategoryBars* categoryBars() const { return m_categories; }
     // The split shown in the Categories tab (at the moment, or at a range's peak).
     const Attribution& attribution() const { return m_attribution; }
