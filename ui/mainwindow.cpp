@@ -613,6 +613,8 @@ void MainWindow::compareWithPlanner(TraceView* view) {
 
 QString MainWindow::calibrateFrom(TraceView* view) {
     const auto& loaded = view->traces().front();
+    if (loaded->indexes.empty())
+        return tr("This trace has no devices: nothing to calibrate from.");
     std::size_t device = 0;
     for (std::size_t d = 1; d < loaded->summary.devices.size(); ++d)
         if (loaded->summary.devices[d].peakAllocated > loaded->summary.devices[device].peakAllocated)
@@ -641,6 +643,10 @@ QString MainWindow::calibrateFrom(TraceView* view) {
 DiffView* MainWindow::diffTraces(TraceView* a, TraceView* b) {
     if (!a || !b || a->traces().empty() || b->traces().empty())
         return nullptr;
+    if (a->traces().front()->indexes.empty() || b->traces().front()->indexes.empty()) {
+        statusBar()->showMessage(tr("A trace without devices has no peak to compare"), 5000);
+        return nullptr;
+    }
     // The planner's scenario tells model state from scratch when it describes these runs.
     auto* view = new DiffView(a->traces().front(), b->traces().front(),
                               m_doc->filePath().isEmpty() ? nullptr : &m_doc->scenario());

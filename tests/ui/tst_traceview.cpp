@@ -437,6 +437,20 @@ void TestTraceView::cancelAndErrors() {
         QVERIFY2(view->errorText().contains(QStringLiteral("cancelled")), qPrintable(view->errorText()));
     else
         QCOMPARE(view->timeline()->lanes().front().index().events(), std::size_t(400000));
+    // A trace with no events at all: a tab that says so, and no diff or calibration to crash on.
+    const QString empty = m_dir.filePath("empty.json");
+    QFile e(empty);
+    QVERIFY(e.open(QIODevice::WriteOnly));
+    e.write(R"({"segments": [], "device_traces": [[]]})");
+    e.close();
+    TraceView* none = open(*w, empty);
+    QVERIFY(none && !none->hasFailed());
+    QVERIFY(none->timeline()->lanes().empty());
+    none->timeline()->setVisibleRange(0, 1); // no lanes: nothing to clamp against, nothing to draw
+    none->timeline()->repaint();
+    QVERIFY(none->traces().front()->indexes.empty());
+    QVERIFY(w->diffTraces(none, none) == nullptr);
+    QVERIFY(w->calibrateFrom(none).contains(QStringLiteral("no devices")));
     // A truncated pickle: the tab says which file and where, and the window lives on.
     QFile src(traces() + "/snapshots/DeComFL_memory.pickle");
     const QString cut = m_dir.filePath("cut.pickle");

@@ -72,8 +72,14 @@ void TimelineWidget::setAxis(TimelineAxis axis) {
 
 void TimelineWidget::setVisibleRange(double x0, double x1) {
     const auto [d0, d1] = domain();
-    const double minWidth = m_view.axis == TimelineAxis::Event ? 4.0 : std::max((d1 - d0) * 1e-9, 1.0);
-    double w = std::clamp(x1 - x0, minWidth, (d1 - d0) * 1.0);
+    // At least a few events (or a microsecond) wide, at most the run; a run shorter than that minimum
+    // (one event) is shown whole. Bounds kept ordered, as std::clamp requires.
+    const double maxWidth = std::max(d1 - d0, 1e-9);
+    const double minWidth =
+        std::min(maxWidth, m_view.axis == TimelineAxis::Event ? 4.0 : std::max((d1 - d0) * 1e-9, 1.0));
+    const double w = std::isfinite(x1 - x0) ? std::clamp(x1 - x0, minWidth, maxWidth) : maxWidth;
+    if (!std::isfinite(x0))
+        x0 = d0;
     x0 = std::clamp(x0, d0, d1 - w);
     m_view.x0 = x0;
     m_view.x1 = x0 + w;
