@@ -449,6 +449,9 @@ void MainWindow::setStyle(const ChartStyle& style) {
     m_table->setStyle(style);
     for (TraceView* view : traceViews())
         view->setStyle(style);
+    for (int i = 0; m_tabs && i < m_tabs->count(); ++i)
+        if (auto* diff = qobject_cast<DiffView*>(m_tabs->widget(i)))
+            diff->setStyle(style);
     sizeNumberColumns(); // the unit changes the widest text
     settings()->setValue("view/units", style.unit == ByteUnit::GB ? "GB" : "GiB");
     updateViews();
