@@ -122,6 +122,42 @@ const std::vector<std::string>& supportedModelTypes() {
     return types;
 }
 
+namespace {
+// layer_types ("sliding_attention" / "full_attention" per layer, transformers >= 4.53) with sliding_window;
+// without layer_types, the families whose modeling code alternates: gpt-oss and Gemma 2 make layer i
+// sliding when i is even (transformers' GptOssConfig / Gemma2Config: `bool((i + 1) % 2)`). Mistral's
+// sliding_window applies to every layer, and Hugging Face's cache keeps the whole context there, so it is
+// not capped.
+void readSlidingWindows(const nlohmann::json& config, const std::string& path, ModelSpec& m) {
+    auto w = config.find("sliding_window");
+    if (w == config.end() || w->is_null())
+        return;
+    if (!w->is_number_integer() || w->get<long long>() < 1 || w->get<long long>() > (1LL << 30))
+        throw Error(path.empty() ? "sliding_window" : path + ".sliding_window",
+                    "must be a positive whole number of tokens or null, got " + w->dump());
+    const auto types = config.find("layer_types");
+    std::vector<char> sliding(static_cast<std::size_t>(m.layers), 0);
+    if (types != config.end() && !types->is_null()) {
+        const std::string at = path.empty() ? "layer_types" : path + ".layer_types";
+        if (!types->is_array() || types->size() != static_cast<std::size_t>(m.layers))
+            throw Error(at, "must list one attention type per layer (" + std::to_string(m.layers) + ")");
+        for (std::size_t i = 0; i < types->size(); ++i) {
+            if (!(*types)[i].is_string())
+                throw Error(at + "[" + std::to_string(i) + "]",
+                            "must be a string such as \"sliding_attention\"");
+            sliding[i] = (*types)[i].get<std::string>() == "sliding_attention";
+        }
+    } else if (m.modelType == "gpt_oss" || m.modelType == "gemma2") {
+        for (std::size_t i = 0; i < sliding.size(); ++i)
+            sliding[i] = i % 2 == 0;
+    } else {
+        return;
+    }
+    m.slidingWindow = static_cast<int>(w->get<long long>());
+    m.slidingLayers = std::move(sliding);
+}
+} // namespace
+
 ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& path) {
     if (!config.is_object())
         throw Error(path, "a Hugging Face config must be a JSON object");
@@ -231,6 +267,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         throw Error(r.at("model_type"), "unknown model family '" + t + "' (supported: " + list +
                                             "); give \"parameters\": N to plan with the size alone");
     }
+    readSlidingWindows(config, path, m);
     return m;
 }
 

@@ -51,6 +51,16 @@ struct ModelSpec {
     bool routerBias = false;
     bool dropout = false; // the config trains with dropout (adds 1-byte masks to activations)
 
+    // Sliding-window attention: the layers that attend to (and cache) only the last `slidingWindow`
+    // tokens. From the config's layer_types, else the family's pattern (gpt-oss and Gemma 2 alternate,
+    // starting with a sliding layer). Empty: every layer attends to the whole context.
+    int slidingWindow = 0;
+    std::vector<char> slidingLayers; // one per layer, 1 = sliding
+    bool isSlidingLayer(int layer) const {
+        return slidingWindow > 0 && layer >= 0 && static_cast<std::size_t>(layer) < slidingLayers.size() &&
+               slidingLayers[static_cast<std::size_t>(layer)] != 0;
+    }
+
     // Mixture of experts. Layers [0, firstDenseLayers) and those not on the moeLayerFreq grid are dense.
     int experts = 0;
     int expertsPerToken = 0;

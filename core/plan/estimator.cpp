@@ -312,7 +312,18 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
         ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
     const double kvPerToken = m.mla ? static_cast<double>(m.kvLoraRank + m.qkRopeHeadDim)
                                     : 2.0 * std::max(1.0, m.kvHeads / t) * m.headDim;
-    st.kvCache = st.layers * kvPerToken * ctx * in.kvCacheBytes;
+    // Sliding-window layers cache at most the window (in whole blocks when paged).
+    double cachedTokens = 0;
+    for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
+        double tokens = ctx;
+        if (m.isSlidingLayer(l)) {
+            tokens = std::min<double>(in.contextLength, m.slidingWindow);
+            if (in.kvBlockSize > 0)
+                tokens = std::ceil(tokens / in.kvBlockSize) * in.kvBlockSize;
+        }
+        cachedTokens += tokens;
+    }
+    st.kvCache = kvPerToken * cachedTokens * in.kvCacheBytes;
 
     // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
     const double chunk = in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;

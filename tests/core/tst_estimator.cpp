@@ -246,6 +246,42 @@ void TestEstimator::kvCacheVariants() {
     QCOMPARE(kv({{"inference", {{"kv_cache_dtype", "fp8"}}}}), perToken * 1000 / 2);
     QCOMPARE(kv({{"cluster", {{"num_gpus", 4}, {"tensor_parallel", 4}}}}), perToken * 1000 / 4);
     QCOMPARE(kv({{"cluster", {{"num_gpus", 16}, {"tensor_parallel", 16}}}}), perToken * 1000 / 8);
+    // Sliding-window layers cache only the window. gpt-oss-120b: 36 layers alternating a 128-token window
+    // (from layer 0) and full attention, 8 KV heads of 64, bf16: 2 x 8 x 64 x 2 = 2,048 bytes per token per
+    // layer. 16 sequences of 4,096 tokens: 18 x 4,096 + 18 x 128 tokens each, 2,491,416,576 bytes (the
+    // issue's figure; caching every layer in full gave 4,831,838,208).
+    const json oss = {
+        {"schema", "headroom.scenario/1"},
+        {"model", {{"preset", "openai/gpt-oss-120b"}}},
+        {"inference", {{"batch_size", 16}, {"context_length", 4096}, {"kv_cache_dtype", "bf16"}}},
+        {"cluster", {{"gpu", "H200-141GB"}, {"num_gpus", 1}}}};
+    QCOMPARE(estimate(scenarioFromJson(oss)).ranks.at(0).peak[Category::KvCache], 2491416576.0);
+    // A context inside the window caches every token everywhere; paged, the window rounds up to blocks.
+    json shortCtx = oss;
+    shortCtx["inference"]["context_length"] = 100;
+    QCOMPARE(estimate(scenarioFromJson(shortCtx)).ranks.at(0).peak[Category::KvCache],
+             16.0 * 36 * 100 * 2048);
+    json paged = oss;
+    paged["inference"]["kv_block_size"] = 48; // 4,096 -> 4,128 and 128 -> 144 tokens
+    QCOMPARE(estimate(scenarioFromJson(paged)).ranks.at(0).peak[Category::KvCache],
+             16.0 * 18 * (4128 + 144) * 2048);
+    // layer_types in the config decides per layer; a wrong length is an error naming the field.
+    json inlineCfg = findModelPreset("openai/gpt-oss-120b")->config;
+    inlineCfg["layer_types"] = json::array();
+    for (int i = 0; i < 36; ++i)
+        inlineCfg["layer_types"].push_back(i < 30 ? "full_attention" : "sliding_attention");
+    json custom = oss;
+    custom["model"] = inlineCfg;
+    QCOMPARE(estimate(scenarioFromJson(custom)).ranks.at(0).peak[Category::KvCache],
+             16.0 * (30 * 4096 + 6 * 128) * 2048);
+    inlineCfg["layer_types"].erase(0);
+    custom["model"] = inlineCfg;
+    try {
+        scenarioFromJson(custom);
+        QFAIL("35 layer types for 36 layers were accepted");
+    } catch (const Error& e) {
+        QVERIFY(QString::fromUtf8(e.what()).contains("layer_types"));
+    }
     // MLA caches the compressed latent (512 + 64) once per layer: DeepSeek-V3, 61 layers.
     const double mla =
         estimate(scenarioWith(base, {{"model", {{"preset", "deepseek-ai/DeepSeek-V3"}}},
