@@ -139,10 +139,36 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     }
     out << "  " << std::left << std::setw(26) << "Peak" << std::right << gib(est.peakBytes) << "\n";
     out << "  " << std::left << std::setw(26) << "Capacity" << std::right << gib(est.capacityBytes) << "\n";
-    out << "  " << std::left << std::setw(26) << (est.fits ? "Headroom" : "Over by") << std::right
-        << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT") << "\n\n";
-    out << "  largest " << (sc.mode == Mode::Training ? "micro-batch" : "batch")
-        << " that fits: " << est.maxMicroBatchSize << "\n";
+    const ServingEstimate& sv = est.serving;
+    out << "  " << std::left << std::setw(26) << (est.headroomBytes() >= 0 ? "Headroom" : "Over by")
+        << std::right << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT")
+        << "\n\n";
+    if (sc.mode == Mode::Inference && sv.engine) {
+        const bool vllm = sc.inference.engine == Engine::Vllm;
+        out << "  " << (vllm ? "vLLM" : "SGLang") << " budget " << formatBytes(sv.budgetBytes) << " ("
+            << (vllm ? "gpu_memory_utilization" : "mem_fraction_static") << " x "
+            << formatBytes(est.capacityBytes) << "); one step of "
+            << formatCount(static_cast<unsigned long long>(sv.stepTokens)) << " tokens from " << sv.maxNumSeqs
+            << " requests: " << formatBytes(sv.profiledBytes) << "\n";
+        out << "  KV cache pool: " << formatBytes(sv.poolBytes) << " = "
+            << formatCount(static_cast<unsigned long long>(std::max(0LL, sv.kvCacheTokens))) << " tokens ("
+            << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
+            << " bytes per token per GPU, blocks of " << sv.blockSize << ")\n";
+        out << "  maximum concurrency for " << formatCount(static_cast<unsigned long long>(sv.requestLength))
+            << " tokens per request: " << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x\n"
+            << std::defaultfloat;
+        if (sv.availableBytes <= 0)
+            out << "  no memory left for the KV cache: weights and the profiled step exceed the budget\n";
+        else if (sv.kvCacheTokens < sv.requestLength)
+            out << "  the pool cannot hold one request of max_model_len tokens\n";
+    } else {
+        if (sc.mode == Mode::Inference)
+            out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))
+                << " tokens (" << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
+                << " bytes per token per GPU)\n";
+        out << "  largest " << (sc.mode == Mode::Training ? "micro-batch" : "batch")
+            << " that fits: " << est.maxMicroBatchSize << "\n";
+    }
     out << "  longest " << (sc.mode == Mode::Training ? "sequence" : "context")
         << " that fits: " << maxSequenceLength(sc) << "\n";
     if (sc.cluster.pipelineParallel > 1) {
@@ -157,7 +183,15 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << formatBytes(est.offload.deviceToHostBytes, ByteUnit::GB)
             << " out per step = " << est.offload.secondsPerStep << " s at " << c.pcieGBps << " GB/s\n";
     const auto savings = rankSavings(sc);
-    if (!savings.empty()) {
+    if (!savings.empty() && sv.engine) {
+        out << "\n  single changes that serve more requests at once:\n";
+        for (const auto& s : savings)
+            out << "    " << std::left << std::setw(56) << s.description << std::right
+                << (s.kvTokensGained >= 0 ? "+" : "-")
+                << formatCount(static_cast<unsigned long long>(std::llabs(s.kvTokensGained))) << " tokens, "
+                << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x -> " << s.concurrencyAfter
+                << "x" << std::defaultfloat << "\n";
+    } else if (!savings.empty()) {
         out << "\n  single changes that save memory:\n";
         for (const auto& s : savings)
             out << "    " << std::left << std::setw(52) << s.description << std::right << gib(s.bytesSaved)

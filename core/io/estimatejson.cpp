@@ -39,7 +39,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     out["peak_bytes"] = peak;
     out["capacity_bytes"] = capacity;
     out["headroom_bytes"] = capacity - peak;
-    out["fits"] = peak <= capacity;
+    // An engine also needs room in its pool for one request of the longest length it accepts.
+    out["fits"] = peak <= capacity && (!est.serving.engine || est.fits);
     out["max_micro_batch_size"] = est.maxMicroBatchSize;
     out["peak_phase"] = phaseName(est.peakPhase);
     out["most_loaded_stage"] = est.mostLoadedStage;
@@ -69,6 +70,30 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                           {"host_to_device_bytes_per_step", bytes(est.offload.hostToDeviceBytes)},
                           {"device_to_host_bytes_per_step", bytes(est.offload.deviceToHostBytes)},
                           {"pcie_seconds_per_step", est.offload.secondsPerStep}};
+    if (est.mode == Mode::Inference) {
+        const ServingEstimate& sv = est.serving;
+        json inf = {{"kv_bytes_per_token", bytes(sv.kvBytesPerToken)},
+                    {"kv_cache_tokens", sv.kvCacheTokens},
+                    {"max_concurrency", std::round(sv.maxConcurrency * 100) / 100},
+                    {"request_length", sv.requestLength},
+                    {"weight_storage", sc.inference.quantised ? sc.model.quantization.label()
+                                       : sc.inference.weightDtype == "checkpoint"
+                                           ? std::string("bf16")
+                                           : sc.inference.weightDtype}};
+        if (sv.engine) {
+            inf["engine"] = sc.inference.engine == Engine::Vllm ? "vllm" : "sglang";
+            inf["budget_bytes"] = bytes(sv.budgetBytes);
+            inf["profiled_step_bytes"] = bytes(sv.profiledBytes);
+            inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);
+            inf["available_kv_bytes"] = bytes(sv.availableBytes);
+            inf["kv_pool_bytes"] = bytes(sv.poolBytes);
+            inf["num_blocks"] = sv.numBlocks;
+            inf["block_size"] = sv.blockSize;
+            inf["step_tokens"] = sv.stepTokens;
+            inf["max_num_seqs"] = sv.maxNumSeqs;
+        }
+        out["inference"] = std::move(inf);
+    }
     out["warnings"] = est.warnings;
     return out;
 }
@@ -82,6 +107,12 @@ json savingsToJson(const std::vector<Saving>& savings) {
                        {"peak_bytes_after", bytes(s.peakAfter)},
                        {"fits_after", s.fitsAfter},
                        {"patch", s.patch}});
+    for (std::size_t i = 0; i < savings.size(); ++i)
+        if (savings[i].serving) {
+            out[i]["kv_cache_tokens_after"] = savings[i].kvTokensAfter;
+            out[i]["kv_cache_tokens_gained"] = savings[i].kvTokensGained;
+            out[i]["max_concurrency_after"] = std::round(savings[i].concurrencyAfter * 100) / 100;
+        }
     return out;
 }
 

@@ -228,6 +228,10 @@ const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adamw", Op
                                                                     {"adam8bit", Optimizer::Adam8bit}};
 const std::vector<std::pair<std::string, Checkpointing>> kCheckpointing = {
     {"none", Checkpointing::None}, {"selective", Checkpointing::Selective}, {"full", Checkpointing::Full}};
+const std::vector<std::pair<std::string, Engine>> kEngines = {{"none", Engine::None},
+                                                              {"vllm", Engine::Vllm},
+                                                              {"sglang", Engine::Sglang},
+                                                              {"huggingface", Engine::HuggingFace}};
 const std::vector<std::pair<std::string, Attention>> kAttention = {
     {"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}};
 
@@ -298,13 +302,37 @@ void readInference(const json& doc, Scenario& sc) {
     i.batchSize = s.integer("batch_size", d.batchSize, 1, 1 << 20);
     i.contextLength = s.integer("context_length", d.contextLength, 1, 1 << 24);
     i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk, 0, 1 << 24);
-    i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
-    i.kvCacheBytes =
-        dtype(s, "kv_cache_dtype", i.weightDtype == "int4" || i.weightDtype == "nf4" ? "bf16" : i.weightDtype,
-              i.kvCacheDtype);
+    // "checkpoint" (the default): as the checkpoint stores its weights, quantization_config included.
+    if (s.string("weight_dtype", "checkpoint") == "checkpoint") {
+        i.weightDtype = "checkpoint";
+        i.weightBytes = 2; // what the checkpoint leaves unquantised, and every weight of a 16-bit one
+        i.quantised = sc.model.quantization.active();
+    } else {
+        i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
+    }
+    const bool narrow = i.weightDtype == "int4" || i.weightDtype == "nf4" || i.weightDtype == "checkpoint";
+    i.kvCacheBytes = dtype(s, "kv_cache_dtype", narrow ? "bf16" : i.weightDtype, i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
-    i.kvBlockSize = s.integer("kv_block_size", d.kvBlockSize, 0, 1 << 20);
     i.attention = s.choice<Attention>("attention", d.attention, kAttention);
+
+    i.engine = s.choice<Engine>("engine", d.engine, kEngines);
+    const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
+    // The engines' own defaults: vLLM pages 16 tokens, SGLang 1 (its page_size).
+    const int blockDefault = i.engine == Engine::Vllm ? 16 : i.engine == Engine::Sglang ? 1 : d.kvBlockSize;
+    i.kvBlockSize = s.find("block_size") ? s.integer("block_size", blockDefault, 1, 1 << 16)
+                                         : s.integer("kv_block_size", blockDefault, 0, 1 << 20);
+    i.gpuMemoryUtilization = s.number("gpu_memory_utilization", d.gpuMemoryUtilization, 0.01, 1);
+    i.memFractionStatic = s.number("mem_fraction_static", d.memFractionStatic, 0, 1);
+    i.maxModelLen = s.integer("max_model_len", d.maxModelLen, 0, 1 << 24);
+    i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens, 0, 1 << 24);
+    i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs, 0, 1 << 20);
+    i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
+    if (!engine)
+        for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
+                                "max_num_seqs", "cuda_graphs"})
+            if (s.find(key))
+                sc.warnings.push_back(std::string("inference.") + key +
+                                      " only applies to a serving engine (inference.engine vllm or sglang)");
 }
 
 void readCluster(const json& doc, Scenario& sc) {
@@ -477,7 +505,6 @@ json defaultInferenceSection() {
     // No kv_cache_dtype: left out, the KV cache follows the weights' dtype.
     return {{"batch_size", d.batchSize},
             {"context_length", d.contextLength},
-            {"weight_dtype", d.weightDtype},
             {"kv_block_size", d.kvBlockSize},
             {"attention", nameOf(kAttention, d.attention)}};
 }

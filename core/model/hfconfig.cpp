@@ -116,9 +116,9 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
 } // namespace
 
 const std::vector<std::string>& supportedModelTypes() {
-    static const std::vector<std::string> types = {"gpt2",     "llama",       "mistral", "mixtral",
-                                                   "qwen2",    "qwen3_moe",   "gemma2",  "phi3",
-                                                   "gpt_neox", "deepseek_v3", "gpt_oss"};
+    static const std::vector<std::string> types = {"gpt2",  "llama",    "mistral",     "mixtral",
+                                                   "qwen2", "qwen3",    "qwen3_moe",   "gemma2",
+                                                   "phi3",  "gpt_neox", "deepseek_v3", "gpt_oss"};
     return types;
 }
 
@@ -206,6 +206,12 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.experts = r.integer("num_local_experts", 1, 1 << 16);
         m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
         m.moeFfn = m.ffn;
+    } else if (t == "qwen3") {
+        // Qwen3 dense (transformers' Qwen3Config): Llama's layout with per-head q/k RMSNorm.
+        readLlamaLike(r, m, false);
+        m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
+        m.qkNorm = true;
+        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
     } else if (t == "qwen3_moe") {
         readLlamaLike(r, m, false);
         m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
@@ -268,6 +274,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
                                             "); give \"parameters\": N to plan with the size alone");
     }
     readSlidingWindows(config, path, m);
+    m.quantization = readQuantization(config, path);
     return m;
 }
 

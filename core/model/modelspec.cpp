@@ -67,6 +67,77 @@ LayerParams ModelSpec::layerParams(int layer) const {
     return p;
 }
 
+LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantization* quantised) const {
+    LayerBytes b;
+    const LayerParams p = layerParams(layer);
+    b.experts = p.experts;
+    if (!quantised || !quantised->active()) {
+        b.attention = elementBytes * static_cast<double>(p.attention);
+        b.norms = elementBytes * static_cast<double>(p.norms);
+        b.denseMlp = elementBytes * static_cast<double>(p.denseMlp);
+        b.router = elementBytes * static_cast<double>(p.router);
+        b.perExpert = elementBytes * static_cast<double>(p.perExpert);
+        return b;
+    }
+    const Quantization& q = *quantised;
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    // A linear layer's weight as stored: quantised unless the config leaves its module out.
+    auto linear = [&](const std::string& module, u64 out, u64 in) {
+        return q.skips(prefix + module) ? elementBytes * static_cast<double>(out) * static_cast<double>(in)
+                                        : q.matrixBytes(out, in);
+    };
+    const u64 h = static_cast<u64>(hidden);
+    const u64 a = static_cast<u64>(heads);
+    double matrices = 0;
+    u64 matrixParams = 0;
+    auto add = [&](const std::string& module, u64 out, u64 in) {
+        matrices += linear(module, out, in);
+        matrixParams += out * in;
+    };
+    if (mla) {
+        const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
+        if (qLoraRank > 0) {
+            add("self_attn.q_a_proj", static_cast<u64>(qLoraRank), h);
+            add("self_attn.q_b_proj", a * qHead, static_cast<u64>(qLoraRank));
+        } else {
+            add("self_attn.q_proj", a * qHead, h);
+        }
+        add("self_attn.kv_a_proj_with_mqa", static_cast<u64>(kvLoraRank + qkRopeHeadDim), h);
+        add("self_attn.kv_b_proj", a * static_cast<u64>(qkNopeHeadDim + vHeadDim),
+            static_cast<u64>(kvLoraRank));
+        add("self_attn.o_proj", h, a * static_cast<u64>(vHeadDim));
+    } else {
+        const u64 qDim = a * static_cast<u64>(headDim);
+        const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
+        add("self_attn.q_proj", qDim, h);
+        add("self_attn.k_proj", kvDim, h);
+        add("self_attn.v_proj", kvDim, h);
+        add("self_attn.o_proj", h, qDim);
+    }
+    // Biases, q/k norms, sinks and the latent norms stay 16-bit.
+    b.attention = matrices + elementBytes * static_cast<double>(p.attention - matrixParams);
+    b.norms = elementBytes * static_cast<double>(p.norms);
+    b.router = elementBytes * static_cast<double>(p.router); // routers are kept in 16 bits
+    auto mlp = [&](const std::string& module, u64 width, u64 params) {
+        matrices = 0;
+        matrixParams = 0;
+        if (gatedMlp)
+            add(module + ".gate_proj", width, h);
+        add(module + ".up_proj", width, h);
+        add(module + ".down_proj", h, width);
+        return matrices + elementBytes * static_cast<double>(params - matrixParams);
+    };
+    if (p.isMoe()) {
+        b.perExpert = mlp("mlp.experts.0", static_cast<u64>(moeFfn), p.perExpert);
+        if (sharedExperts > 0)
+            b.denseMlp = mlp("mlp.shared_experts", static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts),
+                             p.denseMlp);
+    } else if (p.denseMlp > 0) {
+        b.denseMlp = mlp("mlp", static_cast<u64>(ffn), p.denseMlp);
+    }
+    return b;
+}
+
 u64 ModelSpec::embeddingParams() const {
     if (!known)
         return 0;

@@ -1,4 +1,6 @@
 #pragma once
+#include "core/model/quantization.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,16 @@ struct LayerParams {
     std::uint64_t total() const { return attention + norms + denseMlp + router + perExpert * experts; }
     std::uint64_t active() const { return attention + norms + denseMlp + router + perExpert * activeExperts; }
     bool isMoe() const { return experts > 0; }
+};
+
+// Bytes of one decoder layer's weights as a checkpoint stores them, split like LayerParams.
+struct LayerBytes {
+    double attention = 0;
+    double norms = 0;
+    double denseMlp = 0;
+    double router = 0;
+    double perExpert = 0;
+    int experts = 0;
 };
 
 // An architecture as the estimator needs it: shapes plus the structural flags that decide the exact
@@ -78,7 +90,13 @@ struct ModelSpec {
     int qkRopeHeadDim = 0;
     int vHeadDim = 0;
 
+    // How the checkpoint stores its linear layers (quantization_config); Method::None: 16-bit.
+    Quantization quantization;
+
     bool isMoeLayer(int layer) const;
+    // Weight bytes of one layer with the 16-bit parts at `elementBytes` per value and, given a
+    // quantisation (usually &quantization), the linear layers it quantises stored its way.
+    LayerBytes layerBytes(int layer, double elementBytes, const Quantization* quantised) const;
     LayerParams layerParams(int layer) const;
     std::uint64_t embeddingParams() const; // token (+ position) embeddings
     std::uint64_t lmHeadParams() const;    // 0 when tied

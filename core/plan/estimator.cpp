@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace headroom {
 
@@ -135,6 +136,10 @@ struct StageModel {
     double kvCache = 0;
     double decodeActivations = 0;
     Mode mode = Mode::Training;
+    // A serving engine: every quantity is the engine's own (its pool and its profiled step), none grows
+    // with the requested batch.
+    bool engine = false;
+    ServingEstimate serving;
 };
 
 int stageLayers(int layers, int p, int stage) {
@@ -153,38 +158,81 @@ struct StageParams {
     double dense = 0;       // replicated across data parallel ranks
     double experts = 0;     // replicated across the expert-data-parallel group only
     double largestUnit = 0; // the biggest block FSDP/ZeRO-3 gathers at once (a layer, or the embedding)
+    double bytes = 0;       // inference: the weights' bytes as stored (quantised layers included)
 };
+
+// How many ranks split the routed experts. Training: tensor x expert parallel (Megatron's layout).
+// Serving engines put expert parallelism across the tensor-parallel (and data-parallel) ranks and do
+// not also slice the experts (vLLM's --enable-expert-parallel: EP size = TP x DP).
+double expertShards(const Scenario& sc) {
+    const ClusterSettings& c = sc.cluster;
+    if (sc.mode == Mode::Inference && c.expertParallel > 1)
+        return c.expertParallel;
+    return static_cast<double>(c.tensorParallel) * c.expertParallel;
+}
+
+bool isHopper(const std::string& gpu) {
+    for (const char* name : {"H100", "H200", "H800", "H20", "GH200"})
+        if (gpu.find(name) != std::string::npos)
+            return true;
+    return false;
+}
 
 StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
     StageParams sp;
+    const bool inference = sc.mode == Mode::Inference;
+    const double eb = sc.inference.weightBytes;
     const ModelSpec& m = sc.model;
     const ClusterSettings& c = sc.cluster;
     const double t = c.tensorParallel, p = c.pipelineParallel;
     if (!m.known) {
         sp.dense = static_cast<double>(m.parametersOverride) / (t * p);
+        sp.bytes = eb * sp.dense;
         return sp;
     }
-    const double ep = c.expertParallel;
-    // Layers come in at most two kinds (dense, MoE); compute each kind once.
+    const double expertDiv = expertShards(sc);
+    Quantization loaded = m.quantization;
+    if (inference && sc.inference.engine == Engine::Vllm && loaded.method == Quantization::Method::Mxfp4 &&
+        isHopper(c.gpu))
+        // Measured, not read: vLLM 0.11 on H100 loads gpt-oss-20b in 13.47 GiB and gpt-oss-120b in 64.38
+        // GiB (llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md), 5% and 6% above the
+        // checkpoint. Its Hopper path re-lays the MXFP4 experts out for triton_kernels (_swizzle_mxfp4 in
+        // vllm/model_executor/layers/quantization/utils/mxfp4_utils.py); holding each 32-value scale in
+        // two bytes accounts for all but 0.1 and 0.3 GiB of it.
+        loaded.scaleBytes = 2;
+    const Quantization* quantised = inference && sc.inference.quantised ? &loaded : nullptr;
+    // Layers come in at most two kinds (dense, MoE); compute each kind once. A quantised checkpoint's
+    // bytes depend on the layer's name only through modules_to_not_convert, which names layers by
+    // pattern, so one layer of each kind stands for the rest.
     LayerParams kinds[2];
+    LayerBytes kindBytes[2];
     bool have[2] = {false, false};
     for (int l = first; l < first + count; ++l) {
         const int k = m.isMoeLayer(l) ? 1 : 0;
         if (!have[k]) {
             kinds[k] = m.layerParams(l);
+            if (inference)
+                kindBytes[k] = m.layerBytes(l, eb, quantised);
             have[k] = true;
         }
         const LayerParams& lp = kinds[k];
         const double dense =
             static_cast<double>(lp.attention + lp.denseMlp + lp.router) / t + static_cast<double>(lp.norms);
-        const double experts = static_cast<double>(lp.perExpert) * lp.experts / (t * ep);
+        const double experts = static_cast<double>(lp.perExpert) * lp.experts / expertDiv;
         sp.dense += dense;
         sp.experts += experts;
         sp.largestUnit = std::max(sp.largestUnit, dense + experts);
+        if (inference) {
+            const LayerBytes& lb = kindBytes[k];
+            sp.bytes += (lb.attention + lb.denseMlp + lb.router) / t + lb.norms +
+                        lb.perExpert * lb.experts / expertDiv;
+        }
     }
     const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
+    // Embeddings, the head and the final norm stay 16-bit in every quantised checkpoint Headroom reads.
     if (stage == 0) {
         sp.dense += static_cast<double>(m.embeddingParams()) / t;
+        sp.bytes += eb * static_cast<double>(m.embeddingParams()) / t;
         sp.largestUnit = std::max(sp.largestUnit, static_cast<double>(m.embeddingParams()) / t);
     }
     if (stage == c.pipelineParallel - 1) {
@@ -192,6 +240,7 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         // A tied head is the embedding itself on a single stage; across stages the last keeps a copy.
         const double head = !m.tiedEmbeddings ? vocabShard : (c.pipelineParallel > 1 ? vocabShard : 0);
         sp.dense += head;
+        sp.bytes += eb * (static_cast<double>(m.finalNormParams()) + head);
         sp.largestUnit = std::max(sp.largestUnit, head);
     }
     return sp;
@@ -293,6 +342,56 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     return st;
 }
 
+// Engine defaults, each from the engine's own source (docs/serving.md names the versions and files).
+constexpr double kGiB = 1073741824.0;
+
+int engineStepTokens(const Scenario& sc) {
+    const InferenceSettings& in = sc.inference;
+    if (in.maxNumBatchedTokens > 0)
+        return in.maxNumBatchedTokens;
+    const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
+    if (in.engine == Engine::Vllm) {
+        // vllm/engine/arg_utils.py (_set_default_args, v0.11, the OpenAI server): 8192 on GPUs of at least
+        // 70 GiB that are not A100s, else 2048.
+        const bool big = gib >= 70 && sc.cluster.gpu.find("A100") == std::string::npos;
+        return big ? 8192 : 2048;
+    }
+    // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
+    // 60 GiB, else 8192.
+    return gib < 35 ? 2048 : gib < 60 ? 4096 : 8192;
+}
+
+int engineMaxSeqs(const Scenario& sc) {
+    const InferenceSettings& in = sc.inference;
+    if (in.maxNumSeqs > 0)
+        return in.maxNumSeqs;
+    const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
+    const bool big = gib >= 70 && sc.cluster.gpu.find("A100") == std::string::npos;
+    return in.engine == Engine::Vllm ? (big ? 1024 : 256) : 1024;
+}
+
+// SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
+double sglangStaticFraction(const Scenario& sc) {
+    if (sc.inference.memFractionStatic > 0)
+        return sc.inference.memFractionStatic;
+    const int tp = sc.cluster.tensorParallel;
+    return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+}
+
+// vLLM's profiled sampler step: `_dummy_sampler_run` samples max_num_seqs requests with top-k and
+// top-p on, so apply_top_k_top_p sorts the fp32 logits. Live at the sort, per (request, vocabulary
+// entry): the bf16 logits (2), their fp32 copy (4), the sorted values and int64 indices (4 + 8), the
+// radix sort's second buffers for both (4 + 8) and its int64 input index (8): 38 bytes. Measured on
+// H100 with vLLM 0.11 (llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md): 38.4 to 38.9
+// bytes per entry for Qwen3-0.6B, Qwen3-32B, Llama-3.1-8B and gpt-oss-20b.
+constexpr double kVllmSamplerBytes = 38;
+// SGLang samples from probabilities without sorting (FlashInfer's top-k/top-p kernels): the bf16
+// logits, their fp32 copy and the probabilities.
+constexpr double kSglangSamplerBytes = 10;
+// Memory outside PyTorch that vLLM measures at one GPU (cuBLAS workspaces and the like): 0.13 GiB on
+// each tensor-parallel-1 run of the llm-d measurements; NCCL adds its communicators on top.
+constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
+
 StageModel inferenceStage(const Scenario& sc, int stage) {
     StageModel st;
     st.mode = Mode::Inference;
@@ -301,43 +400,100 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
     const InferenceSettings& in = sc.inference;
     const int p = c.pipelineParallel;
     const StageParams sp = placeStage(sc, stage, st);
-    st.weights = in.weightBytes * (sp.dense + sp.experts);
+    st.weights = sp.bytes;
     st.communication = static_cast<double>((c.tensorParallel > 1) + (p > 1) + (c.expertParallel > 1)) *
                        static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
+    st.engine = in.engine == Engine::Vllm || in.engine == Engine::Sglang;
+    ServingEstimate& sv = st.serving;
+    sv.requestLength = in.requestLength();
+    sv.blockSize = in.kvBlockSize;
     if (!m.known)
         return st;
     const double t = c.tensorParallel;
-    double ctx = in.contextLength;
-    if (in.kvBlockSize > 0)
-        ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
+    // One token's keys and values in one layer on one GPU: the compressed latent and its rope part for
+    // multi-head latent attention (once, whatever the tensor parallelism), else K and V of this rank's
+    // KV heads, at least one (a head is replicated when there are fewer than ranks).
     const double kvPerToken = m.mla ? static_cast<double>(m.kvLoraRank + m.qkRopeHeadDim)
-                                    : 2.0 * std::max(1.0, m.kvHeads / t) * m.headDim;
-    // Sliding-window layers cache at most the window (in whole blocks when paged).
-    double cachedTokens = 0;
-    for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
-        double tokens = ctx;
-        if (m.isSlidingLayer(l)) {
-            tokens = std::min<double>(in.contextLength, m.slidingWindow);
-            if (in.kvBlockSize > 0)
-                tokens = std::ceil(tokens / in.kvBlockSize) * in.kvBlockSize;
-        }
-        cachedTokens += tokens;
-    }
-    st.kvCache = kvPerToken * cachedTokens * in.kvCacheBytes;
+                                    : 2.0 * std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
+    const double kvLayerBytes = kvPerToken * in.kvCacheBytes;
+    int fullLayers = 0, slidingLayers = 0;
+    for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
+        (m.isSlidingLayer(l) ? slidingLayers : fullLayers) += 1;
+    sv.kvBytesPerToken = kvLayerBytes * st.layers;
 
-    // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
-    const double chunk = in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
     const double e = 2;
     const double heads = m.heads / t;
     const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExperts * m.moeFfn : m.ffn;
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
-    st.activations = chunk * perToken;
-    st.decodeActivations = perToken;
-    if (in.attention == Attention::Eager)
-        st.scores = e * heads * chunk * ctx;
-    if (st.last)
-        st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
+
+    if (!st.engine) {
+        double ctx = in.contextLength;
+        if (in.kvBlockSize > 0)
+            ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
+        // Sliding-window layers cache at most the window (in whole blocks when paged).
+        double window = std::min<double>(in.contextLength, m.slidingWindow);
+        if (in.kvBlockSize > 0)
+            window = std::ceil(window / in.kvBlockSize) * in.kvBlockSize;
+        st.kvCache = kvLayerBytes * (fullLayers * ctx + slidingLayers * window);
+        // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
+        const double chunk =
+            in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
+        st.activations = chunk * perToken;
+        st.decodeActivations = perToken;
+        if (in.attention == Attention::Eager)
+            st.scores = e * heads * chunk * ctx;
+        if (st.last)
+            st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
+        return st;
+    }
+
+    // A serving engine: one step of `step` tokens from up to `seqs` requests, then the KV pool.
+    const int step = engineStepTokens(sc);
+    const int seqs = std::min(engineMaxSeqs(sc), step);
+    sv.engine = true;
+    sv.stepTokens = step;
+    sv.maxNumSeqs = seqs;
+    const double capacity = static_cast<double>(c.capacityBytes);
+    const double forward = step * perToken;
+    const double kept = e * step * m.hidden; // the step's output hidden states, held while sampling
+    const bool vllm = in.engine == Engine::Vllm;
+    // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
+    const double sampler =
+        st.last ? static_cast<double>(seqs) * m.vocab * (vllm ? kVllmSamplerBytes : kSglangSamplerBytes) : 0;
+    if (sampler > forward)
+        st.logits = sampler;
+    else
+        st.activations = forward;
+    st.activations += kept;
+    sv.profiledBytes = std::max(forward, sampler) + kept;
+    st.allocatorFraction = 0; // the engines budget allocated bytes themselves
+    if (vllm) {
+        // vllm/v1/worker/gpu_worker.py determine_available_memory: the budget minus weights, the
+        // profiled peak and non-torch memory is the KV cache.
+        sv.nonTorchBytes = kVllmNonTorchBytes + st.communication;
+        st.communication = sv.nonTorchBytes;
+        sv.budgetBytes = in.gpuMemoryUtilization * capacity;
+        sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
+    } else {
+        // SGLang's profile_max_num_token: free memory after loading the weights, less the part of the
+        // GPU mem_fraction_static leaves to activations and CUDA graphs.
+        sv.nonTorchBytes = st.communication;
+        sv.budgetBytes = sglangStaticFraction(sc) * capacity;
+        sv.availableBytes = sv.budgetBytes - st.cudaContext - st.weights;
+    }
+    const int block = std::max(1, in.kvBlockSize);
+    sv.blockSize = block;
+    const KvPool pool =
+        vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block, sv.requestLength,
+                          m.slidingWindow, step)
+             : sglangKvPool(sv.availableBytes, kvLayerBytes, st.layers, block, sv.requestLength);
+    sv.numBlocks = pool.numBlocks;
+    sv.blockBytes = pool.blockBytes;
+    sv.poolBytes = pool.poolBytes;
+    sv.kvCacheTokens = pool.tokens;
+    sv.maxConcurrency = pool.maxConcurrency;
+    st.kvCache = sv.poolBytes;
     return st;
 }
 
@@ -351,7 +507,8 @@ StageModel stageModel(const Scenario& sc, int stage) {
         *v *= c.linear;
     st.scores *= c.quadratic;
     st.transientScores *= c.quadratic;
-    st.kvCache *= c.kvCache;
+    if (!st.engine)
+        st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
     st.workspace = c.workspaceBytes;
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0)
         st.optimizerStep = c.optimizerStepBytesPerParameter * st.weights / sc.training.bytes.weights;
@@ -359,6 +516,8 @@ StageModel stageModel(const Scenario& sc, int stage) {
 }
 
 StageModel withBatch(StageModel st, double batch) {
+    if (st.engine)
+        return st; // the engine's pool and step do not follow the requested batch
     for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
                       &st.logitsGradient, &st.kvCache, &st.decodeActivations})
         *v *= batch;
@@ -399,10 +558,11 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
         b[Category::Activations] = st.activations;
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
-        b[Category::KvCache] = st.kvCache * x;
+        b[Category::KvCache] =
+            st.engine ? st.kvCache : st.kvCache * x; // an engine allocates its pool up front
         break;
     case Phase::Decode:
-        b[Category::Activations] = st.decodeActivations;
+        b[Category::Activations] = st.engine ? st.activations : st.decodeActivations;
         b[Category::Logits] = st.logits;
         break;
     }
@@ -437,6 +597,55 @@ template <typename F> void forEachCandidate(Mode mode, F&& f) {
 
 } // namespace
 
+KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
+                  int blockSize, int requestLength, int slidingWindow, int stepTokens) {
+    KvPool p;
+    const int block = std::max(1, blockSize);
+    const double request = std::max(1, requestLength);
+    if (fullLayers > 0 && slidingLayers > 0) {
+        // The hybrid allocator (vllm/v1/core/kv_cache_utils.py, v0.11): each kind of layer is cut into
+        // groups of the smaller kind's size; one block is a page in every layer of a group, and the groups
+        // share the blocks. A request's sliding layers need at most window - 1 + one step's tokens, and
+        // one block more since the window need not start at a block boundary (SlidingWindowSpec).
+        const int g = std::min(fullLayers, slidingLayers);
+        const int fullGroups = (fullLayers + g - 1) / g, slidingGroups = (slidingLayers + g - 1) / g;
+        p.blockBytes = block * layerTokenBytes * g;
+        p.numBlocks =
+            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
+        p.tokens = p.numBlocks / (fullGroups + slidingGroups) * block;
+        const double window = std::min<double>(slidingWindow - 1.0 + stepTokens, request);
+        const double perRequest =
+            fullGroups * std::ceil(request / block) + slidingGroups * (std::ceil(window / block) + 1);
+        p.maxConcurrency = static_cast<double>(p.numBlocks) / perRequest;
+    } else {
+        const int layers = std::max(1, fullLayers + slidingLayers);
+        p.blockBytes = block * layerTokenBytes * layers;
+        p.numBlocks =
+            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
+        p.tokens = p.numBlocks * block;
+        p.maxConcurrency = static_cast<double>(p.numBlocks) / std::ceil(request / block);
+    }
+    p.poolBytes = static_cast<double>(p.numBlocks) * p.blockBytes;
+    return p;
+}
+
+KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, int pageSize,
+                    int requestLength) {
+    // profile_max_num_token (python/sglang/srt/model_executor/model_runner.py): the bytes left over one
+    // token's cell in every layer, then whole pages.
+    KvPool p;
+    const int page = std::max(1, pageSize);
+    const double cell = layerTokenBytes * std::max(1, layers);
+    const long long tokens =
+        availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / cell)) : 0;
+    p.numBlocks = tokens / page;
+    p.tokens = p.numBlocks * page;
+    p.blockBytes = cell * page;
+    p.poolBytes = static_cast<double>(p.tokens) * cell;
+    p.maxConcurrency = static_cast<double>(p.tokens) / std::max(1, requestLength);
+    return p;
+}
+
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
     const ModelSpec& m = sc.model;
     LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0);
@@ -463,8 +672,35 @@ Estimate estimate(const Scenario& sc) {
     // exactly from two evaluations: intercept + slope x batch <= capacity.
     double maxBatch = static_cast<double>(kMaxBatchSearched);
     double worst = -1;
+    std::vector<StageModel> units;
+    units.reserve(static_cast<std::size_t>(stages));
+    for (int s = 0; s < stages; ++s)
+        units.push_back(stageModel(sc, s));
+    const bool engine = !units.empty() && units.front().engine;
+    if (engine) {
+        // Every worker allocates the smallest number of blocks any of them can hold (vLLM takes the
+        // minimum over workers), so the stage that is shortest of memory sets the pool everywhere.
+        std::size_t shortest = 0;
+        for (std::size_t i = 1; i < units.size(); ++i)
+            if (units[i].serving.numBlocks < units[shortest].serving.numBlocks)
+                shortest = i;
+        const ServingEstimate& least = units[shortest].serving;
+        for (StageModel& u : units) {
+            ServingEstimate& sv = u.serving;
+            if (sv.numBlocks > 0 && sv.numBlocks != least.numBlocks) {
+                const double ratio = static_cast<double>(least.numBlocks) / static_cast<double>(sv.numBlocks);
+                sv.kvCacheTokens = least.kvCacheTokens;
+                sv.maxConcurrency *= ratio;
+                sv.numBlocks = least.numBlocks;
+            }
+            sv.poolBytes = static_cast<double>(sv.numBlocks) * sv.blockBytes;
+            u.kvCache = sv.poolBytes;
+        }
+        est.serving = least;
+        est.serving.poolBytes = static_cast<double>(least.numBlocks) * least.blockBytes;
+    }
     for (int s = 0; s < stages; ++s) {
-        const StageModel unit = stageModel(sc, s);
+        const StageModel& unit = units[static_cast<std::size_t>(s)];
         const StageModel st = withBatch(unit, batch);
         const StageModel none = withBatch(unit, 0);
         StageEstimate se;
@@ -524,6 +760,25 @@ Estimate estimate(const Scenario& sc) {
     est.peakBytes = est.perGpu.total();
     est.fits = est.peakBytes <= est.capacityBytes;
     est.maxMicroBatchSize = static_cast<long long>(std::max(0.0, maxBatch));
+    if (sc.mode == Mode::Inference && !engine && !units.empty()) {
+        // The planned batch's own cache: what it holds, and how many requests of its length would fit.
+        const StageModel& u = units[static_cast<std::size_t>(est.mostLoadedStage)];
+        ServingEstimate& sv = est.serving;
+        sv = u.serving;
+        const int block = sc.inference.kvBlockSize;
+        const long long ctx =
+            block > 0 ? (sc.inference.contextLength + block - 1) / block * block : sc.inference.contextLength;
+        sv.kvCacheTokens = static_cast<long long>(batch) * ctx;
+        sv.requestLength = sc.inference.contextLength;
+        sv.maxConcurrency = static_cast<double>(est.maxMicroBatchSize);
+    } else if (engine) {
+        // An engine serves when its pool holds at least one request of the longest length it accepts
+        // (vLLM refuses to start otherwise: "max seq len ... is larger than the maximum number of tokens
+        // that can be stored in KV cache").
+        est.fits = est.fits && est.serving.availableBytes > 0 &&
+                   est.serving.kvCacheTokens >= est.serving.requestLength;
+        est.maxMicroBatchSize = static_cast<long long>(std::floor(std::max(0.0, est.serving.maxConcurrency)));
+    }
     return est;
 }
 

@@ -37,6 +37,43 @@ struct OffloadInfo {
     double secondsPerStep = 0; // over the GPU's PCIe link, both directions overlapping
 };
 
+// The KV-cache answer of an inference estimate (CONTRACTS.md section 4, "inference"). With a serving
+// engine it describes the pool the engine reserves; without one, the planned batch's own cache.
+struct ServingEstimate {
+    double kvBytesPerToken = 0;  // one token's keys and values on one GPU, every layer it holds
+    long long kvCacheTokens = 0; // tokens the KV cache holds, in whole blocks
+    double maxConcurrency = 0;   // requests of requestLength tokens held at once
+    int requestLength = 0;       // max_model_len, else context_length
+    // Serving engines only.
+    bool engine = false;
+    double budgetBytes = 0;    // vLLM: gpu_memory_utilization x memory; SGLang: mem_fraction_static x memory
+    double profiledBytes = 0;  // the engine's step: vLLM profiles it inside its budget, SGLang leaves room
+    double nonTorchBytes = 0;  // NCCL, cuBLAS and other memory outside PyTorch's allocator
+    double availableBytes = 0; // what the engine hands to the KV cache (may be negative: no room)
+    double poolBytes = 0;      // the KV cache as allocated, whole blocks
+    long long numBlocks = 0;
+    double blockBytes = 0; // one block: a page in each layer that shares it
+    int blockSize = 0;
+    int stepTokens = 0; // tokens per engine step (max_num_batched_tokens / chunked_prefill_size)
+    int maxNumSeqs = 0; // requests per step the engine profiles
+};
+
+// A KV-cache pool as an engine carves it out of `availableBytes`; `layerTokenBytes` is one token's keys
+// and values in one layer on one GPU.
+struct KvPool {
+    long long numBlocks = 0;
+    long long tokens = 0; // what the engine logs: vLLM "GPU KV cache size", SGLang "#tokens"
+    double blockBytes = 0;
+    double poolBytes = 0;
+    double maxConcurrency = 0; // requests of requestLength tokens
+};
+// vLLM 0.11's arithmetic, sliding-window layers through its hybrid allocator.
+KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
+                  int blockSize, int requestLength, int slidingWindow, int stepTokens);
+// SGLang's: every layer caches every token, in pages of pageSize tokens.
+KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, int pageSize,
+                    int requestLength);
+
 struct Estimate {
     Mode mode = Mode::Training;
     std::uint64_t parameters = 0;
@@ -52,6 +89,7 @@ struct Estimate {
     OffloadInfo offload;
     int dataParallelSize = 1;
     std::vector<std::string> warnings;
+    ServingEstimate serving; // inference only
 
     double headroomBytes() const { return capacityBytes - peakBytes; }
 };

@@ -14,8 +14,16 @@ void checkLayout(const Scenario& sc) {
                                             " is not a multiple of tensor x pipeline x context parallel (" +
                                             std::to_string(grid) + ")");
     const int dp = c.dataParallelSize();
-    if (dp % c.expertParallel != 0)
+    if (sc.mode == Mode::Inference) {
+        // Serving spreads experts over the tensor- and data-parallel ranks (vLLM's EP size is TP x DP),
+        // so expert parallelism needs no data parallelism of its own.
+        const int ranks = dp * c.tensorParallel;
+        if (ranks % c.expertParallel != 0)
+            throw Error("cluster.expert_parallel",
+                        "must divide tensor x data parallel (" + std::to_string(ranks) + ") when serving");
+    } else if (dp % c.expertParallel != 0) {
         throw Error("cluster.expert_parallel", "must divide the data-parallel size " + std::to_string(dp));
+    }
     const ModelSpec& m = sc.model;
     if (m.known) {
         if (m.heads % c.tensorParallel != 0)

@@ -38,17 +38,33 @@ struct TrainingSettings {
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };
 
+// What serves the requests (CONTRACTS.md section 3). A serving engine sizes its KV cache as the pool left
+// after weights and its profiled step; without one the batch's own cache is planned.
+enum class Engine { None, Vllm, Sglang, HuggingFace };
+
 struct InferenceSettings {
     int batchSize = 1;
     int contextLength = 4096; // tokens held per sequence (prompt + generated)
     int prefillChunk = 0;     // tokens processed at once in prefill (0: the whole context)
     double weightBytes = 2;
     double kvCacheBytes = 2;
-    std::string weightDtype = "bf16";
+    std::string weightDtype = "checkpoint"; // or a uniform dtype ("bf16", "fp8", "int4", ...)
     std::string kvCacheDtype = "bf16";
     int kvBlockSize = 0; // paged KV cache block (tokens); 0 = contiguous
     Attention attention = Attention::Flash;
     bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
+    // weight_dtype "checkpoint" (the default): linear layers as quantization_config stores them, the rest
+    // at weightBytes. False when a uniform weight_dtype is given or the checkpoint is not quantised.
+    bool quantised = false;
+
+    Engine engine = Engine::None;
+    double gpuMemoryUtilization = 0.9; // vLLM: the fraction of the GPU the engine may use
+    double memFractionStatic = 0;      // SGLang: weights + KV pool fraction; 0 = SGLang's default
+    int maxModelLen = 0;               // longest request (0: context_length)
+    int maxNumBatchedTokens = 0;       // tokens in one engine step (0: the engine's default)
+    int maxNumSeqs = 0;                // requests in one step (0: the engine's default)
+    bool cudaGraphs = true;
+    int requestLength() const { return maxModelLen > 0 ? maxModelLen : contextLength; }
 };
 
 struct ClusterSettings {

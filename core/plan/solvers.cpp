@@ -15,10 +15,13 @@ long long maxSequenceLength(const Scenario& sc, long long limit) {
     Scenario probe = sc.settingsCopy();
     const long long step = sc.cluster.contextParallel;
     auto fits = [&](long long s) {
-        if (sc.mode == Mode::Training)
+        if (sc.mode == Mode::Training) {
             probe.training.sequenceLength = static_cast<int>(s);
-        else
+        } else {
             probe.inference.contextLength = static_cast<int>(s);
+            if (probe.inference.maxModelLen > 0) // an engine's request length is max_model_len
+                probe.inference.maxModelLen = static_cast<int>(s);
+        }
         return estimate(probe).fits;
     };
     // Memory grows monotonically with the sequence, so bisect over multiples of the step.
@@ -146,11 +149,12 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                  s.inference.kvCacheBytes = 1;
                  s.inference.kvCacheDtypeGiven = true;
              }});
-    if (in.weightBytes > 1)
+    if (in.weightBytes > 1 && !in.quantised)
         out.push_back(
             {"fp8_weights", "FP8 weights", {{"inference", {{"weight_dtype", "fp8"}}}}, [](Scenario& s) {
                  s.inference.weightDtype = "fp8";
                  s.inference.weightBytes = 1;
+                 s.inference.quantised = false;
                  if (!s.inference.kvCacheDtypeGiven) { // the KV cache follows the weights
                      s.inference.kvCacheDtype = "fp8";
                      s.inference.kvCacheBytes = 1;
@@ -178,12 +182,89 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
     return out;
 }
 
+// Changes to a serving engine's settings; each is judged by the requests it lets run at once.
+std::vector<Change> engineChanges(const Scenario& sc) {
+    std::vector<Change> out = inferenceChanges(sc);
+    // Batch and attention kind are not the engine's: it batches up to max_num_seqs and uses FlashAttention.
+    out.erase(
+        std::remove_if(out.begin(), out.end(),
+                       [](const Change& c) { return c.id == "halve_batch" || c.id == "flash_attention"; }),
+        out.end());
+    const auto& in = sc.inference;
+    if (in.engine == Engine::Vllm && in.gpuMemoryUtilization < 0.95) {
+        const double to = std::min(0.95, std::round((in.gpuMemoryUtilization + 0.05) * 100) / 100);
+        out.push_back({"raise_gpu_memory_utilization",
+                       "gpu_memory_utilization " + std::to_string(to).substr(0, 4),
+                       {{"inference", {{"gpu_memory_utilization", to}}}},
+                       [to](Scenario& s) { s.inference.gpuMemoryUtilization = to; }});
+    }
+    if (in.engine == Engine::Sglang) {
+        const double now = in.memFractionStatic > 0 ? in.memFractionStatic : 0;
+        Scenario probe = sc.settingsCopy();
+        probe.inference.memFractionStatic = now;
+        const double current =
+            now > 0 ? now : estimate(probe).serving.budgetBytes / double(sc.cluster.capacityBytes);
+        if (current < 0.93) {
+            const double to = std::min(0.93, std::round((current + 0.03) * 100) / 100);
+            out.push_back({"raise_mem_fraction_static",
+                           "mem_fraction_static " + std::to_string(to).substr(0, 4),
+                           {{"inference", {{"mem_fraction_static", to}}}},
+                           [to](Scenario& s) { s.inference.memFractionStatic = to; }});
+        }
+    }
+    const Estimate est = estimate(sc);
+    if (in.engine == Engine::Vllm && est.serving.maxNumSeqs > 256)
+        out.push_back({"max_num_seqs_256",
+                       "max_num_seqs 256 (a smaller sampler step to profile)",
+                       {{"inference", {{"max_num_seqs", 256}}}},
+                       [](Scenario& s) { s.inference.maxNumSeqs = 256; }});
+    if (est.serving.stepTokens > 2048)
+        out.push_back({"max_num_batched_tokens_2048",
+                       "max_num_batched_tokens 2048 (smaller prefill chunks)",
+                       {{"inference", {{"max_num_batched_tokens", 2048}}}},
+                       [](Scenario& s) { s.inference.maxNumBatchedTokens = 2048; }});
+    const int len = in.requestLength();
+    if (len >= 2048)
+        out.push_back({"halve_max_model_len",
+                       "max_model_len " + std::to_string(len / 2),
+                       {{"inference", {{"max_model_len", len / 2}}}},
+                       [len](Scenario& s) { s.inference.maxModelLen = len / 2; }});
+    return out;
+}
+
 } // namespace
 
 std::vector<Saving> rankSavings(const Scenario& sc) {
-    const double before = estimate(sc).peakBytes;
+    const Estimate current = estimate(sc);
+    const double before = current.peakBytes;
     std::vector<Saving> out;
     const Scenario base = sc.settingsCopy();
+    if (current.serving.engine) {
+        for (auto& ch : engineChanges(sc)) {
+            Scenario changed = base;
+            ch.edit(changed);
+            try {
+                checkLayout(changed);
+            } catch (const Error&) {
+                continue;
+            }
+            const Estimate after = estimate(changed);
+            const double gain = after.serving.maxConcurrency - current.serving.maxConcurrency;
+            if (gain <= 1e-9)
+                continue;
+            Saving s{ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits};
+            s.serving = true;
+            s.kvTokensAfter = after.serving.kvCacheTokens;
+            s.kvTokensGained = after.serving.kvCacheTokens - current.serving.kvCacheTokens;
+            s.concurrencyAfter = after.serving.maxConcurrency;
+            s.concurrencyGained = gain;
+            out.push_back(std::move(s));
+        }
+        std::stable_sort(out.begin(), out.end(), [](const Saving& a, const Saving& b) {
+            return a.concurrencyGained > b.concurrencyGained;
+        });
+        return out;
+    }
     for (auto& ch : sc.mode == Mode::Training ? trainingChanges(sc) : inferenceChanges(sc)) {
         Scenario changed = base;
         ch.edit(changed);

@@ -19,9 +19,17 @@ struct Saving {
     double bytesSaved = 0;
     double peakAfter = 0;
     bool fitsAfter = false;
+    // Serving engines fill their budget whatever the change, so a change is worth what it adds to the KV
+    // pool: the tokens it holds and the requests of the engine's request length served at once.
+    bool serving = false;
+    long long kvTokensAfter = 0;
+    long long kvTokensGained = 0;
+    double concurrencyAfter = 0;
+    double concurrencyGained = 0;
 };
 
-// Every applicable single change that lowers the peak, largest saving first. Each is evaluated as a typed
+// Every applicable single change that lowers the peak, largest saving first; with a serving engine, every
+// change that lets more requests run at once, largest gain first. Each is evaluated as a typed
 // edit of `sc` (no document is re-read); applying its patch to the document gives the same scenario.
 std::vector<Saving> rankSavings(const Scenario& sc);
 

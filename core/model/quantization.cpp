@@ -1,0 +1,217 @@
+#include "core/model/quantization.h"
+
+#include "core/error.h"
+
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+using json = nlohmann::json;
+
+double ceilDiv(std::uint64_t a, std::uint64_t b) {
+    return b == 0 ? 1.0 : static_cast<double>((a + b - 1) / b);
+}
+
+// '*' matches any run of characters (modules_to_not_convert uses "model.layers.*.self_attn").
+bool globMatch(const char* p, const char* s) {
+    for (; *p; ++p, ++s) {
+        if (*p == '*') {
+            for (const char* t = s;; ++t) {
+                if (globMatch(p + 1, t))
+                    return true;
+                if (!*t)
+                    return false;
+            }
+        }
+        if (*s != *p)
+            return false;
+    }
+    return *s == '\0';
+}
+
+std::vector<std::string> stringList(const json& q, const char* key, const std::string& at) {
+    std::vector<std::string> out;
+    auto it = q.find(key);
+    if (it == q.end() || it->is_null())
+        return out;
+    if (!it->is_array())
+        throw Error(at + "." + key, "must be a list of module names");
+    for (std::size_t i = 0; i < it->size() && i < 100000; ++i) {
+        if (!(*it)[i].is_string())
+            throw Error(at + "." + key + "[" + std::to_string(i) + "]", "must be a module name");
+        out.push_back((*it)[i].get<std::string>());
+    }
+    return out;
+}
+
+int intIn(const json& q, const char* key, int fallback, int lo, int hi, const std::string& at) {
+    auto it = q.find(key);
+    if (it == q.end() || it->is_null())
+        return fallback;
+    if (!it->is_number_integer() || it->get<long long>() < lo || it->get<long long>() > hi)
+        throw Error(at + "." + key,
+                    "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return static_cast<int>(it->get<long long>());
+}
+
+} // namespace
+
+double Quantization::matrixBytes(std::uint64_t out, std::uint64_t in) const {
+    const double n = static_cast<double>(out) * static_cast<double>(in);
+    switch (method) {
+    case Method::None:
+        return 2 * n;
+    case Method::Mxfp4:
+        return n / 2 + scaleBytes * n / 32; // two values per byte, one e8m0 scale per 32
+    case Method::Fp8:
+        if (blockRows > 0 && blockCols > 0)
+            return n + 4 * ceilDiv(out, static_cast<std::uint64_t>(blockRows)) *
+                           ceilDiv(in, static_cast<std::uint64_t>(blockCols));
+        return n + 2.0 * static_cast<double>(out); // one 16-bit scale per output channel
+    case Method::Int: {
+        const double groups = groupSize > 0 ? ceilDiv(in, static_cast<std::uint64_t>(groupSize)) : 1;
+        const double packed = n * bits / 8;
+        const double scales = groups * static_cast<double>(out) * 2;
+        const double zeros = name == "compressed-tensors" ? 0 : groups * static_cast<double>(out) * bits / 8;
+        return packed + scales + zeros + (gIdx ? 4.0 * static_cast<double>(in) : 0);
+    }
+    }
+    return 2 * n;
+}
+
+bool Quantization::skips(const std::string& module) const {
+    for (const std::string& p : skip) {
+        if (p.empty())
+            continue;
+        // A pattern names a module or one of its parents: "lm_head", "model.layers.*.self_attn".
+        if (globMatch(p.c_str(), module.c_str()) || globMatch((p + ".*").c_str(), module.c_str()))
+            return true;
+        // compressed-tensors also writes "re:" regular expressions; the common ones end in the module name.
+        if (p.rfind("re:", 0) == 0) {
+            std::string tail = p.substr(3);
+            while (!tail.empty() && (tail.back() == '$'))
+                tail.pop_back();
+            const auto dot = tail.find_last_of(".*");
+            const std::string last = dot == std::string::npos ? tail : tail.substr(dot + 1);
+            if (!last.empty() && module.size() >= last.size() &&
+                module.compare(module.size() - last.size(), last.size(), last) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+std::string Quantization::label() const {
+    switch (method) {
+    case Method::None:
+        return "none";
+    case Method::Mxfp4:
+        return "mxfp4";
+    case Method::Fp8:
+        return blockRows > 0 ? "fp8 block " + std::to_string(blockRows) + "x" + std::to_string(blockCols)
+                             : "fp8 per channel";
+    case Method::Int:
+        return name + " int" + std::to_string(bits) +
+               (groupSize > 0 ? " g" + std::to_string(groupSize) : std::string());
+    }
+    return name;
+}
+
+Quantization readQuantization(const json& config, const std::string& path) {
+    Quantization q;
+    auto it = config.find("quantization_config");
+    if (it == config.end() || it->is_null())
+        return q;
+    const std::string at = path.empty() ? "quantization_config" : path + ".quantization_config";
+    if (!it->is_object())
+        throw Error(at, "must be an object");
+    const json& c = *it;
+    auto m = c.find("quant_method");
+    if (m == c.end() || !m->is_string())
+        throw Error(at + ".quant_method", "missing; it names how the checkpoint stores its weights");
+    q.name = m->get<std::string>();
+    q.skip = stringList(c, "modules_to_not_convert", at);
+    for (const char* key : {"ignored_layers", "ignore"})
+        for (auto& s : stringList(c, key, at))
+            q.skip.push_back(std::move(s));
+    if (q.name == "mxfp4") {
+        q.method = Quantization::Method::Mxfp4;
+        q.bits = 4;
+        q.groupSize = 32;
+    } else if (q.name == "fp8") {
+        q.method = Quantization::Method::Fp8;
+        q.bits = 8;
+        auto b = c.find("weight_block_size");
+        if (b != c.end() && !b->is_null()) {
+            if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number_integer() ||
+                !(*b)[1].is_number_integer() || (*b)[0].get<long long>() < 1 ||
+                (*b)[1].get<long long>() < 1 || (*b)[0].get<long long>() > 1 << 20 ||
+                (*b)[1].get<long long>() > 1 << 20)
+                throw Error(at + ".weight_block_size", "must be two positive integers [rows, columns]");
+            q.blockRows = static_cast<int>((*b)[0].get<long long>());
+            q.blockCols = static_cast<int>((*b)[1].get<long long>());
+        }
+    } else if (q.name == "gptq" || q.name == "awq") {
+        q.method = Quantization::Method::Int;
+        q.bits = intIn(c, "bits", 4, 2, 8, at);
+        if (c.contains("w_bit"))
+            q.bits = intIn(c, "w_bit", 4, 2, 8, at);
+        const int g = c.contains("q_group_size") ? intIn(c, "q_group_size", 128, -1, 1 << 20, at)
+                                                 : intIn(c, "group_size", 128, -1, 1 << 20, at);
+        q.groupSize = g > 0 ? g : 0;
+        q.gIdx = q.name == "gptq"; // AutoGPTQ's QuantLinear always stores g_idx
+    } else if (q.name == "compressed-tensors") {
+        // The weights of the first config group decide the layout (one group covers "Linear" in practice).
+        const json* w = nullptr;
+        auto groups = c.find("config_groups");
+        if (groups != c.end() && groups->is_object())
+            for (const auto& [name, g] : groups->items())
+                if (g.is_object() && g.contains("weights") && g["weights"].is_object()) {
+                    w = &g["weights"];
+                    break;
+                }
+        if (!w)
+            throw Error(at + ".config_groups",
+                        "no group with \"weights\": cannot tell how weights are stored");
+        const std::string wat = at + ".config_groups.weights";
+        const int bits = intIn(*w, "num_bits", 8, 2, 16, wat);
+        const std::string type = w->value("type", std::string("int"));
+        if (bits == 8 && type == "float") {
+            q.method = Quantization::Method::Fp8;
+            q.bits = 8;
+            auto b = w->find("block_structure");
+            if (b != w->end() && b->is_array() && b->size() == 2 && (*b)[0].is_number_integer() &&
+                (*b)[1].is_number_integer() && (*b)[0].get<long long>() > 0 && (*b)[1].get<long long>() > 0 &&
+                (*b)[0].get<long long>() <= 1 << 20 && (*b)[1].get<long long>() <= 1 << 20) {
+                q.blockRows = static_cast<int>((*b)[0].get<long long>());
+                q.blockCols = static_cast<int>((*b)[1].get<long long>());
+            }
+        } else if (bits < 16) {
+            q.method = Quantization::Method::Int;
+            q.bits = bits;
+            const int g = intIn(*w, "group_size", 0, -1, 1 << 20, wat);
+            q.groupSize = g > 0 ? g : 0;
+        }
+    } else if (q.name == "bitsandbytes") {
+        // Quantised on load; the checkpoint itself is usually 16-bit. Plan it as stored unless the config
+        // says it was saved quantised, which load_in_4bit / load_in_8bit describe.
+        if (c.value("load_in_4bit", false)) {
+            q.method = Quantization::Method::Int;
+            q.bits = 4;
+            q.groupSize = intIn(c, "bnb_4bit_blocksize", 64, 16, 4096, at);
+        } else if (c.value("load_in_8bit", false)) {
+            q.method = Quantization::Method::Int;
+            q.bits = 8;
+        }
+    } else {
+        throw Error(at + ".quant_method",
+                    "unknown quantisation '" + q.name +
+                        "' (known: mxfp4, fp8, gptq, awq, compressed-tensors, bitsandbytes); give "
+                        "inference.weight_dtype to plan it with a uniform dtype");
+    }
+    return q;
+}
+
+} // namespace headroom

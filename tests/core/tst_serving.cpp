@@ -1,0 +1,392 @@
+// Inference serving: quantised checkpoints, the engines' KV pools, and their published figures.
+#include "core/error.h"
+#include "core/io/estimatejson.h"
+#include "core/model/presets.h"
+#include "core/plan/estimator.h"
+#include "core/plan/layout.h"
+#include "core/plan/solvers.h"
+#include "tests/testutil.h"
+
+#include <QTest>
+#include <cmath>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+
+namespace {
+
+json inferenceDoc(const json& model, const json& inference, const json& cluster) {
+    json doc = {{"schema", "headroom.scenario/1"},
+                {"name", "serving"},
+                {"model", model},
+                {"inference", inference},
+                {"cluster", {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 1}}}};
+    if (!cluster.is_null()) // `{}` in a braced list is JSON null: merge_patch would delete everything
+        doc["cluster"].merge_patch(cluster);
+    return doc;
+}
+
+double weightBytes(const json& model) {
+    const Scenario sc =
+        scenarioFromJson(inferenceDoc(model, {{"context_length", 128}}, {{"gpu", "H200-141GB"}}));
+    return estimate(sc).perGpu[Category::Weights];
+}
+
+// Qwen/Qwen3-235B-A22B's config.json (the FP8 checkpoint has the same shapes).
+json qwen235() {
+    return {
+        {"model_type", "qwen3_moe"},       {"hidden_size", 4096},           {"num_hidden_layers", 94},
+        {"num_attention_heads", 64},       {"num_key_value_heads", 4},      {"head_dim", 128},
+        {"intermediate_size", 12288},      {"moe_intermediate_size", 1536}, {"num_experts", 128},
+        {"num_experts_per_tok", 8},        {"vocab_size", 151936},          {"tie_word_embeddings", false},
+        {"max_position_embeddings", 40960}};
+}
+
+// RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic: Llama 3.3 70B with llm-compressor's FP8 "dynamic" scheme
+// (compressed-tensors: fp8 weights with one scale per output channel, lm_head left in bf16).
+json llama70Fp8() {
+    json m = findModelPreset("meta-llama/Meta-Llama-3-70B")->config;
+    m["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "float-quantized"},
+        {"ignore", {"lm_head"}},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"Linear"}},
+            {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}}},
+            {"input_activations",
+             {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}}}}}}}};
+    return m;
+}
+
+} // namespace
+
+class TestServing : public QObject {
+    Q_OBJECT
+private slots:
+    void mxfp4CheckpointsMatchTheirFiles();
+    void fp8BlockCheckpointMatchesItsInventory();
+    void gptqAndOverrides();
+    void badQuantizationConfig();
+    void vllmMeasuredRuns_data();
+    void vllmMeasuredRuns();
+    void vllmPoolArithmeticFromLogs();
+    void vllmHybridPool();
+    void sglangPool();
+    void engineBoundsPrefill();
+    void engineSavingsSpeakInRequests();
+    void servingExpertParallelWithoutDataParallel();
+    void inferenceJson();
+};
+
+void TestServing::mxfp4CheckpointsMatchTheirFiles() {
+    // The "total_size" of openai/gpt-oss-20b's model.safetensors.index.json is 13,761,264,768 bytes; that
+    // of gpt-oss-120b is 65,248,815,744 (both quoted verbatim in public repositories' copies of the
+    // index). Experts are MXFP4 (half a byte per value plus a one-byte scale per 32), everything that
+    // modules_to_not_convert names stays bf16.
+    QCOMPARE(weightBytes({{"preset", "openai/gpt-oss-20b"}}), 13761264768.0);
+    QCOMPARE(weightBytes({{"preset", "openai/gpt-oss-120b"}}), 65248815744.0);
+    // Costed as bf16, the 20b would be 2 bytes x 20,914,757,184 parameters: 3x the file.
+    const json bf16Doc = inferenceDoc({{"preset", "openai/gpt-oss-20b"}},
+                                      {{"context_length", 128}, {"weight_dtype", "bf16"}}, {});
+    QCOMPARE(estimate(scenarioFromJson(bf16Doc)).perGpu[Category::Weights], 2.0 * 20914757184);
+}
+
+void TestServing::fp8BlockCheckpointMatchesItsInventory() {
+    // A tensor inventory of deepseek-ai/DeepSeek-R1 (the DeepSeek-V3 architecture, same FP8 checkpoint
+    // layout) lists 641.29 GiB of tensors: fp8 weights with one fp32 scale per 128 x 128 block (a 576-row
+    // matrix has 5 row blocks), bf16 norms, router and embeddings, and the multi-token-prediction layer
+    // 61 that the model itself does not include. That layer, computed from the inventory's rows:
+    auto block = [](double out, double in) {
+        return out * in + std::ceil(out / 128) * std::ceil(in / 128) * 4;
+    };
+    const double moeLayer = block(1536, 7168) + block(24576, 1536) + block(576, 7168) + block(32768, 512) +
+                            block(7168, 16384) + (7168 * 2 + 1536 + 512) * 2.0 + 256 * 3 * block(2048, 7168) +
+                            3 * block(2048, 7168) + 256 * 7168 * 2.0;
+    const double mtp = moeLayer + 256 * 4 /* e_score_correction_bias, fp32 */ + 2 * 129280 * 7168 * 2.0 +
+                       7168 * 14336 * 2.0 /* eh_proj */ + 3 * 7168 * 2.0 /* enorm, hnorm, head norm */;
+    // The 58 MoE layers' fp32 e_score_correction_bias is a buffer the parameter count leaves out.
+    const double total = weightBytes({{"preset", "deepseek-ai/DeepSeek-V3"}}) + 58 * 256 * 4 + mtp;
+    QVERIFY2(total >= 641.285 * kGiB && total < 641.295 * kGiB,
+             qPrintable(QString::number(total / kGiB, 'f', 4) + " GiB, inventory 641.29"));
+}
+
+void TestServing::gptqAndOverrides() {
+    // GPTQ int4, groups of 128 (AutoGPTQ's QuantLinear): per out x in matrix, qweight in*out/2 bytes,
+    // qzeros (in/128)*out/2, fp16 scales (in/128)*out*2, int32 g_idx in*4. Llama-2-7B: 32 layers of four
+    // 4096 x 4096 and three 4096 x 11008 matrices; embeddings, head and norms stay fp16.
+    json cfg = findModelPreset("meta-llama/Llama-2-7b-hf")->config;
+    cfg["quantization_config"] = {
+        {"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", false}};
+    auto gptq = [](double out, double in) {
+        return in * out / 2 + in / 128 * out / 2 + in / 128 * out * 2 + in * 4;
+    };
+    const double layer = 4 * gptq(4096, 4096) + 2 * gptq(11008, 4096) + gptq(4096, 11008) + 2 * 4096 * 2.0;
+    const double expected = 32 * layer + 2 * 32000 * 4096 * 2.0 + 4096 * 2.0;
+    QCOMPARE(weightBytes(cfg), expected);
+    // AWQ: the same packing without g_idx.
+    cfg["quantization_config"] = {
+        {"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}};
+    QCOMPARE(weightBytes(cfg), expected - 32 * (6 * 4096 * 4.0 + 11008 * 4.0));
+    // A listed module stays 16-bit: leaving every self_attn out adds back its 16-bit size.
+    cfg["quantization_config"]["modules_to_not_convert"] = {"model.layers.*.self_attn"};
+    auto awq = [](double out, double in) { return in * out / 2 + in / 128 * out / 2 + in / 128 * out * 2; };
+    QCOMPARE(weightBytes(cfg),
+             expected - 32 * (6 * 4096 * 4.0 + 11008 * 4.0) + 32 * 4 * (4096 * 4096 * 2.0 - awq(4096, 4096)));
+    // An explicit weight_dtype overrides the checkpoint's storage.
+    const json doc = inferenceDoc(cfg, {{"context_length", 128}, {"weight_dtype", "fp8"}}, {});
+    QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::Weights], 6738415616.0);
+}
+
+void TestServing::badQuantizationConfig() {
+    json cfg = findModelPreset("meta-llama/Llama-2-7b-hf")->config;
+    auto error = [&](const json& q) {
+        cfg["quantization_config"] = q;
+        try {
+            scenarioFromJson(inferenceDoc(cfg, {{"context_length", 128}}, {}));
+        } catch (const Error& e) {
+            return QString::fromUtf8(e.what());
+        }
+        return QString();
+    };
+    QVERIFY(error({{"quant_method", "hqq9"}}).contains("model.quantization_config.quant_method"));
+    QVERIFY(error({{"quant_method", "hqq9"}}).contains("hqq9"));
+    QVERIFY(error({{"bits", 4}}).contains("quant_method"));
+    QVERIFY(error({{"quant_method", "fp8"}, {"weight_block_size", {128}}}).contains("weight_block_size"));
+    QVERIFY(error({{"quant_method", "gptq"}, {"bits", 3000}}).contains("bits"));
+    QVERIFY(error({{"quant_method", "awq"}, {"modules_to_not_convert", "lm_head"}})
+                .contains("modules_to_not_convert"));
+}
+
+void TestServing::vllmMeasuredRuns_data() {
+    // vLLM 0.11 on one H100 (79.18 GiB as cudaMemGetInfo reports it), gpu_memory_utilization 0.9,
+    // max_model_len 16000, block size 128, from the engines' own log lines ("Model loading took",
+    // "torch peak memory increase", "non-torch forward increase memory", "Available KV cache memory"),
+    // collected in llm-d/llm-d-benchmark config_explorer/empirical-vllm-memory-results.md. GiB.
+    QTest::addColumn<QByteArray>("model");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<double>("weights");
+    QTest::addColumn<double>("profiled");
+    QTest::addColumn<double>("available");
+    auto row = [](const char* name, const json& model, int tp, double w, double p, double kv) {
+        QTest::newRow(name) << QByteArray::fromStdString(model.dump()) << tp << w << p << kv;
+    };
+    row("Llama-3.1-8B", {{"preset", "meta-llama/Meta-Llama-3-8B"}}, 1, 14.99, 4.76, 51.38);
+    row("Qwen3-0.6B", {{"preset", "Qwen/Qwen3-0.6B"}}, 1, 1.12, 5.56, 64.45);
+    row("Qwen3-32B", {{"preset", "Qwen/Qwen3-32B"}}, 1, 61.03, 5.64, 4.45);
+    row("gpt-oss-20b", {{"preset", "openai/gpt-oss-20b"}}, 1, 13.47, 7.38, 50.28);
+    row("Llama-3.3-70B-FP8 TP2", llama70Fp8(), 2, 33.88, 4.84, 32.0);
+}
+
+void TestServing::vllmMeasuredRuns() {
+    QFETCH(QByteArray, model);
+    QFETCH(int, tp);
+    QFETCH(double, weights);
+    QFETCH(double, profiled);
+    QFETCH(double, available);
+    const Scenario sc = scenarioFromJson(inferenceDoc(
+        json::parse(model.toStdString()),
+        {{"engine", "vllm"}, {"gpu_memory_utilization", 0.9}, {"max_model_len", 16000}, {"block_size", 128}},
+        {{"gpu_memory_gib", 79.18}, {"num_gpus", tp}, {"tensor_parallel", tp}}));
+    const Estimate est = estimate(sc);
+    const ServingEstimate& sv = est.serving;
+    auto near = [](double got, double want, double pct, const char* what) {
+        QVERIFY2(std::abs(got / kGiB - want) <= want * pct / 100,
+                 qPrintable(QStringLiteral("%1: %2 GiB, measured %3").arg(what).arg(got / kGiB).arg(want)));
+    };
+    near(est.perGpu[Category::Weights], weights, 1, "weights");
+    near(sv.profiledBytes, profiled, 2, "profiled step");
+    near(sv.availableBytes, available, 2, "available KV memory");
+    QCOMPARE(sv.budgetBytes, 0.9 * std::llround(79.18 * kGiB));
+    // The pool is whole blocks of what was available.
+    QVERIFY(sv.poolBytes <= sv.availableBytes && sv.availableBytes - sv.poolBytes < sv.blockBytes);
+}
+
+void TestServing::vllmPoolArithmeticFromLogs() {
+    // vllm-project/vllm PR #13596 (V1): "# GPU blocks: 127626" became "GPU KV cache size: 2,042,016
+    // tokens" with "Maximum concurrency for 2,048 tokens per request: 997.08x" (blocks of 16).
+    const double perLayer = 2.0 * 8 * 128 * 2; // any layer size: the log is in blocks
+    const double block = 16 * perLayer * 32;
+    KvPool p = vllmKvPool(127626.5 * block, perLayer, 32, 0, 16, 2048, 0, 8192);
+    QCOMPARE(p.numBlocks, 127626LL);
+    QCOMPARE(p.tokens, 2042016LL);
+    QCOMPARE(std::round(p.maxConcurrency * 100) / 100, 997.08);
+    // vllm-project/vllm issue #10517, meta-llama/Llama-3.1-8B-Instruct on an RTX 3090: 1,952 blocks
+    // serve 20,000-token requests 1.56x; 1,478 blocks hold 23,648 tokens, fewer than one 29,000-token
+    // request ("0.82x", and vLLM refuses to start).
+    p = vllmKvPool(1952 * block, perLayer, 32, 0, 16, 20000, 0, 2048);
+    QCOMPARE(std::round(p.maxConcurrency * 100) / 100, 1.56);
+    p = vllmKvPool(1478 * block, perLayer, 32, 0, 16, 29000, 0, 2048);
+    QCOMPARE(p.tokens, 23648LL);
+    QCOMPARE(std::round(p.maxConcurrency * 100) / 100, 0.82);
+    // Nothing available: no blocks.
+    QCOMPARE(vllmKvPool(-1e9, perLayer, 32, 0, 16, 2048, 0, 8192).numBlocks, 0LL);
+}
+
+void TestServing::vllmHybridPool() {
+    // gpt-oss-20b: 12 sliding (128-token window) and 12 full-attention layers, 8 KV heads of 64 in bf16:
+    // 2,048 bytes per token per layer. vLLM's hybrid allocator makes two groups of 12 layers; a block of
+    // 16 tokens is a 32 KiB page in each of 12 layers (384 KiB). With 10 GiB: floor(10 GiB / 384 KiB) =
+    // 27,306 blocks, reported as 27,306 / 2 groups x 16 = 218,448 tokens. A 16,000-token request takes
+    // 1,000 full-attention blocks and ceil(min(127 + 8,192, 16,000) / 16) + 1 = 521 sliding ones.
+    const KvPool p = vllmKvPool(10 * kGiB, 2048, 12, 12, 16, 16000, 128, 8192);
+    QCOMPARE(p.numBlocks, 27306LL);
+    QCOMPARE(p.tokens, 218448LL);
+    QCOMPARE(p.maxConcurrency, 27306.0 / 1521);
+    // Through the estimator: the engine's pool follows layer_types.
+    const Scenario sc = scenarioFromJson(
+        inferenceDoc({{"preset", "openai/gpt-oss-20b"}}, {{"engine", "vllm"}, {"max_model_len", 16000}}, {}));
+    const ServingEstimate& sv = estimate(sc).serving;
+    QCOMPARE(sv.kvBytesPerToken, 24 * 2048.0);
+    const KvPool direct = vllmKvPool(sv.availableBytes, 2048, 12, 12, 16, 16000, 128, 8192);
+    QCOMPARE(sv.kvCacheTokens, direct.tokens);
+    QCOMPARE(sv.maxConcurrency, direct.maxConcurrency);
+}
+
+void TestServing::sglangPool() {
+    // vllm-project/vllm issue #21348: SGLang serving Qwen3-235B-A22B-FP8 on 4 x H100 (TP 4) logged "KV Cache
+    // is allocated. #tokens: 367404, K size: 8.23 GB" (SGLang's GB are 2^30 bytes). Each rank keeps one of
+    // the 4 KV heads: 128 x 2 bytes of K per layer, 94 layers: K = 367,404 x 24,064 bytes = 8.23 GiB.
+    const Scenario sc = scenarioFromJson(inferenceDoc(
+        qwen235(), {{"engine", "sglang"}, {"mem_fraction_static", 0.93}, {"max_model_len", 32768}},
+        {{"num_gpus", 4}, {"tensor_parallel", 4}}));
+    const Estimate est = estimate(sc);
+    QCOMPARE(est.serving.kvBytesPerToken, 2.0 * 128 * 2 * 94);
+    QCOMPARE(std::round(367404 * est.serving.kvBytesPerToken / 2 / kGiB * 100) / 100, 8.23);
+    // The pool arithmetic: whole tokens of what is left, in pages.
+    QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 1, 32768).tokens, 367404LL);
+    QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 64, 32768).tokens, 367360LL);
+    // SGLang's budget is mem_fraction_static of the GPU less the context and the weights.
+    QCOMPARE(est.serving.budgetBytes, 0.93 * est.capacityBytes);
+    QVERIFY(
+        std::abs(est.serving.availableBytes - (est.serving.budgetBytes - est.perGpu[Category::CudaContext] -
+                                               est.perGpu[Category::Weights])) < 1);
+    // Its default fraction follows the tensor-parallel size (0.85 at TP 4).
+    const Scenario dflt = scenarioFromJson(
+        inferenceDoc(qwen235(), {{"engine", "sglang"}}, {{"num_gpus", 4}, {"tensor_parallel", 4}}));
+    QCOMPARE(estimate(dflt).serving.budgetBytes, 0.85 * est.capacityBytes);
+}
+
+void TestServing::engineBoundsPrefill() {
+    // The issue's case: Qwen3-30B-A3B, 48 requests of 32,768 tokens on one H200 with an FP8 KV cache.
+    // Costed as one batch prefilled whole, 93 GiB of activations exceed the 72 GiB KV cache.
+    const json plain = inferenceDoc(
+        {{"preset", "Qwen/Qwen3-30B-A3B"}},
+        {{"batch_size", 48}, {"context_length", 32768}, {"kv_cache_dtype", "fp8"}}, {{"gpu", "H200-141GB"}});
+    const Estimate before = estimate(scenarioFromJson(plain));
+    QCOMPARE(before.perGpu[Category::KvCache], 48.0 * 32768 * 48 * 2 * 4 * 128);
+    QCOMPARE(before.perGpu[Category::KvCache] / kGiB, 72.0);
+    QVERIFY(std::abs(before.perGpu[Category::Activations] / kGiB - 93) < 0.5);
+    // vLLM takes steps of max_num_batched_tokens (8,192 on a 141 GB GPU): the step is what it profiles,
+    // independent of batch and context, and the rest of its budget is KV cache.
+    json engine = plain;
+    engine["inference"]["engine"] = "vllm";
+    const Estimate est = estimate(scenarioFromJson(engine));
+    const ServingEstimate& sv = est.serving;
+    QCOMPARE(sv.stepTokens, 8192);
+    QCOMPARE(sv.maxNumSeqs, 1024);
+    QVERIFY(sv.profiledBytes < 6 * kGiB);
+    engine["inference"]["batch_size"] = 1;
+    engine["inference"]["context_length"] = 4096;
+    QCOMPARE(estimate(scenarioFromJson(engine)).serving.profiledBytes, sv.profiledBytes);
+    // The sampler step of 1,024 requests over a 151,936-entry vocabulary is the larger part: 38 bytes each.
+    QCOMPARE(est.perGpu[Category::Logits], 1024.0 * 151936 * 38);
+    // 0.9 of the GPU less weights, step and non-torch memory, in whole blocks of 16 tokens x 48 layers.
+    const double expected =
+        0.9 * est.capacityBytes - est.perGpu[Category::Weights] - sv.profiledBytes - sv.nonTorchBytes;
+    QCOMPARE(sv.availableBytes, expected);
+    QCOMPARE(sv.numBlocks, static_cast<long long>(std::floor(expected / (16 * 48 * 1024.0)))); // fp8: 1 KiB
+    QCOMPARE(sv.kvCacheTokens, sv.numBlocks * 16);
+    QCOMPARE(est.perGpu[Category::KvCache], sv.numBlocks * 16 * 48 * 1024.0);
+    QVERIFY(est.fits);
+    QCOMPARE(est.maxMicroBatchSize, static_cast<long long>(std::floor(sv.maxConcurrency)));
+    // A request longer than the pool cannot be served.
+    engine["inference"]["max_model_len"] = 4000000;
+    QVERIFY(!estimate(scenarioFromJson(engine)).fits);
+}
+
+void TestServing::engineSavingsSpeakInRequests() {
+    const json doc = inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
+                                  {{"engine", "vllm"}, {"max_model_len", 32768}}, {{"gpu", "RTX-4090-24GB"}});
+    const Scenario sc = scenarioFromJson(doc);
+    const Estimate est = estimate(sc);
+    const auto savings = rankSavings(sc);
+    QVERIFY(savings.size() >= 3);
+    for (std::size_t i = 0; i < savings.size(); ++i) {
+        const Saving& s = savings[i];
+        QVERIFY(s.serving);
+        QVERIFY2(s.concurrencyAfter > est.serving.maxConcurrency, s.id.c_str());
+        if (i > 0)
+            QVERIFY(savings[i - 1].concurrencyGained >= s.concurrencyGained);
+        // The patch, applied to the document and read again, gives the same pool.
+        json patched = doc;
+        patched.merge_patch(s.patch);
+        const Estimate again = estimate(scenarioFromJson(patched));
+        QCOMPARE(again.serving.kvCacheTokens, s.kvTokensAfter);
+        QCOMPARE(again.serving.kvCacheTokens - est.serving.kvCacheTokens, s.kvTokensGained);
+    }
+    // FP8 KV cache doubles the tokens the same bytes hold (to a block).
+    bool sawFp8 = false;
+    for (const auto& s : savings)
+        if (s.id == "fp8_kv_cache") {
+            sawFp8 = true;
+            QVERIFY(std::abs(s.kvTokensAfter - 2 * est.serving.kvCacheTokens) <= 16);
+        }
+    QVERIFY(sawFp8);
+}
+
+void TestServing::servingExpertParallelWithoutDataParallel() {
+    // Two GPUs, tensor parallel 2, expert parallel 2, no data parallelism: vLLM's --enable-expert-parallel.
+    const json doc = inferenceDoc({{"preset", "Qwen/Qwen3-30B-A3B"}}, {{"engine", "vllm"}},
+                                  {{"num_gpus", 2}, {"tensor_parallel", 2}, {"expert_parallel", 2}});
+    const Scenario sc = scenarioFromJson(doc);
+    checkLayout(sc); // accepted for serving
+    // Each rank holds half the experts whole: the same bytes as slicing every expert in two.
+    json tpOnly = doc;
+    tpOnly["cluster"]["expert_parallel"] = 1;
+    QCOMPARE(estimate(sc).perGpu[Category::Weights],
+             estimate(scenarioFromJson(tpOnly)).perGpu[Category::Weights]);
+    // Training keeps Megatron's rule: expert parallelism divides the data-parallel size.
+    json training = trainingDoc({{"preset", "Qwen/Qwen3-30B-A3B"}});
+    training["cluster"].merge_patch({{"num_gpus", 2}, {"tensor_parallel", 2}, {"expert_parallel", 2}});
+    try {
+        checkLayout(scenarioFromJson(training));
+        QFAIL("training accepted expert parallelism without data parallelism");
+    } catch (const Error& e) {
+        QVERIFY(QString::fromUtf8(e.what()).contains("cluster.expert_parallel"));
+    }
+}
+
+void TestServing::inferenceJson() {
+    const Scenario sc = scenarioFromJson(inferenceDoc({{"preset", "openai/gpt-oss-120b"}},
+                                                      {{"engine", "vllm"}, {"max_model_len", 8192}},
+                                                      {{"gpu", "H200-141GB"}}));
+    const json j = estimateToJson(sc, estimate(sc));
+    QCOMPARE(j["inference"]["kv_bytes_per_token"].get<long long>(), 36LL * 2048);
+    QVERIFY(j["inference"]["kv_cache_tokens"].get<long long>() > 8192);
+    QCOMPARE(j["inference"]["engine"].get<std::string>(), std::string("vllm"));
+    QCOMPARE(j["inference"]["weight_storage"].get<std::string>(), std::string("mxfp4"));
+    // Without an engine: the batch's own tokens, and how many requests of its length fit.
+    const Scenario plain = scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
+                                                         {{"batch_size", 4}, {"context_length", 1000}}, {}));
+    const Estimate est = estimate(plain);
+    const json p = estimateToJson(plain, est);
+    QCOMPARE(p["inference"]["kv_cache_tokens"].get<long long>(), 4000LL);
+    QCOMPARE(p["inference"]["kv_bytes_per_token"].get<long long>(), 2LL * 32 * 8 * 128 * 2);
+    QCOMPARE(p["inference"]["max_concurrency"].get<double>(), double(est.maxMicroBatchSize));
+    QVERIFY(!p["inference"].contains("engine"));
+    // Engine settings without an engine are flagged, not silently ignored.
+    const Scenario odd = scenarioFromJson(
+        inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}}, {{"gpu_memory_utilization", 0.8}}, {}));
+    QCOMPARE(odd.warnings.size(), std::size_t(1));
+    try {
+        scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}}, {{"engine", "tgi"}}, {}));
+        QFAIL("an unknown engine was accepted");
+    } catch (const Error& e) {
+        QVERIFY(QString::fromUtf8(e.what()).contains("inference.engine"));
+    }
+}
+
+QTEST_APPLESS_MAIN(TestServing)
+#include "tst_serving.moc"
