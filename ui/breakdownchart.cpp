@@ -1,5 +1,7 @@
 #include "ui/breakdownchart.h"
 
+#include <QLocale>
+
 #include "ui/categorycolors.h"
 
 #include <QBarCategoryAxis>
@@ -23,6 +25,16 @@ QString verdictText(const Estimate& est, const ChartStyle& style) {
             .arg(style.format(est.headroomBytes()))
             .arg(used, 0, 'f', 1)
             .arg(style.format(est.capacityBytes));
+    const ServingEstimate& sv = est.serving;
+    if (sv.engine && est.headroomBytes() >= 0) {
+        // The engine runs within its budget; what fails is its pool.
+        if (sv.availableBytes <= 0)
+            return QStringLiteral("Does not fit: no memory left for the KV cache (%1 short)")
+                .arg(style.format(-sv.availableBytes));
+        return QStringLiteral("Does not fit: the KV cache holds %1 tokens, less than one %2-token request")
+            .arg(QLocale().toString(sv.kvCacheTokens))
+            .arg(QLocale().toString(sv.requestLength));
+    }
     return QStringLiteral("Does not fit: over by %1 (%2% of %3)")
         .arg(style.format(-est.headroomBytes()))
         .arg(used, 0, 'f', 1)

@@ -12,6 +12,7 @@
 #include "ui/phasechart.h"
 #include "ui/savingsmodel.h"
 #include "ui/scenariodocument.h"
+#include "ui/servingchart.h"
 #include "ui/settingspanel.h"
 #include "ui/strategychart.h"
 #include "ui/sweepchart.h"
@@ -35,6 +36,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QMenuBar>
 #include <QMimeData>
 #include <QPointer>
@@ -208,6 +210,7 @@ void MainWindow::build() {
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
     auto* fitTitle = new QLabel(tr("<b>What would make it fit?</b> (double-click to apply)"), side);
+    m_fitTitle = fitTitle;
     m_savings = new SavingsModel(this);
     m_savingsView = new QTableView(side);
     m_savingsView->setObjectName("savings");
@@ -247,7 +250,12 @@ void MainWindow::build() {
     m_sweep = new SweepChart;
     m_phaseView = chartView(m_phase, centre, true);
     m_strategyView = chartView(m_strategies, centre, false);
+    m_serving = new ServingChart;
+    m_servingView = chartView(m_serving, centre, true);
+    m_servingView->setObjectName("servingChart");
     auto* sweepBox = new QWidget(centre);
+    m_sweepBox = sweepBox;
+    sweepBox->setObjectName("sweepBox");
     auto* sweepLayout = new QVBoxLayout(sweepBox);
     sweepLayout->setContentsMargins(0, 0, 0, 0);
     m_sweepVariable = new QComboBox(sweepBox);
@@ -266,6 +274,7 @@ void MainWindow::build() {
     auto* bottom = new QHBoxLayout;
     bottom->addWidget(m_phaseView, 1);
     bottom->addWidget(m_strategyView, 1);
+    bottom->addWidget(m_servingView, 1); // in the strategy chart's place when planning inference
     bottom->addWidget(sweepBox, 1);
     grid->addLayout(bottom, 3, 0, 1, 3);
     grid->setRowStretch(2, 3);
@@ -444,6 +453,7 @@ void MainWindow::setStyle(const ChartStyle& style) {
     m_breakdown->setStyle(style);
     m_phase->setStyle(style);
     m_strategies->setStyle(style);
+    m_serving->setStyle(style);
     m_sweep->setStyle(style);
     m_savings->setStyle(style);
     m_table->setStyle(style);
@@ -474,8 +484,11 @@ void MainWindow::sizeNumberColumns() {
             column, std::max(header, view->fontMetrics().horizontalAdvance(sample)) + 14);
     };
     const QString bytes = m_style.format(9999.99 * (m_style.unit == ByteUnit::GiB ? 1073741824.0 : 1e9));
-    for (int column : {1, 2, 3})
-        width(m_savingsView, column, column == 3 ? tr("fits") : bytes);
+    // Serving engines' rows speak in tokens and requests (SavingsModel): room for those too.
+    width(m_savingsView, 1,
+          QStringLiteral("+9,999,999").length() > bytes.length() ? QStringLiteral("+9,999,999") : bytes);
+    width(m_savingsView, 2, bytes);
+    width(m_savingsView, 3, tr("fits"));
     width(m_tableView, 1, bytes);
     width(m_tableView, 2, QStringLiteral("100.0%"));
 }
@@ -497,9 +510,22 @@ void MainWindow::updateViews() {
                                      .arg(c.pipelineParallel)
                                      .arg(c.contextParallel)
                                : tr("tensor %1 × pipeline %2").arg(c.tensorParallel).arg(c.pipelineParallel);
+    const ServingEstimate& sv = est.serving;
+    const QLocale locale;
     QString limits = sc.mode == Mode::Training
                          ? tr("largest micro-batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize)
                          : tr("largest batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize);
+    if (sv.engine)
+        limits =
+            tr("%1 KV cache: <b>%2 tokens</b> — <b>%3</b> requests of %4 tokens at once")
+                .arg(sc.inference.engine == Engine::Vllm ? QStringLiteral("vLLM") : QStringLiteral("SGLang"))
+                .arg(locale.toString(sv.kvCacheTokens))
+                .arg(sv.maxConcurrency, 0, 'f', 2)
+                .arg(locale.toString(sv.requestLength));
+    else if (sc.mode == Mode::Inference)
+        limits += tr(" — KV cache %1 tokens, %2 bytes per token")
+                      .arg(locale.toString(sv.kvCacheTokens))
+                      .arg(locale.toString(static_cast<qlonglong>(sv.kvBytesPerToken)));
     if (c.offloadOptimizer || c.offloadParameters)
         limits +=
             tr(" — offload moves %1 over PCIe per step (%2 s)")
@@ -520,6 +546,14 @@ void MainWindow::updateViews() {
     m_phase->setScenario(sc, est);
     const bool training = sc.mode == Mode::Training;
     m_strategyView->setVisible(training);
+    m_servingView->setVisible(!training);
+    // A serving engine's memory does not follow the batch or the context: the serving chart says what
+    // does change (tokens and requests), and the peak sweep would be a flat line.
+    m_sweepBox->setVisible(!est.serving.engine);
+    m_fitTitle->setText(est.serving.engine ? tr("<b>What would serve more?</b> (double-click to apply)")
+                                           : tr("<b>What would make it fit?</b> (double-click to apply)"));
+    if (!training)
+        m_serving->setScenario(sc, est);
     m_sweepVariable->setItemText(0, training ? tr("Sweep micro-batch") : tr("Sweep batch"));
     m_sweepVariable->setItemText(1, training ? tr("Sweep sequence length") : tr("Sweep context length"));
     if (training)
@@ -529,8 +563,9 @@ void MainWindow::updateViews() {
     m_table->setEstimate(est);
     // Qt Charts lays a chart out in a posted event, after the first repaint: new axis labels then cost a
     // second paint of the view. Settling the layouts now makes it one paint per change.
-    for (QChart* chart : {static_cast<QChart*>(m_breakdown), static_cast<QChart*>(m_phase),
-                          static_cast<QChart*>(m_strategies), static_cast<QChart*>(m_sweep)})
+    for (QChart* chart :
+         {static_cast<QChart*>(m_breakdown), static_cast<QChart*>(m_phase),
+          static_cast<QChart*>(m_strategies), static_cast<QChart*>(m_sweep), static_cast<QChart*>(m_serving)})
         if (chart->layout())
             chart->layout()->activate();
 }

@@ -24,6 +24,7 @@ class SavingsModel;
 class ScenarioDocument;
 class SettingsPanel;
 class StrategyChart;
+class ServingChart;
 class SweepChart;
 class TraceView;
 class DiffView;
@@ -105,6 +106,10 @@ private:
     BreakdownChart* m_breakdown = nullptr;
     PhaseChart* m_phase = nullptr;
     StrategyChart* m_strategies = nullptr;
+    ServingChart* m_serving = nullptr;
+    QWidget* m_sweepBox = nullptr;
+    QLabel* m_fitTitle = nullptr;
+    QChartView* m_servingView = nullptr;
     SweepChart* m_sweep = nullptr;
     QChartView* m_breakdownView = nullptr;
     QChartView* m_phaseView = nullptr;

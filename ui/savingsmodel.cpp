@@ -7,6 +7,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QLocale>
 
 namespace headroom {
 
@@ -14,6 +15,12 @@ SavingsModel::SavingsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void SavingsModel::setScenario(const Scenario& sc) {
     std::vector<Saving> next = rankSavings(sc);
+    const bool serving = sc.mode == Mode::Inference &&
+                         (sc.inference.engine == Engine::Vllm || sc.inference.engine == Engine::Sglang);
+    if (serving != m_serving) {
+        m_serving = serving;
+        emit headerDataChanged(Qt::Horizontal, 0, ColumnCount - 1);
+    }
     // Rows are updated in place, and only the rows beyond the common count are inserted or removed: a
     // model reset made the view drop and re-measure everything, the slowest steps of a slider drag, and
     // lost the selection and scroll position. Only cells whose text changed are announced.
@@ -61,14 +68,29 @@ QVariant SavingsModel::data(const QModelIndex& index, int role) const {
         case ChangeColumn:
             return QString::fromStdString(s.description);
         case SavesColumn:
+            if (s.serving)
+                return QStringLiteral("%1%2")
+                    .arg(s.kvTokensGained >= 0 ? QStringLiteral("+") : QString())
+                    .arg(QLocale().toString(s.kvTokensGained));
             return m_style.format(s.bytesSaved);
         case PeakAfterColumn:
+            if (s.serving)
+                return QString::number(s.concurrencyAfter, 'f', 2);
             return m_style.format(s.peakAfter);
         case FitsColumn:
             return s.fitsAfter ? tr("fits") : tr("no");
         }
         break;
     case Qt::ToolTipRole:
+        if (s.serving)
+            return tr("%1: the KV cache holds %2 tokens (%3), %4 requests at once (+%5). Double-click to "
+                      "apply: %6")
+                .arg(QString::fromStdString(s.description))
+                .arg(QLocale().toString(s.kvTokensAfter))
+                .arg(QLocale().toString(s.kvTokensGained))
+                .arg(s.concurrencyAfter, 0, 'f', 2)
+                .arg(s.concurrencyGained, 0, 'f', 2)
+                .arg(QString::fromStdString(s.patch.dump()));
         return tr("Double-click to apply: %1").arg(QString::fromStdString(s.patch.dump()));
     case Qt::ForegroundRole:
         if (index.column() == FitsColumn)
@@ -93,9 +115,9 @@ QVariant SavingsModel::headerData(int section, Qt::Orientation orientation, int 
     case ChangeColumn:
         return tr("Single change");
     case SavesColumn:
-        return tr("Saves");
+        return m_serving ? tr("KV tokens") : tr("Saves");
     case PeakAfterColumn:
-        return tr("Peak after");
+        return m_serving ? tr("Requests") : tr("Peak after");
     case FitsColumn:
         return tr("Fits");
     }

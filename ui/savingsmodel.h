@@ -8,7 +8,9 @@
 namespace headroom {
 
 // "What would make it fit?": every single change that lowers the most-loaded GPU's peak, largest saving
-// first. Columns: change, saving, peak after, fits.
+// first. Columns: change, saving, peak after, fits. With a serving engine, which fills its budget
+// whatever changes, the columns speak in requests and tokens: change, tokens added, requests at once
+// after, fits.
 class SavingsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -28,6 +30,7 @@ public:
 private:
     std::vector<Saving> m_savings;
     ChartStyle m_style;
+    bool m_serving = false;
 };
 
 } // namespace headroom

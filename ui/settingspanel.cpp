@@ -44,6 +44,9 @@ struct SettingsPanel::Field {
     QWidget* row = nullptr;
     QFormLayout* form = nullptr;
     bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
+    int percent = 0;           // Int shown in percent, stored as a fraction (gpu_memory_utilization)
+    // Shown only for these inference engines ("" = always); batch_size is for no engine only.
+    QStringList engines;
 
     static constexpr int kSteps = 1000;
     int toSlider(int v) const {
@@ -65,6 +68,8 @@ struct SettingsPanel::Field {
     json widgetValue() const {
         switch (kind) {
         case Int:
+            if (percent)
+                return spin->value() / 100.0;
             return spin->value();
         case Bool:
             return check->isChecked();
@@ -112,6 +117,18 @@ SettingsPanel::Field choiceField(const char* pointer, const char* label,
     f.choices = std::move(choices);
     f.fallbackChoice = fallback;
     f.tip = QString::fromUtf8(tip);
+    return f;
+}
+
+SettingsPanel::Field forEngines(SettingsPanel::Field f, QStringList engines) {
+    f.engines = std::move(engines);
+    return f;
+}
+
+SettingsPanel::Field percentField(const char* pointer, const char* label, int min, int max, int fallback,
+                                  const char* tip) {
+    SettingsPanel::Field f = intField(pointer, label, min, max, fallback, false, tip);
+    f.percent = 1;
     return f;
 }
 
@@ -209,17 +226,54 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
 
     m_inference = new QGroupBox(tr("Inference"), this);
     auto* inferenceForm = new QFormLayout(m_inference);
-    addField(inferenceForm,
-             intField("/inference/batch_size", "Batch", 1, 4096, 1, true, "Sequences served at once"));
+    addField(
+        inferenceForm,
+        choiceField("/inference/engine", "Engine",
+                    {{"none", "none (the batch below)"},
+                     {"vllm", "vLLM"},
+                     {"sglang", "SGLang"},
+                     {"huggingface", "Hugging Face generate"}},
+                    "none",
+                    "A serving engine turns what its memory budget leaves after weights and one profiled "
+                    "step into a KV-cache pool; without one, the batch's own cache is planned"));
+    addField(inferenceForm, forEngines(intField("/inference/batch_size", "Batch", 1, 4096, 1, true,
+                                                "Sequences served at once"),
+                                       {"none", "huggingface"}));
     addField(inferenceForm, intField("/inference/context_length", "Context length", 128, 1 << 20, 4096, true,
-                                     "Tokens per sequence (prompt + output)"));
+                                     "Tokens per sequence (prompt + output); an engine's max_model_len"));
     addField(inferenceForm,
-             choiceField("/inference/weight_dtype", "Weights", same({"bf16", "fp16", "fp8", "int8", "int4"}),
-                         "bf16", "Weight precision"));
+             forEngines(percentField("/inference/gpu_memory_utilization", "GPU memory use (%)", 10, 100, 90,
+                                     "vLLM's gpu_memory_utilization: the share of the GPU it budgets"),
+                        {"vllm"}));
+    addField(inferenceForm,
+             forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
+                                     "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
+                        {"sglang"}));
+    addField(inferenceForm,
+             forEngines(intField("/inference/max_num_batched_tokens", "Tokens per step", 0, 1 << 17, 0, false,
+                                 "max_num_batched_tokens / chunked_prefill_size; 0 = the engine's default"),
+                        {"vllm", "sglang"}));
+    addField(inferenceForm,
+             forEngines(intField("/inference/max_num_seqs", "Requests per step", 0, 4096, 0, false,
+                                 "max_num_seqs; 0 = the engine's default (vLLM profiles sampling this many)"),
+                        {"vllm", "sglang"}));
+    addField(inferenceForm,
+             choiceField("/inference/weight_dtype", "Weights",
+                         {{"checkpoint", "as the checkpoint stores them"},
+                          {"bf16", "bf16"},
+                          {"fp16", "fp16"},
+                          {"fp8", "fp8"},
+                          {"int8", "int8"},
+                          {"int4", "int4"}},
+                         "checkpoint",
+                         "As stored: quantization_config's layout (MXFP4, FP8 blocks, GPTQ/AWQ) where the "
+                         "config.json has one, else 16-bit; or one dtype for every weight"));
     addField(inferenceForm, choiceField("/inference/kv_cache_dtype", "KV cache",
                                         same({"bf16", "fp16", "fp8", "int8"}), "bf16", "KV cache precision"));
-    addField(inferenceForm, intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
-                                     "Paged KV cache block size; 0 = contiguous"));
+    addField(
+        inferenceForm,
+        intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
+                 "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, SGLang 1)"));
     addField(inferenceForm,
              choiceField("/inference/attention", "Attention",
                          {{"flash", "FlashAttention / SDPA"}, {"eager", "eager"}}, "flash", ""));
@@ -335,7 +389,8 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
                 f->spin->setValue(v);
             }
             // While dragged, every value is one undo step; keyboard and clicks are separate steps.
-            m_doc->setValue(f->pointer, v, f->slider->isSliderDown() ? m_dragKey : 0);
+            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v),
+                            f->slider->isSliderDown() ? m_dragKey : 0);
         });
         connect(f->spin, &QSpinBox::valueChanged, this, [this, f](int v) {
             if (m_refreshing)
@@ -344,7 +399,7 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
                 const QSignalBlocker block(f->slider);
                 f->slider->setValue(f->toSlider(v));
             }
-            m_doc->setValue(f->pointer, v);
+            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v));
         });
         break;
     }
@@ -391,11 +446,23 @@ void SettingsPanel::refresh() {
         Field* f = field.get();
         if (f->trainingOnly)
             f->form->setRowVisible(f->row, training);
+        if (!f->engines.isEmpty()) {
+            const json* engine =
+                doc.contains("inference") && doc["inference"].is_object()
+                    ? (doc["inference"].contains("engine") ? &doc["inference"]["engine"] : nullptr)
+                    : nullptr;
+            const QString name = engine && engine->is_string()
+                                     ? QString::fromStdString(engine->get<std::string>())
+                                     : QStringLiteral("none");
+            f->form->setRowVisible(f->row, f->engines.contains(name));
+        }
         const json::json_pointer ptr(f->pointer.toStdString());
         const json* v = doc.contains(ptr) ? &doc.at(ptr) : nullptr;
         switch (f->kind) {
         case Field::Int: {
-            const int value = v && v->is_number_integer() ? v->get<int>() : f->fallback;
+            int value = v && v->is_number_integer() ? v->get<int>() : f->fallback;
+            if (f->percent && v && v->is_number())
+                value = static_cast<int>(std::lround(v->get<double>() * 100));
             if (f->spin->value() != value || f->spin->minimum() > value)
                 f->spin->setValue(value);
             if (!f->slider->isSliderDown())
@@ -471,7 +538,7 @@ void SettingsPanel::importConfig() {
 nlohmann::json SettingsPanel::valuesFromWidgets() const {
     json out = json::object();
     for (const auto& f : m_fields)
-        if (f->row->parentWidget() &&
+        if (f->row->parentWidget() && (f->engines.isEmpty() || f->form->isRowVisible(f->row)) &&
             ((f->pointer.startsWith("/training") && !m_training->isHidden()) ||
              (f->pointer.startsWith("/inference") && !m_inference->isHidden()) ||
              f->pointer.startsWith("/cluster") || f->pointer.startsWith("/overheads")))

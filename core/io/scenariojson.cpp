@@ -321,6 +321,8 @@ void readInference(const json& doc, Scenario& sc) {
     const int blockDefault = i.engine == Engine::Vllm ? 16 : i.engine == Engine::Sglang ? 1 : d.kvBlockSize;
     i.kvBlockSize = s.find("block_size") ? s.integer("block_size", blockDefault, 1, 1 << 16)
                                          : s.integer("kv_block_size", blockDefault, 0, 1 << 20);
+    if (engine && i.kvBlockSize == 0) // "contiguous" is not an engine's choice: it pages with its default
+        i.kvBlockSize = blockDefault;
     i.gpuMemoryUtilization = s.number("gpu_memory_utilization", d.gpuMemoryUtilization, 0.01, 1);
     i.memFractionStatic = s.number("mem_fraction_static", d.memFractionStatic, 0, 1);
     i.maxModelLen = s.integer("max_model_len", d.maxModelLen, 0, 1 << 24);

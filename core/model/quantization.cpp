@@ -14,21 +14,27 @@ double ceilDiv(std::uint64_t a, std::uint64_t b) {
     return b == 0 ? 1.0 : static_cast<double>((a + b - 1) / b);
 }
 
-// '*' matches any run of characters (modules_to_not_convert uses "model.layers.*.self_attn").
-bool globMatch(const char* p, const char* s) {
-    for (; *p; ++p, ++s) {
-        if (*p == '*') {
-            for (const char* t = s;; ++t) {
-                if (globMatch(p + 1, t))
-                    return true;
-                if (!*t)
-                    return false;
-            }
-        }
-        if (*s != *p)
+// '*' matches any run of characters (modules_to_not_convert uses "model.layers.*.self_attn"). The
+// iterative form backtracks only to the last star, so a hostile pattern costs O(pattern x name), not an
+// exponential recursion.
+bool globMatch(const std::string& pattern, const std::string& name) {
+    std::size_t p = 0, n = 0, star = std::string::npos, resume = 0;
+    while (n < name.size()) {
+        if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            resume = n;
+        } else if (p < pattern.size() && pattern[p] == name[n]) {
+            ++p, ++n;
+        } else if (star != std::string::npos) {
+            p = star + 1;
+            n = ++resume;
+        } else {
             return false;
+        }
     }
-    return *s == '\0';
+    while (p < pattern.size() && pattern[p] == '*')
+        ++p;
+    return p == pattern.size();
 }
 
 std::vector<std::string> stringList(const json& q, const char* key, const std::string& at) {
@@ -38,9 +44,15 @@ std::vector<std::string> stringList(const json& q, const char* key, const std::s
         return out;
     if (!it->is_array())
         throw Error(at + "." + key, "must be a list of module names");
-    for (std::size_t i = 0; i < it->size() && i < 100000; ++i) {
+    if (it->size() > 4096)
+        throw Error(at + "." + key,
+                    "lists " + std::to_string(it->size()) + " modules; at most 4096 are read");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string where = at + "." + key + "[" + std::to_string(i) + "]";
         if (!(*it)[i].is_string())
-            throw Error(at + "." + key + "[" + std::to_string(i) + "]", "must be a module name");
+            throw Error(where, "must be a module name");
+        if ((*it)[i].get_ref<const std::string&>().size() > 1024)
+            throw Error(where, "is longer than 1024 characters");
         out.push_back((*it)[i].get<std::string>());
     }
     return out;
@@ -86,7 +98,7 @@ bool Quantization::skips(const std::string& module) const {
         if (p.empty())
             continue;
         // A pattern names a module or one of its parents: "lm_head", "model.layers.*.self_attn".
-        if (globMatch(p.c_str(), module.c_str()) || globMatch((p + ".*").c_str(), module.c_str()))
+        if (globMatch(p, module) || globMatch(p + ".*", module))
             return true;
         // compressed-tensors also writes "re:" regular expressions; the common ones end in the module name.
         if (p.rfind("re:", 0) == 0) {

@@ -480,7 +480,8 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
         // GPU mem_fraction_static leaves to activations and CUDA graphs.
         sv.nonTorchBytes = st.communication;
         sv.budgetBytes = sglangStaticFraction(sc) * capacity;
-        sv.availableBytes = sv.budgetBytes - st.cudaContext - st.weights;
+        // NCCL's communicators are set up before the weights load, so they are not free either.
+        sv.availableBytes = sv.budgetBytes - st.cudaContext - st.weights - st.communication;
     }
     const int block = std::max(1, in.kvBlockSize);
     sv.blockSize = block;

@@ -5,6 +5,7 @@
 #include "core/plan/layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace headroom {
@@ -36,6 +37,40 @@ long long maxSequenceLength(const Scenario& sc, long long limit) {
         (fits(mid * step) ? lo : hi) = mid;
     }
     return lo * step;
+}
+
+std::vector<ServingPoint> servingCurve(const Scenario& sc, int count) {
+    std::vector<ServingPoint> out;
+    if (sc.mode != Mode::Inference)
+        return out;
+    Scenario probe = sc.settingsCopy();
+    const long long current = sc.inference.requestLength();
+    const long long modelMax = sc.model.known && sc.model.maxPositions > 0 ? sc.model.maxPositions : 131072;
+    const double lo = 1024;
+    const double hi =
+        static_cast<double>(std::min<long long>(1 << 22, std::max({2 * current, modelMax, 2048LL})));
+    count = std::max(2, count);
+    for (int i = 0; i < count; ++i) {
+        const long long len =
+            std::llround(std::exp2(std::log2(lo) + (std::log2(hi) - std::log2(lo)) * i / (count - 1)));
+        if (!out.empty() && len <= out.back().requestLength)
+            continue;
+        probe.inference.contextLength = static_cast<int>(len);
+        if (probe.inference.maxModelLen > 0)
+            probe.inference.maxModelLen = static_cast<int>(len);
+        const Estimate e = estimate(probe);
+        ServingPoint p;
+        p.requestLength = len;
+        if (e.serving.engine) {
+            p.kvTokens = e.serving.kvCacheTokens;
+            p.maxConcurrency = e.serving.maxConcurrency;
+        } else {
+            p.maxConcurrency = static_cast<double>(e.maxMicroBatchSize);
+            p.kvTokens = e.maxMicroBatchSize * len;
+        }
+        out.push_back(p);
+    }
+    return out;
 }
 
 namespace {

@@ -11,6 +11,17 @@ namespace headroom {
 // Steps in multiples of what the parallel layout requires (context parallel size).
 long long maxSequenceLength(const Scenario& sc, long long limit = 1 << 22);
 
+// Serving capacity against request length: for each length, the tokens the KV cache holds and how many
+// requests of that length run at once (a serving engine's pool; without one, the largest batch of that
+// context that fits, and its tokens). Lengths on a log scale from 1,024 to at least twice the scenario's
+// and the model's maximum position.
+struct ServingPoint {
+    long long requestLength = 0;
+    long long kvTokens = 0;
+    double maxConcurrency = 0;
+};
+std::vector<ServingPoint> servingCurve(const Scenario& sc, int count = 24);
+
 // One single change to a scenario and what it does to the most-loaded GPU's peak.
 struct Saving {
     std::string id;          // stable key, e.g. "flash_attention"

@@ -78,6 +78,7 @@ private slots:
     void engineSavingsSpeakInRequests();
     void servingExpertParallelWithoutDataParallel();
     void inferenceJson();
+    void servingExamples();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -259,9 +260,9 @@ void TestServing::sglangPool() {
     QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 64, 32768).tokens, 367360LL);
     // SGLang's budget is mem_fraction_static of the GPU less the context and the weights.
     QCOMPARE(est.serving.budgetBytes, 0.93 * est.capacityBytes);
-    QVERIFY(
-        std::abs(est.serving.availableBytes - (est.serving.budgetBytes - est.perGpu[Category::CudaContext] -
-                                               est.perGpu[Category::Weights])) < 1);
+    QVERIFY(std::abs(est.serving.availableBytes -
+                     (est.serving.budgetBytes - est.perGpu[Category::CudaContext] -
+                      est.perGpu[Category::Weights] - est.perGpu[Category::CommunicationBuffers])) < 1);
     // Its default fraction follows the tensor-parallel size (0.85 at TP 4).
     const Scenario dflt = scenarioFromJson(
         inferenceDoc(qwen235(), {{"engine", "sglang"}}, {{"num_gpus", 4}, {"tensor_parallel", 4}}));
@@ -386,6 +387,22 @@ void TestServing::inferenceJson() {
     } catch (const Error& e) {
         QVERIFY(QString::fromUtf8(e.what()).contains("inference.engine"));
     }
+}
+
+void TestServing::servingExamples() {
+    // The examples the README points at read and plan: gpt-oss-120b fits an H200 under vLLM with room for
+    // many 16k requests, the SGLang one keeps its explicit fraction, the GPTQ one is costed at int4.
+    const QString dir = QStringLiteral(HEADROOM_SOURCE_DIR "/examples/");
+    const Estimate oss =
+        estimate(loadScenarioFile((dir + "serve-gpt-oss-120b-vllm-h200.headroom.json").toStdString()));
+    QVERIFY(oss.fits && oss.serving.engine && oss.serving.maxConcurrency > 16);
+    const Scenario sg =
+        loadScenarioFile((dir + "serve-qwen3-235b-fp8-sglang-4xh100.headroom.json").toStdString());
+    QCOMPARE(estimate(sg).serving.budgetBytes, 0.93 * double(sg.cluster.capacityBytes));
+    const Scenario gptq =
+        loadScenarioFile((dir + "serve-llama2-7b-gptq-rtx4090.headroom.json").toStdString());
+    QVERIFY(gptq.inference.quantised);
+    QVERIFY(estimate(gptq).perGpu[Category::Weights] < 4.0e9); // 6.7B parameters at about half a byte
 }
 
 QTEST_APPLESS_MAIN(TestServing)

@@ -25,6 +25,7 @@
 #include <QDropEvent>
 #include <QFile>
 #include <QLabel>
+#include <QLocale>
 #include <QMimeData>
 #include <QSettings>
 #include <QSlider>
@@ -63,13 +64,27 @@ json fullInferenceScenario() {
     return json::parse(R"({
       "schema": "headroom.scenario/1", "name": "serving",
       "model": {"preset": "Qwen/Qwen3-30B-A3B"},
-      "inference": {"batch_size": 48, "context_length": 32768, "weight_dtype": "fp8", "kv_cache_dtype": "fp8",
-                    "kv_block_size": 16, "attention": "flash"},
+      "inference": {"engine": "none", "batch_size": 48, "context_length": 32768, "weight_dtype": "fp8",
+                    "kv_cache_dtype": "fp8", "kv_block_size": 16, "attention": "flash"},
       "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
                   "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,
                   "offload_optimizer_step": "cpu", "virtual_pipeline_stages": 1, "prefetch": true},
       "overheads": {"cuda_context_mib": 512, "nccl_mib_per_communicator": 384}})");
+}
+
+json fullServingScenario() {
+    json doc = fullInferenceScenario();
+    doc["inference"] = {{"engine", "vllm"},
+                        {"context_length", 16384},
+                        {"gpu_memory_utilization", 0.85},
+                        {"max_num_batched_tokens", 4096},
+                        {"max_num_seqs", 256},
+                        {"weight_dtype", "checkpoint"},
+                        {"kv_cache_dtype", "fp8"},
+                        {"kv_block_size", 32},
+                        {"attention", "flash"}};
+    return doc;
 }
 
 void writeFile(const QString& path, const QByteArray& bytes) {
@@ -100,6 +115,7 @@ private slots:
     void configJsonReplacesTheModel();
     void dropScenarioAndConfig();
     void unitsAndLegend();
+    void servingShowsTokensAndRequests();
     void sweepMarksTheLimit();
 
 private:
@@ -135,6 +151,7 @@ void TestMainWindow::settingsRoundTrip_data() {
     QTest::addColumn<QByteArray>("document");
     QTest::newRow("training") << QByteArray::fromStdString(fullTrainingScenario().dump());
     QTest::newRow("inference") << QByteArray::fromStdString(fullInferenceScenario().dump());
+    QTest::newRow("serving") << QByteArray::fromStdString(fullServingScenario().dump());
 }
 
 void TestMainWindow::settingsRoundTrip() {
@@ -154,6 +171,14 @@ void TestMainWindow::settingsRoundTrip() {
     for (const auto& [section, values] : fromWidgets.items())
         covered += static_cast<int>(values.size());
     QVERIFY2(covered >= 21, qPrintable(QString::fromStdString(fromWidgets.dump())));
+    // An engine's own settings are shown only with that engine; the batch only without one.
+    if (doc.contains("inference")) {
+        const bool engine = doc.at("inference").value("engine", "none") == "vllm";
+        const json& inf = fromWidgets.at("inference");
+        QCOMPARE(inf.contains("gpu_memory_utilization"), engine);
+        QCOMPARE(inf.contains("batch_size"), !engine);
+        QVERIFY(!inf.contains("mem_fraction_static"));
+    }
     // And the preset combo shows the model.
     QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("preset")->currentData().toString(),
              QString::fromStdString(doc["model"]["preset"].get<std::string>()));
@@ -450,6 +475,47 @@ void TestMainWindow::unitsAndLegend() {
     QCOMPARE(chart->series()->barSets().at(int(Category::Activations))->at(0), 0.0);
     chart->setCategoryHidden(Category::Activations, false);
     QVERIFY(chart->series()->barSets().at(int(Category::Activations))->at(0) > 0);
+}
+
+void TestMainWindow::servingShowsTokensAndRequests() {
+    auto w = window();
+    w->document()->reset(fullServingScenario());
+    QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
+    QCoreApplication::processEvents();
+    const Estimate& est = w->document()->estimate();
+    QVERIFY(est.serving.engine);
+    // The panel writes the utilisation as the fraction vLLM takes.
+    auto* util = w->settingsPanel()->findChild<QSpinBox*>("/inference/gpu_memory_utilization#spin");
+    QVERIFY(util);
+    QCOMPARE(util->value(), 85);
+    util->setValue(92);
+    QCOMPARE(w->document()->json()["inference"]["gpu_memory_utilization"].get<double>(), 0.92);
+    QCOMPARE(w->document()->scenario().inference.gpuMemoryUtilization, 0.92);
+    QCoreApplication::processEvents();
+    // The verdict line and the serving chart give the pool in tokens and requests; the peak sweep, flat
+    // under an engine, gives way to it.
+    const ServingEstimate& sv = w->document()->estimate().serving;
+    const QString details = w->findChild<QLabel*>("verdictDetails")->text();
+    QVERIFY2(details.contains(QLocale().toString(sv.kvCacheTokens)), qPrintable(details));
+    auto* serving = w->findChild<QChartView*>("servingChart");
+    QVERIFY(serving && !serving->isHidden());
+    QVERIFY(w->findChild<QWidget*>("sweepBox")->isHidden());
+    // The savings table speaks in tokens and requests, each row from an estimate of the changed scenario.
+    auto* savings = w->findChild<QTableView*>("savings");
+    QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("KV tokens"));
+    QVERIFY(savings->model()->rowCount() > 0);
+    const QString first = savings->model()->index(0, 0).data().toString();
+    const QString requests = savings->model()->index(0, 2).data().toString();
+    for (const Saving& s : rankSavings(w->document()->scenario()))
+        if (QString::fromStdString(s.description) == first)
+            QCOMPARE(requests, QString::number(s.concurrencyAfter, 'f', 2));
+    // Back to no engine: the batch sweep returns.
+    w->document()->applyPatch({{"inference", {{"engine", "none"}, {"batch_size", 4}}}},
+                              QStringLiteral("none"));
+    QCoreApplication::processEvents();
+    QVERIFY(!w->findChild<QWidget*>("sweepBox")->isHidden());
+    QVERIFY(serving->isHidden() == false); // inference without an engine keeps the serving chart
+    QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("Saves"));
 }
 
 void TestMainWindow::sweepMarksTheLimit() {

@@ -1,0 +1,37 @@
+#pragma once
+#include "core/plan/estimator.h"
+#include "core/plan/solvers.h"
+#include "ui/chartstyle.h"
+
+#include <QChart>
+
+class QLineSeries;
+class QLogValueAxis;
+class QScatterSeries;
+class QValueAxis;
+
+namespace headroom {
+
+// Inference: the tokens the KV cache holds and the requests served at once, against request length, for
+// the chosen GPU, dtypes, parallelism and engine; the scenario's own length is marked.
+class ServingChart : public QChart {
+    Q_OBJECT
+public:
+    explicit ServingChart(QGraphicsItem* parent = nullptr);
+    void setScenario(const Scenario& sc, const Estimate& est);
+    void setStyle(const ChartStyle& style);
+    const std::vector<ServingPoint>& points() const { return m_points; }
+
+private:
+    ChartStyle m_style;
+    std::vector<ServingPoint> m_points;
+    QLineSeries* m_tokens = nullptr;
+    QLineSeries* m_concurrency = nullptr;
+    QScatterSeries* m_currentTokens = nullptr;
+    QScatterSeries* m_currentConcurrency = nullptr;
+    QLogValueAxis* m_x = nullptr;
+    QValueAxis* m_yTokens = nullptr;
+    QValueAxis* m_yConcurrency = nullptr;
+};
+
+} // namespace headroom
