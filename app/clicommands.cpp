@@ -1,9 +1,11 @@
 #include "app/clicommands.h"
 
+#include "core/allocator/replay.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
+#include "core/io/allocatorwhatifjson.h"
 #include "core/io/attributionrulesjson.h"
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
@@ -56,6 +58,12 @@ constexpr const char* kUsage =
     "                                          fit the scenario's implementation factors to recorded runs\n"
     "                                          (CONTRACTS.md section 8); OUT is the first scenario, "
     "calibrated\n"
+    "  allocator-whatif TRACE [--expandable-segments] [--max-split-size-mb N]\n"
+    "                   [--roundup-power2-divisions N] [--garbage-collection-threshold F]\n"
+    "                   [--memory-fraction F] [--device-memory-gib G] [--json]\n"
+    "                                          replay a snapshot through a model of PyTorch's caching\n"
+    "                                          allocator, as recorded and under other settings\n"
+    "                                          (CONTRACTS.md section 9)\n"
     "  rules                                   the attribution rules (frame text -> category) as JSON, to\n"
     "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
@@ -67,6 +75,9 @@ struct Args {
     std::vector<std::string> positional;
     bool json = false;
     std::optional<std::string> output, hfConfig, preset, size, scenario, rules;
+    // allocator-whatif
+    bool expandableSegments = false;
+    std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
 };
 
 // Throws std::invalid_argument for usage errors.
@@ -93,6 +104,18 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.preset);
         else if (s == "--size")
             value(a.size);
+        else if (s == "--expandable-segments")
+            a.expandableSegments = true;
+        else if (s == "--max-split-size-mb")
+            value(a.maxSplitSizeMb);
+        else if (s == "--roundup-power2-divisions")
+            value(a.roundupDivisions);
+        else if (s == "--garbage-collection-threshold")
+            value(a.gcThreshold);
+        else if (s == "--memory-fraction")
+            value(a.memoryFraction);
+        else if (s == "--device-memory-gib")
+            value(a.deviceMemoryGib);
         else if (s.size() > 1 && s[0] == '-')
             throw std::invalid_argument("unknown option " + s);
         else
@@ -456,6 +479,84 @@ int cmdTraceSummary(const Args& a, std::ostream& out) {
     return 0;
 }
 
+double numberOption(const std::optional<std::string>& v, const char* name, double lo, double hi) {
+    double d = 0;
+    std::size_t used = 0;
+    try {
+        d = std::stod(*v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v->size() || !(d >= lo && d <= hi))
+        throw std::invalid_argument(std::string(name) + " needs a number from " + std::to_string(lo) +
+                                    " to " + std::to_string(hi) + ", got '" + *v + "'");
+    return d;
+}
+
+int cmdAllocatorWhatIf(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1)
+        throw std::invalid_argument("allocator-whatif takes one TRACE (a PyTorch memory snapshot)");
+    const Trace trace = readTraceFile(a.positional[0]);
+    // The what-if starts from the recorded settings and changes what the options name.
+    AllocatorSettings s = settingsFromRecording(trace.allocatorSettings);
+    if (a.expandableSegments)
+        s.expandableSegments = true;
+    if (a.maxSplitSizeMb)
+        s.maxSplitSize =
+            static_cast<std::uint64_t>(numberOption(a.maxSplitSizeMb, "--max-split-size-mb", 20, 1 << 24)) *
+            1048576ull;
+    if (a.roundupDivisions) {
+        const double d = numberOption(a.roundupDivisions, "--roundup-power2-divisions", 1, 1 << 16);
+        if (d != std::floor(d) || (static_cast<int>(d) & (static_cast<int>(d) - 1)) != 0)
+            throw std::invalid_argument("--roundup-power2-divisions must be a power of two");
+        std::fill(s.roundupPower2Divisions.begin(), s.roundupPower2Divisions.end(), static_cast<int>(d));
+    }
+    if (a.gcThreshold)
+        s.garbageCollectionThreshold = numberOption(a.gcThreshold, "--garbage-collection-threshold", 0, 1);
+    if (a.memoryFraction)
+        s.memoryFraction = numberOption(a.memoryFraction, "--memory-fraction", 0, 1);
+    if (a.deviceMemoryGib)
+        s.deviceMemory = static_cast<std::uint64_t>(std::llround(
+            numberOption(a.deviceMemoryGib, "--device-memory-gib", 0.001, 1 << 20) * 1073741824.0));
+    if (s.garbageCollectionThreshold > 0 && (s.memoryFraction <= 0 || s.deviceMemory == 0))
+        throw std::invalid_argument("--garbage-collection-threshold acts only with --memory-fraction and "
+                                    "--device-memory-gib (PyTorch collects only under a memory fraction)");
+    const auto devices = allocatorWhatIf(trace, s);
+    if (a.json) {
+        out << jsonText(allocatorWhatIfToJson(devices, s), 2) << "\n";
+        return 0;
+    }
+    auto b = [](std::uint64_t v) { return formatBytes(static_cast<double>(v)); };
+    out << a.positional[0] << "\n";
+    for (const DeviceWhatIf& w : devices) {
+        out << "  device " << w.device << "\n";
+        out << "    recorded   peak reserved " << b(w.recorded.peakReserved) << ", "
+            << w.recorded.segmentAllocs << " segment allocs, " << w.recorded.segmentFrees << " frees"
+            << (w.recorded.hasSegmentEvents ? "" : " (the trace records no segment events)") << "\n";
+        out << "    replayed   peak reserved " << b(w.replayed.peakReserved) << ", "
+            << w.replayed.segmentAllocs << " segment allocs, " << w.replayed.segmentFrees << " frees; "
+            << (w.replayed.matchesRecording ? "reproduces every recorded segment event"
+                                            : "differs at " + w.replayed.firstDifference)
+            << "; " << formatCount(w.replayed.addressMatches) << " of " << formatCount(w.replayed.allocations)
+            << " blocks at their recorded addresses\n";
+        const std::uint64_t frag =
+            w.whatif.peakReserved - std::min(w.whatif.peakReserved, w.whatif.allocatedAtPeak);
+        const std::uint64_t fragBefore =
+            w.replayed.peakReserved - std::min(w.replayed.peakReserved, w.replayed.allocatedAtPeak);
+        out << "    what-if    peak reserved " << b(w.whatif.peakReserved);
+        if (w.bandLow != w.bandHigh)
+            out << " (" << b(w.bandLow) << " to " << b(w.bandHigh) << " over address orders)";
+        out << ", " << w.whatif.segmentAllocs << " segment allocs/maps, " << w.whatif.ooms
+            << " OOMs (replayed " << w.replayed.ooms << ")\n";
+        out << "    fragmentation at the peak (reserved - allocated): " << b(fragBefore) << " -> " << b(frag)
+            << "\n";
+    }
+    out << "  caveats: code that adapts to free memory, and memory outside the allocator (CUDA context, "
+           "NCCL,\n"
+           "  cuBLAS workspaces), are not replayed; OOMs are predicted only with --device-memory-gib.\n";
+    return 0;
+}
+
 int cmdPresets(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : modelPresets()) {
@@ -510,6 +611,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdCompare(a, out);
         if (cmd == "trace-summary")
             return cmdTraceSummary(a, out);
+        if (cmd == "allocator-whatif")
+            return cmdAllocatorWhatIf(a, out);
         if (cmd == "render")
             return cmdRender(a, out);
         if (cmd == "presets")

@@ -1,8 +1,10 @@
 // The whole pipeline a user's file goes through: detection, gzip, every loader, the summary and the
 // live-set index with a few queries, the attribution at the peak, and the viewer's timeline at two zooms on
-// both axes.
+// both axes, and the allocator what-if.
+#include "core/allocator/replay.h"
 #include "core/compare/attribution.h"
 #include "core/error.h"
+#include "core/io/allocatorwhatifjson.h"
 #include "core/io/jsontext.h"
 #include "core/io/tracesummaryjson.h"
 #include "core/trace/timeline.h"
@@ -34,6 +36,20 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
                 const auto [x0, x1] = timeline.domain(axis);
                 (void)timeline.frame(axis, x0, x1 + 1, 64);
                 (void)timeline.frame(axis, x0 + (x1 - x0) / 3, x0 + (x1 - x0) / 2 + 1, 17);
+            }
+        }
+        // The allocator what-if replays every snapshot device, as recorded and with expandable segments
+        // under a small device (so that OOM retries and releases run too).
+        if (trace.format == headroom::TraceFormat::PytorchSnapshot ||
+            trace.format == headroom::TraceFormat::PytorchSnapshotJson) {
+            headroom::AllocatorSettings s;
+            s.expandableSegments = true;
+            s.deviceMemory = 64u << 20;
+            s.maxSplitSize = 32u << 20;
+            try {
+                (void)headroom::jsonText(
+                    headroom::allocatorWhatIfToJson(headroom::allocatorWhatIf(trace, s), s));
+            } catch (const headroom::Error&) {
             }
         }
     } catch (const headroom::Error&) {

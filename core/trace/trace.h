@@ -50,6 +50,8 @@ struct SnapshotSegment {
     std::uint64_t address = 0;
     std::int64_t totalSize = 0;
     std::int64_t stream = 0;
+    bool small = false;      // segment_type "small" (the pool of requests up to 1 MiB)
+    bool expandable = false; // is_expandable
     std::vector<SnapshotBlock> blocks;
 };
 
@@ -103,6 +105,17 @@ struct DeviceTrace {
     }
 };
 
+// The caching allocator's settings as a snapshot records them (`allocator_settings`, PyTorch 2.1+).
+struct RecordedAllocatorSettings {
+    bool recorded = false;
+    std::string conf;               // PYTORCH_CUDA_ALLOC_CONF as written
+    std::int64_t maxSplitSize = -1; // bytes; -1: unlimited
+    double garbageCollectionThreshold = 0;
+    bool expandableSegments = false;
+    // roundup_power2_divisions: {interval start in MiB (1, 2, 4, ...), divisions}; 0 = none.
+    std::vector<std::pair<std::uint64_t, int>> roundupPower2Divisions;
+};
+
 // A loaded trace: devices plus the interned strings and deduplicated stacks they point into.
 struct Trace {
     TraceFormat format = TraceFormat::PytorchSnapshot;
@@ -111,6 +124,7 @@ struct Trace {
     std::vector<DeviceTrace> devices;           // in device order ("0" < "1" < ... < "cpu")
     std::vector<Annotation> annotations;        // by start time
     std::vector<std::string> warnings;
+    RecordedAllocatorSettings allocatorSettings;
 
     DeviceTrace& device(const std::string& key); // finds or adds, keeping order
     const DeviceTrace* findDevice(const std::string& key) const;

@@ -60,8 +60,10 @@ public:
                 deviceTrace(std::to_string(d), m_tree.at(traces, d), idx("device_traces", d),
                             m_tree.size(traces) == 1);
         }
-        if (m_tree.isDict(root))
+        if (m_tree.isDict(root)) {
             annotations(m_tree.get(root, "external_annotations"));
+            allocatorSettings(m_tree.get(root, "allocator_settings"));
+        }
     }
 
 private:
@@ -149,6 +151,12 @@ private:
         seg.address = static_cast<std::uint64_t>(integer(s, "address", path, false, 0));
         seg.totalSize = integer(s, "total_size", path, true);
         seg.stream = integer(s, "stream", path, false, 0);
+        const std::string_view type = m_tree.str(m_tree.get(s, "segment_type"));
+        // Without segment_type (older snapshots), a 2 MiB segment is a small-pool one: large-pool segments
+        // are at least 10 MiB (CUDACachingAllocator's get_allocation_size).
+        seg.small = type.empty() ? seg.totalSize == 2 * 1024 * 1024 : type == "small";
+        long long expandable = 0;
+        seg.expandable = m_tree.toInt(m_tree.get(s, "is_expandable"), &expandable) && expandable != 0;
         const Value blocks = m_tree.get(s, "blocks");
         std::uint64_t offset = seg.address; // legacy blocks carry no address: they tile the segment in order
         for (std::size_t i = 0; i < m_tree.size(blocks); ++i) {
@@ -193,6 +201,36 @@ private:
             dev.userMetadata.push_back({event, string(metadata)});
         if (!context.empty() && context != "N/A")
             dev.compileContext.push_back({event, string(context)});
+    }
+
+    // allocator_settings: {PYTORCH_CUDA_ALLOC_CONF, max_split_size, garbage_collection_threshold,
+    // expandable_segments, roundup_power2_divisions: {"1": n, "2": n, ...}}. Absent from older snapshots.
+    void allocatorSettings(Value d) {
+        if (!m_tree.isDict(d))
+            return;
+        RecordedAllocatorSettings& a = m_trace.allocatorSettings;
+        a.recorded = true;
+        a.conf = std::string(m_tree.str(m_tree.get(d, "PYTORCH_CUDA_ALLOC_CONF")));
+        a.maxSplitSize = integer(d, "max_split_size", "allocator_settings", false, -1);
+        double gc = 0;
+        if (m_tree.toDouble(m_tree.get(d, "garbage_collection_threshold"), &gc) && gc >= 0 && gc <= 1)
+            a.garbageCollectionThreshold = gc;
+        long long expandable = 0;
+        const Value e = m_tree.get(d, "expandable_segments");
+        a.expandableSegments = m_tree.toInt(e, &expandable) && expandable != 0;
+        const Value r = m_tree.get(d, "roundup_power2_divisions");
+        if (m_tree.isDict(r))
+            for (std::size_t i = 0; i < m_tree.size(r) && i < 64; ++i) {
+                long long start = 0, divisions = 0;
+                const std::string_view k = m_tree.str(m_tree.keyAt(r, i));
+                for (char c : k)
+                    if (c >= '0' && c <= '9' && start < (1LL << 40))
+                        start = start * 10 + (c - '0');
+                if (m_tree.toInt(m_tree.valueAt(r, i), &divisions) && divisions > 0 && divisions <= 1 << 16 &&
+                    start > 0)
+                    a.roundupPower2Divisions.push_back(
+                        {static_cast<std::uint64_t>(start), static_cast<int>(divisions)});
+            }
     }
 
     // external_annotations: [{name, stage: START|END, device, time_us}], paired per name and device.

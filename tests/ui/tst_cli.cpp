@@ -44,6 +44,7 @@ private slots:
     void compareScenarioWithTrace();
     void calibrateFromTwoRuns();
     void traceSummary();
+    void allocatorWhatIf();
 
 private:
     QTemporaryDir m_dir;
@@ -365,6 +366,70 @@ void TestCli::traceSummary() {
              (test::sharedDir() + "/traces/chrome_traces/HTA_df_index_resolver.json.gz").toStdString()});
     QCOMPARE(r.code, 0);
     QVERIFY(QString::fromStdString(r.out).contains("chrome-trace"));
+}
+
+void TestCli::allocatorWhatIf() {
+    // A snapshot written as JSON: one 20 MiB segment allocated during the trace, two 6 MiB blocks in it;
+    // the first is freed and its space taken again.
+    const long long base = 140000000000000;
+    const long long mib = 1048576;
+    json snap = {{"segments",
+                  {{{"device", 0},
+                    {"address", base},
+                    {"total_size", 20 * mib},
+                    {"stream", 0},
+                    {"segment_type", "large"},
+                    {"blocks",
+                     {{{"address", base}, {"size", 6 * mib}, {"state", "active_allocated"}},
+                      {{"address", base + 6 * mib}, {"size", 6 * mib}, {"state", "active_allocated"}},
+                      {{"address", base + 12 * mib}, {"size", 8 * mib}, {"state", "inactive"}}}}}}},
+                 {"device_traces",
+                  {{{{"action", "segment_alloc"}, {"addr", base}, {"size", 20 * mib}, {"stream", 0}},
+                    {{"action", "alloc"}, {"addr", base}, {"size", 6 * mib}, {"stream", 0}},
+                    {{"action", "alloc"}, {"addr", base + 6 * mib}, {"size", 6 * mib}, {"stream", 0}},
+                    {{"action", "free_requested"}, {"addr", base}, {"size", 6 * mib}, {"stream", 0}},
+                    {{"action", "free_completed"}, {"addr", base}, {"size", 6 * mib}, {"stream", 0}},
+                    {{"action", "alloc"}, {"addr", base}, {"size", 6 * mib}, {"stream", 0}}}}}};
+    const QString path = m_dir.filePath("whatif.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(snap.dump()));
+    f.close();
+    Run r = cli({"allocator-whatif", path.toStdString(), "--json"});
+    QCOMPARE(r.code, 0);
+    const json j = json::parse(r.out);
+    QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.allocator-whatif/1"));
+    const json& d = j["devices"]["0"];
+    QCOMPARE(d["recorded"]["peak_reserved_bytes"].get<long long>(), 20 * mib);
+    QCOMPARE(d["recorded"]["segment_allocs"].get<int>(), 1);
+    QCOMPARE(d["replayed"]["matches_recording"].get<bool>(), true);
+    QCOMPARE(d["replayed"]["addresses_reproduced"].get<int>(), 3);
+    QCOMPARE(d["whatif"]["peak_reserved_bytes"].get<long long>(), 20 * mib);
+    // Expandable segments map 20 MiB pages: 12 MiB of blocks need one.
+    r = cli({"allocator-whatif", path.toStdString(), "--expandable-segments", "--json"});
+    QCOMPARE(r.code, 0);
+    const json e = json::parse(r.out);
+    QCOMPARE(e["devices"]["0"]["whatif"]["settings"]["expandable_segments"].get<bool>(), true);
+    QCOMPARE(e["devices"]["0"]["whatif"]["peak_reserved_bytes"].get<long long>(), 20 * mib);
+    // A device of 10 MiB cannot hold the 20 MiB segment: both requests that need one fail.
+    r = cli({"allocator-whatif", path.toStdString(), "--device-memory-gib", "0.009765625", "--json"});
+    QCOMPARE(json::parse(r.out)["devices"]["0"]["whatif"]["ooms"].get<int>(), 3);
+    QVERIFY(
+        cli({"allocator-whatif", path.toStdString()}).out.find("reproduces every recorded segment event") !=
+        std::string::npos);
+    // Usage errors exit 2; a trace with nothing to replay exits 1 naming why.
+    QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--max-split-size-mb", "lots"}).code, 2);
+    QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--roundup-power2-divisions", "3"}).code, 2);
+    QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--garbage-collection-threshold", "0.5"}).code, 2);
+    const QString csv = m_dir.filePath("smi.csv");
+    QFile c(csv);
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write("timestamp, index, memory.used [MiB], memory.total [MiB]\n2024/01/01 00:00:00.000, 0, 100 MiB, "
+            "80000 MiB\n");
+    c.close();
+    r = cli({"allocator-whatif", csv.toStdString()});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.find("PyTorch memory snapshot") != std::string::npos, r.err.c_str());
 }
 
 QTEST_MAIN(TestCli)

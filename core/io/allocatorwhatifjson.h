@@ -1,0 +1,17 @@
+#pragma once
+#include "core/allocator/replay.h"
+
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+inline constexpr const char* kAllocatorWhatIfSchema = "headroom.allocator-whatif/1";
+
+// CONTRACTS.md section 9, plus each result's fragmentation at its peak and the first differing segment
+// event when the replay does not reproduce the recording.
+nlohmann::json allocatorWhatIfToJson(const std::vector<DeviceWhatIf>& devices,
+                                     const AllocatorSettings& whatif);
+// The settings a what-if changed from PyTorch's defaults, by their PYTORCH_CUDA_ALLOC_CONF names.
+nlohmann::json allocatorSettingsToJson(const AllocatorSettings& s);
+
+} // namespace headroom
