@@ -234,39 +234,42 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     return r;
 }
 
+DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif) {
+    const DeviceTrace& d = trace.devices.at(device);
+    DeviceWhatIf w;
+    w.device = d.key;
+    w.recordedSettings = settingsFromRecording(trace.allocatorSettings);
+    w.recorded = recordedSegments(d);
+    ReplayOptions replay;
+    replay.settings = w.recordedSettings;
+    // The recording ran, so its device held at least what it reserved: a smaller capacity given for the
+    // what-if does not apply to replaying it.
+    replay.settings.deviceMemory = whatif.deviceMemory >= w.recorded.peakReserved ? whatif.deviceMemory : 0;
+    replay.recordedAddresses = true;
+    w.replayed = replayDevice(d, replay);
+    ReplayOptions other;
+    other.settings = whatif;
+    w.whatif = replayDevice(d, other);
+    other.rule = CachingAllocatorModel::AddressRule::Descending;
+    w.whatifDescending = replayDevice(d, other);
+    w.bandLow = std::min(w.whatif.peakReserved, w.whatifDescending.peakReserved);
+    w.bandHigh = std::max(w.whatif.peakReserved, w.whatifDescending.peakReserved);
+    return w;
+}
+
 std::vector<DeviceWhatIf> allocatorWhatIf(const Trace& trace, const AllocatorSettings& whatif) {
     if (trace.format != TraceFormat::PytorchSnapshot && trace.format != TraceFormat::PytorchSnapshotJson)
-        throw Error("trace",
-                    std::string("is a ") + traceFormatName(trace.format) +
-                        "; the allocator what-if replays the alloc and free events of a PyTorch memory "
-                        "snapshot (torch.cuda.memory._dump_snapshot)");
+        throw Error("trace", std::string("is a ") + traceFormatName(trace.format) +
+                                 "; the allocator what-if replays the alloc and free events of a PyTorch memory "
+                                 "snapshot (torch.cuda.memory._dump_snapshot)");
     std::vector<DeviceWhatIf> out;
-    for (const DeviceTrace& d : trace.devices) {
+    for (std::size_t i = 0; i < trace.devices.size(); ++i) {
+        const DeviceTrace& d = trace.devices[i];
         bool events = false;
-        for (std::size_t i = 0; i < d.entries() && !events; ++i)
-            events = d.action[i] == TraceAction::Alloc;
-        if (!events)
-            continue;
-        DeviceWhatIf w;
-        w.device = d.key;
-        w.recordedSettings = settingsFromRecording(trace.allocatorSettings);
-        w.recorded = recordedSegments(d);
-        ReplayOptions replay;
-        replay.settings = w.recordedSettings;
-        // The recording ran, so its device held at least what it reserved: a smaller capacity given for the
-        // what-if does not apply to replaying it.
-        replay.settings.deviceMemory =
-            whatif.deviceMemory >= w.recorded.peakReserved ? whatif.deviceMemory : 0;
-        replay.recordedAddresses = true;
-        w.replayed = replayDevice(d, replay);
-        ReplayOptions other;
-        other.settings = whatif;
-        w.whatif = replayDevice(d, other);
-        other.rule = CachingAllocatorModel::AddressRule::Descending;
-        w.whatifDescending = replayDevice(d, other);
-        w.bandLow = std::min(w.whatif.peakReserved, w.whatifDescending.peakReserved);
-        w.bandHigh = std::max(w.whatif.peakReserved, w.whatifDescending.peakReserved);
-        out.push_back(std::move(w));
+        for (std::size_t e = 0; e < d.entries() && !events; ++e)
+            events = d.action[e] == TraceAction::Alloc;
+        if (events)
+            out.push_back(whatIfDevice(trace, i, whatif));
     }
     if (out.empty())
         throw Error("device_traces", "no alloc events recorded: record the snapshot with "

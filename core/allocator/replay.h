@@ -64,6 +64,8 @@ struct DeviceWhatIf {
     ReplayResult whatifDescending;
     std::uint64_t bandLow = 0, bandHigh = 0; // peak reserved over both address rules
 };
+// One device of a trace (index into trace.devices).
+DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif);
 // Every device of a snapshot that records allocator events. Throws Error when the trace is not a PyTorch
 // snapshot (nothing to replay).
 std::vector<DeviceWhatIf> allocatorWhatIf(const Trace& trace, const AllocatorSettings& whatif);

@@ -13,6 +13,8 @@
 #include "ui/mainwindow.h"
 #include "ui/scenariodocument.h"
 #include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/allocatorpanel.h"
+#include "core/io/bytesformat.h"
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/diffview.h"
 #include "ui/traceview/liveallocationmodel.h"
@@ -27,6 +29,8 @@
 #include <QDir>
 #include <QFile>
 #include <QHeaderView>
+#include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -87,6 +91,7 @@ private slots:
     void categoriesAndCompare();
     void diffTwoRuns();
     void calibrateFromTheWindow();
+    void allocatorWhatIfPanel();
 
 private:
     std::unique_ptr<MainWindow> window();
@@ -680,6 +685,46 @@ void TestTraceView::calibrateFromTheWindow() {
     // One undo takes it back.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->json().contains("calibration"));
+}
+
+void TestTraceView::allocatorWhatIfPanel() {
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    QVERIFY(view && !view->hasFailed());
+    AllocatorPanel* panel = view->allocatorPanel();
+    view->sideTabs()->setCurrentWidget(panel);
+    panel->waitForResult();
+    QVERIFY(panel->result());
+    // Under the recorded settings the replay is checked against the recording, and says so.
+    QVERIFY2(panel->result()->replayed.matchesRecording, panel->result()->replayed.firstDifference.c_str());
+    QVERIFY2(panel->resultText()->text().contains("reproduces all 61 recorded segment events"),
+             qPrintable(panel->resultText()->text()));
+    // Expandable segments: the same numbers as the core's what-if computed here.
+    panel->findChild<QCheckBox*>("expandableSegments")->setChecked(true);
+    panel->waitForResult();
+    AllocatorSettings expandable;
+    expandable.expandableSegments = true;
+    const auto direct = allocatorWhatIf(view->traces().front()->trace, expandable);
+    QCOMPARE(panel->result()->whatif.peakReserved, direct.front().whatif.peakReserved);
+    QVERIFY(panel->resultText()->text().contains(
+        QString::fromStdString(formatBytes(static_cast<double>(direct.front().whatif.peakReserved)))));
+    // A device smaller than the recording's peak: OOMs are predicted and shown.
+    panel->findChild<QCheckBox*>("expandableSegments")->setChecked(false);
+    panel->findChild<QDoubleSpinBox*>("deviceMemoryGib")->setValue(1.5);
+    panel->waitForResult();
+    QVERIFY(panel->result()->whatif.ooms > 0);
+    QVERIFY(panel->resultText()->text().contains("OOMs predicted"));
+    if (!qEnvironmentVariableIsEmpty("HEADROOM_TEST_SHOTS")) { // look at it: HEADROOM_TEST_SHOTS=DIR
+        panel->findChild<QDoubleSpinBox*>("deviceMemoryGib")->setValue(0);
+        panel->findChild<QCheckBox*>("expandableSegments")->setChecked(true);
+        panel->waitForResult();
+        w->resize(1400, 900);
+        w->show();
+        QCoreApplication::processEvents();
+        w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/allocator.png");
+    }
 }
 
 QTEST_MAIN(TestTraceView)

@@ -5,6 +5,7 @@
 #include "core/plan/estimator.h"
 #include "ui/categorycolors.h"
 #include "ui/traceview/allocationdetails.h"
+#include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/segmentview.h"
@@ -175,6 +176,8 @@ void TraceView::build() {
     scroll->setWidget(m_segments);
     scroll->setWidgetResizable(true);
     m_sideTabs->addTab(scroll, tr("Segments"));
+    m_allocator = new AllocatorPanel;
+    m_sideTabs->addTab(m_allocator, tr("Allocator settings"));
     bottom->addWidget(m_sideTabs);
     bottom->setStretchFactor(0, 3);
     bottom->setStretchFactor(1, 2);
@@ -407,6 +410,7 @@ void TraceView::setStyle(const ChartStyle& style) {
     m_timeline->setStyle(style);
     m_segments->setStyle(style);
     m_categories->setStyle(style);
+    m_allocator->setStyle(style);
     m_minimap->invalidate();
 }
 
@@ -420,6 +424,8 @@ void TraceView::selectMoment(double x, int lane) {
     if (m_event == kBeforeFirstEvent)
         m_event = 0;
     m_timeline->setMoment(x);
+    const TimelineLane& selected = lanes[static_cast<std::size_t>(m_lane)];
+    m_allocator->setDevice(selected.trace, selected.device); // replays only when the lane changes
     refreshSelection();
 }
 

@@ -21,6 +21,7 @@ class QTreeView;
 namespace headroom {
 
 class AllocationDetails;
+class AllocatorPanel;
 class CategoryBars;
 class LiveAllocationFilter;
 class LiveAllocationModel;
@@ -69,6 +70,8 @@ public:
     QTreeView* liveView() const { return m_liveView; }
     AllocationDetails* details() const { return m_details; }
     SegmentView* segmentView() const { return m_segments; }
+    AllocatorPanel* allocatorPanel() const { return m_allocator; }
+    QTabWidget* sideTabs() const { return m_sideTabs; }
     QLabel* banner() const { return m_banner; }
     QLabel* summaryLabel() const { return m_summary; }
     const std::vector<std::shared_ptr<const LoadedTrace>>& traces() const { return m_traces; }
@@ -105,6 +108,7 @@ private:
     AttributionRules m_rules = AttributionRules::pytorchDefaults();
     Attribution m_attribution;
     CategoryBars* m_categories = nullptr;
+    AllocatorPanel* m_allocator = nullptr;
     QComboBox* m_colourBy = nullptr;
 
     QWidget* m_loading = nullptr;
