@@ -69,6 +69,9 @@ def timeline_bench(path, label):
 
 
 timeline_bench(path, "1m")
+allocator = os.path.join(build, "bench", "allocator_bench")
+if os.path.exists(allocator):  # the allocator what-if replay (issue target: 1M entries in under 1 s)
+    subprocess.run([allocator, path, "1m"], check=True)
 if os.environ.get("HEADROOM_BENCH_10M", "1") != "0":
     big = snapshot(10_000_000)
     timeline_bench(big, "10m")

@@ -259,9 +259,10 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
 
 std::vector<DeviceWhatIf> allocatorWhatIf(const Trace& trace, const AllocatorSettings& whatif) {
     if (trace.format != TraceFormat::PytorchSnapshot && trace.format != TraceFormat::PytorchSnapshotJson)
-        throw Error("trace", std::string("is a ") + traceFormatName(trace.format) +
-                                 "; the allocator what-if replays the alloc and free events of a PyTorch memory "
-                                 "snapshot (torch.cuda.memory._dump_snapshot)");
+        throw Error("trace",
+                    std::string("is a ") + traceFormatName(trace.format) +
+                        "; the allocator what-if replays the alloc and free events of a PyTorch memory "
+                        "snapshot (torch.cuda.memory._dump_snapshot)");
     std::vector<DeviceWhatIf> out;
     for (std::size_t i = 0; i < trace.devices.size(); ++i) {
         const DeviceTrace& d = trace.devices[i];

@@ -3,6 +3,7 @@
 // against brute-force answers computed here from the trace's columns; ghost frees; notes and stack folding;
 // cancel; errors; lanes; zoom and pan.
 #include "core/compare/comparison.h"
+#include "core/io/bytesformat.h"
 #include "core/plan/estimator.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/tracereader.h"
@@ -14,7 +15,6 @@
 #include "ui/scenariodocument.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
-#include "core/io/bytesformat.h"
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/diffview.h"
 #include "ui/traceview/liveallocationmodel.h"
@@ -24,13 +24,13 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QHeaderView>
-#include <QCheckBox>
-#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSpinBox>
 #include <QTableWidget>

@@ -45,7 +45,8 @@ ReservedPlot::Envelope ReservedPlot::envelope(const std::vector<std::uint64_t>& 
     return e;
 }
 
-void ReservedPlot::setSeries(const std::vector<std::uint64_t>& recorded, const std::vector<std::uint64_t>& predicted,
+void ReservedPlot::setSeries(const std::vector<std::uint64_t>& recorded,
+                             const std::vector<std::uint64_t>& predicted,
                              const std::vector<std::size_t>& ooms, std::uint64_t capacity) {
     m_recorded = envelope(recorded, kColumns);
     m_predicted = envelope(predicted, kColumns);
@@ -158,8 +159,9 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     m_capacity->setDecimals(2);
     m_capacity->setSuffix(tr(" GiB"));
     m_capacity->setSpecialValueText(tr("unlimited"));
-    m_capacity->setToolTip(tr("cudaMalloc fails past this: OOMs are predicted, and cached segments are released "
-                              "and the request retried first, as PyTorch does"));
+    m_capacity->setToolTip(
+        tr("cudaMalloc fails past this: OOMs are predicted, and cached segments are released "
+           "and the request retried first, as PyTorch does"));
     form->addRow(m_expandable);
     form->addRow(tr("max_split_size"), m_maxSplit);
     form->addRow(tr("roundup_power2_divisions"), m_divisions);
@@ -175,10 +177,11 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     m_text->setTextFormat(Qt::RichText);
     m_text->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_text);
-    auto* caveats = new QLabel(tr("Not replayed: code that adapts to free memory, and memory outside the "
-                                  "allocator (CUDA context, NCCL, cuBLAS workspaces). Segment addresses decide "
-                                  "ties; the band spans two address orders."),
-                               this);
+    auto* caveats =
+        new QLabel(tr("Not replayed: code that adapts to free memory, and memory outside the "
+                      "allocator (CUDA context, NCCL, cuBLAS workspaces). Segment addresses decide "
+                      "ties; the band spans two address orders."),
+                   this);
     caveats->setWordWrap(true);
     caveats->setStyleSheet(QStringLiteral("color: gray;"));
     layout->addWidget(caveats);
@@ -209,7 +212,8 @@ AllocatorSettings AllocatorPanel::settings() const {
     if (m_trace)
         s = settingsFromRecording(m_trace->trace.allocatorSettings);
     s.expandableSegments = m_expandable->isChecked();
-    s.maxSplitSize = m_maxSplit->value() > 0 ? static_cast<std::uint64_t>(m_maxSplit->value()) * 1048576ull : UINT64_MAX;
+    s.maxSplitSize =
+        m_maxSplit->value() > 0 ? static_cast<std::uint64_t>(m_maxSplit->value()) * 1048576ull : UINT64_MAX;
     const int d = m_divisions->currentData().toInt();
     std::fill(s.roundupPower2Divisions.begin(), s.roundupPower2Divisions.end(), d);
     s.garbageCollectionThreshold = m_gc->value();
@@ -267,13 +271,13 @@ void AllocatorPanel::start() {
     }
     auto trace = m_trace;
     const std::size_t device = m_device;
-    m_running = std::async(std::launch::async, [trace, device, s] { return whatIfDevice(trace->trace, device, s); });
+    m_running =
+        std::async(std::launch::async, [trace, device, s] { return whatIfDevice(trace->trace, device, s); });
     m_poll->start();
 }
 
 void AllocatorPanel::poll() {
-    if (!m_running.valid() ||
-        m_running.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready)
+    if (!m_running.valid() || m_running.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready)
         return;
     m_poll->stop();
     DeviceWhatIf w = m_running.get();
@@ -295,10 +299,14 @@ void AllocatorPanel::waitForResult() {
 }
 
 void AllocatorPanel::show(DeviceWhatIf w) {
-    auto b = [this](std::uint64_t v) { return QString::fromStdString(formatBytes(static_cast<double>(v), m_style.unit)); };
+    auto b = [this](std::uint64_t v) {
+        return QString::fromStdString(formatBytes(static_cast<double>(v), m_style.unit));
+    };
     const ReplayResult& before = w.replayed;
     const ReplayResult& after = w.whatif;
-    const auto frag = [](const ReplayResult& r) { return r.peakReserved - std::min(r.peakReserved, r.allocatedAtPeak); };
+    const auto frag = [](const ReplayResult& r) {
+        return r.peakReserved - std::min(r.peakReserved, r.allocatedAtPeak);
+    };
     QString match;
     if (!w.recorded.hasSegmentEvents)
         match = tr("the recording has no segment events to check the replay against");
@@ -315,13 +323,15 @@ void AllocatorPanel::show(DeviceWhatIf w) {
     if (after.ooms > before.ooms)
         ooms = tr("<b style='color:#d62728'>%1 OOMs predicted</b>").arg(after.ooms);
     else if (after.ooms < before.ooms)
-        ooms = tr("<b style='color:#2ca02c'>%1 of %2 OOMs avoided</b>").arg(before.ooms - after.ooms).arg(before.ooms);
+        ooms = tr("<b style='color:#2ca02c'>%1 of %2 OOMs avoided</b>")
+                   .arg(before.ooms - after.ooms)
+                   .arg(before.ooms);
     else
         ooms = tr("%1 OOMs").arg(after.ooms);
     m_text->setText(tr("Peak reserved: recorded <b>%1</b>, replayed %2 — %3.<br>"
                        "With these settings: <b>%4</b>%5; fragmentation at the peak %6 → %7; %8.")
-                        .arg(b(w.recorded.peakReserved), b(before.peakReserved), match, b(after.peakReserved), band,
-                             b(frag(before)), b(frag(after)), ooms));
+                        .arg(b(w.recorded.peakReserved), b(before.peakReserved), match, b(after.peakReserved),
+                             band, b(frag(before)), b(frag(after)), ooms));
     std::vector<std::size_t> oomAt;
     for (const AllocatorEvent& e : after.events)
         if (e.kind == AllocatorEvent::Kind::Oom)
