@@ -127,7 +127,8 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
         const auto st = segmentStream.find(static_cast<std::int64_t>(address));
         model.addSegment(address, seg.first, st == segmentStream.end() ? 0 : st->second, seg.second);
     }
-    for (const auto& [address, size] : startingBlocks(d, o.settings))
+    const auto blocks = startingBlocks(d, o.settings);
+    for (const auto& [address, size] : blocks)
         model.markAllocated(address, size);
     r.startReserved = model.reserved();
     r.peakReserved = model.reserved();
@@ -136,7 +137,7 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     // Live blocks: recorded address -> the model's address for the same allocation. The starting blocks
     // are where the recording has them.
     std::unordered_map<std::uint64_t, std::uint64_t> live;
-    for (const auto& [address, size] : startingBlocks(d, o.settings))
+    for (const auto& [address, size] : blocks)
         live[address] = address;
     std::deque<std::uint64_t> recordedSegmentAddresses; // segment_alloc seen, not yet used by an alloc
     std::vector<std::pair<AllocatorEvent::Kind, std::uint64_t>> recorded;
