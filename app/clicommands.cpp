@@ -21,6 +21,7 @@
 #include "core/trace/traceloadjob.h"
 #include "core/trace/tracereader.h"
 #include "core/trace/tracesummary.h"
+#include "core/version.h"
 #include "ui/chartexport.h"
 
 #include <QSaveFile>
@@ -68,6 +69,7 @@ constexpr const char* kUsage =
     "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
     "  gpus [--json]                           GPU catalogue\n"
+    "  --version                               the version and the libraries Headroom uses\n"
     "\n"
     "exit codes: 0 ok, 1 bad input, 2 usage\n";
 
@@ -593,6 +595,12 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
         (args.empty() ? err : out) << kUsage;
         return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+        out << "headroom-cli " << version() << "\n";
+        for (const Dependency& d : kDependencies)
+            out << "  " << d.name << " (" << d.licence << "): " << d.why << "\n";
+        return 0;
     }
     const std::string& cmd = args[0];
     try {

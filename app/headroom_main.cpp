@@ -1,4 +1,5 @@
 #include "core/trace/tracereader.h"
+#include "core/version.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/traceview.h"
 
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Headroom"));
     QApplication::setOrganizationName(QStringLiteral("Headroom"));
-    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    QApplication::setApplicationVersion(QString::fromUtf8(headroom::version()));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(

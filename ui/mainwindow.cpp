@@ -7,6 +7,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/trace/tracereader.h"
+#include "core/version.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
 #include "ui/phasechart.h"
@@ -442,7 +443,23 @@ void MainWindow::buildMenus() {
         s.dark = on;
         setStyle(s);
     });
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    QAction* about = help->addAction(tr("&About Headroom"));
+    about->setMenuRole(QAction::AboutRole);
+    connect(about, &QAction::triggered, this,
+            [this] { QMessageBox::about(this, tr("About Headroom"), aboutText()); });
     rebuildRecentMenu();
+}
+
+QString MainWindow::aboutText() {
+    QString deps;
+    for (const Dependency& d : kDependencies)
+        deps += QStringLiteral("<li>%1 — %2 (%3)</li>")
+                    .arg(QString::fromUtf8(d.name), QString::fromUtf8(d.licence), QString::fromUtf8(d.why));
+    return tr("<h3>Headroom %1</h3><p>GPU memory planner and allocator-trace reader for training and serving "
+              "large models.</p><p>Built with Qt %2, running on Qt %3.</p><p>Uses:</p><ul>%4</ul>")
+        .arg(QString::fromUtf8(version()), QStringLiteral(QT_VERSION_STR), QString::fromUtf8(qVersion()),
+             deps);
 }
 
 void MainWindow::setStyle(const ChartStyle& style) {

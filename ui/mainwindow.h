@@ -69,6 +69,8 @@ public:
     int viewUpdates() const { return m_viewUpdates; } // how often the views were refreshed (tests)
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     SweepChart* sweepChart() const { return m_sweep; }
+    // The About dialog's text: version, Qt built with and running, the dependencies and their licences.
+    static QString aboutText();
     SavingsModel* savingsModel() const { return m_savings; }
     BreakdownModel* breakdownModel() const { return m_table; }
     const ChartStyle& style() const { return m_style; }
