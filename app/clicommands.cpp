@@ -23,6 +23,7 @@
 #include "core/trace/tracesummary.h"
 #include "core/version.h"
 #include "ui/chartexport.h"
+#include "ui/report.h"
 
 #include <QSaveFile>
 #include <cmath>
@@ -46,8 +47,12 @@ constexpr const char* kUsage =
     "                                          (PyTorch snapshot pickle or JSON, profiler trace, memory\n"
     "                                          timeline, nvidia-smi CSV; gzip allowed; CONTRACTS.md section "
     "5)\n"
-    "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH]\n"
+    "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH] [--scale N]\n"
     "                                          the stacked per-GPU chart the application shows\n"
+    "  report SCENARIO.json [TRACE] -o OUT.(pdf|md) [--rules R.json]\n"
+    "                                          a one-page report: settings, per-GPU breakdown, strategies\n"
+    "                                          or serving capacity, ranked changes, and with a trace the\n"
+    "                                          measured peak beside the estimate (PDF, or Markdown + PNGs)\n"
     "  compare SCENARIO.json TRACE [--rules R.json] [--json]\n"
     "                                          the estimate beside the trace's allocated peak, by category\n"
     "                                          (CONTRACTS.md section 7)\n"
@@ -76,7 +81,7 @@ constexpr const char* kUsage =
 struct Args {
     std::vector<std::string> positional;
     bool json = false;
-    std::optional<std::string> output, hfConfig, preset, size, scenario, rules;
+    std::optional<std::string> output, hfConfig, preset, size, scenario, rules, scale;
     // allocator-whatif
     bool expandableSegments = false;
     std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
@@ -106,6 +111,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.preset);
         else if (s == "--size")
             value(a.size);
+        else if (s == "--scale")
+            value(a.scale);
         else if (s == "--expandable-segments")
             a.expandableSegments = true;
         else if (s == "--max-split-size-mb")
@@ -268,6 +275,8 @@ int cmdParams(const Args& a, std::ostream& out) {
     return 0;
 }
 
+double numberOption(const std::optional<std::string>& v, const char* name, double lo, double hi);
+
 int cmdRender(const Args& a, std::ostream& out) {
     if (a.positional.size() != 1 || !a.output)
         throw std::invalid_argument("render takes (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf)");
@@ -283,7 +292,8 @@ int cmdRender(const Args& a, std::ostream& out) {
     }
     const Scenario sc = loadScenarioFile(a.positional[0]);
     std::string error;
-    if (!exportEstimateChart(sc, estimate(sc), *a.output, w, h, &error))
+    const double scale = a.scale ? numberOption(a.scale, "--scale", 0.5, 8) : 2;
+    if (!exportEstimateChart(sc, estimate(sc), *a.output, w, h, &error, scale))
         throw Error("", error);
     out << "wrote " << *a.output << "\n";
     return 0;
@@ -559,6 +569,24 @@ int cmdAllocatorWhatIf(const Args& a, std::ostream& out) {
     return 0;
 }
 
+int cmdReport(const Args& a, std::ostream& out) {
+    if (a.positional.empty() || a.positional.size() > 2 || !a.output)
+        throw std::invalid_argument("report takes SCENARIO.json [TRACE] -o OUT.(pdf|md)");
+    const Scenario sc = loadScenarioFile(a.positional[0]);
+    const Estimate est = estimate(sc);
+    std::optional<Comparison> measured;
+    if (a.positional.size() == 2) {
+        const auto loaded = loadTrace(a.positional[1]);
+        const std::size_t device = busiestDevice(*loaded, a.positional[1]);
+        measured = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], rulesFor(a));
+    }
+    std::string error;
+    if (!writeReport(sc, est, measured ? &*measured : nullptr, *a.output, &error))
+        throw Error("", error);
+    out << "wrote " << *a.output << "\n";
+    return 0;
+}
+
 int cmdPresets(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : modelPresets()) {
@@ -623,6 +651,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdAllocatorWhatIf(a, out);
         if (cmd == "render")
             return cmdRender(a, out);
+        if (cmd == "report")
+            return cmdReport(a, out);
         if (cmd == "presets")
             return cmdPresets(a, out);
         if (cmd == "gpus")

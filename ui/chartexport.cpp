@@ -32,7 +32,7 @@ void ensureGuiApplication() {
     static QApplication app(argc, argv); // lives until exit, as Qt requires
 }
 
-static void paintChart(QChart* chart, QPainter* painter, const QRectF& target) {
+void paintChart(QChart* chart, QPainter* painter, const QRectF& target) {
     QGraphicsScene scene;
     scene.addItem(chart);
     chart->resize(target.size());
@@ -42,8 +42,18 @@ static void paintChart(QChart* chart, QPainter* painter, const QRectF& target) {
     scene.removeItem(chart);
 }
 
+QImage chartImage(QChart* chart, int w, int h, double scale) {
+    QImage image(static_cast<int>(std::lround(w * scale)), static_cast<int>(std::lround(h * scale)),
+                 QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(scale);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    paintChart(chart, &painter, QRectF(0, 0, w, h));
+    return image;
+}
+
 bool exportPainting(const std::function<void(QPainter*, const QRectF&)>& paint, const QString& title,
-                    const std::string& path, int w, int h, std::string* error) {
+                    const std::string& path, int w, int h, std::string* error, double scale) {
     const QString file = QString::fromStdString(path);
     const QString suffix = QFileInfo(file).suffix().toLower();
     if (w < 100 || h < 100 || w > 20000 || h > 20000) {
@@ -54,9 +64,14 @@ bool exportPainting(const std::function<void(QPainter*, const QRectF&)>& paint, 
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
+    if (!(scale >= 0.5 && scale <= 8)) {
+        *error = "scale " + std::to_string(scale) + " is outside 0.5..8";
+        return false;
+    }
     if (suffix == "png") {
-        QImage image(w * 2, h * 2, QImage::Format_ARGB32_Premultiplied);
-        image.setDevicePixelRatio(2);
+        QImage image(static_cast<int>(std::lround(w * scale)), static_cast<int>(std::lround(h * scale)),
+                     QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(scale);
         image.fill(Qt::white);
         QPainter painter(&image);
         paint(&painter, QRectF(0, 0, w, h));
@@ -91,9 +106,9 @@ bool exportPainting(const std::function<void(QPainter*, const QRectF&)>& paint, 
     return true;
 }
 
-bool exportChart(QChart* chart, const std::string& path, int w, int h, std::string* error) {
+bool exportChart(QChart* chart, const std::string& path, int w, int h, std::string* error, double scale) {
     return exportPainting([chart](QPainter* p, const QRectF& r) { paintChart(chart, p, r); }, chart->title(),
-                          path, w, h, error);
+                          path, w, h, error, scale);
 }
 
 bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
@@ -120,10 +135,10 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
 }
 
 bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,
-                         std::string* error) {
+                         std::string* error, double scale) {
     ensureGuiApplication();
     std::unique_ptr<QChart> chart(createBreakdownChart(sc, est));
-    return exportChart(chart.get(), path, w, h, error);
+    return exportChart(chart.get(), path, w, h, error, scale);
 }
 
 } // namespace headroom

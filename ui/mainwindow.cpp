@@ -11,12 +11,14 @@
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
 #include "ui/phasechart.h"
+#include "ui/report.h"
 #include "ui/savingsmodel.h"
 #include "ui/scenariodocument.h"
 #include "ui/servingchart.h"
 #include "ui/settingspanel.h"
 #include "ui/strategychart.h"
 #include "ui/sweepchart.h"
+#include "ui/tablecopy.h"
 #include "ui/traceview/diffview.h"
 #include "ui/traceview/traceview.h"
 
@@ -269,6 +271,15 @@ void MainWindow::build() {
         updateViews();
     });
     m_sweepView = chartView(m_sweep, sweepBox, true);
+    // Every chart exports (PNG at a chosen scale, SVG, PDF) and copies as an image; every table copies as
+    // Markdown or CSV: what people paste into slides and design documents.
+    addChartExportActions(m_breakdownView, QStringLiteral("per-gpu-breakdown"));
+    addChartExportActions(m_phaseView, QStringLiteral("phases"));
+    addChartExportActions(m_strategyView, QStringLiteral("strategies"));
+    addChartExportActions(m_servingView, QStringLiteral("serving-capacity"));
+    addChartExportActions(m_sweepView, QStringLiteral("sweep"));
+    addTableCopyActions(m_savingsView, tr("What would make it fit"));
+    addTableCopyActions(m_tableView, tr("Most-loaded GPU at its peak"));
     sweepLayout->addWidget(m_sweepVariable);
     sweepLayout->addWidget(m_sweepView, 1);
     // The three smaller charts share the bottom row equally.
@@ -356,6 +367,19 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+    QAction* report = file->addAction(tr("Export &Report..."));
+    report->setObjectName("exportReport");
+    report->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    connect(report, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Export Report"), QStringLiteral("report.pdf"),
+            tr("PDF, one page (*.pdf);;Markdown with its charts beside it (*.md)"));
+        if (path.isEmpty())
+            return;
+        QString error;
+        if (!exportReport(path, &error))
+            QMessageBox::warning(this, tr("Cannot export the report"), error);
+    });
     auto* edit = menuBar()->addMenu(tr("&Edit"));
     QAction* undo = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
     undo->setShortcut(QKeySequence::Undo);
@@ -449,6 +473,31 @@ void MainWindow::buildMenus() {
     connect(about, &QAction::triggered, this,
             [this] { QMessageBox::about(this, tr("About Headroom"), aboutText()); });
     rebuildRecentMenu();
+}
+
+bool MainWindow::exportReport(const QString& path, QString* error) {
+    // With a trace tab that has this workload's scenario, the report adds the measured peak beside the
+    // estimate; otherwise it is the plan alone.
+    std::optional<Comparison> measured;
+    for (TraceView* view : traceViews())
+        if (view->hasScenario() && !view->traces().empty() && view->attribution().total > 0) {
+            const auto& t = view->traces().front();
+            std::size_t device = 0;
+            for (std::size_t d = 1; d < t->summary.devices.size(); ++d)
+                if (t->summary.devices[d].peakAllocated > t->summary.devices[device].peakAllocated)
+                    device = d;
+            measured = compareAtPeak(m_doc->scenario(), m_doc->estimate(), t->trace, *t->indexes[device],
+                                     AttributionRules::pytorchDefaults());
+            break;
+        }
+    std::string e;
+    if (!writeReport(m_doc->scenario(), m_doc->estimate(), measured ? &*measured : nullptr,
+                     path.toStdString(), &e)) {
+        if (error)
+            *error = QString::fromStdString(e);
+        return false;
+    }
+    return true;
 }
 
 QString MainWindow::aboutText() {

@@ -69,6 +69,8 @@ public:
     int viewUpdates() const { return m_viewUpdates; } // how often the views were refreshed (tests)
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     SweepChart* sweepChart() const { return m_sweep; }
+    // File > Export Report: the one-page report of the current plan (PDF, or Markdown with its charts).
+    bool exportReport(const QString& path, QString* error = nullptr);
     // The About dialog's text: version, Qt built with and running, the dependencies and their licences.
     static QString aboutText();
     SavingsModel* savingsModel() const { return m_savings; }

@@ -2,14 +2,18 @@
 // PNG/SVG/PDF exports.
 #include "app/clicommands.h"
 #include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
 #include "tests/testutil.h"
 
 #include <QApplication>
 #include <QFile>
 #include <QImage>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QXmlStreamReader>
 #include <sstream>
 
 using namespace headroom;
@@ -45,6 +49,7 @@ private slots:
     void calibrateFromTwoRuns();
     void traceSummary();
     void allocatorWhatIf();
+    void reportsAndExports();
 
 private:
     QTemporaryDir m_dir;
@@ -430,6 +435,80 @@ void TestCli::allocatorWhatIf() {
     r = cli({"allocator-whatif", csv.toStdString()});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.find("PyTorch memory snapshot") != std::string::npos, r.err.c_str());
+}
+
+namespace {
+// Text of a PDF (poppler's pdftotext) and its page count (pdfinfo): the report must be readable text.
+QString pdfText(const QString& pdf) {
+    QProcess p;
+    p.start(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
+    p.waitForFinished(30000);
+    return QString::fromUtf8(p.readAllStandardOutput());
+}
+int pdfPages(const QString& pdf) {
+    QProcess p;
+    p.start(QStringLiteral("pdfinfo"), {pdf});
+    p.waitForFinished(30000);
+    const QString info = QString::fromUtf8(p.readAllStandardOutput());
+    const auto m = QRegularExpression(QStringLiteral("Pages:\\s+(\\d+)")).match(info);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+} // namespace
+
+void TestCli::reportsAndExports() {
+    const std::string def = HEADROOM_SOURCE_DIR "/resources/default.headroom.json";
+    const Scenario sc = loadScenarioFile(def);
+    const Estimate est = estimate(sc);
+    const QString peak = QString::number(est.peakBytes / 1073741824.0, 'f', 2);
+    // The one-page PDF: one page, the scenario's name and its peak as text.
+    const QString pdf = m_dir.filePath("report.pdf");
+    Run r = cli({"report", def, "-o", pdf.toStdString()});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(pdfPages(pdf), 1);
+    const QString text = pdfText(pdf);
+    QVERIFY2(text.contains(QString::fromStdString(sc.name)), qPrintable(text));
+    QVERIFY2(text.contains(peak), qPrintable(peak + " not in:\n" + text));
+    // Markdown: the same numbers in its tables, its charts beside it as real PNGs.
+    const QString md = m_dir.filePath("plan.md");
+    QCOMPARE(cli({"report", def, "-o", md.toStdString()}).code, 0);
+    QFile f(md);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString markdown = QString::fromUtf8(f.readAll());
+    QVERIFY(markdown.contains(QStringLiteral("| Peak | %1 | 100.0% |").arg(peak)));
+    QVERIFY(markdown.contains(QStringLiteral("![Per-GPU breakdown](plan-breakdown.png)")));
+    QVERIFY(!QImage(m_dir.filePath("plan-breakdown.png")).isNull());
+    QVERIFY(!QImage(m_dir.filePath("plan-strategies.png")).isNull());
+    // With a trace: the measured peak beside the estimate.
+    if (test::haveShared()) {
+        const std::string scenario =
+            HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
+        const std::string trace =
+            test::sharedDir().toStdString() +
+            "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
+        const QString measured = m_dir.filePath("measured.pdf");
+        QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
+        QVERIFY(pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
+    }
+    QCOMPARE(cli({"report", def, "-o", m_dir.filePath("x.docx").toStdString()}).code, 1);
+    QCOMPARE(cli({"report", def}).code, 2);
+    // Chart exports: a PNG at 3 pixels per point decodes at that size, the SVG parses, the PDF has a page.
+    const QString png = m_dir.filePath("chart.png"), svg = m_dir.filePath("chart.svg"),
+                  cpdf = m_dir.filePath("chart.pdf");
+    QCOMPARE(cli({"render", def, "-o", png.toStdString(), "--size", "400x300", "--scale", "3"}).code, 0);
+    QCOMPARE(QImage(png).size(), QSize(1200, 900));
+    QCOMPARE(cli({"render", def, "-o", svg.toStdString()}).code, 0);
+    QFile s(svg);
+    QVERIFY(s.open(QIODevice::ReadOnly));
+    QXmlStreamReader xml(&s);
+    int elements = 0;
+    while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::StartElement)
+            ++elements;
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QVERIFY(elements > 50);
+    QCOMPARE(cli({"render", def, "-o", cpdf.toStdString()}).code, 0);
+    QCOMPARE(pdfPages(cpdf), 1);
+    QCOMPARE(cli({"render", def, "-o", png.toStdString(), "--scale", "20"}).code, 2);
 }
 
 QTEST_MAIN(TestCli)

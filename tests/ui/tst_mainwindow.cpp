@@ -13,12 +13,15 @@
 #include "ui/scenariodocument.h"
 #include "ui/settingspanel.h"
 #include "ui/sweepchart.h"
+#include "ui/tablecopy.h"
 
 #include <QAbstractAxis>
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QApplication>
 #include <QBarSet>
 #include <QChartView>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
 #include <QDragEnterEvent>
@@ -116,6 +119,7 @@ private slots:
     void dropScenarioAndConfig();
     void unitsAndLegend();
     void servingShowsTokensAndRequests();
+    void tablesCopyAsMarkdownAndCsv();
     void sweepMarksTheLimit();
 
 private:
@@ -516,6 +520,52 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     QVERIFY(!w->findChild<QWidget*>("sweepBox")->isHidden());
     QVERIFY(serving->isHidden() == false); // inference without an engine keeps the serving chart
     QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("Saves"));
+}
+
+void TestMainWindow::tablesCopyAsMarkdownAndCsv() {
+    auto w = window();
+    QCoreApplication::processEvents();
+    auto* savings = w->findChild<QTableView*>("savings");
+    QVERIFY(savings->model()->rowCount() > 0);
+    // The actions are in the table's context menu.
+    QStringList actions;
+    for (QAction* a : savings->actions())
+        actions << a->text();
+    QVERIFY(actions.contains("Copy Table as Markdown") && actions.contains("Copy Table as CSV"));
+    const TextTable t = tableFromModel(*savings->model(), "What would make it fit");
+    // Markdown: every row gives back the model's own text, cell by cell.
+    const QStringList lines = tableToMarkdown(t).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), savings->model()->rowCount() + 2);
+    for (int r = 0; r < savings->model()->rowCount(); ++r) {
+        QStringList cells = lines[r + 2].split(" | ");
+        cells.first().remove(0, 2);
+        cells.last().chop(2);
+        for (int c = 0; c < savings->model()->columnCount(); ++c)
+            QCOMPARE(cells[c], savings->model()->index(r, c).data().toString());
+    }
+    // CSV (RFC 4180): quotes and commas survive; parsed back it is the same table.
+    TextTable odd;
+    odd.header = {"a", "b"};
+    odd.rows = {{"1,5", "say \"hi\""}, {"plain", "x"}};
+    QCOMPARE(tableToCsv(odd), QStringLiteral("a,b\r\n\"1,5\",\"say \"\"hi\"\"\"\r\nplain,x\r\n"));
+    const QString csv = tableToCsv(t);
+    QCOMPARE(csv.count("\r\n"), savings->model()->rowCount() + 1);
+    QVERIFY(csv.contains(savings->model()->index(0, 1).data().toString()));
+    // Triggering the action puts it on the clipboard.
+    for (QAction* a : savings->actions())
+        if (a->text() == "Copy Table as Markdown")
+            a->trigger();
+    QCOMPARE(QApplication::clipboard()->text(), tableToMarkdown(t));
+    // Charts copy as images.
+    auto* view = w->findChildren<QChartView*>().first();
+    bool copied = false;
+    for (QAction* a : view->actions())
+        if (a->text() == "Copy Chart as Image") {
+            a->trigger();
+            copied = true;
+        }
+    QVERIFY(copied);
+    QVERIFY(!QApplication::clipboard()->image().isNull());
 }
 
 void TestMainWindow::sweepMarksTheLimit() {

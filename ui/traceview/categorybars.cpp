@@ -1,5 +1,7 @@
 #include "ui/traceview/categorybars.h"
 
+#include "ui/tablecopy.h"
+
 #include "ui/categorycolors.h"
 
 #include <QHeaderView>
@@ -20,6 +22,7 @@ CategoryBars::CategoryBars(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, kBars, 6, 6);
     m_table = new QTableWidget(0, 4);
+    addTableCopyActions(m_table, tr("Estimate vs measured"));
     m_table->setHorizontalHeaderLabels(
         {tr("Category"), tr("Measured"), tr("Estimate"), tr("Estimate − measured")});
     m_table->verticalHeader()->hide();

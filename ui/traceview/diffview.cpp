@@ -1,5 +1,7 @@
 #include "ui/traceview/diffview.h"
 
+#include "ui/tablecopy.h"
+
 #include "ui/traceview/categorybars.h"
 
 #include <QFileInfo>
@@ -55,6 +57,7 @@ DiffView::DiffView(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const L
     split->addWidget(m_bars);
     auto table = [](const QString& title) {
         auto* t = new QTableWidget(0, 6);
+        addTableCopyActions(t, title);
         t->setHorizontalHeaderLabels({title, tr("A"), tr("B"), tr("B − A"), tr("A count"), tr("B count")});
         t->verticalHeader()->hide();
         t->setEditTriggers(QAbstractItemView::NoEditTriggers);

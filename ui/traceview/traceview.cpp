@@ -4,6 +4,7 @@
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
 #include "ui/categorycolors.h"
+#include "ui/tablecopy.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
@@ -150,6 +151,7 @@ void TraceView::build() {
     m_filter = new LiveAllocationFilter(this);
     m_filter->setSourceModel(m_live);
     m_liveView = new QTreeView;
+    addTableCopyActions(m_liveView, tr("Live allocations"));
     m_liveView->setModel(m_filter);
     m_liveView->setSortingEnabled(true);
     m_liveView->sortByColumn(LiveAllocationModel::Size, Qt::DescendingOrder);

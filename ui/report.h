@@ -1,0 +1,47 @@
+#pragma once
+#include "core/compare/comparison.h"
+#include "core/plan/estimator.h"
+#include "core/plan/scenario.h"
+#include "ui/chartstyle.h"
+
+#include <QString>
+#include <QStringList>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// A table as the report, the clipboard and the exports write it: a header and rows of display text.
+struct TextTable {
+    QString title;
+    QStringList header;
+    std::vector<QStringList> rows;
+};
+// GitHub-flavoured Markdown ('|' in cells escaped) and RFC 4180 CSV (quoted when a cell needs it).
+QString tableToMarkdown(const TextTable& t);
+QString tableToCsv(const TextTable& t);
+
+// The one-page report of a plan: the settings, the verdict, the per-rank stacked breakdown with the
+// capacity line, the strategy comparison (training) or serving capacity (inference), the ranked single
+// changes, and, given a recorded run, the measured peak beside the estimate by category.
+struct Report {
+    QString title;
+    QString subtitle;
+    QString verdict;
+    bool fits = false;
+    TextTable settings;
+    TextTable breakdown;
+    TextTable savings;
+    std::optional<TextTable> measured;
+};
+Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* measured,
+                   const ChartStyle& style);
+
+// Writes the report to OUT.pdf (one A4 page) or OUT.md (with its charts as OUT-breakdown.png and
+// OUT-strategies.png or OUT-serving.png beside it), drawing with the window's own chart classes. Needs
+// a QApplication (ensureGuiApplication()). Every file is written atomically. False with *error set.
+bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* measured, const std::string& path,
+                 std::string* error);
+
+} // namespace headroom

@@ -1,0 +1,97 @@
+#include "ui/tablecopy.h"
+
+#include "ui/chartexport.h"
+
+#include <QAbstractItemView>
+#include <QAction>
+#include <QApplication>
+#include <QChartView>
+#include <QClipboard>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QMessageBox>
+#include <QMimeData>
+
+namespace headroom {
+
+namespace {
+void addRows(const QAbstractItemModel& m, const QModelIndex& parent, int depth, TextTable& t) {
+    for (int r = 0; r < m.rowCount(parent); ++r) {
+        QStringList row;
+        for (int c = 0; c < m.columnCount(parent); ++c) {
+            QString text = m.index(r, c, parent).data(Qt::DisplayRole).toString();
+            if (c == 0 && depth > 0)
+                text = QString(depth * 2, QLatin1Char(' ')) + text; // a child under its group
+            row << text;
+        }
+        t.rows.push_back(row);
+        const QModelIndex child = m.index(r, 0, parent);
+        if (m.hasChildren(child))
+            addRows(m, child, depth + 1, t);
+    }
+}
+} // namespace
+
+TextTable tableFromModel(const QAbstractItemModel& model, const QString& title) {
+    TextTable t;
+    t.title = title;
+    for (int c = 0; c < model.columnCount(); ++c)
+        t.header << model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+    addRows(model, {}, 0, t);
+    return t;
+}
+
+void addTableCopyActions(QAbstractItemView* view, const QString& title) {
+    view->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto* markdown = new QAction(QObject::tr("Copy Table as Markdown"), view);
+    markdown->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    markdown->setShortcutContext(Qt::WidgetShortcut);
+    auto* csv = new QAction(QObject::tr("Copy Table as CSV"), view);
+    QObject::connect(markdown, &QAction::triggered, view, [view, title] {
+        QApplication::clipboard()->setText(tableToMarkdown(tableFromModel(*view->model(), title)));
+    });
+    QObject::connect(csv, &QAction::triggered, view, [view, title] {
+        auto* data = new QMimeData;
+        const QString text = tableToCsv(tableFromModel(*view->model(), title));
+        data->setText(text);
+        data->setData(QStringLiteral("text/csv"), text.toUtf8());
+        QApplication::clipboard()->setMimeData(data);
+    });
+    view->addAction(markdown);
+    view->addAction(csv);
+}
+
+void addChartExportActions(QChartView* view, const QString& name) {
+    view->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto* copy = new QAction(QObject::tr("Copy Chart as Image"), view);
+    auto* save = new QAction(QObject::tr("Export Chart..."), view);
+    QObject::connect(copy, &QAction::triggered, view, [view] {
+        const QSize s = view->size();
+        QApplication::clipboard()->setImage(chartImage(view->chart(), s.width(), s.height(), 2));
+    });
+    QObject::connect(save, &QAction::triggered, view, [view, name] {
+        const QString path = QFileDialog::getSaveFileName(
+            view, QObject::tr("Export Chart"), name + QStringLiteral(".png"),
+            QObject::tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+        if (path.isEmpty())
+            return;
+        double scale = 2;
+        if (QFileInfo(path).suffix().compare(QLatin1String("png"), Qt::CaseInsensitive) == 0) {
+            bool ok = false;
+            scale = QInputDialog::getDouble(
+                view, QObject::tr("PNG scale"),
+                QObject::tr("Pixels per point (2 for HiDPI screens, 3-4 for slides):"), 2, 1, 8, 1, &ok);
+            if (!ok)
+                return;
+        }
+        std::string error;
+        const QSize s = view->size();
+        if (!exportChart(view->chart(), path.toStdString(), s.width(), s.height(), &error, scale))
+            QMessageBox::warning(view, QObject::tr("Cannot export the chart"), QString::fromStdString(error));
+    });
+    view->addAction(copy);
+    view->addAction(save);
+}
+
+} // namespace headroom
