@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
     parser.addOption(size);
     parser.addOption(theme);
     parser.addOption(units);
+    QCommandLineOption presentation(QStringLiteral("presentation"),
+                                    QStringLiteral("Start in presentation mode (full screen, larger type)."));
+    parser.addOption(presentation);
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario or trace to open."),
                                  QStringLiteral("[FILE...]"));
     parser.process(app);
@@ -54,6 +57,8 @@ int main(int argc, char** argv) {
         style.unit =
             parser.value(units) == QLatin1String("GB") ? headroom::ByteUnit::GB : headroom::ByteUnit::GiB;
     window.setStyle(style);
+    if (parser.isSet(presentation))
+        window.setPresentationMode(true);
     const QStringList files = parser.positionalArguments();
     bool scenarioGiven = false;
     for (const QString& f : files) {

@@ -5,19 +5,23 @@
 namespace headroom {
 
 QColor categoryColor(Category c) {
+    // Chosen so that every pair stays apart for the three common colour-vision deficiencies: simulated
+    // with Machado et al. (2009) at full severity, every two categories differ by at least 20 in CIELAB
+    // (tst_mainwindow checks it with its own simulation), and categories stacked next to each other differ
+    // by at least 25 in lightness, so that the bars read in greyscale print too.
     static const QColor colors[kCategoryCount] = {
-        QColor(0x1f, 0x77, 0xb4), // weights
-        QColor(0x6b, 0xae, 0xd6), // gradients
-        QColor(0x2c, 0xa0, 0x2c), // master weights
-        QColor(0x98, 0xdf, 0x8a), // optimizer states
-        QColor(0xff, 0x7f, 0x0e), // activations
-        QColor(0xd6, 0x27, 0x28), // attention scores
-        QColor(0xff, 0xbb, 0x78), // logits
-        QColor(0x94, 0x67, 0xbd), // gather buffers
-        QColor(0xc5, 0xb0, 0xd5), // communication buffers
-        QColor(0x8c, 0x56, 0x4b), // kv cache
-        QColor(0x7f, 0x7f, 0x7f), // cuda context
-        QColor(0xbc, 0xbd, 0x22), // allocator overhead
+        QColor(0x11, 0x88, 0xee), // weights: blue
+        QColor(0xdd, 0xdd, 0x44), // gradients: yellow
+        QColor(0xaa, 0x88, 0x77), // master weights: taupe
+        QColor(0x55, 0x33, 0xaa), // optimizer states: indigo
+        QColor(0xdd, 0x77, 0x11), // activations: orange
+        QColor(0x99, 0x11, 0x00), // attention scores: dark red
+        QColor(0x55, 0xcc, 0x66), // logits: green
+        QColor(0x77, 0x33, 0x77), // gather buffers: plum
+        QColor(0xbb, 0xaa, 0xdd), // communication buffers: lavender
+        QColor(0x22, 0x55, 0x44), // kv cache: dark teal
+        QColor(0xaa, 0xdd, 0xbb), // cuda context: pale green
+        QColor(0xbb, 0x66, 0x99), // allocator overhead: mauve
     };
     return colors[static_cast<std::size_t>(c)];
 }
@@ -41,7 +45,7 @@ QColor categoryColor(MeasuredCategory c) {
     case MeasuredCategory::Unattributed:
         break;
     }
-    return QColor(0x8a, 0x8a, 0x8a); // darker than the timeline's grey "everything else" band
+    return QColor(0x66, 0x66, 0x66); // darker than the timeline's grey "everything else" band
 }
 
 void colourBarSet(QBarSet* set, Category c) {

@@ -5,6 +5,7 @@
 
 #include <QAbstractAxis>
 #include <QFont>
+#include <QLegend>
 
 namespace headroom {
 
@@ -14,23 +15,27 @@ void ChartStyle::apply(QChart* chart) const {
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
     QFont title = chart->titleFont();
-    title.setPointSizeF(10);
+    const double grow = presentation ? 1.6 : 1.0;
+    title.setPointSizeF(10 * grow);
     title.setBold(true);
     chart->setTitleFont(title);
+    QFont legend = chart->legend()->font();
+    legend.setPointSizeF(9 * grow);
+    chart->legend()->setFont(legend);
     // Axis labels a little smaller than the UI font: the small charts need the room.
     for (QAbstractAxis* axis : chart->axes()) {
         QFont f = axis->labelsFont();
-        f.setPointSizeF(8);
+        f.setPointSizeF(8 * grow);
         axis->setLabelsFont(f);
         QFont t = axis->titleFont();
-        t.setPointSizeF(8);
+        t.setPointSizeF(8 * grow);
         axis->setTitleFont(t);
     }
 }
 
 QPen ChartStyle::capacityPen(bool fits) const {
     QPen pen(fits ? (dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c)) : QColor(0xd6, 0x27, 0x28));
-    pen.setWidth(2);
+    pen.setWidth(presentation ? 3 : 2);
     pen.setStyle(Qt::DashLine);
     return pen;
 }

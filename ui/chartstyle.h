@@ -12,6 +12,7 @@ namespace headroom {
 struct ChartStyle {
     ByteUnit unit = ByteUnit::GiB;
     bool dark = false;
+    bool presentation = false; // larger type and lines, for a projector or a full-screen meeting
 
     double scale(double bytes) const { return bytes / (unit == ByteUnit::GiB ? 1073741824.0 : 1e9); }
     QString unitName() const { return unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"); }

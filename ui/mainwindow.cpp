@@ -467,12 +467,40 @@ void MainWindow::buildMenus() {
         s.dark = on;
         setStyle(s);
     });
+    view->addSeparator();
+    QAction* presentation = view->addAction(tr("&Presentation Mode"));
+    presentation->setObjectName("presentationMode");
+    presentation->setCheckable(true);
+    presentation->setShortcut(QKeySequence(Qt::Key_F11));
+    connect(presentation, &QAction::toggled, this, &MainWindow::setPresentationMode);
     auto* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Headroom"));
     about->setMenuRole(QAction::AboutRole);
     connect(about, &QAction::triggered, this,
             [this] { QMessageBox::about(this, tr("About Headroom"), aboutText()); });
     rebuildRecentMenu();
+}
+
+void MainWindow::setPresentationMode(bool on) {
+    // Full screen, type a third larger everywhere, charts' type and lines larger still; the category
+    // colours are the same colour-blind-safe, greyscale-distinct palette as always.
+    static const QFont normal = QApplication::font();
+    QFont font = normal;
+    if (on)
+        font.setPointSizeF(normal.pointSizeF() * 1.35);
+    QApplication::setFont(font);
+    ChartStyle s = m_style;
+    s.presentation = on;
+    setStyle(s);
+    m_presentation = on;
+    // The audience looks at the charts: the settings step aside (the menus still reach everything).
+    if (auto* scroll = qobject_cast<QScrollArea*>(
+            m_panel->parentWidget() ? m_panel->parentWidget()->parentWidget() : nullptr))
+        scroll->setVisible(!on);
+    if (on)
+        showFullScreen();
+    else
+        showNormal();
 }
 
 bool MainWindow::exportReport(const QString& path, QString* error) {

@@ -69,6 +69,9 @@ public:
     int viewUpdates() const { return m_viewUpdates; } // how often the views were refreshed (tests)
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     SweepChart* sweepChart() const { return m_sweep; }
+    // View > Presentation Mode: full screen, larger type, thicker lines.
+    void setPresentationMode(bool on);
+    bool isPresentationMode() const { return m_presentation; }
     // File > Export Report: the one-page report of the current plan (PDF, or Markdown with its charts).
     bool exportReport(const QString& path, QString* error = nullptr);
     // The About dialog's text: version, Qt built with and running, the dependencies and their licences.
@@ -113,6 +116,7 @@ private:
     ServingChart* m_serving = nullptr;
     QWidget* m_sweepBox = nullptr;
     QLabel* m_fitTitle = nullptr;
+    bool m_presentation = false;
     QChartView* m_servingView = nullptr;
     SweepChart* m_sweep = nullptr;
     QChartView* m_breakdownView = nullptr;

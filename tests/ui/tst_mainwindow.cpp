@@ -8,6 +8,7 @@
 #include "tests/windowfixture.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"
+#include "ui/categorycolors.h"
 #include "ui/mainwindow.h"
 #include "ui/savingsmodel.h"
 #include "ui/scenariodocument.h"
@@ -40,6 +41,8 @@
 #include <QToolTip>
 #include <QUndoStack>
 #include <QUrl>
+#include <array>
+#include <cmath>
 #include <memory>
 
 using namespace headroom;
@@ -120,6 +123,8 @@ private slots:
     void unitsAndLegend();
     void servingShowsTokensAndRequests();
     void tablesCopyAsMarkdownAndCsv();
+    void categoryColoursSurviveColourBlindness();
+    void presentationMode();
     void sweepMarksTheLimit();
 
 private:
@@ -566,6 +571,98 @@ void TestMainWindow::tablesCopyAsMarkdownAndCsv() {
         }
     QVERIFY(copied);
     QVERIFY(!QApplication::clipboard()->image().isNull());
+}
+
+namespace {
+// Colour-vision deficiencies simulated as Machado, Oliveira and Fernandes (2009) do at severity 1, on
+// linear RGB; differences in CIELAB (D65).
+using Matrix = std::array<std::array<double, 3>, 3>;
+const Matrix kProtanopia = {
+    {{0.152286, 1.052583, -0.204868}, {0.114503, 0.786281, 0.099216}, {-0.003882, -0.048116, 1.051998}}};
+const Matrix kDeuteranopia = {
+    {{0.367322, 0.860646, -0.227968}, {0.280085, 0.672501, 0.047413}, {-0.011820, 0.042940, 0.968881}}};
+const Matrix kTritanopia = {
+    {{1.255528, -0.076749, -0.178779}, {-0.078411, 0.930809, 0.147602}, {0.004733, 0.691367, 0.303900}}};
+std::array<double, 3> toLinear(const QColor& c) {
+    auto l = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+    return {l(c.redF()), l(c.greenF()), l(c.blueF())};
+}
+std::array<double, 3> labOf(std::array<double, 3> rgb) {
+    for (double& v : rgb)
+        v = std::clamp(v, 0.0, 1.0);
+    const double X = 0.4124 * rgb[0] + 0.3576 * rgb[1] + 0.1805 * rgb[2];
+    const double Y = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
+    const double Z = 0.0193 * rgb[0] + 0.1192 * rgb[1] + 0.9505 * rgb[2];
+    auto f = [](double t) { return t > 0.008856 ? std::cbrt(t) : 7.787 * t + 16.0 / 116; };
+    const double fx = f(X / 0.95047), fy = f(Y), fz = f(Z / 1.08883);
+    return {116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)};
+}
+std::array<double, 3> seenAs(const QColor& c, const Matrix* m) {
+    const auto lin = toLinear(c);
+    if (!m)
+        return labOf(lin);
+    std::array<double, 3> out{};
+    for (int i = 0; i < 3; ++i)
+        out[i] = (*m)[i][0] * lin[0] + (*m)[i][1] * lin[1] + (*m)[i][2] * lin[2];
+    return labOf(out);
+}
+double worstDifference(const std::vector<QColor>& colours, QString* which) {
+    double worst = 1e9;
+    const Matrix* kinds[] = {nullptr, &kProtanopia, &kDeuteranopia, &kTritanopia};
+    const char* names[] = {"normal vision", "protanopia", "deuteranopia", "tritanopia"};
+    for (int k = 0; k < 4; ++k)
+        for (std::size_t i = 0; i < colours.size(); ++i)
+            for (std::size_t j = i + 1; j < colours.size(); ++j) {
+                const auto a = seenAs(colours[i], kinds[k]), b = seenAs(colours[j], kinds[k]);
+                const double d = std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+                if (d < worst) {
+                    worst = d;
+                    *which = QStringLiteral("%1 vs %2 (%3)").arg(i).arg(j).arg(names[k]);
+                }
+            }
+    return worst;
+}
+} // namespace
+
+void TestMainWindow::categoryColoursSurviveColourBlindness() {
+    std::vector<QColor> all;
+    for (std::size_t i = 0; i < kCategoryCount; ++i)
+        all.push_back(categoryColor(categoryAt(i)));
+    QString which;
+    // Every two categories stay at least 20 apart in CIELAB for normal vision and each deficiency
+    // (a difference of about 2 is just noticeable; 20 reads at a glance).
+    const double worst = worstDifference(all, &which);
+    QVERIFY2(worst >= 20, qPrintable(QStringLiteral("%1: %2").arg(which).arg(worst)));
+    // Neighbours in the stacked bars differ in lightness by at least 25: they read in greyscale print.
+    for (std::size_t i = 0; i + 1 < all.size(); ++i) {
+        const double dl = std::abs(seenAs(all[i], nullptr)[0] - seenAs(all[i + 1], nullptr)[0]);
+        QVERIFY2(
+            dl >= 25,
+            qPrintable(
+                QStringLiteral("categories %1 and %2: lightness differs by %3").arg(i).arg(i + 1).arg(dl)));
+    }
+    // The trace view's eight measured categories, unattributed grey included.
+    std::vector<QColor> measured;
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        measured.push_back(categoryColor(static_cast<MeasuredCategory>(i)));
+    const double worstMeasured = worstDifference(measured, &which);
+    QVERIFY2(worstMeasured >= 12, qPrintable(QStringLiteral("%1: %2").arg(which).arg(worstMeasured)));
+}
+
+void TestMainWindow::presentationMode() {
+    auto w = window();
+    const double before = QApplication::font().pointSizeF();
+    const double title = w->sweepChart()->titleFont().pointSizeF();
+    QAction* mode = w->findChild<QAction*>("presentationMode");
+    QVERIFY(mode);
+    mode->setChecked(true);
+    // (The offscreen test platform does not keep a full-screen window state: the mode is checked instead.)
+    QVERIFY(w->isPresentationMode());
+    QVERIFY(QApplication::font().pointSizeF() > before * 1.3);
+    QVERIFY(w->sweepChart()->titleFont().pointSizeF() > title * 1.5);
+    mode->setChecked(false);
+    QVERIFY(!w->isPresentationMode());
+    QCOMPARE(QApplication::font().pointSizeF(), before);
 }
 
 void TestMainWindow::sweepMarksTheLimit() {
