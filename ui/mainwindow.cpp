@@ -13,6 +13,7 @@
 #include "ui/phasechart.h"
 #include "ui/report.h"
 #include "ui/savingsmodel.h"
+#include "ui/scenariocompare.h"
 #include "ui/scenariodocument.h"
 #include "ui/servingchart.h"
 #include "ui/settingspanel.h"
@@ -367,6 +368,18 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+    QAction* compareScenarios = file->addAction(tr("Compare &Scenarios..."));
+    compareScenarios->setObjectName("compareScenarios");
+    connect(compareScenarios, &QAction::triggered, this, [this] {
+        const QStringList paths =
+            QFileDialog::getOpenFileNames(this, tr("Scenarios to compare with the current plan"), QString(),
+                                          tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
+        if (paths.isEmpty())
+            return;
+        QString error;
+        if (!compareScenarioFiles(paths, &error))
+            QMessageBox::warning(this, tr("Cannot compare"), error);
+    });
     QAction* report = file->addAction(tr("Export &Report..."));
     report->setObjectName("exportReport");
     report->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
@@ -481,6 +494,31 @@ void MainWindow::buildMenus() {
     rebuildRecentMenu();
 }
 
+ScenarioCompare* MainWindow::compareScenarioFiles(const QStringList& paths, QString* error) {
+    // The current plan first, then each file: the differences are from the plan on screen.
+    std::vector<ScenarioCompare::Entry> entries;
+    const QString current =
+        m_doc->filePath().isEmpty() ? tr("Current plan") : QFileInfo(m_doc->filePath()).fileName();
+    entries.push_back({current, m_doc->scenario().settingsCopy(), m_doc->estimate()});
+    for (const QString& path : paths) {
+        try {
+            Scenario sc = loadScenarioFile(path.toStdString());
+            const Estimate est = estimate(sc);
+            QString name = QFileInfo(path).fileName();
+            name.remove(QStringLiteral(".headroom.json"));
+            entries.push_back({name, std::move(sc), est});
+        } catch (const std::exception& e) {
+            if (error)
+                *error = QString::fromUtf8(e.what());
+            return nullptr;
+        }
+    }
+    auto* view = new ScenarioCompare(std::move(entries));
+    view->setStyle(m_style);
+    m_tabs->setCurrentIndex(m_tabs->addTab(view, view->title()));
+    return view;
+}
+
 void MainWindow::setPresentationMode(bool on) {
     // Full screen, type a third larger everywhere, charts' type and lines larger still; the category
     // colours are the same colour-blind-safe, greyscale-distinct palette as always.
@@ -553,9 +591,12 @@ void MainWindow::setStyle(const ChartStyle& style) {
     m_table->setStyle(style);
     for (TraceView* view : traceViews())
         view->setStyle(style);
-    for (int i = 0; m_tabs && i < m_tabs->count(); ++i)
+    for (int i = 0; m_tabs && i < m_tabs->count(); ++i) {
         if (auto* diff = qobject_cast<DiffView*>(m_tabs->widget(i)))
             diff->setStyle(style);
+        if (auto* compare = qobject_cast<ScenarioCompare*>(m_tabs->widget(i)))
+            compare->setStyle(style);
+    }
     sizeNumberColumns(); // the unit changes the widest text
     settings()->setValue("view/units", style.unit == ByteUnit::GB ? "GB" : "GiB");
     updateViews();

@@ -28,6 +28,7 @@ class ServingChart;
 class SweepChart;
 class TraceView;
 class DiffView;
+class ScenarioCompare;
 
 // The what-if planner: settings on the left; the per-GPU stacked bars, the step's phase timeline, the
 // data-parallel strategies side by side and a sweep in the centre; "what would make it fit?" on the right.
@@ -69,6 +70,8 @@ public:
     int viewUpdates() const { return m_viewUpdates; } // how often the views were refreshed (tests)
     BreakdownChart* breakdownChart() const { return m_breakdown; }
     SweepChart* sweepChart() const { return m_sweep; }
+    // File > Compare Scenarios: the current plan beside the scenario files, in a tab.
+    ScenarioCompare* compareScenarioFiles(const QStringList& paths, QString* error = nullptr);
     // View > Presentation Mode: full screen, larger type, thicker lines.
     void setPresentationMode(bool on);
     bool isPresentationMode() const { return m_presentation; }

@@ -11,6 +11,7 @@
 #include "ui/categorycolors.h"
 #include "ui/mainwindow.h"
 #include "ui/savingsmodel.h"
+#include "ui/scenariocompare.h"
 #include "ui/scenariodocument.h"
 #include "ui/settingspanel.h"
 #include "ui/sweepchart.h"
@@ -36,6 +37,7 @@
 #include <QSpinBox>
 #include <QStackedBarSeries>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolTip>
@@ -125,6 +127,7 @@ private slots:
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
     void presentationMode();
+    void scenariosSideBySide();
     void sweepMarksTheLimit();
 
 private:
@@ -663,6 +666,53 @@ void TestMainWindow::presentationMode() {
     mode->setChecked(false);
     QVERIFY(!w->isPresentationMode());
     QCOMPARE(QApplication::font().pointSizeF(), before);
+}
+
+void TestMainWindow::scenariosSideBySide() {
+    auto w = window();
+    // The current plan (the default: 8 GPUs, ZeRO-2) beside the same with 16 GPUs and ZeRO-3.
+    json other = w->document()->json();
+    other["name"] = "sixteen";
+    other["cluster"]["num_gpus"] = 16;
+    other["cluster"]["data_parallel"] = "zero3";
+    const QString path = m_dir.filePath("sixteen.headroom.json");
+    writeFile(path, QByteArray::fromStdString(other.dump()));
+    ScenarioCompare* view = w->compareScenarioFiles({path});
+    QVERIFY(view);
+    QCOMPARE(w->tabs()->currentWidget(), view);
+    // The peak row: each scenario's own estimate, and the difference of the second from the first.
+    const Estimate a = w->document()->estimate();
+    const Estimate b = estimate(scenarioFromJson(other));
+    QTableWidget* t = view->differences();
+    int peakRow = -1;
+    for (int r = 0; r < t->rowCount(); ++r)
+        if (t->item(r, 0)->text() == "Peak")
+            peakRow = r;
+    QVERIFY(peakRow >= 0);
+    const ChartStyle style;
+    QCOMPARE(t->item(peakRow, 1)->text(), style.format(a.peakBytes));
+    QCOMPARE(t->item(peakRow, 2)->text(), style.format(b.peakBytes));
+    QCOMPARE(t->item(peakRow, 3)->text(), style.format(b.peakBytes - a.peakBytes));
+    // ZeRO-3 on 16 GPUs shards the weights: that row changes, the model's settings do not.
+    const QStringList differing = view->differingSettings();
+    QVERIFY2(differing.contains("GPUs") && differing.contains("Layout"), qPrintable(differing.join(", ")));
+    QVERIFY(!differing.contains("Model") && !differing.contains("Parameters"));
+    // The chart has one bar per scenario.
+    auto* bars = qobject_cast<QStackedBarSeries*>(view->chart()->series().first());
+    QVERIFY(bars);
+    QCOMPARE(bars->barSets().first()->count(), 2);
+    if (!qEnvironmentVariableIsEmpty("HEADROOM_TEST_SHOTS")) {
+        w->resize(1400, 800);
+        w->show();
+        QCoreApplication::processEvents();
+        w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/scenarios.png");
+    }
+    // A file that is not a scenario is an error naming it, and no tab.
+    const int tabs = w->tabs()->count();
+    QString error;
+    QVERIFY(!w->compareScenarioFiles({m_dir.filePath("missing.headroom.json")}, &error));
+    QVERIFY(error.contains("missing.headroom.json"));
+    QCOMPARE(w->tabs()->count(), tabs);
 }
 
 void TestMainWindow::sweepMarksTheLimit() {
