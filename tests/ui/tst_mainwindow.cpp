@@ -4,6 +4,7 @@
 #include "core/model/presets.h"
 #include "core/plan/estimator.h"
 #include "core/plan/solvers.h"
+#include "core/version.h"
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
 #include "ui/breakdownchart.h"
@@ -665,6 +666,12 @@ void TestMainWindow::presentationMode() {
     QVERIFY(w->sweepChart()->titleFont().pointSizeF() > title * 1.5);
     mode->setChecked(false);
     QVERIFY(!w->isPresentationMode());
+    // Help > About: the version, Qt's, and the dependencies with their licences.
+    const QString about = MainWindow::aboutText();
+    QVERIFY(about.contains(QString::fromUtf8(version())));
+    QVERIFY(about.contains(QString::fromUtf8(qVersion())));
+    for (const char* licence : {"LGPL-3.0", "GPL-3.0", "MIT", "Zlib"})
+        QVERIFY2(about.contains(licence), licence);
     QCOMPARE(QApplication::font().pointSizeF(), before);
 }
 
