@@ -554,12 +554,16 @@ int cmdAllocatorWhatIf(const Args& a, std::ostream& out) {
         const std::uint64_t frag =
             w.whatif.peakReserved - std::min(w.whatif.peakReserved, w.whatif.allocatedAtPeak);
         const std::uint64_t fragBefore =
-            w.replayed.peakReserved - std::min(w.replayed.peakReserved, w.replayed.allocatedAtPeak);
+            w.baseline.peakReserved - std::min(w.baseline.peakReserved, w.baseline.allocatedAtPeak);
+        if (w.replayed.startReserved > 0)
+            out << "    the trace starts with " << b(w.replayed.startReserved)
+                << " reserved; what-ifs start from its live blocks alone, where the recorded settings reach "
+                << b(w.baseline.peakReserved) << "\n";
         out << "    what-if    peak reserved " << b(w.whatif.peakReserved);
         if (w.bandLow != w.bandHigh)
             out << " (" << b(w.bandLow) << " to " << b(w.bandHigh) << " over address orders)";
         out << ", " << w.whatif.segmentAllocs << " segment allocs/maps, " << w.whatif.ooms
-            << " OOMs (replayed " << w.replayed.ooms << ")\n";
+            << " OOMs (recorded settings " << w.baseline.ooms << ")\n";
         out << "    fragmentation at the peak (reserved - allocated): " << b(fragBefore) << " -> " << b(frag)
             << "\n";
     }

@@ -456,10 +456,16 @@ void CachingAllocatorModel::garbageCollect(std::size_t at) {
 }
 
 std::uint64_t CachingAllocatorModel::largestFreeBlock() const {
+    // The free sets are ordered by (stream, size, address): each stream's largest block is its last, so
+    // this costs a lookup per stream, not a walk over every free block.
     std::uint64_t best = 0;
     for (const auto& p : m_free)
-        for (const Key& k : p)
-            best = std::max(best, std::get<1>(k));
+        for (auto it = p.begin(); it != p.end();) {
+            const std::int64_t stream = std::get<0>(*it);
+            auto next = p.upper_bound({stream, UINT64_MAX, UINT64_MAX});
+            best = std::max(best, std::get<1>(*std::prev(next)));
+            it = next;
+        }
     return best;
 }
 

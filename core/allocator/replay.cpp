@@ -123,22 +123,37 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     std::map<std::int64_t, std::int64_t> segmentStream;
     for (const SnapshotSegment& s : d.segments)
         segmentStream[static_cast<std::int64_t>(s.address)] = s.stream;
-    for (const auto& [address, seg] : segs) {
-        const auto st = segmentStream.find(static_cast<std::int64_t>(address));
-        model.addSegment(address, seg.first, st == segmentStream.end() ? 0 : st->second, seg.second);
-    }
+    auto streamAt = [&](std::uint64_t address) -> std::int64_t {
+        auto it = segs.upper_bound(address);
+        if (it == segs.begin())
+            return 0;
+        const auto st = segmentStream.find(static_cast<std::int64_t>(std::prev(it)->first));
+        return st == segmentStream.end() ? 0 : st->second;
+    };
     const auto blocks = startingBlocks(d, o.settings);
-    for (const auto& [address, size] : blocks)
-        model.markAllocated(address, size);
+    // Live blocks: recorded address -> the model's address for the same allocation.
+    std::unordered_map<std::uint64_t, std::uint64_t> live;
+    if (o.startingSegments) {
+        // Replaying the recording: its segments as they were, the live blocks where it has them.
+        for (const auto& [address, seg] : segs)
+            model.addSegment(address, seg.first, streamAt(address), seg.second);
+        for (const auto& [address, size] : blocks) {
+            model.markAllocated(address, size);
+            live[address] = address;
+        }
+    } else {
+        // A what-if: the segments cached before the trace began came from a history the trace does not
+        // show, under the recorded settings; only the blocks live at its start are given, placed by the
+        // model under the settings being tried.
+        for (const auto& [address, size] : blocks)
+            if (const auto got = model.malloc(size, streamAt(address), 0))
+                live[address] = *got;
+    }
     r.startReserved = model.reserved();
     r.peakReserved = model.reserved();
+    r.allocatedAtPeak = model.allocated();
+    r.largestFreeAtPeak = model.largestFreeBlock();
     r.reserved.reserve(d.entries());
-
-    // Live blocks: recorded address -> the model's address for the same allocation. The starting blocks
-    // are where the recording has them.
-    std::unordered_map<std::uint64_t, std::uint64_t> live;
-    for (const auto& [address, size] : blocks)
-        live[address] = address;
     std::deque<std::uint64_t> recordedSegmentAddresses; // segment_alloc seen, not yet used by an alloc
     std::vector<std::pair<AllocatorEvent::Kind, std::uint64_t>> recorded;
     bool inFreeRun = false;
@@ -192,7 +207,10 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
         }
         const std::uint64_t reserved = model.reserved();
         r.reserved.push_back(reserved);
-        if (reserved > r.peakReserved) {
+        // The peak is the highest reserved; on a plateau at that height, the moment the most is allocated
+        // (what fragmentation then costs is reserved minus that).
+        if (reserved > r.peakReserved ||
+            (reserved == r.peakReserved && model.allocated() > r.allocatedAtPeak)) {
             r.peakReserved = reserved;
             r.peakAt = i;
             r.allocatedAtPeak = model.allocated();
@@ -248,8 +266,16 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
     replay.settings.deviceMemory = whatif.deviceMemory >= w.recorded.peakReserved ? whatif.deviceMemory : 0;
     replay.recordedAddresses = true;
     w.replayed = replayDevice(d, replay);
+    // The recorded settings replayed from the same start as the what-if: what it is compared with.
+    ReplayOptions base;
+    base.settings = w.recordedSettings;
+    base.settings.deviceMemory = whatif.deviceMemory;
+    base.settings.memoryFraction = whatif.memoryFraction;
+    base.startingSegments = false;
+    w.baseline = replayDevice(d, base);
     ReplayOptions other;
     other.settings = whatif;
+    other.startingSegments = false;
     w.whatif = replayDevice(d, other);
     other.rule = CachingAllocatorModel::AddressRule::Descending;
     w.whatifDescending = replayDevice(d, other);

@@ -26,6 +26,9 @@ RecordedSegments recordedSegments(const DeviceTrace& device);
 struct ReplayOptions {
     AllocatorSettings settings;
     bool recordedAddresses = false; // new segments where the recording put them (replaying the recording)
+    // Start from the segments cached when the trace began (replaying the recording); else only from the
+    // blocks live then, placed by the model (a what-if: the cached segments belong to the old settings).
+    bool startingSegments = true;
     CachingAllocatorModel::AddressRule rule = CachingAllocatorModel::AddressRule::Ascending;
 };
 
@@ -60,7 +63,8 @@ struct DeviceWhatIf {
     AllocatorSettings recordedSettings;
     RecordedSegments recorded;
     ReplayResult replayed;
-    ReplayResult whatif; // ascending addresses
+    ReplayResult baseline; // the recorded settings from the what-if's start (only the live blocks)
+    ReplayResult whatif;   // ascending addresses
     ReplayResult whatifDescending;
     std::uint64_t bandLow = 0, bandHigh = 0; // peak reserved over both address rules
 };

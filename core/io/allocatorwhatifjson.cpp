@@ -53,14 +53,18 @@ json allocatorWhatIfToJson(const std::vector<DeviceWhatIf>& devices, const Alloc
         json what = resultJson(w.whatif);
         what["settings"] = allocatorSettingsToJson(whatif);
         what["peak_reserved_band"] = {w.bandLow, w.bandHigh};
-        out["devices"][w.device] = {{"recorded",
-                                     {{"peak_reserved_bytes", w.recorded.peakReserved},
-                                      {"segment_allocs", w.recorded.segmentAllocs},
-                                      {"segment_frees", w.recorded.segmentFrees},
-                                      {"ooms", w.recorded.ooms},
-                                      {"settings", allocatorSettingsToJson(w.recordedSettings)}}},
-                                    {"replayed", std::move(replayed)},
-                                    {"whatif", std::move(what)}};
+        out["devices"][w.device] = {
+            {"recorded",
+             {{"peak_reserved_bytes", w.recorded.peakReserved},
+              {"segment_allocs", w.recorded.segmentAllocs},
+              {"segment_frees", w.recorded.segmentFrees},
+              {"ooms", w.recorded.ooms},
+              {"settings", allocatorSettingsToJson(w.recordedSettings)}}},
+            {"replayed", std::move(replayed)},
+            // The recorded settings from the what-if's own start (the blocks live when the trace began,
+            // placed afresh): the like-for-like reference for a trace that starts mid-run.
+            {"baseline", resultJson(w.baseline)},
+            {"whatif", std::move(what)}};
     }
     return out;
 }

@@ -6,7 +6,10 @@
 #include "core/trace/tracereader.h"
 #include "tests/testutil.h"
 
+#include <QDir>
 #include <QTest>
+
+#include "core/error.h"
 
 using namespace headroom;
 using namespace headroom::test;
@@ -45,6 +48,7 @@ private slots:
     void expandableSegments();
     void startingStateFromTheSnapshot();
     void decomflReplayReproducesTheRecording();
+    void everyRealSnapshotReplaysAtItsAddresses();
 };
 
 void TestAllocator::rounding() {
@@ -284,6 +288,35 @@ void TestAllocator::decomflReplayReproducesTheRecording() {
     QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.allocator-whatif/1"));
     QCOMPARE(j["devices"]["0"]["replayed"]["matches_recording"].get<bool>(), true);
     QCOMPARE(j["devices"]["0"]["whatif"]["settings"]["expandable_segments"].get<bool>(), true);
+}
+
+void TestAllocator::everyRealSnapshotReplaysAtItsAddresses() {
+    // Every real snapshot with allocation events (the cs336 ones start mid-run, with their segments
+    // already cached): the replay puts every allocation where PyTorch put it and reserves what it reserved.
+    if (!haveShared())
+        QSKIP("../shared/traces is absent");
+    const QDir dir(sharedDir() + "/traces/snapshots");
+    std::size_t traces = 0, allocations = 0;
+    for (const QString& f : dir.entryList({"*.pickle"}, QDir::Files)) {
+        const Trace trace = readTraceFile(dir.filePath(f).toStdString());
+        std::vector<DeviceWhatIf> devices;
+        try {
+            devices = allocatorWhatIf(trace, AllocatorSettings{});
+        } catch (const Error&) {
+            continue; // the legacy OOM snapshot records no alloc events
+        }
+        for (const DeviceWhatIf& w : devices) {
+            QVERIFY2(w.replayed.matchesRecording, qPrintable(f));
+            QCOMPARE(w.replayed.addressMatches, w.replayed.allocations);
+            QCOMPARE(w.replayed.unknownFrees, 0);
+            QCOMPARE(w.replayed.peakReserved, w.recorded.peakReserved);
+            QVERIFY(w.baseline.allocatedAtPeak <= w.baseline.peakReserved);
+            allocations += w.replayed.allocations;
+        }
+        ++traces;
+    }
+    QCOMPARE(traces, std::size_t(7));
+    QCOMPARE(allocations, std::size_t(27539));
 }
 
 QTEST_APPLESS_MAIN(TestAllocator)

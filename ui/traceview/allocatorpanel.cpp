@@ -302,7 +302,8 @@ void AllocatorPanel::show(DeviceWhatIf w) {
     auto b = [this](std::uint64_t v) {
         return QString::fromStdString(formatBytes(static_cast<double>(v), m_style.unit));
     };
-    const ReplayResult& before = w.replayed;
+    const ReplayResult& replayed = w.replayed;
+    const ReplayResult& before = w.baseline; // the recorded settings from the what-if's own start
     const ReplayResult& after = w.whatif;
     const auto frag = [](const ReplayResult& r) {
         return r.peakReserved - std::min(r.peakReserved, r.allocatedAtPeak);
@@ -310,12 +311,12 @@ void AllocatorPanel::show(DeviceWhatIf w) {
     QString match;
     if (!w.recorded.hasSegmentEvents)
         match = tr("the recording has no segment events to check the replay against");
-    else if (before.matchesRecording)
+    else if (replayed.matchesRecording)
         match = tr("<span style='color:#2ca02c'>the replay reproduces all %1 recorded segment events</span>")
                     .arg(w.recorded.segmentAllocs + w.recorded.segmentFrees);
     else
         match = tr("<span style='color:#d62728'>the replay differs: %1</span>")
-                    .arg(QString::fromStdString(before.firstDifference).toHtmlEscaped());
+                    .arg(QString::fromStdString(replayed.firstDifference).toHtmlEscaped());
     QString band;
     if (w.bandLow != w.bandHigh)
         band = tr(" (%1 to %2 over address orders)").arg(b(w.bandLow), b(w.bandHigh));
@@ -327,16 +328,22 @@ void AllocatorPanel::show(DeviceWhatIf w) {
                    .arg(before.ooms - after.ooms)
                    .arg(before.ooms);
     else
-        ooms = tr("%1 OOMs").arg(after.ooms);
-    m_text->setText(tr("Peak reserved: recorded <b>%1</b>, replayed %2 — %3.<br>"
-                       "With these settings: <b>%4</b>%5; fragmentation at the peak %6 → %7; %8.")
-                        .arg(b(w.recorded.peakReserved), b(before.peakReserved), match, b(after.peakReserved),
-                             band, b(frag(before)), b(frag(after)), ooms));
+        ooms = after.ooms == 0 ? tr("no OOMs") : tr("%1 OOMs, as with the recorded settings").arg(after.ooms);
+    const QString start = replayed.startReserved > 0
+                              ? tr("<br>The trace starts with %1 reserved; what-ifs start from its live "
+                                   "blocks alone, where the "
+                                   "recorded settings reach %2.")
+                                    .arg(b(replayed.startReserved), b(before.peakReserved))
+                              : QString();
+    m_text->setText(tr("Peak reserved: recorded <b>%1</b>, replayed %2 — %3.%4<br>"
+                       "With these settings: <b>%5</b>%6; fragmentation at the peak %7 → %8; %9.")
+                        .arg(b(w.recorded.peakReserved), b(replayed.peakReserved), match, start,
+                             b(after.peakReserved), band, b(frag(before)), b(frag(after)), ooms));
     std::vector<std::size_t> oomAt;
     for (const AllocatorEvent& e : after.events)
         if (e.kind == AllocatorEvent::Kind::Oom)
             oomAt.push_back(e.at);
-    m_plot->setSeries(before.reserved, after.reserved, oomAt, settings().deviceMemory);
+    m_plot->setSeries(replayed.reserved, after.reserved, oomAt, settings().deviceMemory);
     m_result = std::move(w);
     emit resultShown();
 }
