@@ -324,6 +324,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                     "Where the optimizer step of offloaded states runs (sets the PCIe traffic per step)"));
     addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1, 16, 1, true,
                                    "Model chunks per pipeline stage (interleaved 1F1B)"));
+    addField(clusterForm,
+             boolField("/cluster/expandable_segments", "Expandable segments",
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator reserves "
+                       "1.5% beyond what it holds instead of 3%"));
     addField(clusterForm, boolField("/cluster/prefetch", "Prefetch",
                                     "FSDP/ZeRO-3 gathers the next layer while computing this one", true));
     layout->addWidget(cluster);

@@ -85,7 +85,8 @@ struct ClusterSettings {
     bool offloadOptimizer = false;
     bool offloadParameters = false;
     OffloadStep offloadStep = OffloadStep::Cpu;
-    bool prefetch = true; // FSDP/ZeRO-3 prefetches the next layer's parameters
+    bool prefetch = true;            // FSDP/ZeRO-3 prefetches the next layer's parameters
+    bool expandableSegments = false; // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)
 
     int dataParallelSize() const { return numGpus / (tensorParallel * pipelineParallel * contextParallel); }
 };
@@ -93,7 +94,7 @@ struct ClusterSettings {
 struct Overheads {
     std::uint64_t cudaContextBytes = 512ull << 20;
     std::uint64_t ncclBytesPerCommunicator = 384ull << 20;
-    double allocatorOverheadFraction = 0.05; // reserved beyond allocated, as a fraction of allocated
+    double allocatorOverheadFraction = 0.03; // reserved beyond allocated, as a fraction of allocated
     bool ddpGradientAsBucketView = false;    // PyTorch DDP default: buckets are a second copy of the grads
 };
 

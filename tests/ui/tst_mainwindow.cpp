@@ -64,7 +64,7 @@ json fullTrainingScenario() {
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
-                  "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "prefetch": false},
+                  "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "prefetch": false, "expandable_segments": true},
       "overheads": {"cuda_context_mib": 600, "nccl_mib_per_communicator": 256},
       "x_notes": {"kept": true}})");
 }
@@ -78,7 +78,7 @@ json fullInferenceScenario() {
       "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
                   "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,
-                  "offload_optimizer_step": "cpu", "virtual_pipeline_stages": 1, "prefetch": true},
+                  "offload_optimizer_step": "cpu", "virtual_pipeline_stages": 1, "prefetch": true, "expandable_segments": false},
       "overheads": {"cuda_context_mib": 512, "nccl_mib_per_communicator": 384}})");
 }
 
