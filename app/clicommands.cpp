@@ -303,11 +303,7 @@ int cmdRender(const Args& a, std::ostream& out) {
 std::size_t busiestDevice(const LoadedTrace& t, const std::string& path) {
     if (t.indexes.empty())
         throw Error(path, "the trace has no devices");
-    std::size_t device = 0;
-    for (std::size_t d = 1; d < t.summary.devices.size(); ++d)
-        if (t.summary.devices[d].peakAllocated > t.summary.devices[device].peakAllocated)
-            device = d;
-    return device;
+    return busiestDevice(t.summary);
 }
 
 // The attribution rules: PyTorch's defaults, or a file written from them (`headroom-cli rules`) and edited.

@@ -548,10 +548,7 @@ bool MainWindow::exportReport(const QString& path, QString* error) {
     for (TraceView* view : traceViews())
         if (view->hasScenario() && !view->traces().empty() && view->attribution().total > 0) {
             const auto& t = view->traces().front();
-            std::size_t device = 0;
-            for (std::size_t d = 1; d < t->summary.devices.size(); ++d)
-                if (t->summary.devices[d].peakAllocated > t->summary.devices[device].peakAllocated)
-                    device = d;
+            const std::size_t device = busiestDevice(t->summary);
             measured = compareAtPeak(m_doc->scenario(), m_doc->estimate(), t->trace, *t->indexes[device],
                                      AttributionRules::pytorchDefaults());
             break;
@@ -788,10 +785,7 @@ QString MainWindow::calibrateFrom(TraceView* view) {
     const auto& loaded = view->traces().front();
     if (loaded->indexes.empty())
         return tr("This trace has no devices: nothing to calibrate from.");
-    std::size_t device = 0;
-    for (std::size_t d = 1; d < loaded->summary.devices.size(); ++d)
-        if (loaded->summary.devices[d].peakAllocated > loaded->summary.devices[device].peakAllocated)
-            device = d;
+    const std::size_t device = busiestDevice(loaded->summary);
     const Scenario scenario = m_doc->scenario();
     const CalibrationResult r =
         calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},

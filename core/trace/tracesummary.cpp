@@ -98,4 +98,12 @@ TraceSummary summarize(const Trace& trace) {
     return out;
 }
 
+std::size_t busiestDevice(const TraceSummary& summary) {
+    std::size_t device = 0;
+    for (std::size_t d = 1; d < summary.devices.size(); ++d)
+        if (summary.devices[d].peakAllocated > summary.devices[device].peakAllocated)
+            device = d;
+    return device;
+}
+
 } // namespace headroom

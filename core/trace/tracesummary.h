@@ -32,4 +32,7 @@ struct TraceSummary {
 TraceSummary summarize(const Trace& trace);
 DeviceSummary summarizeDevice(const DeviceTrace& device);
 
+// The device with the highest allocated peak: the one a plan for one GPU describes (0 when there is none).
+std::size_t busiestDevice(const TraceSummary& summary);
+
 } // namespace headroom

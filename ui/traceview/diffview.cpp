@@ -17,11 +17,7 @@ namespace {
 
 // The device with the highest allocated peak (the run's busiest GPU).
 std::size_t busiest(const LoadedTrace& t) {
-    std::size_t device = 0;
-    for (std::size_t d = 1; d < t.summary.devices.size(); ++d)
-        if (t.summary.devices[d].peakAllocated > t.summary.devices[device].peakAllocated)
-            device = d;
-    return device;
+    return busiestDevice(t.summary);
 }
 
 // A table cell that sorts by its number, not its text.
