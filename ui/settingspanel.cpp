@@ -209,6 +209,11 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "bf16_mixed",
                          "Bytes per parameter: weights + gradients + master weights + Adam states"));
     addField(trainingForm,
+             choiceField("/training/autocast", "Autocast",
+                         {{"none", "none"}, {"bf16", "bf16"}, {"fp16", "fp16"}}, "none",
+                         "torch.autocast: matmuls keep 16-bit copies of their inputs, the fp32 list (norms, "
+                         "softmax, losses) stays fp32, and wider weights get 16-bit cast copies"));
+    addField(trainingForm,
              choiceField("/training/optimizer", "Optimizer",
                          {{"adamw", "AdamW"}, {"sgd", "SGD with momentum"}, {"adam8bit", "8-bit Adam"}},
                          "adamw", "Optimizer states per parameter: AdamW 8 B, SGD 4 B, 8-bit Adam 2 B"));

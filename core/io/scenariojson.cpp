@@ -286,6 +286,10 @@ void readTraining(const json& doc, Scenario& sc) {
         t.bytesOverridden = true;
     }
     t.activationBytes = s.number("activation_bytes", t.activationBytes, 0.5, 8);
+    t.autocast = s.string("autocast", "none");
+    if (t.autocast != "none" && t.autocast != "bf16" && t.autocast != "fp16")
+        throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + t.autocast + "\"");
+    t.autocastBytes = t.autocast == "none" ? 0 : 2;
     t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, kCheckpointing);
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.dropout = s.boolean("dropout", sc.model.dropout);

@@ -57,6 +57,10 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
     const double e = tr.activationBytes;
+    // Under torch.autocast (CONTRACTS.md section 3) a matmul saves the 16-bit copy of its input it computed
+    // with, and its output is 16-bit; the residual stream, norms and softmax (autocast's fp32 list) keep
+    // the weights' precision. `ea` is the bytes of what matmuls keep.
+    const double ea = tr.autocastBytes > 0 ? tr.autocastBytes : e;
     const double t = c.tensorParallel;
     const double s = tr.sequenceLength;
     const double sl = s / c.contextParallel; // this rank's tokens under context parallelism
@@ -70,20 +74,21 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
 
     // Replicated across tensor-parallel ranks unless sequence parallelism splits them: the two norm
     // inputs, the QKV and MLP inputs, and two dropout masks (11sbh + 19sbh + 4sbh of Korthikanti's 34).
-    double replicated = 4 * e * sbh + (tr.dropout ? 2 * sbh : 0);
+    // The two norm inputs are the residual stream (e); the QKV and MLP inputs are matmul inputs (ea).
+    double replicated = 2 * e * sbh + 2 * ea * sbh + (tr.dropout ? 2 * sbh : 0);
     if (m.mla)
-        replicated += e * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
+        replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
     // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
-    double split = e * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
+    double split = ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
     if (tr.attention == Attention::Flash)
         split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
     // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
-    const double perWidth = (m.gatedMlp ? 4 : 2) * e * sl / t;
+    const double perWidth = (m.gatedMlp ? 4 : 2) * ea * sl / t;
     split += perWidth * mlpWidth;
     if (moe) {
         const double k = m.expertsPerToken;
         split += 4 * sl * m.experts;      // fp32 router logits
-        split += k * 2 * e * sbh;         // tokens dispatched to k experts, and their outputs
+        split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
         split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
     const double stored = replicated / spDiv + split;
@@ -91,7 +96,10 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
     double scores = 0;
     if (tr.attention == Attention::Eager) {
         const double sq = heads * sl * s; // local queries against every key
-        scores = e * sq + (tr.dropout ? sq + e * sq : 0);
+        // The softmax output (fp32 under autocast: it is on the fp32 list) and, under autocast, the
+        // 16-bit copy the score-times-V matmul saves.
+        scores =
+            e * sq + (tr.autocastBytes > 0 ? tr.autocastBytes * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
     }
 
     switch (tr.checkpointing) {
@@ -130,6 +138,7 @@ struct StageModel {
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
     double logits = 0, logitsGradient = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
+    double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     double inFlight = 1;                     // micro-batches' worth of this stage's layers alive at the peak
     double current = 1;                      // the part of that which the micro-batch being computed is
     // Inference.
@@ -281,6 +290,24 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                          b.masterWeights * sharded(shardsOptimizer(c)),
                          b.optimizerStates * sharded(shardsOptimizer(c))};
     st.weights = c.offloadParameters ? 0 : st.withoutOffload.weights;
+    // torch.autocast caches the 16-bit cast of every weight a matmul uses until the forward ends, and the
+    // backward keeps them (they are saved for the weight-gradient matmuls) until each layer's backward: all
+    // of this stage's matmul weights (not the embedding, which is looked up, nor the norms). Only when the
+    // weights are stored wider than the cast: a bf16 model under bf16 autocast casts nothing.
+    if (tr.autocastBytes > 0 && b.weights > tr.autocastBytes && m.known && !shardsWeights(c)) {
+        double castable = sp.dense + sp.experts;
+        if (stage == 0)
+            castable -= static_cast<double>(m.embeddingParams()) / c.tensorParallel;
+        for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
+            castable -= static_cast<double>(m.layerParams(l).norms);
+        if (st.last) {
+            castable -= static_cast<double>(m.finalNormParams());
+            // A tied head on a single stage is the embedding matrix, cast for the head's matmul.
+            if (m.tiedEmbeddings && p == 1)
+                castable += static_cast<double>(m.vocab) * m.hidden / c.tensorParallel;
+        }
+        st.castWeights = tr.autocastBytes * std::max(0.0, castable);
+    }
     // With the optimizer offloaded, a sharded gradient partition lives on the host too (ZeRO-Offload).
     st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
@@ -334,8 +361,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             const double spDiv = c.sequenceParallel ? c.tensorParallel : 1;
             // Output layer: final norm and LM-head inputs, fp32 logits, and their gradient in the loss
             // backward.
+            // Under autocast the head's input is saved as its 16-bit copy and the head writes 16-bit
+            // logits, which the loss (on the fp32 list) upcasts: both copies live.
             st.logits =
-                (2 * tr.activationBytes * sl * m.hidden / spDiv + 4 * sl * m.vocab / c.tensorParallel);
+                (tr.activationBytes + (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes)) * sl *
+                    m.hidden / spDiv +
+                (4 + tr.autocastBytes) * sl * m.vocab / c.tensorParallel;
             st.logitsGradient = 4 * sl * m.vocab / c.tensorParallel;
         }
     }
@@ -536,6 +567,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
     const double before = st.inFlight - st.current;
     switch (phase) {
     case Phase::Forward:
+        b[Category::Weights] += st.castWeights * x;
         b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
         b[Category::Activations] = st.activations * (before + x * st.current) + st.transient;
         b[Category::AttentionScores] = st.scores * (before + x * st.current) + st.transientScores;
@@ -543,6 +575,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
         b[Category::GatherBuffers] = st.gatherForward;
         break;
     case Phase::Backward: {
+        b[Category::Weights] += st.castWeights * (1 - x); // each layer's copies go with its backward
         const double g0 = st.gradientsInForward ? st.gradients : 0;
         b[Category::Gradients] = g0 + (st.gradients - g0) * x;
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + st.transient;

@@ -31,6 +31,11 @@ struct TrainingSettings {
     std::string precision = "bf16_mixed";
     BytesPerParam bytes;        // resolved from precision, optimizer and overrides
     double activationBytes = 2; // bytes per activation element (2 for 16-bit, 4 for fp32)
+    // torch.autocast's dtype bytes (2 for "bf16"/"fp16"; 0: no autocast). Matmuls then save 16-bit copies of
+    // their inputs, ops on autocast's fp32 list keep fp32, and the weights' cast copies live through the
+    // step.
+    double autocastBytes = 0;
+    std::string autocast = "none";
     Optimizer optimizer = Optimizer::AdamW;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;

@@ -59,7 +59,7 @@ json fullTrainingScenario() {
       "schema": "headroom.scenario/1", "name": "round trip",
       "model": {"preset": "meta-llama/Meta-Llama-3-70B"},
       "training": {"micro_batch_size": 3, "sequence_length": 8192, "gradient_accumulation_steps": 16,
-                   "precision": "bf16_mixed_fp32_grads", "optimizer": "adam8bit",
+                   "precision": "bf16_mixed_fp32_grads", "autocast": "bf16", "optimizer": "adam8bit",
                    "activation_checkpointing": "full", "attention": "eager"},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
