@@ -690,7 +690,8 @@ void MainWindow::updateViews() {
     m_sweepVariable->setItemText(1, training ? tr("Sweep sequence length") : tr("Sweep context length"));
     if (training)
         m_strategies->setScenario(sc, est);
-    m_sweep->setScenario(sc, est);
+    if (!est.serving.engine) // hidden under an engine: its sweep is not computed
+        m_sweep->setScenario(sc, est);
     m_savings->setScenario(sc);
     m_table->setEstimate(est);
     // Qt Charts lays a chart out in a posted event, after the first repaint: new axis labels then cost a

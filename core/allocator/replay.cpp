@@ -153,7 +153,8 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     r.peakReserved = model.reserved();
     r.allocatedAtPeak = model.allocated();
     r.largestFreeAtPeak = model.largestFreeBlock();
-    r.reserved.reserve(d.entries());
+    if (o.keepSeries)
+        r.reserved.reserve(d.entries());
     std::deque<std::uint64_t> recordedSegmentAddresses; // segment_alloc seen, not yet used by an alloc
     std::vector<std::pair<AllocatorEvent::Kind, std::uint64_t>> recorded;
     bool inFreeRun = false;
@@ -206,7 +207,8 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
             break;
         }
         const std::uint64_t reserved = model.reserved();
-        r.reserved.push_back(reserved);
+        if (o.keepSeries)
+            r.reserved.push_back(reserved);
         // The peak is the highest reserved; on a plateau at that height, the moment the most is allocated
         // (what fragmentation then costs is reserved minus that).
         if (reserved > r.peakReserved ||
@@ -272,12 +274,14 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
     base.settings.deviceMemory = whatif.deviceMemory;
     base.settings.memoryFraction = whatif.memoryFraction;
     base.startingSegments = false;
+    base.keepSeries = false; // compared by its figures; the panel draws the replay and the what-if
     w.baseline = replayDevice(d, base);
     ReplayOptions other;
     other.settings = whatif;
     other.startingSegments = false;
     w.whatif = replayDevice(d, other);
     other.rule = CachingAllocatorModel::AddressRule::Descending;
+    other.keepSeries = false; // only its peak bounds the band
     w.whatifDescending = replayDevice(d, other);
     w.bandLow = std::min(w.whatif.peakReserved, w.whatifDescending.peakReserved);
     w.bandHigh = std::max(w.whatif.peakReserved, w.whatifDescending.peakReserved);

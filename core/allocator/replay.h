@@ -29,6 +29,7 @@ struct ReplayOptions {
     // Start from the segments cached when the trace began (replaying the recording); else only from the
     // blocks live then, placed by the model (a what-if: the cached segments belong to the old settings).
     bool startingSegments = true;
+    bool keepSeries = true; // fill ReplayResult::reserved (8 bytes per event: only what is drawn keeps it)
     CachingAllocatorModel::AddressRule rule = CachingAllocatorModel::AddressRule::Ascending;
 };
 

@@ -376,17 +376,20 @@ StageModel trainingStage(const Scenario& sc, int stage) {
 // Engine defaults, each from the engine's own source (docs/serving.md names the versions and files).
 constexpr double kGiB = 1073741824.0;
 
+// vllm/engine/arg_utils.py (_set_default_args, v0.11, the OpenAI server) gives GPUs of at least 70 GiB that
+// are not A100s larger defaults: 8,192 batched tokens and 1,024 sequences instead of 2,048 and 256.
+bool vllmLargeDefaults(const Scenario& sc) {
+    return static_cast<double>(sc.cluster.capacityBytes) / kGiB >= 70 &&
+           sc.cluster.gpu.find("A100") == std::string::npos;
+}
+
 int engineStepTokens(const Scenario& sc) {
     const InferenceSettings& in = sc.inference;
     if (in.maxNumBatchedTokens > 0)
         return in.maxNumBatchedTokens;
+    if (in.engine == Engine::Vllm)
+        return vllmLargeDefaults(sc) ? 8192 : 2048;
     const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
-    if (in.engine == Engine::Vllm) {
-        // vllm/engine/arg_utils.py (_set_default_args, v0.11, the OpenAI server): 8192 on GPUs of at least
-        // 70 GiB that are not A100s, else 2048.
-        const bool big = gib >= 70 && sc.cluster.gpu.find("A100") == std::string::npos;
-        return big ? 8192 : 2048;
-    }
     // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
     // 60 GiB, else 8192.
     return gib < 35 ? 2048 : gib < 60 ? 4096 : 8192;
@@ -396,9 +399,7 @@ int engineMaxSeqs(const Scenario& sc) {
     const InferenceSettings& in = sc.inference;
     if (in.maxNumSeqs > 0)
         return in.maxNumSeqs;
-    const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
-    const bool big = gib >= 70 && sc.cluster.gpu.find("A100") == std::string::npos;
-    return in.engine == Engine::Vllm ? (big ? 1024 : 256) : 1024;
+    return in.engine == Engine::Vllm && !vllmLargeDefaults(sc) ? 256 : 1024;
 }
 
 // SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
@@ -731,7 +732,6 @@ Estimate estimate(const Scenario& sc) {
             u.kvCache = sv.poolBytes;
         }
         est.serving = least;
-        est.serving.poolBytes = static_cast<double>(least.numBlocks) * least.blockBytes;
     }
     for (int s = 0; s < stages; ++s) {
         const StageModel& unit = units[static_cast<std::size_t>(s)];

@@ -218,7 +218,7 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
 }
 
 // Changes to a serving engine's settings; each is judged by the requests it lets run at once.
-std::vector<Change> engineChanges(const Scenario& sc) {
+std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
     std::vector<Change> out = inferenceChanges(sc);
     // Batch and attention kind are not the engine's: it batches up to max_num_seqs and uses FlashAttention.
     out.erase(
@@ -234,11 +234,8 @@ std::vector<Change> engineChanges(const Scenario& sc) {
                        [to](Scenario& s) { s.inference.gpuMemoryUtilization = to; }});
     }
     if (in.engine == Engine::Sglang) {
-        const double now = in.memFractionStatic > 0 ? in.memFractionStatic : 0;
-        Scenario probe = sc.settingsCopy();
-        probe.inference.memFractionStatic = now;
-        const double current =
-            now > 0 ? now : estimate(probe).serving.budgetBytes / double(sc.cluster.capacityBytes);
+        // The fraction in use (given, or SGLang's default) is the budget over the GPU's memory.
+        const double current = est.serving.budgetBytes / double(sc.cluster.capacityBytes);
         if (current < 0.93) {
             const double to = std::min(0.93, std::round((current + 0.03) * 100) / 100);
             out.push_back({"raise_mem_fraction_static",
@@ -247,7 +244,6 @@ std::vector<Change> engineChanges(const Scenario& sc) {
                            [to](Scenario& s) { s.inference.memFractionStatic = to; }});
         }
     }
-    const Estimate est = estimate(sc);
     if (in.engine == Engine::Vllm && est.serving.maxNumSeqs > 256)
         out.push_back({"max_num_seqs_256",
                        "max_num_seqs 256 (a smaller sampler step to profile)",
@@ -275,7 +271,7 @@ std::vector<Saving> rankSavings(const Scenario& sc) {
     std::vector<Saving> out;
     const Scenario base = sc.settingsCopy();
     if (current.serving.engine) {
-        for (auto& ch : engineChanges(sc)) {
+        for (auto& ch : engineChanges(sc, current)) {
             Scenario changed = base;
             ch.edit(changed);
             try {
