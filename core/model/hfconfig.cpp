@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace headroom {
@@ -76,11 +77,20 @@ public:
 
 private:
     int checked(const std::string& key, const json& v, long long lo, long long hi) const {
-        if (!v.is_number_integer() &&
-            !(v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>())))
+        // A float must be whole and inside [lo, hi] before it is converted: casting an out-of-range
+        // double to an integer is undefined behaviour (the fuzzer found 3.2e102).
+        if (v.is_number_float()) {
+            const double d = v.get<double>();
+            if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)))
+                throw Error(at(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                         ", got " + v.dump());
+            if (d != std::floor(d))
+                throw Error(at(key), "must be an integer, got " + v.dump());
+            return static_cast<int>(d);
+        }
+        if (!v.is_number_integer())
             throw Error(at(key), "must be an integer, got " + v.dump());
-        const long long n =
-            v.is_number_float() ? static_cast<long long>(v.get<double>()) : v.get<long long>();
+        const long long n = v.get<long long>();
         if (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi))
             throw Error(at(key), "must be at most " + std::to_string(hi) + ", got " + v.dump());
         if (n < lo || n > hi)

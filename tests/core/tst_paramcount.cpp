@@ -163,6 +163,15 @@ void TestParamCount::badValuesNameTheKey() {
     c = cfg;
     c["vocab_size"] = 1e30;
     expectKey(c, "vocab_size");
+    c = cfg;
+    c["num_hidden_layers"] = 3.21111e+102; // the fuzzer's find: out of long long's range
+    expectKey(c, "num_hidden_layers");
+    c = cfg;
+    c["hidden_size"] = 4096.5;
+    expectKey(c, "hidden_size");
+    c = cfg;
+    c["hidden_size"] = 4096.0; // a whole float is the integer it spells
+    QCOMPARE(modelFromHfConfig(c).hidden, 4096);
 }
 
 QTEST_GUILESS_MAIN(TestParamCount)
