@@ -73,6 +73,8 @@ const char* checkpointingName(Checkpointing c) {
         return "none";
     case Checkpointing::Selective:
         return "selective";
+    case Checkpointing::SelectiveOp:
+        return "selective_op";
     case Checkpointing::Full:
         return "full";
     }

@@ -37,6 +37,10 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     const long long peak = roundedTotal(out["per_gpu_bytes"]);
     const long long capacity = bytes(est.capacityBytes);
     out["peak_bytes"] = peak;
+    // What PyTorch's own counters would report at the peak (torch.cuda.max_memory_allocated and
+    // max_memory_reserved): frameworks log one or the other, never the CUDA context or NCCL.
+    out["allocated_peak_bytes"] = bytes(est.allocatedPeakBytes);
+    out["reserved_peak_bytes"] = bytes(est.reservedPeakBytes);
     out["capacity_bytes"] = capacity;
     out["headroom_bytes"] = capacity - peak;
     // An engine also needs room in its pool for one request of the longest length it accepts.
@@ -54,6 +58,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
         j["peak_bytes"] = roundedTotal(j["per_gpu_bytes"]);
         j["peak_phase"] = phaseName(r.peakPhase);
         j["in_flight_micro_batches"] = r.inFlightMicroBatches;
+        j["allocated_peak_bytes"] = bytes(r.allocatedBytes);
+        j["reserved_peak_bytes"] = bytes(r.reservedBytes);
         ranks.push_back(std::move(j));
     }
     out["ranks"] = std::move(ranks);

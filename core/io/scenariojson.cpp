@@ -227,7 +227,18 @@ const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adamw", Op
                                                                     {"sgd", Optimizer::SgdMomentum},
                                                                     {"adam8bit", Optimizer::Adam8bit}};
 const std::vector<std::pair<std::string, Checkpointing>> kCheckpointing = {
-    {"none", Checkpointing::None}, {"selective", Checkpointing::Selective}, {"full", Checkpointing::Full}};
+    {"none", Checkpointing::None},
+    {"selective", Checkpointing::Selective},
+    {"selective_op", Checkpointing::SelectiveOp},
+    {"full", Checkpointing::Full}};
+const std::vector<std::pair<std::string, Framework>> kFrameworks = {
+    {"pytorch", Framework::PyTorch},     {"huggingface", Framework::HuggingFace},
+    {"megatron", Framework::Megatron},   {"torchtitan", Framework::Torchtitan},
+    {"deepspeed", Framework::DeepSpeed}, {"torchtune", Framework::Torchtune}};
+const std::vector<std::pair<std::string, Float8>> kFloat8 = {
+    {"none", Float8::None}, {"tensorwise", Float8::Tensorwise}, {"rowwise", Float8::Rowwise}};
+const std::vector<std::pair<std::string, LossKind>> kLoss = {
+    {"full", LossKind::Full}, {"chunked", LossKind::Chunked}, {"fused", LossKind::Fused}};
 const std::vector<std::pair<std::string, Engine>> kEngines = {{"none", Engine::None},
                                                               {"vllm", Engine::Vllm},
                                                               {"sglang", Engine::Sglang},
@@ -292,7 +303,27 @@ void readTraining(const json& doc, Scenario& sc) {
     t.autocastBytes = t.autocast == "none" ? 0 : 2;
     t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, kCheckpointing);
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
-    t.dropout = s.boolean("dropout", sc.model.dropout);
+    t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
+    t.compile = s.boolean("compile", d.compile);
+    t.float8 = s.choice<Float8>("float8", d.float8, kFloat8);
+    // torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
+    // build_cross_entropy_loss): under training.compile the fp32 logits are never written.
+    t.loss = s.choice<LossKind>(
+        "loss", t.framework == Framework::Torchtitan && t.compile ? LossKind::Fused : d.loss, kLoss);
+    t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
+    // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
+    t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
+    if (t.framework == Framework::Torchtune && !t.bytesOverridden && t.precision == "bf16" &&
+        t.optimizer == Optimizer::AdamW)
+        // torchtune trains bf16 weights with torch.optim.AdamW, whose exp_avg and exp_avg_sq are
+        // zeros_like(param): bf16 too (torch/optim/adamw.py _init_group).
+        t.bytes.optimizerStates = 4;
+    if (t.checkpointing == Checkpointing::SelectiveOp && t.framework != Framework::Torchtitan)
+        sc.warnings.push_back("training.activation_checkpointing \"selective_op\" is torchtitan's per-op "
+                              "policy; the estimate applies it as torchtitan does");
+    if (t.framework == Framework::HuggingFace || t.framework == Framework::DeepSpeed)
+        sc.warnings.push_back("training.framework \"" + nameOf(kFrameworks, t.framework) +
+                              "\" has no profile of its own yet: the estimate follows plain PyTorch");
     if (sc.model.known && sc.model.maxPositions > 0 && t.sequenceLength > sc.model.maxPositions)
         sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
                               " exceeds the model's max_position_embeddings " +

@@ -188,7 +188,11 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.hidden = r.integerOf({"n_embd", "hidden_size"}, 1, kMaxDim);
         m.layers = r.integerOf({"n_layer", "num_hidden_layers"}, 1, kMaxLayers);
         m.heads = r.integerOf({"n_head", "num_attention_heads"}, 1, kMaxDim);
-        m.kvHeads = m.heads;
+        // Not a key of transformers' GPT2Config: Headroom reads it so that a Megatron GPT with
+        // --group-query-attention (LayerNorm, learned positions, biases, GELU) can be written as gpt2.
+        m.kvHeads = r.integer("num_key_value_heads", 1, kMaxDim, m.heads);
+        if (m.heads % m.kvHeads != 0)
+            throw Error(r.at("num_key_value_heads"), "must divide n_head (" + std::to_string(m.heads) + ")");
         m.headDim = m.hidden / m.heads;
         m.ffn = r.integer("n_inner", 1, kMaxDim, 4 * m.hidden);
         m.vocab = r.integer("vocab_size", 1, kMaxDim);

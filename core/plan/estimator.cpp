@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace headroom {
@@ -40,7 +41,10 @@ bool shardsOptimizer(const ClusterSettings& c) {
 // How many GPUs share one copy of the sharded states: the whole data-parallel group, or for hybrid
 // sharding only the data-parallel ranks inside one node.
 double shardGroup(const ClusterSettings& c) {
-    const int dp = c.dataParallelSize();
+    // Context-parallel ranks hold the same weights and average their gradients like data-parallel ones, so
+    // ZeRO/FSDP shards over both (Megatron's data-parallel group "with context parallel", torchtitan's
+    // dp_shard_cp mesh).
+    const int dp = c.dataParallelSize() * c.contextParallel;
     if (c.dataParallel == DataParallel::HybridShard) {
         const int inNode = std::max(1, c.gpusPerNode / (c.tensorParallel * c.contextParallel));
         return std::min(dp, inNode);
@@ -107,6 +111,35 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
         a.stored = stored;
         a.scores = scores;
         break;
+    case Checkpointing::SelectiveOp: {
+        // torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, _custom_policy and
+        // _save_list; docs/frameworks.md): the layer's input, attention's output and log-sum-exp, and the
+        // output of every other aten.mm (the 1st, 3rd, ...: its counter restarts in every layer). Linear
+        // layers run in the order the module calls them: wq, wk, wv, wo, then w1, w3, w2 (gated) or the
+        // two of a plain MLP. Grouped expert matmuls are not aten.mm and are not kept; a MoE layer counts
+        // its router and shared experts. Everything else is recomputed in this layer's backward.
+        std::vector<double> mm = {heads * dq, kvHeads * dq, kvHeads * dv, h};
+        auto mlp = [&](double width) {
+            if (m.gatedMlp)
+                mm.insert(mm.end(), {width / t, width / t, h});
+            else
+                mm.insert(mm.end(), {width / t, h});
+        };
+        if (moe) {
+            mm.push_back(m.experts);
+            for (int i = 0; i < m.sharedExperts; ++i)
+                mlp(m.moeFfn);
+        } else {
+            mlp(mlpWidth);
+        }
+        double kept = e * sbh / spDiv + ea * sl * heads * dv + 4 * heads * sl;
+        for (std::size_t i = 0; i < mm.size(); i += 2)
+            kept += ea * sl * mm[i];
+        a.stored = kept;
+        a.transient = stored; // the layer rebuilt in its backward
+        a.transientScores = scores;
+        break;
+    }
     case Checkpointing::Selective: // attention core recomputed: only the scores go
         a.stored = stored;
         a.transientScores = scores;
@@ -139,8 +172,11 @@ struct StageModel {
     double logits = 0, logitsGradient = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
-    double inFlight = 1;                     // micro-batches' worth of this stage's layers alive at the peak
-    double current = 1;                      // the part of that which the micro-batch being computed is
+    double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
+    double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
+    double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
+    double inFlight = 1;      // micro-batches' worth of this stage's layers alive at the peak
+    double current = 1;       // the part of that which the micro-batch being computed is
     // Inference.
     double kvCache = 0;
     double decodeActivations = 0;
@@ -164,10 +200,11 @@ int stageFirstLayer(int layers, int p, int stage) {
 
 // Parameters held by one GPU of a stage after tensor, pipeline and expert parallelism (before ZeRO).
 struct StageParams {
-    double dense = 0;       // replicated across data parallel ranks
-    double experts = 0;     // replicated across the expert-data-parallel group only
-    double largestUnit = 0; // the biggest block FSDP/ZeRO-3 gathers at once (a layer, or the embedding)
-    double bytes = 0;       // inference: the weights' bytes as stored (quantised layers included)
+    double dense = 0;        // replicated across data parallel ranks
+    double experts = 0;      // replicated across the expert-data-parallel group only
+    double largestUnit = 0;  // the biggest block FSDP/ZeRO-3 gathers at once (a layer, or the embedding)
+    double largestLayer = 0; // the biggest transformer layer
+    double bytes = 0;        // inference: the weights' bytes as stored (quantised layers included)
 };
 
 // How many ranks split the routed experts. Training: tensor x expert parallel (Megatron's layout).
@@ -185,6 +222,14 @@ bool isHopper(const std::string& gpu) {
         if (gpu.find(name) != std::string::npos)
             return true;
     return false;
+}
+
+// One GPU's share of the embeddings: tensor parallelism splits the token embedding by vocabulary
+// (VocabParallelEmbedding) and replicates a learned position table.
+double embeddingShard(const ModelSpec& m, double t) {
+    const double positions =
+        m.learnedPositions ? static_cast<double>(m.maxPositions) * static_cast<double>(m.hidden) : 0;
+    return (static_cast<double>(m.embeddingParams()) - positions) / t + positions;
 }
 
 StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
@@ -231,6 +276,7 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         sp.dense += dense;
         sp.experts += experts;
         sp.largestUnit = std::max(sp.largestUnit, dense + experts);
+        sp.largestLayer = std::max(sp.largestLayer, dense + experts);
         if (inference) {
             const LayerBytes& lb = kindBytes[k];
             sp.bytes += (lb.attention + lb.denseMlp + lb.router) / t + lb.norms +
@@ -240,9 +286,9 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
     const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
     // Embeddings, the head and the final norm stay 16-bit in every quantised checkpoint Headroom reads.
     if (stage == 0) {
-        sp.dense += static_cast<double>(m.embeddingParams()) / t;
-        sp.bytes += eb * static_cast<double>(m.embeddingParams()) / t;
-        sp.largestUnit = std::max(sp.largestUnit, static_cast<double>(m.embeddingParams()) / t);
+        sp.dense += embeddingShard(m, t);
+        sp.bytes += eb * embeddingShard(m, t);
+        sp.largestUnit = std::max(sp.largestUnit, embeddingShard(m, t));
     }
     if (stage == c.pipelineParallel - 1) {
         sp.dense += static_cast<double>(m.finalNormParams());
@@ -271,6 +317,48 @@ StageParams placeStage(const Scenario& sc, int stage, StageModel& st) {
     return stageParams(sc, stage, st.firstLayer, st.layers);
 }
 
+// What the loss holds per (token, vocabulary entry) of this rank's logits: at the end of the forward and
+// when the backward starts. docs/frameworks.md gives each line's source.
+struct LossBytes {
+    double forward = 0;
+    double backward = 0;
+};
+
+LossBytes lossBytes(const TrainingSettings& tr) {
+    const double chunks = 8; // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+    if (tr.loss == LossKind::Fused)
+        // A compiled (or fused) cross-entropy never writes fp32 logits: the 16-bit logits it saved and
+        // their 16-bit gradient.
+        return {2, 4};
+    switch (tr.framework) {
+    case Framework::Megatron:
+        // megatron/core/tensor_parallel/cross_entropy.py: the logits' fp32 copy beside the bf16 ones;
+        // exp and the softmax are written in place and saved; the backward turns the saved softmax into
+        // the gradient in place and casts it to bf16.
+        return {2 + 4, 4 + 2};
+    case Framework::Torchtune:
+        if (tr.loss == LossKind::Chunked)
+            // The output layer runs per chunk and returns bf16 chunks; each chunk is upcast and its
+            // log-softmax saved (all of them: 4 bytes in total), one chunk's fp32 copy at a time. The
+            // backward frees them chunk by chunk: one chunk's two fp32 gradients and its bf16 one.
+            return {2 + 4 + 4 / chunks, 4 + (4 + 4 + 2) / chunks};
+        // TransformerDecoder ends with self.output(h).float(): the fp32 logits, their log-softmax
+        // (saved); the backward's nll and log-softmax gradients beside the saved output.
+        return {4 + 4, 4 + 4 + 4};
+    case Framework::Torchtitan:
+    case Framework::HuggingFace:
+        // cross_entropy(pred.float(), ...) on bf16 logits the caller still holds: bf16, the fp32 copy
+        // and the saved log-softmax; the caller drops the bf16 logits before backward (`del pred`;
+        // transformers' outputs go out of scope), whose start holds the saved log-softmax and the two
+        // fp32 gradients.
+        return {2 + 4 + 4, 4 + 4 + 4};
+    default:
+        // Plain PyTorch as Headroom has always costed it: fp32 logits (and autocast's 16-bit ones) in the
+        // forward, their fp32 gradient in the backward.
+        return {4 + tr.autocastBytes, 8 + tr.autocastBytes};
+    }
+}
+
 StageModel trainingStage(const Scenario& sc, int stage) {
     StageModel st;
     const ModelSpec& m = sc.model;
@@ -297,7 +385,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     if (tr.autocastBytes > 0 && b.weights > tr.autocastBytes && m.known && !shardsWeights(c)) {
         double castable = sp.dense + sp.experts;
         if (stage == 0)
-            castable -= static_cast<double>(m.embeddingParams()) / c.tensorParallel;
+            castable -= embeddingShard(m, c.tensorParallel);
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
             castable -= static_cast<double>(m.layerParams(l).norms);
         if (st.last) {
@@ -324,6 +412,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
 
     st.communication =
         static_cast<double>(communicators(c)) * static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
+    st.nonTorch = st.communication;
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
         !sc.overheads.ddpGradientAsBucketView)
         st.communication += b.gradients * (sp.dense + sp.experts); // DDP's flat buckets copy every gradient
@@ -363,12 +452,41 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // backward.
             // Under autocast the head's input is saved as its 16-bit copy and the head writes 16-bit
             // logits, which the loss (on the fp32 list) upcasts: both copies live.
+            const LossBytes loss = lossBytes(tr);
             st.logits =
                 (tr.activationBytes + (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes)) * sl *
                     m.hidden / spDiv +
-                (4 + tr.autocastBytes) * sl * m.vocab / c.tensorParallel;
-            st.logitsGradient = 4 * sl * m.vocab / c.tensorParallel;
+                loss.forward * sl * m.vocab / c.tensorParallel;
+            st.logitsGradient = std::max(0.0, loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
+            if (tr.loss == LossKind::Full &&
+                (tr.framework == Framework::Torchtitan || tr.framework == Framework::HuggingFace))
+                // The caller frees the bf16 logits before the backward (`del pred`), whose fp32 gradients
+                // are twice their size: the caching allocator cannot hand their block out again and
+                // asks the driver for more, so that block stays reserved at the peak.
+                st.cachedLogits = 2 * sl * m.vocab / c.tensorParallel;
         }
+    }
+    if (tr.framework == Framework::Torchtitan && shardsWeights(c) && m.known) {
+        // FSDP2 as torchtitan applies it (torchtitan/models/llama3/infra/parallelize.py apply_fsdp;
+        // torch/distributed/fsdp/_fully_shard): the root module (embeddings, final norm, output) is
+        // gathered when the forward starts and stays unsharded until the backward ends, and the last
+        // layer is not resharded after its forward. Each layer's all-gather output is allocated on the
+        // all-gather stream, so the allocator keeps a block of the largest of them cached on that stream,
+        // reserved but not allocated at the peak.
+        const double t = c.tensorParallel;
+        double root = 0;
+        if (stage == 0)
+            root += embeddingShard(m, t);
+        if (st.last)
+            root += static_cast<double>(m.finalNormParams()) +
+                    (!m.tiedEmbeddings || p > 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0);
+        const double layer = sp.largestLayer;
+        const double gb = b.weights; // MixedPrecisionPolicy(param_dtype=bf16)
+        st.gatherForward = gb * (root + layer);
+        // In the backward, the layer being computed and the one prefetched, its gradients in bf16 and
+        // their fp32 copy for the reduce-scatter (reduce_dtype=float32).
+        st.gatherBackward = gb * root + layer * (prefetch * gb + b.gradients + 4);
+        st.reservedExtra = gb * std::max(root, prefetch * layer);
     }
     return st;
 }
@@ -533,6 +651,8 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
 // A stage's model for one sample (micro-batch or batch of 1); withBatch scales what grows with the batch.
 StageModel stageModel(const Scenario& sc, int stage) {
     StageModel st = sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage);
+    if (st.mode == Mode::Inference)
+        st.nonTorch = st.communication; // NCCL and the engines' non-torch memory
     // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
     // square, the KV cache, and the bytes the optimizer step and workspaces hold.
     const Calibration& c = sc.calibration;
@@ -552,12 +672,14 @@ StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
     for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                      &st.logitsGradient, &st.kvCache, &st.decodeActivations})
+                      &st.logitsGradient, &st.kvCache, &st.decodeActivations, &st.cachedLogits})
         *v *= batch;
     return st;
 }
 
-Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
+// `layerRunning`: at x = 1 of the forward or x = 0 of the backward, whether it is the last (first) layer
+// that runs, with its transients, rather than the loss, with the logits.
+Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunning = false) {
     Breakdown b;
     b[Category::Weights] = st.weights;
     b[Category::MasterWeights] = st.master;
@@ -566,23 +688,33 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
     b[Category::CudaContext] = st.cudaContext;
     b[Category::KvCache] = st.kvCache;
     const double before = st.inFlight - st.current;
+    // A layer's transient tensors (what checkpointing rebuilds, what a layer's forward makes and drops) live
+    // while that layer runs, never while the loss does: at the end of the forward (x = 1) and at the start
+    // of the backward (x = 0) the loss holds the logits instead.
     switch (phase) {
-    case Phase::Forward:
+    case Phase::Forward: {
+        const bool loss = x >= 1 && !layerRunning;
         b[Category::Weights] += st.castWeights * x;
         b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
-        b[Category::Activations] = st.activations * (before + x * st.current) + st.transient;
-        b[Category::AttentionScores] = st.scores * (before + x * st.current) + st.transientScores;
-        b[Category::Logits] = x >= 1 ? st.logits : 0;
+        b[Category::Activations] = st.activations * (before + x * st.current) + (loss ? 0 : st.transient);
+        b[Category::AttentionScores] =
+            st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
+        b[Category::Logits] = loss ? st.logits : 0;
         b[Category::GatherBuffers] = st.gatherForward;
         break;
+    }
     case Phase::Backward: {
+        const bool loss = x <= 0 && !layerRunning;
         b[Category::Weights] += st.castWeights * (1 - x); // each layer's copies go with its backward
         const double g0 = st.gradientsInForward ? st.gradients : 0;
         b[Category::Gradients] = g0 + (st.gradients - g0) * x;
-        b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + st.transient;
-        b[Category::AttentionScores] = st.scores * (st.inFlight - x * st.current) + st.transientScores;
-        b[Category::Logits] = x <= 0 ? st.logits + st.logitsGradient : 0;
-        b[Category::GatherBuffers] = st.gatherBackward;
+        b[Category::Activations] =
+            st.activations * (st.inFlight - x * st.current) + (loss ? 0 : st.transient);
+        b[Category::AttentionScores] =
+            st.scores * (st.inFlight - x * st.current) + (loss ? 0 : st.transientScores);
+        b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
+        // The loss's backward runs before any layer's: only what the forward had gathered.
+        b[Category::GatherBuffers] = loss ? st.gatherForward : st.gatherBackward;
         break;
     }
     case Phase::Optimizer:
@@ -609,16 +741,21 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x) {
         if (cat != Category::CommunicationBuffers && cat != Category::CudaContext)
             managed += b[cat];
     }
-    b[Category::AllocatorOverhead] = st.allocatorFraction * managed;
+    b[Category::AllocatorOverhead] = st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits;
     return b;
 }
 
 struct Candidate {
     Phase phase;
     double x;
+    bool layerRunning = false;
 };
-constexpr Candidate kTrainingCandidates[] = {
-    {Phase::Forward, 1}, {Phase::Backward, 0}, {Phase::Backward, 1}, {Phase::Optimizer, 1}};
+// The points where a step's memory can peak: the last layer's forward (its transients), the loss at the
+// end of the forward and at the start of the backward, the first layer's backward (all activations, its
+// recomputation and gathered gradients), the end of the backward and the optimizer step.
+constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true}, {Phase::Forward, 1},
+                                             {Phase::Backward, 0},      {Phase::Backward, 0, true},
+                                             {Phase::Backward, 1},      {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
 
 template <typename F> void forEachCandidate(Mode mode, F&& f) {
@@ -691,7 +828,44 @@ LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch)
     return a;
 }
 
+namespace {
+
+// Megatron pads the vocabulary so that each tensor-parallel rank's slice is a multiple of 128
+// (megatron/training/tokenizer: _vocab_size_with_padding, make_vocab_size_divisible_by = 128 by default):
+// the embedding, the output layer and the logits are that much wider. Null when nothing changes.
+std::optional<Scenario> megatronPadded(const Scenario& sc) {
+    if (sc.mode != Mode::Training || sc.training.framework != Framework::Megatron || !sc.model.known)
+        return std::nullopt;
+    const long long multiple = 128LL * sc.cluster.tensorParallel;
+    const long long padded = (sc.model.vocab + multiple - 1) / multiple * multiple;
+    if (padded == sc.model.vocab || padded > std::numeric_limits<int>::max())
+        return std::nullopt;
+    Scenario out = sc.settingsCopy();
+    out.warnings = sc.warnings;
+    out.model.vocab = static_cast<int>(padded);
+    return out;
+}
+
+Estimate estimateResolved(const Scenario& sc);
+std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, int stage, int pointsPerPhase);
+
+} // namespace
+
 Estimate estimate(const Scenario& sc) {
+    if (const auto padded = megatronPadded(sc))
+        return estimateResolved(*padded);
+    return estimateResolved(sc);
+}
+
+std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
+    if (const auto padded = megatronPadded(sc))
+        return phaseTimelineResolved(*padded, stage, pointsPerPhase);
+    return phaseTimelineResolved(sc, stage, pointsPerPhase);
+}
+
+namespace {
+
+Estimate estimateResolved(const Scenario& sc) {
     Estimate est;
     est.mode = sc.mode;
     est.parameters = sc.model.totalParameters();
@@ -744,15 +918,19 @@ Estimate estimate(const Scenario& sc) {
         se.inFlightMicroBatches = st.inFlight;
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
-            const Breakdown b = memoryAt(st, c.phase, c.x);
+            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);
             const double total = b.total();
             if (total > stagePeak) {
                 stagePeak = total;
                 se.peak = b;
                 se.peakPhase = c.phase;
+                // What PyTorch's counters would show at this peak: reserved (allocated plus what the
+                // caching allocator holds besides) and allocated. Neither counts the CUDA context or NCCL.
+                se.reservedBytes = total - b[Category::CudaContext] - st.nonTorch;
+                se.allocatedBytes = se.reservedBytes - b[Category::AllocatorOverhead];
             }
-            const double intercept = memoryAt(none, c.phase, c.x).total();
-            const double slope = memoryAt(unit, c.phase, c.x).total() - intercept;
+            const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning).total();
+            const double slope = memoryAt(unit, c.phase, c.x, c.layerRunning).total() - intercept;
             if (slope > 0)
                 maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
             else if (intercept > est.capacityBytes)
@@ -760,6 +938,8 @@ Estimate estimate(const Scenario& sc) {
         });
         if (stagePeak > worst) {
             worst = stagePeak;
+            est.reservedPeakBytes = se.reservedBytes;
+            est.allocatedPeakBytes = se.allocatedBytes;
             est.perGpu = se.peak;
             est.peakPhase = se.peakPhase;
             est.mostLoadedStage = s;
@@ -816,7 +996,7 @@ Estimate estimate(const Scenario& sc) {
     return est;
 }
 
-std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
+std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, int stage, int pointsPerPhase) {
     std::vector<TimelinePoint> out;
     stage = std::clamp(stage, 0, sc.cluster.pipelineParallel - 1);
     pointsPerPhase = std::max(2, pointsPerPhase);
@@ -827,7 +1007,13 @@ std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int poin
     auto emit = [&](Phase ph) {
         for (int i = 0; i < pointsPerPhase; ++i) {
             const double x = static_cast<double>(i) / (pointsPerPhase - 1);
-            out.push_back({ph, x, memoryAt(st, ph, x)});
+            // The last layer's forward runs before the loss, the first layer's backward after it: both
+            // sit at the phase boundary, where the estimate's candidates look.
+            if (ph == Phase::Forward && i == pointsPerPhase - 1)
+                out.push_back({ph, x, memoryAt(st, ph, x, true), true});
+            out.push_back({ph, x, memoryAt(st, ph, x), false});
+            if (ph == Phase::Backward && i == 0)
+                out.push_back({ph, x, memoryAt(st, ph, x, true), true});
         }
     };
     if (sc.mode == Mode::Training)
@@ -838,5 +1024,7 @@ std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int poin
             emit(ph);
     return out;
 }
+
+} // namespace
 
 } // namespace headroom

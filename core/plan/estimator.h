@@ -28,6 +28,8 @@ struct StageEstimate {
     Breakdown peak; // this stage's GPUs at their own peak
     Phase peakPhase = Phase::Forward;
     double inFlightMicroBatches = 0;
+    double allocatedBytes = 0; // at this stage's peak, as torch.cuda.max_memory_allocated() counts
+    double reservedBytes = 0;  // and as max_memory_reserved() does
 };
 
 struct OffloadInfo {
@@ -80,6 +82,10 @@ struct Estimate {
     std::uint64_t activeParameters = 0;
     Breakdown perGpu; // most-loaded GPU at its peak
     double peakBytes = 0;
+    // At the peak, what torch.cuda.max_memory_allocated() and max_memory_reserved() would report: peakBytes
+    // without the CUDA context and NCCL's buffers, and (allocated) without the allocator's overhead.
+    double allocatedPeakBytes = 0;
+    double reservedPeakBytes = 0;
     double capacityBytes = 0;
     bool fits = false;
     Phase peakPhase = Phase::Forward;
@@ -101,9 +107,13 @@ struct TimelinePoint {
     Phase phase = Phase::Forward;
     double progress = 0; // 0..1 within the phase
     Breakdown bytes;
+    // At the forward's end and the backward's start there are two points: the last (first) layer running,
+    // with its transients, and the loss, with the logits.
+    bool layerRunning = false;
 };
 // Memory of one pipeline stage's GPU through one step (training: forward, backward, optimizer;
-// inference: prefill, decode), `pointsPerPhase` samples each. The estimate's peak is the maximum of
+// inference: prefill, decode), `pointsPerPhase` samples each, and in training one more at each side of the
+// loss. The estimate's peak is the maximum of
 // exactly these curves (their end points).
 std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase = 32);
 

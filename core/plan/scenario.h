@@ -11,7 +11,17 @@ namespace headroom {
 
 enum class Mode { Training, Inference };
 enum class Optimizer { AdamW, SgdMomentum, Adam8bit };
-enum class Checkpointing { None, Selective, Full };
+// Selective: Megatron's (the attention core is recomputed); SelectiveOp: torchtitan's per-op policy (the
+// outputs of every other matmul and of attention are kept, the rest recomputed); Full: each layer keeps
+// only its input.
+enum class Checkpointing { None, Selective, SelectiveOp, Full };
+// What runs the training step (CONTRACTS.md section 3, training.framework); docs/frameworks.md says, op by
+// op and with the source files, what each profile changes.
+enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune };
+enum class Float8 { None, Tensorwise, Rowwise };
+// Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
+// CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits.
+enum class LossKind { Full, Chunked, Fused };
 enum class Attention { Eager, Flash };
 enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
 enum class OffloadStep { Cpu, Gpu };
@@ -39,8 +49,13 @@ struct TrainingSettings {
     Optimizer optimizer = Optimizer::AdamW;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
-    bool dropout = false;         // default: whether the model's config trains with dropout
-    bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
+    Framework framework = Framework::PyTorch;
+    bool compile = false;         // torch.compile on the layers (and, in torchtitan, on the loss)
+    Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2
+    LossKind loss = LossKind::Full;
+    bool activationOffloading = false; // saved activations go to host memory (torchtune)
+    bool dropout = false;              // default: whether the model's config trains with dropout
+    bool bytesOverridden = false;      // training.bytes_per_param was given: optimizer changes keep its bytes
 };
 
 // What serves the requests (CONTRACTS.md section 3). A serving engine sizes its KV cache as the pool left

@@ -99,7 +99,12 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        "FlashAttention instead of eager attention",
                        {{"training", {{"attention", "flash"}}}},
                        [](Scenario& s) { s.training.attention = Attention::Flash; }});
-    if (t.checkpointing == Checkpointing::None)
+    if (t.checkpointing == Checkpointing::None && t.framework == Framework::Torchtitan)
+        out.push_back({"selective_checkpointing",
+                       "Per-op selective activation checkpointing",
+                       {{"training", {{"activation_checkpointing", "selective_op"}}}},
+                       [](Scenario& s) { s.training.checkpointing = Checkpointing::SelectiveOp; }});
+    else if (t.checkpointing == Checkpointing::None)
         out.push_back({"selective_checkpointing",
                        "Selective activation checkpointing",
                        {{"training", {{"activation_checkpointing", "selective"}}}},
