@@ -42,8 +42,10 @@ LayerParams ModelSpec::layerParams(int layer) const {
         p.attention = h * qDim + 2 * h * kvDim + qDim * h;
         if (qkvBias)
             p.attention += qDim + 2 * kvDim;
-        if (outBias)
+        if (outBias) {
             p.attention += h;
+            p.replicatedBiases += h;
+        }
         if (qkNorm)
             p.attention += 2 * static_cast<u64>(headDim);
         if (attentionSinks)
@@ -63,6 +65,8 @@ LayerParams ModelSpec::layerParams(int layer) const {
     } else {
         p.denseMlp = mlpParams(h, static_cast<u64>(ffn), gatedMlp, mlpBias);
         p.mlpWidth = ffn;
+        if (mlpBias)
+            p.replicatedBiases += h;
     }
     return p;
 }

@@ -17,6 +17,9 @@ struct LayerParams {
     int experts = 0;             // routed experts in this layer (0: dense layer)
     int activeExperts = 0;       // routed experts per token
     int mlpWidth = 0;            // intermediate size of the dense path (0 when none)
+    // The row-parallel layers' biases (the attention output's and the dense MLP's down projection's):
+    // counted in attention and denseMlp, but every tensor-parallel rank holds them whole.
+    std::uint64_t replicatedBiases = 0;
 
     std::uint64_t total() const { return attention + norms + denseMlp + router + perExpert * experts; }
     std::uint64_t active() const { return attention + norms + denseMlp + router + perExpert * activeExperts; }

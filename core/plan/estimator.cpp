@@ -270,8 +270,9 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
             have[k] = true;
         }
         const LayerParams& lp = kinds[k];
-        const double dense =
-            static_cast<double>(lp.attention + lp.denseMlp + lp.router) / t + static_cast<double>(lp.norms);
+        const double replicated = static_cast<double>(lp.replicatedBiases);
+        const double dense = (static_cast<double>(lp.attention + lp.denseMlp + lp.router) - replicated) / t +
+                             replicated + static_cast<double>(lp.norms);
         const double experts = static_cast<double>(lp.perExpert) * lp.experts / expertDiv;
         sp.dense += dense;
         sp.experts += experts;
@@ -457,7 +458,9 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 (tr.activationBytes + (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes)) * sl *
                     m.hidden / spDiv +
                 loss.forward * sl * m.vocab / c.tensorParallel;
-            st.logitsGradient = std::max(0.0, loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
+            // What the backward's start holds beyond the forward's end (less, when the forward's copies
+            // are freed first: Megatron, a chunked loss).
+            st.logitsGradient = (loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
             if (tr.loss == LossKind::Full &&
                 (tr.framework == Framework::Torchtitan || tr.framework == Framework::HuggingFace))
                 // The caller frees the bf16 logits before the backward (`del pred`), whose fp32 gradients

@@ -1,0 +1,272 @@
+// Framework profiles (training.framework) against what the frameworks' own runs measured, and their
+// op-by-op accounting against hand computations. The published figures and their sources are in
+// examples/published/cases.json; docs/frameworks.md derives every number the profiles use.
+#include "core/error.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+#include "tests/testutil.h"
+
+#include <QFile>
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+
+namespace {
+
+QString publishedDir() {
+    return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/published/");
+}
+
+json publishedCases() {
+    QFile f(publishedDir() + QStringLiteral("cases.json"));
+    if (!f.open(QIODevice::ReadOnly))
+        return json::object();
+    return json::parse(f.readAll().toStdString());
+}
+
+// The estimate's figure for what the run measured: PyTorch's allocated or reserved peak, on the rank the
+// framework logs (Megatron: the last one, which writes tensorboard; torchtitan: the most loaded).
+double estimatedFor(const json& c, const Estimate& est) {
+    const bool last = c.at("stage").get<std::string>() == "last";
+    const bool allocated = c.at("metric").get<std::string>() == "allocated";
+    if (last) {
+        const StageEstimate& r = est.ranks.back();
+        return allocated ? r.allocatedBytes : r.reservedBytes;
+    }
+    return allocated ? est.allocatedPeakBytes : est.reservedPeakBytes;
+}
+
+double measuredOf(const json& c) {
+    return c.contains("measured_bytes") ? c.at("measured_bytes").get<double>()
+                                        : c.at("measured_gib").get<double>() * kGiB;
+}
+
+Scenario llama3(const std::string& preset, int gpus, int mbs, int seq, const char* checkpointing) {
+    json doc = trainingDoc({{"preset", preset}});
+    doc["training"]["framework"] = "torchtitan";
+    doc["training"]["micro_batch_size"] = mbs;
+    doc["training"]["sequence_length"] = seq;
+    doc["training"]["activation_checkpointing"] = checkpointing;
+    doc["cluster"]["num_gpus"] = gpus;
+    doc["cluster"]["data_parallel"] = "zero3";
+    return scenarioFromJson(doc);
+}
+
+} // namespace
+
+class TestFrameworks : public QObject {
+    Q_OBJECT
+private slots:
+    void publishedPeaks_data();
+    void publishedPeaks();
+    void medianErrorAcrossPublishedRuns();
+    void megatronStatesAndPaddingByHand();
+    void selectiveOpKeepsEveryOtherMatmul();
+    void lossBytesPerFramework();
+    void torchtitanRootStaysGathered();
+    void contextParallelShardsStates();
+    void torchtuneAdamStatesFollowTheWeights();
+    void frameworkValuesAreChecked();
+};
+
+void TestFrameworks::publishedPeaks_data() {
+    QTest::addColumn<QString>("id");
+    const json cases = publishedCases();
+    QVERIFY2(cases.contains("cases") && cases.at("cases").size() >= 16,
+             "examples/published/cases.json is missing or lost rows");
+    for (const auto& c : cases.at("cases")) {
+        const std::string id = c.at("id").get<std::string>();
+        QTest::newRow(id.c_str()) << QString::fromStdString(id);
+    }
+}
+
+void TestFrameworks::publishedPeaks() {
+    // Each row: a real run's published peak (its source in cases.json: a CI golden value, a benchmark
+    // table), the scenario that describes its workload, and Headroom's figure for the same counter.
+    QFETCH(QString, id);
+    const json cases = publishedCases().at("cases");
+    const auto it = std::find_if(cases.begin(), cases.end(), [&](const json& c) {
+        return c.at("id").get<std::string>() == id.toStdString();
+    });
+    QVERIFY(it != cases.end());
+    const json& c = *it;
+    const Scenario sc = loadScenarioFile(
+        (publishedDir() + QString::fromStdString(c.at("scenario").get<std::string>())).toStdString());
+    // A run may go past the model's configured context (torchtitan's 262,144 tokens on Llama 3.1 8B), but
+    // no framework setting may be ignored.
+    for (const std::string& w : sc.warnings)
+        QVERIFY2(w.find("framework") == std::string::npos, w.c_str());
+    const Estimate est = estimate(sc);
+    const double measured = measuredOf(c);
+    const double error = estimatedFor(c, est) / measured - 1;
+    const QString what = QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
+                             .arg(id)
+                             .arg(estimatedFor(c, est) / kGiB, 0, 'f', 2)
+                             .arg(measured / kGiB, 0, 'f', 2)
+                             .arg(QString::fromStdString(c.at("metric").get<std::string>()))
+                             .arg(100 * error, 0, 'f', 1);
+    qInfo().noquote() << what;
+    if (c.contains("open")) {
+        // Known misses, each explained in cases.json: they must stay within 7%, and report an unexpected
+        // pass (XPASS) once the profile closes them.
+        QVERIFY2(std::abs(error) <= 0.07, qPrintable(what));
+        QEXPECT_FAIL("", c.at("open").get<std::string>().c_str(), Continue);
+    }
+    QVERIFY2(std::abs(error) <= 0.05, qPrintable(what));
+}
+
+void TestFrameworks::medianErrorAcrossPublishedRuns() {
+    // The aim: 2%. Every published run counts, the known misses too.
+    std::vector<double> errors;
+    const json cases = publishedCases();
+    for (const auto& c : cases.at("cases")) {
+        const Scenario sc = loadScenarioFile(
+            (publishedDir() + QString::fromStdString(c.at("scenario").get<std::string>())).toStdString());
+        errors.push_back(std::abs(estimatedFor(c, estimate(sc)) / measuredOf(c) - 1));
+    }
+    std::sort(errors.begin(), errors.end());
+    const double median = errors.size() % 2 ? errors[errors.size() / 2]
+                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+    QVERIFY2(median <= 0.02, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
+}
+
+void TestFrameworks::megatronStatesAndPaddingByHand() {
+    // Megatron-LM's gpt3_7b_tp4_pp1_memory_speed: 32 layers, h 4096, 32 heads in 8 groups of 128, FFN
+    // 16384 with biases, LayerNorm, a learned 8192 x 4096 position table, untied vocabulary 131073.
+    const Scenario sc =
+        loadScenarioFile((publishedDir() + "megatron-gpt-7b-tp4-pp1-h100.headroom.json").toStdString());
+    const Estimate est = estimate(sc);
+    // --make-vocab-size-divisible-by 128 x TP 4: 131073 -> 131584 = 257 x 512.
+    // Per layer per GPU: QKV 4096 x 6144 / 4 + 6144 / 4, proj 4096² / 4 + 4096 (its bias is not split),
+    // fc1 4096 x 16384 / 4 + 16384 / 4, fc2 16384 x 4096 / 4 + 4096, two LayerNorms 4 x 4096: 44,070,400.
+    // x 32, the split embedding and output layer (131584 x 4096 / 4 each), the replicated position table
+    // and the final LayerNorm: 1,713,299,456 parameters per GPU.
+    const double perGpu = 32.0 * 44070400 + 2.0 * 131584 * 4096 / 4 + 8192.0 * 4096 + 2 * 4096;
+    QCOMPARE(perGpu, 1713299456.0);
+    QCOMPARE(est.parameters, std::uint64_t(32ull * 176207872 + 2ull * 131584 * 4096 + 8192ull * 4096 + 8192));
+    // bf16 weights, fp32 main gradients, and the distributed optimizer's fp32 copy and Adam states over
+    // DP 2: 2 + 4 + 12 / 2 bytes per parameter. The run's own mem-allocated-bytes after each step,
+    // 20,663,519,232, is 0.5% above this (what else it holds is not modelled).
+    const Breakdown& b = est.ranks.back().peak;
+    QCOMPARE(b[Category::Weights] + b[Category::Gradients] + b[Category::MasterWeights] +
+                 b[Category::OptimizerStates],
+             12 * perGpu);
+    // Step 1's peak, before Adam's states exist, is lower by their 8 / 2 bytes per parameter in the golden
+    // values (50,289,487,872 against 57,143,791,616), to 0.02%: the distributed optimizer pads its
+    // shards. The per-GPU count is the run's.
+    QVERIFY(std::abs((57143791616.0 - 50289487872.0) / (4 * perGpu) - 1) < 2e-4);
+}
+
+void TestFrameworks::selectiveOpKeepsEveryOtherMatmul() {
+    // Llama 3 8B under torchtitan's per-op policy, per token and layer in bf16: the layer input (4096), wq's
+    // output (4096, mm 1), wv's (1024, mm 3), attention's output (4096), w1's (14336, mm 5) and w2's
+    // (4096, mm 7): 2 x 31,744 bytes, plus the fp32 log-sum-exp of 32 heads (128 bytes).
+    const Scenario sc = llama3("meta-llama/Llama-3.1-8B", 8, 1, 8192, "selective_op");
+    QCOMPARE(layerActivations(sc, 0, 1).stored, 8192.0 * (2 * 31744 + 128));
+    // Megatron's selective checkpointing keeps every tensor but the attention core's (which flash
+    // attention does not keep anyway): many times more.
+    const Scenario megatronStyle = llama3("meta-llama/Llama-3.1-8B", 8, 1, 8192, "selective");
+    QVERIFY(layerActivations(megatronStyle, 0, 1).stored > 2.5 * layerActivations(sc, 0, 1).stored);
+    // Full checkpointing keeps the layer input only.
+    QCOMPARE(layerActivations(llama3("meta-llama/Llama-3.1-8B", 8, 1, 8192, "full"), 0, 1).stored,
+             8192.0 * 2 * 4096);
+}
+
+void TestFrameworks::lossBytesPerFramework() {
+    // The logits category at the start of the backward, less the head's saved input (2 + 2 bytes per
+    // token and hidden unit), per token and vocabulary entry of Llama 3 8B (V = 128256), batch 1 x 4096.
+    auto lossAtBackward = [](const char* framework, const char* loss) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = framework;
+        doc["training"]["sequence_length"] = 4096;
+        if (loss)
+            doc["training"]["loss"] = loss;
+        const Scenario sc = scenarioFromJson(doc);
+        const auto points = phaseTimeline(sc, 0, 2);
+        for (const TimelinePoint& t : points)
+            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+                return (t.bytes[Category::Logits] - 4.0 * 4096 * 4096) / (4096.0 * 128256);
+        return -1.0;
+    };
+    // torchtitan and transformers: the saved fp32 log-softmax, nll's gradient and log-softmax's.
+    QCOMPARE(lossAtBackward("torchtitan", nullptr), 12.0);
+    QCOMPARE(lossAtBackward("huggingface", nullptr), 12.0);
+    // Megatron: the softmax it saved turns into the gradient in place, then its bf16 cast. The forward's
+    // bf16 logits and fp32 copy are as much.
+    QCOMPARE(lossAtBackward("megatron", nullptr), 6.0);
+    // torchtune: fp32 output, so the same three fp32 tensors; chunked: all eight chunks' log-softmax
+    // outputs (4) and one chunk's two fp32 gradients and bf16 one ((4 + 4 + 2) / 8).
+    QCOMPARE(lossAtBackward("torchtune", nullptr), 12.0);
+    QCOMPARE(lossAtBackward("torchtune", "chunked"), 4 + 10.0 / 8);
+    // A compiled or fused loss: the bf16 logits it saved and their bf16 gradient.
+    QCOMPARE(lossAtBackward("torchtitan", "fused"), 4.0);
+    // Plain PyTorch as Headroom has costed it: fp32 logits and their gradient.
+    QCOMPARE(lossAtBackward("pytorch", nullptr), 8.0);
+}
+
+void TestFrameworks::torchtitanRootStaysGathered() {
+    // FSDP2's root (embeddings 128256 x 4096, output 128256 x 4096, final norm 4096) is not resharded after
+    // the forward, nor the last layer (218,112,000 parameters): both are gathered in bf16 at the loss.
+    const double root = 2.0 * 128256 * 4096 + 4096, layer = 218112000;
+    const Scenario sc = llama3("meta-llama/Llama-3.1-8B", 8, 2, 8192, "selective_op");
+    const Estimate est = estimate(sc);
+    QCOMPARE(est.peakPhase, Phase::Backward);
+    QCOMPARE(est.perGpu[Category::GatherBuffers], 2 * (root + layer));
+    // Reserved beyond allocated: 3% of the allocated bytes, the root's all-gather block cached on the
+    // all-gather stream (2 x root), and the bf16 logits freed before the backward (2 x 16384 x 128256).
+    const double allocated = est.allocatedPeakBytes;
+    QCOMPARE(est.perGpu[Category::AllocatorOverhead], 0.03 * allocated + 2 * root + 2.0 * 16384 * 128256);
+}
+
+void TestFrameworks::contextParallelShardsStates() {
+    // ZeRO-3 over 8 GPUs as FSDP 4 x CP 2 shards the 16 bytes per parameter over all 8.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["cluster"]["num_gpus"] = 8;
+    doc["cluster"]["data_parallel"] = "zero3";
+    doc["cluster"]["context_parallel"] = 2;
+    doc["training"]["sequence_length"] = 16384;
+    const Estimate est = estimate(scenarioFromJson(doc));
+    QCOMPARE(est.perGpu[Category::MasterWeights] + est.perGpu[Category::OptimizerStates],
+             12 * 8030261248.0 / 8);
+}
+
+void TestFrameworks::torchtuneAdamStatesFollowTheWeights() {
+    // torch.optim.AdamW makes exp_avg and exp_avg_sq zeros_like(param): bf16 weights, bf16 states.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"]["precision"] = "bf16";
+    doc["training"]["framework"] = "torchtune";
+    QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::OptimizerStates], 4 * 8030261248.0);
+    doc["training"]["framework"] = "pytorch"; // the contract's bf16 preset: fp32 states
+    QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::OptimizerStates], 8 * 8030261248.0);
+}
+
+void TestFrameworks::frameworkValuesAreChecked() {
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"]["framework"] = "jax";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("an unknown framework must be an error");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("training.framework"));
+        QVERIFY(QString(e.what()).contains("torchtitan"));
+    }
+    doc["training"]["framework"] = "torchtitan";
+    doc["training"]["loss"] = "sampled";
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+    doc["training"]["loss"] = "chunked";
+    doc["training"]["float8"] = "mxfp8";
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+    // Under torch.compile torchtitan compiles its loss too (since April 2025): fused unless told.
+    doc["training"].erase("float8");
+    doc["training"].erase("loss");
+    doc["training"]["compile"] = true;
+    QCOMPARE(scenarioFromJson(doc).training.loss, LossKind::Fused);
+}
+
+QTEST_GUILESS_MAIN(TestFrameworks)
+#include "tst_frameworks.moc"
