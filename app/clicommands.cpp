@@ -171,6 +171,13 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     }
     out << "  " << std::left << std::setw(26) << "Peak" << std::right << gib(est.peakBytes) << "\n";
     out << "  " << std::left << std::setw(26) << "Capacity" << std::right << gib(est.capacityBytes) << "\n";
+    // PyTorch's own counters at the peak, which is what training logs print: torchtitan and torchtune the
+    // reserved figure, Megatron the allocated one.
+    if (sc.mode == Mode::Training)
+        out << "  " << std::left << std::setw(26) << "  PyTorch allocated" << std::right
+            << gib(est.allocatedPeakBytes) << "  (torch.cuda.max_memory_allocated)\n"
+            << "  " << std::left << std::setw(26) << "  PyTorch reserved" << std::right
+            << gib(est.reservedPeakBytes) << "  (torch.cuda.max_memory_reserved)\n";
     const ServingEstimate& sv = est.serving;
     out << "  " << std::left << std::setw(26) << (est.headroomBytes() >= 0 ? "Headroom" : "Over by")
         << std::right << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT")

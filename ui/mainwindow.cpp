@@ -658,6 +658,11 @@ void MainWindow::updateViews() {
         limits += tr(" — KV cache %1 tokens, %2 bytes per token")
                       .arg(locale.toString(sv.kvCacheTokens))
                       .arg(locale.toString(static_cast<qlonglong>(sv.kvBytesPerToken)));
+    if (sc.mode == Mode::Training)
+        // What the user's own logs show: frameworks print PyTorch's counters, which leave out the CUDA
+        // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
+        limits += tr(" — PyTorch would report %1 allocated, %2 reserved")
+                      .arg(m_style.format(est.allocatedPeakBytes), m_style.format(est.reservedPeakBytes));
     if (c.offloadOptimizer || c.offloadParameters)
         limits +=
             tr(" — offload moves %1 over PCIe per step (%2 s)")

@@ -81,6 +81,24 @@ const char* checkpointingName(Checkpointing c) {
     return "";
 }
 
+const char* frameworkName(Framework f) {
+    switch (f) {
+    case Framework::PyTorch:
+        return "PyTorch";
+    case Framework::HuggingFace:
+        return "Hugging Face Trainer";
+    case Framework::Megatron:
+        return "Megatron-Core";
+    case Framework::Torchtitan:
+        return "torchtitan";
+    case Framework::DeepSpeed:
+        return "DeepSpeed";
+    case Framework::Torchtune:
+        return "torchtune";
+    }
+    return "";
+}
+
 const char* engineName(Engine e) {
     switch (e) {
     case Engine::None:
@@ -123,6 +141,8 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                                           : count(static_cast<long long>(est.parameters)));
     if (sc.mode == Mode::Training) {
         const auto& t = sc.training;
+        row(QStringLiteral("Framework"), QString::fromUtf8(frameworkName(t.framework)) +
+                                             (t.compile ? QStringLiteral(", torch.compile") : QString()));
         row(QStringLiteral("Micro-batch × sequence"),
             QStringLiteral("%1 × %2").arg(t.microBatchSize).arg(t.sequenceLength));
         row(QStringLiteral("Accumulation steps"), QString::number(t.gradientAccumulationSteps));
