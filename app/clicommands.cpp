@@ -216,7 +216,7 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << "    stage " << r.stage << ": layers " << r.firstLayer << "-"
                 << r.firstLayer + r.layers - 1 << ", " << gib(r.peak.total()) << "\n";
     }
-    if (c.offloadOptimizer || c.offloadParameters)
+    if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
         out << "\n  offload: " << formatBytes(est.offload.cpuBytesPerGpu) << " host memory per GPU; PCIe "
             << formatBytes(est.offload.hostToDeviceBytes, ByteUnit::GB) << " in, "
             << formatBytes(est.offload.deviceToHostBytes, ByteUnit::GB)

@@ -663,7 +663,7 @@ void MainWindow::updateViews() {
         // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
         limits += tr(" — PyTorch would report %1 allocated, %2 reserved")
                       .arg(m_style.format(est.allocatedPeakBytes), m_style.format(est.reservedPeakBytes));
-    if (c.offloadOptimizer || c.offloadParameters)
+    if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
         limits +=
             tr(" — offload moves %1 over PCIe per step (%2 s)")
                 .arg(m_style.format(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)))

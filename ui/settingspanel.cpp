@@ -253,6 +253,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         return QString::fromLatin1(t.value("framework", std::string()) == "torchtitan" && compiled ? "fused"
                                                                                                    : "full");
     };
+    addField(trainingForm, boolField("/training/activation_offloading", "Offload activations",
+                                     "Saved activations wait in host memory, a layer ahead of the "
+                                     "backward (torchtune's OffloadActivations, Megatron's cpu_offloading)"));
     addField(trainingForm, boolField("/training/compile", "torch.compile",
                                      "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
                                      "intermediate copies"));

@@ -71,7 +71,7 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                           {"context", c.contextParallel},
                           {"expert", c.expertParallel},
                           {"data_parallel", c.dataParallelName}};
-    if (c.offloadOptimizer || c.offloadParameters)
+    if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
         out["offload"] = {{"cpu_bytes_per_gpu", bytes(est.offload.cpuBytesPerGpu)},
                           {"host_to_device_bytes_per_step", bytes(est.offload.hostToDeviceBytes)},
                           {"device_to_host_bytes_per_step", bytes(est.offload.deviceToHostBytes)},

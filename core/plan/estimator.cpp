@@ -95,6 +95,25 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
         split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
         split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
+    // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
+    // "Eager layers"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
+    // besides its output (+4 bytes per hidden unit, per norm); rotary embeddings in fp32 (torchtitan's
+    // view_as_complex, torchtune's xshaped) save fp32 copies of q and k; SDPA gets K and V expanded to
+    // every query head (repeat_kv); and the attention output is copied contiguous for the output
+    // projection. torch.compile fuses the norms, the rotations and the copy (their inputs are recomputed);
+    // the expanded K and V stay, as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it.
+    const Framework fw = tr.framework;
+    const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
+                              fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
+    if (eagerModules && e < 4 && !m.mla) {
+        if (!tr.compile) {
+            replicated += 2 * 4 * sbh;     // two norms' fp32 copies
+            split += ea * sl * heads * dv; // the contiguous attention output
+            if (fw == Framework::Torchtitan || fw == Framework::Torchtune)
+                split += 4 * sl * (heads + kvHeads) * dq; // fp32 q and k in the rotation
+        }
+        split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
+    }
     const double stored = replicated / spDiv + split;
 
     double scores = 0;
@@ -175,8 +194,9 @@ struct StageModel {
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
-    double inFlight = 1;      // micro-batches' worth of this stage's layers alive at the peak
-    double current = 1;       // the part of that which the micro-batch being computed is
+    double offloadedActivations = 0; // per sample: saved activations held in host memory instead
+    double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
+    double current = 1;              // the part of that which the micro-batch being computed is
     // Inference.
     double kvCache = 0;
     double decodeActivations = 0;
@@ -338,6 +358,12 @@ LossBytes lossBytes(const TrainingSettings& tr) {
         // the gradient in place and casts it to bf16.
         return {2 + 4, 4 + 2};
     case Framework::Torchtune:
+        // Under compile torchtune compiles the loss too (torchtune/training/_compile.py compile_loss): for
+        // the chunked loss only the upcast and cross-entropy of each chunk, which then keeps its bf16
+        // input and writes one chunk's bf16 gradient at a time; otherwise the whole cross-entropy, which
+        // keeps the fp32 logits the model returned and writes their fp32 gradient.
+        if (tr.compile)
+            return tr.loss == LossKind::Chunked ? LossBytes{2, 2 + 2 / chunks} : LossBytes{4, 4 + 4};
         if (tr.loss == LossKind::Chunked)
             // The output layer runs per chunk and returns bf16 chunks; each chunk is upcast and its
             // log-softmax saved (all of them: 4 bytes in total), one chunk's fp32 copy at a time. The
@@ -445,6 +471,20 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.scores += kinds[k].scores;
             st.transient = std::max(st.transient, kinds[k].transient);
             st.transientScores = std::max(st.transientScores, kinds[k].transientScores);
+        }
+        if (tr.activationOffloading && st.layers > 0) {
+            // Saved tensors go to pinned host memory as the forward makes them and come back a layer
+            // ahead of the backward (torchtune's OffloadActivations, Megatron's cpu_offloading): the
+            // GPU holds the layer being computed and the one on its way.
+            const double perLayer =
+                std::max(kinds[0].stored + kinds[0].scores, kinds[1].stored + kinds[1].scores);
+            const double onGpu = std::min(2.0, static_cast<double>(st.layers)) * perLayer;
+            const double all = st.activations + st.scores;
+            if (all > onGpu) {
+                st.offloadedActivations = all - onGpu;
+                st.scores *= onGpu / all;
+                st.activations *= onGpu / all;
+            }
         }
         if (st.last) {
             const double sl = static_cast<double>(tr.sequenceLength) / c.contextParallel;
@@ -674,8 +714,9 @@ StageModel stageModel(const Scenario& sc, int stage) {
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
-    for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                      &st.logitsGradient, &st.kvCache, &st.decodeActivations, &st.cachedLogits})
+    for (double* v :
+         {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
+          &st.kvCache, &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
         *v *= batch;
     return st;
 }
@@ -969,6 +1010,16 @@ Estimate estimateResolved(const Scenario& sc) {
                 o.cpuBytesPerGpu += g.weights;
                 o.hostToDeviceBytes += 2 * g.weights; // fetched for forward and again for backward
             }
+            o.secondsPerStep =
+                std::max(o.hostToDeviceBytes, o.deviceToHostBytes) / (sc.cluster.pcieGBps * 1e9);
+        }
+        if (s == 0 && st.offloadedActivations > 0) {
+            // Every micro-batch's saved activations go down in the forward and come back in the backward.
+            OffloadInfo& o = est.offload;
+            const double perStep = st.offloadedActivations * sc.training.gradientAccumulationSteps;
+            o.cpuBytesPerGpu += st.offloadedActivations * st.inFlight;
+            o.deviceToHostBytes += perStep;
+            o.hostToDeviceBytes += perStep;
             o.secondsPerStep =
                 std::max(o.hostToDeviceBytes, o.deviceToHostBytes) / (sc.cluster.pcieGBps * 1e9);
         }
