@@ -321,9 +321,27 @@ void readTraining(const json& doc, Scenario& sc) {
     if (t.checkpointing == Checkpointing::SelectiveOp && t.framework != Framework::Torchtitan)
         sc.warnings.push_back("training.activation_checkpointing \"selective_op\" is torchtitan's per-op "
                               "policy; the estimate applies it as torchtitan does");
-    if (t.framework == Framework::HuggingFace || t.framework == Framework::DeepSpeed)
-        sc.warnings.push_back("training.framework \"" + nameOf(kFrameworks, t.framework) +
-                              "\" has no profile of its own yet: the estimate follows plain PyTorch");
+    if (const json* ds = s.find("deepspeed")) {
+        if (!ds->is_object())
+            throw Error("training.deepspeed", "must be an object (DeepSpeed's zero_optimization keys)");
+        const Section zs(ds, "training.deepspeed");
+        for (const auto& [key, value] : ds->items())
+            if (key != "reduce_bucket_size" && key != "allgather_bucket_size" &&
+                key != "stage3_prefetch_bucket_size" && key != "stage3_max_live_parameters" &&
+                key != "overlap_comm")
+                throw Error("training.deepspeed." + key,
+                            "unknown key (reduce_bucket_size, allgather_bucket_size, "
+                            "stage3_prefetch_bucket_size, stage3_max_live_parameters, overlap_comm)");
+        DeepSpeedSettings& z = t.deepspeed;
+        z.reduceBucketSize = zs.number("reduce_bucket_size", z.reduceBucketSize, 0, 1e12);
+        z.allgatherBucketSize = zs.number("allgather_bucket_size", z.allgatherBucketSize, 0, 1e12);
+        z.prefetchBucketSize = zs.number("stage3_prefetch_bucket_size", z.prefetchBucketSize, 0, 1e12);
+        z.maxLiveParameters = zs.number("stage3_max_live_parameters", z.maxLiveParameters, 0, 1e15);
+        if (zs.find("overlap_comm"))
+            z.overlapComm = zs.boolean("overlap_comm", false) ? 1 : 0;
+        if (t.framework != Framework::DeepSpeed)
+            sc.warnings.push_back("training.deepspeed applies only with training.framework \"deepspeed\"");
+    }
     if (sc.model.known && sc.model.maxPositions > 0 && t.sequenceLength > sc.model.maxPositions)
         sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
                               " exceeds the model's max_position_embeddings " +

@@ -443,6 +443,23 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
         !sc.overheads.ddpGradientAsBucketView)
         st.communication += b.gradients * (sp.dense + sp.experts); // DDP's flat buckets copy every gradient
+    if (tr.framework == Framework::DeepSpeed && shardsOptimizer(c)) {
+        // DeepSpeed's ZeRO (deepspeed/runtime/zero/stage_1_and_2.py setup_buckets, stage3.py): gradients are
+        // copied into a contiguous bucket of reduce_bucket_size elements in the gradients' dtype, allocated
+        // whole whatever the model's size and kept from one backward to the next; ZeRO-1/2 double it under
+        // overlap_comm (off by default there), ZeRO-3 keeps one. ZeRO-3 fetches a module's parameters and
+        // prefetches up to stage3_prefetch_bucket_size more, never more than stage3_max_live_parameters.
+        const DeepSpeedSettings& z = tr.deepspeed;
+        const bool overlap = z.overlapComm < 0 ? shardsWeights(c) : z.overlapComm == 1;
+        const double buckets = shardsWeights(c) ? 1 : (overlap ? 2 : 1);
+        st.communication += buckets * z.reduceBucketSize * b.gradients;
+        if (shardsWeights(c) || c.offloadParameters) {
+            const double live = std::min(z.maxLiveParameters,
+                                         sp.largestUnit + std::min(z.prefetchBucketSize, sp.largestUnit));
+            st.gatherForward = live * b.weights;
+            st.gatherBackward = live * b.weights + sp.largestUnit * b.gradients;
+        }
+    }
     st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).

@@ -34,6 +34,16 @@ struct BytesPerParam {
     double optimizerStates = 8;
 };
 
+// DeepSpeed's zero_optimization settings that decide its buffers (deepspeed/runtime/zero/config.py
+// defaults), in elements.
+struct DeepSpeedSettings {
+    double reduceBucketSize = 5e8;
+    double allgatherBucketSize = 5e8;
+    double prefetchBucketSize = 5e7; // stage3_prefetch_bucket_size
+    double maxLiveParameters = 1e9;  // stage3_max_live_parameters
+    int overlapComm = -1;            // -1: DeepSpeed's default (on for ZeRO-3 only)
+};
+
 struct TrainingSettings {
     int microBatchSize = 1;
     int sequenceLength = 2048;
@@ -54,8 +64,9 @@ struct TrainingSettings {
     Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2
     LossKind loss = LossKind::Full;
     bool activationOffloading = false; // saved activations go to host memory (torchtune)
-    bool dropout = false;              // default: whether the model's config trains with dropout
-    bool bytesOverridden = false;      // training.bytes_per_param was given: optimizer changes keep its bytes
+    DeepSpeedSettings deepspeed;
+    bool dropout = false;         // default: whether the model's config trains with dropout
+    bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };
 
 // What serves the requests (CONTRACTS.md section 3). A serving engine sizes its KV cache as the pool left

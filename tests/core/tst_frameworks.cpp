@@ -72,6 +72,9 @@ private slots:
     void contextParallelShardsStates();
     void torchtuneAdamStatesFollowTheWeights();
     void frameworkValuesAreChecked();
+    void eagerLayersByHand();
+    void activationOffloadingKeepsTwoLayers();
+    void deepspeedBuckets();
 };
 
 void TestFrameworks::publishedPeaks_data() {
@@ -266,6 +269,87 @@ void TestFrameworks::frameworkValuesAreChecked() {
     doc["training"].erase("loss");
     doc["training"]["compile"] = true;
     QCOMPARE(scenarioFromJson(doc).training.loss, LossKind::Fused);
+}
+
+void TestFrameworks::eagerLayersByHand() {
+    // Llama 3.1 8B, no checkpointing, per token and layer, bf16. What every profile keeps (Korthikanti's
+    // accounting): the two norm inputs and outputs (4 x 2 x 4096), Q, K, V and the output projection's
+    // input (2 x (4096 + 1024 + 1024 + 4096)), the log-sum-exp (32 x 4), the MLP's four tensors
+    // (4 x 2 x 14336): 168,064 bytes.
+    auto perToken = [](const char* framework, bool compiled) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = framework;
+        doc["training"]["sequence_length"] = 1024;
+        doc["training"]["compile"] = compiled;
+        return layerActivations(scenarioFromJson(doc), 0, 1).stored / 1024;
+    };
+    const double base = 4 * 2 * 4096 + 2 * (4096 + 1024 + 1024 + 4096) + 32 * 4 + 4 * 2 * 14336;
+    // Megatron's hidden dropout (0.1 by default) adds its two one-byte masks.
+    QCOMPARE(perToken("megatron", false), base + 2 * 4096);
+    QCOMPARE(perToken("pytorch", false), base);
+    // torchtitan's eager modules add the norms' fp32 copies (2 x 4 x 4096), the contiguous attention
+    // output (2 x 4096), q and k in fp32 for the rotation (4 x (4096 + 1024)) and K and V expanded to 32
+    // heads (2 x 2 x (4096 - 1024)).
+    const double norms = 2 * 4 * 4096, copy = 2 * 4096, rope = 4 * (4096 + 1024),
+                 expand = 2 * 2 * (4096 - 1024);
+    QCOMPARE(perToken("torchtitan", false), base + norms + copy + rope + expand);
+    QCOMPARE(perToken("torchtune", false), base + norms + copy + rope + expand);
+    // transformers rotates in bf16 (no fp32 copies).
+    QCOMPARE(perToken("huggingface", false), base + norms + copy + expand);
+    // Compiled, only the expansion (SDPA's saved inputs) stays.
+    QCOMPARE(perToken("torchtitan", true), base + expand);
+}
+
+void TestFrameworks::activationOffloadingKeepsTwoLayers() {
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"]["framework"] = "torchtune";
+    doc["training"]["sequence_length"] = 2048;
+    const Scenario kept = scenarioFromJson(doc);
+    doc["training"]["activation_offloading"] = true;
+    const Scenario offloaded = scenarioFromJson(doc);
+    const double layer = layerActivations(kept, 0, 1).stored;
+    // On the GPU: the layer being computed and the next one; in host memory: the other 30 of 32.
+    const auto points = phaseTimeline(offloaded, 0, 2);
+    const auto start = std::find_if(points.begin(), points.end(), [](const TimelinePoint& t) {
+        return t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning;
+    });
+    QVERIFY(start != points.end());
+    QCOMPARE(start->bytes[Category::Activations], 2 * layer);
+    const Estimate est = estimate(offloaded);
+    QCOMPARE(est.offload.cpuBytesPerGpu, 30 * layer);
+    QCOMPARE(est.offload.deviceToHostBytes, 30 * layer);
+    QVERIFY(estimate(kept).offload.cpuBytesPerGpu == 0);
+}
+
+void TestFrameworks::deepspeedBuckets() {
+    // GPT-2 (124M) on 8 GPUs: DeepSpeed allocates reduce_bucket_size (5e8) bf16 elements whatever the
+    // model's size, once under ZeRO-2 (overlap_comm off by default) and ZeRO-3, twice with overlap_comm.
+    auto communication = [](const char* stage, const json& deepspeed) {
+        json doc = trainingDoc({{"preset", "openai-community/gpt2"}});
+        doc["training"]["framework"] = "deepspeed";
+        if (!deepspeed.is_null())
+            doc["training"]["deepspeed"] = deepspeed;
+        doc["cluster"]["num_gpus"] = 8;
+        doc["cluster"]["data_parallel"] = stage;
+        const Scenario sc = scenarioFromJson(doc);
+        return estimate(sc).perGpu[Category::CommunicationBuffers] - 384.0 * 1048576; // one NCCL communicator
+    };
+    QCOMPARE(communication("zero2", nullptr), 5e8 * 2);
+    QCOMPARE(communication("zero3", nullptr), 5e8 * 2);
+    QCOMPARE(communication("zero2", json{{"overlap_comm", true}}), 2 * 5e8 * 2);
+    QCOMPARE(communication("zero2", json{{"reduce_bucket_size", 2e8}}), 2e8 * 2);
+    // ZeRO-3 fetches a module and prefetches up to 5e7 more elements: GPT-2's largest unit is its
+    // embedding (50257 x 768 + 1024 x 768 = 39,383,808), so the prefetch is another as large.
+    json doc = trainingDoc({{"preset", "openai-community/gpt2"}});
+    doc["training"]["framework"] = "deepspeed";
+    doc["cluster"]["num_gpus"] = 8;
+    doc["cluster"]["data_parallel"] = "zero3";
+    const auto points = phaseTimeline(scenarioFromJson(doc), 0, 2);
+    QCOMPARE(points.front().bytes[Category::GatherBuffers], 2 * 39383808.0 * 2);
+    doc["training"]["deepspeed"] = {{"stage3_max_live_parameters", 5e7}};
+    QCOMPARE(phaseTimeline(scenarioFromJson(doc), 0, 2).front().bytes[Category::GatherBuffers], 5e7 * 2);
+    doc["training"]["deepspeed"] = {{"reduce_bucket", 1}};
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
 }
 
 QTEST_GUILESS_MAIN(TestFrameworks)
