@@ -159,13 +159,29 @@ u64 ModelSpec::finalNormParams() const {
     return !known ? 0 : (normHasBias ? 2 : 1) * static_cast<u64>(hidden);
 }
 
+// A layer's parameters depend on its index only through whether it is a MoE layer: count each kind once.
+// (The estimator asks for the totals on every estimate, many times per slider tick.)
+template <typename F> static u64 sumOverLayers(const ModelSpec& m, F&& perLayer) {
+    u64 moeLayers = 0;
+    int anyDense = -1, anyMoe = -1;
+    for (int l = 0; l < m.layers; ++l) {
+        if (m.isMoeLayer(l)) {
+            ++moeLayers;
+            anyMoe = anyMoe < 0 ? l : anyMoe;
+        } else {
+            anyDense = anyDense < 0 ? l : anyDense;
+        }
+    }
+    const u64 denseLayers = static_cast<u64>(m.layers) - moeLayers;
+    return (anyDense >= 0 ? denseLayers * perLayer(m.layerParams(anyDense)) : 0) +
+           (anyMoe >= 0 ? moeLayers * perLayer(m.layerParams(anyMoe)) : 0);
+}
+
 u64 ModelSpec::totalParameters() const {
     if (!known)
         return parametersOverride;
-    u64 n = embeddingParams() + lmHeadParams() + finalNormParams();
-    for (int l = 0; l < layers; ++l)
-        n += layerParams(l).total();
-    return n;
+    return embeddingParams() + lmHeadParams() + finalNormParams() +
+           sumOverLayers(*this, [](const LayerParams& p) { return p.total(); });
 }
 
 std::vector<u64> ModelSpec::parameterTensors() const {
@@ -233,10 +249,8 @@ std::vector<u64> ModelSpec::parameterTensors() const {
 u64 ModelSpec::activeParameters() const {
     if (!known)
         return parametersOverride;
-    u64 n = embeddingParams() + lmHeadParams() + finalNormParams();
-    for (int l = 0; l < layers; ++l)
-        n += layerParams(l).active();
-    return n;
+    return embeddingParams() + lmHeadParams() + finalNormParams() +
+           sumOverLayers(*this, [](const LayerParams& p) { return p.active(); });
 }
 
 } // namespace headroom

@@ -374,6 +374,7 @@ LossBytes lossBytes(const TrainingSettings& tr) {
         return {4 + 4, 4 + 4 + 4};
     case Framework::Torchtitan:
     case Framework::HuggingFace:
+    case Framework::DeepSpeed: // which most often runs transformers' models, and their loss
         // cross_entropy(pred.float(), ...) on bf16 logits the caller still holds: bf16, the fp32 copy
         // and the saved log-softmax; the caller drops the bf16 logits before backward (`del pred`;
         // transformers' outputs go out of scope), whose start holds the saved log-softmax and the two
@@ -519,7 +520,8 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // are freed first: Megatron, a chunked loss).
             st.logitsGradient = (loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
             if (tr.loss == LossKind::Full &&
-                (tr.framework == Framework::Torchtitan || tr.framework == Framework::HuggingFace))
+                (tr.framework == Framework::Torchtitan || tr.framework == Framework::HuggingFace ||
+                 tr.framework == Framework::DeepSpeed))
                 // The caller frees the bf16 logits before the backward (`del pred`), whose fp32 gradients
                 // are twice their size: the caching allocator cannot hand their block out again and
                 // asks the driver for more, so that block stays reserved at the peak.

@@ -199,6 +199,7 @@ void TestFrameworks::lossBytesPerFramework() {
     // torchtitan and transformers: the saved fp32 log-softmax, nll's gradient and log-softmax's.
     QCOMPARE(lossAtBackward("torchtitan", nullptr), 12.0);
     QCOMPARE(lossAtBackward("huggingface", nullptr), 12.0);
+    QCOMPARE(lossAtBackward("deepspeed", nullptr), 12.0);
     // Megatron: the softmax it saved turns into the gradient in place, then its bf16 cast. The forward's
     // bf16 logits and fp32 copy are as much.
     QCOMPARE(lossAtBackward("megatron", nullptr), 6.0);
