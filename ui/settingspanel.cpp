@@ -238,6 +238,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                           {"selective_op", "per-op selective (torchtitan)"},
                           {"full", "full (layer inputs only)"}},
                          "none", "Activation checkpointing: recompute in backward instead of keeping"));
+    addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1, 64, 1, false,
+                                    "With full checkpointing: only every N-th layer is checkpointed, the "
+                                    "others keep everything (torchtitan's selective_ac_option \"N\")"));
     addField(trainingForm,
              choiceField("/training/loss", "Loss",
                          {{"full", "as the framework writes it"},

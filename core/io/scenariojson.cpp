@@ -302,6 +302,10 @@ void readTraining(const json& doc, Scenario& sc) {
         throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + t.autocast + "\"");
     t.autocastBytes = t.autocast == "none" ? 0 : 2;
     t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, kCheckpointing);
+    t.checkpointEvery = s.integer("checkpoint_every", d.checkpointEvery, 1, 1 << 20);
+    if (t.checkpointEvery > 1 && t.checkpointing != Checkpointing::Full)
+        sc.warnings.push_back("training.checkpoint_every applies to activation_checkpointing \"full\" only; "
+                              "ignored");
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
     t.compile = s.boolean("compile", d.compile);

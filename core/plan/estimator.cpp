@@ -52,8 +52,18 @@ double shardGroup(const ClusterSettings& c) {
     return dp;
 }
 
+// How a layer is checkpointed: with checkpoint_every N > 1, full checkpointing wraps only the N-th, 2N-th,
+// ... layer (torchtitan's apply_ac with selective_ac_option "N" counts blocks from 1); the others keep
+// everything.
+Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer) {
+    if (tr.checkpointing == Checkpointing::Full && tr.checkpointEvery > 1 &&
+        (layer + 1) % tr.checkpointEvery != 0)
+        return Checkpointing::None;
+    return tr.checkpointing;
+}
+
 // Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
-LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
+LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing) {
     LayerActivations a;
     const ModelSpec& m = sc.model;
     if (!m.known)
@@ -125,7 +135,7 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth) {
             e * sq + (tr.autocastBytes > 0 ? tr.autocastBytes * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
     }
 
-    switch (tr.checkpointing) {
+    switch (checkpointing) {
     case Checkpointing::None:
         a.stored = stored;
         a.scores = scores;
@@ -477,12 +487,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     }
 
     if (m.known) {
-        LayerActivations kinds[2];
-        bool have[2] = {false, false};
+        // Per layer kind (dense, MoE) and whether this layer is checkpointed: with checkpoint_every N only
+        // every N-th layer is (torchtitan's selective_ac_option "N").
+        LayerActivations kinds[4];
+        bool have[4] = {false, false, false, false};
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
-            const int k = m.isMoeLayer(l) ? 1 : 0;
+            const Checkpointing mode = layerCheckpointing(tr, l);
+            const int k = (m.isMoeLayer(l) ? 1 : 0) + (mode == tr.checkpointing ? 0 : 2);
             if (!have[k]) {
-                kinds[k] = perSample(sc, k == 1, m.layerParams(l).mlpWidth);
+                kinds[k] = perSample(sc, k % 2 == 1, m.layerParams(l).mlpWidth, mode);
                 have[k] = true;
             }
             st.activations += kinds[k].stored;
@@ -494,8 +507,9 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // Saved tensors go to pinned host memory as the forward makes them and come back a layer
             // ahead of the backward (torchtune's OffloadActivations, Megatron's cpu_offloading): the
             // GPU holds the layer being computed and the one on its way.
-            const double perLayer =
-                std::max(kinds[0].stored + kinds[0].scores, kinds[1].stored + kinds[1].scores);
+            double perLayer = 0;
+            for (const LayerActivations& kind : kinds)
+                perLayer = std::max(perLayer, kind.stored + kind.scores);
             const double onGpu = std::min(2.0, static_cast<double>(st.layers)) * perLayer;
             const double all = st.activations + st.scores;
             if (all > onGpu) {
@@ -883,7 +897,8 @@ KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, i
 
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
     const ModelSpec& m = sc.model;
-    LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0);
+    LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0,
+                                   layerCheckpointing(sc.training, layer));
     a.stored *= microBatch;
     a.scores *= microBatch;
     a.transient *= microBatch;

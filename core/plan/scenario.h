@@ -59,6 +59,7 @@ struct TrainingSettings {
     Optimizer optimizer = Optimizer::AdamW;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
+    int checkpointEvery = 1; // with Full: only every N-th layer is checkpointed (torchtitan's "N" option)
     Framework framework = Framework::PyTorch;
     bool compile = false;         // torch.compile on the layers (and, in torchtitan, on the loss)
     Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2

@@ -75,6 +75,7 @@ private slots:
     void eagerLayersByHand();
     void activationOffloadingKeepsTwoLayers();
     void deepspeedBuckets();
+    void fullCheckpointingEveryNthLayer();
 };
 
 void TestFrameworks::publishedPeaks_data() {
@@ -351,6 +352,31 @@ void TestFrameworks::deepspeedBuckets() {
     QCOMPARE(phaseTimeline(scenarioFromJson(doc), 0, 2).front().bytes[Category::GatherBuffers], 5e7 * 2);
     doc["training"]["deepspeed"] = {{"reduce_bucket", 1}};
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+}
+
+void TestFrameworks::fullCheckpointingEveryNthLayer() {
+    // torchtitan's selective_ac_option "2": blocks 2, 4, ..., 32 keep their input only, the other 16 keep
+    // everything.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"]["framework"] = "torchtitan";
+    doc["training"]["sequence_length"] = 4096;
+    doc["training"]["activation_checkpointing"] = "none";
+    const double all = layerActivations(scenarioFromJson(doc), 0, 1).stored;
+    doc["training"]["activation_checkpointing"] = "full";
+    const double input = layerActivations(scenarioFromJson(doc), 0, 1).stored;
+    QCOMPARE(input, 4096.0 * 2 * 4096);
+    doc["training"]["checkpoint_every"] = 2;
+    const Scenario every2 = scenarioFromJson(doc);
+    QCOMPARE(layerActivations(every2, 0, 1).stored, all);   // block 1
+    QCOMPARE(layerActivations(every2, 1, 1).stored, input); // block 2
+    const auto points = phaseTimeline(every2, 0, 2);
+    const auto lossStart = std::find_if(points.begin(), points.end(), [](const TimelinePoint& t) {
+        return t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning;
+    });
+    QVERIFY(lossStart != points.end());
+    QCOMPARE(lossStart->bytes[Category::Activations], 16 * all + 16 * input);
+    doc["training"]["activation_checkpointing"] = "selective"; // only full checkpointing takes it
+    QCOMPARE(scenarioFromJson(doc).warnings.size(), std::size_t(1));
 }
 
 QTEST_GUILESS_MAIN(TestFrameworks)

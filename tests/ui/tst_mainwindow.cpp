@@ -62,7 +62,7 @@ json fullTrainingScenario() {
                    "precision": "bf16_mixed_fp32_grads", "autocast": "bf16", "optimizer": "adam8bit",
                    "activation_checkpointing": "full", "attention": "eager", "framework": "torchtune",
                    "loss": "chunked", "compile": true, "float8": "rowwise",
-                   "activation_offloading": true},
+                   "activation_offloading": true, "checkpoint_every": 2},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
@@ -353,6 +353,7 @@ void TestMainWindow::savingsApplyWithOneClick() {
     json doc = fullTrainingScenario();
     doc["cluster"]["offload_optimizer"] = false;
     doc["training"]["activation_checkpointing"] = "none";
+    doc["training"].erase("checkpoint_every");
     w->document()->reset(doc);
     QCoreApplication::processEvents(); // the views follow the document once per event-loop pass
     const auto& savings = w->savingsModel()->savings();
