@@ -241,6 +241,15 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1, 64, 1, false,
                                     "With full checkpointing: only every N-th layer is checkpointed, the "
                                     "others keep everything (torchtitan's selective_ac_option \"N\")"));
+    addField(trainingForm, choiceField("/training/recompute_method", "Recompute method",
+                                       {{"every_layer", "every layer"},
+                                        {"uniform", "uniform groups (Megatron)"},
+                                        {"block", "first layers of each stage (Megatron)"}},
+                                       "every_layer",
+                                       "With full checkpointing, Megatron's --recompute-method: groups of N "
+                                       "layers keep one input, or only the first N layers are checkpointed"));
+    addField(trainingForm, intField("/training/recompute_num_layers", "Recompute layers (N)", 1, 128, 1,
+                                    false, "Megatron's --recompute-num-layers"));
     addField(trainingForm,
              choiceField("/training/loss", "Loss",
                          {{"full", "as the framework writes it"},

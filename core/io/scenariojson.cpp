@@ -235,6 +235,10 @@ const std::vector<std::pair<std::string, Framework>> kFrameworks = {
     {"pytorch", Framework::PyTorch},     {"huggingface", Framework::HuggingFace},
     {"megatron", Framework::Megatron},   {"torchtitan", Framework::Torchtitan},
     {"deepspeed", Framework::DeepSpeed}, {"torchtune", Framework::Torchtune}};
+const std::vector<std::pair<std::string, RecomputeMethod>> kRecomputeMethods = {
+    {"every_layer", RecomputeMethod::EveryLayer},
+    {"uniform", RecomputeMethod::Uniform},
+    {"block", RecomputeMethod::Block}};
 const std::vector<std::pair<std::string, Float8>> kFloat8 = {
     {"none", Float8::None}, {"tensorwise", Float8::Tensorwise}, {"rowwise", Float8::Rowwise}};
 const std::vector<std::pair<std::string, LossKind>> kLoss = {
@@ -306,6 +310,14 @@ void readTraining(const json& doc, Scenario& sc) {
     if (t.checkpointEvery > 1 && t.checkpointing != Checkpointing::Full)
         sc.warnings.push_back("training.checkpoint_every applies to activation_checkpointing \"full\" only; "
                               "ignored");
+    t.recomputeMethod = s.choice<RecomputeMethod>("recompute_method", d.recomputeMethod, kRecomputeMethods);
+    t.recomputeLayers = s.integer("recompute_num_layers", d.recomputeLayers, 1, 1 << 20);
+    if (t.recomputeMethod != RecomputeMethod::EveryLayer && t.checkpointing != Checkpointing::Full)
+        sc.warnings.push_back("training.recompute_method applies to activation_checkpointing \"full\" only; "
+                              "ignored");
+    if (t.recomputeMethod != RecomputeMethod::EveryLayer && t.checkpointEvery > 1)
+        throw Error(s.at("recompute_method"), "Megatron's recompute_method and torchtitan's checkpoint_every "
+                                              "cannot both apply");
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
     t.compile = s.boolean("compile", d.compile);

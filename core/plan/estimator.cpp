@@ -55,11 +55,16 @@ double shardGroup(const ClusterSettings& c) {
 // How a layer is checkpointed: with checkpoint_every N > 1, full checkpointing wraps only the N-th, 2N-th,
 // ... layer (torchtitan's apply_ac with selective_ac_option "N" counts blocks from 1); the others keep
 // everything.
-Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer) {
-    if (tr.checkpointing == Checkpointing::Full && tr.checkpointEvery > 1 &&
-        (layer + 1) % tr.checkpointEvery != 0)
+// Megatron's --recompute-method block checkpoints the first recompute_num_layers layers of each pipeline
+// stage (`position` counts from the stage's first layer); uniform checkpoints every layer, in groups.
+Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer, int position) {
+    if (tr.checkpointing != Checkpointing::Full)
+        return tr.checkpointing;
+    if (tr.checkpointEvery > 1 && (layer + 1) % tr.checkpointEvery != 0)
         return Checkpointing::None;
-    return tr.checkpointing;
+    if (tr.recomputeMethod == RecomputeMethod::Block && position >= tr.recomputeLayers)
+        return Checkpointing::None;
+    return Checkpointing::Full;
 }
 
 // Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
@@ -491,17 +496,23 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // every N-th layer is (torchtitan's selective_ac_option "N").
         LayerActivations kinds[4];
         bool have[4] = {false, false, false, false};
+        // Megatron's uniform method: groups of recompute_num_layers layers keep only the group's input and
+        // rebuild the whole group in its backward.
+        const bool uniform = tr.checkpointing == Checkpointing::Full &&
+                             tr.recomputeMethod == RecomputeMethod::Uniform && tr.recomputeLayers > 1;
+        const double rebuilt = uniform ? std::min(tr.recomputeLayers, std::max(1, st.layers)) : 1;
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
-            const Checkpointing mode = layerCheckpointing(tr, l);
+            const Checkpointing mode = layerCheckpointing(tr, l, l - st.firstLayer);
             const int k = (m.isMoeLayer(l) ? 1 : 0) + (mode == tr.checkpointing ? 0 : 2);
             if (!have[k]) {
                 kinds[k] = perSample(sc, k % 2 == 1, m.layerParams(l).mlpWidth, mode);
                 have[k] = true;
             }
-            st.activations += kinds[k].stored;
+            const bool groupInput = !uniform || (l - st.firstLayer) % tr.recomputeLayers == 0;
+            st.activations += groupInput ? kinds[k].stored : 0;
             st.scores += kinds[k].scores;
-            st.transient = std::max(st.transient, kinds[k].transient);
-            st.transientScores = std::max(st.transientScores, kinds[k].transientScores);
+            st.transient = std::max(st.transient, rebuilt * kinds[k].transient);
+            st.transientScores = std::max(st.transientScores, rebuilt * kinds[k].transientScores);
         }
         if (tr.activationOffloading && st.layers > 0) {
             // Saved tensors go to pinned host memory as the forward makes them and come back a layer
@@ -897,8 +908,23 @@ KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, i
 
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
     const ModelSpec& m = sc.model;
+    const int p = sc.cluster.pipelineParallel;
+    int stage = 0;
+    while (stage + 1 < p && layer >= stageFirstLayer(m.layers, p, stage + 1))
+        ++stage;
+    const int position = layer - stageFirstLayer(m.layers, p, stage);
     LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0,
-                                   layerCheckpointing(sc.training, layer));
+                                   layerCheckpointing(sc.training, layer, position));
+    const TrainingSettings& tr = sc.training;
+    if (tr.checkpointing == Checkpointing::Full && tr.recomputeMethod == RecomputeMethod::Uniform &&
+        tr.recomputeLayers > 1) {
+        // One input per group, the group rebuilt at once.
+        if (position % tr.recomputeLayers != 0)
+            a.stored = 0;
+        const double rebuilt = std::min(tr.recomputeLayers, std::max(1, stageLayers(m.layers, p, stage)));
+        a.transient *= rebuilt;
+        a.transientScores *= rebuilt;
+    }
     a.stored *= microBatch;
     a.scores *= microBatch;
     a.transient *= microBatch;

@@ -19,6 +19,7 @@ enum class Checkpointing { None, Selective, SelectiveOp, Full };
 // op and with the source files, what each profile changes.
 enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune };
 enum class Float8 { None, Tensorwise, Rowwise };
+enum class RecomputeMethod { EveryLayer, Uniform, Block };
 // Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
 // CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits.
 enum class LossKind { Full, Chunked, Fused };
@@ -60,6 +61,10 @@ struct TrainingSettings {
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
     int checkpointEvery = 1; // with Full: only every N-th layer is checkpointed (torchtitan's "N" option)
+    // With Full, Megatron's --recompute-method: uniform (groups of recomputeLayers layers keep one input and
+    // are recomputed together) or block (the first recomputeLayers layers of each stage are checkpointed).
+    RecomputeMethod recomputeMethod = RecomputeMethod::EveryLayer;
+    int recomputeLayers = 1;
     Framework framework = Framework::PyTorch;
     bool compile = false;         // torch.compile on the layers (and, in torchtitan, on the loss)
     Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2

@@ -377,6 +377,28 @@ void TestFrameworks::fullCheckpointingEveryNthLayer() {
     QCOMPARE(lossStart->bytes[Category::Activations], 16 * all + 16 * input);
     doc["training"]["activation_checkpointing"] = "selective"; // only full checkpointing takes it
     QCOMPARE(scenarioFromJson(doc).warnings.size(), std::size_t(1));
+
+    // Megatron's --recompute-method uniform --recompute-num-layers 4: 8 groups keep one input each and a
+    // group of 4 layers is rebuilt at once; block 4: the first 4 layers keep their inputs, 28 everything.
+    doc["training"]["activation_checkpointing"] = "full";
+    doc["training"].erase("checkpoint_every");
+    doc["training"]["recompute_method"] = "uniform";
+    doc["training"]["recompute_num_layers"] = 4;
+    const Scenario uniform = scenarioFromJson(doc);
+    const auto at = [](const Scenario& sc) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+                return t.bytes[Category::Activations];
+        return -1.0;
+    };
+    QCOMPARE(at(uniform), 8 * input);
+    QCOMPARE(layerActivations(uniform, 1, 1).stored, 0.0);
+    QCOMPARE(layerActivations(uniform, 4, 1).stored, input);
+    QCOMPARE(layerActivations(uniform, 0, 1).transient, 4 * all);
+    doc["training"]["recompute_method"] = "block";
+    QCOMPARE(at(scenarioFromJson(doc)), 4 * input + 28 * all);
+    doc["training"]["checkpoint_every"] = 2;
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc)); // two ways of choosing layers at once
 }
 
 QTEST_GUILESS_MAIN(TestFrameworks)
