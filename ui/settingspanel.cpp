@@ -47,7 +47,9 @@ struct SettingsPanel::Field {
     QWidget* row = nullptr;
     QFormLayout* form = nullptr;
     bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
-    int percent = 0;           // Int shown in percent, stored as a fraction (gpu_memory_utilization)
+    // Shown only when this holds for the document (settings that only mean something with another one).
+    std::function<bool(const nlohmann::json& doc)> visibleWhen;
+    int percent = 0; // Int shown in percent, stored as a fraction (gpu_memory_utilization)
     // Shown only for these inference engines ("" = always); batch_size is for no engine only.
     QStringList engines;
 
@@ -133,6 +135,17 @@ SettingsPanel::Field percentField(const char* pointer, const char* label, int mi
     SettingsPanel::Field f = intField(pointer, label, min, max, fallback, false, tip);
     f.percent = 1;
     return f;
+}
+
+// The training section of a document being edited, which may be anything while it is invalid.
+const json& trainingOf(const json& doc) {
+    static const json none = json::object();
+    return doc.is_object() && doc.contains("training") && doc["training"].is_object() ? doc["training"]
+                                                                                      : none;
+}
+std::string textAt(const json& section, const char* key) {
+    return section.contains(key) && section[key].is_string() ? section[key].get<std::string>()
+                                                             : std::string();
 }
 
 std::vector<std::pair<QString, QString>> same(std::initializer_list<const char*> values) {
@@ -238,9 +251,15 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                           {"selective_op", "per-op selective (torchtitan)"},
                           {"full", "full (layer inputs only)"}},
                          "none", "Activation checkpointing: recompute in backward instead of keeping"));
+    // Which layers full checkpointing takes: shown with full checkpointing only.
+    const auto fullCheckpointing = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        return textAt(t, "activation_checkpointing") == "full";
+    };
     addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1, 64, 1, false,
                                     "With full checkpointing: only every N-th layer is checkpointed, the "
                                     "others keep everything (torchtitan's selective_ac_option \"N\")"));
+    m_fields.back()->visibleWhen = fullCheckpointing;
     addField(trainingForm, choiceField("/training/recompute_method", "Recompute method",
                                        {{"every_layer", "every layer"},
                                         {"uniform", "uniform groups (Megatron)"},
@@ -248,8 +267,14 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                        "every_layer",
                                        "With full checkpointing, Megatron's --recompute-method: groups of N "
                                        "layers keep one input, or only the first N layers are checkpointed"));
+    m_fields.back()->visibleWhen = fullCheckpointing;
     addField(trainingForm, intField("/training/recompute_num_layers", "Recompute layers (N)", 1, 128, 1,
                                     false, "Megatron's --recompute-num-layers"));
+    m_fields.back()->visibleWhen = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        return textAt(t, "activation_checkpointing") == "full" && !textAt(t, "recompute_method").empty() &&
+               textAt(t, "recompute_method") != "every_layer";
+    };
     addField(trainingForm,
              choiceField("/training/loss", "Loss",
                          {{"full", "as the framework writes it"},
@@ -260,10 +285,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "gradients), per chunk, or a compiled kernel that never writes fp32 logits "
                          "(torchtitan's under torch.compile)"));
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
-        const json t = doc.value("training", json::object());
-        const bool compiled = t.value("compile", false) == true;
-        return QString::fromLatin1(t.value("framework", std::string()) == "torchtitan" && compiled ? "fused"
-                                                                                                   : "full");
+        const json& t = trainingOf(doc);
+        const bool compiled = t.contains("compile") && t["compile"] == true;
+        return QString::fromLatin1(textAt(t, "framework") == "torchtitan" && compiled ? "fused" : "full");
     };
     addField(trainingForm, boolField("/training/activation_offloading", "Offload activations",
                                      "Saved activations wait in host memory, a layer ahead of the "
@@ -507,6 +531,8 @@ void SettingsPanel::refresh() {
         Field* f = field.get();
         if (f->trainingOnly)
             f->form->setRowVisible(f->row, training);
+        if (f->visibleWhen)
+            f->form->setRowVisible(f->row, training && f->visibleWhen(doc));
         if (!f->engines.isEmpty()) {
             const json* engine =
                 doc.contains("inference") && doc["inference"].is_object()

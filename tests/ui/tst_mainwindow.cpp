@@ -116,6 +116,7 @@ private slots:
     void settingsRoundTrip();
     void widgetsDriveTheDocument();
     void modeSwitchUsesTheReadersDefaults();
+    void oddValuesAreErrorsNotCrashes();
     void changesCoalesceIntoOneViewUpdate();
     void sliderDragIsOneUndoStep();
     void undoRedoRestoresExactly();
@@ -222,6 +223,23 @@ void TestMainWindow::widgetsDriveTheDocument() {
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
+}
+
+void TestMainWindow::oddValuesAreErrorsNotCrashes() {
+    // The panel reads the document being edited (which settings to show, the loss's default) while it is
+    // invalid too: wrong types are the reader's errors, never the panel's exceptions.
+    auto w = window();
+    json doc = fullTrainingScenario();
+    doc["training"]["compile"] = "yes";
+    doc["training"]["framework"] = 5;
+    doc["training"]["activation_checkpointing"] = json::array();
+    w->document()->reset(doc);
+    QCoreApplication::processEvents();
+    QVERIFY(w->document()->validationError().contains("training."));
+    doc["training"] = "fast";
+    w->document()->reset(doc);
+    QCoreApplication::processEvents();
+    QVERIFY(!w->document()->validationError().isEmpty());
 }
 
 void TestMainWindow::modeSwitchUsesTheReadersDefaults() {
