@@ -240,7 +240,12 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.hidden = r.integer("hidden_size", 1, kMaxDim);
         m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);
         m.heads = r.integer("num_attention_heads", 1, kMaxDim);
-        m.kvHeads = m.heads;
+        // As for gpt2: not a key of transformers' GPTNeoXConfig, read for Megatron GPTs with rotary
+        // embeddings and --group-query-attention.
+        m.kvHeads = r.integer("num_key_value_heads", 1, kMaxDim, m.heads);
+        if (m.heads % m.kvHeads != 0)
+            throw Error(r.at("num_key_value_heads"),
+                        "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
         m.headDim = m.hidden / m.heads;
         m.ffn = r.integer("intermediate_size", 1, kMaxDim, 4 * m.hidden);
         m.vocab = r.integer("vocab_size", 1, kMaxDim);
