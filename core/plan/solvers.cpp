@@ -167,6 +167,35 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                  s.training.microBatchSize /= 2;
                  s.training.gradientAccumulationSteps *= 2;
              }});
+    // The loss's fp32 logits and their gradients: often the largest single tensors of a step.
+    if (sc.model.known && t.framework == Framework::Torchtitan && !t.compile) {
+        // torchtitan compiles its loss with the model (since April 2025): fused unless the file says.
+        const bool lossGiven = sc.document.contains("training") && sc.document["training"].is_object() &&
+                               sc.document["training"].contains("loss");
+        out.push_back({"compile",
+                       "torch.compile (torchtitan compiles the loss too)",
+                       {{"training", {{"compile", true}}}},
+                       [lossGiven](Scenario& s) {
+                           s.training.compile = true;
+                           if (!lossGiven)
+                               s.training.loss = LossKind::Fused;
+                       }});
+    }
+    if (sc.model.known && t.framework == Framework::Torchtune && t.loss == LossKind::Full)
+        out.push_back({"chunked_loss",
+                       "Chunked cross-entropy (CEWithChunkedOutputLoss)",
+                       {{"training", {{"loss", "chunked"}}}},
+                       [](Scenario& s) { s.training.loss = LossKind::Chunked; }});
+    if (sc.model.known && t.loss != LossKind::Fused)
+        out.push_back({"fused_loss",
+                       "A fused cross-entropy that writes no fp32 logits (Liger, Cut Cross-Entropy)",
+                       {{"training", {{"loss", "fused"}}}},
+                       [](Scenario& s) { s.training.loss = LossKind::Fused; }});
+    if (sc.model.known && !t.activationOffloading)
+        out.push_back({"activation_offloading",
+                       "Offload saved activations to CPU memory",
+                       {{"training", {{"activation_offloading", true}}}},
+                       [](Scenario& s) { s.training.activationOffloading = true; }});
     if (t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
         out.push_back({"adam8bit",
                        "8-bit Adam (bitsandbytes) instead of AdamW",

@@ -486,6 +486,24 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
                      {{"training", {{"micro_batch_size", 2}, {"bytes_per_param", {{"optimizer_states", 4}}}}},
                       {"cluster", {{"num_gpus", 16}, {"gpus_per_node", 4}, {"data_parallel", "zero1"}}}})
             .document,
+        // The framework profiles' own changes: torchtitan's compile (and the loss it compiles), torchtune's
+        // chunked loss and bf16 Adam states, a fused loss, activation offloading.
+        scenarioWith(trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}}),
+                     {{"training",
+                       {{"framework", "torchtitan"},
+                        {"micro_batch_size", 2},
+                        {"sequence_length", 8192},
+                        {"activation_checkpointing", "selective_op"}}},
+                      {"cluster", {{"num_gpus", 8}, {"data_parallel", "zero3"}}}})
+            .document,
+        scenarioWith(trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}}),
+                     {{"training",
+                       {{"framework", "torchtune"},
+                        {"precision", "bf16"},
+                        {"micro_batch_size", 2},
+                        {"sequence_length", 4096}}},
+                      {"cluster", {{"gpu", "A100-80GB"}}}})
+            .document,
         json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-70B"},
                         "inference": {"batch_size": 32, "context_length": 8192, "attention": "eager"},
                         "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "tensor_parallel": 2}})"),
@@ -510,7 +528,15 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
             ++compared;
         }
     }
-    QVERIFY(compared >= 20);
+    QVERIFY(compared >= 30);
+    // The profiles' changes are among them.
+    for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading"}) {
+        bool offered = false;
+        for (const json& doc : docs)
+            for (const Saving& s : rankSavings(scenarioFromJson(doc)))
+                offered = offered || s.id == id;
+        QVERIFY2(offered, id);
+    }
 }
 
 void TestEstimator::gatherBuffersWithPrefetch() {
