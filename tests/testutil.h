@@ -19,7 +19,9 @@ inline bool haveShared() {
     return QFileInfo::exists(sharedDir() + QStringLiteral("/reference/hf_models.json"));
 }
 
-// A training scenario document; callers patch what they test.
+// A training scenario document; callers patch what they test. Its AdamW is fused (no step temporaries), as
+// the papers and seeds most tests follow assume (DeepSpeed's and Megatron's fused Adam); tst_frameworks checks
+// the foreach and one-tensor-at-a-time steps.
 inline nlohmann::json trainingDoc(const nlohmann::json& model) {
     return {{"schema", "headroom.scenario/1"},
             {"name", "test"},
@@ -30,6 +32,7 @@ inline nlohmann::json trainingDoc(const nlohmann::json& model) {
               {"gradient_accumulation_steps", 1},
               {"precision", "bf16_mixed"},
               {"optimizer", "adamw"},
+              {"optimizer_implementation", "fused"},
               {"activation_checkpointing", "none"},
               {"attention", "flash"}}},
             {"cluster",

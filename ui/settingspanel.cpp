@@ -245,6 +245,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          {{"adamw", "AdamW"}, {"sgd", "SGD with momentum"}, {"adam8bit", "8-bit Adam"}},
                          "adamw", "Optimizer states per parameter: AdamW 8 B, SGD 4 B, 8-bit Adam 2 B"));
     addField(trainingForm,
+             choiceField("/training/optimizer_implementation", "AdamW step",
+                         {{"foreach", "foreach (torch's default)"},
+                          {"fused", "fused kernel"},
+                          {"for_loop", "one tensor at a time"}},
+                         "foreach",
+                         "foreach holds sqrt(exp_avg_sq) for every parameter during the step; fused "
+                         "kernels (Megatron, DeepSpeed, torchtune's fused=True) hold nothing"));
+    m_fields.back()->fallbackChoiceFor = [](const json& doc) {
+        const std::string f = textAt(trainingOf(doc), "framework");
+        return QString::fromLatin1(f == "megatron" || f == "deepspeed" || f == "torchtune" ? "fused"
+                                                                                           : "foreach");
+    };
+    addField(trainingForm,
              choiceField("/training/activation_checkpointing", "Checkpointing",
                          {{"none", "none"},
                           {"selective", "selective (attention core)"},

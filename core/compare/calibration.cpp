@@ -53,8 +53,9 @@ EstimatedParts estimatedParts(Scenario sc) {
     const Estimate est = estimate(sc);
     const int stage = est.mostLoadedStage;
     for (const TimelinePoint& t : phaseTimeline(sc, stage, 2)) {
-        const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0)
-                                                    : (t.phase == Phase::Prefill && t.progress >= 1);
+        const bool loss = sc.mode == Mode::Training
+                              ? (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+                              : (t.phase == Phase::Prefill && t.progress >= 1);
         if (!loss)
             continue;
         p.linear = t.bytes[Category::Activations] + t.bytes[Category::Logits];
@@ -128,7 +129,15 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     for (std::size_t i = 0; i < runs.size(); ++i) {
         c.workspaceBytes = std::max(c.workspaceBytes, static_cast<double>(measured[i].workspaces));
         if (measured[i].hasStep && runs[i].scenario->parameters() > 0) {
-            step += static_cast<double>(measured[i].stepScratch) /
+            // What the modelled optimizer (foreach, one tensor at a time) already holds is not fitted again.
+            Scenario plain = runs[i].scenario->settingsCopy();
+            plain.calibration = Calibration{};
+            const Estimate e = estimate(plain);
+            const double modelled =
+                e.ranks.empty()
+                    ? 0
+                    : e.ranks[static_cast<std::size_t>(e.mostLoadedStage)].optimizerTemporaryBytes;
+            step += std::max(0.0, static_cast<double>(measured[i].stepScratch) - modelled) /
                     static_cast<double>(runs[i].scenario->parameters());
             ++steps;
         }

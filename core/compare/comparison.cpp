@@ -18,9 +18,16 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
     const Calibration& c = sc.calibration;
     const double workspace = std::min(c.workspaceBytes, b[Category::Activations]);
     double step = 0;
-    if (est.peakPhase == Phase::Optimizer && sc.mode == Mode::Training && sc.training.bytes.weights > 0)
+    if (est.peakPhase == Phase::Optimizer && sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
+        // The step's scratch: what a calibration fitted and what the optimizer's implementation allocates.
+        const double modelled =
+            est.ranks.empty()
+                ? 0
+                : est.ranks[static_cast<std::size_t>(est.mostLoadedStage)].optimizerTemporaryBytes;
         step = std::min(b[Category::OptimizerStates],
-                        c.optimizerStepBytesPerParameter * b[Category::Weights] / sc.training.bytes.weights);
+                        c.optimizerStepBytesPerParameter * b[Category::Weights] / sc.training.bytes.weights +
+                            modelled);
+    }
     put(MeasuredCategory::Weights, b[Category::Weights]);
     put(MeasuredCategory::Gradients, b[Category::Gradients]);
     put(MeasuredCategory::OptimizerStates, b[Category::MasterWeights] + b[Category::OptimizerStates] - step);

@@ -239,6 +239,10 @@ const std::vector<std::pair<std::string, RecomputeMethod>> kRecomputeMethods = {
     {"every_layer", RecomputeMethod::EveryLayer},
     {"uniform", RecomputeMethod::Uniform},
     {"block", RecomputeMethod::Block}};
+const std::vector<std::pair<std::string, OptimizerImpl>> kOptimizerImpls = {
+    {"foreach", OptimizerImpl::ForEach},
+    {"fused", OptimizerImpl::Fused},
+    {"for_loop", OptimizerImpl::ForLoop}};
 const std::vector<std::pair<std::string, Float8>> kFloat8 = {
     {"none", Float8::None}, {"tensorwise", Float8::Tensorwise}, {"rowwise", Float8::Rowwise}};
 const std::vector<std::pair<std::string, LossKind>> kLoss = {
@@ -321,6 +325,13 @@ void readTraining(const json& doc, Scenario& sc) {
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
     t.compile = s.boolean("compile", d.compile);
+    // torch.optim.AdamW runs foreach on CUDA by default (torch/optim/optimizer.py
+    // _default_to_fused_or_foreach); Megatron and DeepSpeed step with their fused Adam kernels; torchtune's
+    // configs ask for fused=True.
+    const bool fusedByDefault = t.framework == Framework::Megatron || t.framework == Framework::DeepSpeed ||
+                                t.framework == Framework::Torchtune;
+    t.optimizerImpl = s.choice<OptimizerImpl>(
+        "optimizer_implementation", fusedByDefault ? OptimizerImpl::Fused : d.optimizerImpl, kOptimizerImpls);
     t.float8 = s.choice<Float8>("float8", d.float8, kFloat8);
     // torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
     // build_cross_entropy_loss): under training.compile the fp32 logits are never written.

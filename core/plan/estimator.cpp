@@ -206,6 +206,7 @@ struct StageModel {
     double logits = 0, logitsGradient = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
+    double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
@@ -337,6 +338,32 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
     return sp;
 }
 
+// AdamW's step besides its states (torch/optim/adamw.py, _multi_tensor_adamw and _single_tensor_adamw):
+// foreach computes the denominator as a list, one tensor per parameter (torch._foreach_sqrt of exp_avg_sq,
+// then divided and incremented in place), so a whole state's worth lives during the update; one tensor at a
+// time, sqrt and its quotient are two temporaries of the largest parameter; the fused kernels (torch's
+// fused=True, Megatron's and DeepSpeed's FusedAdam) allocate nothing. On the GPU only when the step runs
+// there; the states' own dtype (bf16 states under torchtune).
+double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
+    const TrainingSettings& tr = sc.training;
+    const ClusterSettings& c = sc.cluster;
+    if (tr.optimizer != Optimizer::AdamW || c.offloadOptimizer || tr.optimizerImpl == OptimizerImpl::Fused)
+        return 0;
+    const double stateBytes = tr.bytes.optimizerStates / 2;
+    const double group = shardsOptimizer(c) ? shardGroup(c) : 1;
+    const double expertGroup = shardsOptimizer(c) ? std::max(1.0, group / c.expertParallel) : 1;
+    if (tr.optimizerImpl == OptimizerImpl::ForEach)
+        return stateBytes * (sp.dense / group + sp.experts / expertGroup);
+    const ModelSpec& m = sc.model;
+    if (!m.known)
+        return 0;
+    const double t = c.tensorParallel;
+    const double largest = std::max(
+        {static_cast<double>(m.vocab) * m.hidden / t, static_cast<double>(m.ffn) * m.hidden / t,
+         static_cast<double>(m.moeFfn) * m.hidden, static_cast<double>(m.heads) * m.headDim * m.hidden / t});
+    return 2 * stateBytes * largest / group;
+}
+
 int communicators(const ClusterSettings& c) {
     return (c.dataParallelSize() > 1) + (c.tensorParallel > 1) + (c.pipelineParallel > 1) +
            (c.contextParallel > 1) + (c.expertParallel > 1);
@@ -443,6 +470,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
     st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
+    st.optimizerTemp = optimizerTemporaries(sc, sp);
 
     const double unit = sp.largestUnit;
     const double prefetch = c.prefetch ? 2 : 1;
@@ -807,7 +835,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     }
     case Phase::Optimizer:
         b[Category::Gradients] = st.gradients;
-        b[Category::OptimizerStates] += st.optimizerStep;
+        b[Category::OptimizerStates] += st.optimizerStep + st.optimizerTemp;
         break;
     case Phase::Prefill:
         b[Category::Activations] = st.activations;
@@ -1020,6 +1048,7 @@ Estimate estimateResolved(const Scenario& sc) {
         se.firstLayer = st.firstLayer;
         se.layers = st.layers;
         se.inFlightMicroBatches = st.inFlight;
+        se.optimizerTemporaryBytes = st.optimizerTemp;
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);

@@ -20,6 +20,9 @@ enum class Checkpointing { None, Selective, SelectiveOp, Full };
 enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune };
 enum class Float8 { None, Tensorwise, Rowwise };
 enum class RecomputeMethod { EveryLayer, Uniform, Block };
+// How AdamW's step runs (torch.optim.AdamW foreach / fused, or one tensor at a time): what it allocates on
+// the side while it updates.
+enum class OptimizerImpl { ForEach, Fused, ForLoop };
 // Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
 // CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits.
 enum class LossKind { Full, Chunked, Fused };
@@ -58,6 +61,7 @@ struct TrainingSettings {
     double autocastBytes = 0;
     std::string autocast = "none";
     Optimizer optimizer = Optimizer::AdamW;
+    OptimizerImpl optimizerImpl = OptimizerImpl::ForEach;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
     int checkpointEvery = 1; // with Full: only every N-th layer is checkpointed (torchtitan's "N" option)

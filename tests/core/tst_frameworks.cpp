@@ -76,6 +76,7 @@ private slots:
     void activationOffloadingKeepsTwoLayers();
     void deepspeedBuckets();
     void fullCheckpointingEveryNthLayer();
+    void adamStepTemporaries();
 };
 
 void TestFrameworks::publishedPeaks_data() {
@@ -399,6 +400,37 @@ void TestFrameworks::fullCheckpointingEveryNthLayer() {
     QCOMPARE(at(scenarioFromJson(doc)), 4 * input + 28 * all);
     doc["training"]["checkpoint_every"] = 2;
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc)); // two ways of choosing layers at once
+}
+
+void TestFrameworks::adamStepTemporaries() {
+    // Llama 3.1 8B on one GPU, bf16 mixed: AdamW's two fp32 states are 8 bytes per parameter. At the step,
+    // torch.optim.AdamW's foreach path (its default on CUDA) also holds sqrt(exp_avg_sq) for every
+    // parameter (4 bytes each); one tensor at a time it holds two temporaries of the largest parameter (the
+    // 128256 x 4096 embedding, fp32); the fused kernels nothing.
+    const double n = 8030261248.0, largest = 128256.0 * 4096;
+    auto atStep = [](const char* framework, const char* impl) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = framework;
+        if (impl)
+            doc["training"]["optimizer_implementation"] = impl;
+        else
+            doc["training"].erase("optimizer_implementation");
+        doc["cluster"]["gpu"] = "B200-180GB";
+        const auto points = phaseTimeline(scenarioFromJson(doc), 0, 2);
+        return points.back().bytes[Category::OptimizerStates]; // the optimizer step's end
+    };
+    QCOMPARE(atStep("pytorch", nullptr), 8 * n + 4 * n);
+    QCOMPARE(atStep("huggingface", nullptr), 8 * n + 4 * n);
+    QCOMPARE(atStep("pytorch", "for_loop"), 8 * n + 2 * 4 * largest);
+    QCOMPARE(atStep("pytorch", "fused"), 8 * n);
+    QCOMPARE(atStep("megatron", nullptr), 8 * n); // FusedAdam
+    QCOMPARE(atStep("deepspeed", nullptr), 8 * n);
+    // Sharded states shard the temporaries too: ZeRO-1 over 8.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"].erase("optimizer_implementation");
+    doc["cluster"]["num_gpus"] = 8;
+    doc["cluster"]["data_parallel"] = "zero1";
+    QCOMPARE(phaseTimeline(scenarioFromJson(doc), 0, 2).back().bytes[Category::OptimizerStates], 12 * n / 8);
 }
 
 QTEST_GUILESS_MAIN(TestFrameworks)
