@@ -46,6 +46,14 @@ double measuredOf(const json& c) {
                                         : c.at("measured_gib").get<double>() * kGiB;
 }
 
+// Stage 0 at the start of the backward, where the loss runs (not the first layer's backward beside it).
+Breakdown atLoss(const Scenario& sc) {
+    for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+        if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+            return t.bytes;
+    return Breakdown{};
+}
+
 Scenario llama3(const std::string& preset, int gpus, int mbs, int seq, const char* checkpointing) {
     json doc = trainingDoc({{"preset", preset}});
     doc["training"]["framework"] = "torchtitan";
@@ -192,12 +200,7 @@ void TestFrameworks::lossBytesPerFramework() {
         doc["training"]["sequence_length"] = 4096;
         if (loss)
             doc["training"]["loss"] = loss;
-        const Scenario sc = scenarioFromJson(doc);
-        const auto points = phaseTimeline(sc, 0, 2);
-        for (const TimelinePoint& t : points)
-            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
-                return (t.bytes[Category::Logits] - 4.0 * 4096 * 4096) / (4096.0 * 128256);
-        return -1.0;
+        return (atLoss(scenarioFromJson(doc))[Category::Logits] - 4.0 * 4096 * 4096) / (4096.0 * 128256);
     };
     // torchtitan and transformers: the saved fp32 log-softmax, nll's gradient and log-softmax's.
     QCOMPARE(lossAtBackward("torchtitan", nullptr), 12.0);
@@ -313,12 +316,7 @@ void TestFrameworks::activationOffloadingKeepsTwoLayers() {
     const Scenario offloaded = scenarioFromJson(doc);
     const double layer = layerActivations(kept, 0, 1).stored;
     // On the GPU: the layer being computed and the next one; in host memory: the other 30 of 32.
-    const auto points = phaseTimeline(offloaded, 0, 2);
-    const auto start = std::find_if(points.begin(), points.end(), [](const TimelinePoint& t) {
-        return t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning;
-    });
-    QVERIFY(start != points.end());
-    QCOMPARE(start->bytes[Category::Activations], 2 * layer);
+    QCOMPARE(atLoss(offloaded)[Category::Activations], 2 * layer);
     const Estimate est = estimate(offloaded);
     QCOMPARE(est.offload.cpuBytesPerGpu, 30 * layer);
     QCOMPARE(est.offload.deviceToHostBytes, 30 * layer);
@@ -371,12 +369,7 @@ void TestFrameworks::fullCheckpointingEveryNthLayer() {
     const Scenario every2 = scenarioFromJson(doc);
     QCOMPARE(layerActivations(every2, 0, 1).stored, all);   // block 1
     QCOMPARE(layerActivations(every2, 1, 1).stored, input); // block 2
-    const auto points = phaseTimeline(every2, 0, 2);
-    const auto lossStart = std::find_if(points.begin(), points.end(), [](const TimelinePoint& t) {
-        return t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning;
-    });
-    QVERIFY(lossStart != points.end());
-    QCOMPARE(lossStart->bytes[Category::Activations], 16 * all + 16 * input);
+    QCOMPARE(atLoss(every2)[Category::Activations], 16 * all + 16 * input);
     doc["training"]["activation_checkpointing"] = "selective"; // only full checkpointing takes it
     QCOMPARE(scenarioFromJson(doc).warnings.size(), std::size_t(1));
 
@@ -387,12 +380,7 @@ void TestFrameworks::fullCheckpointingEveryNthLayer() {
     doc["training"]["recompute_method"] = "uniform";
     doc["training"]["recompute_num_layers"] = 4;
     const Scenario uniform = scenarioFromJson(doc);
-    const auto at = [](const Scenario& sc) {
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
-            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
-                return t.bytes[Category::Activations];
-        return -1.0;
-    };
+    const auto at = [](const Scenario& sc) { return atLoss(sc)[Category::Activations]; };
     QCOMPARE(at(uniform), 8 * input);
     QCOMPARE(layerActivations(uniform, 1, 1).stored, 0.0);
     QCOMPARE(layerActivations(uniform, 4, 1).stored, input);
