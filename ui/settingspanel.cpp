@@ -253,9 +253,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "foreach holds sqrt(exp_avg_sq) for every parameter during the step; fused "
                          "kernels (Megatron, DeepSpeed, torchtune's fused=True) hold nothing"));
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
-        const std::string f = textAt(trainingOf(doc), "framework");
-        return QString::fromLatin1(f == "megatron" || f == "deepspeed" || f == "torchtune" ? "fused"
-                                                                                           : "foreach");
+        return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "optimizer_implementation"));
     };
     addField(trainingForm,
              choiceField("/training/activation_checkpointing", "Checkpointing",
@@ -298,9 +296,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "gradients), per chunk, or a compiled kernel that never writes fp32 logits "
                          "(torchtitan's under torch.compile)"));
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
-        const json& t = trainingOf(doc);
-        const bool compiled = t.contains("compile") && t["compile"] == true;
-        return QString::fromLatin1(textAt(t, "framework") == "torchtitan" && compiled ? "fused" : "full");
+        return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "loss"));
     };
     addField(trainingForm, boolField("/training/activation_offloading", "Offload activations",
                                      "Saved activations wait in host memory, a layer ahead of the "

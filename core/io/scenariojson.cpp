@@ -261,6 +261,36 @@ template <typename E> std::string nameOf(const std::vector<std::pair<std::string
     return {};
 }
 
+template <typename E>
+E valueOf(const std::vector<std::pair<std::string, E>>& names, const std::string& name) {
+    for (const auto& [n, v] : names)
+        if (n == name)
+            return v;
+    return names.front().second;
+}
+
+} // namespace
+
+std::string derivedTrainingDefault(const json& training, const std::string& key) {
+    auto text = [&](const char* k) {
+        return training.is_object() && training.contains(k) && training[k].is_string()
+                   ? training[k].get<std::string>()
+                   : std::string();
+    };
+    const std::string framework = text("framework");
+    if (key == "optimizer_implementation")
+        return framework == "megatron" || framework == "deepspeed" || framework == "torchtune" ? "fused"
+                                                                                               : "foreach";
+    if (key == "loss") {
+        const bool compiled =
+            training.is_object() && training.contains("compile") && training["compile"] == true;
+        return framework == "torchtitan" && compiled ? "fused" : "full";
+    }
+    return {};
+}
+
+namespace {
+
 void readTraining(const json& doc, Scenario& sc) {
     const auto s = section(doc, "training", true);
     auto& t = sc.training;
@@ -328,15 +358,15 @@ void readTraining(const json& doc, Scenario& sc) {
     // torch.optim.AdamW runs foreach on CUDA by default (torch/optim/optimizer.py
     // _default_to_fused_or_foreach); Megatron and DeepSpeed step with their fused Adam kernels; torchtune's
     // configs ask for fused=True.
-    const bool fusedByDefault = t.framework == Framework::Megatron || t.framework == Framework::DeepSpeed ||
-                                t.framework == Framework::Torchtune;
+    const json& section = doc.at("training");
     t.optimizerImpl = s.choice<OptimizerImpl>(
-        "optimizer_implementation", fusedByDefault ? OptimizerImpl::Fused : d.optimizerImpl, kOptimizerImpls);
+        "optimizer_implementation",
+        valueOf(kOptimizerImpls, derivedTrainingDefault(section, "optimizer_implementation")),
+        kOptimizerImpls);
     t.float8 = s.choice<Float8>("float8", d.float8, kFloat8);
     // torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
     // build_cross_entropy_loss): under training.compile the fp32 logits are never written.
-    t.loss = s.choice<LossKind>(
-        "loss", t.framework == Framework::Torchtitan && t.compile ? LossKind::Fused : d.loss, kLoss);
+    t.loss = s.choice<LossKind>("loss", valueOf(kLoss, derivedTrainingDefault(section, "loss")), kLoss);
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);

@@ -21,6 +21,10 @@ std::string scenarioToJsonString(const Scenario& scenario);
 // What a scenario gets for keys it leaves out, written out (TrainingSettings' and InferenceSettings'
 // member defaults are the one source): a new training or inference section starts from these.
 nlohmann::json defaultTrainingSection();
+// What the reader assumes for a training key the file leaves out when the default depends on other keys of
+// the section (the loss, the AdamW step: by framework and compile), as the file would spell it; empty when
+// the key's default is fixed. The settings panel shows these, so that it and the reader never disagree.
+std::string derivedTrainingDefault(const nlohmann::json& training, const std::string& key);
 nlohmann::json defaultInferenceSection();
 // The default scenario embedded from resources/default.headroom.json.
 nlohmann::json defaultScenarioDocument();
