@@ -126,9 +126,9 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
 } // namespace
 
 const std::vector<std::string>& supportedModelTypes() {
-    static const std::vector<std::string> types = {"gpt2",  "llama",    "mistral",     "mixtral",
-                                                   "qwen2", "qwen3",    "qwen3_moe",   "gemma2",
-                                                   "phi3",  "gpt_neox", "deepseek_v3", "gpt_oss"};
+    static const std::vector<std::string> types = {"gpt2",     "llama",       "mistral", "mixtral", "qwen2",
+                                                   "qwen3",    "qwen3_moe",   "gemma",   "gemma2",  "phi3",
+                                                   "gpt_neox", "deepseek_v3", "gpt_oss"};
     return types;
 }
 
@@ -210,6 +210,12 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
     } else if (t == "qwen2") {
         readLlamaLike(r, m, false);
         m.qkvBias = true; // Qwen2 always has q/k/v biases and no output bias
+    } else if (t == "gemma") {
+        // Gemma 1 (transformers' GemmaConfig): Llama's layout with tied embeddings, a 256-wide head_dim and,
+        // at 2B, one KV head (multi-query attention).
+        readLlamaLike(r, m, true);
+        m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
+        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
     } else if (t == "gemma2") {
         readLlamaLike(r, m, true);
         m.headDim = r.integer("head_dim", 1, kMaxDim, 256);

@@ -287,6 +287,20 @@ void TestEstimator::kvCacheVariants() {
     } catch (const Error& e) {
         QVERIFY(QString::fromUtf8(e.what()).contains("layer_types"));
     }
+    // Multi-head attention keeps every head: Llama 2 7B, 32 layers of 32 heads of 128, 2 x 32 x 32 x 128 x 2
+    // = 524,288 bytes (0.5 MiB) per token.
+    auto perTokenOf = [&](const char* preset, int tp) {
+        return estimate(scenarioWith(base, {{"model", {{"preset", preset}}},
+                                            {"cluster", {{"num_gpus", tp}, {"tensor_parallel", tp}}}}))
+            .serving.kvBytesPerToken;
+    };
+    QCOMPARE(perTokenOf("meta-llama/Llama-2-7b-hf", 1), 524288.0);
+    QCOMPARE(perTokenOf("meta-llama/Llama-2-7b-hf", 4), 524288.0 / 4);
+    // Multi-query attention: google/gemma-2b (keras-hub gemma_2b_en: 2,506,172,416 parameters) has one KV
+    // head of 256 in 18 layers: 2 x 18 x 256 x 2 = 18,432 bytes per token, and every tensor-parallel rank
+    // keeps that one head whole.
+    QCOMPARE(perTokenOf("google/gemma-2b", 1), 18432.0);
+    QCOMPARE(perTokenOf("google/gemma-2b", 2), 18432.0);
     // MLA caches the compressed latent (512 + 64) once per layer: DeepSeek-V3, 61 layers.
     const double mla =
         estimate(scenarioWith(base, {{"model", {{"preset", "deepseek-ai/DeepSeek-V3"}}},
