@@ -215,6 +215,8 @@ struct StageModel {
     double current = 1;              // the part of that which the micro-batch being computed is
     // Inference.
     double kvCache = 0;
+    double prefillKvCache = -1;   // at the end of the prefill, when it differs from kvCache (-1: it does not)
+    double decodeKvTransient = 0; // a decode step's copy of one layer's growing cache (transformers)
     double decodeActivations = 0;
     Mode mode = Mode::Training;
     // A serving engine: every quantity is the engine's own (its pool and its profiled step), none grows
@@ -657,6 +659,50 @@ constexpr double kSglangSamplerBytes = 10;
 // each tensor-parallel-1 run of the llm-d measurements; NCCL adds its communicators on top.
 constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
 
+// transformers' generate with its default DynamicCache (transformers 4.56: generation/utils.py,
+// cache_utils.py, and each family's modeling file). What it does differently from a paged cache:
+// - It caches what the attention module hands it. For multi-head latent attention that is the
+//   decompressed keys and values of every head (DeepseekV3Attention updates the cache after kv_b_proj),
+//   not the latent: heads x (qk_nope + qk_rope + v_head_dim) per token and layer.
+// - DynamicLayer.update grows a layer by torch.cat, so at a decode step the old and the new keys of one
+//   layer coexist for a moment: one layer's keys for the batch on top of the cache.
+// - DynamicSlidingWindowLayer keeps the last window - 1 tokens as a view of the concatenated states,
+//   and a view keeps its storage: until the first decode step replaces it, a sliding layer holds the whole
+//   prompt. The prompt is taken as the context (its worst case).
+// - generate passes logits_to_keep = 1 and copies the last position's logits to fp32: per sequence the
+//   model's bf16 logits and the fp32 copy, over the whole vocabulary on every rank (lm_head is
+//   "colwise_rep" in the families' tensor-parallel plans).
+// Sampling processors (top-k/top-p) are not modelled: greedy decoding.
+void huggingFaceGenerate(const Scenario& sc, StageModel& st, double prefillPerToken, int fullLayers,
+                         int slidingLayers) {
+    const ModelSpec& m = sc.model;
+    const InferenceSettings& in = sc.inference;
+    const double t = sc.cluster.tensorParallel;
+    const double e = 2;
+    const double ctx = in.contextLength;
+    double keys = 0, values = 0; // elements per token and layer on one GPU
+    if (m.mla) {
+        const double heads = std::max(1.0, std::floor(m.heads / t));
+        keys = heads * (m.qkNopeHeadDim + m.qkRopeHeadDim);
+        values = heads * m.vHeadDim;
+    } else {
+        keys = values = std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
+    }
+    const double layerBytes = (keys + values) * in.kvCacheBytes;
+    st.serving.kvBytesPerToken = layerBytes * st.layers;
+    const double window = std::min<double>(ctx, std::max(1, m.slidingWindow - 1));
+    st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window);
+    st.prefillKvCache = layerBytes * (fullLayers + slidingLayers) * ctx;
+    st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);
+    const double chunk = in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
+    st.activations = chunk * prefillPerToken;
+    st.decodeActivations = prefillPerToken;
+    if (in.attention == Attention::Eager)
+        st.scores = e * (m.heads / t) * chunk * ctx;
+    if (st.last)
+        st.logits = (2.0 + 4.0) * m.vocab;
+}
+
 StageModel inferenceStage(const Scenario& sc, int stage) {
     StageModel st;
     st.mode = Mode::Inference;
@@ -692,6 +738,10 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 
+    if (in.engine == Engine::HuggingFace) {
+        huggingFaceGenerate(sc, st, perToken, fullLayers, slidingLayers);
+        return st;
+    }
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -775,8 +825,12 @@ StageModel stageModel(const Scenario& sc, int stage) {
         *v *= c.linear;
     st.scores *= c.quadratic;
     st.transientScores *= c.quadratic;
-    if (!st.engine)
+    if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
+        st.decodeKvTransient *= c.kvCache;
+        if (st.prefillKvCache >= 0)
+            st.prefillKvCache *= c.kvCache;
+    }
     st.workspace = c.workspaceBytes;
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0)
         st.optimizerStep = c.optimizerStepBytesPerParameter * st.weights / sc.training.bytes.weights;
@@ -786,10 +840,12 @@ StageModel stageModel(const Scenario& sc, int stage) {
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
-    for (double* v :
-         {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
-          &st.kvCache, &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
+    for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
+                      &st.logitsGradient, &st.kvCache, &st.decodeKvTransient, &st.decodeActivations,
+                      &st.cachedLogits, &st.offloadedActivations})
         *v *= batch;
+    if (st.prefillKvCache > 0)
+        st.prefillKvCache *= batch;
     return st;
 }
 
@@ -841,12 +897,13 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Activations] = st.activations;
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
-        b[Category::KvCache] =
-            st.engine ? st.kvCache : st.kvCache * x; // an engine allocates its pool up front
+        b[Category::KvCache] = st.engine ? st.kvCache // an engine allocates its pool up front
+                                         : (st.prefillKvCache >= 0 ? st.prefillKvCache : st.kvCache) * x;
         break;
     case Phase::Decode:
         b[Category::Activations] = st.engine ? st.activations : st.decodeActivations;
         b[Category::Logits] = st.logits;
+        b[Category::KvCache] += st.decodeKvTransient;
         break;
     }
     // Section 4 has no workspace category: calibrated workspaces count with the activations.

@@ -211,7 +211,9 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
     std::vector<Change> out;
     const auto& in = sc.inference;
     const auto& c = sc.cluster;
-    if (in.kvCacheBytes > 1)
+    // transformers' DynamicCache keeps keys and values in the model's dtype (its quantised caches are
+    // optimum-quanto's and HQQ's int2/int4, not FP8).
+    if (in.kvCacheBytes > 1 && in.engine != Engine::HuggingFace)
         out.push_back(
             {"fp8_kv_cache", "FP8 KV cache", {{"inference", {{"kv_cache_dtype", "fp8"}}}}, [](Scenario& s) {
                  s.inference.kvCacheDtype = "fp8";

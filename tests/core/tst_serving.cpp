@@ -77,6 +77,7 @@ private slots:
     void engineBoundsPrefill();
     void engineSavingsSpeakInRequests();
     void servingExpertParallelWithoutDataParallel();
+    void huggingFaceGenerate();
     void inferenceJson();
     void servingExamples();
 };
@@ -357,6 +358,50 @@ void TestServing::servingExpertParallelWithoutDataParallel() {
     } catch (const Error& e) {
         QVERIFY(QString::fromUtf8(e.what()).contains("cluster.expert_parallel"));
     }
+}
+
+void TestServing::huggingFaceGenerate() {
+    // transformers' generate with its DynamicCache (4.56, cache_utils.py and the modeling files), by hand.
+    auto at = [](const Scenario& sc, Phase phase) {
+        Breakdown last;
+        for (const TimelinePoint& p : phaseTimeline(sc, 0, 4))
+            if (p.phase == phase)
+                last = p.bytes; // the phase's end
+        return last;
+    };
+    // Llama 3 8B, 4 sequences of 2,048 tokens: 8 KV heads x 128 x 2 (K and V) x 2 bytes = 4,096 bytes per
+    // token and layer, 32 layers: 1 GiB of cache. A decode step's torch.cat holds one layer's old and new
+    // keys at once: 8 x 128 x 2 bytes x 2,048 tokens x 4 sequences more. The logits are the last
+    // position's, bf16 and their fp32 copy, 6 bytes per vocabulary entry per sequence.
+    const Scenario llama = scenarioFromJson(
+        inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
+                     {{"engine", "huggingface"}, {"batch_size", 4}, {"context_length", 2048}}, {}));
+    QCOMPARE(at(llama, Phase::Prefill)[Category::KvCache], 1073741824.0);
+    QCOMPARE(at(llama, Phase::Decode)[Category::KvCache], 1073741824.0 + 16777216.0);
+    QCOMPARE(at(llama, Phase::Decode)[Category::Logits], 6.0 * 128256 * 4);
+    // gpt-oss-20b: 12 sliding layers (128-token window) and 12 full ones, 2,048 bytes per token and layer.
+    // Decoding, a sliding layer keeps window - 1 = 127 tokens; at the end of the prefill it still holds
+    // the whole prompt (a view of the concatenated states keeps their storage).
+    const Scenario oss = scenarioFromJson(
+        inferenceDoc({{"preset", "openai/gpt-oss-20b"}},
+                     {{"engine", "huggingface"}, {"batch_size", 2}, {"context_length", 4096}}, {}));
+    QCOMPARE(at(oss, Phase::Prefill)[Category::KvCache], 2048.0 * 24 * 4096 * 2);
+    QCOMPARE(at(oss, Phase::Decode)[Category::KvCache],
+             2048.0 * (12 * 4096 + 12 * 127) * 2 + 1024.0 * 4096 * 2); // + one layer's keys
+    // DeepSeek-V3 under transformers caches every head's decompressed keys (192) and values (128), not the
+    // 576-wide latent vLLM and SGLang keep: 128 x 320 x 2 bytes = 81,920 bytes per token and layer, 71x.
+    // Tensor parallel 8 splits the heads: 16 per rank.
+    const json ds = inferenceDoc({{"preset", "deepseek-ai/DeepSeek-V3"}},
+                                 {{"engine", "huggingface"}, {"context_length", 1000}},
+                                 {{"num_gpus", 8}, {"tensor_parallel", 8}});
+    const Estimate hf = estimate(scenarioFromJson(ds));
+    QCOMPARE(hf.serving.kvBytesPerToken, 16.0 * (192 + 128) * 2 * 61);
+    json latent = ds;
+    latent["inference"].erase("engine");
+    QCOMPARE(estimate(scenarioFromJson(latent)).serving.kvBytesPerToken, (512.0 + 64) * 2 * 61);
+    // FP8 KV cache is not a DynamicCache option: it is not offered as a saving under generate.
+    for (const Saving& sv : rankSavings(scenarioFromJson(ds)))
+        QVERIFY2(sv.id != "fp8_kv_cache", sv.description.c_str());
 }
 
 void TestServing::inferenceJson() {
