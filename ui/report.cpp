@@ -268,18 +268,24 @@ std::unique_ptr<QChart> secondChart(const Scenario& sc, const Estimate& est) {
 double drawTable(QPainter& p, const TextTable& t, double left, double top, double width, const QFont& font) {
     QFont bold = font;
     bold.setBold(true);
-    const QFontMetricsF fm(font);
-    const double line = fm.height() + 2;
+    // Metrics of the page's device (the PDF's 72 dpi), not the screen's: what is measured is what is drawn.
+    const QFontMetricsF fm(font, p.device());
+    const QFontMetricsF bfm(bold, p.device());
+    const double line = fm.height() + 3;
     double y = top;
+    // Titles and words wrap (a report is read whole: a model's name cut short loses what it is); numbers
+    // stay on one line. A path or a model name breaks after its slashes.
+    const auto wrapFlags = Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap;
+    auto breakable = [](QString text) { return text.replace(QLatin1Char('/'), QStringLiteral("/\u200B")); };
     p.setFont(bold);
-    p.drawText(QRectF(left, y, width, line), Qt::AlignLeft | Qt::AlignVCenter,
-               QFontMetricsF(bold).elidedText(t.title, Qt::ElideRight, width));
-    y += line + 1;
+    const double titleH = bfm.boundingRect(QRectF(0, 0, width, 3 * line), wrapFlags, t.title).height();
+    p.drawText(QRectF(left, y, width, std::max(line, titleH)), wrapFlags, t.title);
+    y += std::max(line, titleH) + 1;
     const int n = static_cast<int>(t.header.size());
     // Natural widths; when they do not fit, the widest column gives way (its cells are elided).
     std::vector<double> widths(static_cast<std::size_t>(n), 0);
     for (int i = 0; i < n; ++i) {
-        double w = QFontMetricsF(bold).horizontalAdvance(t.header[i]);
+        double w = bfm.horizontalAdvance(t.header[i]);
         for (const QStringList& r : t.rows)
             if (i < r.size())
                 w = std::max(w, fm.horizontalAdvance(r[i]));
@@ -299,25 +305,37 @@ double drawTable(QPainter& p, const TextTable& t, double left, double top, doubl
     else
         widths[0] += width - total;
     auto drawRow = [&](const QStringList& cells, bool header) {
+        auto isNumber = [&](int i) {
+            const QString first = cells[i].trimmed().left(1);
+            return t.header.value(i) != QLatin1String("Value") && !first.isEmpty() &&
+                   (first[0].isDigit() || first == QLatin1String("+") || first == QLatin1String("-"));
+        };
+        // The row is as tall as its longest wrapped words, up to three lines.
+        double h = line;
+        if (!header)
+            for (int i = 0; i < n && i < cells.size(); ++i)
+                if (!isNumber(i))
+                    h = std::max(
+                        h, fm.boundingRect(QRectF(0, 0, widths[static_cast<std::size_t>(i)] - 4, 3 * line),
+                                           wrapFlags, breakable(cells[i]))
+                               .height());
+        h = std::min(h, 3 * line);
         double x = left;
         p.setFont(header ? bold : font);
         for (int i = 0; i < n && i < cells.size(); ++i) {
             const double w = widths[static_cast<std::size_t>(i)];
-            const QString text = fm.elidedText(cells[i], Qt::ElideRight, w - 4);
             // Numbers align right, words left.
-            const QString first = cells[i].trimmed().left(1);
-            const bool number =
-                t.header.value(i) != QLatin1String("Value") && !first.isEmpty() &&
-                (first[0].isDigit() || first == QLatin1String("+") || first == QLatin1String("-"));
-            p.drawText(QRectF(x + 2, y, w - 4, line),
-                       (i > 0 && (number || (header && t.header.value(i) != QLatin1String("Value")))
-                            ? Qt::AlignRight
-                            : Qt::AlignLeft) |
-                           Qt::AlignVCenter,
-                       text);
+            const bool number = isNumber(i);
+            const bool right = i > 0 && (number || (header && t.header.value(i) != QLatin1String("Value")));
+            if (header || number)
+                p.drawText(QRectF(x + 2, y, w - 4, line),
+                           (right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+                           fm.elidedText(cells[i], Qt::ElideRight, w - 4));
+            else
+                p.drawText(QRectF(x + 2, y + 1, w - 4, h), wrapFlags, breakable(cells[i]));
             x += w;
         }
-        y += line;
+        y += h;
     };
     drawRow(t.header, true);
     p.setPen(QPen(QColor(0x99, 0x99, 0x99), 0.5));
@@ -413,9 +431,12 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
         body.setPointSizeF(10.5);
         body.setBold(true);
         double y = margin;
+        // A long scenario name takes a smaller type before it is cut short.
+        while (title.pointSizeF() > 12 && QFontMetricsF(title, &pdf).horizontalAdvance(r.title) > inner)
+            title.setPointSizeF(title.pointSizeF() - 0.5);
         p.setFont(title);
         p.drawText(QRectF(margin, y, inner, 24), Qt::AlignLeft | Qt::AlignVCenter,
-                   QFontMetricsF(title).elidedText(r.title, Qt::ElideRight, inner));
+                   QFontMetricsF(title, p.device()).elidedText(r.title, Qt::ElideRight, inner));
         y += 26;
         p.setFont(small);
         p.setPen(QColor(0x55, 0x55, 0x55));

@@ -489,6 +489,16 @@ void TestCli::reportsAndExports() {
         QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
         QVERIFY(pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
     }
+    // Nothing a reader needs is cut short: a long title takes a smaller type, a long setting wraps.
+    const std::string served =
+        HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json";
+    const QString servedPdf = m_dir.filePath("served.pdf");
+    QCOMPARE(cli({"report", served, "-o", servedPdf.toStdString()}).code, 0);
+    const QString servedText = pdfText(servedPdf);
+    QVERIFY2(servedText.contains(QString::fromStdString(loadScenarioFile(served).name)),
+             qPrintable(servedText));
+    QVERIFY2(!servedText.contains(QChar(0x2026)), qPrintable(servedText)); // no ellipsis anywhere
+    QVERIFY2(!text.contains(QChar(0x2026)), qPrintable(text));
     QCOMPARE(cli({"report", def, "-o", m_dir.filePath("x.docx").toStdString()}).code, 1);
     QCOMPARE(cli({"report", def}).code, 2);
     // Chart exports: a PNG at 3 pixels per point decodes at that size, the SVG parses, the PDF has a page.
