@@ -4,6 +4,8 @@
 #include "core/plan/scenario.h"
 
 #include <QFileInfo>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QString>
 #include <nlohmann/json.hpp>
 
@@ -19,9 +21,25 @@ inline bool haveShared() {
     return QFileInfo::exists(sharedDir() + QStringLiteral("/reference/hf_models.json"));
 }
 
+// Text of a PDF (poppler's pdftotext) and its page count (pdfinfo): exported PDFs must be readable text.
+inline QString pdfText(const QString& pdf) {
+    QProcess p;
+    p.start(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
+    p.waitForFinished(30000);
+    return QString::fromUtf8(p.readAllStandardOutput());
+}
+inline int pdfPages(const QString& pdf) {
+    QProcess p;
+    p.start(QStringLiteral("pdfinfo"), {pdf});
+    p.waitForFinished(30000);
+    const QString info = QString::fromUtf8(p.readAllStandardOutput());
+    const auto m = QRegularExpression(QStringLiteral("Pages:\\s+(\\d+)")).match(info);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
 // A training scenario document; callers patch what they test. Its AdamW is fused (no step temporaries), as
-// the papers and seeds most tests follow assume (DeepSpeed's and Megatron's fused Adam); tst_frameworks checks
-// the foreach and one-tensor-at-a-time steps.
+// the papers and seeds most tests follow assume (DeepSpeed's and Megatron's fused Adam); tst_frameworks
+// checks the foreach and one-tensor-at-a-time steps.
 inline nlohmann::json trainingDoc(const nlohmann::json& model) {
     return {{"schema", "headroom.scenario/1"},
             {"name", "test"},

@@ -12,6 +12,9 @@
 #include <QInputDialog>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPainter>
+#include <algorithm>
+#include <functional>
 
 namespace headroom {
 
@@ -62,15 +65,26 @@ void addTableCopyActions(QAbstractItemView* view, const QString& title) {
     view->addAction(csv);
 }
 
-void addChartExportActions(QChartView* view, const QString& name) {
+namespace {
+using Paint = std::function<void(QPainter*, const QRectF&)>;
+
+// "Copy Chart as Image" and "Export Chart..." for anything that can paint itself into a rectangle.
+void addExportActions(QWidget* view, const QString& name, const std::function<QString()>& title,
+                      const Paint& paint) {
     view->setContextMenuPolicy(Qt::ActionsContextMenu);
     auto* copy = new QAction(QObject::tr("Copy Chart as Image"), view);
     auto* save = new QAction(QObject::tr("Export Chart..."), view);
-    QObject::connect(copy, &QAction::triggered, view, [view] {
+    QObject::connect(copy, &QAction::triggered, view, [view, paint] {
         const QSize s = view->size();
-        QApplication::clipboard()->setImage(chartImage(view->chart(), s.width(), s.height(), 2));
+        QImage image(s * 2, QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(2);
+        image.fill(Qt::white);
+        QPainter painter(&image);
+        paint(&painter, QRectF(QPointF(0, 0), s));
+        painter.end();
+        QApplication::clipboard()->setImage(image);
     });
-    QObject::connect(save, &QAction::triggered, view, [view, name] {
+    QObject::connect(save, &QAction::triggered, view, [view, name, title, paint] {
         const QString path = QFileDialog::getSaveFileName(
             view, QObject::tr("Export Chart"), name + QStringLiteral(".png"),
             QObject::tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
@@ -87,11 +101,42 @@ void addChartExportActions(QChartView* view, const QString& name) {
         }
         std::string error;
         const QSize s = view->size();
-        if (!exportChart(view->chart(), path.toStdString(), s.width(), s.height(), &error, scale))
+        if (!exportPainting(paint, title(), path.toStdString(), s.width(), s.height(), &error, scale))
             QMessageBox::warning(view, QObject::tr("Cannot export the chart"), QString::fromStdString(error));
     });
     view->addAction(copy);
     view->addAction(save);
+}
+} // namespace
+
+void addChartExportActions(QChartView* view, const QString& name) {
+    addExportActions(
+        view, name, [view] { return view->chart()->title(); },
+        [view](QPainter* p, const QRectF& r) { paintChart(view->chart(), p, r); });
+}
+
+namespace {
+// The widget paints itself (and its children) through the export's painter, so an SVG or a PDF keeps its
+// lines and text as vectors.
+Paint widgetPainter(QWidget* view) {
+    return [view](QPainter* p, const QRectF& r) {
+        p->save();
+        p->translate(r.topLeft());
+        p->scale(r.width() / std::max(1, view->width()), r.height() / std::max(1, view->height()));
+        view->render(p, QPoint(), QRegion(), QWidget::DrawWindowBackground | QWidget::DrawChildren);
+        p->restore();
+    };
+}
+} // namespace
+
+void addWidgetExportActions(QWidget* view, const QString& name, const QString& title) {
+    addExportActions(
+        view, name, [title] { return title; }, widgetPainter(view));
+}
+
+bool exportWidget(QWidget* view, const QString& title, const std::string& path, double scale,
+                  std::string* error) {
+    return exportPainting(widgetPainter(view), title, path, view->width(), view->height(), error, scale);
 }
 
 } // namespace headroom

@@ -437,24 +437,6 @@ void TestCli::allocatorWhatIf() {
     QVERIFY2(r.err.find("PyTorch memory snapshot") != std::string::npos, r.err.c_str());
 }
 
-namespace {
-// Text of a PDF (poppler's pdftotext) and its page count (pdfinfo): the report must be readable text.
-QString pdfText(const QString& pdf) {
-    QProcess p;
-    p.start(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
-    p.waitForFinished(30000);
-    return QString::fromUtf8(p.readAllStandardOutput());
-}
-int pdfPages(const QString& pdf) {
-    QProcess p;
-    p.start(QStringLiteral("pdfinfo"), {pdf});
-    p.waitForFinished(30000);
-    const QString info = QString::fromUtf8(p.readAllStandardOutput());
-    const auto m = QRegularExpression(QStringLiteral("Pages:\\s+(\\d+)")).match(info);
-    return m.hasMatch() ? m.captured(1).toInt() : -1;
-}
-} // namespace
-
 void TestCli::reportsAndExports() {
     const std::string def = HEADROOM_SOURCE_DIR "/resources/default.headroom.json";
     const Scenario sc = loadScenarioFile(def);
@@ -464,8 +446,8 @@ void TestCli::reportsAndExports() {
     const QString pdf = m_dir.filePath("report.pdf");
     Run r = cli({"report", def, "-o", pdf.toStdString()});
     QCOMPARE(r.code, 0);
-    QCOMPARE(pdfPages(pdf), 1);
-    const QString text = pdfText(pdf);
+    QCOMPARE(test::pdfPages(pdf), 1);
+    const QString text = test::pdfText(pdf);
     QVERIFY2(text.contains(QString::fromStdString(sc.name)), qPrintable(text));
     QVERIFY2(text.contains(peak), qPrintable(peak + " not in:\n" + text));
     // Markdown: the same numbers in its tables, its charts beside it as real PNGs.
@@ -487,14 +469,14 @@ void TestCli::reportsAndExports() {
             "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
         const QString measured = m_dir.filePath("measured.pdf");
         QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
-        QVERIFY(pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
+        QVERIFY(test::pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
     }
     // Nothing a reader needs is cut short: a long title takes a smaller type, a long setting wraps.
     const std::string served =
         HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json";
     const QString servedPdf = m_dir.filePath("served.pdf");
     QCOMPARE(cli({"report", served, "-o", servedPdf.toStdString()}).code, 0);
-    const QString servedText = pdfText(servedPdf);
+    const QString servedText = test::pdfText(servedPdf);
     QVERIFY2(servedText.contains(QString::fromStdString(loadScenarioFile(served).name)),
              qPrintable(servedText));
     QVERIFY2(!servedText.contains(QChar(0x2026)), qPrintable(servedText)); // no ellipsis anywhere
@@ -517,7 +499,7 @@ void TestCli::reportsAndExports() {
     QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
     QVERIFY(elements > 50);
     QCOMPARE(cli({"render", def, "-o", cpdf.toStdString()}).code, 0);
-    QCOMPARE(pdfPages(cpdf), 1);
+    QCOMPARE(test::pdfPages(cpdf), 1);
     QCOMPARE(cli({"render", def, "-o", png.toStdString(), "--scale", "20"}).code, 2);
 }
 

@@ -13,6 +13,7 @@
 #include "tests/windowfixture.h"
 #include "ui/mainwindow.h"
 #include "ui/scenariodocument.h"
+#include "ui/tablecopy.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
@@ -38,6 +39,7 @@
 #include <QTest>
 #include <QTreeView>
 #include <QUndoStack>
+#include <QXmlStreamReader>
 #include <set>
 
 using namespace headroom;
@@ -92,6 +94,7 @@ private slots:
     void diffTwoRuns();
     void calibrateFromTheWindow();
     void allocatorWhatIfPanel();
+    void chartsExportAsImagesSvgAndPdf();
 
 private:
     std::unique_ptr<MainWindow> window();
@@ -726,6 +729,62 @@ void TestTraceView::allocatorWhatIfPanel() {
         QCoreApplication::processEvents();
         w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/allocator.png");
     }
+}
+
+void TestTraceView::chartsExportAsImagesSvgAndPdf() {
+    // The trace view's own drawings (timeline, segments, by-category bars, allocator plot) have the planner
+    // charts' "Copy Chart as Image" and "Export Chart...": what is on screen, as PNG, SVG or PDF.
+    if (!test::haveShared())
+        QSKIP("../shared/traces is absent");
+    auto w = window();
+    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    QVERIFY(view && !view->hasFailed());
+    w->show();
+    QCoreApplication::processEvents();
+    const QList<QWidget*> drawings = {view->timeline(), view->segmentView(), view->categoryBars(),
+                                      view->allocatorPanel()->findChild<ReservedPlot*>()};
+    for (QWidget* d : drawings) {
+        QVERIFY(d);
+        QStringList texts;
+        for (QAction* a : d->actions())
+            texts << a->text();
+        QVERIFY2(texts.contains("Copy Chart as Image") && texts.contains("Export Chart..."),
+                 d->metaObject()->className());
+    }
+    // The timeline copied: an image of the widget at twice its size, with something drawn on it.
+    QApplication::clipboard()->clear();
+    for (QAction* a : view->timeline()->actions())
+        if (a->text() == "Copy Chart as Image")
+            a->trigger();
+    const QImage image = QApplication::clipboard()->image();
+    QCOMPARE(image.size(), view->timeline()->size() * 2);
+    int coloured = 0;
+    for (int y = 0; y < image.height(); y += 4)
+        for (int x = 0; x < image.width(); x += 4)
+            coloured += image.pixelColor(x, y).saturation() > 60;
+    QVERIFY2(coloured > 100, qPrintable(QString::number(coloured))); // the bands and lines, not a blank
+    // Exported as vectors: the SVG parses and keeps the peak's label as text; the PDF is one page with it.
+    const QString svg = m_dir.filePath("timeline.svg"), pdf = m_dir.filePath("timeline.pdf"),
+                  png = m_dir.filePath("timeline.png");
+    std::string error;
+    QVERIFY2(exportWidget(view->timeline(), "Memory timeline", svg.toStdString(), 2, &error), error.c_str());
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QXmlStreamReader xml(&f);
+    QString text;
+    while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::Characters)
+            text += xml.text();
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QVERIFY2(text.contains("peak 1.66 GiB"), qPrintable(text.left(400)));
+    QVERIFY2(exportWidget(view->timeline(), "Memory timeline", pdf.toStdString(), 2, &error), error.c_str());
+    QCOMPARE(test::pdfPages(pdf), 1);
+    QVERIFY(test::pdfText(pdf).contains("peak 1.66 GiB"));
+    QVERIFY2(exportWidget(view->timeline(), "Memory timeline", png.toStdString(), 3, &error), error.c_str());
+    QCOMPARE(QImage(png).size(), view->timeline()->size() * 3);
+    if (!qEnvironmentVariableIsEmpty("HEADROOM_TEST_SHOTS")) // look at them: HEADROOM_TEST_SHOTS=DIR
+        for (const QString& out : {png, svg, pdf})
+            QFile::copy(out, qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/" + QFileInfo(out).fileName());
 }
 
 QTEST_MAIN(TestTraceView)

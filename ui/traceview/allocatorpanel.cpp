@@ -1,6 +1,7 @@
 #include "ui/traceview/allocatorpanel.h"
 
 #include "core/io/bytesformat.h"
+#include "ui/tablecopy.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -170,6 +171,8 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Device memory"), m_capacity);
     layout->addLayout(form);
     m_plot = new ReservedPlot(this);
+    addWidgetExportActions(m_plot, QStringLiteral("allocator-whatif"),
+                           tr("Reserved memory, recorded and replayed"));
     layout->addWidget(m_plot, 1);
     m_text = new QLabel(this);
     m_text->setObjectName("allocatorResult");

@@ -23,6 +23,7 @@ CategoryBars::CategoryBars(QWidget* parent) : QWidget(parent) {
     layout->setContentsMargins(6, kBars, 6, 6);
     m_table = new QTableWidget(0, 4);
     addTableCopyActions(m_table, tr("Estimate vs measured"));
+    addWidgetExportActions(this, QStringLiteral("by-category"), tr("By category"));
     m_table->setHorizontalHeaderLabels(
         {tr("Category"), tr("Measured"), tr("Estimate"), tr("Estimate − measured")});
     m_table->verticalHeader()->hide();

@@ -126,6 +126,7 @@ void TraceView::build() {
     topLayout->setContentsMargins(0, 0, 0, 0);
     topLayout->setSpacing(2);
     m_timeline = new TimelineWidget;
+    addWidgetExportActions(m_timeline, QStringLiteral("memory-timeline"), tr("Memory timeline"));
     m_minimap = new TimelineMinimap(m_timeline);
     topLayout->addWidget(m_timeline, 1);
     topLayout->addWidget(m_minimap);
@@ -174,6 +175,7 @@ void TraceView::build() {
     m_details = new AllocationDetails;
     m_sideTabs->addTab(m_details, tr("Allocation"));
     m_segments = new SegmentView;
+    addWidgetExportActions(m_segments, QStringLiteral("segments"), tr("Segments"));
     auto* scroll = new QScrollArea;
     scroll->setWidget(m_segments);
     scroll->setWidgetResizable(true);
