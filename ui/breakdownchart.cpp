@@ -94,9 +94,14 @@ void BreakdownChart::setStyle(const ChartStyle& style) {
     m_style = style;
     m_markerShown.fill(-1); // a theme change rebuilds the legend's look
     m_style.apply(this);
+    QFont labelFont = m_capacityLabel->pointLabelsFont();
+    labelFont.setPointSizeF(m_style.presentation ? 13 : 9);
+    m_capacityLabel->setPointLabelsFont(labelFont);
     // The theme resets series colours: put the category colours back.
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         colourBarSet(m_sets[i], categoryAt(i));
+        if (m_style.presentation)
+            m_sets[i]->setPen(m_style.segmentPen());
     }
     rebuild();
 }

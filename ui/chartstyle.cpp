@@ -10,10 +10,31 @@
 namespace headroom {
 
 void ChartStyle::apply(QChart* chart) const {
-    chart->setTheme(dark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
+    const QChart::ChartTheme theme = dark ? QChart::ChartThemeDark : QChart::ChartThemeLight;
+    // setTheme does nothing when the theme is unchanged, which would leave presentation's colours behind.
+    if (chart->property("headroomPresentation").toBool() && !presentation && chart->theme() == theme)
+        chart->setTheme(dark ? QChart::ChartThemeLight : QChart::ChartThemeDark);
+    chart->setProperty("headroomPresentation", presentation);
+    chart->setTheme(theme);
     chart->setAnimationOptions(QChart::NoAnimation); // every setting change must repaint within a frame
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
+    if (presentation) {
+        // Qt's themes draw labels and grid in mid greys; a projector washes those out.
+        const QColor fg = foreground(), bg = background();
+        chart->setBackgroundBrush(bg);
+        chart->setPlotAreaBackgroundVisible(false);
+        chart->setTitleBrush(fg);
+        chart->legend()->setLabelColor(fg);
+        for (QAbstractAxis* axis : chart->axes()) {
+            axis->setLabelsColor(fg);
+            axis->setTitleBrush(fg);
+            axis->setLinePen(QPen(fg, 2));
+            QColor grid = fg;
+            grid.setAlphaF(0.45);
+            axis->setGridLinePen(QPen(grid, 1));
+        }
+    }
     QFont title = chart->titleFont();
     const double grow = presentation ? 1.6 : 1.0;
     title.setPointSizeF(10 * grow);
@@ -33,8 +54,28 @@ void ChartStyle::apply(QChart* chart) const {
     }
 }
 
+QColor ChartStyle::background() const {
+    if (presentation)
+        return dark ? Qt::black : Qt::white;
+    return dark ? QColor(0x28, 0x28, 0x28) : Qt::white;
+}
+
+QColor ChartStyle::foreground() const {
+    if (presentation)
+        return dark ? Qt::white : Qt::black;
+    return dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c);
+}
+
+QPen ChartStyle::segmentPen() const {
+    if (!presentation)
+        return Qt::NoPen;
+    QPen pen(background(), 1.5);
+    pen.setJoinStyle(Qt::MiterJoin);
+    return pen;
+}
+
 QPen ChartStyle::capacityPen(bool fits) const {
-    QPen pen(fits ? (dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x2c, 0x2c, 0x2c)) : QColor(0xd6, 0x27, 0x28));
+    QPen pen(fits ? foreground() : QColor(0xd6, 0x27, 0x28));
     pen.setWidth(presentation ? 3 : 2);
     pen.setStyle(Qt::DashLine);
     return pen;

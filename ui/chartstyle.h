@@ -12,7 +12,10 @@ namespace headroom {
 struct ChartStyle {
     ByteUnit unit = ByteUnit::GiB;
     bool dark = false;
-    bool presentation = false; // larger type and lines, for a projector or a full-screen meeting
+    // Larger type and lines and a high-contrast palette, for a projector, a full-screen meeting or greyscale
+    // print: pure background, black (white) text, axes and grid, and a background-coloured outline around
+    // every filled segment so that neighbours stay apart when their greys are close.
+    bool presentation = false;
 
     double scale(double bytes) const { return bytes / (unit == ByteUnit::GiB ? 1073741824.0 : 1e9); }
     QString unitName() const { return unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"); }
@@ -20,6 +23,10 @@ struct ChartStyle {
         return QString::number(scale(bytes), 'f', precision) + QLatin1Char(' ') + unitName();
     }
     void apply(QChart* chart) const; // theme, background, fonts
+    QColor background() const;       // what charts are drawn on
+    QColor foreground() const;       // text, axes
+    // The outline of a filled segment (a bar's category, a timeline band): none outside presentation.
+    QPen segmentPen() const;
     // The dashed capacity line every chart draws: red when the plan does not fit.
     QPen capacityPen(bool fits = true) const;
 };

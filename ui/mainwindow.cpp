@@ -181,10 +181,6 @@ void MainWindow::build() {
     m_verdict = new QLabel(verdictBox);
     m_verdict->setObjectName("verdict");
     m_verdict->setTextFormat(Qt::PlainText);
-    QFont big = m_verdict->font();
-    big.setPointSizeF(13);
-    big.setBold(true);
-    m_verdict->setFont(big);
     m_verdictDetails = new QLabel(verdictBox);
     m_verdictDetails->setObjectName("verdictDetails");
     m_verdictDetails->setTextFormat(Qt::RichText);
@@ -194,8 +190,6 @@ void MainWindow::build() {
     // A fixed height: new numbers in the verdict must not relayout (and so repaint) the whole window.
     for (QLabel* l : {m_verdict, m_verdictDetails})
         l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-    m_verdict->setFixedHeight(QFontMetrics(big).height() + 2);
-    m_verdictDetails->setFixedHeight(m_verdictDetails->fontMetrics().height() * 2 + 2);
     m_error = new QLabel(centre);
     m_error->setObjectName("validationError");
     m_error->setWordWrap(true);
@@ -239,9 +233,7 @@ void MainWindow::build() {
     for (int column : {1, 2})
         tableView->horizontalHeader()->setSectionResizeMode(column, QHeaderView::Fixed);
     m_tableView = tableView;
-    sizeNumberColumns();
-    tableView->verticalHeader()->setDefaultSectionSize(20);
-    m_savingsView->verticalHeader()->setDefaultSectionSize(20);
+    sizeFromFont();
     sideLayout->addWidget(fitTitle);
     sideLayout->addWidget(m_savingsView, 3);
     sideLayout->addWidget(new QLabel(tr("<b>Most-loaded GPU at its peak</b>"), side));
@@ -527,6 +519,7 @@ void MainWindow::setPresentationMode(bool on) {
     if (on)
         font.setPointSizeF(normal.pointSizeF() * 1.35);
     QApplication::setFont(font);
+    sizeFromFont();
     ChartStyle s = m_style;
     s.presentation = on;
     setStyle(s);
@@ -605,6 +598,20 @@ void MainWindow::scheduleUpdate() {
     m_updatePending = true;
     QMetaObject::invokeMethod(
         this, [this] { updateViews(); }, Qt::QueuedConnection);
+}
+
+void MainWindow::sizeFromFont() {
+    const QFont app = QApplication::font();
+    QFont big = app;
+    big.setPointSizeF(app.pointSizeF() * 13 / 9); // 13 pt beside the usual 9
+    big.setBold(true);
+    m_verdict->setFont(big);
+    m_verdict->setFixedHeight(QFontMetrics(big).height() + 2);
+    m_verdictDetails->setFixedHeight(QFontMetrics(app).height() * 2 + 2);
+    const int row = QFontMetrics(app).height() + 6;
+    m_tableView->verticalHeader()->setDefaultSectionSize(row);
+    m_savingsView->verticalHeader()->setDefaultSectionSize(row);
+    sizeNumberColumns();
 }
 
 void MainWindow::sizeNumberColumns() {

@@ -100,6 +100,9 @@ private:
     void scheduleUpdate();
     void rememberScenario(); // Open Recent and the next session's start
     void sizeNumberColumns();
+    // What is sized from the type (the verdict's lines, table rows, number columns), again after the
+    // application font changes (presentation mode).
+    void sizeFromFont();
     void updateTitle();
     void applySaving(int row);
     void addRecent(const QString& path);

@@ -2,12 +2,14 @@
 
 #include "core/plan/solvers.h"
 
+#include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPen>
 #include <QScatterSeries>
 #include <QValueAxis>
+#include <algorithm>
 #include <cmath>
 
 namespace headroom {
@@ -77,8 +79,12 @@ SweepChart::SweepChart(QGraphicsItem* parent) : QChart(parent) {
     m_limit = new QScatterSeries(this);
     m_current = new QScatterSeries(this);
     m_limit->setMarkerSize(11);
-    m_limit->setPointLabelsVisible(true);
-    m_limit->setPointLabelsClipping(false);
+    m_limitLabel = new QScatterSeries(this);
+    m_limitLabel->setMarkerSize(1);
+    m_limitLabel->setColor(Qt::transparent);
+    m_limitLabel->setBorderColor(Qt::transparent);
+    m_limitLabel->setPointLabelsVisible(true);
+    m_limitLabel->setPointLabelsClipping(false);
     m_current->setMarkerSize(8);
     m_current->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     m_x = new QLogValueAxis(this);
@@ -89,13 +95,31 @@ SweepChart::SweepChart(QGraphicsItem* parent) : QChart(parent) {
     addAxis(m_x, Qt::AlignBottom);
     addAxis(m_y, Qt::AlignLeft);
     for (QXYSeries* s : {static_cast<QXYSeries*>(m_line), static_cast<QXYSeries*>(m_capacity),
-                         static_cast<QXYSeries*>(m_limit), static_cast<QXYSeries*>(m_current)}) {
+                         static_cast<QXYSeries*>(m_limit), static_cast<QXYSeries*>(m_current),
+                         static_cast<QXYSeries*>(m_limitLabel)}) {
         addSeries(s);
         s->attachAxis(m_x);
         s->attachAxis(m_y);
     }
     legend()->hide();
+    connect(this, &QChart::plotAreaChanged, this, [this] { placeLimitLabel(); });
     setStyle(m_style);
+}
+
+void SweepChart::placeLimitLabel() {
+    const QRectF area = plotArea();
+    if (m_limit->count() == 0 || area.width() <= 0) {
+        m_limitLabel->clear();
+        return;
+    }
+    const QPointF at = mapToPosition(m_limit->at(0), m_limit);
+    const double w =
+        QFontMetricsF(m_limitLabel->pointLabelsFont()).horizontalAdvance(m_limitLabel->pointLabelsFormat());
+    double centre = at.x() + 8 + w / 2; // starting just right of the marker
+    if (centre + w / 2 > area.right())
+        centre = at.x() - 8 - w / 2; // or ending just left of it
+    centre = std::max(centre, area.left() + w / 2);
+    m_limitLabel->replace(QList<QPointF>{mapToValue(QPointF(centre, at.y()), m_limitLabel)});
 }
 
 void SweepChart::setStyle(const ChartStyle& style) {
@@ -105,6 +129,10 @@ void SweepChart::setStyle(const ChartStyle& style) {
     line.setWidth(2);
     m_line->setPen(line);
     m_limit->setColor(QColor(0x2c, 0xa0, 0x2c));
+    QFont labels = m_limitLabel->pointLabelsFont();
+    labels.setPointSizeF(m_style.presentation ? 12 : 8);
+    m_limitLabel->setPointLabelsFont(labels);
+    m_limitLabel->setPointLabelsColor(m_style.foreground());
     m_current->setColor(QColor(0xff, 0x7f, 0x0e));
     m_y->setTitleText(m_style.unitName());
 }
@@ -147,8 +175,8 @@ void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
         const QString label = m_variable == SweepVariable::GpuCount
                                   ? QStringLiteral("fits from %1").arg(m_result.limit)
                                   : QStringLiteral("largest that fits: %1").arg(m_result.limit);
-        if (m_limit->pointLabelsFormat() != label)
-            m_limit->setPointLabelsFormat(label);
+        if (m_limitLabel->pointLabelsFormat() != label)
+            m_limitLabel->setPointLabelsFormat(label);
     } else {
         m_limit->clear();
     }
@@ -158,6 +186,7 @@ void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
         setTitle(QStringLiteral("Peak against %1").arg(name));
         m_x->setTitleText(name);
     }
+    placeLimitLabel();
 }
 
 } // namespace headroom

@@ -40,6 +40,10 @@ private:
     QLineSeries* m_line = nullptr;
     QLineSeries* m_capacity = nullptr;
     QScatterSeries* m_limit = nullptr;
+    // The limit's words, beside its marker rather than centred over it (centred, a limit at the axis put
+    // them over the axis labels): an invisible point placed from the plot's pixels.
+    QScatterSeries* m_limitLabel = nullptr;
+    void placeLimitLabel();
     QScatterSeries* m_current = nullptr;
     QLogValueAxis* m_x = nullptr;
     QValueAxis* m_y = nullptr;

@@ -687,8 +687,44 @@ void TestMainWindow::presentationMode() {
     QVERIFY(w->isPresentationMode());
     QVERIFY(QApplication::font().pointSizeF() > before * 1.3);
     QVERIFY(w->sweepChart()->titleFont().pointSizeF() > title * 1.5);
+    // The verdict's lines grow with the type instead of being cut off.
+    auto* verdict = w->findChild<QLabel*>("verdict");
+    auto* details = w->findChild<QLabel*>("verdictDetails");
+    QVERIFY(verdict->height() >= verdict->fontMetrics().height());
+    QVERIFY(details->height() >= 2 * details->fontMetrics().height());
+    // High contrast: black on white (WCAG's contrast ratio, 21:1 at most; AAA asks 7:1 of text), grid lines
+    // that a projector keeps (3:1, what WCAG asks of graphics), and each stacked segment outlined in the
+    // background so that neighbours with close greys stay apart in print.
+    auto luminance = [](const QColor& c) {
+        auto lin = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * lin(c.redF()) + 0.7152 * lin(c.greenF()) + 0.0722 * lin(c.blueF());
+    };
+    auto contrast = [&](const QColor& a, const QColor& b) {
+        const double la = luminance(a), lb = luminance(b);
+        return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+    };
+    auto blend = [](const QColor& over, const QColor& under) { // a translucent pen on the background
+        const double a = over.alphaF();
+        return QColor::fromRgbF(static_cast<float>(over.redF() * a + under.redF() * (1 - a)),
+                                static_cast<float>(over.greenF() * a + under.greenF() * (1 - a)),
+                                static_cast<float>(over.blueF() * a + under.blueF() * (1 - a)));
+    };
+    BreakdownChart* chart = w->breakdownChart();
+    const QColor bg = chart->backgroundBrush().color();
+    QAbstractAxis* axis = chart->axes(Qt::Vertical).first();
+    QVERIFY2(contrast(axis->labelsColor(), bg) >= 7, qPrintable(axis->labelsColor().name()));
+    QVERIFY(contrast(chart->titleBrush().color(), bg) >= 7);
+    QVERIFY(contrast(blend(axis->gridLinePen().color(), bg), bg) >= 3);
+    for (QBarSet* set : chart->findChildren<QBarSet*>()) {
+        QCOMPARE(set->pen().color(), bg);
+        QVERIFY(set->pen().widthF() >= 1.5);
+    }
     mode->setChecked(false);
     QVERIFY(!w->isPresentationMode());
+    // Outside presentation the theme's quieter grid is back and the bars have their own darker borders.
+    QVERIFY(contrast(blend(chart->axes(Qt::Vertical).first()->gridLinePen().color(), bg), bg) < 3);
+    for (QBarSet* set : chart->findChildren<QBarSet*>())
+        QVERIFY(set->pen().color() != bg);
     // Help > About: the version, Qt's, and the dependencies with their licences.
     const QString about = MainWindow::aboutText();
     QVERIFY(about.contains(QString::fromUtf8(version())));
