@@ -159,8 +159,9 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         else
             row(QStringLiteral("Request length"), count(in.requestLength()));
         row(QStringLiteral("Weights"),
-            in.quantised ? QString::fromStdString(sc.model.quantization.label())
-                         : QString::fromStdString(in.weightDtype == "checkpoint" ? "bf16" : in.weightDtype));
+            weightsStayQuantised(sc)
+                ? QString::fromStdString(sc.model.quantization.label())
+                : QString::fromStdString(in.weightDtype == "checkpoint" ? "bf16" : in.weightDtype));
         row(QStringLiteral("KV cache"), QString::fromStdString(in.kvCacheDtype));
     }
     row(QStringLiteral("GPUs"),

@@ -82,7 +82,7 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                     {"kv_cache_tokens", sv.kvCacheTokens},
                     {"max_concurrency", std::round(sv.maxConcurrency * 100) / 100},
                     {"request_length", sv.requestLength},
-                    {"weight_storage", sc.inference.quantised ? sc.model.quantization.label()
+                    {"weight_storage", weightsStayQuantised(sc) ? sc.model.quantization.label()
                                        : sc.inference.weightDtype == "checkpoint"
                                            ? std::string("bf16")
                                            : sc.inference.weightDtype}};

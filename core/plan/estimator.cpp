@@ -1,5 +1,7 @@
 #include "core/plan/estimator.h"
 
+#include "core/plan/gpucatalogue.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -292,7 +294,7 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         // vllm/model_executor/layers/quantization/utils/mxfp4_utils.py); holding each 32-value scale in
         // two bytes accounts for all but 0.1 and 0.3 GiB of it.
         loaded.scaleBytes = 2;
-    const Quantization* quantised = inference && sc.inference.quantised ? &loaded : nullptr;
+    const Quantization* quantised = weightsStayQuantised(sc) ? &loaded : nullptr;
     // Layers come in at most two kinds (dense, MoE); compute each kind once. A quantised checkpoint's
     // bytes depend on the layer's name only through modules_to_not_convert, which names layers by
     // pattern, so one layer of each kind stands for the rest.
@@ -1226,5 +1228,14 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, int stage, 
 }
 
 } // namespace
+
+bool weightsStayQuantised(const Scenario& sc) {
+    if (sc.mode != Mode::Inference || !sc.inference.quantised)
+        return false;
+    // quant_method "fp8" is transformers' FineGrainedFP8 (DeepSeek-V3, Qwen3-FP8); compressed-tensors has its
+    // own loader.
+    return !(sc.inference.engine == Engine::HuggingFace && sc.model.quantization.name == "fp8" &&
+             !hasNativeFp8(sc.cluster.gpu));
+}
 
 } // namespace headroom

@@ -10,6 +10,11 @@ namespace headroom {
 
 enum class Phase { Forward, Backward, Optimizer, Prefill, Decode };
 const char* phaseName(Phase p);
+// Whether an inference plan holds the weights as the checkpoint stores them (weight_dtype "checkpoint" and
+// a quantised checkpoint), after what the engine does on load: transformers dequantizes an FP8 checkpoint
+// (quant_method "fp8") to bf16 on a GPU without FP8 (FineGrainedFP8HfQuantizer.validate_environment:
+// compute capability below 8.9), where vLLM keeps it (its Marlin FP8 kernels).
+bool weightsStayQuantised(const Scenario& sc);
 
 // Activation bytes one transformer layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022,
 // generalised to GQA/MLA, gated MLPs and MoE routing).

@@ -16,5 +16,9 @@ struct GpuSpec {
 const std::vector<GpuSpec>& gpuCatalogue();
 // By name or alias, case-insensitively; nullptr when unknown.
 const GpuSpec* findGpu(const std::string& name);
+// Whether the GPU computes with FP8 weights natively (compute capability 8.9 or above: Ada, Hopper,
+// Blackwell; and MI300, whose ROCm capability reads 9.4). A100s (8.0) and older do not. A name Headroom
+// does not know is taken as a current GPU, which does.
+bool hasNativeFp8(const std::string& gpu);
 
 } // namespace headroom

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/plan/estimator.h"
+#include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 
 #include <algorithm>
@@ -220,7 +221,8 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                  s.inference.kvCacheBytes = 1;
                  s.inference.kvCacheDtypeGiven = true;
              }});
-    if (in.weightBytes > 1 && !in.quantised)
+    // transformers computes FP8 weights only on GPUs that have FP8 (it dequantizes them elsewhere).
+    if (in.weightBytes > 1 && !in.quantised && !(in.engine == Engine::HuggingFace && !hasNativeFp8(c.gpu)))
         out.push_back(
             {"fp8_weights", "FP8 weights", {{"inference", {{"weight_dtype", "fp8"}}}}, [](Scenario& s) {
                  s.inference.weightDtype = "fp8";

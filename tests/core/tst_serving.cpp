@@ -421,6 +421,23 @@ void TestServing::huggingFaceGenerate() {
     json latent = ds;
     latent["inference"].erase("engine");
     QCOMPARE(estimate(scenarioFromJson(latent)).serving.kvBytesPerToken, (512.0 + 64) * 2 * 61);
+    // An FP8 checkpoint on a GPU without FP8: transformers dequantizes it to bf16 on load (its
+    // FineGrainedFP8 quantizer, compute capability below 8.9), vLLM does not. Qwen3-30B-A3B-FP8's blocks:
+    json fp8 = findModelPreset("Qwen/Qwen3-30B-A3B")->config;
+    fp8["quantization_config"] = {
+        {"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}};
+    auto weights = [&](const char* engine, const char* gpu) {
+        const Scenario sc = scenarioFromJson(inferenceDoc(
+            fp8, {{"engine", engine}, {"context_length", 1024}, {"max_model_len", 1024}}, {{"gpu", gpu}}));
+        return std::make_pair(
+            estimate(sc).perGpu[Category::Weights],
+            estimateToJson(sc, estimate(sc))["inference"]["weight_storage"].get<std::string>());
+    };
+    QCOMPARE(weights("huggingface", "A100-80GB").first, 2.0 * 30532122624);
+    QCOMPARE(weights("huggingface", "A100-80GB").second, std::string("bf16"));
+    QCOMPARE(weights("huggingface", "H100-SXM-80GB").first, weights("vllm", "A100-80GB").first);
+    QVERIFY(weights("vllm", "A100-80GB").first < 0.6 * 2.0 * 30532122624);
+    QVERIFY(weights("vllm", "A100-80GB").second != "bf16");
     // FP8 KV cache is not a DynamicCache option: it is not offered as a saving under generate.
     for (const Saving& sv : rankSavings(scenarioFromJson(ds)))
         QVERIFY2(sv.id != "fp8_kv_cache", sv.description.c_str());
