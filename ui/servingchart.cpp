@@ -1,8 +1,8 @@
 #include "ui/servingchart.h"
 
+#include <QCategoryAxis>
 #include <QLegendMarker>
 #include <QLineSeries>
-#include <QLogValueAxis>
 #include <QPen>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -28,10 +28,9 @@ ServingChart::ServingChart(QGraphicsItem* parent) : QChart(parent) {
         s->setPointLabelsVisible(true);
         s->setPointLabelsClipping(false);
     }
-    m_x = new QLogValueAxis(this);
-    m_x->setBase(2);
-    m_x->setLabelFormat(QStringLiteral("%g"));
-    m_x->setTitleText(QStringLiteral("tokens per request"));
+    m_x = new QCategoryAxis(this);
+    m_x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    m_x->setTitleText(QStringLiteral("tokens per request (k = 1,024)"));
     m_yTokens = new QValueAxis(this);
     m_yTokens->setLabelFormat(QStringLiteral("%g"));
     m_yTokens->setTitleText(QStringLiteral("KV tokens (k)"));
@@ -79,7 +78,7 @@ void ServingChart::setScenario(const Scenario& sc, const Estimate& est) {
     QList<QPointF> tokens, requests;
     double topTokens = 1, topRequests = 1;
     for (const ServingPoint& p : m_points) {
-        const double x = static_cast<double>(p.requestLength);
+        const double x = std::log2(static_cast<double>(p.requestLength));
         tokens.append({x, static_cast<double>(p.kvTokens) / 1000});
         requests.append({x, p.maxConcurrency});
         topTokens = std::max(topTokens, static_cast<double>(p.kvTokens) / 1000);
@@ -93,17 +92,29 @@ void ServingChart::setScenario(const Scenario& sc, const Estimate& est) {
                                          : static_cast<double>(est.maxMicroBatchSize) * len;
     const double conc =
         est.serving.engine ? est.serving.maxConcurrency : static_cast<double>(est.maxMicroBatchSize);
-    m_currentTokens->replace(QList<QPointF>{{len, kv / 1000}});
-    m_currentConcurrency->replace(QList<QPointF>{{len, conc}});
+    m_currentTokens->replace(QList<QPointF>{{std::log2(len), kv / 1000}});
+    m_currentConcurrency->replace(QList<QPointF>{{std::log2(len), conc}});
     const QString tokensLabel = QStringLiteral("%1k tokens").arg(kv / 1000, 0, 'f', 0);
     const QString requestsLabel = QStringLiteral("%1 requests").arg(conc, 0, 'f', conc < 10 ? 2 : 1);
     if (m_currentTokens->pointLabelsFormat() != tokensLabel)
         m_currentTokens->setPointLabelsFormat(tokensLabel);
     if (m_currentConcurrency->pointLabelsFormat() != requestsLabel)
         m_currentConcurrency->setPointLabelsFormat(requestsLabel);
-    if (!m_points.empty())
-        m_x->setRange(static_cast<double>(m_points.front().requestLength),
-                      static_cast<double>(m_points.back().requestLength));
+    if (!m_points.empty()) {
+        const double lo = std::log2(static_cast<double>(m_points.front().requestLength));
+        const double hi = std::log2(static_cast<double>(m_points.back().requestLength));
+        QStringList labels;
+        for (int e = static_cast<int>(std::ceil(lo)); e <= static_cast<int>(std::floor(hi)); ++e)
+            labels << (e >= 10 ? QStringLiteral("%1k").arg(1LL << (e - 10)) : QString::number(1LL << e));
+        if (m_x->categoriesLabels() != labels) {
+            for (const QString& l : m_x->categoriesLabels())
+                m_x->remove(l);
+            int e = static_cast<int>(std::ceil(lo));
+            for (const QString& l : labels)
+                m_x->append(l, e++);
+        }
+        m_x->setRange(lo - 0.3, hi + 0.3); // room for the end labels, which sit centred on their values
+    }
     setNiceRange(m_yTokens, std::max(topTokens, kv / 1000) * 1.1);
     setNiceRange(m_yConcurrency, std::max(topRequests, conc) * 1.1);
 }

@@ -6,7 +6,7 @@
 #include <QChart>
 
 class QLineSeries;
-class QLogValueAxis;
+class QCategoryAxis;
 class QScatterSeries;
 class QValueAxis;
 
@@ -29,7 +29,9 @@ private:
     QLineSeries* m_concurrency = nullptr;
     QScatterSeries* m_currentTokens = nullptr;
     QScatterSeries* m_currentConcurrency = nullptr;
-    QLogValueAxis* m_x = nullptr;
+    // Request lengths on a log2 scale, labelled as people write them (1k, 2k, ... 128k with k = 1,024):
+    // the series' x is log2 of the length, and the labels sit on the powers of two.
+    QCategoryAxis* m_x = nullptr;
     QValueAxis* m_yTokens = nullptr;
     QValueAxis* m_yConcurrency = nullptr;
 };
