@@ -793,12 +793,13 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
         sv.budgetBytes = in.gpuMemoryUtilization * capacity;
         sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
     } else {
-        // SGLang's profile_max_num_token: free memory after loading the weights, less the part of the
-        // GPU mem_fraction_static leaves to activations and CUDA graphs.
+        // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
+        // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA
+        // context and NCCL's communicators existed (model_runner.py: min_per_gpu_memory). So the fraction
+        // applies to that, and the weights come out of it.
         sv.nonTorchBytes = st.communication;
-        sv.budgetBytes = sglangStaticFraction(sc) * capacity;
-        // NCCL's communicators are set up before the weights load, so they are not free either.
-        sv.availableBytes = sv.budgetBytes - st.cudaContext - st.weights - st.communication;
+        sv.budgetBytes = sglangStaticFraction(sc) * (capacity - st.cudaContext - st.communication);
+        sv.availableBytes = sv.budgetBytes - st.weights;
     }
     const int block = std::max(1, in.kvBlockSize);
     sv.blockSize = block;

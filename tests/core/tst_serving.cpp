@@ -281,15 +281,16 @@ void TestServing::sglangPool() {
     // The pool arithmetic: whole tokens of what is left, in pages.
     QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 1, 32768).tokens, 367404LL);
     QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 64, 32768).tokens, 367360LL);
-    // SGLang's budget is mem_fraction_static of the GPU less the context and the weights.
-    QCOMPARE(est.serving.budgetBytes, 0.93 * est.capacityBytes);
-    QVERIFY(std::abs(est.serving.availableBytes -
-                     (est.serving.budgetBytes - est.perGpu[Category::CudaContext] -
-                      est.perGpu[Category::Weights] - est.perGpu[Category::CommunicationBuffers])) < 1);
+    // SGLang's budget is mem_fraction_static of what was free after the CUDA context and NCCL were set up
+    // (init_torch_distributed's min_per_gpu_memory); the weights come out of it.
+    const double freeAtInit =
+        est.capacityBytes - est.perGpu[Category::CudaContext] - est.perGpu[Category::CommunicationBuffers];
+    QCOMPARE(est.serving.budgetBytes, 0.93 * freeAtInit);
+    QVERIFY(std::abs(est.serving.availableBytes - (0.93 * freeAtInit - est.perGpu[Category::Weights])) < 1);
     // Its default fraction follows the tensor-parallel size (0.85 at TP 4).
     const Scenario dflt = scenarioFromJson(
         inferenceDoc(qwen235(), {{"engine", "sglang"}}, {{"num_gpus", 4}, {"tensor_parallel", 4}}));
-    QCOMPARE(estimate(dflt).serving.budgetBytes, 0.85 * est.capacityBytes);
+    QCOMPARE(estimate(dflt).serving.budgetBytes, 0.85 * freeAtInit);
 }
 
 void TestServing::engineBoundsPrefill() {
@@ -482,7 +483,10 @@ void TestServing::servingExamples() {
     QVERIFY(oss.fits && oss.serving.engine && oss.serving.maxConcurrency > 16);
     const Scenario sg =
         loadScenarioFile((dir + "serve-qwen3-235b-fp8-sglang-4xh100.headroom.json").toStdString());
-    QCOMPARE(estimate(sg).serving.budgetBytes, 0.93 * double(sg.cluster.capacityBytes));
+    const Estimate sge = estimate(sg);
+    QCOMPARE(sge.serving.budgetBytes,
+             0.93 * (double(sg.cluster.capacityBytes) - sge.perGpu[Category::CudaContext] -
+                     sge.perGpu[Category::CommunicationBuffers]));
     const Scenario gptq =
         loadScenarioFile((dir + "serve-llama2-7b-gptq-rtx4090.headroom.json").toStdString());
     QVERIFY(gptq.inference.quantised);
