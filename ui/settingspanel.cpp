@@ -362,8 +362,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                         same({"bf16", "fp16", "fp8", "int8"}), "bf16", "KV cache precision"));
     addField(
         inferenceForm,
-        intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
-                 "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, SGLang 1)"));
+        forEngines(intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
+                            "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, "
+                            "SGLang 1)"),
+                   {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
     addField(inferenceForm,
              choiceField("/inference/attention", "Attention",
                          {{"flash", "FlashAttention / SDPA"}, {"eager", "eager"}}, "flash", ""));

@@ -445,6 +445,22 @@ void readInference(const json& doc, Scenario& sc) {
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");
+    // transformers' DynamicCache is one contiguous tensor per layer in the model's compute dtype: an 8-bit
+    // checkpoint still computes, and caches, in bf16.
+    if (i.engine == Engine::HuggingFace) {
+        if (!i.kvCacheDtypeGiven && i.kvCacheBytes < 2) {
+            i.kvCacheBytes = 2;
+            i.kvCacheDtype = "bf16";
+        }
+        if (i.kvBlockSize > 0)
+            sc.warnings.push_back("inference.kv_block_size does not apply to Hugging Face generate: its "
+                                  "DynamicCache is contiguous");
+        if (i.kvCacheDtypeGiven && i.kvCacheBytes < 2)
+            sc.warnings.push_back(
+                "inference.kv_cache_dtype " + i.kvCacheDtype +
+                ": Hugging Face generate's DynamicCache keeps keys and values in the model's "
+                "dtype (its quantised caches are int2/int4 through optimum-quanto or HQQ)");
+    }
 }
 
 void readCluster(const json& doc, Scenario& sc) {

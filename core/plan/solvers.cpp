@@ -228,7 +228,8 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                  s.inference.weightDtype = "fp8";
                  s.inference.weightBytes = 1;
                  s.inference.quantised = false;
-                 if (!s.inference.kvCacheDtypeGiven) { // the KV cache follows the weights
+                 // The KV cache follows the weights, except in generate's DynamicCache (bf16 compute).
+                 if (!s.inference.kvCacheDtypeGiven && s.inference.engine != Engine::HuggingFace) {
                      s.inference.kvCacheDtype = "fp8";
                      s.inference.kvCacheBytes = 1;
                  }

@@ -439,6 +439,18 @@ void TestServing::huggingFaceGenerate() {
     QCOMPARE(weights("huggingface", "H100-SXM-80GB").first, weights("vllm", "A100-80GB").first);
     QVERIFY(weights("vllm", "A100-80GB").first < 0.6 * 2.0 * 30532122624);
     QVERIFY(weights("vllm", "A100-80GB").second != "bf16");
+    // An 8-bit checkpoint still computes, and caches, in bf16; an FP8 cache or a paged block asked of
+    // generate is flagged, not silently planned.
+    const Scenario fp8Weights = scenarioFromJson(
+        inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
+                     {{"engine", "huggingface"}, {"weight_dtype", "fp8"}, {"context_length", 2048}}, {}));
+    QCOMPARE(estimate(fp8Weights).serving.kvBytesPerToken, 2.0 * 8 * 128 * 2 * 32);
+    QVERIFY(fp8Weights.warnings.empty());
+    const Scenario asked = scenarioFromJson(
+        inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
+                     {{"engine", "huggingface"}, {"kv_cache_dtype", "fp8"}, {"kv_block_size", 16}}, {}));
+    QCOMPARE(asked.warnings.size(), std::size_t(2));
+    QVERIFY(QString::fromStdString(asked.warnings[0] + asked.warnings[1]).contains("DynamicCache"));
     // FP8 KV cache is not a DynamicCache option: it is not offered as a saving under generate.
     for (const Saving& sv : rankSavings(scenarioFromJson(ds)))
         QVERIFY2(sv.id != "fp8_kv_cache", sv.description.c_str());
