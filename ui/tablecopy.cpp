@@ -14,6 +14,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace headroom {
@@ -76,8 +77,13 @@ void addExportActions(QWidget* view, const QString& name, const std::function<QS
     auto* save = new QAction(QObject::tr("Export Chart..."), view);
     QObject::connect(copy, &QAction::triggered, view, [view, paint] {
         const QSize s = view->size();
-        QImage image(s * 2, QImage::Format_ARGB32_Premultiplied);
-        image.setDevicePixelRatio(2);
+        // Twice the pixels for HiDPI, but at most 64 megapixels: a segment map of thousands of segments is
+        // tens of thousands of units tall.
+        const double area = std::max(1.0, double(s.width()) * s.height());
+        const double scale = std::min(2.0, std::sqrt(64e6 / area));
+        QImage image(std::max(1, int(s.width() * scale)), std::max(1, int(s.height() * scale)),
+                     QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(scale);
         image.fill(Qt::white);
         QPainter painter(&image);
         paint(&painter, QRectF(QPointF(0, 0), s));
