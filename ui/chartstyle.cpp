@@ -26,14 +26,6 @@ void ChartStyle::apply(QChart* chart) const {
         chart->setPlotAreaBackgroundVisible(false);
         chart->setTitleBrush(fg);
         chart->legend()->setLabelColor(fg);
-        for (QAbstractAxis* axis : chart->axes()) {
-            axis->setLabelsColor(fg);
-            axis->setTitleBrush(fg);
-            axis->setLinePen(QPen(fg, 2));
-            QColor grid = fg;
-            grid.setAlphaF(0.45);
-            axis->setGridLinePen(QPen(grid, 1));
-        }
     }
     QFont title = chart->titleFont();
     const double grow = presentation ? 1.6 : 1.0;
@@ -43,8 +35,22 @@ void ChartStyle::apply(QChart* chart) const {
     QFont legend = chart->legend()->font();
     legend.setPointSizeF(9 * grow);
     chart->legend()->setFont(legend);
-    // Axis labels a little smaller than the UI font: the small charts need the room.
+    applyAxes(chart);
+}
+
+void ChartStyle::applyAxes(QChart* chart) const {
+    const double grow = presentation ? 1.6 : 1.0;
     for (QAbstractAxis* axis : chart->axes()) {
+        if (presentation) {
+            const QColor fg = foreground();
+            axis->setLabelsColor(fg);
+            axis->setTitleBrush(fg);
+            axis->setLinePen(QPen(fg, 2));
+            QColor grid = fg;
+            grid.setAlphaF(0.45);
+            axis->setGridLinePen(QPen(grid, 1));
+        }
+        // Axis labels a little smaller than the UI font: the small charts need the room.
         QFont f = axis->labelsFont();
         f.setPointSizeF(8 * grow);
         axis->setLabelsFont(f);

@@ -22,9 +22,10 @@ struct ChartStyle {
     QString format(double bytes, int precision = 2) const {
         return QString::number(scale(bytes), 'f', precision) + QLatin1Char(' ') + unitName();
     }
-    void apply(QChart* chart) const; // theme, background, fonts
-    QColor background() const;       // what charts are drawn on
-    QColor foreground() const;       // text, axes
+    void apply(QChart* chart) const;     // theme, background, fonts, and applyAxes
+    void applyAxes(QChart* chart) const; // the axes' type and colours (again after axes are added)
+    QColor background() const;           // what charts are drawn on
+    QColor foreground() const;           // text, axes
     // The outline of a filled segment (a bar's category, a timeline band): none outside presentation.
     QPen segmentPen() const;
     // The dashed capacity line every chart draws: red when the plan does not fit.

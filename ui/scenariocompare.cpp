@@ -100,6 +100,8 @@ void ScenarioCompare::refresh() {
             continue;
         auto* set = new QBarSet(QString::fromUtf8(categoryLabel(categoryAt(i))));
         colourBarSet(set, categoryAt(i));
+        if (m_style.presentation)
+            set->setPen(m_style.segmentPen());
         for (const Entry& e : m_entries)
             set->append(m_style.scale(e.estimate.perGpu.bytes[i]));
         series->append(set);
@@ -109,6 +111,7 @@ void ScenarioCompare::refresh() {
     auto* x = new QBarCategoryAxis;
     x->append(names);
     auto* y = new QValueAxis;
+    y->setLabelFormat(QStringLiteral("%.0f")); // whole units, as the planner's charts
     y->setTitleText(m_style.unitName() + QStringLiteral(" per GPU"));
     m_chart->addAxis(x, Qt::AlignBottom);
     m_chart->addAxis(y, Qt::AlignLeft);
@@ -135,6 +138,7 @@ void ScenarioCompare::refresh() {
     }
     m_chart->setTitle(tr("Per GPU at the peak"));
     m_chart->legend()->setAlignment(Qt::AlignRight);
+    m_style.applyAxes(m_chart); // the axes came after the theme
 
     // Differences by category.
     const int cols = static_cast<int>(m_entries.size()) +

@@ -697,7 +697,7 @@ void TestTraceView::allocatorWhatIfPanel() {
     TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
     AllocatorPanel* panel = view->allocatorPanel();
-    view->sideTabs()->setCurrentWidget(panel);
+    view->sideTabs()->setCurrentIndex(view->sideTabs()->count() - 1); // the "Allocator settings" tab
     panel->waitForResult();
     QVERIFY(panel->result());
     // Under the recorded settings the replay is checked against the recording, and says so.
@@ -724,7 +724,7 @@ void TestTraceView::allocatorWhatIfPanel() {
         panel->findChild<QDoubleSpinBox*>("deviceMemoryGib")->setValue(0);
         panel->findChild<QCheckBox*>("expandableSegments")->setChecked(true);
         panel->waitForResult();
-        w->resize(1400, 900);
+        w->resize(1400, 1000);
         w->show();
         QCoreApplication::processEvents();
         w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/allocator.png");

@@ -25,7 +25,7 @@ const QColor kPredicted(0xd6, 0x5f, 0x00);
 } // namespace
 
 ReservedPlot::ReservedPlot(QWidget* parent) : QWidget(parent) {
-    setMinimumHeight(140);
+    setMinimumHeight(110);
     setObjectName("reservedPlot");
 }
 
@@ -72,12 +72,15 @@ void ReservedPlot::paintEvent(QPaintEvent*) {
     QPainter p(this);
     const QColor fg = m_style.dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x33, 0x33, 0x33);
     p.fillRect(rect(), m_style.dark ? QColor(0x2b, 0x2b, 0x2b) : QColor(0xff, 0xff, 0xff));
-    const QRectF area = QRectF(rect()).adjusted(54, 18, -8, -18);
+    // Margins from the type, not fixed pixels: the axis words stay inside the widget at any font size.
+    const double line = fontMetrics().height();
+    const QRectF area = QRectF(rect()).adjusted(54, line + 4, -8, -(line + 4));
     p.setPen(fg);
     const QString top = QString::fromStdString(formatBytes(m_top * 1.05, m_style.unit, 1));
-    p.drawText(QRectF(0, area.top() - 8, 52, 16), Qt::AlignRight | Qt::AlignVCenter, top);
-    p.drawText(QRectF(0, area.bottom() - 8, 52, 16), Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("0"));
-    p.drawText(QRectF(area.left(), area.bottom() + 2, area.width(), 16), Qt::AlignCenter,
+    p.drawText(QRectF(0, area.top() - line / 2, 52, line), Qt::AlignRight | Qt::AlignVCenter, top);
+    p.drawText(QRectF(0, area.bottom() - line / 2, 52, line), Qt::AlignRight | Qt::AlignVCenter,
+               QStringLiteral("0"));
+    p.drawText(QRectF(area.left(), area.bottom() + 2, area.width(), line), Qt::AlignCenter,
                tr("events (%1)").arg(m_events));
     p.setPen(QPen(fg.darker(150), 1));
     p.drawRect(area);
@@ -119,15 +122,18 @@ void ReservedPlot::paintEvent(QPaintEvent*) {
     }
     // Legend.
     p.setRenderHint(QPainter::Antialiasing, false);
+    const double mid = line / 2 + 1, baseline = fontMetrics().ascent() + 1;
+    const QString recorded = tr("recorded settings");
     p.setPen(QPen(kRecorded, 2));
-    p.drawLine(QPointF(area.left() + 6, 8), QPointF(area.left() + 24, 8));
+    p.drawLine(QPointF(area.left() + 6, mid), QPointF(area.left() + 24, mid));
     p.setPen(fg);
-    p.drawText(QPointF(area.left() + 28, 12), tr("recorded settings"));
+    p.drawText(QPointF(area.left() + 28, baseline), recorded);
+    const double second = area.left() + 28 + fontMetrics().horizontalAdvance(recorded) + 16;
     QPen dashed(kPredicted, 2, Qt::DashLine);
     p.setPen(dashed);
-    p.drawLine(QPointF(area.left() + 150, 8), QPointF(area.left() + 168, 8));
+    p.drawLine(QPointF(second, mid), QPointF(second + 18, mid));
     p.setPen(fg);
-    p.drawText(QPointF(area.left() + 172, 12), tr("these settings"));
+    p.drawText(QPointF(second + 22, baseline), tr("these settings"));
 }
 
 AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
@@ -170,16 +176,18 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Memory fraction"), m_fraction);
     form->addRow(tr("Device memory"), m_capacity);
     layout->addLayout(form);
-    m_plot = new ReservedPlot(this);
-    addWidgetExportActions(m_plot, QStringLiteral("allocator-whatif"),
-                           tr("Reserved memory, recorded and replayed"));
-    layout->addWidget(m_plot, 1);
+    // The answer (peaks, fragmentation, OOMs) right under the settings that produce it; the plot takes
+    // the height that is left.
     m_text = new QLabel(this);
     m_text->setObjectName("allocatorResult");
     m_text->setWordWrap(true);
     m_text->setTextFormat(Qt::RichText);
     m_text->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_text);
+    m_plot = new ReservedPlot(this);
+    addWidgetExportActions(m_plot, QStringLiteral("allocator-whatif"),
+                           tr("Reserved memory, recorded and replayed"));
+    layout->addWidget(m_plot, 1);
     auto* caveats =
         new QLabel(tr("Not replayed: code that adapts to free memory, and memory outside the "
                       "allocator (CUDA context, NCCL, cuBLAS workspaces). Segment addresses decide "

@@ -181,14 +181,22 @@ void TraceView::build() {
     scroll->setWidgetResizable(true);
     m_sideTabs->addTab(scroll, tr("Segments"));
     m_allocator = new AllocatorPanel;
-    m_sideTabs->addTab(m_allocator, tr("Allocator settings"));
+    // In a scroll area like the segments: on a short window the settings, the plot and the result text
+    // scroll instead of being laid over one another.
+    auto* allocatorScroll = new QScrollArea;
+    allocatorScroll->setWidget(m_allocator);
+    allocatorScroll->setWidgetResizable(true);
+    allocatorScroll->setFrameShape(QFrame::NoFrame);
+    m_sideTabs->addTab(allocatorScroll, tr("Allocator settings"));
     bottom->addWidget(m_sideTabs);
     bottom->setStretchFactor(0, 3);
     bottom->setStretchFactor(1, 2);
     bottom->setSizes({600, 400});
     vsplit->addWidget(bottom);
-    vsplit->setStretchFactor(0, 3);
-    vsplit->setStretchFactor(1, 2);
+    // Half and half: the table and the side tabs (the allocator what-if's settings, answer and plot) need
+    // as much room as the timeline.
+    vsplit->setStretchFactor(0, 1);
+    vsplit->setStretchFactor(1, 1);
     content->addWidget(vsplit, 1);
     outer->addWidget(m_content, 1);
 
