@@ -678,6 +678,8 @@ void TestMainWindow::categoryColoursSurviveColourBlindness() {
 
 void TestMainWindow::presentationMode() {
     auto w = window();
+    // The window fits a 1280 x 800 screen from its first show (its minimum width is fixed then).
+    QVERIFY2(w->minimumSizeHint().width() <= 1280, qPrintable(QString::number(w->minimumSizeHint().width())));
     const double before = QApplication::font().pointSizeF();
     const double title = w->sweepChart()->titleFont().pointSizeF();
     QAction* mode = w->findChild<QAction*>("presentationMode");
