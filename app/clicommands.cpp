@@ -184,12 +184,9 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         << "\n\n";
     if (sc.mode == Mode::Inference && sv.engine) {
         const bool vllm = sc.inference.engine == Engine::Vllm;
-        // SGLang's fraction applies to what was free once the CUDA context and NCCL were set up.
-        const double base = static_cast<double>(est.capacityBytes) -
-                            (vllm ? 0 : est.perGpu[Category::CudaContext] + sv.nonTorchBytes);
         out << "  " << (vllm ? "vLLM" : "SGLang") << " budget " << formatBytes(sv.budgetBytes) << " ("
             << (vllm ? "gpu_memory_utilization x " : "mem_fraction_static x free after context and NCCL, ")
-            << formatBytes(base) << "); one step of "
+            << formatBytes(sv.budgetBaseBytes) << "); one step of "
             << formatCount(static_cast<unsigned long long>(sv.stepTokens)) << " tokens from " << sv.maxNumSeqs
             << " requests: " << formatBytes(sv.profiledBytes) << "\n";
         out << "  KV cache pool: " << formatBytes(sv.poolBytes) << " = "

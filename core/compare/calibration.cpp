@@ -132,11 +132,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             // What the modelled optimizer (foreach, one tensor at a time) already holds is not fitted again.
             Scenario plain = runs[i].scenario->settingsCopy();
             plain.calibration = Calibration{};
-            const Estimate e = estimate(plain);
-            const double modelled =
-                e.ranks.empty()
-                    ? 0
-                    : e.ranks[static_cast<std::size_t>(e.mostLoadedStage)].optimizerTemporaryBytes;
+            const double modelled = estimate(plain).optimizerTemporaryBytes();
             step += std::max(0.0, static_cast<double>(measured[i].stepScratch) - modelled) /
                     static_cast<double>(runs[i].scenario->parameters());
             ++steps;

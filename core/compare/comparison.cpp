@@ -20,10 +20,7 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
     double step = 0;
     if (est.peakPhase == Phase::Optimizer && sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         // The step's scratch: what a calibration fitted and what the optimizer's implementation allocates.
-        const double modelled =
-            est.ranks.empty()
-                ? 0
-                : est.ranks[static_cast<std::size_t>(est.mostLoadedStage)].optimizerTemporaryBytes;
+        const double modelled = est.optimizerTemporaryBytes();
         step = std::min(b[Category::OptimizerStates],
                         c.optimizerStepBytesPerParameter * b[Category::Weights] / sc.training.bytes.weights +
                             modelled);

@@ -272,20 +272,16 @@ E valueOf(const std::vector<std::pair<std::string, E>>& names, const std::string
 } // namespace
 
 std::string derivedTrainingDefault(const json& training, const std::string& key) {
-    auto text = [&](const char* k) {
-        return training.is_object() && training.contains(k) && training[k].is_string()
-                   ? training[k].get<std::string>()
-                   : std::string();
-    };
-    const std::string framework = text("framework");
+    // The rules are the plan's (defaultOptimizerImpl, defaultLoss); this spells them as the file would.
+    const bool object = training.is_object();
+    const Framework framework = object && training.contains("framework") && training["framework"].is_string()
+                                    ? valueOf(kFrameworks, training["framework"].get<std::string>())
+                                    : Framework::PyTorch;
     if (key == "optimizer_implementation")
-        return framework == "megatron" || framework == "deepspeed" || framework == "torchtune" ? "fused"
-                                                                                               : "foreach";
-    if (key == "loss") {
-        const bool compiled =
-            training.is_object() && training.contains("compile") && training["compile"] == true;
-        return framework == "torchtitan" && compiled ? "fused" : "full";
-    }
+        return nameOf(kOptimizerImpls, defaultOptimizerImpl(framework));
+    if (key == "loss")
+        return nameOf(kLoss, defaultLoss(framework, object && training.contains("compile") &&
+                                                        training["compile"] == true));
     return {};
 }
 
@@ -355,18 +351,10 @@ void readTraining(const json& doc, Scenario& sc) {
     t.attention = s.choice<Attention>("attention", d.attention, kAttention);
     t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
     t.compile = s.boolean("compile", d.compile);
-    // torch.optim.AdamW runs foreach on CUDA by default (torch/optim/optimizer.py
-    // _default_to_fused_or_foreach); Megatron and DeepSpeed step with their fused Adam kernels; torchtune's
-    // configs ask for fused=True.
-    const json& section = doc.at("training");
-    t.optimizerImpl = s.choice<OptimizerImpl>(
-        "optimizer_implementation",
-        valueOf(kOptimizerImpls, derivedTrainingDefault(section, "optimizer_implementation")),
-        kOptimizerImpls);
+    t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
+                                              kOptimizerImpls);
     t.float8 = s.choice<Float8>("float8", d.float8, kFloat8);
-    // torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
-    // build_cross_entropy_loss): under training.compile the fp32 logits are never written.
-    t.loss = s.choice<LossKind>("loss", valueOf(kLoss, derivedTrainingDefault(section, "loss")), kLoss);
+    t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), kLoss);
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);

@@ -69,6 +69,20 @@ Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer, int posi
     return Checkpointing::Full;
 }
 
+// Megatron's uniform method: groups of recompute_num_layers layers keep only the group's input and rebuild
+// the whole group in its backward (a stage shorter than a group rebuilds what it has).
+struct RecomputeGroup {
+    bool keepsInput = true;
+    double rebuilt = 1;
+};
+RecomputeGroup recomputeGroup(const TrainingSettings& tr, int position, int stageLayerCount) {
+    if (tr.checkpointing != Checkpointing::Full || tr.recomputeMethod != RecomputeMethod::Uniform ||
+        tr.recomputeLayers <= 1)
+        return {};
+    return {position % tr.recomputeLayers == 0,
+            static_cast<double>(std::min(tr.recomputeLayers, std::max(1, stageLayerCount)))};
+}
+
 // Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
 LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing) {
     LayerActivations a;
@@ -217,7 +231,7 @@ struct StageModel {
     double current = 1;              // the part of that which the micro-batch being computed is
     // Inference.
     double kvCache = 0;
-    double prefillKvCache = -1;   // at the end of the prefill, when it differs from kvCache (-1: it does not)
+    double prefillKvExtra = 0; // held at the end of the prefill beyond kvCache (transformers' sliding layers)
     double decodeKvTransient = 0; // a decode step's copy of one layer's growing cache (transformers)
     double decodeActivations = 0;
     Mode mode = Mode::Training;
@@ -528,23 +542,18 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // every N-th layer is (torchtitan's selective_ac_option "N").
         LayerActivations kinds[4];
         bool have[4] = {false, false, false, false};
-        // Megatron's uniform method: groups of recompute_num_layers layers keep only the group's input and
-        // rebuild the whole group in its backward.
-        const bool uniform = tr.checkpointing == Checkpointing::Full &&
-                             tr.recomputeMethod == RecomputeMethod::Uniform && tr.recomputeLayers > 1;
-        const double rebuilt = uniform ? std::min(tr.recomputeLayers, std::max(1, st.layers)) : 1;
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
+            const RecomputeGroup recompute = recomputeGroup(tr, l - st.firstLayer, st.layers);
             const Checkpointing mode = layerCheckpointing(tr, l, l - st.firstLayer);
             const int k = (m.isMoeLayer(l) ? 1 : 0) + (mode == tr.checkpointing ? 0 : 2);
             if (!have[k]) {
                 kinds[k] = perSample(sc, k % 2 == 1, m.layerParams(l).mlpWidth, mode);
                 have[k] = true;
             }
-            const bool groupInput = !uniform || (l - st.firstLayer) % tr.recomputeLayers == 0;
-            st.activations += groupInput ? kinds[k].stored : 0;
+            st.activations += recompute.keepsInput ? kinds[k].stored : 0;
             st.scores += kinds[k].scores;
-            st.transient = std::max(st.transient, rebuilt * kinds[k].transient);
-            st.transientScores = std::max(st.transientScores, rebuilt * kinds[k].transientScores);
+            st.transient = std::max(st.transient, recompute.rebuilt * kinds[k].transient);
+            st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
         }
         if (tr.activationOffloading && st.layers > 0) {
             // Saved tensors go to pinned host memory as the forward makes them and come back a layer
@@ -674,13 +683,12 @@ constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
 // - generate passes logits_to_keep = 1 and copies the last position's logits to fp32: per sequence the
 //   model's bf16 logits and the fp32 copy, over the whole vocabulary on every rank (lm_head is
 //   "colwise_rep" in the families' tensor-parallel plans).
-// Sampling processors (top-k/top-p) are not modelled: greedy decoding.
-void huggingFaceGenerate(const Scenario& sc, StageModel& st, double prefillPerToken, int fullLayers,
-                         int slidingLayers) {
+// Sampling processors (top-k/top-p) are not modelled: greedy decoding. The prefill's working set is the
+// batch's own, as without an engine; this replaces what the cache and the logits hold.
+void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int slidingLayers) {
     const ModelSpec& m = sc.model;
     const InferenceSettings& in = sc.inference;
     const double t = sc.cluster.tensorParallel;
-    const double e = 2;
     const double ctx = in.contextLength;
     double keys = 0, values = 0; // elements per token and layer on one GPU
     if (m.mla) {
@@ -694,13 +702,8 @@ void huggingFaceGenerate(const Scenario& sc, StageModel& st, double prefillPerTo
     st.serving.kvBytesPerToken = layerBytes * st.layers;
     const double window = std::min<double>(ctx, std::max(1, m.slidingWindow - 1));
     st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window);
-    st.prefillKvCache = layerBytes * (fullLayers + slidingLayers) * ctx;
+    st.prefillKvExtra = layerBytes * slidingLayers * (ctx - window);
     st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);
-    const double chunk = in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
-    st.activations = chunk * prefillPerToken;
-    st.decodeActivations = prefillPerToken;
-    if (in.attention == Attention::Eager)
-        st.scores = e * (m.heads / t) * chunk * ctx;
     if (st.last)
         st.logits = (2.0 + 4.0) * m.vocab;
 }
@@ -740,10 +743,6 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 
-    if (in.engine == Engine::HuggingFace) {
-        huggingFaceGenerate(sc, st, perToken, fullLayers, slidingLayers);
-        return st;
-    }
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -762,6 +761,8 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
             st.scores = e * heads * chunk * ctx;
         if (st.last)
             st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
+        if (in.engine == Engine::HuggingFace)
+            huggingFaceGenerate(sc, st, fullLayers, slidingLayers);
         return st;
     }
 
@@ -790,7 +791,9 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
         // profiled peak and non-torch memory is the KV cache.
         sv.nonTorchBytes = kVllmNonTorchBytes + st.communication;
         st.communication = sv.nonTorchBytes;
-        sv.budgetBytes = in.gpuMemoryUtilization * capacity;
+        sv.budgetFraction = in.gpuMemoryUtilization;
+        sv.budgetBaseBytes = capacity;
+        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
         sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
     } else {
         // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
@@ -798,7 +801,9 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
         // context and NCCL's communicators existed (model_runner.py: min_per_gpu_memory). So the fraction
         // applies to that, and the weights come out of it.
         sv.nonTorchBytes = st.communication;
-        sv.budgetBytes = sglangStaticFraction(sc) * (capacity - st.cudaContext - st.communication);
+        sv.budgetFraction = sglangStaticFraction(sc);
+        sv.budgetBaseBytes = capacity - st.cudaContext - st.communication;
+        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
         sv.availableBytes = sv.budgetBytes - st.weights;
     }
     const int block = std::max(1, in.kvBlockSize);
@@ -831,8 +836,7 @@ StageModel stageModel(const Scenario& sc, int stage) {
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
         st.decodeKvTransient *= c.kvCache;
-        if (st.prefillKvCache >= 0)
-            st.prefillKvCache *= c.kvCache;
+        st.prefillKvExtra *= c.kvCache;
     }
     st.workspace = c.workspaceBytes;
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0)
@@ -844,11 +848,9 @@ StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
     for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                      &st.logitsGradient, &st.kvCache, &st.decodeKvTransient, &st.decodeActivations,
-                      &st.cachedLogits, &st.offloadedActivations})
+                      &st.logitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
+                      &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
         *v *= batch;
-    if (st.prefillKvCache > 0)
-        st.prefillKvCache *= batch;
     return st;
 }
 
@@ -901,7 +903,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
         b[Category::KvCache] = st.engine ? st.kvCache // an engine allocates its pool up front
-                                         : (st.prefillKvCache >= 0 ? st.prefillKvCache : st.kvCache) * x;
+                                         : (st.kvCache + st.prefillKvExtra) * x;
         break;
     case Phase::Decode:
         b[Category::Activations] = st.engine ? st.activations : st.decodeActivations;
@@ -1003,16 +1005,11 @@ LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch)
     const int position = layer - stageFirstLayer(m.layers, p, stage);
     LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0,
                                    layerCheckpointing(sc.training, layer, position));
-    const TrainingSettings& tr = sc.training;
-    if (tr.checkpointing == Checkpointing::Full && tr.recomputeMethod == RecomputeMethod::Uniform &&
-        tr.recomputeLayers > 1) {
-        // One input per group, the group rebuilt at once.
-        if (position % tr.recomputeLayers != 0)
-            a.stored = 0;
-        const double rebuilt = std::min(tr.recomputeLayers, std::max(1, stageLayers(m.layers, p, stage)));
-        a.transient *= rebuilt;
-        a.transientScores *= rebuilt;
-    }
+    const RecomputeGroup group = recomputeGroup(sc.training, position, stageLayers(m.layers, p, stage));
+    if (!group.keepsInput)
+        a.stored = 0;
+    a.transient *= group.rebuilt;
+    a.transientScores *= group.rebuilt;
     a.stored *= microBatch;
     a.scores *= microBatch;
     a.transient *= microBatch;

@@ -54,7 +54,11 @@ struct ServingEstimate {
     int requestLength = 0;       // max_model_len, else context_length
     // Serving engines only.
     bool engine = false;
-    double budgetBytes = 0;    // vLLM: gpu_memory_utilization x memory; SGLang: mem_fraction_static x memory
+    double budgetBytes = 0; // budgetFraction x budgetBaseBytes
+    double budgetFraction =
+        0; // vLLM's gpu_memory_utilization, SGLang's mem_fraction_static (given or default)
+    double budgetBaseBytes =
+        0; // what it is a fraction of: vLLM the GPU, SGLang what was free after CUDA and NCCL
     double profiledBytes = 0;  // the engine's step: vLLM profiles it inside its budget, SGLang leaves room
     double nonTorchBytes = 0;  // NCCL, cuBLAS and other memory outside PyTorch's allocator
     double availableBytes = 0; // what the engine hands to the KV cache (may be negative: no room)
@@ -104,6 +108,11 @@ struct Estimate {
     ServingEstimate serving; // inference only
 
     double headroomBytes() const { return capacityBytes - peakBytes; }
+    // What the most-loaded stage's optimizer step allocates besides its states (0 with no stages).
+    double optimizerTemporaryBytes() const {
+        const auto i = static_cast<std::size_t>(mostLoadedStage);
+        return i < ranks.size() ? ranks[i].optimizerTemporaryBytes : 0;
+    }
 };
 
 // The per-GPU memory estimate: every pipeline stage's peak over the phases of one step.

@@ -26,6 +26,21 @@ enum class OptimizerImpl { ForEach, Fused, ForLoop };
 // Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
 // CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits.
 enum class LossKind { Full, Chunked, Fused };
+
+// The frameworks' own defaults where a scenario leaves them out (the reader, the settings panel and the
+// suggested changes all ask these). torch.optim.AdamW runs foreach on CUDA
+// (torch/optim/optimizer.py _default_to_fused_or_foreach); Megatron and DeepSpeed step with their fused
+// Adam kernels; torchtune's configs ask for fused=True.
+inline OptimizerImpl defaultOptimizerImpl(Framework f) {
+    return f == Framework::Megatron || f == Framework::DeepSpeed || f == Framework::Torchtune
+               ? OptimizerImpl::Fused
+               : OptimizerImpl::ForEach;
+}
+// torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
+// build_cross_entropy_loss): under compile the fp32 logits are never written.
+inline LossKind defaultLoss(Framework f, bool compile) {
+    return f == Framework::Torchtitan && compile ? LossKind::Fused : LossKind::Full;
+}
 enum class Attention { Eager, Flash };
 enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
 enum class OffloadStep { Cpu, Gpu };

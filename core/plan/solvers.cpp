@@ -170,7 +170,7 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
              }});
     // The loss's fp32 logits and their gradients: often the largest single tensors of a step.
     if (sc.model.known && t.framework == Framework::Torchtitan && !t.compile) {
-        // torchtitan compiles its loss with the model (since April 2025): fused unless the file says.
+        // The loss follows compile's default unless the file names one.
         const bool lossGiven = sc.document.contains("training") && sc.document["training"].is_object() &&
                                sc.document["training"].contains("loss");
         out.push_back({"compile",
@@ -179,7 +179,7 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        [lossGiven](Scenario& s) {
                            s.training.compile = true;
                            if (!lossGiven)
-                               s.training.loss = LossKind::Fused;
+                               s.training.loss = defaultLoss(s.training.framework, true);
                        }});
     }
     if (sc.model.known && t.framework == Framework::Torchtune && t.loss == LossKind::Full)
@@ -273,8 +273,7 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        [to](Scenario& s) { s.inference.gpuMemoryUtilization = to; }});
     }
     if (in.engine == Engine::Sglang) {
-        // The fraction in use (given, or SGLang's default) is the budget over the GPU's memory.
-        const double current = est.serving.budgetBytes / double(sc.cluster.capacityBytes);
+        const double current = est.serving.budgetFraction; // given, or SGLang's default
         if (current < 0.93) {
             const double to = std::min(0.93, std::round((current + 0.03) * 100) / 100);
             out.push_back({"raise_mem_fraction_static",
