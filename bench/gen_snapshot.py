@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a synthetic PyTorch memory snapshot for benchmarks with CPython's own pickle.dump (protocol 4,
-as torch.cuda.memory._dump_snapshot does), shaped like the real snapshots in ../shared/traces/snapshots.
+as torch.cuda.memory._dump_snapshot does), shaped like the real snapshots in tests/data/traces/snapshots.
 
     gen_snapshot.py ENTRIES OUT.pickle [SEED]
 

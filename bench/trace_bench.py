@@ -3,7 +3,7 @@
 pickle.load on the same snapshot, both measured in this run. One JSON object per line.
 
 The snapshots are written by CPython's own pickle.dump (bench/gen_snapshot.py) and shaped like the real
-ones in ../shared/traces/snapshots: a new frames list per entry, so CPython puts other objects between the
+ones in tests/data/traces/snapshots: a new frames list per entry, so CPython puts other objects between the
 1,000-item APPENDS batches of the trace list (what made reading quadratic before).
 Set HEADROOM_BENCH_10M=0 to skip the 10M-entry file (about a minute and 10 GB to write once)."""
 import json, os, subprocess, sys, time

@@ -14,11 +14,10 @@ namespace headroom::test {
 inline constexpr double kGiB = 1073741824.0;
 inline constexpr double kMiB = 1048576.0;
 
-inline QString sharedDir() {
-    return QStringLiteral(HEADROOM_SHARED_DIR);
-}
-inline bool haveShared() {
-    return QFileInfo::exists(sharedDir() + QStringLiteral("/reference/hf_models.json"));
+// tests/data: the fixtures and the licensed real traces and configs the tests read (tests/data/traces/NOTICES.txt).
+// A clone carries all of it; no test reads anything from outside the repository.
+inline QString dataDir() {
+    return QStringLiteral(HEADROOM_TEST_DATA);
 }
 
 // Text of a PDF (poppler's pdftotext) and its page count (pdfinfo): exported PDFs must be readable text.

@@ -516,7 +516,7 @@ void readOverheads(const json& doc, Scenario& sc) {
     o.ncclBytesPerCommunicator =
         static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0, 1 << 20) * 1048576.0);
     // What the caching allocator reserves beyond the allocated peak, measured: reserved / allocated at the
-    // peak of the seven real snapshots in ../shared/traces is 1.4% to 9.8% above, median 3.0%; replayed
+    // peak of the seven real snapshots in tests/data/traces is 1.4% to 9.8% above, median 3.0%; replayed
     // with expandable segments through the allocator model (headroom-cli allocator-whatif), 0.05% to 6.0%,
     // median 1.5%.
     o.allocatorOverheadFraction =

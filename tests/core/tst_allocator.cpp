@@ -258,9 +258,7 @@ void TestAllocator::startingStateFromTheSnapshot() {
 }
 
 void TestAllocator::decomflReplayReproducesTheRecording() {
-    const QString path = sharedDir() + "/traces/snapshots/DeComFL_memory.pickle";
-    if (!QFileInfo::exists(path))
-        QSKIP("../shared/traces/snapshots/DeComFL_memory.pickle is absent");
+    const QString path = dataDir() + "/traces/snapshots/DeComFL_memory.pickle";
     const Trace trace = readTraceFile(path.toStdString());
     // Recorded with PyTorch's defaults (its allocator_settings say so).
     QVERIFY(trace.allocatorSettings.recorded);
@@ -293,9 +291,7 @@ void TestAllocator::decomflReplayReproducesTheRecording() {
 void TestAllocator::everyRealSnapshotReplaysAtItsAddresses() {
     // Every real snapshot with allocation events (the cs336 ones start mid-run, with their segments
     // already cached): the replay puts every allocation where PyTorch put it and reserves what it reserved.
-    if (!haveShared())
-        QSKIP("../shared/traces is absent");
-    const QDir dir(sharedDir() + "/traces/snapshots");
+    const QDir dir(dataDir() + "/traces/snapshots");
     std::size_t traces = 0, allocations = 0;
     for (const QString& f : dir.entryList({"*.pickle"}, QDir::Files)) {
         const Trace trace = readTraceFile(dir.filePath(f).toStdString());

@@ -1,4 +1,4 @@
-// Attribution of a recorded peak: on every run of ../shared/reference/MEASURED.md, at the peak, at most 5%
+// Attribution of a recorded peak: on every run of docs/measured.md, at the peak, at most 5%
 // of the live bytes unattributed and the model-state categories within 1% of what the parameter count and
 // the run's description imply (worked out per run below); the rules and size matching on hand-written
 // snapshots; parameter tensors summing to the exact parameter count; the comparison's arithmetic.
@@ -103,8 +103,6 @@ void TestAttribution::measuredRunsAtTheirPeaks_data() {
 }
 
 void TestAttribution::measuredRunsAtTheirPeaks() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     QFETCH(QString, scenario);
     QFETCH(QString, trace);
     QFETCH(qlonglong, params);
@@ -112,7 +110,7 @@ void TestAttribution::measuredRunsAtTheirPeaks() {
     QFETCH(qlonglong, peak);
     const Scenario sc = loadScenarioFile((measured() + scenario + ".headroom.json").toStdString());
     QCOMPARE(static_cast<qlonglong>(sc.parameters()), params);
-    const auto loaded = loadTrace((test::sharedDir() + "/traces/snapshots/" + trace).toStdString());
+    const auto loaded = loadTrace((test::dataDir() + "/traces/snapshots/" + trace).toStdString());
     const TraceIndex& index = *loaded->indexes.at(0);
     const Attribution a =
         attribute(loaded->trace, index, index.peakAfter(), AttributionRules::pytorchDefaults(), &sc);
@@ -189,13 +187,11 @@ void TestAttribution::rulesAndSizes() {
 }
 
 void TestAttribution::comparisonArithmetic() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const Scenario sc =
         loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
     const Estimate est = estimate(sc);
     const auto loaded = loadTrace(
-        (test::sharedDir() + "/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle")
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle")
             .toStdString());
     const Comparison c =
         compareAtPeak(sc, est, loaded->trace, *loaded->indexes.at(0), AttributionRules::pytorchDefaults());
@@ -221,9 +217,7 @@ void TestAttribution::comparisonArithmetic() {
 }
 
 void TestAttribution::diffOfTwoRuns() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
-    const QString dir = test::sharedDir() + "/traces/snapshots/";
+    const QString dir = test::dataDir() + "/traces/snapshots/";
     const auto a =
         loadTrace((dir + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle").toStdString());
     const auto b =
@@ -326,7 +320,7 @@ struct Run {
 };
 Run loadRun(const char* scenario, const char* trace) {
     return {loadScenarioFile((measured() + scenario + ".headroom.json").toStdString()),
-            loadTrace((test::sharedDir() + "/traces/snapshots/" + trace).toStdString())};
+            loadTrace((test::dataDir() + "/traces/snapshots/" + trace).toStdString())};
 }
 double relative(std::int64_t estimate, std::int64_t measuredBytes) {
     return std::abs(static_cast<double>(estimate - measuredBytes)) / static_cast<double>(measuredBytes);
@@ -334,8 +328,6 @@ double relative(std::int64_t estimate, std::int64_t measuredBytes) {
 } // namespace
 
 void TestAttribution::calibrationReproducesAndPredicts() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const auto rules = AttributionRules::pytorchDefaults();
     // The two training runs of MEASURED.md (4 x 128 and 4 x 256 tokens, the same code).
     const Run t128 =

@@ -1,4 +1,4 @@
-// The estimator against the published figures of shared/reference/FORMULAS.md and the seeds, and the
+// The estimator against the published figures of docs/formulas.md and the seeds, and the
 // properties the planner relies on (peak over phases, exact largest batch, ranked savings).
 #include "core/error.h"
 #include "core/model/presets.h"

@@ -1,4 +1,4 @@
-// Parameter counting from Hugging Face configs: every model in shared/reference/hf_models.json exactly,
+// Parameter counting from Hugging Face configs: every model in tests/data/reference/hf_models.json exactly,
 // every preset against its published count, MoE active counts, and clear errors.
 #include "core/error.h"
 #include "core/model/hfconfig.h"
@@ -27,9 +27,7 @@ private slots:
 void TestParamCount::referenceModelsExact_data() {
     QTest::addColumn<QByteArray>("config");
     QTest::addColumn<qulonglong>("expected");
-    if (!test::haveShared())
-        return;
-    QFile f(test::sharedDir() + "/reference/hf_models.json");
+    QFile f(test::dataDir() + "/reference/hf_models.json");
     QVERIFY(f.open(QIODevice::ReadOnly));
     const json doc = json::parse(f.readAll().toStdString());
     for (const auto& m : doc.at("models"))
@@ -39,8 +37,6 @@ void TestParamCount::referenceModelsExact_data() {
 }
 
 void TestParamCount::referenceModelsExact() {
-    if (!test::haveShared())
-        QSKIP("../shared/reference/hf_models.json is absent: exact counts of real configs not checked");
     QFETCH(QByteArray, config);
     QFETCH(qulonglong, expected);
     const ModelSpec spec = modelFromHfConfig(json::parse(config.toStdString()));

@@ -16,7 +16,7 @@ using namespace headroom;
 namespace {
 
 QString traces() {
-    return test::sharedDir() + "/traces";
+    return test::dataDir() + "/traces";
 }
 
 // Brute force: the events a column [xa, xb) shows, scanning every event's x.
@@ -136,8 +136,6 @@ void TestTimeline::framesMatchBruteForceAtEveryZoom_data() {
 }
 
 void TestTimeline::framesMatchBruteForceAtEveryZoom() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     QFETCH(QString, file);
     QFETCH(bool, timeAxis);
     const auto loaded = loadTrace((traces() + "/" + file).toStdString());
@@ -216,8 +214,6 @@ void TestTimeline::framesMatchBruteForceAtEveryZoom() {
 }
 
 void TestTimeline::drawnPeakIsTheSummaryPeak() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     for (const char* f : {"DeComFL_memory.pickle", "cs336_MAGMA27_memory_snapshot.pickle",
                           "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle",
                           "LLM-inference_oom_snapshot_legacy_history.pickle"}) {

@@ -1,4 +1,4 @@
-// Reading recorded traces: every real file in ../shared/traces against an independent replay written
+// Reading recorded traces: every real file in tests/data/traces against an independent replay written
 // here, protocol 2-5 / JSON / gzip variants of one snapshot, hostile and truncated pickles, the other
 // formats, the live-set index and the background job.
 #include "core/error.h"
@@ -112,7 +112,7 @@ void checkAgainst(const DeviceSummary& d, const Expected& x) {
 }
 
 QString traces() {
-    return test::sharedDir() + "/traces";
+    return test::dataDir() + "/traces";
 }
 
 std::string smallSnapshot(int protocolByte = 4) {
@@ -205,15 +205,11 @@ private slots:
 
 void TestTraceReader::realSnapshots_data() {
     QTest::addColumn<QString>("file");
-    if (!test::haveShared())
-        return;
     for (const QString& f : QDir(traces() + "/snapshots").entryList({"*.pickle"}, QDir::Files, QDir::Name))
         QTest::newRow(qPrintable(f)) << traces() + "/snapshots/" + f;
 }
 
 void TestTraceReader::realSnapshots() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent: real snapshots not checked");
     QFETCH(QString, file);
     const std::string bytes = readTextFile(file.toStdString(), 64u << 20);
     DataTree tree(bytes.size());
@@ -229,8 +225,6 @@ void TestTraceReader::realSnapshots() {
 }
 
 void TestTraceReader::realChromeTraces() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     for (const QString& f : QDir(traces() + "/chrome_traces").entryList({"*.json.gz"}, QDir::Files)) {
         const std::string path = (traces() + "/chrome_traces/" + f).toStdString();
         const json doc = json::parse(gunzip(readTextFile(path, 64u << 20), 1u << 30));
@@ -271,8 +265,6 @@ void TestTraceReader::realChromeTraces() {
 }
 
 void TestTraceReader::realMemoryTimelineRaw() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const std::string path = (traces() + "/memory_timeline/HTA_memory_timeline.raw.gz").toStdString();
     const json doc = json::parse(gunzip(readTextFile(path, 64u << 20), 1u << 30));
     long long sum = 0, peak = LLONG_MIN;
@@ -288,8 +280,6 @@ void TestTraceReader::realMemoryTimelineRaw() {
 }
 
 void TestTraceReader::liveSetAtPeakAddsUpToPeak() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     for (const char* f : {"cs336_MAGMA27_memory_snapshot.pickle", "DeComFL_memory.pickle",
                           "cs336_bcrafton_memory_snapshot.pickle"}) {
         const auto loaded = loadTrace((traces() + "/snapshots/" + f).toStdString());
@@ -306,8 +296,6 @@ void TestTraceReader::liveSetAtPeakAddsUpToPeak() {
 }
 
 void TestTraceReader::liveSetMatchesBruteForce() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const auto loaded = loadTrace((traces() + "/snapshots/DeComFL_memory.pickle").toStdString());
     const TraceIndex& index = *loaded->indexes.at(0);
     std::mt19937 rng(7);
@@ -326,10 +314,8 @@ void TestTraceReader::liveSetMatchesBruteForce() {
 }
 
 void TestTraceReader::protocolJsonAndGzipVariantsAgree() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
-    if (!havePython())
-        QSKIP("python3 is not installed: pickle.dump variants not generated");
+    // python3 is a test dependency (scripts/install-deps --test): its absence is a failure, not a skip.
+    QVERIFY2(havePython(), "python3 is not installed: pickle.dump variants cannot be generated");
     QTemporaryDir dir;
     const QString src = traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle";
     // CPython writes the variants; loading this known plain-data file in Python is safe.

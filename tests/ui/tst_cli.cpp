@@ -157,27 +157,23 @@ void TestCli::params() {
     QVERIFY(json::parse(r.out) == json({{"parameters", 124439808}, {"active_parameters", 124439808}}));
     r = cli({"params", "--preset", "mistralai/Mixtral-8x7B-v0.1", "--json"});
     QCOMPARE(json::parse(r.out).at("active_parameters").get<long long>(), 12879925248LL);
-    if (test::haveShared()) {
-        // A real config.json file from the reference set, written out as a user would have it.
-        QFile f(test::sharedDir() + "/reference/hf_models.json");
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const json ref = json::parse(f.readAll().toStdString());
-        const QString cfg = m_dir.filePath("llama3-config.json");
-        QFile out(cfg);
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write(QByteArray::fromStdString(ref["models"][4]["config"].dump()));
-        out.close();
-        r = cli({"params", "--hf-config", cfg.toStdString(), "--json"});
-        QCOMPARE(r.code, 0);
-        QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
-                 ref["models"][4]["param_count"].get<long long>());
-    }
+    // A real config.json file from the reference set, written out as a user would have it.
+    QFile f(test::dataDir() + "/reference/hf_models.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const json ref = json::parse(f.readAll().toStdString());
+    const QString cfg = m_dir.filePath("llama3-config.json");
+    QFile out(cfg);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QByteArray::fromStdString(ref["models"][4]["config"].dump()));
+    out.close();
+    r = cli({"params", "--hf-config", cfg.toStdString(), "--json"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
+             ref["models"][4]["param_count"].get<long long>());
 }
 
 void TestCli::renderTrace() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
-    const std::string trace = (test::sharedDir() + "/traces/snapshots/DeComFL_memory.pickle").toStdString();
+    const std::string trace = (test::dataDir() + "/traces/snapshots/DeComFL_memory.pickle").toStdString();
     for (const char* ext : {"png", "svg", "pdf"}) {
         const QString out = m_dir.filePath(QStringLiteral("timeline.%1").arg(ext));
         const Run r = cli({"render", trace, "-o", out.toStdString(), "--size", "1000x400"});
@@ -216,11 +212,9 @@ void TestCli::renderTrace() {
 }
 
 void TestCli::compareScenarioWithTrace() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const std::string sc = HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
     const std::string trace =
-        (test::sharedDir() + "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle")
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle")
             .toStdString();
     const Run r = cli({"compare", sc, trace, "--json"});
     QCOMPARE(r.code, 0);
@@ -264,10 +258,8 @@ void TestCli::compareScenarioWithTrace() {
 }
 
 void TestCli::calibrateFromTwoRuns() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const std::string m = HEADROOM_SOURCE_DIR "/examples/measured/";
-    const std::string t = (test::sharedDir() + "/traces/snapshots/").toStdString();
+    const std::string t = (test::dataDir() + "/traces/snapshots/").toStdString();
     const std::string out = m_dir.filePath("calibrated.headroom.json").toStdString();
     const Run r =
         cli({"calibrate", m + "cs336-medium-128-training.headroom.json",
@@ -351,10 +343,8 @@ void TestCli::traceSummary() {
     const json oddJson = json::parse(r.out);
     QCOMPARE(oddJson.at("devices").at("0").at("actions").begin().key(),
              std::string("\xef\xbf\xbd\xef\xbf\xbd"));
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     r = cli({"trace-summary",
-             (test::sharedDir() + "/traces/snapshots/cs336_MAGMA27_memory_snapshot.pickle").toStdString(),
+             (test::dataDir() + "/traces/snapshots/cs336_MAGMA27_memory_snapshot.pickle").toStdString(),
              "--json"});
     QCOMPARE(r.code, 0);
     const json j = json::parse(r.out);
@@ -368,7 +358,7 @@ void TestCli::traceSummary() {
         QVERIFY2(d.at(k).is_number_integer(), k);
     QVERIFY(d.at("peak_allocated_bytes").get<long long>() >= d.at("final_allocated_bytes").get<long long>());
     r = cli({"trace-summary",
-             (test::sharedDir() + "/traces/chrome_traces/HTA_df_index_resolver.json.gz").toStdString()});
+             (test::dataDir() + "/traces/chrome_traces/HTA_df_index_resolver.json.gz").toStdString()});
     QCOMPARE(r.code, 0);
     QVERIFY(QString::fromStdString(r.out).contains("chrome-trace"));
 }
@@ -461,16 +451,14 @@ void TestCli::reportsAndExports() {
     QVERIFY(!QImage(m_dir.filePath("plan-breakdown.png")).isNull());
     QVERIFY(!QImage(m_dir.filePath("plan-strategies.png")).isNull());
     // With a trace: the measured peak beside the estimate.
-    if (test::haveShared()) {
-        const std::string scenario =
-            HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
-        const std::string trace =
-            test::sharedDir().toStdString() +
-            "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
-        const QString measured = m_dir.filePath("measured.pdf");
-        QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
-        QVERIFY(test::pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
-    }
+    const std::string scenario =
+        HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
+    const std::string trace =
+        test::dataDir().toStdString() +
+        "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
+    const QString measured = m_dir.filePath("measured.pdf");
+    QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
+    QVERIFY(test::pdfText(measured).contains(QStringLiteral("Estimate vs measured")));
     // Nothing a reader needs is cut short: a long title takes a smaller type, a long setting wraps.
     const std::string served =
         HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json";

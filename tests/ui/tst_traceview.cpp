@@ -47,7 +47,7 @@ using namespace headroom;
 namespace {
 
 QString traces() {
-    return test::sharedDir() + "/traces";
+    return test::dataDir() + "/traces";
 }
 
 QStringList realTraces() {
@@ -122,8 +122,6 @@ TraceView* TestTraceView::open(MainWindow& w, const QString& path) {
 }
 
 void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     const QStringList files = realTraces();
     QVERIFY(files.size() >= 11);
     for (const QString& file : files) {
@@ -162,8 +160,6 @@ void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
 }
 
 void TestTraceView::liveTableUnderModelTester() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
@@ -228,8 +224,6 @@ void TestTraceView::liveTableUnderModelTester() {
 }
 
 void TestTraceView::momentAndRangeSelection() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* view = open(*w, traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
@@ -290,8 +284,6 @@ void TestTraceView::momentAndRangeSelection() {
 }
 
 void TestTraceView::searchFindsFramesAndAddresses() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* view = open(*w, traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
@@ -332,8 +324,6 @@ void TestTraceView::searchFindsFramesAndAddresses() {
 }
 
 void TestTraceView::ghostFreesBanner() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     const QString file = traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle";
     TraceView* view = open(*w, file);
@@ -478,8 +468,6 @@ void TestTraceView::cancelAndErrors() {
 }
 
 void TestTraceView::lanesAlignOnTime() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     // A profiler trace with a CUDA device and the CPU: two lanes on one time axis.
     TraceView* view = open(
@@ -502,8 +490,6 @@ void TestTraceView::lanesAlignOnTime() {
 }
 
 void TestTraceView::zoomPanAndClick() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     w->show();
     TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
@@ -572,8 +558,6 @@ void TestTraceView::zoomPanAndClick() {
 }
 
 void TestTraceView::categoriesAndCompare() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     QVERIFY(!w->compareCurrentTrace()); // no trace open yet
     TraceView* view =
@@ -622,8 +606,6 @@ void TestTraceView::categoriesAndCompare() {
 }
 
 void TestTraceView::diffTwoRuns() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* a =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
@@ -664,8 +646,6 @@ void TestTraceView::diffTwoRuns() {
 }
 
 void TestTraceView::calibrateFromTheWindow() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     QString error;
     QVERIFY(w->openScenario(
@@ -691,8 +671,6 @@ void TestTraceView::calibrateFromTheWindow() {
 }
 
 void TestTraceView::allocatorWhatIfPanel() {
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
@@ -734,8 +712,6 @@ void TestTraceView::allocatorWhatIfPanel() {
 void TestTraceView::chartsExportAsImagesSvgAndPdf() {
     // The trace view's own drawings (timeline, segments, by-category bars, allocator plot) have the planner
     // charts' "Copy Chart as Image" and "Export Chart...": what is on screen, as PNG, SVG or PDF.
-    if (!test::haveShared())
-        QSKIP("../shared/traces is absent");
     auto w = window();
     TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
