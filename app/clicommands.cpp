@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "app/clicommands.h"
 
 #include "core/allocator/replay.h"
@@ -632,7 +633,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version" || args[0] == "version") {
-        out << "headroom-cli " << version() << "\n";
+        out << "headroom-cli " << version() << "\n"
+            << "licence: " << kLicence << " (no warranty); notices: /usr/share/doc/headroom/copyright\n";
         for (const Dependency& d : kDependencies)
             out << "  " << d.name << " (" << d.licence << "): " << d.why << "\n";
         return 0;

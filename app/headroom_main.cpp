@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/trace/tracereader.h"
 #include "core/version.h"
 #include "ui/mainwindow.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Replay speed of the allocator what-if (issue target: a 1M-entry trace replayed in under 1 s), on a
 // synthetic snapshot shaped like the real ones (bench/gen_snapshot.py). Reading the file is not timed.
 //     allocator_bench SNAPSHOT LABEL

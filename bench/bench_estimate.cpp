@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Estimator speed: one training estimate, and a 1,000-point micro-batch sweep.
 // Prints one JSON object per line (CONTRACTS.md section 6).
 #include "core/io/scenariojson.h"

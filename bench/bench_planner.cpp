@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Planner responsiveness: setting changes driven through the real settings panel's widgets, each timed
 // from the value change to every chart repainted (offscreen), with the default scenario (a preset model)
 // and with the same plan whose model comes from a config.json on disk (model.hf_config). One JSON line

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Writes a synthetic PyTorch memory snapshot for benchmarks with CPython's own pickle.dump (protocol 4,
 as torch.cuda.memory._dump_snapshot does), shaped like the real snapshots in tests/data/traces/snapshots.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Trace viewer benchmarks (CONTRACTS.md section 6), on a snapshot written by CPython (bench/gen_snapshot.py):
 //   timeline_bench FILE LABEL [--open]
 // prints timeline_redraw_<LABEL>_ms (the whole run redrawn at 1920 px: reduce + spans + overlays, median of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Trace-reading benchmark (run by scripts/bench): headroom-cli trace-summary against CPython's
 pickle.load on the same snapshot, both measured in this run. One JSON object per line.
 

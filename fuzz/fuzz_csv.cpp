@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nvidia-smi CSV logs.
 #include "core/error.h"
 #include "core/trace/trace.h"

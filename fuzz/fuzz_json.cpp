@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // JSON text into the tree, then every JSON-shaped format's loader.
 #include "core/error.h"
 #include "core/trace/tracereader.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The plain-data pickle reader on arbitrary bytes: it must return a tree or throw headroom::Error.
 #include "core/error.h"
 #include "core/trace/picklereader.h"

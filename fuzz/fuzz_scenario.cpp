@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A scenario file as the CLI and the window read it: JSON text, validation, the estimate, the solvers
 // (largest micro-batch and sequence, ranked savings) and the JSON output. Anything but a clean Error is a
 // finding: a JSON type_error escaping (it aborted the window), an overflow, a hang in a solver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The whole pipeline a user's file goes through: detection, gzip, every loader, the summary and the
 // live-set index with a few queries, the attribution at the peak, and the viewer's timeline at two zooms on
 // both axes, and the allocator what-if.

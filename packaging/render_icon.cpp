@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Build-time tool: renders the scalable icon to the PNG sizes desktops ask for (hicolor 16 to 512).
 //     render_icon ICON.svg OUTDIR
 #include <QGuiApplication>

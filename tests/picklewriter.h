@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A minimal pickle writer (protocol 2-5 opcodes) for building test inputs and synthetic benchmark
 // snapshots in C++. Header-only; shared by tests/ and bench/.

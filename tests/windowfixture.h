@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The window the UI tests drive: no session restore, settings and autosave in a scratch folder, and
 // unsaved changes discarded instead of asking.

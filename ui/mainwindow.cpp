@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/mainwindow.h"
 
 #include "core/compare/calibration.h"
@@ -29,12 +30,15 @@
 #include <QChartView>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QGraphicsLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -43,7 +47,9 @@
 #include <QLocale>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QPointer>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -486,8 +492,7 @@ void MainWindow::buildMenus() {
     auto* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Headroom"));
     about->setMenuRole(QAction::AboutRole);
-    connect(about, &QAction::triggered, this,
-            [this] { QMessageBox::about(this, tr("About Headroom"), aboutText()); });
+    connect(about, &QAction::triggered, this, [this] { showAbout(); });
     rebuildRecentMenu();
 }
 
@@ -567,9 +572,38 @@ QString MainWindow::aboutText() {
         deps += QStringLiteral("<li>%1 — %2 (%3)</li>")
                     .arg(QString::fromUtf8(d.name), QString::fromUtf8(d.licence), QString::fromUtf8(d.why));
     return tr("<h3>Headroom %1</h3><p>GPU memory planner and allocator-trace reader for training and serving "
-              "large models.</p><p>Built with Qt %2, running on Qt %3.</p><p>Uses:</p><ul>%4</ul>")
+              "large models.</p><p>Free software under the GNU General Public License, version 3 or any "
+              "later version (%5), without any warranty. <i>Licences…</i> shows the licence and the "
+              "third-party notices.</p><p>Built with Qt %2, running on Qt %3.</p><p>Uses:</p><ul>%4</ul>")
         .arg(QString::fromUtf8(version()), QStringLiteral(QT_VERSION_STR), QString::fromUtf8(qVersion()),
-             deps);
+             deps, QString::fromUtf8(kLicence));
+}
+
+QString MainWindow::licenceNoticesText() {
+    return QString::fromUtf8(thirdPartyNotices().data(), qsizetype(thirdPartyNotices().size())) +
+           QStringLiteral("\n\n") + QString::fromUtf8(licenceText().data(), qsizetype(licenceText().size()));
+}
+
+void MainWindow::showAbout() {
+    QMessageBox box(QMessageBox::NoIcon, tr("About Headroom"), aboutText(), QMessageBox::Close, this);
+    box.setTextFormat(Qt::RichText);
+    QPushButton* licences = box.addButton(tr("Licences…"), QMessageBox::ActionRole);
+    box.exec();
+    if (box.clickedButton() != licences)
+        return;
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Licences and third-party notices"));
+    auto* layout = new QVBoxLayout(&dialog);
+    auto* text = new QPlainTextEdit(licenceNoticesText(), &dialog);
+    text->setReadOnly(true);
+    text->setLineWrapMode(QPlainTextEdit::NoWrap);
+    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    layout->addWidget(text);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    dialog.resize(760, 600);
+    dialog.exec();
 }
 
 void MainWindow::setStyle(const ChartStyle& style) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "ui/chartstyle.h"
 
@@ -79,6 +80,8 @@ public:
     bool exportReport(const QString& path, QString* error = nullptr);
     // The About dialog's text: version, Qt built with and running, the dependencies and their licences.
     static QString aboutText();
+    // packaging/copyright (the third-party notices) followed by the GPL's text, as Help > About shows them.
+    static QString licenceNoticesText();
     SavingsModel* savingsModel() const { return m_savings; }
     BreakdownModel* breakdownModel() const { return m_table; }
     const ChartStyle& style() const { return m_style; }
@@ -94,6 +97,7 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    void showAbout();
     void build();
     void buildMenus();
     void updateViews();

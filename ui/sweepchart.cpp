@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/sweepchart.h"
 
 #include "core/plan/solvers.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/plan/layout.h"
 
 #include "core/error.h"

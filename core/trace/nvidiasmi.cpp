@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv[,noheader][,nounits]
 #include "core/error.h"
 #include "core/trace/checkednumbers.h"

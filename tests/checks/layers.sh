@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The core's layers are one-way (DESIGN.md): the base files (core/*.h) under everything; model <- plan <-
 # compare; trace <- allocator; io on top of all. No Qt header anywhere in core/. Fails naming each
 # include that reaches up or sideways.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The Debian package as a user gets it: validates the desktop entry and AppStream metainfo, builds the
 # package with CPack in BUILD_DIR, unpacks it into a scratch root (dpkg -x) and runs the installed programs
-# from there: --version, and headroom-cli estimate of an example that ships with it.
+# from there: --version, and headroom-cli estimate of an example that ships with it. lintian must find
+# nothing: the copyright file, changelog and manual pages are where Debian policy puts them.
 set -euo pipefail
 src=$1 build=$2
 desktop-file-validate "$src/packaging/headroom.desktop"
@@ -17,6 +19,13 @@ for f in usr/bin/headroom usr/bin/headroom-cli usr/share/applications/headroom.d
   usr/share/icons/hicolor/scalable/apps/headroom.svg; do
   [[ -f $root/$f ]] || { echo "missing in the package: $f"; exit 1; }
 done
+for f in usr/share/doc/headroom/copyright usr/share/doc/headroom/changelog.gz \
+  usr/share/man/man1/headroom.1.gz usr/share/man/man1/headroom-cli.1.gz; do
+  [[ -f $root/$f ]] || { echo "missing in the package: $f"; exit 1; }
+done
+grep -q "^License: GPL-3+" "$root/usr/share/doc/headroom/copyright"
+findings=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -E '^[EW]: ' || true)
+[[ -z $findings ]] || { echo "lintian:"; echo "$findings"; exit 1; }
 for size in 16 24 32 48 64 128 256 512; do
   icon=$root/usr/share/icons/hicolor/${size}x${size}/apps/headroom.png
   [[ -f $icon ]] || { echo "missing icon ${size}x${size}"; exit 1; }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Runs one Qt Test executable for CTest: qtest.sh EXE LOG [ARGS...].
 # Qt Test passes a test function that checked nothing, so this runs it with -v2 (every QVERIFY/QCOMPARE is
 # logged), counts the checks of each function (and of each data row), and fails the run when a function

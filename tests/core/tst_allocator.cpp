@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The caching-allocator model, rule by rule on hand-built requests (each expected value worked out here
 // from CUDACachingAllocator.cpp's rules), and the replay of a real recording.
 #include "core/allocator/cachingallocator.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Attribution of a recorded peak: on every run of docs/measured.md, at the peak, at most 5%
 // of the live bytes unattributed and the model-state categories within 1% of what the parameter count and
 // the run's description imply (worked out per run below); the rules and size matching on hand-written

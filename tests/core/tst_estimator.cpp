@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The estimator against the published figures of docs/formulas.md and the seeds, and the
 // properties the planner relies on (peak over phases, exact largest batch, ranked savings).
 #include "core/error.h"

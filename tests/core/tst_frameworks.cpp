@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Framework profiles (training.framework) against what the frameworks' own runs measured, and their
 // op-by-op accounting against hand computations. The published figures and their sources are in
 // examples/published/cases.json; docs/frameworks.md derives every number the profiles use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Parameter counting from Hugging Face configs: every model in tests/data/reference/hf_models.json exactly,
 // every preset against its published count, MoE active counts, and clear errors.
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Scenario files (CONTRACTS.md section 3): the contract's example, the embedded default, every kind of
 // model reference, validation errors that name their JSON path, and a save that keeps unknown keys.
 #include "core/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Inference serving: quantised checkpoints, the engines' KV pools, and their published figures.
 #include "core/error.h"
 #include "core/io/estimatejson.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The trace viewer's core: the level-of-detail index and timeline frames against brute-force reductions
 // written here, at several zoom levels of a real snapshot; notes, annotations, ghost frees, segments and
 // range queries on hand-written snapshots whose answers are worked out in the comments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reading recorded traces: every real file in tests/data/traces against an independent replay written
 // here, protocol 2-5 / JSON / gzip variants of one snapshot, hostile and truncated pickles, the other
 // formats, the live-set index and the background job.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // headroom-cli through its entry point: the contract's outputs, exit codes and error lines, and real
 // PNG/SVG/PDF exports.
 #include "app/clicommands.h"

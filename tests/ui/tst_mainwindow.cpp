@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The planner window: settings panel round trip, undo/redo, open/save with failures, suggestions,
 // item models under QAbstractItemModelTester, crash recovery, close confirmation, drag-and-drop imports.
 #include "core/io/scenariojson.h"
@@ -731,8 +732,17 @@ void TestMainWindow::presentationMode() {
     const QString about = MainWindow::aboutText();
     QVERIFY(about.contains(QString::fromUtf8(version())));
     QVERIFY(about.contains(QString::fromUtf8(qVersion())));
-    for (const char* licence : {"LGPL-3.0", "GPL-3.0", "MIT", "Zlib"})
+    for (const char* licence : {"LGPL-3.0", "GPL-3.0", "MIT", "Zlib", "GPL-3.0-or-later"})
         QVERIFY2(about.contains(licence), licence);
+    // Licences...: the third-party notices (nlohmann/json's Expat notice is compiled into the binaries)
+    // and the GPL's full text, as the repository's files hold them.
+    const QString notices = MainWindow::licenceNoticesText();
+    QFile copyright(HEADROOM_SOURCE_DIR "/packaging/copyright"), gpl(HEADROOM_SOURCE_DIR "/LICENSE");
+    QVERIFY(copyright.open(QIODevice::ReadOnly) && gpl.open(QIODevice::ReadOnly));
+    QVERIFY(notices.startsWith(QString::fromUtf8(copyright.readAll())));
+    QVERIFY(notices.endsWith(QString::fromUtf8(gpl.readAll())));
+    QVERIFY(notices.contains(QStringLiteral("Niels Lohmann")));
+    QVERIFY(notices.contains(QStringLiteral("GNU GENERAL PUBLIC LICENSE")));
     QCOMPARE(QApplication::font().pointSizeF(), before);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The trace viewer in a real window: every real trace opens in its own tab and the drawn peak equals the
 // summary's; the live table and its grouping under QAbstractItemModelTester; moment, range and search
 // against brute-force answers computed here from the trace's columns; ghost frees; notes and stack folding;
