@@ -25,15 +25,44 @@ def snapshot(entries):
     return path
 
 
-def run(argv):
+def run(argv, expect_failure=False):
     """Wall time and peak RSS (bytes) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if expect_failure else None)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit("failed: %s" % " ".join(argv))
+    if (status != 0) != expect_failure:
+        raise SystemExit("%s: %s" % ("succeeded" if expect_failure else "failed", " ".join(argv)))
     return elapsed, usage.ru_maxrss * 1024
+
+
+HOSTILE = r"""
+import gzip, os, sys
+def member(data):
+    return gzip.compress(data, 6, mtime=0)
+def repeat(line):
+    return (line * ((16 << 20) // len(line) + 1))[:16 << 20]
+text = member(repeat(b"lorem ipsum dolor sit amet\n")) * 256
+cases = {"text": text, "nested": gzip.compress(text, 1, mtime=0),
+         "csv": member(b"2024/01/15 10:20:30.123, 0, 1024 MiB, 81920 MiB\n") + member(repeat(b"not, a, log\n")) * 256,
+         "json": member(b'{"a": [') + member(repeat(b"1,")) * 256}
+for name, data in cases.items():
+    path = os.path.join(sys.argv[1], "hostile-%s.gz" % name)
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+"""
+
+
+def hostile_gzips():
+    """Gzip files whose content is not a trace, each inflating to 4 GiB (256 members of 16 MiB): text,
+    the same nested in a second gzip, comma-separated text, and JSON of another kind. Written by a child
+    process, so that this one stays small: a child's peak RSS counts its parent's at the fork."""
+    names = ["text", "nested", "csv", "json"]
+    paths = {n: os.path.join(data, "hostile-%s.gz" % n) for n in names}
+    if not all(os.path.exists(p) for p in paths.values()):
+        subprocess.run([sys.executable, "-c", HOSTILE, data], check=True)
+    return paths
 
 
 def pickle_load_seconds(path):
@@ -47,6 +76,19 @@ def pickle_load_seconds(path):
 def emit(metric, value, unit, detail):
     print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, "detail": detail}), flush=True)
 
+
+# Hostile input first (small files): gzip of something that is no trace fails at once, in bounded memory.
+worst = (0.0, 0, "")
+for name, hostile in hostile_gzips().items():
+    t, rss = min(run([cli, "trace-summary", hostile], expect_failure=True) for _ in range(3))
+    if t > worst[0]:
+        worst = (t, max(rss, worst[1]), name)
+    else:
+        worst = (worst[0], max(rss, worst[1]), worst[2])
+emit("hostile_gzip_fail_s", worst[0], "s",
+     "slowest failure of trace-summary on gzip files of text, nested gzip, CSV-like text and other JSON, each "
+     "4 GiB inflated (%s slowest); target < 0.2 s" % worst[2])
+emit("hostile_gzip_rss_mb", worst[1] / 1e6, "MB", "largest peak RSS of those runs (whole process); target < 64 MB")
 
 path = snapshot(1_000_000)
 size = os.path.getsize(path)

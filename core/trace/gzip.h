@@ -18,6 +18,9 @@ bool isGzip(std::string_view data);
 class GzipReader : public PickleSource {
 public:
     GzipReader(std::string_view data, std::size_t maxOutput);
+    // A gzip inside another stream (a .gz of a .gz): reads `input` as it needs it, so nesting streams too.
+    // Progress (consumed, total) is the outermost file's; offsets in errors are `input`'s decoded bytes.
+    GzipReader(PickleSource& input, std::size_t maxOutput);
     ~GzipReader() override;
     GzipReader(const GzipReader&) = delete;
     GzipReader& operator=(const GzipReader&) = delete;
@@ -26,16 +29,20 @@ public:
     std::size_t read(char* out, std::size_t max) override;
     // The first up to `n` decoded bytes, without consuming them (only before the first read).
     std::string_view peek(std::size_t n);
-    std::size_t consumed() const override { return m_consumed; } // compressed bytes used so far
-    std::size_t total() const override { return m_data.size(); } // compressed size
-    std::size_t produced() const { return m_produced; }          // decoded bytes handed out or peeked
+    std::size_t consumed() const override { return m_input ? m_input->consumed() : m_consumed; }
+    std::size_t total() const override { return m_input ? m_input->total() : m_data.size(); }
+    std::size_t produced() const { return m_produced; } // decoded bytes handed out or peeked
 
 private:
     std::size_t inflateInto(char* out, std::size_t max);
+    bool refill(); // a streamed input: the next chunk into m_data; false at its end
 
     struct State;
     std::unique_ptr<State> m_z;
     std::string_view m_data;
+    PickleSource* m_input = nullptr;
+    std::string m_inBuffer;
+    std::size_t m_inBase = 0; // input bytes before m_data (a streamed input)
     std::size_t m_maxOutput;
     std::size_t m_consumed = 0, m_produced = 0;
     bool m_done = false;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv[,noheader][,nounits]
+#include "core/trace/nvidiasmi.h"
 #include "core/error.h"
-#include "core/trace/checkednumbers.h"
-#include "core/trace/trace.h"
 
+#include "core/trace/checkednumbers.h"
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <string_view>
@@ -69,71 +71,91 @@ bool timestamp(std::string_view s, long long* us) {
 
 } // namespace
 
+NvidiaSmiCsvReader::NvidiaSmiCsvReader(const char* offsetName) : m_offsetName(offsetName) {
+    m_trace.format = TraceFormat::NvidiaSmiCsv;
+}
+
+void NvidiaSmiCsvReader::line(std::string_view raw, std::size_t lineStart) {
+    ++m_lineNo;
+    const std::string_view line = trim(raw);
+    if (line.empty())
+        return;
+    const auto cols = split(line);
+    if (line.find("memory.used") != std::string_view::npos) { // header: take the column order from it
+        m_colTime = m_colIndex = m_colUsed = m_colTotal = -1;
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::string_view h = cols[c];
+            const int ci = static_cast<int>(c);
+            if (h.rfind("timestamp", 0) == 0)
+                m_colTime = ci;
+            else if (h.rfind("index", 0) == 0)
+                m_colIndex = ci;
+            else if (h.rfind("memory.used", 0) == 0)
+                m_colUsed = ci;
+            else if (h.rfind("memory.total", 0) == 0)
+                m_colTotal = ci;
+        }
+        if (m_colUsed < 0)
+            throw Error("line " + std::to_string(m_lineNo), "the header has no memory.used column");
+        return;
+    }
+    auto where = [&](const char* field) {
+        return "line " + std::to_string(m_lineNo) + " (" + m_offsetName + std::to_string(lineStart) + "), " +
+               field;
+    };
+    auto col = [&](int c) {
+        return c >= 0 && static_cast<std::size_t>(c) < cols.size() ? cols[static_cast<std::size_t>(c)]
+                                                                   : std::string_view();
+    };
+    long long used = 0, total = 0, t = 0;
+    if (!mib(col(m_colUsed), &used))
+        throw Error(where("memory.used"), "expected MiB, got \"" + std::string(col(m_colUsed)) + "\"");
+    if (m_colTotal >= 0 && !col(m_colTotal).empty() && !mib(col(m_colTotal), &total))
+        throw Error(where("memory.total"), "expected MiB, got \"" + std::string(col(m_colTotal)) + "\"");
+    if (m_colTime >= 0 && !timestamp(col(m_colTime), &t))
+        throw Error(where("timestamp"),
+                    "expected YYYY/MM/DD HH:MM:SS.mmm, got \"" + std::string(col(m_colTime)) + "\"");
+    std::string index = m_colIndex >= 0 ? std::string(col(m_colIndex)) : "0";
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(where("index"), "expected a GPU index, got \"" + index + "\"");
+    DeviceTrace& dev = m_trace.device(index);
+    const long long prev = dev.reservedTotal.empty() ? 0 : dev.reservedTotal.back();
+    dev.append(t, used >= prev ? TraceAction::Alloc : TraceAction::Free, 0, used - prev);
+    dev.allocatedTotal.push_back(0);
+    dev.reservedTotal.push_back(used);
+    dev.hasTotals = dev.hasReservedTotals = true;
+    ++dev.actionCounts["sample"];
+    m_any = true;
+}
+
+Trace NvidiaSmiCsvReader::finish() {
+    if (!m_any)
+        throw Error("line 1", "no nvidia-smi samples (expected timestamp, index, memory.used, memory.total)");
+    return std::move(m_trace);
+}
+
+bool looksLikeCsvText(std::string_view head) {
+    const std::size_t end = std::min(head.find('\n'), head.size());
+    const std::string_view first = head.substr(0, end);
+    if (first.find(',') == std::string_view::npos)
+        return false;
+    for (const char c : head) // text: no control characters but tab and line ends
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r' && c != '\n')
+            return false;
+    return true;
+}
+
 Trace readNvidiaSmiCsv(std::string_view text) {
-    Trace trace;
-    trace.format = TraceFormat::NvidiaSmiCsv;
-    int colTime = 0, colIndex = 1, colUsed = 2, colTotal = 3;
-    std::size_t lineNo = 0, pos = 0;
-    bool any = false;
+    NvidiaSmiCsvReader reader;
+    std::size_t pos = 0;
     while (pos < text.size()) {
         std::size_t end = text.find('\n', pos);
         if (end == std::string_view::npos)
             end = text.size();
-        const std::string_view line = trim(text.substr(pos, end - pos));
-        const std::size_t lineStart = pos;
+        reader.line(text.substr(pos, end - pos), pos);
         pos = end + 1;
-        ++lineNo;
-        if (line.empty())
-            continue;
-        const auto cols = split(line);
-        if (line.find("memory.used") != std::string_view::npos) { // header: take the column order from it
-            colTime = colIndex = colUsed = colTotal = -1;
-            for (std::size_t c = 0; c < cols.size(); ++c) {
-                const std::string_view h = cols[c];
-                const int ci = static_cast<int>(c);
-                if (h.rfind("timestamp", 0) == 0)
-                    colTime = ci;
-                else if (h.rfind("index", 0) == 0)
-                    colIndex = ci;
-                else if (h.rfind("memory.used", 0) == 0)
-                    colUsed = ci;
-                else if (h.rfind("memory.total", 0) == 0)
-                    colTotal = ci;
-            }
-            if (colUsed < 0)
-                throw Error("line " + std::to_string(lineNo), "the header has no memory.used column");
-            continue;
-        }
-        auto where = [&](const char* field) {
-            return "line " + std::to_string(lineNo) + " (byte " + std::to_string(lineStart) + "), " + field;
-        };
-        auto col = [&](int c) {
-            return c >= 0 && static_cast<std::size_t>(c) < cols.size() ? cols[static_cast<std::size_t>(c)]
-                                                                       : std::string_view();
-        };
-        long long used = 0, total = 0, t = 0;
-        if (!mib(col(colUsed), &used))
-            throw Error(where("memory.used"), "expected MiB, got \"" + std::string(col(colUsed)) + "\"");
-        if (colTotal >= 0 && !col(colTotal).empty() && !mib(col(colTotal), &total))
-            throw Error(where("memory.total"), "expected MiB, got \"" + std::string(col(colTotal)) + "\"");
-        if (colTime >= 0 && !timestamp(col(colTime), &t))
-            throw Error(where("timestamp"),
-                        "expected YYYY/MM/DD HH:MM:SS.mmm, got \"" + std::string(col(colTime)) + "\"");
-        std::string index = colIndex >= 0 ? std::string(col(colIndex)) : "0";
-        if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
-            throw Error(where("index"), "expected a GPU index, got \"" + index + "\"");
-        DeviceTrace& dev = trace.device(index);
-        const long long prev = dev.reservedTotal.empty() ? 0 : dev.reservedTotal.back();
-        dev.append(t, used >= prev ? TraceAction::Alloc : TraceAction::Free, 0, used - prev);
-        dev.allocatedTotal.push_back(0);
-        dev.reservedTotal.push_back(used);
-        dev.hasTotals = dev.hasReservedTotals = true;
-        ++dev.actionCounts["sample"];
-        any = true;
     }
-    if (!any)
-        throw Error("line 1", "no nvidia-smi samples (expected timestamp, index, memory.used, memory.total)");
-    return trace;
+    return reader.finish();
 }
 
 } // namespace headroom

@@ -7,6 +7,7 @@
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/jsontree.h"
+#include "core/trace/nvidiasmi.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <streambuf>
 #include <sys/mman.h>
@@ -25,8 +27,6 @@
 #include <unordered_map>
 
 namespace headroom {
-
-Trace readNvidiaSmiCsv(std::string_view text);
 
 namespace {
 
@@ -592,6 +592,8 @@ private:
 class GzipStreamBuf : public std::streambuf {
 public:
     GzipStreamBuf(GzipReader& gz, const ReadProgress& progress) : m_gz(gz), m_progress(progress) {}
+    // The decoded offset of the next byte the parser will take.
+    std::size_t position() const { return m_gz.produced() - static_cast<std::size_t>(egptr() - gptr()); }
 
 protected:
     int_type underflow() override {
@@ -637,29 +639,73 @@ Trace pickleSnapshot(Input& input, std::size_t expectedBytes, const std::functio
     return snapshot(tree, root, TraceFormat::PytorchSnapshot);
 }
 
+// nvidia-smi CSV from a decoded stream, a line at a time: a log fails at its first bad line, and a "line"
+// longer than any nvidia-smi writes fails when it gets that long.
+Trace csvFromStream(PickleSource& in, const TraceReadOptions& options) {
+    constexpr std::size_t kMaxLine = 64 * 1024;
+    NvidiaSmiCsvReader reader("decompressed byte ");
+    std::string line;
+    std::size_t offset = 0, lineStart = 0;
+    std::vector<char> chunk(1 << 16);
+    while (const std::size_t got = in.read(chunk.data(), chunk.size())) {
+        if (options.progress && !options.progress(in.consumed(), in.total()))
+            throw Error("decompressed byte " + std::to_string(offset), "cancelled");
+        for (std::size_t i = 0; i < got; ++i, ++offset) {
+            if (chunk[i] == '\n') {
+                reader.line(line, lineStart);
+                line.clear();
+                lineStart = offset + 1;
+            } else if (line.size() == kMaxLine) {
+                throw Error("decompressed byte " + std::to_string(lineStart),
+                            "a line longer than " + std::to_string(kMaxLine) + " bytes: not nvidia-smi CSV");
+            } else {
+                line.push_back(chunk[i]);
+            }
+        }
+    }
+    if (!line.empty())
+        reader.line(line, lineStart);
+    return reader.finish();
+}
+
 // A gzip file is decoded as it is parsed, so a bad one fails at its first bad byte and memory follows
-// what was decoded; only CSV text (small by nature) is inflated whole.
+// what was decoded. The format is recognised from the first decoded bytes, so a file of another kind fails
+// before the rest is inflated; a gzip inside the gzip is read through a second decoder, and so on, up to
+// kMaxGzipLevels.
 Trace readGzip(std::string_view bytes, const std::function<void()>& release,
                const TraceReadOptions& options) {
-    GzipReader gz(bytes, options.maxDecompressed);
-    const std::string_view head = gz.peek(4096);
-    if (head.empty())
-        throw Error("decompressed byte 0", "the compressed file is empty");
-    const auto first = static_cast<unsigned char>(head[0]);
-    if (first == 0x80)
-        return pickleSnapshot(gz, bytes.size() * 4, release, options);
-    if (looksLikeJson(head)) {
-        DataTree tree(0);
-        GzipStreamBuf buf(gz, options.progress);
-        const Value root = readJsonTree(buf, tree, options.limits);
-        release();
-        return fromJsonTree(tree, root);
+    constexpr std::size_t kMaxGzipLevels = 3;
+    std::vector<std::unique_ptr<GzipReader>> levels;
+    levels.push_back(std::make_unique<GzipReader>(bytes, options.maxDecompressed));
+    while (true) {
+        GzipReader& gz = *levels.back();
+        const std::string_view head = gz.peek(4096);
+        const std::string at = levels.size() == 1 ? std::string("decompressed byte 0")
+                                                  : "decompressed byte 0 of the gzip inside (level " +
+                                                        std::to_string(levels.size()) + ")";
+        if (head.empty())
+            throw Error(at, "the compressed file is empty");
+        const auto first = static_cast<unsigned char>(head[0]);
+        if (isGzip(head)) {
+            if (levels.size() == kMaxGzipLevels)
+                throw Error(at, "gzip nested more than " + std::to_string(kMaxGzipLevels) + " deep");
+            levels.push_back(std::make_unique<GzipReader>(gz, options.maxDecompressed));
+            continue;
+        }
+        if (first == 0x80)
+            return pickleSnapshot(gz, bytes.size() * 4, release, options);
+        if (looksLikeJson(head)) {
+            DataTree tree(0);
+            GzipStreamBuf buf(gz, options.progress);
+            const Value root = readJsonTree(buf, tree, options.limits, [&] { return buf.position(); });
+            release();
+            return fromJsonTree(tree, root);
+        }
+        if (looksLikeCsvText(head))
+            return csvFromStream(gz, options);
+        throw Error(at, "unrecognised format (starts with " + hexByte(first) +
+                            "): expected a PyTorch snapshot pickle, JSON, gzip or nvidia-smi CSV");
     }
-    // CSV text, or a gzip inside the gzip: inflated whole (bounded by maxDecompressed) and read again.
-    std::string inner = gunzip(bytes, options.maxDecompressed);
-    release();
-    return readTraceImpl(
-        inner, [&] { std::string().swap(inner); }, options);
 }
 
 // Reads `bytes` and calls `release` as soon as nothing points into them any more, so that the input's
@@ -679,7 +725,7 @@ Trace readTraceImpl(std::string_view bytes, const std::function<void()>& release
         release();
         return fromJsonTree(tree, root);
     }
-    if (bytes.find(',') != std::string_view::npos && bytes.find('\0') == std::string_view::npos)
+    if (looksLikeCsvText(bytes.substr(0, 4096)))
         return readNvidiaSmiCsv(bytes);
     unrecognised(first);
 }

@@ -200,6 +200,7 @@ private slots:
     void recordColumnsMovedOrCopied();
     void interleavedBatchesReadInOrder();
     void gzipFailsAtTheFirstBadByte();
+    void gzipOfAnythingElseFailsAtOnce();
     void formatDetectedFromContent();
     void backgroundJobStagesAndCancel();
 };
@@ -603,7 +604,9 @@ void TestTraceReader::memoryTimelineJson() {
     QCOMPARE(d.entries, size_t(3));
     expectError(R"([[1, 2], [[1]]])", "rows");
     expectError(R"({"x": 1})", "neither a profiler trace");
-    expectError("[1, 2, ", "byte");
+    expectError("[[1], 2, ", "byte");
+    // A list of numbers is no trace: refused at its first item, not after reading it all.
+    expectError("[1, 2, 3]", "a JSON list of a kind Headroom does not know");
 }
 
 void TestTraceReader::formatDetectedFromContent() {
@@ -924,6 +927,50 @@ void TestTraceReader::gzipFailsAtTheFirstBadByte() {
     expectError(gz2.substr(0, gz2.size() / 2), "truncated");
     // JSON streams through the same reader; a syntax error names its byte in the decoded stream.
     expectError(gzipOf("{\"traceEvents\": [1, 2,, 3]}"), "decompressed byte 23: invalid JSON");
+}
+
+// A gzip whose content is no trace fails on its first decoded bytes, whatever follows: 4 GiB of text in
+// 256 members of 16 MiB (inflating it all first took 15.2 s and 4.4 GB to fail at "byte 0").
+void TestTraceReader::gzipOfAnythingElseFailsAtOnce() {
+    const std::size_t memberBytes = std::size_t(16) << 20;
+    auto repeat = [&](const std::string& line) {
+        std::string text;
+        text.reserve(memberBytes + line.size());
+        while (text.size() < memberBytes)
+            text += line;
+        text.resize(memberBytes);
+        return gzipOf(text);
+    };
+    auto file = [&](const std::string& first, const std::string& rest) {
+        std::string out = gzipOf(first);
+        const std::string member = repeat(rest);
+        for (int i = 0; i < 256; ++i)
+            out += member;
+        return out;
+    };
+    // Text: unrecognised at the first decoded byte, which the error names as such.
+    const std::string text = file("lorem ipsum dolor sit amet\n", "lorem ipsum dolor sit amet\n");
+    expectError(text, "decompressed byte 0: unrecognised format (starts with 0x6c)");
+    GzipReader probe(text, std::size_t(16) << 30);
+    (void)probe.peek(4096);
+    QVERIFY2(probe.produced() <= 4096, std::to_string(probe.produced()).c_str()); // the peek decides
+    // Nested: the inner gzip is read through its own decoder, not inflated whole; the error says where.
+    expectError(gzipOf(text), "decompressed byte 0 of the gzip inside (level 2): unrecognised format");
+    // Deeper than three levels is refused.
+    expectError(gzipOf(gzipOf(gzipOf(gzipOf("x")))), "gzip nested more than 3 deep");
+    // Comma-separated text is read a line at a time as nvidia-smi CSV and fails at its first bad line.
+    expectError(file("2024/01/15 10:20:30.123, 0, 1024 MiB, 81920 MiB\nnot, a, log\n", "not, a, log\n"),
+                "line 2 (decompressed byte 48), memory.used: expected MiB"); // 47 characters and a newline
+    // A "line" longer than nvidia-smi writes is refused when it gets that long.
+    expectError(file("a,b", std::string(1000, 'x')), "decompressed byte 0: a line longer than 65536 bytes");
+    // JSON of another kind: a list of numbers at its first item, an object without a trace's keys after
+    // its first 262,144 values (at their decoded offset), never after the 4 GiB.
+    expectError(file("[1,", "1,"), "decompressed byte 3: a JSON list of a kind Headroom does not know");
+    expectError(file("{\"a\": [", "1,"), "decompressed byte 524295: a JSON object that is neither");
+    // A real trace inside two gzips still reads (the CSV test file, compressed twice).
+    const std::string csv = "timestamp, index, memory.used [MiB], memory.total [MiB]\n"
+                            "2024/01/15 10:20:30.123, 0, 1024 MiB, 81920 MiB\n";
+    QCOMPARE(readTrace(gzipOf(gzipOf(csv))).format, TraceFormat::NvidiaSmiCsv);
 }
 
 QTEST_GUILESS_MAIN(TestTraceReader)
