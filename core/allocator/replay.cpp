@@ -160,6 +160,8 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     std::vector<std::pair<AllocatorEvent::Kind, std::uint64_t>> recorded;
     bool inFreeRun = false;
     for (std::size_t i = 0; i < d.entries(); ++i) {
+        if ((i & 4095) == 0)
+            o.cancel.check();
         const TraceAction a = d.action[i];
         if (a != TraceAction::SegmentFree)
             inFreeRun = false;
@@ -256,8 +258,12 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
     return r;
 }
 
-DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif) {
-    const DeviceTrace& d = trace.devices.at(device);
+DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif,
+                          const Cancellation& cancel) {
+    if (device >= trace.devices.size())
+        throw Error("device", "the trace has " + std::to_string(trace.devices.size()) + " devices, not " +
+                                  std::to_string(device + 1));
+    const DeviceTrace& d = trace.devices[device];
     DeviceWhatIf w;
     w.device = d.key;
     w.recordedSettings = settingsFromRecording(trace.allocatorSettings);
@@ -268,6 +274,7 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
     // what-if does not apply to replaying it.
     replay.settings.deviceMemory = whatif.deviceMemory >= w.recorded.peakReserved ? whatif.deviceMemory : 0;
     replay.recordedAddresses = true;
+    replay.cancel = cancel;
     w.replayed = replayDevice(d, replay);
     // The recorded settings replayed from the same start as the what-if: what it is compared with.
     ReplayOptions base;
@@ -276,10 +283,12 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
     base.settings.memoryFraction = whatif.memoryFraction;
     base.startingSegments = false;
     base.keepSeries = false; // compared by its figures; the panel draws the replay and the what-if
+    base.cancel = cancel;
     w.baseline = replayDevice(d, base);
     ReplayOptions other;
     other.settings = whatif;
     other.startingSegments = false;
+    other.cancel = cancel;
     w.whatif = replayDevice(d, other);
     other.rule = CachingAllocatorModel::AddressRule::Descending;
     other.keepSeries = false; // only its peak bounds the band

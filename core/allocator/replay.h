@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/allocator/cachingallocator.h"
+#include "core/cancellation.h"
 #include "core/trace/trace.h"
 
 #include <cstdint>
@@ -32,6 +33,7 @@ struct ReplayOptions {
     bool startingSegments = true;
     bool keepSeries = true; // fill ReplayResult::reserved (8 bytes per event: only what is drawn keeps it)
     CachingAllocatorModel::AddressRule rule = CachingAllocatorModel::AddressRule::Ascending;
+    Cancellation cancel; // polled every few thousand events: a replay nobody waits for stops
 };
 
 struct ReplayResult {
@@ -71,7 +73,8 @@ struct DeviceWhatIf {
     std::uint64_t bandLow = 0, bandHigh = 0; // peak reserved over both address rules
 };
 // One device of a trace (index into trace.devices).
-DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif);
+DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const AllocatorSettings& whatif,
+                          const Cancellation& cancel = {});
 // Every device of a snapshot that records allocator events. Throws Error when the trace is not a PyTorch
 // snapshot (nothing to replay).
 std::vector<DeviceWhatIf> allocatorWhatIf(const Trace& trace, const AllocatorSettings& whatif);

@@ -33,38 +33,4 @@ std::shared_ptr<LoadedTrace> loadTrace(const std::string& path, const std::funct
     return loaded;
 }
 
-TraceLoadJob::TraceLoadJob(std::string path, Callbacks callbacks)
-    : m_path(std::move(path)), m_callbacks(std::move(callbacks)), m_thread([this] { run(); }) {}
-
-TraceLoadJob::~TraceLoadJob() {
-    cancel();
-    wait();
-}
-
-void TraceLoadJob::wait() {
-    if (m_thread.joinable())
-        m_thread.join();
-}
-
-void TraceLoadJob::run() {
-    try {
-        auto loaded = loadTrace(
-            m_path,
-            [this](double fraction) {
-                if (m_callbacks.progress && !m_cancel)
-                    m_callbacks.progress(fraction);
-                return !m_cancel.load();
-            },
-            [this](const TraceSummary& summary) {
-                if (m_callbacks.summary)
-                    m_callbacks.summary(std::make_shared<const TraceSummary>(summary));
-            });
-        if (m_callbacks.details)
-            m_callbacks.details(loaded);
-    } catch (const std::exception& e) {
-        if (m_callbacks.failed)
-            m_callbacks.failed(e.what());
-    }
-}
-
 } // namespace headroom

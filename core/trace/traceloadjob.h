@@ -4,11 +4,9 @@
 #include "core/trace/traceindex.h"
 #include "core/trace/tracesummary.h"
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 namespace headroom {
 
@@ -20,38 +18,9 @@ struct LoadedTrace {
     std::vector<std::unique_ptr<TraceIndex>> indexes; // one per trace.devices entry
 };
 
-// Loads a trace on a worker thread. Results arrive in stages: progress while parsing, the summary as soon
-// as it is known, then the details (indexes). Callbacks run on the worker thread; a GUI marshals them.
-// Destroying the job cancels it and waits for the thread.
-class TraceLoadJob {
-public:
-    struct Callbacks {
-        std::function<void(double fraction)> progress;
-        std::function<void(std::shared_ptr<const TraceSummary>)> summary;
-        std::function<void(std::shared_ptr<const LoadedTrace>)> details;
-        std::function<void(const std::string& error)> failed; // also reports "cancelled"
-    };
-
-    TraceLoadJob(std::string path, Callbacks callbacks);
-    ~TraceLoadJob();
-    TraceLoadJob(const TraceLoadJob&) = delete;
-    TraceLoadJob& operator=(const TraceLoadJob&) = delete;
-
-    void cancel() { m_cancel = true; }
-    void wait();
-    bool cancelled() const { return m_cancel; }
-
-private:
-    void run();
-
-    std::string m_path;
-    Callbacks m_callbacks;
-    std::atomic<bool> m_cancel{false};
-    std::thread m_thread;
-};
-
-// The synchronous form: read, summarize and index a file (used by the job and tests). `progress` gets
-// 0..1 and returns false to cancel (Error "cancelled"); `onSummary` runs before the indexes are built.
+// Reads, summarizes and indexes a file in stages, on whatever thread calls it (the window runs it through
+// its job runner): `progress` gets 0..1 and returns false to cancel (Error "cancelled"); `onSummary` runs
+// before the indexes are built, so a viewer can show the peaks first.
 std::shared_ptr<LoadedTrace> loadTrace(const std::string& path,
                                        const std::function<bool(double)>& progress = {},
                                        const std::function<void(const TraceSummary&)>& onSummary = {});

@@ -202,7 +202,7 @@ private slots:
     void gzipFailsAtTheFirstBadByte();
     void gzipOfAnythingElseFailsAtOnce();
     void formatDetectedFromContent();
-    void backgroundJobStagesAndCancel();
+    void stagedLoadAndCancel();
 };
 
 void TestTraceReader::realSnapshots_data() {
@@ -648,44 +648,29 @@ void TestTraceReader::formatDetectedFromContent() {
     expectError(std::string("\x1f\x8b\x08\x00garbage", 12), "gzip");
 }
 
-void TestTraceReader::backgroundJobStagesAndCancel() {
+void TestTraceReader::stagedLoadAndCancel() {
+    // loadTrace, which the window runs off the GUI thread: the summary arrives before the indexes are
+    // built, and a progress report that says stop cancels it.
     QTemporaryDir dir;
     const QString path = dir.filePath("s.pickle");
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray::fromStdString(smallSnapshot()));
     f.close();
-    std::mutex m;
-    std::condition_variable cv;
     std::vector<std::string> stages;
-    bool done = false;
-    {
-        TraceLoadJob job(path.toStdString(),
-                         {[&](double) {},
-                          [&](std::shared_ptr<const TraceSummary> s) {
-                              std::lock_guard lock(m);
-                              stages.push_back("summary " + std::to_string(s->devices.at(0).peakAllocated));
-                          },
-                          [&](std::shared_ptr<const LoadedTrace> t) {
-                              std::lock_guard lock(m);
-                              stages.push_back("details " + std::to_string(t->indexes.size()));
-                              done = true;
-                              cv.notify_all();
-                          },
-                          [&](const std::string& e) {
-                              std::lock_guard lock(m);
-                              stages.push_back("failed " + e);
-                              done = true;
-                              cv.notify_all();
-                          }});
-        std::unique_lock lock(m);
-        QVERIFY(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; }));
-    }
+    auto loaded = loadTrace(
+        path.toStdString(), [&](double) { return true; },
+        [&](const TraceSummary& s) {
+            stages.push_back("summary " + std::to_string(s.devices.at(0).peakAllocated) + " with " +
+                             std::to_string(0) + " indexes");
+        });
+    stages.push_back("details " + std::to_string(loaded->indexes.size()));
     QCOMPARE(stages.size(), size_t(2));
-    QCOMPARE(stages[0], std::string("summary 3000"));
+    QCOMPARE(stages[0], std::string("summary 3000 with 0 indexes"));
     QCOMPARE(stages[1], std::string("details 1"));
 
-    // Cancelling from the first progress report stops the load with "cancelled".
+    // Cancelling: the first progress report that returns false stops the read with "cancelled", naming the
+    // file, before the 300,000 items are parsed.
     PickleWriter w;
     w.beginList();
     for (int i = 0; i < 300000; ++i)
@@ -696,22 +681,15 @@ void TestTraceReader::backgroundJobStagesAndCancel() {
     QVERIFY(g.open(QIODevice::WriteOnly));
     g.write(QByteArray::fromStdString(w.finish()));
     g.close();
-    // The worker's first progress report waits until cancel() has been called, so the outcome cannot
-    // depend on which thread is faster: parsing 300,000 items needs several progress checks.
-    std::string failure;
-    std::promise<void> cancelIssued;
-    std::shared_future<void> issued = cancelIssued.get_future().share();
-    {
-        TraceLoadJob job(big.toStdString(),
-                         {[&](double) { issued.wait(); },
-                          {},
-                          [&](std::shared_ptr<const LoadedTrace>) { failure = "completed"; },
-                          [&](const std::string& e) { failure = e; }});
-        job.cancel();
-        cancelIssued.set_value();
-        job.wait();
+    int reports = 0;
+    try {
+        loadTrace(big.toStdString(), [&](double) { return ++reports < 2; });
+        QFAIL("not cancelled");
+    } catch (const Error& e) {
+        QVERIFY2(QString(e.what()).endsWith(": cancelled"), e.what());
+        QVERIFY2(QString(e.what()).startsWith(big), e.what());
     }
-    QVERIFY2(QString::fromStdString(failure).endsWith(": cancelled"), failure.c_str());
+    QCOMPARE(reports, 2);
 }
 
 void TestTraceReader::entriesBuiltKeyByKey() {

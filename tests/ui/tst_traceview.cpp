@@ -12,6 +12,7 @@
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
+#include "ui/common/jobrunner.h"
 #include "ui/mainwindow.h"
 #include "ui/scenariodocument.h"
 #include "ui/tablecopy.h"
@@ -31,6 +32,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QHeaderView>
 #include <QLabel>
@@ -38,6 +40,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
+#include <QThreadPool>
 #include <QTreeView>
 #include <QUndoStack>
 #include <QXmlStreamReader>
@@ -95,6 +99,8 @@ private slots:
     void diffTwoRuns();
     void calibrateFromTheWindow();
     void allocatorWhatIfPanel();
+    void allocatorReplayFailsAndCancelsWithoutBlocking();
+    void jobRunnerDeliversValuesErrorsAndGenerations();
     void chartsExportAsImagesSvgAndPdf();
 
 private:
@@ -708,6 +714,93 @@ void TestTraceView::allocatorWhatIfPanel() {
         QCoreApplication::processEvents();
         w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/allocator.png");
     }
+}
+
+// A replay that fails says so in the panel and the program goes on; deleting the panel (closing the tab)
+// while a long replay runs returns at once, and the replay stops at its next cancellation check.
+void TestTraceView::allocatorReplayFailsAndCancelsWithoutBlocking() {
+    auto trace = std::make_shared<LoadedTrace>();
+    trace->trace.format = TraceFormat::PytorchSnapshot;
+    DeviceTrace& d = trace->trace.device("0");
+    // 1.5 million allocations and frees of 1 MiB at 16 addresses: a replay of about a second here.
+    for (std::int64_t i = 0; i < 1500000; ++i) {
+        const std::uint64_t addr = 0x7f0000000000ull + static_cast<std::uint64_t>(i % 16) * (2u << 20);
+        d.append(i, TraceAction::Alloc, addr, 1 << 20);
+        d.append(i, TraceAction::FreeRequested, addr, 1 << 20);
+        d.append(i, TraceAction::FreeCompleted, addr, 1 << 20);
+    }
+    auto panel = std::make_unique<AllocatorPanel>();
+    // A device the trace does not have: the replay throws, and the panel reports it.
+    panel->setDevice(trace, 5);
+    panel->waitForResult();
+    QVERIFY(!panel->result());
+    QVERIFY2(panel->resultText()->text().contains("The replay failed"),
+             qPrintable(panel->resultText()->text()));
+    QVERIFY2(panel->resultText()->text().contains("the trace has 1 devices, not 6"),
+             qPrintable(panel->resultText()->text()));
+    // The long replay: started, then the panel is deleted while it runs.
+    panel->setDevice(trace, 0);
+    panel->findChild<QCheckBox*>("expandableSegments")->setChecked(true); // start now rather than debounced
+    QTest::qWait(200);
+    QVERIFY(panel->busy());
+    QElapsedTimer timer;
+    timer.start();
+    panel.reset();
+    QVERIFY2(timer.elapsed() < 100, qPrintable(QString::number(timer.elapsed())));
+    // Four replays of 4.5 million events take seconds; cancelled, the worker is done almost at once.
+    QVERIFY(QThreadPool::globalInstance()->waitForDone(1000));
+}
+
+// The window's one mechanism for work off the GUI thread (ui/common/jobrunner.h).
+void TestTraceView::jobRunnerDeliversValuesErrorsAndGenerations() {
+    JobRunner runner;
+    QThread* gui = QThread::currentThread();
+    // A value, computed on another thread and delivered on the GUI thread.
+    std::vector<std::string> seen;
+    runner.start([gui](const JobContext&) { return QThread::currentThread() != gui ? 42 : -1; },
+                 [&](JobOutcome<int> o) {
+                     QVERIFY(QThread::currentThread() == gui);
+                     seen.push_back(o.ok() ? std::to_string(*o.value) : o.error);
+                 });
+    QVERIFY(runner.waitForIdle(5000));
+    QCOMPARE(seen, std::vector<std::string>({"42"}));
+    // An exception is an error value: it never reaches the event loop.
+    runner.start([](const JobContext&) -> int { throw std::out_of_range("map::at"); },
+                 [&](JobOutcome<int> o) { seen.push_back(o.ok() ? "value" : o.error); });
+    QVERIFY(runner.waitForIdle(5000));
+    QCOMPARE(seen.back(), std::string("map::at"));
+    // A newer job supersedes the older: the older is cancelled and its result dropped; partial results it
+    // posts are dropped too.
+    seen.clear();
+    std::atomic<bool> release{false};
+    runner.start(
+        [&](const JobContext& job) {
+            while (!release && !job.cancelled())
+                QThread::msleep(1);
+            job.post([&] { seen.push_back("stale partial"); });
+            return job.cancelled() ? 1 : 2;
+        },
+        [&](JobOutcome<int> o) { seen.push_back("first " + (o.ok() ? std::to_string(*o.value) : o.error)); });
+    runner.start([](const JobContext&) { return 3; },
+                 [&](JobOutcome<int> o) { seen.push_back("second " + std::to_string(*o.value)); });
+    QVERIFY(runner.waitForIdle(5000));
+    QCOMPARE(seen, std::vector<std::string>({"second 3"}));
+    // cancel() asks the job to stop and reports that it did.
+    seen.clear();
+    runner.start(
+        [](const JobContext& job) {
+            while (true) {
+                job.cancellation().check();
+                QThread::msleep(1);
+            }
+            return 0;
+        },
+        [&](JobOutcome<int> o) { seen.push_back(o.ok() ? "value" : o.error); });
+    QTest::qWait(20);
+    runner.cancel();
+    QVERIFY(runner.waitForIdle(5000));
+    QCOMPARE(seen, std::vector<std::string>({"cancelled"}));
+    QVERIFY(!runner.busy());
 }
 
 void TestTraceView::chartsExportAsImagesSvgAndPdf() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/traceview/allocatorpanel.h"
 
+#include "ui/common/jobrunner.h"
+
 #include "core/io/bytesformat.h"
 #include "ui/tablecopy.h"
 
@@ -202,9 +204,7 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     m_debounce->setSingleShot(true);
     m_debounce->setInterval(120);
     connect(m_debounce, &QTimer::timeout, this, &AllocatorPanel::start);
-    m_poll = new QTimer(this);
-    m_poll->setInterval(30);
-    connect(m_poll, &QTimer::timeout, this, &AllocatorPanel::poll);
+    m_runner = new JobRunner(this);
     connect(m_expandable, &QCheckBox::toggled, this, &AllocatorPanel::schedule);
     connect(m_maxSplit, &QSpinBox::valueChanged, this, &AllocatorPanel::schedule);
     connect(m_divisions, &QComboBox::currentIndexChanged, this, &AllocatorPanel::schedule);
@@ -214,9 +214,12 @@ AllocatorPanel::AllocatorPanel(QWidget* parent) : QWidget(parent) {
     m_text->setText(tr("Open a PyTorch memory snapshot to replay it."));
 }
 
-AllocatorPanel::~AllocatorPanel() {
-    if (m_running.valid())
-        m_running.wait(); // the replay reads the trace this panel shares; let it finish
+// The runner cancels a replay in flight and does not wait for it: the replay holds its own reference to
+// the trace, and stops at its next check.
+AllocatorPanel::~AllocatorPanel() = default;
+
+bool AllocatorPanel::busy() const {
+    return m_runner->busy();
 }
 
 AllocatorSettings AllocatorPanel::settings() const {
@@ -271,43 +274,42 @@ void AllocatorPanel::schedule() {
 void AllocatorPanel::start() {
     if (!m_trace)
         return;
-    if (m_running.valid()) { // one at a time; the newest settings run when this one is done
-        m_again = true;
-        return;
-    }
     const AllocatorSettings s = settings();
     if (s.garbageCollectionThreshold > 0 && (s.memoryFraction <= 0 || s.deviceMemory == 0)) {
+        m_runner->discard();
         m_text->setText(tr("garbage_collection_threshold acts only under a memory fraction of a known device "
                            "memory (as in PyTorch): set both."));
         return;
     }
+    // A new setting replaces the replay in flight: the runner cancels it and drops its result.
     auto trace = m_trace;
     const std::size_t device = m_device;
-    m_running =
-        std::async(std::launch::async, [trace, device, s] { return whatIfDevice(trace->trace, device, s); });
-    m_poll->start();
-}
-
-void AllocatorPanel::poll() {
-    if (!m_running.valid() || m_running.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready)
-        return;
-    m_poll->stop();
-    DeviceWhatIf w = m_running.get();
-    show(std::move(w));
-    if (m_again) {
-        m_again = false;
-        start();
-    }
+    m_runner->start(
+        [trace, device, s](const JobContext& job) {
+            return whatIfDevice(trace->trace, device, s, job.cancellation());
+        },
+        [this](JobOutcome<DeviceWhatIf> outcome) {
+            if (outcome.ok()) {
+                show(std::move(*outcome.value));
+                return;
+            }
+            // A replay that fails says so here; the recorded view and the other tabs carry on.
+            m_text->setText(tr("<b style='color:#d62728'>The replay failed:</b> %1")
+                                .arg(QString::fromStdString(outcome.error).toHtmlEscaped()));
+            m_plot->setSeries({}, {}, {}, 0);
+            m_result.reset();
+            emit resultShown();
+        });
 }
 
 void AllocatorPanel::waitForResult() {
-    m_debounce->stop();
-    if (!m_running.valid())
+    if (m_debounce->isActive()) {
+        m_debounce->stop();
         start();
-    while (m_running.valid()) {
-        m_running.wait();
-        poll();
+    } else if (!m_result && !m_runner->busy()) {
+        start();
     }
+    m_runner->waitForIdle();
 }
 
 void AllocatorPanel::show(DeviceWhatIf w) {

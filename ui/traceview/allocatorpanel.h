@@ -5,7 +5,6 @@
 #include "ui/chartstyle.h"
 
 #include <QWidget>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -49,6 +48,8 @@ private:
 // the recorded settings (checked against the recording) and under the settings chosen here, then shows
 // the predicted reserved timeline over the recorded one, peak and fragmentation before and after, and
 // OOMs predicted or avoided. Replays run off the GUI thread.
+class JobRunner;
+
 class AllocatorPanel : public QWidget {
     Q_OBJECT
 public:
@@ -58,8 +59,10 @@ public:
     void setDevice(std::shared_ptr<const LoadedTrace> trace, std::size_t device);
     void setStyle(const ChartStyle& style);
     AllocatorSettings settings() const;
-    // Blocks until the replay in flight (if any) has been shown: for tests and screenshots.
+    // Runs the event loop until the replay in flight (if any) has been shown: for tests and screenshots.
     void waitForResult();
+    // Whether a replay is running (a new setting cancels it and starts another).
+    bool busy() const;
     const DeviceWhatIf* result() const { return m_result ? &*m_result : nullptr; }
     QLabel* resultText() const { return m_text; }
 
@@ -69,13 +72,11 @@ signals:
 private:
     void schedule();
     void start();
-    void poll();
     void show(DeviceWhatIf w);
 
     std::shared_ptr<const LoadedTrace> m_trace;
     std::size_t m_device = 0;
-    std::future<DeviceWhatIf> m_running;
-    bool m_again = false; // settings changed while a replay ran
+    JobRunner* m_runner = nullptr;
     std::optional<DeviceWhatIf> m_result;
     ChartStyle m_style;
     QCheckBox* m_expandable = nullptr;
@@ -87,7 +88,6 @@ private:
     QLabel* m_text = nullptr;
     ReservedPlot* m_plot = nullptr;
     QTimer* m_debounce = nullptr;
-    QTimer* m_poll = nullptr;
 };
 
 } // namespace headroom

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/traceview/traceview.h"
 
+#include "ui/common/jobrunner.h"
+
 #include "core/compare/comparison.h"
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
@@ -41,12 +43,8 @@ TraceView::TraceView(const QString& path, QWidget* parent) : QWidget(parent) {
     addFile(path);
 }
 
-TraceView::~TraceView() {
-    // Jobs cancel and join in their destructors; their queued results die with this object.
-    for (auto& job : m_jobs)
-        job->cancel();
-    m_jobs.clear();
-}
+// The loaders (children) cancel their jobs and never wait: closing a tab is immediate.
+TraceView::~TraceView() = default;
 
 QString TraceView::title() const {
     QStringList names;
@@ -264,57 +262,50 @@ void TraceView::startJob(const QString& path) {
     m_loadingText->setStyleSheet(QString());
     m_loadingText->setText(tr("Reading %1…").arg(QFileInfo(path).fileName()));
     m_progress->setValue(0);
-    QPointer<TraceView> self(this);
-    auto lastPermille = std::make_shared<std::atomic<int>>(-1);
-    TraceLoadJob::Callbacks cb;
-    // Worker-thread callbacks post to the GUI thread; progress at most once per 0.1%.
-    cb.progress = [self, lastPermille](double f) {
-        const int permille = static_cast<int>(f * 1000);
-        if (permille == lastPermille->exchange(permille))
-            return;
-        QMetaObject::invokeMethod(
-            self,
-            [self, permille] {
-                if (self)
-                    self->m_progress->setValue(permille);
-            },
-            Qt::QueuedConnection);
-    };
-    cb.summary = [self, path](std::shared_ptr<const TraceSummary> s) {
-        QMetaObject::invokeMethod(
-            self,
-            [self, path, s] {
-                if (self)
-                    self->onSummary(path, s);
-            },
-            Qt::QueuedConnection);
-    };
-    cb.details = [self](std::shared_ptr<const LoadedTrace> t) {
-        QMetaObject::invokeMethod(
-            self,
-            [self, t] {
-                if (self)
-                    self->onDetails(t);
-            },
-            Qt::QueuedConnection);
-    };
-    cb.failed = [self, path](const std::string& e) {
-        const QString error = QString::fromStdString(e);
-        QMetaObject::invokeMethod(
-            self,
-            [self, path, error] {
-                if (self)
-                    self->onFailed(path, error);
-            },
-            Qt::QueuedConnection);
-    };
+    // One runner per file: lanes load side by side. Progress reaches the GUI at most once per 0.1%; the
+    // summary arrives before the indexes are built.
+    auto* loader = new JobRunner(this);
+    m_loaders.push_back(loader);
     ++m_pending;
-    m_jobs.push_back(std::make_unique<TraceLoadJob>(path.toStdString(), std::move(cb)));
+    const std::string file = path.toStdString();
+    QPointer<TraceView> self(this);
+    loader->start(
+        [file, self, path](const JobContext& job) {
+            auto lastPermille = std::make_shared<int>(-1);
+            return loadTrace(
+                file,
+                [&job, self, lastPermille](double f) {
+                    const int permille = static_cast<int>(f * 1000);
+                    if (permille != *lastPermille) {
+                        *lastPermille = permille;
+                        job.post([self, permille] {
+                            if (self)
+                                self->m_progress->setValue(permille);
+                        });
+                    }
+                    return !job.cancelled();
+                },
+                [&job, self, path](const TraceSummary& summary) {
+                    auto s = std::make_shared<const TraceSummary>(summary);
+                    job.post([self, path, s] {
+                        if (self)
+                            self->onSummary(path, s);
+                    });
+                });
+        },
+        [this, path, loader](JobOutcome<std::shared_ptr<LoadedTrace>> outcome) {
+            m_loaders.removeOne(loader);
+            loader->deleteLater();
+            if (outcome.ok())
+                onDetails(std::move(*outcome.value));
+            else
+                onFailed(path, QString::fromStdString(outcome.error));
+        });
 }
 
 void TraceView::cancel() {
-    for (auto& job : m_jobs)
-        job->cancel();
+    for (JobRunner* loader : m_loaders)
+        loader->cancel();
 }
 
 void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummary> s) {
@@ -340,24 +331,21 @@ void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummar
 
 void TraceView::onDetails(std::shared_ptr<const LoadedTrace> trace) {
     m_traces.push_back(std::move(trace));
-    if (--m_pending == 0) {
-        m_jobs.clear(); // their threads have sent their last result; joining is immediate
+    if (--m_pending == 0)
         m_loading->hide();
-    }
     rebuildLanes();
     emit loaded();
 }
 
 void TraceView::onFailed(const QString& path, const QString& error) {
-    m_error = error.startsWith(path)                ? error
-              : error == QLatin1String("cancelled") ? tr("Loading %1 was cancelled.").arg(path)
-                                                    : error;
+    const bool cancelled =
+        error == QLatin1String("cancelled") || error.endsWith(QLatin1String(": cancelled"));
+    m_error = cancelled ? tr("Loading %1 was cancelled.").arg(path) : error;
     m_progress->hide();
     m_cancel->hide();
     m_loadingText->setText(m_error);
     m_loadingText->setStyleSheet(QStringLiteral("color: #b00020;"));
-    if (--m_pending == 0)
-        m_jobs.clear();
+    --m_pending;
     emit failed(m_error);
 }
 

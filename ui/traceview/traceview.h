@@ -6,6 +6,7 @@
 #include "ui/chartstyle.h"
 #include "ui/traceview/timelinerenderer.h"
 
+#include <QList>
 #include <QWidget>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@ class QTreeView;
 namespace headroom {
 
 class AllocationDetails;
+class JobRunner;
 class AllocatorPanel;
 class CategoryBars;
 class LiveAllocationFilter;
@@ -95,7 +97,7 @@ private:
     void colourBands();
 
     QStringList m_paths;
-    std::vector<std::unique_ptr<TraceLoadJob>> m_jobs;
+    QList<JobRunner*> m_loaders; // one per file still loading
     std::vector<std::shared_ptr<const LoadedTrace>> m_traces;
     QString m_error;
     int m_pending = 0;
