@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/compare/attribution.h"
 
+#include "core/checkednumbers.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -32,7 +34,7 @@ struct StatePools {
         if (bytesPerElement <= 0 || copies <= 0)
             return;
         for (std::uint64_t n : tensors)
-            pool[static_cast<std::int64_t>(std::ceil(static_cast<double>(n) * bytesPerElement))] += copies;
+            pool[clampToInt64(std::ceil(static_cast<double>(n) * bytesPerElement))] += copies;
     }
     static bool take(std::map<std::int64_t, int>& pool, std::int64_t size) {
         auto it = pool.find(size);
@@ -267,9 +269,10 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
         else
             place(i, MeasuredCategory::Unattributed, E::None);
     }
-    for (const AttributedAllocation& p : placed) {
-        out.bytes[static_cast<std::size_t>(p.category)] += p.allocation.size;
-        out.total += p.allocation.size;
+    for (const AttributedAllocation& p : placed) { // sizes from the file: saturate, never overflow
+        auto& bytes = out.bytes[static_cast<std::size_t>(p.category)];
+        bytes = saturatingAdd(bytes, p.allocation.size);
+        out.total = saturatingAdd(out.total, p.allocation.size);
     }
     std::stable_sort(placed.begin(), placed.end(),
                      [](const AttributedAllocation& a, const AttributedAllocation& b) {

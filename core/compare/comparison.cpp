@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/compare/comparison.h"
 
+#include "core/checkednumbers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +16,8 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
     const Breakdown& b = est.perGpu;
     std::array<std::int64_t, kMeasuredCategories> out{};
     auto put = [&](MeasuredCategory m, double bytes) {
-        out[static_cast<std::size_t>(m)] += static_cast<std::int64_t>(std::llround(bytes));
+        auto& v = out[static_cast<std::size_t>(m)];
+        v = saturatingAdd(v, clampToInt64(std::round(bytes)));
     };
     const Calibration& c = sc.calibration;
     const double workspace = std::min(c.workspaceBytes, b[Category::Activations]);
@@ -40,17 +43,18 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
 std::string namedDifferences(const Comparison& c, std::size_t most) {
     std::vector<std::pair<std::int64_t, std::size_t>> diffs;
     for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
-        const std::int64_t d = c.measured.bytes[i] - c.estimated[i];
-        if (std::llabs(d) * 100 >= std::max<std::int64_t>(c.measured.total, 1))
+        const std::int64_t d = saturatingSub(c.measured.bytes[i], c.estimated[i]);
+        if (static_cast<double>(saturatingAbs(d)) * 100 >=
+            static_cast<double>(std::max<std::int64_t>(c.measured.total, 1)))
             diffs.push_back({d, i});
     }
     std::sort(diffs.begin(), diffs.end(),
-              [](const auto& a, const auto& b) { return std::llabs(a.first) > std::llabs(b.first); });
+              [](const auto& a, const auto& b) { return saturatingAbs(a.first) > saturatingAbs(b.first); });
     std::string out;
     for (std::size_t k = 0; k < diffs.size() && k < most; ++k) {
         char gib[32];
         std::snprintf(gib, sizeof gib, "%.2f GiB",
-                      static_cast<double>(std::llabs(diffs[k].first)) / 1073741824.0);
+                      static_cast<double>(saturatingAbs(diffs[k].first)) / 1073741824.0);
         out += (out.empty() ? "" : ", ") +
                std::string(measuredCategoryKey(static_cast<MeasuredCategory>(diffs[k].second))) + " " + gib +
                (diffs[k].first > 0 ? " more measured than estimated" : " less measured than estimated");
@@ -66,7 +70,7 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
     c.measured = attribute(trace, index, peak, rules, &scenario);
     c.estimated = estimateInMeasuredCategories(scenario, estimate);
     for (std::int64_t v : c.estimated)
-        c.estimatedTotal += v;
+        c.estimatedTotal = saturatingAdd(c.estimatedTotal, v);
     return c;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/checkednumbers.h"
 #include "core/compare/attribution.h"
 #include "core/plan/estimator.h"
 
@@ -15,7 +16,7 @@ struct Comparison {
     Attribution measured;
     std::array<std::int64_t, kMeasuredCategories> estimated{};
     std::int64_t estimatedTotal = 0;
-    std::int64_t difference() const { return estimatedTotal - measured.total; }
+    std::int64_t difference() const { return saturatingSub(estimatedTotal, measured.total); }
     // (estimate - measured) / measured; 0 when nothing was measured.
     double relativeError() const {
         return measured.total ? static_cast<double>(difference()) / static_cast<double>(measured.total) : 0.0;

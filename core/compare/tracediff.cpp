@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/compare/tracediff.h"
 
+#include "core/checkednumbers.h"
 #include "core/trace/frames.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ std::vector<FrameDelta> sortedByChange(std::map<std::string, FrameDelta>& groups
         out.push_back(d);
     }
     std::stable_sort(out.begin(), out.end(), [](const FrameDelta& x, const FrameDelta& y) {
-        return std::llabs(x.difference()) > std::llabs(y.difference());
+        return saturatingAbs(x.difference()) > saturatingAbs(y.difference());
     });
     return out;
 }
@@ -44,13 +45,13 @@ TraceDiff diffAtPeaks(const Trace& traceA, const TraceIndex& a, const Trace& tra
     std::map<std::pair<std::string, std::int64_t>, long> pending; // > 0: more in A, < 0: more in B
     for (const auto& p : d.a.allocations) {
         const std::string w = whereOf(traceA, p.allocation.stack);
-        frames[w].bytesA += p.allocation.size;
+        frames[w].bytesA = saturatingAdd(frames[w].bytesA, p.allocation.size);
         ++frames[w].countA;
         ++pending[{w, p.allocation.size}];
     }
     for (const auto& p : d.b.allocations) {
         const std::string w = whereOf(traceB, p.allocation.stack);
-        frames[w].bytesB += p.allocation.size;
+        frames[w].bytesB = saturatingAdd(frames[w].bytesB, p.allocation.size);
         ++frames[w].countB;
         --pending[{w, p.allocation.size}];
     }
@@ -58,10 +59,13 @@ TraceDiff diffAtPeaks(const Trace& traceA, const TraceIndex& a, const Trace& tra
         if (n == 0)
             continue;
         FrameDelta& u = unmatched[key.first];
+        // Sizes and counts from the files: saturated, never overflowing.
         if (n > 0)
-            u.bytesA += key.second * n, u.countA += static_cast<std::size_t>(n);
+            u.bytesA = saturatingAdd(u.bytesA, saturatingMul(key.second, n)),
+            u.countA += static_cast<std::size_t>(n);
         else
-            u.bytesB += key.second * -n, u.countB += static_cast<std::size_t>(-n);
+            u.bytesB = saturatingAdd(u.bytesB, saturatingMul(key.second, -n)),
+            u.countB += static_cast<std::size_t>(-n);
     }
     d.byFrame = sortedByChange(frames);
     d.unmatched = sortedByChange(unmatched);

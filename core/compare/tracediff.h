@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/checkednumbers.h"
 #include "core/compare/attribution.h"
 
 #include <string>
@@ -12,7 +13,7 @@ struct FrameDelta {
     std::string frame;
     std::int64_t bytesA = 0, bytesB = 0;
     std::size_t countA = 0, countB = 0;
-    std::int64_t difference() const { return bytesB - bytesA; }
+    std::int64_t difference() const { return saturatingSub(bytesB, bytesA); }
 };
 
 // Two recorded runs (before and after a change, two ranks) aligned at their allocated peaks: the totals,
@@ -23,7 +24,7 @@ struct TraceDiff {
     Attribution a, b;
     std::vector<FrameDelta> byFrame;   // largest |difference| first
     std::vector<FrameDelta> unmatched; // allocations without a counterpart, by frame (bytesA: only in A)
-    std::int64_t difference() const { return b.total - a.total; }
+    std::int64_t difference() const { return saturatingSub(b.total, a.total); }
 };
 
 // `scenario` (optional) describes the workload of both runs, for size matching (attribute()).

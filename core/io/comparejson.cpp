@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/comparejson.h"
 
+#include "core/checkednumbers.h"
+
 namespace headroom {
 
 nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceName) {
@@ -45,7 +47,9 @@ nlohmann::json traceDiffToJson(const TraceDiff& d, const std::string& nameA, con
     nlohmann::json categories = nlohmann::json::object();
     for (std::size_t i = 0; i < kMeasuredCategories; ++i)
         categories[measuredCategoryKey(static_cast<MeasuredCategory>(i))] = {
-            {"a", d.a.bytes[i]}, {"b", d.b.bytes[i]}, {"difference", d.b.bytes[i] - d.a.bytes[i]}};
+            {"a", d.a.bytes[i]},
+            {"b", d.b.bytes[i]},
+            {"difference", saturatingSub(d.b.bytes[i], d.a.bytes[i])}};
     auto frames = [&](const std::vector<FrameDelta>& list) {
         nlohmann::json out = nlohmann::json::array();
         for (std::size_t i = 0; i < list.size() && i < limit; ++i)

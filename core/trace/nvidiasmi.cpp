@@ -3,7 +3,7 @@
 #include "core/trace/nvidiasmi.h"
 #include "core/error.h"
 
-#include "core/trace/checkednumbers.h"
+#include "core/checkednumbers.h"
 
 #include <algorithm>
 #include <charconv>

@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
-#include "core/trace/checkednumbers.h"
+#include "core/checkednumbers.h"
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/jsontree.h"

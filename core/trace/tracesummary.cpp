@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/trace/tracesummary.h"
 
-#include "core/trace/checkednumbers.h"
+#include "core/checkednumbers.h"
 
 #include <algorithm>
 

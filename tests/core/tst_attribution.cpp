@@ -16,6 +16,7 @@
 #include "core/plan/estimator.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
 #include "tests/testutil.h"
 
 #include <QTest>
@@ -46,6 +47,7 @@ private slots:
     void rulesAndSizes();
     void comparisonArithmetic();
     void diffOfTwoRuns();
+    void hugeSizesSaturate();
     void rulesAsAFile();
     void annotatedPhases();
     void calibrationReproducesAndPredicts();
@@ -403,6 +405,35 @@ void TestAttribution::calibrationInTheScenario() {
     } catch (const Error& err) {
         QCOMPARE(QString::fromStdString(err.where()), QStringLiteral("calibration.factors.linear"));
     }
+}
+
+// Sizes come from the file: three live allocations of 2^62 bytes add up past INT64_MAX. Sums saturate (the
+// ASan/UBSan build fails on a signed overflow), so totals, differences and JSON stay meaningful.
+void TestAttribution::hugeSizesSaturate() {
+    const std::string big = std::to_string(std::int64_t(1) << 62);
+    std::string events;
+    for (int i = 0; i < 3; ++i)
+        events += std::string(i ? ", " : "") + R"({"action": "alloc", "addr": )" +
+                  std::to_string(4096 * (i + 1)) + R"(, "size": )" + big + R"(, "stream": 0, "time_us": )" +
+                  std::to_string(i + 1) + "}";
+    const Trace t = readTrace(R"({"segments": [], "device_traces": [[)" + events + "]]}");
+    const TraceSummary s = summarize(t);
+    const TraceIndex index(t.devices.at(0), s.devices.at(0));
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Attribution a = attribute(t, index, index.peakAfter(), rules);
+    QCOMPARE(a.total, std::numeric_limits<std::int64_t>::max());
+    // The diff of the run against an empty one: saturated differences, and JSON that says so.
+    const Trace empty = readTrace(
+        R"({"segments": [], "device_traces": [[{"action": "alloc", "addr": 8, "size": 1, "stream": 0, "time_us": 1}]]})");
+    const TraceSummary es = summarize(empty);
+    const TraceIndex ei(empty.devices.at(0), es.devices.at(0));
+    const TraceDiff d = diffAtPeaks(empty, ei, t, index, rules);
+    QCOMPARE(d.difference(), std::numeric_limits<std::int64_t>::max() - 1);
+    const TraceDiff r = diffAtPeaks(t, index, empty, ei, rules);
+    QCOMPARE(r.difference(), 1 - std::numeric_limits<std::int64_t>::max());
+    const json j = traceDiffToJson(r, "a", "b", 10);
+    QVERIFY(j.at("unmatched").at(0).at("a_bytes").get<std::int64_t>() ==
+            std::numeric_limits<std::int64_t>::max());
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)

@@ -7,7 +7,8 @@
 namespace headroom {
 
 // Arithmetic on values read from files: nothing a file says may overflow or convert out of range
-// (both are undefined behaviour in C++). Fuzzers found both in the first loaders.
+// (both are undefined behaviour in C++). Fuzzers found both in the first loaders. Every room that adds up
+// sizes from a trace (the readers, attribution, comparison, diff, the allocator replay) uses these.
 
 // A double converted to int64 when it is finite and in range; false otherwise.
 inline bool doubleToInt64(double d, long long* out) {
@@ -33,6 +34,21 @@ inline long long saturatingAdd(long long a, long long b) {
     if (__builtin_add_overflow(a, b, &r))
         return b > 0 ? std::numeric_limits<long long>::max() : std::numeric_limits<long long>::min();
     return r;
+}
+
+inline long long saturatingMul(long long a, long long b) {
+    long long r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return (a < 0) != (b < 0) ? std::numeric_limits<long long>::min()
+                                  : std::numeric_limits<long long>::max();
+    return r;
+}
+
+// |a|, with |INT64_MIN| saturated to INT64_MAX (std::llabs of it is undefined).
+inline long long saturatingAbs(long long a) {
+    return a == std::numeric_limits<long long>::min() ? std::numeric_limits<long long>::max()
+           : a < 0                                    ? -a
+                                                      : a;
 }
 
 inline long long saturatingSub(long long a, long long b) {

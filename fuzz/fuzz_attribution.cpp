@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Attribution, comparison and calibration of a recorded peak against a scenario: the arithmetic that adds
+// up sizes from a file (per category, per state-size pool) and compares them with an estimate. Sizes near
+// the limits of int64 must saturate, never overflow; anything but a clean Error is a finding.
+#include "core/compare/attribution.h"
+#include "core/compare/calibration.h"
+#include "core/compare/comparison.h"
+#include "core/error.h"
+#include "core/io/comparejson.h"
+#include "core/io/jsontext.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
+#include "core/trace/traceindex.h"
+#include "core/trace/tracereader.h"
+#include "core/trace/tracesummary.h"
+
+namespace {
+
+// The CS336 medium model of the recorded runs (docs/measured.md), fp32, with AdamW: its tensor table gives
+// the size pools that decide weights, gradients and states.
+const headroom::Scenario& scenario() {
+    static const headroom::Scenario sc = headroom::scenarioFromJson(nlohmann::json::parse(R"({
+      "schema": "headroom.scenario/1", "name": "fuzz",
+      "model": {"model_type": "llama", "vocab_size": 10000, "hidden_size": 1024, "intermediate_size": 4096,
+                "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+                "tie_word_embeddings": false},
+      "training": {"micro_batch_size": 4, "sequence_length": 128, "precision": "fp32", "attention": "eager"},
+      "cluster": {"gpu": "A100-SXM-80GB", "num_gpus": 1}})"));
+    return sc;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
+    try {
+        headroom::TraceReadOptions options;
+        options.maxDecompressed = 64u << 20;
+        const headroom::Trace trace =
+            headroom::readTrace(std::string_view(reinterpret_cast<const char*>(data), size), options);
+        const headroom::TraceSummary summary = headroom::summarize(trace);
+        const auto rules = headroom::AttributionRules::pytorchDefaults();
+        const headroom::Scenario& sc = scenario();
+        const headroom::Estimate est = headroom::estimate(sc);
+        for (std::size_t i = 0; i < trace.devices.size(); ++i) {
+            const headroom::TraceIndex index(trace.devices[i], summary.devices[i]);
+            for (std::size_t at : {index.peakAfter(), index.events() / 2, headroom::kBeforeFirstEvent}) {
+                const headroom::Attribution a = headroom::attribute(trace, index, at, rules, &sc);
+                (void)a.total;
+            }
+            const headroom::Comparison c = headroom::compareAtPeak(sc, est, trace, index, rules);
+            (void)headroom::jsonText(headroom::comparisonToJson(c, "fuzz"));
+            (void)headroom::namedDifferences(c, 3);
+        }
+        if (!trace.devices.empty()) {
+            const headroom::TraceIndex index(trace.devices[0], summary.devices[0]);
+            try {
+                (void)headroom::jsonText(
+                    headroom::calibrationToJson(headroom::calibrate({{&sc, &trace, &index, "fuzz"}}, rules)));
+            } catch (const headroom::Error&) {
+            }
+        }
+    } catch (const headroom::Error&) {
+    }
+    return 0;
+}
