@@ -204,8 +204,18 @@ void MainWindow::build() {
     m_error->setStyleSheet(
         "QLabel { background: #fdecea; color: #8a1c12; padding: 4px; border-radius: 3px; }");
     m_error->hide();
+    // Warnings of the reader and the estimator: a setting the file has but Headroom does not read, a
+    // choice that does not apply. The plan stands; the banner says what it did not take into account.
+    m_warnings = new QLabel(centre);
+    m_warnings->setObjectName("scenarioWarnings");
+    m_warnings->setWordWrap(true);
+    m_warnings->setStyleSheet(
+        "QLabel { background: #fff4d6; color: #6b4e00; padding: 4px; border-radius: 3px; }");
+    m_warnings->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_warnings->hide();
     grid->addWidget(verdictBox, 0, 0, 1, 3);
     grid->addWidget(m_error, 1, 0, 1, 3);
+    grid->addWidget(m_warnings, 1, 0, 1, 3);
 
     m_breakdown = new BreakdownChart;
     m_breakdownView = chartView(m_breakdown, centre, false);
@@ -679,6 +689,14 @@ void MainWindow::updateViews() {
     m_error->setVisible(!m_doc->validationError().isEmpty());
     m_error->setText(
         tr("Not valid: %1 — showing the last valid plan").arg(m_doc->validationError().toHtmlEscaped()));
+    QStringList warnings;
+    for (const std::string& w : est.warnings)
+        warnings << QString::fromStdString(w).toHtmlEscaped();
+    const QString warningText =
+        warnings.isEmpty() ? QString() : tr("Note: %1").arg(warnings.join(QStringLiteral("<br>Note: ")));
+    if (m_warnings->text() != warningText)
+        m_warnings->setText(warningText);
+    m_warnings->setVisible(!warnings.isEmpty() && m_doc->validationError().isEmpty());
     const auto& c = sc.cluster;
     const QString layout = sc.mode == Mode::Training
                                ? tr("data %1 (%2) × tensor %3 × pipeline %4 × context %5")

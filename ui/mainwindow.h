@@ -143,6 +143,7 @@ private:
     QLabel* m_verdict = nullptr;
     QLabel* m_verdictDetails = nullptr;
     QLabel* m_error = nullptr;
+    QLabel* m_warnings = nullptr; // the reader's and the estimator's warnings
     QMenu* m_recentMenu = nullptr;
     QTimer* m_autosaveTimer = nullptr;
     ChartStyle m_style;

@@ -29,7 +29,9 @@ using nlohmann::json;
 
 namespace {
 
-// A view of one JSON object with its path, so that every read can name where a bad value sits.
+// A view of one JSON object with its path, so that every read can name where a bad value sits. It notes
+// each key the reader asks for, so that a key nobody read (misspelt, or from a newer version) is reported
+// instead of silently planned as its default.
 class Section {
 public:
     Section(const json* obj, std::string path) : m_obj(obj), m_path(std::move(path)) {}
@@ -38,8 +40,30 @@ public:
     const json* find(const std::string& key) const {
         if (!m_obj)
             return nullptr;
+        m_read.push_back(key);
         auto it = m_obj->find(key);
         return it == m_obj->end() || it->is_null() ? nullptr : &*it;
+    }
+    // Warnings for the keys present that no read asked for: "training.micro_batchsize: ... (did you mean
+    // micro_batch_size?)". The file keeps them; the plan uses the default.
+    void reportUnread(std::vector<std::string>& warnings) const {
+        if (!m_obj)
+            return;
+        for (const auto& [key, value] : m_obj->items()) {
+            if (std::find(m_read.begin(), m_read.end(), key) != m_read.end())
+                continue;
+            std::string nearest;
+            std::size_t best = 3; // at most two edits away
+            for (const std::string& known : m_read) {
+                const std::size_t d = editDistance(key, known);
+                if (d < best)
+                    best = d, nearest = known;
+            }
+            warnings.push_back(at(key) +
+                               " is not a setting Headroom reads here: kept in the file, planned as "
+                               "if absent" +
+                               (nearest.empty() ? std::string() : " (did you mean " + nearest + "?)"));
+        }
     }
     int integer(const std::string& key, int fallback, long long lo, long long hi) const {
         const json* v = find(key);
@@ -102,8 +126,25 @@ private:
         s << d;
         return s.str();
     }
+    // Levenshtein distance, for the "did you mean" of a misspelt key (keys are short).
+    static std::size_t editDistance(const std::string& a, const std::string& b) {
+        std::vector<std::size_t> row(b.size() + 1);
+        for (std::size_t j = 0; j <= b.size(); ++j)
+            row[j] = j;
+        for (std::size_t i = 1; i <= a.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                const std::size_t up = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                diagonal = up;
+            }
+        }
+        return row[b.size()];
+    }
     const json* m_obj;
     std::string m_path;
+    mutable std::vector<std::string> m_read;
 };
 
 Section section(const json& doc, const std::string& key, bool required) {
@@ -213,6 +254,10 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
                     "give one of \"preset\", \"hf_config\", an inline config.json with \"model_type\", "
                     "or \"parameters\"");
     }
+    // A preset or a config file names the whole model: another key beside it would be silently ignored.
+    // An inline config.json keeps its own keys, most of which (token ids, architectures) plan nothing.
+    if (sec.find("preset") || sec.find("hf_config"))
+        sec.reportUnread(sc.warnings);
     if (!sc.model.known) {
         if (!params || !params->is_number_integer() || params->get<long long>() <= 0)
             throw Error("model.parameters", "must be a positive integer");
@@ -392,6 +437,7 @@ void readTraining(const json& doc, Scenario& sc) {
         sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
                               " exceeds the model's max_position_embeddings " +
                               std::to_string(sc.model.maxPositions));
+    s.reportUnread(sc.warnings);
 }
 
 void readInference(const json& doc, Scenario& sc) {
@@ -450,6 +496,7 @@ void readInference(const json& doc, Scenario& sc) {
                 ": Hugging Face generate's DynamicCache keeps keys and values in the model's "
                 "dtype (its quantised caches are int2/int4 through optimum-quanto or HQQ)");
     }
+    s.reportUnread(sc.warnings);
 }
 
 void readCluster(const json& doc, Scenario& sc) {
@@ -507,6 +554,7 @@ void readCluster(const json& doc, Scenario& sc) {
         sc.warnings.push_back("cluster.sequence_parallel has no effect without tensor parallelism");
     if (c.dataParallel == DataParallel::HybridShard && dp == 1)
         sc.warnings.push_back("hybrid_shard with a data-parallel size of 1 shards nothing");
+    s.reportUnread(sc.warnings);
 }
 
 void readOverheads(const json& doc, Scenario& sc) {
@@ -523,6 +571,7 @@ void readOverheads(const json& doc, Scenario& sc) {
     o.allocatorOverheadFraction =
         s.number("allocator_overhead_fraction", sc.cluster.expandableSegments ? 0.015 : 0.03, 0, 10);
     o.ddpGradientAsBucketView = s.boolean("ddp_gradient_as_bucket_view", false);
+    s.reportUnread(sc.warnings);
 }
 
 void readCalibration(const json& doc, Scenario& sc) {

@@ -54,6 +54,7 @@ private slots:
     void errorsNameTheirPath();
     void fileErrorsNameFileAndByte();
     void saveKeepsUnknownKeys();
+    void unknownKeysAreReported();
 };
 
 void TestScenario::contractExample() {
@@ -252,6 +253,63 @@ void TestScenario::saveKeepsUnknownKeys() {
     QVERIFY(saved == doc);
     QCOMPARE(saved["cluster"]["x_rack"].get<std::string>(), std::string("b7"));
     QCOMPARE(estimate(scenarioFromJson(saved)).peakBytes, estimate(sc).peakBytes);
+}
+
+// A misspelt or newer key is kept in the file but reported with its JSON path (and the nearest key Headroom
+// reads, when one is close), so that it is never silently planned as its default.
+void TestScenario::unknownKeysAreReported() {
+    json doc = kContractExample;
+    doc["training"]["micro_batchsize"] = 64;       // one letter off micro_batch_size
+    doc["training"]["zero_bubble"] = true;         // a setting Headroom does not know
+    doc["cluster"]["tensor_paralel"] = 2;          // misspelt
+    doc["model"]["num_hidden_layers"] = 40;        // beside a preset: ignored
+    doc["overheads"] = {{"cuda_context_mb", 600}}; // _mib
+    doc["x_team_notes"] = "top-level keys are free-form metadata";
+    const Scenario sc = scenarioFromJson(doc);
+    // The plan is the one without the unknown keys ...
+    QCOMPARE(sc.training.microBatchSize, 8);
+    QCOMPARE(sc.cluster.tensorParallel, 1);
+    // ... and says so, once per key, under the key's own path.
+    const std::vector<std::string> expected = {
+        "model.num_hidden_layers is not a setting Headroom reads here: kept in the file, planned as if "
+        "absent",
+        "training.micro_batchsize is not a setting Headroom reads here: kept in the file, planned as if "
+        "absent "
+        "(did you mean micro_batch_size?)",
+        "training.zero_bubble is not a setting Headroom reads here: kept in the file, planned as if absent",
+        "cluster.tensor_paralel is not a setting Headroom reads here: kept in the file, planned as if absent "
+        "(did you mean tensor_parallel?)",
+        "overheads.cuda_context_mb is not a setting Headroom reads here: kept in the file, planned as if "
+        "absent "
+        "(did you mean cuda_context_mib?)"};
+    QCOMPARE(sc.warnings, expected);
+    // The estimate carries them (its JSON's "warnings", the CLI's "warning:" lines, the window's banner).
+    QCOMPARE(estimate(sc).warnings, expected);
+    // The same in an inference scenario.
+    json inf = kContractExample;
+    inf.erase("training");
+    inf["inference"] = {{"batch_size", 1}, {"context_length", 1024}, {"kv_cache_dtyp", "fp8"}};
+    const Scenario si = scenarioFromJson(inf);
+    QCOMPARE(si.warnings.size(), std::size_t(1));
+    QCOMPARE(si.warnings[0],
+             std::string("inference.kv_cache_dtyp is not a setting Headroom reads here: kept in "
+                         "the file, planned as if absent (did you mean kv_cache_dtype?)"));
+    // An inline config.json keeps its own keys (token ids, architectures): none of them is reported.
+    json cfg = kContractExample;
+    cfg["model"] = {{"model_type", "llama"},     {"hidden_size", 512},
+                    {"intermediate_size", 1024}, {"num_hidden_layers", 2},
+                    {"num_attention_heads", 8},  {"vocab_size", 1000},
+                    {"bos_token_id", 1},         {"architectures", {"LlamaForCausalLM"}}};
+    QVERIFY(scenarioFromJson(cfg).warnings.empty());
+    // Every shipped scenario reads without such a warning.
+    for (const QString& dir : {QStringLiteral("/examples"), QStringLiteral("/examples/published"),
+                               QStringLiteral("/examples/measured")})
+        for (const QString& f :
+             QDir(HEADROOM_SOURCE_DIR + dir).entryList({QStringLiteral("*.headroom.json")}, QDir::Files))
+            for (const std::string& w :
+                 loadScenarioFile((HEADROOM_SOURCE_DIR + dir + "/" + f).toStdString()).warnings)
+                QVERIFY2(w.find("is not a setting") == std::string::npos,
+                         (f.toStdString() + ": " + w).c_str());
 }
 
 QTEST_GUILESS_MAIN(TestScenario)

@@ -41,6 +41,7 @@ private slots:
     void initTestCase();
     void estimateJsonFollowsContract();
     void estimateHumanTable();
+    void unknownKeysWarn();
     void badInputExitsOneWithFileAndField();
     void usageExitsTwo();
     void params();
@@ -99,6 +100,26 @@ void TestCli::estimateJsonFollowsContract() {
     // ZeRO-2 over 2 GPUs: bf16 weights whole, gradients and fp32 states halved.
     QCOMPARE(j["per_gpu_bytes"]["weights"].get<long long>(), 2 * 774030080LL);
     QCOMPARE(j["per_gpu_bytes"]["gradients"].get<long long>(), 774030080LL);
+}
+
+void TestCli::unknownKeysWarn() {
+    // A misspelt key is reported on the CLI's warning lines and in the JSON's warnings, with its path.
+    json doc = loadScenarioFile(m_scenario).document;
+    doc["cluster"]["tensor_paralel"] = 2;
+    const QString path = m_dir.filePath("misspelt.headroom.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(doc.dump()));
+    f.close();
+    const std::string warning =
+        "cluster.tensor_paralel is not a setting Headroom reads here: kept in the file, "
+        "planned as if absent (did you mean tensor_parallel?)";
+    Run r = cli({"estimate", path.toStdString()});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.find("warning: " + warning) != std::string::npos, r.out.c_str());
+    r = cli({"estimate", path.toStdString(), "--json"});
+    const json warnings = json::parse(r.out).at("warnings");
+    QVERIFY(std::find(warnings.begin(), warnings.end(), json(warning)) != warnings.end());
 }
 
 void TestCli::estimateHumanTable() {
@@ -454,9 +475,8 @@ void TestCli::reportsAndExports() {
     // With a trace: the measured peak beside the estimate.
     const std::string scenario =
         HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";
-    const std::string trace =
-        test::dataDir().toStdString() +
-        "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
+    const std::string trace = test::dataDir().toStdString() +
+                              "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle";
     const QString measured = m_dir.filePath("measured.pdf");
     QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
     QVERIFY(test::pdfText(measured).contains(QStringLiteral("Estimate vs measured")));

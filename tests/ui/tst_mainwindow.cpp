@@ -225,6 +225,17 @@ void TestMainWindow::widgetsDriveTheDocument() {
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
+    // A key the reader does not know is planned as absent, and the banner says so with its path.
+    QVERIFY(w->findChild<QLabel*>("scenarioWarnings")->isHidden());
+    json misspelt = w->document()->json();
+    misspelt["training"]["micro_batchsize"] = 64;
+    w->document()->reset(misspelt);
+    QCoreApplication::processEvents();
+    auto* banner = w->findChild<QLabel*>("scenarioWarnings");
+    QVERIFY(!banner->isHidden());
+    QVERIFY2(banner->text().contains("training.micro_batchsize is not a setting Headroom reads here") &&
+                 banner->text().contains("did you mean micro_batch_size?"),
+             qPrintable(banner->text()));
 }
 
 void TestMainWindow::oddValuesAreErrorsNotCrashes() {
