@@ -15,6 +15,7 @@ QColor categoryColor(Category c) {
         QColor(0xdd, 0xdd, 0x44), // gradients: yellow
         QColor(0xaa, 0x88, 0x77), // master weights: taupe
         QColor(0x55, 0x33, 0xaa), // optimizer states: indigo
+        QColor(0x99, 0xff, 0xff), // temporaries: pale cyan (light: its neighbours are dark and mid)
         QColor(0xdd, 0x77, 0x11), // activations: orange
         QColor(0x99, 0x11, 0x00), // attention scores: dark red
         QColor(0x55, 0xcc, 0x66), // logits: green
@@ -38,7 +39,7 @@ QColor categoryColor(MeasuredCategory c) {
     case MeasuredCategory::Activations:
         return categoryColor(Category::Activations);
     case MeasuredCategory::Temporaries:
-        return categoryColor(Category::GatherBuffers);
+        return categoryColor(Category::Temporaries);
     case MeasuredCategory::KvCache:
         return categoryColor(Category::KvCache);
     case MeasuredCategory::Workspaces:

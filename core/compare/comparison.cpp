@@ -21,20 +21,12 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
     };
     const Calibration& c = sc.calibration;
     const double workspace = std::min(c.workspaceBytes, b[Category::Activations]);
-    double step = 0;
-    if (est.peakPhase == Phase::Optimizer && sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
-        // The step's scratch: what a calibration fitted and what the optimizer's implementation allocates.
-        const double modelled = est.optimizerTemporaryBytes();
-        step = std::min(b[Category::OptimizerStates],
-                        c.optimizerStepBytesPerParameter * b[Category::Weights] / sc.training.bytes.weights +
-                            modelled);
-    }
     put(MeasuredCategory::Weights, b[Category::Weights]);
     put(MeasuredCategory::Gradients, b[Category::Gradients]);
-    put(MeasuredCategory::OptimizerStates, b[Category::MasterWeights] + b[Category::OptimizerStates] - step);
+    put(MeasuredCategory::OptimizerStates, b[Category::MasterWeights] + b[Category::OptimizerStates]);
     put(MeasuredCategory::Activations,
         b[Category::Activations] - workspace + b[Category::AttentionScores] + b[Category::Logits]);
-    put(MeasuredCategory::Temporaries, b[Category::GatherBuffers] + step);
+    put(MeasuredCategory::Temporaries, b[Category::GatherBuffers] + b[Category::Temporaries]);
     put(MeasuredCategory::KvCache, b[Category::KvCache]);
     put(MeasuredCategory::Workspaces, workspace);
     return out;

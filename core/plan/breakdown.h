@@ -5,12 +5,15 @@
 
 namespace headroom {
 
-// The memory categories of CONTRACTS.md section 4, in the order the charts stack them.
+// The memory categories of the estimate (docs/formats.md), in the order the charts stack them. Temporaries
+// are scratch that lives inside one op or step (AdamW's foreach copies, a calibrated step's scratch);
+// OptimizerStates holds only the optimizer's persistent states.
 enum class Category {
     Weights,
     Gradients,
     MasterWeights,
     OptimizerStates,
+    Temporaries,
     Activations,
     AttentionScores,
     Logits,
@@ -20,7 +23,7 @@ enum class Category {
     CudaContext,
     AllocatorOverhead,
 };
-inline constexpr std::size_t kCategoryCount = 12;
+inline constexpr std::size_t kCategoryCount = 13;
 
 const char* categoryKey(Category c);   // JSON key: "optimizer_states"
 const char* categoryLabel(Category c); // for people: "Optimizer states"

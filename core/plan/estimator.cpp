@@ -897,7 +897,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     }
     case Phase::Optimizer:
         b[Category::Gradients] = st.gradients;
-        b[Category::OptimizerStates] += st.optimizerStep + st.optimizerTemp;
+        // The step's scratch (foreach's sqrt list, a calibrated step's extra) is a temporary, not a state.
+        b[Category::Temporaries] = st.optimizerStep + st.optimizerTemp;
         break;
     case Phase::Prefill:
         b[Category::Activations] = st.activations;
