@@ -11,6 +11,7 @@
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 using namespace headroom;
@@ -88,15 +89,55 @@ private slots:
     void adamStepTemporaries();
 };
 
+namespace {
+// The published runs the profiles are checked against, fixed here so that none can vanish from cases.json
+// unnoticed: cases.json must hold exactly these.
+const std::vector<std::string> kPublishedRuns = {
+    "megatron-gpt-7b-tp4-pp1-h100",
+    "megatron-gpt-7b-tp4-pp1-a100",
+    "megatron-gpt-7b-tp1-pp4-h100",
+    "megatron-gpt-7b-tp1-pp4-a100",
+    "megatron-nemotron-15b-tp8-sp-h100",
+    "torchtitan-llama3-8b-fsdp8-sac-op",
+    "torchtitan-llama3-8b-fsdp8-sac-op-compile",
+    "torchtitan-llama3-8b-fsdp8-sac-op-compile-float8",
+    "torchtitan-llama3-8b-fsdp128-sac-op",
+    "torchtitan-llama3-8b-fsdp128-sac-op-compile",
+    "torchtitan-llama3-8b-fsdp128-sac-op-compile-float8",
+    "torchtitan-llama3-8b-fsdp8-cp1-full-ac",
+    "torchtitan-llama3-8b-fsdp4-cp2-full-ac",
+    "torchtitan-llama3-8b-fsdp2-cp4-full-ac",
+    "torchtitan-llama3-8b-fsdp1-cp8-full-ac",
+    "torchtitan-llama3-8b-fsdp32-h200",
+    "torchtitan-llama3-8b-fsdp64-h200",
+    "torchtune-llama3.2-3b-packed",
+    "torchtune-llama3.2-3b-compile",
+    "torchtune-llama3.2-3b-chunked-loss",
+    "torchtune-llama3.2-3b-full-ac",
+};
+// The known misses, by name, with their reasons: each is an expected failure (counted by scripts/test), and
+// an unexpected pass once the profile closes it. Nothing else may miss.
+const std::map<std::string, const char*> kKnownMisses = {
+    {"torchtitan-llama3-8b-fsdp8-sac-op",
+     "Eager blocks reserve 5.4 GiB more than the same run compiled (Table 1), and 5.0 GiB on 128 GPUs "
+     "(Table 3); the source read so far keeps the same tensors either way, so the profile gives the compiled "
+     "figure for both."},
+    {"torchtune-llama3.2-3b-packed",
+     "Eager torchtune layers as read from the source (fp32 RMSNorm and RoPE copies, expanded K and V, the "
+     "contiguous attention output) come to 7% more than this run measured; with torch.compile the same "
+     "accounting is within 1.2%."},
+};
+} // namespace
+
 void TestFrameworks::publishedPeaks_data() {
     QTest::addColumn<QString>("id");
-    const json cases = publishedCases();
-    QVERIFY2(cases.contains("cases") && cases.at("cases").size() >= 16,
-             "examples/published/cases.json is missing or lost rows");
-    for (const auto& c : cases.at("cases")) {
-        const std::string id = c.at("id").get<std::string>();
+    std::vector<std::string> inFile;
+    const json cases = publishedCases(); // kept: a range-for over a temporary's member would dangle
+    for (const auto& c : cases.at("cases"))
+        inFile.push_back(c.at("id").get<std::string>());
+    QVERIFY2(inFile == kPublishedRuns, qPrintable(QStringLiteral("%1 runs in cases.json, %2 expected").arg(inFile.size()).arg(kPublishedRuns.size())));
+    for (const std::string& id : kPublishedRuns)
         QTest::newRow(id.c_str()) << QString::fromStdString(id);
-    }
 }
 
 void TestFrameworks::publishedPeaks() {
@@ -125,11 +166,12 @@ void TestFrameworks::publishedPeaks() {
                              .arg(QString::fromStdString(c.at("metric").get<std::string>()))
                              .arg(100 * error, 0, 'f', 1);
     qInfo().noquote() << what;
-    if (c.contains("open")) {
-        // Known misses, each explained in cases.json: they must stay within 8%, and report an unexpected
-        // pass (XPASS) once the profile closes them.
+    // cases.json explains the same misses to its readers ("open"); the list here decides.
+    QCOMPARE(c.contains("open"), kKnownMisses.count(id.toStdString()) == 1);
+    if (const auto miss = kKnownMisses.find(id.toStdString()); miss != kKnownMisses.end()) {
+        // Within 8% still, and an unexpected pass (XPASS) once the profile closes the gap.
         QVERIFY2(std::abs(error) <= 0.08, qPrintable(what));
-        QEXPECT_FAIL("", c.at("open").get<std::string>().c_str(), Continue);
+        QEXPECT_FAIL("", miss->second, Continue);
     }
     QVERIFY2(std::abs(error) <= 0.05, qPrintable(what));
 }
