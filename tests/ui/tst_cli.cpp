@@ -7,6 +7,7 @@
 #include "tests/testutil.h"
 
 #include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QProcess>
@@ -52,6 +53,7 @@ private slots:
     void traceSummary();
     void allocatorWhatIf();
     void reportsAndExports();
+    void readmeExamplesAreWhatTheProgramPrints();
 
 private:
     QTemporaryDir m_dir;
@@ -514,6 +516,55 @@ void TestCli::reportsAndExports() {
     QCOMPARE(cli({"render", def, "-o", cpdf.toStdString()}).code, 0);
     QCOMPARE(test::pdfPages(cpdf), 1);
     QCOMPARE(cli({"render", def, "-o", png.toStdString(), "--scale", "20"}).code, 2);
+}
+
+// Every example in README.md and docs/*.md that shows a headroom-cli command with its output ("$ headroom-cli
+// ..." as the first line of a code block) is run from the source folder, and each line the document shows
+// must be printed, in that order ("..." stands for lines left out). A figure in the README that the program
+// no longer prints fails here.
+void TestCli::readmeExamplesAreWhatTheProgramPrints() {
+    const QString previous = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(QStringLiteral(HEADROOM_SOURCE_DIR)));
+    QStringList documents{QStringLiteral("README.md")};
+    for (const QString& f : QDir(QStringLiteral("docs")).entryList({QStringLiteral("*.md")}, QDir::Files))
+        documents << QStringLiteral("docs/") + f;
+    int examples = 0;
+    for (const QString& document : documents) {
+        QFile f(document);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'));
+        for (int i = 0; i + 1 < lines.size(); ++i) {
+            if (lines[i].trimmed() != QLatin1String("```") ||
+                !lines[i + 1].trimmed().startsWith(QLatin1String("$ headroom-cli ")))
+                continue;
+            const QString command = lines[i + 1].trimmed().mid(QStringLiteral("$ headroom-cli ").size());
+            QStringList expected;
+            int j = i + 2;
+            for (; j < lines.size() && lines[j].trimmed() != QLatin1String("```"); ++j)
+                if (lines[j].trimmed() != QLatin1String("..."))
+                    expected << lines[j];
+            i = j;
+            std::vector<std::string> args;
+            for (const QString& a : command.split(QLatin1Char(' '), Qt::SkipEmptyParts))
+                args.push_back(a.toStdString());
+            const Run r = cli(args);
+            const QStringList printed = QString::fromStdString(r.out + r.err).split(QLatin1Char('\n'));
+            // Each shown line, in order, among the printed ones (trailing spaces aside).
+            int at = 0;
+            for (const QString& want : expected) {
+                while (at < printed.size() && printed[at].trimmed() != want.trimmed())
+                    ++at;
+                QVERIFY2(
+                    at < printed.size(),
+                    qPrintable(QStringLiteral("%1: `headroom-cli %2` does not print\n%3\nIt prints:\n%4")
+                                   .arg(document, command, want, QString::fromStdString(r.out + r.err))));
+                ++at;
+            }
+            ++examples;
+        }
+    }
+    QVERIFY(QDir::setCurrent(previous));
+    QVERIFY2(examples >= 4, qPrintable(QString::number(examples)));
 }
 
 QTEST_MAIN(TestCli)
