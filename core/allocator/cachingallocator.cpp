@@ -378,18 +378,25 @@ bool CachingAllocatorModel::releaseAvailable(std::uint64_t size, std::int64_t st
 }
 
 void CachingAllocatorModel::releaseCached(std::size_t at) {
-    // release_cached_blocks: every cached block that is a whole segment goes back to the driver; an
-    // expandable segment unmaps the free pages at its end.
-    std::vector<std::uint64_t> whole;
-    for (const auto& p : m_free)
-        for (const Key& k : p)
+    // release_cached_blocks calls release_blocks on the large pool, then on the small one. Each walks its
+    // pool's free blocks in the pool's own order, (stream, size, address) (BlockComparatorSize), and gives
+    // every block that is a whole segment back to the driver: the smallest first, not the lowest address.
+    // An expandable segment's free pages are unmapped after the pool's whole segments (release_blocks
+    // gathers them into to_unmap first); the model unmaps the free pages at a segment's end.
+    for (const bool small : {false, true}) {
+        std::vector<std::uint64_t> whole;
+        for (const Key& k : pool(small))
             if (wholeSegment(std::get<2>(k)))
                 whole.push_back(std::get<2>(k));
-    std::sort(whole.begin(), whole.end());
-    for (std::uint64_t a : whole)
-        releaseSegment(a, at);
+        for (std::uint64_t a : whole)
+            releaseSegment(a, at);
+        unmapExpandableTails(small, at);
+    }
+}
+
+void CachingAllocatorModel::unmapExpandableTails(bool small, std::size_t at) {
     for (auto& [base, seg] : m_segments) {
-        if (!seg.expandable || seg.size == 0)
+        if (!seg.expandable || seg.size == 0 || seg.small != small)
             continue;
         const std::uint64_t end = base + seg.size;
         auto it = m_blocks.lower_bound(end);

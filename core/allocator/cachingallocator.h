@@ -103,6 +103,7 @@ private:
     void releaseSegment(std::uint64_t address, std::size_t at);
     bool releaseAvailable(std::uint64_t size, std::int64_t stream, bool small, std::size_t at);
     void releaseCached(std::size_t at);
+    void unmapExpandableTails(bool small, std::size_t at);
     void garbageCollect(std::size_t at);
     std::uint64_t takeBlock(std::uint64_t address, std::uint64_t size);
 

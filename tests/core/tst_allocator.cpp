@@ -45,6 +45,7 @@ private slots:
     void maxSplitSize();
     void releaseOnCudaMallocFailure();
     void releaseAvailableWithMaxSplit();
+    void releasesReplayInTheAllocatorsOrder();
     void garbageCollection();
     void expandableSegments();
     void startingStateFromTheSnapshot();
@@ -151,12 +152,14 @@ void TestAllocator::releaseOnCudaMallocFailure() {
     m.free(a, 0);
     m.free(b, 0);
     // 30 MiB needs a new segment; 40 + 30 > 40, so the cached segments are released and it is retried.
+    // release_blocks walks the pool in its (stream, size, address) order: the 16 MiB segment goes first,
+    // though the 20 MiB one has the lower address.
     QVERIFY(take(m, 30 * MiB) != 0);
     QCOMPARE(m.reserved(), 30 * MiB);
     QCOMPARE(segmentEvents(m), (std::vector<std::pair<Kind, std::uint64_t>>{{Kind::SegmentAlloc, 20 * MiB},
                                                                             {Kind::SegmentAlloc, 16 * MiB},
-                                                                            {Kind::SegmentFree, 20 * MiB},
                                                                             {Kind::SegmentFree, 16 * MiB},
+                                                                            {Kind::SegmentFree, 20 * MiB},
                                                                             {Kind::SegmentAlloc, 30 * MiB}}));
     // Past what the device holds even when empty: an OOM, and nothing changes.
     QCOMPARE(take(m, 20 * MiB), 0ull);
@@ -180,6 +183,57 @@ void TestAllocator::releaseAvailableWithMaxSplit() {
     QCOMPARE(m.reserved(), 46 * MiB);
     QCOMPARE(m.events()[2].kind, Kind::SegmentFree);
     QCOMPARE(m.events()[2].size, 24 * MiB);
+}
+
+// A recording whose cudaMalloc failed and whose cached segments were released, generated to match what
+// PyTorch writes (the shape of a 2024 SQAttn inference snapshot, whose 17th segment event is the release
+// of a 26 MiB segment before a 1,036 MiB one at a lower address): the large pool is released smallest
+// first, then the small pool, so the replay reproduces every segment event in order.
+void TestAllocator::releasesReplayInTheAllocatorsOrder() {
+    const std::uint64_t base = 0x7f0000000000ull;
+    const std::uint64_t big = 1086324736, mid = 27262976, small = 2 * MiB;
+    const std::uint64_t bigAt = base, midAt = base + 0x80000000ull, smallAt = base + 0xC0000000ull;
+    std::string events;
+    auto event = [&](const char* action, std::uint64_t addr, std::uint64_t size) {
+        static int t = 0;
+        events += std::string(events.empty() ? "" : ", ") + R"({"action": ")" + action + R"(", "addr": )" +
+                  std::to_string(addr) + R"(, "size": )" + std::to_string(size) +
+                  R"(, "stream": 0, "time_us": )" + std::to_string(++t) + "}";
+    };
+    event("segment_alloc", bigAt, big);
+    event("alloc", bigAt, big);
+    event("segment_alloc", midAt, mid);
+    event("alloc", midAt, mid);
+    event("segment_alloc", smallAt, small);
+    event("alloc", smallAt, 4096);
+    for (auto [at, size] : {std::pair{bigAt, big}, {midAt, mid}, {smallAt, std::uint64_t(4096)}}) {
+        event("free_requested", at, size);
+        event("free_completed", at, size);
+    }
+    // cudaMalloc of 2 GiB failed: release_cached_blocks, then the retry.
+    event("segment_free", midAt, mid);
+    event("segment_free", bigAt, big);
+    event("segment_free", smallAt, small);
+    event("segment_alloc", bigAt, 2048 * MiB);
+    event("alloc", bigAt, 2048 * MiB);
+    const std::string snapshot = R"({"segments": [{"device": 0, "address": )" + std::to_string(bigAt) +
+                                 R"(, "total_size": )" + std::to_string(2048 * MiB) +
+                                 R"(, "stream": 0, "segment_type": "large", "blocks": [{"address": )" +
+                                 std::to_string(bigAt) + R"(, "size": )" + std::to_string(2048 * MiB) +
+                                 R"(, "requested_size": )" + std::to_string(2048 * MiB) +
+                                 R"(, "state": "active_allocated"}]}], "device_traces": [[)" + events + "]]}";
+    const Trace trace = readTrace(snapshot);
+    ReplayOptions o;
+    o.recordedAddresses = true;
+    const ReplayResult r = replayDevice(trace.devices.at(0), o);
+    QVERIFY2(r.matchesRecording, r.firstDifference.c_str());
+    QCOMPARE(r.segmentFrees, 3);
+    // Ordered by address instead, the 1,036 MiB segment would have gone first.
+    std::vector<std::uint64_t> freed;
+    for (const AllocatorEvent& e : r.events)
+        if (e.kind == Kind::SegmentFree)
+            freed.push_back(e.size);
+    QCOMPARE(freed, (std::vector<std::uint64_t>{mid, big, small}));
 }
 
 void TestAllocator::garbageCollection() {
