@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Estimator speed: one training estimate, and a 1,000-point micro-batch sweep.
-// Prints one JSON object per line (CONTRACTS.md section 6).
+// Prints one JSON object per line (docs/formats.md section 1).
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Trace viewer benchmarks (CONTRACTS.md section 6), on a snapshot written by CPython (bench/gen_snapshot.py):
+// Trace viewer benchmarks (docs/formats.md section 1), on a snapshot written by CPython (bench/gen_snapshot.py):
 //   timeline_bench FILE LABEL [--open]
 // prints timeline_redraw_<LABEL>_ms (the whole run redrawn at 1920 px: reduce + spans + overlays, median of
 // 30), and with --open trace_open_<LABEL>_s (read, summarise, index, first drawn timeline, in this process),
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
         view.x1 = view.x0 + w;
         frame();
     }
-    // CONTRACTS.md names the 10M figure timeline_frame_p95_ms; other sizes carry their label.
+    // docs/formats.md (scripts/bench) names the 10M figure timeline_frame_p95_ms; other sizes carry their label.
     report(label == "10m" ? std::string("timeline_frame_p95_ms") : "timeline_frame_p95_" + label + "_ms",
            percentile(frames, 0.95), "ms",
            "240 zoom and pan frames through " + std::to_string(events) + " events at 1920 px; median " +

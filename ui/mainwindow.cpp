@@ -1023,7 +1023,7 @@ void MainWindow::restoreSession() {
         }
         QFile::remove(autosave);
     }
-    // Started without a file, Headroom shows the built-in default scenario (CONTRACTS.md section 1); the
+    // Started without a file, Headroom shows the built-in default scenario (docs/formats.md section 1); the
     // last scenario is remembered as the first entry of File > Open Recent.
     const QString last = settings()->value("session/lastScenario").toString();
     if (!last.isEmpty() && QFileInfo::exists(last))

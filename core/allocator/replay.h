@@ -59,7 +59,7 @@ struct ReplayResult {
 // recorded segment_free are replayed as empty_cache at the same point.
 ReplayResult replayDevice(const DeviceTrace& device, const ReplayOptions& options);
 
-// The allocator what-if of one device (CONTRACTS.md section 9): the recording's own segment events, the
+// The allocator what-if of one device (docs/formats.md section 10): the recording's own segment events, the
 // model replaying it under the recorded settings with the recorded addresses, and the model under other
 // settings with ascending and with descending segment addresses (the band the address choice spans).
 struct DeviceWhatIf {

@@ -10,7 +10,7 @@
 
 namespace headroom {
 
-// The categories a recorded peak is split into (CONTRACTS.md section 7).
+// The categories a recorded peak is split into (docs/formats.md section 6).
 enum class MeasuredCategory : std::uint8_t {
     Weights,
     Gradients,

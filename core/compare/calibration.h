@@ -36,7 +36,7 @@ struct CalibrationResult {
     std::vector<CalibrationRun> runs;
 };
 
-// Fits the implementation factors so that the estimate reproduces each run (CONTRACTS.md section 8):
+// Fits the implementation factors so that the estimate reproduces each run (docs/formats.md section 7):
 // from every run, the bytes the code holds at its loss/forward peak beyond the model state (against the
 // estimator's tensors that grow with tokens and with tokens squared: a least-squares fit of the two
 // multipliers when the runs differ in length, one common multiplier otherwise), what the optimizer step

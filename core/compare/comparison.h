@@ -10,7 +10,7 @@
 namespace headroom {
 
 // The estimate beside what a trace measured, at the trace's allocated peak, category by category
-// (CONTRACTS.md section 7).
+// (docs/formats.md section 6).
 struct Comparison {
     std::string device;
     Attribution measured;

@@ -8,7 +8,7 @@ namespace headroom {
 
 inline constexpr const char* kAllocatorWhatIfSchema = "headroom.allocator-whatif/1";
 
-// CONTRACTS.md section 9, plus each result's fragmentation at its peak and the first differing segment
+// docs/formats.md section 10, plus each result's fragmentation at its peak and the first differing segment
 // event when the replay does not reproduce the recording.
 nlohmann::json allocatorWhatIfToJson(const std::vector<DeviceWhatIf>& devices,
                                      const AllocatorSettings& whatif);

@@ -11,7 +11,7 @@ namespace headroom {
 // {"schema": "headroom.attribution-rules/1",
 //  "rules": [{"match": "AccumulateGrad", "category": "gradients"},
 //            {"match": "torch/optim/", "phase": "optimizer"}, ...]}
-// A rule names either a category (CONTRACTS.md section 7's keys) or a phase, "backward" or "optimizer",
+// A rule names either a category (docs/formats.md section 6's keys) or a phase, "backward" or "optimizer",
 // whose parameter-sized allocations are model state and the rest temporaries. Order matters on one frame.
 nlohmann::json attributionRulesToJson(const AttributionRules& rules);
 // Throws Error naming the JSON path of the first bad field.

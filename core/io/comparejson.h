@@ -9,9 +9,9 @@
 
 namespace headroom {
 
-// CONTRACTS.md section 7, schema headroom.compare/1.
+// docs/formats.md section 6, schema headroom.compare/1.
 nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceName);
-// CONTRACTS.md section 8, schema headroom.calibration/1; and the "calibration" object a scenario keeps
+// docs/formats.md section 7, schema headroom.calibration/1; and the "calibration" object a scenario keeps
 // (its factors, and the runs they were fitted on).
 nlohmann::json calibrationToJson(const CalibrationResult& r);
 nlohmann::json calibrationFactorsToJson(const Calibration& c);

@@ -9,7 +9,7 @@ namespace headroom {
 
 inline constexpr const char* kEstimateSchema = "headroom.estimate/1";
 
-// The estimate as CONTRACTS.md section 4 fixes it (integers for every byte count), plus extensions:
+// The estimate as docs/formats.md section 3 fixes it (integers for every byte count), plus extensions:
 // active_parameters, peak_phase, most_loaded_stage, parallelism, offload.
 nlohmann::json estimateToJson(const Scenario& sc, const Estimate& est);
 nlohmann::json breakdownToJson(const Breakdown& b);

@@ -342,7 +342,7 @@ void readTraining(const json& doc, Scenario& sc) {
     t.gradientAccumulationSteps =
         s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps, 1, 1 << 20);
     t.precision = s.string("precision", d.precision);
-    // Weights + gradients + fp32 master + Adam states, as CONTRACTS.md section 3 fixes them.
+    // Weights + gradients + fp32 master + Adam states, as docs/formats.md section 2 fixes them.
     static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
                                                                  {"bf16_mixed", {2, 2, 4, 8}},
                                                                  {"fp16_mixed", {2, 2, 4, 8}},

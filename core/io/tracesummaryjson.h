@@ -8,7 +8,7 @@ namespace headroom {
 
 inline constexpr const char* kTraceSummarySchema = "headroom.trace-summary/1";
 
-// CONTRACTS.md section 5.
+// docs/formats.md section 5.
 nlohmann::json traceSummaryToJson(const TraceSummary& summary);
 
 } // namespace headroom

@@ -93,7 +93,7 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
     const double e = tr.activationBytes;
-    // Under torch.autocast (CONTRACTS.md section 3) a matmul saves the 16-bit copy of its input it computed
+    // Under torch.autocast (docs/formats.md section 2) a matmul saves the 16-bit copy of its input it computed
     // with, and its output is 16-bit; the residual stream, norms and softmax (autocast's fp32 list) keep
     // the weights' precision. `ea` is the bytes of what matmuls keep.
     const double ea = tr.autocastBytes > 0 ? tr.autocastBytes : e;

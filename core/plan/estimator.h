@@ -46,7 +46,7 @@ struct OffloadInfo {
     double secondsPerStep = 0; // over the GPU's PCIe link, both directions overlapping
 };
 
-// The KV-cache answer of an inference estimate (CONTRACTS.md section 4, "inference"). With a serving
+// The KV-cache answer of an inference estimate (docs/formats.md section 3, "inference"). With a serving
 // engine it describes the pool the engine reserves; without one, the planned batch's own cache.
 struct ServingEstimate {
     double kvBytesPerToken = 0;  // one token's keys and values on one GPU, every layer it holds

@@ -16,7 +16,7 @@ enum class Optimizer { AdamW, SgdMomentum, Adam8bit };
 // outputs of every other matmul and of attention are kept, the rest recomputed); Full: each layer keeps
 // only its input.
 enum class Checkpointing { None, Selective, SelectiveOp, Full };
-// What runs the training step (CONTRACTS.md section 3, training.framework); docs/frameworks.md says, op by
+// What runs the training step (docs/formats.md section 2, training.framework); docs/frameworks.md says, op by
 // op and with the source files, what each profile changes.
 enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune };
 enum class Float8 { None, Tensorwise, Rowwise };
@@ -95,7 +95,7 @@ struct TrainingSettings {
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };
 
-// What serves the requests (CONTRACTS.md section 3). A serving engine sizes its KV cache as the pool left
+// What serves the requests (docs/formats.md section 2). A serving engine sizes its KV cache as the pool left
 // after weights and its profiled step; without one the batch's own cache is planned.
 enum class Engine { None, Vllm, Sglang, HuggingFace };
 
@@ -155,7 +155,7 @@ struct Overheads {
     bool ddpGradientAsBucketView = false;    // PyTorch DDP default: buckets are a second copy of the grads
 };
 
-// Implementation factors fitted to recorded runs by `calibrate` (CONTRACTS.md section 8): what this code
+// Implementation factors fitted to recorded runs by `calibrate` (docs/formats.md section 7): what this code
 // keeps and holds beyond what the estimator's formulas say. The identity (all factors 1, no extra bytes)
 // when the scenario has no "calibration" object.
 struct Calibration {

@@ -28,7 +28,7 @@ struct TraceSummary {
     std::vector<DeviceSummary> devices;
 };
 
-// CONTRACTS.md section 5. Snapshots: final values from the segments' blocks, peaks by replaying the
+// docs/formats.md section 5. Snapshots: final values from the segments' blocks, peaks by replaying the
 // trace backwards from that final state; profiler traces, timelines and nvidia-smi: from their totals.
 TraceSummary summarize(const Trace& trace);
 DeviceSummary summarizeDevice(const DeviceTrace& device);

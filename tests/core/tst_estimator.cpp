@@ -660,7 +660,7 @@ void TestEstimator::allocatorOverheadFollowsExpandableSegments() {
 
 void TestEstimator::autocastKeepsSixteenBitCopies() {
     // GPT-2 small in fp32 (Adam), one sequence of 1,024, eager attention, under torch.autocast(bf16), as
-    // CONTRACTS.md section 3 describes it, against the same without autocast; every figure worked out here.
+    // docs/formats.md section 2 describes it, against the same without autocast; every figure worked out here.
     json doc = trainingDoc({{"preset", "openai-community/gpt2"}});
     doc["training"]["precision"] = "fp32";
     doc["training"]["sequence_length"] = 1024;

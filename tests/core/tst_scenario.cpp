@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Scenario files (CONTRACTS.md section 3): the contract's example, the embedded default, every kind of
+// Scenario files (docs/formats.md section 2): the contract's example, the embedded default, every kind of
 // model reference, validation errors that name their JSON path, and a save that keeps unknown keys.
 #include "core/error.h"
 #include "core/io/scenariojson.h"
