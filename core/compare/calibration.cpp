@@ -34,7 +34,7 @@ std::size_t stepStart(const Trace& trace, const TraceIndex& index, const Attribu
     return d.entries();
 }
 
-std::size_t argmax(const std::vector<std::int64_t>& v, std::size_t from, std::size_t to) {
+std::size_t argmax(const BigVector<std::int64_t>& v, std::size_t from, std::size_t to) {
     std::size_t best = from;
     for (std::size_t e = from; e < to && e < v.size(); ++e)
         if (v[e] > v[best])

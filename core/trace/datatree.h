@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/bigvector.h"
+
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -55,12 +57,12 @@ public:
     // when a device's trace list is exactly these records in order (the usual case) the reader moves the
     // columns out instead of copying ten million records into equal columns.
     struct RecordColumns {
-        std::vector<std::int64_t> time; // kNoTime when the entry had none
-        std::vector<std::uint64_t> addr;
-        std::vector<std::int64_t> size;
-        std::vector<std::int64_t> stream;
-        std::vector<std::uint32_t> frames; // container index of the frames list, or kNoFrames
-        std::vector<std::uint16_t> action; // index into actionNames()
+        BigVector<std::int64_t> time; // kNoTime when the entry had none
+        BigVector<std::uint64_t> addr;
+        BigVector<std::int64_t> size;
+        BigVector<std::int64_t> stream;
+        BigVector<std::uint32_t> frames; // container index of the frames list, or kNoFrames
+        BigVector<std::uint16_t> action; // index into actionNames()
         // user_metadata / compile_context with something in them ("" and "N/A" are the usual filler),
         // by record index: sparse, because real snapshots fill almost none.
         struct Note {
@@ -140,8 +142,8 @@ private:
     std::string_view copyBytes(std::string_view s);
     std::uint32_t internAction(std::string_view name);
 
-    std::vector<Value> m_items;
-    std::vector<Container> m_containers;
+    BigVector<Value> m_items;
+    BigVector<Container> m_containers;
     std::vector<std::vector<Segment>> m_overflow;
     std::vector<std::string_view> m_strings;
     // Copied strings live in 1 MiB chunks (a std::string each cost 32 bytes more than its text), and short

@@ -5,7 +5,7 @@
 
 namespace headroom {
 
-LifetimeIndex::LifetimeIndex(const std::vector<Allocation>& items, std::size_t positions) {
+LifetimeIndex::LifetimeIndex(const BigVector<Allocation>& items, std::size_t positions) {
     const std::size_t buckets = positions / kBucket + 1;
     while (m_leaves < buckets)
         m_leaves *= 2;
@@ -35,7 +35,7 @@ LifetimeIndex::LifetimeIndex(const std::vector<Allocation>& items, std::size_t p
         m_endIds[fill[std::min(endPos(items[id]) / kBucket, buckets)]++] = static_cast<std::uint32_t>(id);
 }
 
-void LifetimeIndex::collect(const std::vector<Allocation>& items, std::size_t p,
+void LifetimeIndex::collect(const BigVector<Allocation>& items, std::size_t p,
                             std::vector<const Allocation*>& out) const {
     if (m_node.empty())
         return;

@@ -40,9 +40,9 @@ public:
 
     LifetimeIndex() = default;
     // `items` sorted by startPos; `positions` is the number of events + 1.
-    LifetimeIndex(const std::vector<Allocation>& items, std::size_t positions);
+    LifetimeIndex(const BigVector<Allocation>& items, std::size_t positions);
     // Appends the items live at position p.
-    void collect(const std::vector<Allocation>& items, std::size_t p,
+    void collect(const BigVector<Allocation>& items, std::size_t p,
                  std::vector<const Allocation*>& out) const;
 
 private:

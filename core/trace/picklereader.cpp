@@ -508,9 +508,9 @@ private:
     std::size_t m_ops = 0;
     std::vector<Value> m_stack;
     std::vector<std::size_t> m_marks;
-    std::vector<std::uint32_t> m_memo; // packed; kWide: the value is in m_memoWide
+    BigVector<std::uint32_t> m_memo; // packed; kWide: the value is in m_memoWide
     std::unordered_map<std::uint32_t, Value> m_memoWide;
-    std::vector<std::uint16_t> m_depth; // per container, same index as the tree's: depth | kPlaced
+    BigVector<std::uint16_t> m_depth; // per container, same index as the tree's: depth | kPlaced
 };
 
 void checkLimits(const ReadLimits& limits) {

@@ -6,7 +6,7 @@
 
 namespace headroom {
 
-SeriesLod::SeriesLod(const std::vector<std::int64_t>& values) : m_values(&values) {
+SeriesLod::SeriesLod(const BigVector<std::int64_t>& values) : m_values(&values) {
     // Level 1 summarises kFanout values, each level above kFanout blocks of the one below.
     std::size_t n = values.size();
     std::vector<std::pair<std::int64_t, std::int64_t>> level;

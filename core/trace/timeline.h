@@ -15,12 +15,12 @@ class SeriesLod {
 public:
     static constexpr std::size_t kFanout = 32;
     SeriesLod() = default;
-    explicit SeriesLod(const std::vector<std::int64_t>& values);
+    explicit SeriesLod(const BigVector<std::int64_t>& values);
     // Extremes of values[from, to); {0, 0} when the range is empty.
     std::pair<std::int64_t, std::int64_t> range(std::size_t from, std::size_t to) const;
 
 private:
-    const std::vector<std::int64_t>* m_values = nullptr;
+    const BigVector<std::int64_t>* m_values = nullptr;
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> m_levels; // level 1 upwards
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/bigvector.h"
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -77,19 +78,19 @@ struct Annotation {
 // One device's events, stored by column. Snapshots fill the allocator columns; profiler traces,
 // memory timelines and nvidia-smi logs record totals (allocated/reserved after each event) instead.
 struct DeviceTrace {
-    std::string key;                // "0", "1", ... or "cpu"
-    std::vector<std::int64_t> time; // µs for snapshots and profiler traces, ns for timelines
-    std::vector<TraceAction> action;
-    std::vector<std::uint64_t> addr;
-    std::vector<std::int64_t> size;
-    std::vector<std::int64_t> stream;
-    std::vector<std::uint32_t> stack;                  // into Trace::stacks (0 = no stack)
+    std::string key;              // "0", "1", ... or "cpu"
+    BigVector<std::int64_t> time; // µs for snapshots and profiler traces, ns for timelines
+    BigVector<TraceAction> action;
+    BigVector<std::uint64_t> addr;
+    BigVector<std::int64_t> size;
+    BigVector<std::int64_t> stream;
+    BigVector<std::uint32_t> stack;                    // into Trace::stacks (0 = no stack)
     std::map<std::string, std::uint64_t> actionCounts; // by the name the file uses
     std::vector<SnapshotSegment> segments;             // final state (snapshots)
     std::vector<EventNote> userMetadata, compileContext;
     // Totals recorded by the file itself (profiler traces, timelines, nvidia-smi).
-    std::vector<std::int64_t> allocatedTotal;
-    std::vector<std::int64_t> reservedTotal;
+    BigVector<std::int64_t> allocatedTotal;
+    BigVector<std::int64_t> reservedTotal;
     bool hasTotals = false;
     bool hasReservedTotals = false;
 

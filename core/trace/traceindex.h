@@ -55,18 +55,18 @@ public:
     bool hasSegments() const { return !m_segments.empty(); }
     std::size_t peakAfter() const { return m_peakAfter; }
     const std::vector<OomEvent>& ooms() const { return m_ooms; }
-    const std::vector<Allocation>& allocations() const { return m_allocations; }
+    const BigVector<Allocation>& allocations() const { return m_allocations; }
     // Allocated / active / reserved bytes after each event (the timeline).
-    const std::vector<std::int64_t>& allocatedSeries() const { return m_allocated; }
-    const std::vector<std::int64_t>& reservedSeries() const { return m_reserved; }
+    const BigVector<std::int64_t>& allocatedSeries() const { return m_allocated; }
+    const BigVector<std::int64_t>& reservedSeries() const { return m_reserved; }
 
 private:
     const DeviceTrace& m_device;
     std::size_t m_peakAfter;
-    std::vector<Allocation> m_allocations; // sorted by start
-    std::vector<Allocation> m_segments;    // segment lifetimes, same scheme
+    BigVector<Allocation> m_allocations; // sorted by start
+    BigVector<Allocation> m_segments;    // segment lifetimes, same scheme
     LifetimeIndex m_allocLive, m_segLive;
-    std::vector<std::int64_t> m_allocated, m_active, m_reserved;
+    BigVector<std::int64_t> m_allocated, m_active, m_reserved;
     MemoryState m_initial;
     std::size_t m_ghostFrees = 0;
     std::vector<OomEvent> m_ooms;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/trace/tracereader.h"
 
+#include "core/checkednumbers.h"
 #include "core/error.h"
 #include "core/fileio.h"
-#include "core/checkednumbers.h"
 #include "core/trace/datatree.h"
 #include "core/trace/gzip.h"
 #include "core/trace/jsontree.h"

@@ -59,7 +59,7 @@ void TestTimeline::lifetimeIndexMatchesBruteForce() {
     // edge.
     std::mt19937_64 rng(5);
     const std::size_t n = 40000;
-    std::vector<Allocation> items;
+    BigVector<Allocation> items;
     for (int i = 0; i < 6000; ++i) {
         Allocation a;
         a.addr = static_cast<std::uint64_t>(i);
@@ -104,7 +104,7 @@ void TestTimeline::seriesLodMatchesBruteForce() {
     std::mt19937_64 rng(11);
     for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(32), std::size_t(33),
                           std::size_t(5000), std::size_t(40000)}) {
-        std::vector<std::int64_t> v(n);
+        BigVector<std::int64_t> v(n);
         std::int64_t x = 0;
         for (auto& e : v)
             e = x += static_cast<std::int64_t>(rng() % 2001) - 1000; // a random walk, like a memory series
