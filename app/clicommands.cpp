@@ -20,7 +20,7 @@
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/solvers.h"
 #include "core/trace/traceloadjob.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "core/version.h"
 #include "ui/chartexport.h"

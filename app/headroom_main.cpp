@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/version.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/traceview.h"

@@ -3,7 +3,7 @@
 // synthetic snapshot shaped like the real ones (bench/gen_snapshot.py). Reading the file is not timed.
 //     allocator_bench SNAPSHOT LABEL
 #include "core/allocator/replay.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 
 #include <chrono>
 #include <cstdio>

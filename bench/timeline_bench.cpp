@@ -6,7 +6,7 @@
 // trace_rss_<LABEL>_over_file and timeline_frame_p95_ms (a zoom-in, pan and zoom-out session, 240 frames).
 // Run by bench/trace_bench.py, which owns the cached snapshots.
 #include "core/trace/traceloadjob.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "ui/chartexport.h"
 #include "ui/traceview/timelinerenderer.h"

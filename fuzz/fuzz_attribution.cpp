@@ -11,7 +11,7 @@
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
 #include "core/trace/traceindex.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 
 namespace {

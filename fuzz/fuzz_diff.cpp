@@ -7,7 +7,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/jsontext.h"
 #include "core/trace/traceindex.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 
 #include <string_view>

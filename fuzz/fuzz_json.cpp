@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // JSON text into the tree, then every JSON-shaped format's loader.
 #include "core/error.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The plain-data pickle reader on arbitrary bytes: it must return a tree or throw headroom::Error.
 #include "core/error.h"
-#include "core/trace/picklereader.h"
+#include "core/trace/formats/picklereader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);

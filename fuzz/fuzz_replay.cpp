@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/io/allocatorwhatifjson.h"
 #include "core/io/jsontext.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
     // The last byte picks the settings; the rest is the trace.

@@ -10,7 +10,7 @@
 #include "core/io/tracesummaryjson.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {

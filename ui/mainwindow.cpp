@@ -7,7 +7,7 @@
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/version.h"
 #include "ui/breakdownchart.h"
 #include "ui/breakdownmodel.h"

@@ -2,7 +2,7 @@
 #include "core/trace/traceloadjob.h"
 
 #include "core/error.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 
 namespace headroom {
 

@@ -4,7 +4,7 @@
 #include "core/allocator/cachingallocator.h"
 #include "core/allocator/replay.h"
 #include "core/io/allocatorwhatifjson.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "tests/testutil.h"
 
 #include <QDir>

@@ -15,7 +15,7 @@
 #include "core/model/presets.h"
 #include "core/plan/estimator.h"
 #include "core/trace/traceloadjob.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "tests/testutil.h"
 

@@ -5,7 +5,7 @@
 #include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "tests/testutil.h"
 

@@ -7,7 +7,7 @@
 #include "core/io/bytesformat.h"
 #include "core/plan/estimator.h"
 #include "core/trace/traceindex.h"
-#include "core/trace/tracereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"

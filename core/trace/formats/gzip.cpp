@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/trace/gzip.h"
+#include "core/trace/formats/gzip.h"
 
 #include "core/error.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/trace/picklereader.h"
+#include "core/trace/formats/picklereader.h"
 
 #include "core/error.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-#include "core/trace/datatree.h"
-#include "core/trace/picklereader.h"
+#include "core/trace/formats/datatree.h"
+#include "core/trace/formats/picklereader.h"
 
 #include <functional>
 #include <streambuf>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/trace/jsontree.h"
+#include "core/trace/formats/jsontree.h"
 
 #include "core/error.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-#include "core/trace/datatree.h"
+#include "core/trace/formats/datatree.h"
 
 #include <atomic>
 #include <functional>

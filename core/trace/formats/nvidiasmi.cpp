@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv[,noheader][,nounits]
-#include "core/trace/nvidiasmi.h"
+#include "core/trace/formats/nvidiasmi.h"
 #include "core/error.h"
 
 #include "core/checkednumbers.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "core/trace/datatree.h"
+#include "core/trace/formats/datatree.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-#include "core/trace/picklereader.h"
+#include "core/trace/formats/picklereader.h"
 #include "core/trace/trace.h"
 
 #include <string>
