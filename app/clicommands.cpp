@@ -16,15 +16,16 @@
 #include "core/io/tracesummaryjson.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "core/plan/gpucatalogue.h"
-#include "core/plan/solvers.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "core/version.h"
-#include "ui/chartexport.h"
-#include "ui/report.h"
+#include "ui/common/chartexport.h"
+#include "ui/planner/breakdownchart.h"
+#include "ui/traceview/timelinerenderer.h"
+#include "ui/planner/report.h"
 
 #include <QSaveFile>
 #include <cmath>

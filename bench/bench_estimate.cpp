@@ -2,7 +2,7 @@
 // Estimator speed: one training estimate, and a 1,000-point micro-batch sweep.
 // Prints one JSON object per line (docs/formats.md section 1).
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 
 #include <algorithm>
 #include <chrono>

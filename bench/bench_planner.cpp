@@ -4,7 +4,7 @@
 // and with the same plan whose model comes from a config.json on disk (model.hf_config). One JSON line
 // per figure.
 #include "ui/mainwindow.h"
-#include "ui/settingspanel.h"
+#include "ui/planner/settingspanel.h"
 
 #include <QApplication>
 #include <QElapsedTimer>

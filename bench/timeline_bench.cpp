@@ -8,7 +8,7 @@
 #include "core/trace/traceloadjob.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
-#include "ui/chartexport.h"
+#include "ui/common/chartexport.h"
 #include "ui/traceview/timelinerenderer.h"
 
 #include <QImage>

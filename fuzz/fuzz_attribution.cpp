@@ -9,7 +9,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"

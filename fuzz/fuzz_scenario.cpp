@@ -5,8 +5,7 @@
 #include "core/error.h"
 #include "core/io/estimatejson.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
-#include "core/plan/solvers.h"
+#include "core/serve/estimate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
     try {

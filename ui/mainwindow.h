@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 
 #include <QMainWindow>
 #include <QMessageBox>

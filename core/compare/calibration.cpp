@@ -2,7 +2,7 @@
 #include "core/compare/calibration.h"
 
 #include "core/compare/comparison.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 #pragma once
 #include "core/checkednumbers.h"
 #include "core/compare/attribution.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 
 #include <array>
 #include <string>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-#include "core/plan/estimator.h"
-#include "core/plan/solvers.h"
+#include "core/serve/estimate.h"
 
 #include <nlohmann/json.hpp>
 

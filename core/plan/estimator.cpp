@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/plan/estimator.h"
 
+#include "core/plan/activations.h"
+#include "core/plan/stagemodel.h"
+
 #include "core/plan/gpucatalogue.h"
 
 #include <algorithm>
@@ -53,204 +56,6 @@ double shardGroup(const ClusterSettings& c) {
         return std::min(dp, inNode);
     }
     return dp;
-}
-
-// How a layer is checkpointed: with checkpoint_every N > 1, full checkpointing wraps only the N-th, 2N-th,
-// ... layer (torchtitan's apply_ac with selective_ac_option "N" counts blocks from 1); the others keep
-// everything.
-// Megatron's --recompute-method block checkpoints the first recompute_num_layers layers of each pipeline
-// stage (`position` counts from the stage's first layer); uniform checkpoints every layer, in groups.
-Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer, int position) {
-    if (tr.checkpointing != Checkpointing::Full)
-        return tr.checkpointing;
-    if (tr.checkpointEvery > 1 && (layer + 1) % tr.checkpointEvery != 0)
-        return Checkpointing::None;
-    if (tr.recomputeMethod == RecomputeMethod::Block && position >= tr.recomputeLayers)
-        return Checkpointing::None;
-    return Checkpointing::Full;
-}
-
-// Megatron's uniform method: groups of recompute_num_layers layers keep only the group's input and rebuild
-// the whole group in its backward (a stage shorter than a group rebuilds what it has).
-struct RecomputeGroup {
-    bool keepsInput = true;
-    double rebuilt = 1;
-};
-RecomputeGroup recomputeGroup(const TrainingSettings& tr, int position, int stageLayerCount) {
-    if (tr.checkpointing != Checkpointing::Full || tr.recomputeMethod != RecomputeMethod::Uniform ||
-        tr.recomputeLayers <= 1)
-        return {};
-    return {position % tr.recomputeLayers == 0,
-            static_cast<double>(std::min(tr.recomputeLayers, std::max(1, stageLayerCount)))};
-}
-
-// Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
-LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing) {
-    LayerActivations a;
-    const ModelSpec& m = sc.model;
-    if (!m.known)
-        return a;
-    const TrainingSettings& tr = sc.training;
-    const ClusterSettings& c = sc.cluster;
-    const double e = tr.activationBytes;
-    // Under torch.autocast (docs/formats.md section 2) a matmul saves the 16-bit copy of its input it computed
-    // with, and its output is 16-bit; the residual stream, norms and softmax (autocast's fp32 list) keep
-    // the weights' precision. `ea` is the bytes of what matmuls keep.
-    const double ea = tr.autocastBytes > 0 ? tr.autocastBytes : e;
-    const double t = c.tensorParallel;
-    const double s = tr.sequenceLength;
-    const double sl = s / c.contextParallel; // this rank's tokens under context parallelism
-    const double h = m.hidden;
-    const double heads = m.heads / t;
-    const double kvHeads = m.mla ? heads : std::max(1.0, m.kvHeads / t);
-    const double dq = m.headDim;
-    const double dv = m.mla ? m.vHeadDim : m.headDim;
-    const double sbh = sl * h;
-    const double spDiv = c.sequenceParallel ? t : 1;
-
-    // Replicated across tensor-parallel ranks unless sequence parallelism splits them: the two norm
-    // inputs, the QKV and MLP inputs, and two dropout masks (11sbh + 19sbh + 4sbh of Korthikanti's 34).
-    // The two norm inputs are the residual stream (e); the QKV and MLP inputs are matmul inputs (ea).
-    double replicated = 2 * e * sbh + 2 * ea * sbh + (tr.dropout ? 2 * sbh : 0);
-    if (m.mla)
-        replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
-    // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
-    double split = ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
-    if (tr.attention == Attention::Flash)
-        split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
-    // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
-    const double perWidth = (m.gatedMlp ? 4 : 2) * ea * sl / t;
-    split += perWidth * mlpWidth;
-    if (moe) {
-        const double k = m.expertsPerToken;
-        split += 4 * sl * m.experts;      // fp32 router logits
-        split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
-        split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
-    }
-    // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
-    // "Eager layers"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
-    // besides its output (+4 bytes per hidden unit, per norm); rotary embeddings in fp32 (torchtitan's
-    // view_as_complex, torchtune's xshaped) save fp32 copies of q and k; SDPA gets K and V expanded to
-    // every query head (repeat_kv); and the attention output is copied contiguous for the output
-    // projection. torch.compile fuses the norms, the rotations and the copy (their inputs are recomputed);
-    // the expanded K and V stay, as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it.
-    const Framework fw = tr.framework;
-    const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
-                              fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
-    if (eagerModules && e < 4 && !m.mla) {
-        if (!tr.compile) {
-            replicated += 2 * 4 * sbh;     // two norms' fp32 copies
-            split += ea * sl * heads * dv; // the contiguous attention output
-            if (fw == Framework::Torchtitan || fw == Framework::Torchtune)
-                split += 4 * sl * (heads + kvHeads) * dq; // fp32 q and k in the rotation
-        }
-        split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
-    }
-    const double stored = replicated / spDiv + split;
-
-    double scores = 0;
-    if (tr.attention == Attention::Eager) {
-        const double sq = heads * sl * s; // local queries against every key
-        // The softmax output (fp32 under autocast: it is on the fp32 list) and, under autocast, the
-        // 16-bit copy the score-times-V matmul saves.
-        scores =
-            e * sq + (tr.autocastBytes > 0 ? tr.autocastBytes * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
-    }
-
-    switch (checkpointing) {
-    case Checkpointing::None:
-        a.stored = stored;
-        a.scores = scores;
-        break;
-    case Checkpointing::SelectiveOp: {
-        // torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, _custom_policy and
-        // _save_list; docs/frameworks.md): the layer's input, attention's output and log-sum-exp, and the
-        // output of every other aten.mm (the 1st, 3rd, ...: its counter restarts in every layer). Linear
-        // layers run in the order the module calls them: wq, wk, wv, wo, then w1, w3, w2 (gated) or the
-        // two of a plain MLP. Grouped expert matmuls are not aten.mm and are not kept; a MoE layer counts
-        // its router and shared experts. Everything else is recomputed in this layer's backward.
-        std::vector<double> mm = {heads * dq, kvHeads * dq, kvHeads * dv, h};
-        auto mlp = [&](double width) {
-            if (m.gatedMlp)
-                mm.insert(mm.end(), {width / t, width / t, h});
-            else
-                mm.insert(mm.end(), {width / t, h});
-        };
-        if (moe) {
-            mm.push_back(m.experts);
-            for (int i = 0; i < m.sharedExperts; ++i)
-                mlp(m.moeFfn);
-        } else {
-            mlp(mlpWidth);
-        }
-        double kept = e * sbh / spDiv + ea * sl * heads * dv + 4 * heads * sl;
-        for (std::size_t i = 0; i < mm.size(); i += 2)
-            kept += ea * sl * mm[i];
-        a.stored = kept;
-        a.transient = stored; // the layer rebuilt in its backward
-        a.transientScores = scores;
-        break;
-    }
-    case Checkpointing::Selective: // attention core recomputed: only the scores go
-        a.stored = stored;
-        a.transientScores = scores;
-        break;
-    case Checkpointing::Full: // only the layer input stays; everything else is rebuilt in backward
-        a.stored = e * sbh / spDiv;
-        a.transient = stored;
-        a.transientScores = scores;
-        break;
-    }
-    return a;
-}
-
-// Everything one stage's GPU holds, for a given micro-batch size, before phases are applied.
-struct StageModel {
-    int firstLayer = 0;
-    int layers = 0;
-    bool last = false;
-    // Model states per GPU.
-    double weights = 0, gradients = 0, master = 0, optimizer = 0;
-    struct States {
-        double weights = 0, gradients = 0, master = 0, optimizer = 0;
-    } withoutOffload;
-    double gatherForward = 0, gatherBackward = 0;
-    double communication = 0, cudaContext = 0;
-    double allocatorFraction = 0;
-    bool gradientsInForward = false;
-    // Per sample (withBatch scales them) for all layers of the stage.
-    double activations = 0, scores = 0, transient = 0, transientScores = 0;
-    double logits = 0, logitsGradient = 0;
-    double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
-    double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
-    double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
-    double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
-    double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
-    double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
-    double offloadedActivations = 0; // per sample: saved activations held in host memory instead
-    double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
-    double current = 1;              // the part of that which the micro-batch being computed is
-    // Inference.
-    double kvCache = 0;
-    double prefillKvExtra = 0; // held at the end of the prefill beyond kvCache (transformers' sliding layers)
-    double decodeKvTransient = 0; // a decode step's copy of one layer's growing cache (transformers)
-    double decodeActivations = 0;
-    Mode mode = Mode::Training;
-    // A serving engine: every quantity is the engine's own (its pool and its profiled step), none grows
-    // with the requested batch.
-    bool engine = false;
-    ServingEstimate serving;
-};
-
-int stageLayers(int layers, int p, int stage) {
-    return layers / p + (stage < layers % p ? 1 : 0);
-}
-
-int stageFirstLayer(int layers, int p, int stage) {
-    int first = 0;
-    for (int i = 0; i < stage; ++i)
-        first += stageLayers(layers, p, i);
-    return first;
 }
 
 // Parameters held by one GPU of a stage after tensor, pipeline and expert parallelism (before ZeRO).
@@ -620,96 +425,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     return st;
 }
 
-// Engine defaults, each from the engine's own source (docs/serving.md names the versions and files).
-constexpr double kGiB = 1073741824.0;
-
-// vllm/engine/arg_utils.py (_set_default_args, v0.11, the OpenAI server) gives GPUs of at least 70 GiB that
-// are not A100s larger defaults: 8,192 batched tokens and 1,024 sequences instead of 2,048 and 256.
-bool vllmLargeDefaults(const Scenario& sc) {
-    return static_cast<double>(sc.cluster.capacityBytes) / kGiB >= 70 &&
-           sc.cluster.gpu.find("A100") == std::string::npos;
-}
-
-int engineStepTokens(const Scenario& sc) {
-    const InferenceSettings& in = sc.inference;
-    if (in.maxNumBatchedTokens > 0)
-        return in.maxNumBatchedTokens;
-    if (in.engine == Engine::Vllm)
-        return vllmLargeDefaults(sc) ? 8192 : 2048;
-    const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
-    // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
-    // 60 GiB, else 8192.
-    return gib < 35 ? 2048 : gib < 60 ? 4096 : 8192;
-}
-
-int engineMaxSeqs(const Scenario& sc) {
-    const InferenceSettings& in = sc.inference;
-    if (in.maxNumSeqs > 0)
-        return in.maxNumSeqs;
-    return in.engine == Engine::Vllm && !vllmLargeDefaults(sc) ? 256 : 1024;
-}
-
-// SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
-double sglangStaticFraction(const Scenario& sc) {
-    if (sc.inference.memFractionStatic > 0)
-        return sc.inference.memFractionStatic;
-    const int tp = sc.cluster.tensorParallel;
-    return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
-}
-
-// vLLM's profiled sampler step: `_dummy_sampler_run` samples max_num_seqs requests with top-k and
-// top-p on, so apply_top_k_top_p sorts the fp32 logits. Live at the sort, per (request, vocabulary
-// entry): the bf16 logits (2), their fp32 copy (4), the sorted values and int64 indices (4 + 8), the
-// radix sort's second buffers for both (4 + 8) and its int64 input index (8): 38 bytes. Measured on
-// H100 with vLLM 0.11 (llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md): 38.4 to 38.9
-// bytes per entry for Qwen3-0.6B, Qwen3-32B, Llama-3.1-8B and gpt-oss-20b.
-constexpr double kVllmSamplerBytes = 38;
-// SGLang samples from probabilities without sorting (FlashInfer's top-k/top-p kernels): the bf16
-// logits, their fp32 copy and the probabilities.
-constexpr double kSglangSamplerBytes = 10;
-// Memory outside PyTorch that vLLM measures at one GPU (cuBLAS workspaces and the like): 0.13 GiB on
-// each tensor-parallel-1 run of the llm-d measurements; NCCL adds its communicators on top.
-constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
-
-// transformers' generate with its default DynamicCache (transformers 4.56: generation/utils.py,
-// cache_utils.py, and each family's modeling file). What it does differently from a paged cache:
-// - It caches what the attention module hands it. For multi-head latent attention that is the
-//   decompressed keys and values of every head (DeepseekV3Attention updates the cache after kv_b_proj),
-//   not the latent: heads x (qk_nope + qk_rope + v_head_dim) per token and layer.
-// - DynamicLayer.update grows a layer by torch.cat, so at a decode step the old and the new keys of one
-//   layer coexist for a moment: one layer's keys for the batch on top of the cache.
-// - DynamicSlidingWindowLayer keeps the last window - 1 tokens as a view of the concatenated states,
-//   and a view keeps its storage: until the first decode step replaces it, a sliding layer holds the whole
-//   prompt. The prompt is taken as the context (its worst case).
-// - generate passes logits_to_keep = 1 and copies the last position's logits to fp32: per sequence the
-//   model's bf16 logits and the fp32 copy, over the whole vocabulary on every rank (lm_head is
-//   "colwise_rep" in the families' tensor-parallel plans).
-// Sampling processors (top-k/top-p) are not modelled: greedy decoding. The prefill's working set is the
-// batch's own, as without an engine; this replaces what the cache and the logits hold.
-void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int slidingLayers) {
-    const ModelSpec& m = sc.model;
-    const InferenceSettings& in = sc.inference;
-    const double t = sc.cluster.tensorParallel;
-    const double ctx = in.contextLength;
-    double keys = 0, values = 0; // elements per token and layer on one GPU
-    if (m.mla) {
-        const double heads = std::max(1.0, std::floor(m.heads / t));
-        keys = heads * (m.qkNopeHeadDim + m.qkRopeHeadDim);
-        values = heads * m.vHeadDim;
-    } else {
-        keys = values = std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
-    }
-    const double layerBytes = (keys + values) * in.kvCacheBytes;
-    st.serving.kvBytesPerToken = layerBytes * st.layers;
-    const double window = std::min<double>(ctx, std::max(1, m.slidingWindow - 1));
-    st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window);
-    st.prefillKvExtra = layerBytes * slidingLayers * (ctx - window);
-    st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);
-    if (st.last)
-        st.logits = (2.0 + 4.0) * m.vocab;
-}
-
-StageModel inferenceStage(const Scenario& sc, int stage) {
+StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     StageModel st;
     st.mode = Mode::Inference;
     const ModelSpec& m = sc.model;
@@ -744,6 +460,7 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 
+    const InferenceShape shape{kvLayerBytes, fullLayers, slidingLayers, perToken};
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -762,69 +479,21 @@ StageModel inferenceStage(const Scenario& sc, int stage) {
             st.scores = e * heads * chunk * ctx;
         if (st.last)
             st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
-        if (in.engine == Engine::HuggingFace)
-            huggingFaceGenerate(sc, st, fullLayers, slidingLayers);
+        if (in.engine == Engine::HuggingFace && engine)
+            engine(sc, shape, st); // transformers' DynamicCache: what generate keeps (core/serve)
         return st;
     }
 
-    // A serving engine: one step of `step` tokens from up to `seqs` requests, then the KV pool.
-    const int step = engineStepTokens(sc);
-    const int seqs = std::min(engineMaxSeqs(sc), step);
-    sv.engine = true;
-    sv.stepTokens = step;
-    sv.maxNumSeqs = seqs;
-    const double capacity = static_cast<double>(c.capacityBytes);
-    const double forward = step * perToken;
-    const double kept = e * step * m.hidden; // the step's output hidden states, held while sampling
-    const bool vllm = in.engine == Engine::Vllm;
-    // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
-    const double sampler =
-        st.last ? static_cast<double>(seqs) * m.vocab * (vllm ? kVllmSamplerBytes : kSglangSamplerBytes) : 0;
-    if (sampler > forward)
-        st.logits = sampler;
-    else
-        st.activations = forward;
-    st.activations += kept;
-    sv.profiledBytes = std::max(forward, sampler) + kept;
-    st.allocatorFraction = 0; // the engines budget allocated bytes themselves
-    if (vllm) {
-        // vllm/v1/worker/gpu_worker.py determine_available_memory: the budget minus weights, the
-        // profiled peak and non-torch memory is the KV cache.
-        sv.nonTorchBytes = kVllmNonTorchBytes + st.communication;
-        st.communication = sv.nonTorchBytes;
-        sv.budgetFraction = in.gpuMemoryUtilization;
-        sv.budgetBaseBytes = capacity;
-        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
-        sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
-    } else {
-        // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
-        // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA
-        // context and NCCL's communicators existed (model_runner.py: min_per_gpu_memory). So the fraction
-        // applies to that, and the weights come out of it.
-        sv.nonTorchBytes = st.communication;
-        sv.budgetFraction = sglangStaticFraction(sc);
-        sv.budgetBaseBytes = capacity - st.cudaContext - st.communication;
-        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
-        sv.availableBytes = sv.budgetBytes - st.weights;
-    }
-    const int block = std::max(1, in.kvBlockSize);
-    sv.blockSize = block;
-    const KvPool pool =
-        vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block, sv.requestLength,
-                          m.slidingWindow, step)
-             : sglangKvPool(sv.availableBytes, kvLayerBytes, st.layers, block, sv.requestLength);
-    sv.numBlocks = pool.numBlocks;
-    sv.blockBytes = pool.blockBytes;
-    sv.poolBytes = pool.poolBytes;
-    sv.kvCacheTokens = pool.tokens;
-    sv.maxConcurrency = pool.maxConcurrency;
-    st.kvCache = sv.poolBytes;
+    // A serving engine sizes its step and its KV pool out of a budget (core/serve): without its sizer, the
+    // stage holds the weights alone.
+    if (engine)
+        engine(sc, shape, st);
     return st;
 }
 
 // A stage's model for one sample (micro-batch or batch of 1); withBatch scales what grows with the batch.
-StageModel stageModel(const Scenario& sc, int stage) {
-    StageModel st = sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage);
+StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
+    StageModel st = sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage, engine);
     if (st.mode == Mode::Inference)
         st.nonTorch = st.communication; // NCCL and the engines' non-torch memory
     // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
@@ -949,76 +618,6 @@ template <typename F> void forEachCandidate(Mode mode, F&& f) {
 
 } // namespace
 
-KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
-                  int blockSize, int requestLength, int slidingWindow, int stepTokens) {
-    KvPool p;
-    const int block = std::max(1, blockSize);
-    const double request = std::max(1, requestLength);
-    if (fullLayers > 0 && slidingLayers > 0) {
-        // The hybrid allocator (vllm/v1/core/kv_cache_utils.py, v0.11): each kind of layer is cut into
-        // groups of the smaller kind's size; one block is a page in every layer of a group, and the groups
-        // share the blocks. A request's sliding layers need at most window - 1 + one step's tokens, and
-        // one block more since the window need not start at a block boundary (SlidingWindowSpec).
-        const int g = std::min(fullLayers, slidingLayers);
-        const int fullGroups = (fullLayers + g - 1) / g, slidingGroups = (slidingLayers + g - 1) / g;
-        p.blockBytes = block * layerTokenBytes * g;
-        p.numBlocks =
-            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
-        p.tokens = p.numBlocks / (fullGroups + slidingGroups) * block;
-        const double window = std::min<double>(slidingWindow - 1.0 + stepTokens, request);
-        const double perRequest =
-            fullGroups * std::ceil(request / block) + slidingGroups * (std::ceil(window / block) + 1);
-        p.maxConcurrency = static_cast<double>(p.numBlocks) / perRequest;
-    } else {
-        const int layers = std::max(1, fullLayers + slidingLayers);
-        p.blockBytes = block * layerTokenBytes * layers;
-        p.numBlocks =
-            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
-        p.tokens = p.numBlocks * block;
-        p.maxConcurrency = static_cast<double>(p.numBlocks) / std::ceil(request / block);
-    }
-    p.poolBytes = static_cast<double>(p.numBlocks) * p.blockBytes;
-    return p;
-}
-
-KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, int pageSize,
-                    int requestLength) {
-    // profile_max_num_token (python/sglang/srt/model_executor/model_runner.py): the bytes left over one
-    // token's cell in every layer, then whole pages.
-    KvPool p;
-    const int page = std::max(1, pageSize);
-    const double cell = layerTokenBytes * std::max(1, layers);
-    const long long tokens =
-        availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / cell)) : 0;
-    p.numBlocks = tokens / page;
-    p.tokens = p.numBlocks * page;
-    p.blockBytes = cell * page;
-    p.poolBytes = static_cast<double>(p.tokens) * cell;
-    p.maxConcurrency = static_cast<double>(p.tokens) / std::max(1, requestLength);
-    return p;
-}
-
-LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
-    const ModelSpec& m = sc.model;
-    const int p = sc.cluster.pipelineParallel;
-    int stage = 0;
-    while (stage + 1 < p && layer >= stageFirstLayer(m.layers, p, stage + 1))
-        ++stage;
-    const int position = layer - stageFirstLayer(m.layers, p, stage);
-    LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0,
-                                   layerCheckpointing(sc.training, layer, position));
-    const RecomputeGroup group = recomputeGroup(sc.training, position, stageLayers(m.layers, p, stage));
-    if (!group.keepsInput)
-        a.stored = 0;
-    a.transient *= group.rebuilt;
-    a.transientScores *= group.rebuilt;
-    a.stored *= microBatch;
-    a.scores *= microBatch;
-    a.transient *= microBatch;
-    a.transientScores *= microBatch;
-    return a;
-}
-
 namespace {
 
 // Megatron pads the vocabulary so that each tensor-parallel rank's slice is a multiple of 128
@@ -1037,26 +636,28 @@ std::optional<Scenario> megatronPadded(const Scenario& sc) {
     return out;
 }
 
-Estimate estimateResolved(const Scenario& sc);
-std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, int stage, int pointsPerPhase);
+Estimate estimateResolved(const Scenario& sc, EngineSizer engine);
+std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer engine, int stage,
+                                                 int pointsPerPhase);
 
 } // namespace
 
-Estimate estimate(const Scenario& sc) {
+Estimate estimateWith(const Scenario& sc, EngineSizer engine) {
     if (const auto padded = megatronPadded(sc))
-        return estimateResolved(*padded);
-    return estimateResolved(sc);
+        return estimateResolved(*padded, engine);
+    return estimateResolved(sc, engine);
 }
 
-std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
+std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer engine, int stage,
+                                             int pointsPerPhase) {
     if (const auto padded = megatronPadded(sc))
-        return phaseTimelineResolved(*padded, stage, pointsPerPhase);
-    return phaseTimelineResolved(sc, stage, pointsPerPhase);
+        return phaseTimelineResolved(*padded, engine, stage, pointsPerPhase);
+    return phaseTimelineResolved(sc, engine, stage, pointsPerPhase);
 }
 
 namespace {
 
-Estimate estimateResolved(const Scenario& sc) {
+Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
     Estimate est;
     est.mode = sc.mode;
     est.parameters = sc.model.totalParameters();
@@ -1075,7 +676,7 @@ Estimate estimateResolved(const Scenario& sc) {
     std::vector<StageModel> units;
     units.reserve(static_cast<std::size_t>(stages));
     for (int s = 0; s < stages; ++s)
-        units.push_back(stageModel(sc, s));
+        units.push_back(stageModel(sc, s, sizer));
     const bool engine = !units.empty() && units.front().engine;
     if (engine) {
         // Every worker allocates the smallest number of blocks any of them can hold (vLLM takes the
@@ -1198,12 +799,13 @@ Estimate estimateResolved(const Scenario& sc) {
     return est;
 }
 
-std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, int stage, int pointsPerPhase) {
+std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer engine, int stage,
+                                                 int pointsPerPhase) {
     std::vector<TimelinePoint> out;
     stage = std::clamp(stage, 0, sc.cluster.pipelineParallel - 1);
     pointsPerPhase = std::max(2, pointsPerPhase);
     const double batch = sc.mode == Mode::Training ? sc.training.microBatchSize : sc.inference.batchSize;
-    const StageModel st = withBatch(stageModel(sc, stage), batch);
+    const StageModel st = withBatch(stageModel(sc, stage, engine), batch);
     const Phase training[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
     const Phase inference[] = {Phase::Prefill, Phase::Decode};
     auto emit = [&](Phase ph) {

@@ -71,22 +71,6 @@ struct ServingEstimate {
     int maxNumSeqs = 0; // requests per step the engine profiles
 };
 
-// A KV-cache pool as an engine carves it out of `availableBytes`; `layerTokenBytes` is one token's keys
-// and values in one layer on one GPU.
-struct KvPool {
-    long long numBlocks = 0;
-    long long tokens = 0; // what the engine logs: vLLM "GPU KV cache size", SGLang "#tokens"
-    double blockBytes = 0;
-    double poolBytes = 0;
-    double maxConcurrency = 0; // requests of requestLength tokens
-};
-// vLLM 0.11's arithmetic, sliding-window layers through its hybrid allocator.
-KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
-                  int blockSize, int requestLength, int slidingWindow, int stepTokens);
-// SGLang's: every layer caches every token, in pages of pageSize tokens.
-KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, int pageSize,
-                    int requestLength);
-
 struct Estimate {
     Mode mode = Mode::Training;
     std::uint64_t parameters = 0;
@@ -116,8 +100,15 @@ struct Estimate {
     }
 };
 
-// The per-GPU memory estimate: every pipeline stage's peak over the phases of one step.
-Estimate estimate(const Scenario& sc);
+struct StageModel;
+struct InferenceShape;
+using EngineSizer = void (*)(const Scenario& sc, const InferenceShape& shape, StageModel& st);
+
+// The per-GPU memory estimate: every pipeline stage's peak over the phases of one step. Inference stages of
+// a scenario with a serving engine (or transformers' generate) are sized by `engine` (core/serve's
+// sizeEngine); without it they hold what they hold before any engine. Everything outside core/plan calls
+// core/serve/estimate.h's estimate(), which passes the engines.
+Estimate estimateWith(const Scenario& sc, EngineSizer engine);
 
 struct TimelinePoint {
     Phase phase = Phase::Forward;
@@ -131,6 +122,7 @@ struct TimelinePoint {
 // inference: prefill, decode), `pointsPerPhase` samples each, and in training one more at each side of the
 // loss. The estimate's peak is the maximum of
 // exactly these curves (their end points).
-std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase = 32);
+std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer engine, int stage,
+                                             int pointsPerPhase = 32);
 
 } // namespace headroom

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/plan/estimator.h"
 #include "core/plan/scenario.h"
+
+#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,20 +11,13 @@
 
 namespace headroom {
 
+// The estimate the solvers judge each change by: core/serve's estimate(), which knows the engines (core/plan
+// cannot reach it, so it is given).
+using EstimateFn = Estimate (*)(const Scenario&);
+
 // The longest training sequence (or inference context) that fits, 0 when even the shortest does not.
 // Steps in multiples of what the parallel layout requires (context parallel size).
-long long maxSequenceLength(const Scenario& sc, long long limit = 1 << 22);
-
-// Serving capacity against request length: for each length, the tokens the KV cache holds and how many
-// requests of that length run at once (a serving engine's pool; without one, the largest batch of that
-// context that fits, and its tokens). Lengths on a log scale from 1,024 to at least twice the scenario's
-// and the model's maximum position.
-struct ServingPoint {
-    long long requestLength = 0;
-    long long kvTokens = 0;
-    double maxConcurrency = 0;
-};
-std::vector<ServingPoint> servingCurve(const Scenario& sc, int count = 24);
+long long maxSequenceLength(const Scenario& sc, EstimateFn estimate, long long limit = 1 << 22);
 
 // One single change to a scenario and what it does to the most-loaded GPU's peak.
 struct Saving {
@@ -40,9 +36,21 @@ struct Saving {
     double concurrencyGained = 0;
 };
 
-// Every applicable single change that lowers the peak, largest saving first; with a serving engine, every
-// change that lets more requests run at once, largest gain first. Each is evaluated as a typed
-// edit of `sc` (no document is re-read); applying its patch to the document gives the same scenario.
-std::vector<Saving> rankSavings(const Scenario& sc);
+// A what-if: a typed edit of the parsed scenario (so that no document is re-read and no config file is
+// opened again per change), and the same change as a JSON merge patch for the window's document.
+struct Change {
+    std::string id;
+    std::string description;
+    nlohmann::json patch;
+    std::function<void(Scenario&)> edit;
+};
+std::vector<Change> trainingChanges(const Scenario& sc);
+std::vector<Change> inferenceChanges(const Scenario& sc);
+void setNumGpus(ClusterSettings& c, int n); // and gpus_per_node as the reader defaults it
+
+// Every applicable single change that lowers the peak, largest saving first (training, and inference
+// without a serving engine; core/serve ranks an engine's). Each is evaluated as a typed edit of `sc` (no
+// document is re-read); applying its patch to the document gives the same scenario.
+std::vector<Saving> rankPlanSavings(const Scenario& sc, EstimateFn estimate);
 
 } // namespace headroom

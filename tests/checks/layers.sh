@@ -1,34 +1,65 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The core's layers are one-way (DESIGN.md): the base files (core/*.h) under everything; model <- plan <-
-# compare; trace <- allocator; io on top of all. No Qt header anywhere in core/. Fails naming each
-# include that reaches up or sideways.
+# The house's rooms and the arrows between them (README's layout section, DESIGN.md). Each room may include
+# only the rooms listed for it; a new room that is not declared here fails the check, and so does any
+# include that reaches up or sideways. No Qt header anywhere in core/. Prints each offending include.
 set -euo pipefail
+set -f # the room lists hold patterns (core/*), not file names
 root=${1:-$(dirname "$0")/../..}
-cd "$root/core"
+cd "$root"
+# Room: the rooms it may include (besides itself and core's ground: core/*.h).
 declare -A allowed=(
-  [model]="model"
-  [plan]="model plan"
-  [compare]="model plan trace compare"
-  [trace]="trace"
-  [allocator]="trace allocator"
-  [io]="model plan trace compare allocator io"
+  [core/model]=""
+  [core/plan]="core/model"
+  [core/serve]="core/model core/plan"
+  [core/trace/formats]="core/trace:event-store"
+  [core/trace]="core/trace/formats"
+  [core/compare]="core/model core/plan core/serve core/trace core/trace/formats"
+  [core/allocator]="core/trace core/trace/formats"
+  [core/io]="core/model core/plan core/serve core/trace core/trace/formats core/compare core/allocator"
+  [ui/common]="core/*"
+  [ui/planner]="core/* ui/common"
+  [ui/traceview]="core/* ui/common"
+  [ui/compare]="core/* ui/common ui/planner ui/traceview"
+  [ui]="core/* ui/common ui/planner ui/traceview ui/compare"
 )
+# The event store (core/trace/trace.h) is what the readers fill: the one file of trace/ that formats/ uses.
+room_of() { # the room of a file (or an include's path)
+  local d
+  d=$(dirname "$1")
+  case $d in
+  core) echo core ;;
+  ui) echo ui ;;
+  *) echo "$d" ;;
+  esac
+}
 bad=0
-for dir in "${!allowed[@]}"; do
-  [[ -d $dir ]] || continue
-  while IFS=: read -r file line include; do
-    target=$(sed -E 's/.*"core\/([^/"]+)\/.*/\1/' <<<"$include")
-    [[ $include == *'"core/'*/* ]] || continue # core/error.h, core/fileio.h: the base, usable by all
-    if [[ " ${allowed[$dir]} " != *" $target "* ]]; then
-      echo "core/$file:$line: $dir/ may not include $target/: $include"
-      bad=1
-    fi
-  done < <(grep -rn '#include "core/' "$dir" | sed -E 's/^([^:]+):([0-9]+):/\1:\2:/')
-done
-if grep -rnE '#include <Q[A-Za-z]*>|#include <Qt' . ; then
+# Every folder that holds code must be a declared room.
+while read -r dir; do
+  dir=${dir#./}
+  [[ $dir == core || -n ${allowed[$dir]+x} ]] || { echo "$dir/: a room no one declared (tests/checks/layers.sh)"; bad=1; }
+done < <(find core ui -name '*.cpp' -o -name '*.h' | xargs -n1 dirname | sort -u)
+while IFS=: read -r file line include; do
+  target=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$include")
+  [[ $target == core/* || $target == ui/* ]] || continue
+  from=$(room_of "$file") to=$(room_of "$target")
+  [[ $to == core || $to == "$from" ]] && continue # the ground, or the room itself
+  ok=0
+  for a in ${allowed[$from]:-}; do
+    case $a in
+    core/\*) [[ $to == core* ]] && ok=1 ;;
+    core/trace:event-store) [[ $target == core/trace/trace.h ]] && ok=1 ;;
+    *) [[ $to == "$a" ]] && ok=1 ;;
+    esac
+  done
+  if ((ok == 0)); then
+    echo "$file:$line: $from may not include $to: $target"
+    bad=1
+  fi
+done < <(grep -rn '#include "\(core\|ui\)/' core ui | sed -E 's/^([^:]+):([0-9]+):/\1:\2:/')
+if grep -rnE '#include <Q[A-Za-z]*>|#include <Qt' core ; then
   echo "core/ must not include Qt headers (above)"
   bad=1
 fi
-((bad == 0)) && echo "core layers are one-way"
+((bad == 0)) && echo "every include runs down the house's arrows"
 exit $bad

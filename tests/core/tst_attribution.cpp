@@ -13,7 +13,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"

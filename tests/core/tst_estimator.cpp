@@ -3,8 +3,7 @@
 // properties the planner relies on (peak over phases, exact largest batch, ranked savings).
 #include "core/error.h"
 #include "core/model/presets.h"
-#include "core/plan/estimator.h"
-#include "core/plan/solvers.h"
+#include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
 #include <QTest>

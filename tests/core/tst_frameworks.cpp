@@ -4,7 +4,7 @@
 // examples/published/cases.json; docs/frameworks.md derives every number the profiles use.
 #include "core/error.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
 #include <QFile>

@@ -3,7 +3,7 @@
 // model reference, validation errors that name their JSON path, and a save that keeps unknown keys.
 #include "core/error.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
 #include <QDir>

@@ -3,9 +3,9 @@
 #include "core/error.h"
 #include "core/io/estimatejson.h"
 #include "core/model/presets.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
+#include "core/serve/kvpool.h"
 #include "core/plan/layout.h"
-#include "core/plan/solvers.h"
 #include "tests/testutil.h"
 
 #include <QTest>

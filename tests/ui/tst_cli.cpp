@@ -3,7 +3,7 @@
 // PNG/SVG/PDF exports.
 #include "app/clicommands.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
+#include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
 #include <QApplication>

@@ -2,7 +2,7 @@
 #include "ui/traceview/allocationdetails.h"
 
 #include "core/trace/frames.h"
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 #include "ui/traceview/liveallocationmodel.h"
 
 #include <QApplication>

@@ -4,7 +4,7 @@
 #include "ui/common/jobrunner.h"
 
 #include "core/io/bytesformat.h"
-#include "ui/tablecopy.h"
+#include "ui/common/tablecopy.h"
 
 #include <QCheckBox>
 #include <QComboBox>

@@ -2,7 +2,7 @@
 #pragma once
 #include "core/allocator/replay.h"
 #include "core/trace/traceloadjob.h"
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 
 #include <QWidget>
 #include <memory>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/traceview/categorybars.h"
 
-#include "ui/tablecopy.h"
+#include "ui/common/tablecopy.h"
 
-#include "ui/categorycolors.h"
+#include "ui/common/categorycolors.h"
 
 #include <QHeaderView>
 #include <QPainter>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/trace/traceindex.h"
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 
 #include <QWidget>
 

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/traceview/timelinerenderer.h"
 
+#include "ui/common/chartexport.h"
+
+#include <QFileInfo>
+
 #include <QFileInfo>
 #include <QPainter>
 #include <QPainterPath>
@@ -381,6 +385,29 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                        Qt::AlignRight | Qt::AlignTop, axisName);
         }
     }
+}
+
+bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
+                         int h, std::string* error) {
+    ensureGuiApplication();
+    const std::vector<TimelineLane> lanes = lanesOf(trace);
+    if (lanes.empty()) {
+        *error = trace->path + ": the trace has no events to draw";
+        return false;
+    }
+    bool time = true;
+    for (const auto& l : lanes)
+        time = time && l.timeline->hasTime();
+    TimelineViewState view;
+    view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
+    view.secondsPerUnit = timeUnitSeconds(trace->trace.format);
+    const auto [lo, hi] = lanesDomain(lanes, view.axis);
+    view.origin = view.x0 = lo;
+    view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0);
+    ChartStyle style;
+    return exportPainting(
+        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },
+        QFileInfo(QString::fromStdString(trace->path)).fileName(), path, w, h, error);
 }
 
 } // namespace headroom

@@ -2,7 +2,7 @@
 #pragma once
 #include "core/trace/timeline.h"
 #include "core/trace/traceloadjob.h"
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 
 #include <QColor>
 #include <QImage>
@@ -78,5 +78,10 @@ public:
     // Tick positions for [lo, hi] at roughly `count` ticks on 1-2-5 steps.
     static std::vector<double> ticks(double lo, double hi, int count, double* step = nullptr);
 };
+
+// A trace's active-memory timeline (every device a lane, the whole run), as the window draws it, exported to
+// PNG, SVG or PDF (headroom-cli render TRACE).
+bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
+                         int h, std::string* error);
 
 } // namespace headroom

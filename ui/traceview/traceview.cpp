@@ -5,9 +5,9 @@
 
 #include "core/compare/comparison.h"
 #include "core/io/scenariojson.h"
-#include "core/plan/estimator.h"
-#include "ui/categorycolors.h"
-#include "ui/tablecopy.h"
+#include "core/serve/estimate.h"
+#include "ui/common/categorycolors.h"
+#include "ui/common/tablecopy.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"

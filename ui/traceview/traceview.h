@@ -3,7 +3,7 @@
 #include "core/compare/attribution.h"
 #include "core/plan/scenario.h"
 #include "core/trace/traceloadjob.h"
-#include "ui/chartstyle.h"
+#include "ui/common/chartstyle.h"
 #include "ui/traceview/timelinerenderer.h"
 
 #include <QList>

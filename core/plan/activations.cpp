@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What one transformer layer keeps for its backward: Korthikanti et al.'s accounting generalised to GQA,
+// MLA, gated MLPs and MoE, with each framework's modules and checkpointing (docs/frameworks.md).
+#include "core/plan/activations.h"
+
+#include "core/plan/layout.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+// How a layer is checkpointed: with checkpoint_every N > 1, full checkpointing wraps only the N-th, 2N-th,
+// ... layer (torchtitan's apply_ac with selective_ac_option "N" counts blocks from 1); the others keep
+// everything.
+// Megatron's --recompute-method block checkpoints the first recompute_num_layers layers of each pipeline
+// stage (`position` counts from the stage's first layer); uniform checkpoints every layer, in groups.
+Checkpointing layerCheckpointing(const TrainingSettings& tr, int layer, int position) {
+    if (tr.checkpointing != Checkpointing::Full)
+        return tr.checkpointing;
+    if (tr.checkpointEvery > 1 && (layer + 1) % tr.checkpointEvery != 0)
+        return Checkpointing::None;
+    if (tr.recomputeMethod == RecomputeMethod::Block && position >= tr.recomputeLayers)
+        return Checkpointing::None;
+    return Checkpointing::Full;
+}
+
+// Megatron's uniform method: groups of recompute_num_layers layers keep only the group's input and rebuild
+// the whole group in its backward (a stage shorter than a group rebuilds what it has).
+RecomputeGroup recomputeGroup(const TrainingSettings& tr, int position, int stageLayerCount) {
+    if (tr.checkpointing != Checkpointing::Full || tr.recomputeMethod != RecomputeMethod::Uniform ||
+        tr.recomputeLayers <= 1)
+        return {};
+    return {position % tr.recomputeLayers == 0,
+            static_cast<double>(std::min(tr.recomputeLayers, std::max(1, stageLayerCount)))};
+}
+
+// Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
+LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing) {
+    LayerActivations a;
+    const ModelSpec& m = sc.model;
+    if (!m.known)
+        return a;
+    const TrainingSettings& tr = sc.training;
+    const ClusterSettings& c = sc.cluster;
+    const double e = tr.activationBytes;
+    // Under torch.autocast (docs/formats.md section 2) a matmul saves the 16-bit copy of its input it
+    // computed with, and its output is 16-bit; the residual stream, norms and softmax (autocast's fp32 list)
+    // keep the weights' precision. `ea` is the bytes of what matmuls keep.
+    const double ea = tr.autocastBytes > 0 ? tr.autocastBytes : e;
+    const double t = c.tensorParallel;
+    const double s = tr.sequenceLength;
+    const double sl = s / c.contextParallel; // this rank's tokens under context parallelism
+    const double h = m.hidden;
+    const double heads = m.heads / t;
+    const double kvHeads = m.mla ? heads : std::max(1.0, m.kvHeads / t);
+    const double dq = m.headDim;
+    const double dv = m.mla ? m.vHeadDim : m.headDim;
+    const double sbh = sl * h;
+    const double spDiv = c.sequenceParallel ? t : 1;
+
+    // Replicated across tensor-parallel ranks unless sequence parallelism splits them: the two norm
+    // inputs, the QKV and MLP inputs, and two dropout masks (11sbh + 19sbh + 4sbh of Korthikanti's 34).
+    // The two norm inputs are the residual stream (e); the QKV and MLP inputs are matmul inputs (ea).
+    double replicated = 2 * e * sbh + 2 * ea * sbh + (tr.dropout ? 2 * sbh : 0);
+    if (m.mla)
+        replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
+    // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
+    double split = ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
+    if (tr.attention == Attention::Flash)
+        split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
+    // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
+    const double perWidth = (m.gatedMlp ? 4 : 2) * ea * sl / t;
+    split += perWidth * mlpWidth;
+    if (moe) {
+        const double k = m.expertsPerToken;
+        split += 4 * sl * m.experts;      // fp32 router logits
+        split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
+        split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
+    }
+    // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
+    // "Eager layers"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
+    // besides its output (+4 bytes per hidden unit, per norm); rotary embeddings in fp32 (torchtitan's
+    // view_as_complex, torchtune's xshaped) save fp32 copies of q and k; SDPA gets K and V expanded to
+    // every query head (repeat_kv); and the attention output is copied contiguous for the output
+    // projection. torch.compile fuses the norms, the rotations and the copy (their inputs are recomputed);
+    // the expanded K and V stay, as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it.
+    const Framework fw = tr.framework;
+    const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
+                              fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
+    if (eagerModules && e < 4 && !m.mla) {
+        if (!tr.compile) {
+            replicated += 2 * 4 * sbh;     // two norms' fp32 copies
+            split += ea * sl * heads * dv; // the contiguous attention output
+            if (fw == Framework::Torchtitan || fw == Framework::Torchtune)
+                split += 4 * sl * (heads + kvHeads) * dq; // fp32 q and k in the rotation
+        }
+        split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
+    }
+    const double stored = replicated / spDiv + split;
+
+    double scores = 0;
+    if (tr.attention == Attention::Eager) {
+        const double sq = heads * sl * s; // local queries against every key
+        // The softmax output (fp32 under autocast: it is on the fp32 list) and, under autocast, the
+        // 16-bit copy the score-times-V matmul saves.
+        scores =
+            e * sq + (tr.autocastBytes > 0 ? tr.autocastBytes * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
+    }
+
+    switch (checkpointing) {
+    case Checkpointing::None:
+        a.stored = stored;
+        a.scores = scores;
+        break;
+    case Checkpointing::SelectiveOp: {
+        // torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, _custom_policy and
+        // _save_list; docs/frameworks.md): the layer's input, attention's output and log-sum-exp, and the
+        // output of every other aten.mm (the 1st, 3rd, ...: its counter restarts in every layer). Linear
+        // layers run in the order the module calls them: wq, wk, wv, wo, then w1, w3, w2 (gated) or the
+        // two of a plain MLP. Grouped expert matmuls are not aten.mm and are not kept; a MoE layer counts
+        // its router and shared experts. Everything else is recomputed in this layer's backward.
+        std::vector<double> mm = {heads * dq, kvHeads * dq, kvHeads * dv, h};
+        auto mlp = [&](double width) {
+            if (m.gatedMlp)
+                mm.insert(mm.end(), {width / t, width / t, h});
+            else
+                mm.insert(mm.end(), {width / t, h});
+        };
+        if (moe) {
+            mm.push_back(m.experts);
+            for (int i = 0; i < m.sharedExperts; ++i)
+                mlp(m.moeFfn);
+        } else {
+            mlp(mlpWidth);
+        }
+        double kept = e * sbh / spDiv + ea * sl * heads * dv + 4 * heads * sl;
+        for (std::size_t i = 0; i < mm.size(); i += 2)
+            kept += ea * sl * mm[i];
+        a.stored = kept;
+        a.transient = stored; // the layer rebuilt in its backward
+        a.transientScores = scores;
+        break;
+    }
+    case Checkpointing::Selective: // attention core recomputed: only the scores go
+        a.stored = stored;
+        a.transientScores = scores;
+        break;
+    case Checkpointing::Full: // only the layer input stays; everything else is rebuilt in backward
+        a.stored = e * sbh / spDiv;
+        a.transient = stored;
+        a.transientScores = scores;
+        break;
+    }
+    return a;
+}
+
+LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch) {
+    const ModelSpec& m = sc.model;
+    const int p = sc.cluster.pipelineParallel;
+    int stage = 0;
+    while (stage + 1 < p && layer >= stageFirstLayer(m.layers, p, stage + 1))
+        ++stage;
+    const int position = layer - stageFirstLayer(m.layers, p, stage);
+    LayerActivations a = perSample(sc, m.isMoeLayer(layer), m.known ? m.layerParams(layer).mlpWidth : 0,
+                                   layerCheckpointing(sc.training, layer, position));
+    const RecomputeGroup group = recomputeGroup(sc.training, position, stageLayers(m.layers, p, stage));
+    if (!group.keepsInput)
+        a.stored = 0;
+    a.transient *= group.rebuilt;
+    a.transientScores *= group.rebuilt;
+    a.stored *= microBatch;
+    a.scores *= microBatch;
+    a.transient *= microBatch;
+    a.transientScores *= microBatch;
+    return a;
+}
+
+int stageLayers(int layers, int p, int stage) {
+    return layers / p + (stage < layers % p ? 1 : 0);
+}
+
+int stageFirstLayer(int layers, int p, int stage) {
+    int first = 0;
+    for (int i = 0; i < stage; ++i)
+        first += stageLayers(layers, p, i);
+    return first;
+}
+
+} // namespace headroom

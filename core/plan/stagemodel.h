@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/estimator.h"
+#include "core/plan/scenario.h"
+
+namespace headroom {
+
+// Everything one stage's GPU holds, for a given micro-batch size, before phases are applied.
+struct StageModel {
+    int firstLayer = 0;
+    int layers = 0;
+    bool last = false;
+    // Model states per GPU.
+    double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    struct States {
+        double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    } withoutOffload;
+    double gatherForward = 0, gatherBackward = 0;
+    double communication = 0, cudaContext = 0;
+    double allocatorFraction = 0;
+    bool gradientsInForward = false;
+    // Per sample (withBatch scales them) for all layers of the stage.
+    double activations = 0, scores = 0, transient = 0, transientScores = 0;
+    double logits = 0, logitsGradient = 0;
+    double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
+    double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
+    double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
+    double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
+    double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
+    double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
+    double offloadedActivations = 0; // per sample: saved activations held in host memory instead
+    double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
+    double current = 1;              // the part of that which the micro-batch being computed is
+    // Inference.
+    double kvCache = 0;
+    double prefillKvExtra = 0; // held at the end of the prefill beyond kvCache (transformers' sliding layers)
+    double decodeKvTransient = 0; // a decode step's copy of one layer's growing cache (transformers)
+    double decodeActivations = 0;
+    Mode mode = Mode::Training;
+    // A serving engine: every quantity is the engine's own (its pool and its profiled step), none grows
+    // with the requested batch.
+    bool engine = false;
+    ServingEstimate serving;
+};
+
+// What the estimator works out for an inference stage before a serving engine sizes it: one token's keys
+// and values in one layer on one GPU, the stage's full-attention and sliding-window layers, and the
+// activation bytes one token's forward holds. core/serve's engines start from it.
+struct InferenceShape {
+    double kvLayerBytes = 0;
+    int fullLayers = 0, slidingLayers = 0;
+    double perTokenActivations = 0;
+};
+
+// How a serving engine (or transformers' generate) sizes an inference stage: its step, budget, KV pool,
+// what it caches. core/plan has none of its own; core/serve gives the engines (sizeEngine), and
+// estimateWith runs it on every inference stage whose scenario names an engine.
+using EngineSizer = void (*)(const Scenario& sc, const InferenceShape& shape, StageModel& st);
+
+} // namespace headroom

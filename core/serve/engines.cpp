@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// How the serving engines (vLLM, SGLang) and transformers' generate size an inference stage: each from the
+// engine's own source (docs/serving.md names the versions and files).
+#include "core/serve/engines.h"
+
+#include "core/serve/kvpool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace headroom {
+
+namespace {
+
+// Engine defaults, each from the engine's own source (docs/serving.md names the versions and files).
+constexpr double kGiB = 1073741824.0;
+
+// vllm/engine/arg_utils.py (_set_default_args, v0.11, the OpenAI server) gives GPUs of at least 70 GiB that
+// are not A100s larger defaults: 8,192 batched tokens and 1,024 sequences instead of 2,048 and 256.
+bool vllmLargeDefaults(const Scenario& sc) {
+    return static_cast<double>(sc.cluster.capacityBytes) / kGiB >= 70 &&
+           sc.cluster.gpu.find("A100") == std::string::npos;
+}
+
+} // namespace
+
+int engineStepTokens(const Scenario& sc) {
+    const InferenceSettings& in = sc.inference;
+    if (in.maxNumBatchedTokens > 0)
+        return in.maxNumBatchedTokens;
+    if (in.engine == Engine::Vllm)
+        return vllmLargeDefaults(sc) ? 8192 : 2048;
+    const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
+    // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
+    // 60 GiB, else 8192.
+    return gib < 35 ? 2048 : gib < 60 ? 4096 : 8192;
+}
+
+int engineMaxSeqs(const Scenario& sc) {
+    const InferenceSettings& in = sc.inference;
+    if (in.maxNumSeqs > 0)
+        return in.maxNumSeqs;
+    return in.engine == Engine::Vllm && !vllmLargeDefaults(sc) ? 256 : 1024;
+}
+
+// SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
+double sglangStaticFraction(const Scenario& sc) {
+    if (sc.inference.memFractionStatic > 0)
+        return sc.inference.memFractionStatic;
+    const int tp = sc.cluster.tensorParallel;
+    return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+}
+
+namespace {
+
+// vLLM's profiled sampler step: `_dummy_sampler_run` samples max_num_seqs requests with top-k and
+// top-p on, so apply_top_k_top_p sorts the fp32 logits. Live at the sort, per (request, vocabulary
+// entry): the bf16 logits (2), their fp32 copy (4), the sorted values and int64 indices (4 + 8), the
+// radix sort's second buffers for both (4 + 8) and its int64 input index (8): 38 bytes. Measured on
+// H100 with vLLM 0.11 (llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md): 38.4 to 38.9
+// bytes per entry for Qwen3-0.6B, Qwen3-32B, Llama-3.1-8B and gpt-oss-20b.
+constexpr double kVllmSamplerBytes = 38;
+// SGLang samples from probabilities without sorting (FlashInfer's top-k/top-p kernels): the bf16
+// logits, their fp32 copy and the probabilities.
+constexpr double kSglangSamplerBytes = 10;
+// Memory outside PyTorch that vLLM measures at one GPU (cuBLAS workspaces and the like): 0.13 GiB on
+// each tensor-parallel-1 run of the llm-d measurements; NCCL adds its communicators on top.
+constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
+
+// transformers' generate with its default DynamicCache (transformers 4.56: generation/utils.py,
+// cache_utils.py, and each family's modeling file). What it does differently from a paged cache:
+// - It caches what the attention module hands it. For multi-head latent attention that is the
+//   decompressed keys and values of every head (DeepseekV3Attention updates the cache after kv_b_proj),
+//   not the latent: heads x (qk_nope + qk_rope + v_head_dim) per token and layer.
+// - DynamicLayer.update grows a layer by torch.cat, so at a decode step the old and the new keys of one
+//   layer coexist for a moment: one layer's keys for the batch on top of the cache.
+// - DynamicSlidingWindowLayer keeps the last window - 1 tokens as a view of the concatenated states,
+//   and a view keeps its storage: until the first decode step replaces it, a sliding layer holds the whole
+//   prompt. The prompt is taken as the context (its worst case).
+// - generate passes logits_to_keep = 1 and copies the last position's logits to fp32: per sequence the
+//   model's bf16 logits and the fp32 copy, over the whole vocabulary on every rank (lm_head is
+//   "colwise_rep" in the families' tensor-parallel plans).
+// Sampling processors (top-k/top-p) are not modelled: greedy decoding. The prefill's working set is the
+// batch's own, as without an engine; this replaces what the cache and the logits hold.
+void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int slidingLayers) {
+    const ModelSpec& m = sc.model;
+    const InferenceSettings& in = sc.inference;
+    const double t = sc.cluster.tensorParallel;
+    const double ctx = in.contextLength;
+    double keys = 0, values = 0; // elements per token and layer on one GPU
+    if (m.mla) {
+        const double heads = std::max(1.0, std::floor(m.heads / t));
+        keys = heads * (m.qkNopeHeadDim + m.qkRopeHeadDim);
+        values = heads * m.vHeadDim;
+    } else {
+        keys = values = std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
+    }
+    const double layerBytes = (keys + values) * in.kvCacheBytes;
+    st.serving.kvBytesPerToken = layerBytes * st.layers;
+    const double window = std::min<double>(ctx, std::max(1, m.slidingWindow - 1));
+    st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window);
+    st.prefillKvExtra = layerBytes * slidingLayers * (ctx - window);
+    st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);
+    if (st.last)
+        st.logits = (2.0 + 4.0) * m.vocab;
+}
+
+} // namespace
+
+void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st) {
+    const InferenceSettings& in = sc.inference;
+    if (in.engine == Engine::HuggingFace) {
+        huggingFaceGenerate(sc, st, shape.fullLayers, shape.slidingLayers);
+        return;
+    }
+    if (in.engine != Engine::Vllm && in.engine != Engine::Sglang)
+        return;
+    const ModelSpec& m = sc.model;
+    const ClusterSettings& c = sc.cluster;
+    ServingEstimate& sv = st.serving;
+    const double e = 2;
+    const double perToken = shape.perTokenActivations;
+    const double kvLayerBytes = shape.kvLayerBytes;
+    const int fullLayers = shape.fullLayers, slidingLayers = shape.slidingLayers;
+    // A serving engine: one step of `step` tokens from up to `seqs` requests, then the KV pool.
+    const int step = engineStepTokens(sc);
+    const int seqs = std::min(engineMaxSeqs(sc), step);
+    sv.engine = true;
+    sv.stepTokens = step;
+    sv.maxNumSeqs = seqs;
+    const double capacity = static_cast<double>(c.capacityBytes);
+    const double forward = step * perToken;
+    const double kept = e * step * m.hidden; // the step's output hidden states, held while sampling
+    const bool vllm = in.engine == Engine::Vllm;
+    // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
+    const double sampler =
+        st.last ? static_cast<double>(seqs) * m.vocab * (vllm ? kVllmSamplerBytes : kSglangSamplerBytes) : 0;
+    if (sampler > forward)
+        st.logits = sampler;
+    else
+        st.activations = forward;
+    st.activations += kept;
+    sv.profiledBytes = std::max(forward, sampler) + kept;
+    st.allocatorFraction = 0; // the engines budget allocated bytes themselves
+    if (vllm) {
+        // vllm/v1/worker/gpu_worker.py determine_available_memory: the budget minus weights, the
+        // profiled peak and non-torch memory is the KV cache.
+        sv.nonTorchBytes = kVllmNonTorchBytes + st.communication;
+        st.communication = sv.nonTorchBytes;
+        sv.budgetFraction = in.gpuMemoryUtilization;
+        sv.budgetBaseBytes = capacity;
+        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
+        sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
+    } else {
+        // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
+        // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA
+        // context and NCCL's communicators existed (model_runner.py: min_per_gpu_memory). So the fraction
+        // applies to that, and the weights come out of it.
+        sv.nonTorchBytes = st.communication;
+        sv.budgetFraction = sglangStaticFraction(sc);
+        sv.budgetBaseBytes = capacity - st.cudaContext - st.communication;
+        sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
+        sv.availableBytes = sv.budgetBytes - st.weights;
+    }
+    const int block = std::max(1, in.kvBlockSize);
+    sv.blockSize = block;
+    const KvPool pool =
+        vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block, sv.requestLength,
+                          m.slidingWindow, step)
+             : sglangKvPool(sv.availableBytes, kvLayerBytes, st.layers, block, sv.requestLength);
+    sv.numBlocks = pool.numBlocks;
+    sv.blockBytes = pool.blockBytes;
+    sv.poolBytes = pool.poolBytes;
+    sv.kvCacheTokens = pool.tokens;
+    sv.maxConcurrency = pool.maxConcurrency;
+    st.kvCache = sv.poolBytes;
+}
+
+} // namespace headroom

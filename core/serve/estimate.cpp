@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/serve/estimate.h"
+
+#include "core/error.h"
+#include "core/plan/layout.h"
+#include "core/serve/engines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace headroom {
+
+using nlohmann::json;
+
+Estimate estimate(const Scenario& sc) {
+    return estimateWith(sc, &sizeEngine);
+}
+
+std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
+    return phaseTimelineWith(sc, &sizeEngine, stage, pointsPerPhase);
+}
+
+long long maxSequenceLength(const Scenario& sc, long long limit) {
+    return maxSequenceLength(sc, &estimate, limit);
+}
+
+namespace {
+
+// Changes to a serving engine's settings; each is judged by the requests it lets run at once.
+std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
+    std::vector<Change> out = inferenceChanges(sc);
+    // Batch and attention kind are not the engine's: it batches up to max_num_seqs and uses FlashAttention.
+    out.erase(
+        std::remove_if(out.begin(), out.end(),
+                       [](const Change& c) { return c.id == "halve_batch" || c.id == "flash_attention"; }),
+        out.end());
+    const auto& in = sc.inference;
+    if (in.engine == Engine::Vllm && in.gpuMemoryUtilization < 0.95) {
+        const double to = std::min(0.95, std::round((in.gpuMemoryUtilization + 0.05) * 100) / 100);
+        out.push_back({"raise_gpu_memory_utilization",
+                       "gpu_memory_utilization " + std::to_string(to).substr(0, 4),
+                       {{"inference", {{"gpu_memory_utilization", to}}}},
+                       [to](Scenario& s) { s.inference.gpuMemoryUtilization = to; }});
+    }
+    if (in.engine == Engine::Sglang) {
+        const double current = est.serving.budgetFraction; // given, or SGLang's default
+        if (current < 0.93) {
+            const double to = std::min(0.93, std::round((current + 0.03) * 100) / 100);
+            out.push_back({"raise_mem_fraction_static",
+                           "mem_fraction_static " + std::to_string(to).substr(0, 4),
+                           {{"inference", {{"mem_fraction_static", to}}}},
+                           [to](Scenario& s) { s.inference.memFractionStatic = to; }});
+        }
+    }
+    if (in.engine == Engine::Vllm && est.serving.maxNumSeqs > 256)
+        out.push_back({"max_num_seqs_256",
+                       "max_num_seqs 256 (a smaller sampler step to profile)",
+                       {{"inference", {{"max_num_seqs", 256}}}},
+                       [](Scenario& s) { s.inference.maxNumSeqs = 256; }});
+    if (est.serving.stepTokens > 2048)
+        out.push_back({"max_num_batched_tokens_2048",
+                       "max_num_batched_tokens 2048 (smaller prefill chunks)",
+                       {{"inference", {{"max_num_batched_tokens", 2048}}}},
+                       [](Scenario& s) { s.inference.maxNumBatchedTokens = 2048; }});
+    const int len = in.requestLength();
+    if (len >= 2048)
+        out.push_back({"halve_max_model_len",
+                       "max_model_len " + std::to_string(len / 2),
+                       {{"inference", {{"max_model_len", len / 2}}}},
+                       [len](Scenario& s) { s.inference.maxModelLen = len / 2; }});
+    return out;
+}
+
+} // namespace
+
+std::vector<Saving> rankSavings(const Scenario& sc) {
+    if (sc.mode != Mode::Inference ||
+        (sc.inference.engine != Engine::Vllm && sc.inference.engine != Engine::Sglang))
+        return rankPlanSavings(sc, &estimate);
+    const Estimate current = estimate(sc);
+    const double before = current.peakBytes;
+    std::vector<Saving> out;
+    const Scenario base = sc.settingsCopy();
+    {
+        for (auto& ch : engineChanges(sc, current)) {
+            Scenario changed = base;
+            ch.edit(changed);
+            try {
+                checkLayout(changed);
+            } catch (const Error&) {
+                continue;
+            }
+            const Estimate after = estimate(changed);
+            const double gain = after.serving.maxConcurrency - current.serving.maxConcurrency;
+            if (gain <= 1e-9)
+                continue;
+            Saving s{ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits};
+            s.serving = true;
+            s.kvTokensAfter = after.serving.kvCacheTokens;
+            s.kvTokensGained = after.serving.kvCacheTokens - current.serving.kvCacheTokens;
+            s.concurrencyAfter = after.serving.maxConcurrency;
+            s.concurrencyGained = gain;
+            out.push_back(std::move(s));
+        }
+        std::stable_sort(out.begin(), out.end(), [](const Saving& a, const Saving& b) {
+            return a.concurrencyGained > b.concurrencyGained;
+        });
+        return out;
+    }
+    return out;
+}
+
+std::vector<ServingPoint> servingCurve(const Scenario& sc, int count) {
+    std::vector<ServingPoint> out;
+    if (sc.mode != Mode::Inference)
+        return out;
+    Scenario probe = sc.settingsCopy();
+    const long long current = sc.inference.requestLength();
+    const long long modelMax = sc.model.known && sc.model.maxPositions > 0 ? sc.model.maxPositions : 131072;
+    const double lo = 1024;
+    const double hi =
+        static_cast<double>(std::min<long long>(1 << 22, std::max({2 * current, modelMax, 2048LL})));
+    count = std::max(2, count);
+    for (int i = 0; i < count; ++i) {
+        const long long len =
+            std::llround(std::exp2(std::log2(lo) + (std::log2(hi) - std::log2(lo)) * i / (count - 1)));
+        if (!out.empty() && len <= out.back().requestLength)
+            continue;
+        probe.inference.contextLength = static_cast<int>(len);
+        if (probe.inference.maxModelLen > 0)
+            probe.inference.maxModelLen = static_cast<int>(len);
+        const Estimate e = estimate(probe);
+        ServingPoint p;
+        p.requestLength = len;
+        if (e.serving.engine) {
+            p.kvTokens = e.serving.kvCacheTokens;
+            p.maxConcurrency = e.serving.maxConcurrency;
+        } else {
+            p.maxConcurrency = static_cast<double>(e.maxMicroBatchSize);
+            p.kvTokens = e.maxMicroBatchSize * len;
+        }
+        out.push_back(p);
+    }
+    return out;
+}
+
+} // namespace headroom

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/planner/breakdownchart.h"
+
+#include "ui/common/chartexport.h"
+
+#include <QLocale>
+
+#include "ui/common/categorycolors.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QCursor>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPen>
+#include <QScatterSeries>
+#include <QStackedBarSeries>
+#include <QToolTip>
+#include <QValueAxis>
+#include <cmath>
+
+namespace headroom {
+
+QString verdictText(const Estimate& est, const ChartStyle& style) {
+    const double used = est.capacityBytes > 0 ? 100.0 * est.peakBytes / est.capacityBytes : 0;
+    if (est.fits)
+        return QStringLiteral("Fits: %1 headroom (%2% of %3 used)")
+            .arg(style.format(est.headroomBytes()))
+            .arg(used, 0, 'f', 1)
+            .arg(style.format(est.capacityBytes));
+    const ServingEstimate& sv = est.serving;
+    if (sv.engine && est.headroomBytes() >= 0) {
+        // The engine runs within its budget; what fails is its pool.
+        if (sv.availableBytes <= 0)
+            return QStringLiteral("Does not fit: no memory left for the KV cache (%1 short)")
+                .arg(style.format(-sv.availableBytes));
+        return QStringLiteral("Does not fit: the KV cache holds %1 tokens, less than one %2-token request")
+            .arg(QLocale().toString(sv.kvCacheTokens))
+            .arg(QLocale().toString(sv.requestLength));
+    }
+    return QStringLiteral("Does not fit: over by %1 (%2% of %3)")
+        .arg(style.format(-est.headroomBytes()))
+        .arg(used, 0, 'f', 1)
+        .arg(style.format(est.capacityBytes));
+}
+
+BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
+    m_series = new QStackedBarSeries(this);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        auto* set = new QBarSet(QString::fromUtf8(categoryLabel(cat)));
+        colourBarSet(set, cat);
+        m_sets[i] = set;
+        m_series->append(set);
+    }
+    m_series->setBarWidth(0.6);
+    addSeries(m_series);
+    m_x = new QBarCategoryAxis(this);
+    m_y = new QValueAxis(this);
+    m_y->setLabelFormat(QStringLiteral("%.0f"));
+    addAxis(m_x, Qt::AlignBottom);
+    addAxis(m_y, Qt::AlignLeft);
+    m_series->attachAxis(m_x);
+    m_series->attachAxis(m_y);
+
+    // The capacity line spans the bars on a hidden value axis aligned with the category slots; a
+    // one-point series in the middle carries the headroom text.
+    m_capacity = new QLineSeries(this);
+    m_capacityLabel = new QScatterSeries(this);
+    m_capacityLabel->setMarkerSize(1);
+    m_capacityLabel->setPointLabelsVisible(true);
+    m_capacityLabel->setPointLabelsClipping(false);
+    QFont labelFont = m_capacityLabel->pointLabelsFont();
+    labelFont.setBold(true);
+    m_capacityLabel->setPointLabelsFont(labelFont);
+    addSeries(m_capacity);
+    addSeries(m_capacityLabel);
+    m_lineX = new QValueAxis(this);
+    m_lineX->setVisible(false);
+    addAxis(m_lineX, Qt::AlignBottom);
+    for (QXYSeries* s : {static_cast<QXYSeries*>(m_capacity), static_cast<QXYSeries*>(m_capacityLabel)}) {
+        s->attachAxis(m_lineX);
+        s->attachAxis(m_y);
+    }
+    legend()->setAlignment(Qt::AlignRight);
+    legend()->markers(m_capacityLabel).first()->setVisible(false);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        connect(marker, &QLegendMarker::clicked, this,
+                [this, i] { setCategoryHidden(categoryAt(i), !isCategoryHidden(categoryAt(i))); });
+    }
+    connect(m_series, &QStackedBarSeries::hovered, this, &BreakdownChart::hovered);
+    m_style.apply(this);
+}
+
+void BreakdownChart::setStyle(const ChartStyle& style) {
+    m_style = style;
+    m_markerShown.fill(-1); // a theme change rebuilds the legend's look
+    m_style.apply(this);
+    QFont labelFont = m_capacityLabel->pointLabelsFont();
+    labelFont.setPointSizeF(m_style.presentation ? 13 : 9);
+    m_capacityLabel->setPointLabelsFont(labelFont);
+    // The theme resets series colours: put the category colours back.
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        colourBarSet(m_sets[i], categoryAt(i));
+        if (m_style.presentation)
+            m_sets[i]->setPen(m_style.segmentPen());
+    }
+    rebuild();
+}
+
+void BreakdownChart::setCategoryHidden(Category c, bool hidden) {
+    if (hidden)
+        m_hidden.insert(c);
+    else
+        m_hidden.erase(c);
+    rebuild();
+}
+
+void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
+    Bars bars;
+    const bool single = est.ranks.size() == 1;
+    bars.title = single
+                     ? QStringLiteral("Per GPU at the peak")
+                     : QStringLiteral("Per GPU at the peak, by pipeline stage (stage %1 is the most loaded)")
+                           .arg(est.mostLoadedStage);
+    for (const auto& r : est.ranks) {
+        bars.labels << (single ? QStringLiteral("Each of %1 GPUs").arg(sc.cluster.numGpus)
+                               : QStringLiteral("Stage %1 (%2–%3)")
+                                     .arg(r.stage)
+                                     .arg(r.firstLayer)
+                                     .arg(r.firstLayer + r.layers - 1));
+        bars.values.push_back(r.peak);
+    }
+    bars.capacity = est.capacityBytes;
+    setBars(std::move(bars));
+}
+
+void BreakdownChart::setBars(Bars bars) {
+    m_bars = std::move(bars);
+    rebuild();
+}
+
+QString BreakdownChart::segmentText(Category c, int bar) const {
+    if (bar < 0 || bar >= static_cast<int>(m_bars.values.size()))
+        return {};
+    const Breakdown& b = m_bars.values[static_cast<std::size_t>(bar)];
+    const double total = b.total();
+    return QStringLiteral("%1: %2 (%3%)")
+        .arg(QString::fromUtf8(categoryLabel(c)), m_style.format(b[c]))
+        .arg(total > 0 ? 100.0 * b[c] / total : 0.0, 0, 'f', 1);
+}
+
+void BreakdownChart::hovered(bool state, int index, QBarSet* set) {
+    if (!state) {
+        QToolTip::hideText();
+        return;
+    }
+    for (std::size_t i = 0; i < kCategoryCount; ++i)
+        if (m_sets[i] == set)
+            QToolTip::showText(QCursor::pos(), segmentText(categoryAt(i), index));
+}
+
+void BreakdownChart::rebuild() {
+    const auto& values = m_bars.values;
+    const int bars = static_cast<int>(values.size());
+    // Titles, names and legend fonts are only set when they change: each set relayouts the legend and
+    // reshapes its text, which is most of what a slider step would otherwise cost.
+    if (title() != m_bars.title)
+        setTitle(m_bars.title);
+    if (m_x->categories() != m_bars.labels) {
+        m_x->clear();
+        m_x->append(m_bars.labels);
+    }
+    double top = m_bars.capacity, peak = 0;
+    for (const Breakdown& b : values)
+        peak = std::max(peak, b.total());
+    top = std::max(top, peak);
+    const bool fits = peak <= m_bars.capacity;
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        QBarSet* set = m_sets[i];
+        bool any = false;
+        QList<qreal> scaled;
+        scaled.reserve(bars);
+        for (const Breakdown& b : values) {
+            any = any || b[cat] > 0;
+            scaled << (m_hidden.count(cat) ? 0.0 : m_style.scale(b[cat]));
+        }
+        if (set->count() != bars) {
+            set->remove(0, set->count());
+            set->append(scaled);
+        } else {
+            for (int b = 0; b < bars; ++b)
+                if (set->at(b) != scaled[b])
+                    set->replace(b, scaled[b]);
+        }
+        // Categories that are zero everywhere leave the legend; hidden ones stay there, greyed.
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        if (m_markerShown[i] != static_cast<int>(any)) { // QLegendMarker::isVisible() also reflects layout
+            marker->setVisible(any);
+            m_markerShown[i] = any;
+        }
+        const bool hidden = m_hidden.count(cat) != 0;
+        if (marker->font().strikeOut() != hidden) {
+            QFont f = marker->font();
+            f.setStrikeOut(hidden);
+            marker->setFont(f);
+            marker->setLabelBrush(hidden ? QBrush(Qt::gray) : legend()->labelBrush());
+        }
+    }
+    setNiceRange(m_y, m_style.scale(top * 1.1));
+    const QString yTitle = QStringLiteral("%1 per GPU").arg(m_style.unitName());
+    if (m_y->titleText() != yTitle)
+        m_y->setTitleText(yTitle);
+
+    const double n = std::max(1, bars);
+    m_lineX->setRange(-0.5, n - 0.5);
+    const double cap = m_style.scale(m_bars.capacity);
+    m_capacity->replace(QList<QPointF>{{-0.5, cap}, {n - 0.5, cap}});
+    const QPen pen = m_style.capacityPen(fits || !m_bars.headroomLabel);
+    if (m_capacity->pen() != pen)
+        m_capacity->setPen(pen);
+    const QString name = QStringLiteral("Usable (%1)").arg(m_style.format(m_bars.capacity, 1));
+    if (m_capacity->name() != name)
+        m_capacity->setName(name);
+    m_capacityLabel->setVisible(m_bars.headroomLabel);
+    m_capacityLabel->replace(QList<QPointF>{{(n - 1) / 2.0, cap}});
+    m_capacityLabel->setPointLabelsFormat(
+        fits ? QStringLiteral("headroom %1").arg(m_style.format(m_bars.capacity - peak))
+             : QStringLiteral("over by %1").arg(m_style.format(peak - m_bars.capacity)));
+    if (m_capacityLabel->pointLabelsColor() != pen.color()) {
+        m_capacityLabel->setPointLabelsColor(pen.color());
+        m_capacityLabel->setColor(pen.color());
+    }
+}
+
+BreakdownChart* createBreakdownChart(const Scenario& sc, const Estimate& est, const ChartStyle& style) {
+    auto* chart = new BreakdownChart;
+    chart->setStyle(style);
+    chart->setEstimate(sc, est);
+    return chart;
+}
+
+bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,
+                         std::string* error, double scale) {
+    ensureGuiApplication();
+    std::unique_ptr<QChart> chart(createBreakdownChart(sc, est));
+    return exportChart(chart.get(), path, w, h, error, scale);
+}
+
+} // namespace headroom

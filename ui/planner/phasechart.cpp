@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/planner/phasechart.h"
+
+#include "ui/common/categorycolors.h"
+
+#include <QAreaSeries>
+#include <QCategoryAxis>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPen>
+#include <QValueAxis>
+#include <cmath>
+
+namespace headroom {
+
+PhaseChart::PhaseChart(QGraphicsItem* parent) : QChart(parent) {
+    m_x = new QCategoryAxis(this);
+    m_y = new QValueAxis(this);
+    m_y->setLabelFormat(QStringLiteral("%.0f"));
+    addAxis(m_x, Qt::AlignBottom);
+    addAxis(m_y, Qt::AlignLeft);
+    for (auto& e : m_edges)
+        e = new QLineSeries(this);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        auto* area = new QAreaSeries(m_edges[i + 1], m_edges[i]);
+        area->setName(QString::fromUtf8(categoryLabel(categoryAt(i))));
+        m_areas[i] = area;
+        addSeries(area);
+        area->attachAxis(m_x);
+        area->attachAxis(m_y);
+    }
+    m_capacity = new QLineSeries(this);
+    addSeries(m_capacity);
+    m_capacity->attachAxis(m_x);
+    m_capacity->attachAxis(m_y);
+    legend()->hide(); // the breakdown chart's legend names the colours
+    setStyle(m_style);
+}
+
+void PhaseChart::setStyle(const ChartStyle& style) {
+    m_style = style;
+    m_style.apply(this);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const QColor c = categoryColor(categoryAt(i));
+        m_areas[i]->setColor(c);
+        // No outlines outside presentation: the fills already separate the bands, and stroking twelve
+        // antialiased outlines was 40% of this chart's paint time.
+        m_areas[i]->setPen(m_style.segmentPen());
+    }
+    m_y->setTitleText(m_style.unitName());
+}
+
+void PhaseChart::setScenario(const Scenario& sc, const Estimate& est) {
+    const bool training = sc.mode == Mode::Training;
+    const auto points =
+        phaseTimeline(sc, est.mostLoadedStage, 2); // linear within a phase: end points suffice
+    const int phases = training ? 3 : 2;
+    const QString title =
+        (sc.cluster.pipelineParallel > 1
+             ? QStringLiteral("%1, stage %2")
+                   .arg(training ? QStringLiteral("One step") : QStringLiteral("One request"))
+                   .arg(est.mostLoadedStage)
+             : (training ? QStringLiteral("One training step") : QStringLiteral("One request")));
+    if (this->title() != title)
+        setTitle(title);
+    // x: phase index + progress within it.
+    std::array<QList<QPointF>, kCategoryCount + 1> edges;
+    double top = est.capacityBytes;
+    for (const auto& p : points) {
+        const int phaseIndex = training ? static_cast<int>(p.phase)
+                                        : static_cast<int>(p.phase) - static_cast<int>(Phase::Prefill);
+        const double x = phaseIndex + 0.98 * p.progress;
+        double sum = 0;
+        edges[0].append({x, 0});
+        for (std::size_t i = 0; i < kCategoryCount; ++i) {
+            sum += p.bytes.bytes[i];
+            edges[i + 1].append({x, m_style.scale(sum)});
+        }
+        top = std::max(top, sum);
+    }
+    for (std::size_t i = 0; i <= kCategoryCount; ++i)
+        m_edges[i]->replace(edges[i]);
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        bool any = false;
+        for (const auto& p : points)
+            any = any || p.bytes.bytes[i] > 0;
+        if (m_areas[i]->isVisible() != any)
+            m_areas[i]->setVisible(any);
+    }
+    const double cap = m_style.scale(est.capacityBytes);
+    m_capacity->replace(QList<QPointF>{{0, cap}, {double(phases), cap}});
+    const QPen pen = m_style.capacityPen(est.fits);
+    if (m_capacity->pen() != pen)
+        m_capacity->setPen(pen);
+    const QStringList names =
+        training ? QStringList{"forward", "backward", "optimizer"} : QStringList{"prefill", "decode"};
+    if (m_x->count() != phases) {
+        for (const QString& l : m_x->categoriesLabels())
+            m_x->remove(l);
+        for (int i = 0; i < phases; ++i)
+            m_x->append(names[i], i + 1);
+    }
+    m_x->setRange(0, phases);
+    m_x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+    setNiceRange(m_y, m_style.scale(top * 1.1));
+}
+
+} // namespace headroom

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/serve/estimate.h"
+#include "ui/common/chartstyle.h"
+
+#include <QChart>
+#include <array>
+
+class QAreaSeries;
+class QCategoryAxis;
+class QLineSeries;
+class QValueAxis;
+
+namespace headroom {
+
+// One training step (forward, backward, optimizer) or one inference request (prefill, decode) on the
+// most-loaded GPU, as stacked areas per category against the capacity line. The curves are exactly the
+// ones whose maximum is the estimate's peak; memory is linear within a phase, so a few points per phase
+// draw it exactly.
+class PhaseChart : public QChart {
+    Q_OBJECT
+public:
+    explicit PhaseChart(QGraphicsItem* parent = nullptr);
+    void setScenario(const Scenario& sc, const Estimate& est);
+    void setStyle(const ChartStyle& style);
+
+private:
+    ChartStyle m_style;
+    std::array<QLineSeries*, kCategoryCount + 1> m_edges{}; // cumulative boundaries, [0] is the baseline
+    std::array<QAreaSeries*, kCategoryCount> m_areas{};
+    QLineSeries* m_capacity = nullptr;
+    QCategoryAxis* m_x = nullptr;
+    QValueAxis* m_y = nullptr;
+};
+
+} // namespace headroom

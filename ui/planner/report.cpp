@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/planner/report.h"
+
+#include "core/io/bytesformat.h"
+#include "core/serve/estimate.h"
+#include "core/version.h"
+#include "ui/common/chartexport.h"
+#include "ui/planner/breakdownchart.h"
+#include "ui/planner/servingchart.h"
+#include "ui/planner/strategychart.h"
+
+#include <QBuffer>
+#include <QDate>
+#include <QFileInfo>
+#include <QFont>
+#include <QFontMetricsF>
+#include <QLocale>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <memory>
+
+namespace headroom {
+
+namespace {
+
+const char* checkpointingName(Checkpointing c) {
+    switch (c) {
+    case Checkpointing::None:
+        return "none";
+    case Checkpointing::Selective:
+        return "selective";
+    case Checkpointing::SelectiveOp:
+        return "selective_op";
+    case Checkpointing::Full:
+        return "full";
+    }
+    return "";
+}
+
+const char* frameworkName(Framework f) {
+    switch (f) {
+    case Framework::PyTorch:
+        return "PyTorch";
+    case Framework::HuggingFace:
+        return "Hugging Face Trainer";
+    case Framework::Megatron:
+        return "Megatron-Core";
+    case Framework::Torchtitan:
+        return "torchtitan";
+    case Framework::DeepSpeed:
+        return "DeepSpeed";
+    case Framework::Torchtune:
+        return "torchtune";
+    }
+    return "";
+}
+
+const char* engineName(Engine e) {
+    switch (e) {
+    case Engine::None:
+        return "none (the batch's own cache)";
+    case Engine::Vllm:
+        return "vLLM";
+    case Engine::Sglang:
+        return "SGLang";
+    case Engine::HuggingFace:
+        return "Hugging Face generate";
+    }
+    return "";
+}
+
+} // namespace
+
+Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* measured,
+                   const ChartStyle& style) {
+    Report r;
+    const QLocale locale(QLocale::English);
+    auto count = [&](long long n) { return locale.toString(n); };
+    r.title = QString::fromStdString(sc.name.empty() ? sc.modelLabel : sc.name);
+    const auto& c = sc.cluster;
+    r.subtitle = QStringLiteral("%1 · %2 × %3 · Headroom %4 · %5")
+                     .arg(QString::fromStdString(sc.modelLabel))
+                     .arg(c.numGpus)
+                     .arg(QString::fromStdString(c.gpu), QString::fromUtf8(version()),
+                          QDate::currentDate().toString(Qt::ISODate));
+    r.fits = est.fits;
+    r.verdict = verdictText(est, style);
+
+    r.settings.title = QStringLiteral("Settings");
+    r.settings.header = {QStringLiteral("Setting"), QStringLiteral("Value")};
+    auto row = [&](const QString& k, const QString& v) { r.settings.rows.push_back({k, v}); };
+    row(QStringLiteral("Model"), QString::fromStdString(sc.modelLabel));
+    row(QStringLiteral("Parameters"), est.activeParameters != est.parameters
+                                          ? QStringLiteral("%1 (%2 active)")
+                                                .arg(count(static_cast<long long>(est.parameters)),
+                                                     count(static_cast<long long>(est.activeParameters)))
+                                          : count(static_cast<long long>(est.parameters)));
+    if (sc.mode == Mode::Training) {
+        const auto& t = sc.training;
+        row(QStringLiteral("Framework"), QString::fromUtf8(frameworkName(t.framework)) +
+                                             (t.compile ? QStringLiteral(", torch.compile") : QString()));
+        row(QStringLiteral("Micro-batch × sequence"),
+            QStringLiteral("%1 × %2").arg(t.microBatchSize).arg(t.sequenceLength));
+        row(QStringLiteral("Accumulation steps"), QString::number(t.gradientAccumulationSteps));
+        row(QStringLiteral("Precision"), QString::fromStdString(t.precision));
+        row(QStringLiteral("Checkpointing"), QString::fromUtf8(checkpointingName(t.checkpointing)));
+        row(QStringLiteral("Attention"),
+            t.attention == Attention::Flash ? QStringLiteral("flash") : QStringLiteral("eager"));
+    } else {
+        const auto& in = sc.inference;
+        row(QStringLiteral("Engine"), QString::fromUtf8(engineName(in.engine)));
+        if (in.engine == Engine::None || in.engine == Engine::HuggingFace)
+            row(QStringLiteral("Batch × context"),
+                QStringLiteral("%1 × %2").arg(in.batchSize).arg(in.contextLength));
+        else
+            row(QStringLiteral("Request length"), count(in.requestLength()));
+        row(QStringLiteral("Weights"),
+            weightsStayQuantised(sc)
+                ? QString::fromStdString(sc.model.quantization.label())
+                : QString::fromStdString(in.weightDtype == "checkpoint" ? "bf16" : in.weightDtype));
+        row(QStringLiteral("KV cache"), QString::fromStdString(in.kvCacheDtype));
+    }
+    row(QStringLiteral("GPUs"),
+        QStringLiteral("%1 × %2 (%3)")
+            .arg(c.numGpus)
+            .arg(QString::fromStdString(c.gpu), style.format(static_cast<double>(c.capacityBytes), 1)));
+    row(QStringLiteral("Layout"), sc.mode == Mode::Training
+                                      ? QStringLiteral("DP %1 (%2) × TP %3 × PP %4 × CP %5, EP %6")
+                                            .arg(est.dataParallelSize)
+                                            .arg(QString::fromStdString(c.dataParallelName))
+                                            .arg(c.tensorParallel)
+                                            .arg(c.pipelineParallel)
+                                            .arg(c.contextParallel)
+                                            .arg(c.expertParallel)
+                                      : QStringLiteral("TP %1 × PP %2, EP %3")
+                                            .arg(c.tensorParallel)
+                                            .arg(c.pipelineParallel)
+                                            .arg(c.expertParallel));
+
+    r.breakdown.title =
+        QStringLiteral("Most-loaded GPU at its peak (%1)").arg(QString::fromUtf8(phaseName(est.peakPhase)));
+    r.breakdown.header = {QStringLiteral("Category"), style.unitName(), QStringLiteral("Share")};
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const double b = est.perGpu.bytes[i];
+        if (b <= 0)
+            continue;
+        r.breakdown.rows.push_back(
+            {QString::fromUtf8(categoryLabel(categoryAt(i))), QString::number(style.scale(b), 'f', 2),
+             QString::number(est.peakBytes > 0 ? 100 * b / est.peakBytes : 0, 'f', 1) + QLatin1Char('%')});
+    }
+    r.breakdown.rows.push_back({QStringLiteral("Peak"), QString::number(style.scale(est.peakBytes), 'f', 2),
+                                QStringLiteral("100.0%")});
+    r.breakdown.rows.push_back(
+        {QStringLiteral("Capacity"), QString::number(style.scale(est.capacityBytes), 'f', 2), QString()});
+
+    const auto savings = rankSavings(sc);
+    const bool serving = est.serving.engine;
+    r.savings.title =
+        serving ? QStringLiteral("What would serve more requests") : QStringLiteral("What would make it fit");
+    r.savings.header = serving ? QStringList{QStringLiteral("Single change"), QStringLiteral("KV tokens"),
+                                             QStringLiteral("Requests"), QStringLiteral("Fits")}
+                               : QStringList{QStringLiteral("Single change"), QStringLiteral("Saves"),
+                                             QStringLiteral("Peak after"), QStringLiteral("Fits")};
+    for (std::size_t i = 0; i < savings.size() && i < 8; ++i) {
+        const Saving& s = savings[i];
+        r.savings.rows.push_back(
+            serving ? QStringList{QString::fromStdString(s.description),
+                                  (s.kvTokensGained >= 0 ? QStringLiteral("+") : QString()) +
+                                      count(s.kvTokensGained),
+                                  QString::number(s.concurrencyAfter, 'f', 2),
+                                  s.fitsAfter ? QStringLiteral("yes") : QStringLiteral("no")}
+                    : QStringList{QString::fromStdString(s.description), style.format(s.bytesSaved),
+                                  style.format(s.peakAfter),
+                                  s.fitsAfter ? QStringLiteral("yes") : QStringLiteral("no")});
+    }
+
+    if (measured) {
+        TextTable m;
+        m.title = QStringLiteral("Estimate vs measured at the peak (device %1)")
+                      .arg(QString::fromStdString(measured->device));
+        m.header = {QStringLiteral("Category"), QStringLiteral("Estimate"), QStringLiteral("Measured"),
+                    QStringLiteral("Difference")};
+        for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
+            const auto e = measured->estimated[i], v = measured->measured.bytes[i];
+            if (e == 0 && v == 0)
+                continue;
+            m.rows.push_back({QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(i))),
+                              style.format(static_cast<double>(e)), style.format(static_cast<double>(v)),
+                              style.format(static_cast<double>(e - v))});
+        }
+        m.rows.push_back({QStringLiteral("Total"),
+                          style.format(static_cast<double>(measured->estimatedTotal)),
+                          style.format(static_cast<double>(measured->measured.total)),
+                          QStringLiteral("%1 (%2%)")
+                              .arg(style.format(static_cast<double>(measured->difference())))
+                              .arg(100 * measured->relativeError(), 0, 'f', 1)});
+        r.measured = std::move(m);
+    }
+    return r;
+}
+
+namespace {
+
+// One of the report's charts, drawn by the window's own classes.
+std::unique_ptr<QChart> breakdownChart(const Scenario& sc, const Estimate& est) {
+    auto chart = std::make_unique<BreakdownChart>();
+    chart->setStyle(ChartStyle{});
+    chart->setEstimate(sc, est);
+    return chart;
+}
+std::unique_ptr<QChart> secondChart(const Scenario& sc, const Estimate& est) {
+    if (sc.mode == Mode::Training) {
+        auto chart = std::make_unique<StrategyChart>();
+        chart->setStyle(ChartStyle{});
+        chart->setScenario(sc, est);
+        return chart;
+    }
+    auto chart = std::make_unique<ServingChart>();
+    chart->setStyle(ChartStyle{});
+    chart->setScenario(sc, est);
+    return chart;
+}
+
+// Draws a table at `top`; returns the height used. Numbers (every column but the first) align right.
+double drawTable(QPainter& p, const TextTable& t, double left, double top, double width, const QFont& font) {
+    QFont bold = font;
+    bold.setBold(true);
+    // Metrics of the page's device (the PDF's 72 dpi), not the screen's: what is measured is what is drawn.
+    const QFontMetricsF fm(font, p.device());
+    const QFontMetricsF bfm(bold, p.device());
+    const double line = fm.height() + 3;
+    double y = top;
+    // Titles and words wrap (a report is read whole: a model's name cut short loses what it is); numbers
+    // stay on one line. A path or a model name breaks after its slashes.
+    const auto wrapFlags = Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap;
+    auto breakable = [](QString text) { return text.replace(QLatin1Char('/'), QStringLiteral("/\u200B")); };
+    p.setFont(bold);
+    const double titleH = bfm.boundingRect(QRectF(0, 0, width, 3 * line), wrapFlags, t.title).height();
+    p.drawText(QRectF(left, y, width, std::max(line, titleH)), wrapFlags, t.title);
+    y += std::max(line, titleH) + 1;
+    const int n = static_cast<int>(t.header.size());
+    // Natural widths; when they do not fit, the widest column gives way (its cells are elided).
+    std::vector<double> widths(static_cast<std::size_t>(n), 0);
+    for (int i = 0; i < n; ++i) {
+        double w = bfm.horizontalAdvance(t.header[i]);
+        for (const QStringList& r : t.rows)
+            if (i < r.size())
+                w = std::max(w, fm.horizontalAdvance(r[i]));
+        widths[static_cast<std::size_t>(i)] = w + 8;
+    }
+    double total = 0;
+    for (double w : widths)
+        total += w;
+    if (total > width && n > 2) { // a label column gives way before the numbers do
+        const double cut = std::min(total - width, std::max(0.0, widths[0] - 70));
+        widths[0] -= cut;
+        total -= cut;
+    }
+    auto widest = std::max_element(widths.begin(), widths.end());
+    if (total > width)
+        *widest = std::max(30.0, *widest - (total - width));
+    else
+        widths[0] += width - total;
+    auto drawRow = [&](const QStringList& cells, bool header) {
+        auto isNumber = [&](int i) {
+            const QString first = cells[i].trimmed().left(1);
+            return t.header.value(i) != QLatin1String("Value") && !first.isEmpty() &&
+                   (first[0].isDigit() || first == QLatin1String("+") || first == QLatin1String("-"));
+        };
+        // The row is as tall as its longest wrapped words, up to three lines.
+        double h = line;
+        if (!header)
+            for (int i = 0; i < n && i < cells.size(); ++i)
+                if (!isNumber(i))
+                    h = std::max(
+                        h, fm.boundingRect(QRectF(0, 0, widths[static_cast<std::size_t>(i)] - 4, 3 * line),
+                                           wrapFlags, breakable(cells[i]))
+                               .height());
+        h = std::min(h, 3 * line);
+        double x = left;
+        p.setFont(header ? bold : font);
+        for (int i = 0; i < n && i < cells.size(); ++i) {
+            const double w = widths[static_cast<std::size_t>(i)];
+            // Numbers align right, words left.
+            const bool number = isNumber(i);
+            const bool right = i > 0 && (number || (header && t.header.value(i) != QLatin1String("Value")));
+            if (header || number)
+                p.drawText(QRectF(x + 2, y, w - 4, line),
+                           (right ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
+                           fm.elidedText(cells[i], Qt::ElideRight, w - 4));
+            else
+                p.drawText(QRectF(x + 2, y + 1, w - 4, h), wrapFlags, breakable(cells[i]));
+            x += w;
+        }
+        y += h;
+    };
+    drawRow(t.header, true);
+    p.setPen(QPen(QColor(0x99, 0x99, 0x99), 0.5));
+    p.drawLine(QPointF(left, y), QPointF(left + width, y));
+    p.setPen(Qt::black);
+    for (const QStringList& r : t.rows)
+        drawRow(r, false);
+    return y - top;
+}
+
+// A chart drawn as if `zoom` times larger, scaled into `target`: smaller type, room for its legend.
+void paintChartZoomed(QChart* chart, QPainter& p, const QRectF& target, double zoom) {
+    p.save();
+    p.translate(target.topLeft());
+    p.scale(1 / zoom, 1 / zoom);
+    paintChart(chart, &p, QRectF(0, 0, target.width() * zoom, target.height() * zoom));
+    p.restore();
+}
+
+bool saveBytes(const QString& file, const QByteArray& bytes, std::string* error) {
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
+        *error = file.toStdString() + ": " + out.errorString().toStdString();
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* measured, const std::string& path,
+                 std::string* error) {
+    ensureGuiApplication();
+    const ChartStyle style;
+    const Report r = buildReport(sc, est, measured, style);
+    const QString file = QString::fromStdString(path);
+    const QString suffix = QFileInfo(file).suffix().toLower();
+    auto breakdown = breakdownChart(sc, est);
+    auto second = secondChart(sc, est);
+    if (suffix == QLatin1String("md")) {
+        // The charts beside the Markdown, named after it.
+        const QFileInfo info(file);
+        const QString base = info.completeBaseName();
+        const QString secondName = base + (sc.mode == Mode::Training ? QStringLiteral("-strategies.png")
+                                                                     : QStringLiteral("-serving.png"));
+        const QString dir = info.absolutePath() + QLatin1Char('/');
+        if (!exportChart(breakdown.get(), (dir + base + QStringLiteral("-breakdown.png")).toStdString(), 900,
+                         520, error) ||
+            !exportChart(second.get(), (dir + secondName).toStdString(), 900, 420, error))
+            return false;
+        QString md;
+        md += QStringLiteral("# %1\n\n%2\n\n**%3**\n\n").arg(r.title, r.subtitle, r.verdict);
+        md += QStringLiteral("## %1\n\n").arg(r.settings.title) + tableToMarkdown(r.settings) +
+              QLatin1Char('\n');
+        md +=
+            QStringLiteral("## Per GPU at the peak\n\n![Per-GPU breakdown](%1-breakdown.png)\n\n").arg(base);
+        md += QStringLiteral("### %1\n\n").arg(r.breakdown.title) + tableToMarkdown(r.breakdown) +
+              QLatin1Char('\n');
+        md += sc.mode == Mode::Training
+                  ? QStringLiteral("## DDP and ZeRO stages\n\n![Strategies](%1)\n\n").arg(secondName)
+                  : QStringLiteral("## Serving capacity\n\n![Serving capacity](%1)\n\n").arg(secondName);
+        if (!r.savings.rows.empty())
+            md += QStringLiteral("## %1\n\n").arg(r.savings.title) + tableToMarkdown(r.savings) +
+                  QLatin1Char('\n');
+        if (r.measured)
+            md += QStringLiteral("## %1\n\n").arg(r.measured->title) + tableToMarkdown(*r.measured) +
+                  QLatin1Char('\n');
+        return saveBytes(file, md.toUtf8(), error);
+    }
+    if (suffix != QLatin1String("pdf")) {
+        *error = path + ": unsupported report type '" + suffix.toStdString() + "' (pdf or md)";
+        return false;
+    }
+    // One A4 page, in points.
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    {
+        QPdfWriter pdf(&buffer);
+        pdf.setPageSize(QPageSize(QPageSize::A4));
+        pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+        pdf.setResolution(72);
+        pdf.setTitle(r.title);
+        pdf.setCreator(QStringLiteral("Headroom %1").arg(QString::fromUtf8(version())));
+        QPainter p(&pdf);
+        const double W = 595, margin = 32, inner = W - 2 * margin;
+        QFont title(QStringLiteral("DejaVu Sans"));
+        title.setPointSizeF(17);
+        title.setBold(true);
+        QFont small(QStringLiteral("DejaVu Sans"));
+        small.setPointSizeF(7.5);
+        QFont body(QStringLiteral("DejaVu Sans"));
+        body.setPointSizeF(10.5);
+        body.setBold(true);
+        double y = margin;
+        // A long scenario name takes a smaller type before it is cut short.
+        while (title.pointSizeF() > 12 && QFontMetricsF(title, &pdf).horizontalAdvance(r.title) > inner)
+            title.setPointSizeF(title.pointSizeF() - 0.5);
+        p.setFont(title);
+        p.drawText(QRectF(margin, y, inner, 24), Qt::AlignLeft | Qt::AlignVCenter,
+                   QFontMetricsF(title, p.device()).elidedText(r.title, Qt::ElideRight, inner));
+        y += 26;
+        p.setFont(small);
+        p.setPen(QColor(0x55, 0x55, 0x55));
+        p.drawText(QRectF(margin, y, inner, 12), Qt::AlignLeft | Qt::AlignVCenter, r.subtitle);
+        y += 16;
+        p.setFont(body);
+        p.setPen(r.fits ? QColor(0x2c, 0xa0, 0x2c) : QColor(0xd6, 0x27, 0x28));
+        p.drawText(QRectF(margin, y, inner, 16), Qt::AlignLeft | Qt::AlignVCenter, r.verdict);
+        p.setPen(Qt::black);
+        y += 22;
+        const double leftW = 230, gap = 12, rightW = inner - leftW - gap;
+        const double chartH = 262;
+        const double settingsH = drawTable(p, r.settings, margin, y, leftW, small);
+        paintChartZoomed(breakdown.get(), p, QRectF(margin + leftW + gap, y, rightW, chartH), 1.7);
+        y += std::max(chartH, settingsH) + 10;
+        const double secondH = 190;
+        // The ranked changes and the measured comparison across the page, so that they are read whole.
+        paintChartZoomed(second.get(), p, QRectF(margin, y, inner * 0.58, secondH), 1.7);
+        const double breakdownH =
+            drawTable(p, r.breakdown, margin + inner * 0.58 + gap, y + 4, inner * 0.42 - gap, small);
+        y += std::max(secondH, breakdownH + 4) + 8;
+        if (!r.savings.rows.empty())
+            y += drawTable(p, r.savings, margin, y, inner, small) + 8;
+        if (r.measured)
+            y += drawTable(p, *r.measured, margin, y, inner, small) + 8;
+        p.setFont(small);
+        p.setPen(QColor(0x77, 0x77, 0x77));
+        p.drawText(
+            QRectF(margin, 842 - margin, inner, 12), Qt::AlignLeft | Qt::AlignVCenter,
+            QStringLiteral("Per-GPU memory as the PyTorch allocator reserves it plus CUDA context and NCCL; "
+                           "%1 = 2^30 bytes. Written by Headroom %2.")
+                .arg(style.unitName(), QString::fromUtf8(version())));
+    }
+    buffer.close();
+    return saveBytes(file, bytes, error);
+}
+
+} // namespace headroom

@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/planner/settingspanel.h"
+
+#include "core/error.h"
+#include "core/io/bytesformat.h"
+#include "core/io/scenariojson.h"
+#include "core/model/presets.h"
+#include "core/plan/gpucatalogue.h"
+#include "ui/planner/scenariodocument.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <cmath>
+#include <functional>
+
+namespace headroom {
+
+using nlohmann::json;
+
+struct SettingsPanel::Field {
+    enum Kind { Int, Bool, Choice } kind = Int;
+    QString pointer;
+    QString label;
+    QString tip;
+    int min = 1, max = 1, fallback = 1;
+    bool log = false;
+    std::vector<std::pair<QString, QString>> choices; // value, display text
+    QString fallbackChoice;
+    // When the default depends on other settings (the reader resolves it from them), what it is for `doc`.
+    std::function<QString(const nlohmann::json& doc)> fallbackChoiceFor;
+    bool fallbackBool = false;
+    // Widgets.
+    QSlider* slider = nullptr;
+    QSpinBox* spin = nullptr;
+    QCheckBox* check = nullptr;
+    QComboBox* combo = nullptr;
+    QWidget* row = nullptr;
+    QFormLayout* form = nullptr;
+    bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
+    // Shown only when this holds for the document (settings that only mean something with another one).
+    std::function<bool(const nlohmann::json& doc)> visibleWhen;
+    int percent = 0; // Int shown in percent, stored as a fraction (gpu_memory_utilization)
+    // Shown only for these inference engines ("" = always); batch_size is for no engine only.
+    QStringList engines;
+
+    static constexpr int kSteps = 1000;
+    int toSlider(int v) const {
+        if (!log)
+            return v;
+        const double t = (std::log(double(std::max(v, min))) - std::log(double(min))) /
+                         (std::log(double(max)) - std::log(double(min)));
+        return static_cast<int>(std::lround(std::clamp(t, 0.0, 1.0) * kSteps));
+    }
+    int fromSlider(int s) const {
+        if (!log)
+            return s;
+        const double v =
+            std::exp(std::log(double(min)) + (std::log(double(max)) - std::log(double(min))) * s / kSteps);
+        // Snap to powers of two near them: the values people actually use.
+        const double p = std::exp2(std::round(std::log2(v)));
+        return static_cast<int>(std::lround(std::abs(v - p) / p < 0.06 ? p : v));
+    }
+    json widgetValue() const {
+        switch (kind) {
+        case Int:
+            if (percent)
+                return spin->value() / 100.0;
+            return spin->value();
+        case Bool:
+            return check->isChecked();
+        case Choice:
+            return combo->currentData().toString().toStdString();
+        }
+        return nullptr;
+    }
+};
+
+namespace {
+
+SettingsPanel::Field intField(const char* pointer, const char* label, int min, int max, int fallback,
+                              bool log, const char* tip) {
+    SettingsPanel::Field f;
+    f.kind = SettingsPanel::Field::Int;
+    f.pointer = pointer;
+    f.label = QString::fromUtf8(label);
+    f.min = min;
+    f.max = max;
+    f.fallback = fallback;
+    f.log = log;
+    f.tip = QString::fromUtf8(tip);
+    return f;
+}
+
+SettingsPanel::Field boolField(const char* pointer, const char* label, const char* tip,
+                               bool fallback = false) {
+    SettingsPanel::Field f;
+    f.kind = SettingsPanel::Field::Bool;
+    f.pointer = pointer;
+    f.label = QString::fromUtf8(label);
+    f.tip = QString::fromUtf8(tip);
+    f.fallbackBool = fallback;
+    return f;
+}
+
+SettingsPanel::Field choiceField(const char* pointer, const char* label,
+                                 std::vector<std::pair<QString, QString>> choices, const char* fallback,
+                                 const char* tip) {
+    SettingsPanel::Field f;
+    f.kind = SettingsPanel::Field::Choice;
+    f.pointer = pointer;
+    f.label = QString::fromUtf8(label);
+    f.choices = std::move(choices);
+    f.fallbackChoice = fallback;
+    f.tip = QString::fromUtf8(tip);
+    return f;
+}
+
+SettingsPanel::Field forEngines(SettingsPanel::Field f, QStringList engines) {
+    f.engines = std::move(engines);
+    return f;
+}
+
+SettingsPanel::Field percentField(const char* pointer, const char* label, int min, int max, int fallback,
+                                  const char* tip) {
+    SettingsPanel::Field f = intField(pointer, label, min, max, fallback, false, tip);
+    f.percent = 1;
+    return f;
+}
+
+// The training section of a document being edited, which may be anything while it is invalid.
+const json& trainingOf(const json& doc) {
+    static const json none = json::object();
+    return doc.is_object() && doc.contains("training") && doc["training"].is_object() ? doc["training"]
+                                                                                      : none;
+}
+std::string textAt(const json& section, const char* key) {
+    return section.contains(key) && section[key].is_string() ? section[key].get<std::string>()
+                                                             : std::string();
+}
+
+std::vector<std::pair<QString, QString>> same(std::initializer_list<const char*> values) {
+    std::vector<std::pair<QString, QString>> out;
+    for (const char* v : values)
+        out.push_back({v, v});
+    return out;
+}
+
+} // namespace
+
+SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWidget(parent), m_doc(document) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+
+    // Model.
+    auto* model = new QGroupBox(tr("Model"), this);
+    auto* modelForm = new QFormLayout(model);
+    m_preset = new QComboBox(model);
+    m_preset->setObjectName("preset");
+    for (const auto& p : modelPresets())
+        m_preset->addItem(QString::fromStdString(p.name), QString::fromStdString(p.name));
+    m_preset->setToolTip(tr("A model preset (its Hugging Face config.json ships with Headroom)"));
+    modelForm->addRow(tr("Preset"), m_preset);
+    auto* import = new QPushButton(tr("Import Hugging Face config.json..."), model);
+    import->setObjectName("importConfig");
+    modelForm->addRow(import);
+    m_modelInfo = new QLabel(model);
+    m_modelInfo->setWordWrap(true);
+    modelForm->addRow(m_modelInfo);
+    layout->addWidget(model);
+    connect(m_preset, &QComboBox::activated, this, [this](int i) {
+        const QString name = m_preset->itemData(i).toString();
+        if (!name.isEmpty())
+            m_doc->applyPatch({{"model", json{{"preset", name.toStdString()}}}}, tr("Model %1").arg(name));
+    });
+    connect(import, &QPushButton::clicked, this, &SettingsPanel::importConfig);
+    chooseConfigFile = [this] {
+        return QFileDialog::getOpenFileName(this, tr("Import Hugging Face config.json"), QString(),
+                                            tr("config.json (*.json)"));
+    };
+
+    auto* modeRow = new QHBoxLayout;
+    m_mode = new QComboBox(this);
+    m_mode->setObjectName("mode");
+    m_mode->addItem(tr("Training"), "training");
+    m_mode->addItem(tr("Inference"), "inference");
+    modeRow->addWidget(new QLabel(tr("Plan for"), this));
+    modeRow->addWidget(m_mode, 1);
+    layout->addLayout(modeRow);
+    connect(m_mode, &QComboBox::activated, this, [this](int i) {
+        const bool training = m_mode->itemData(i).toString() == "training";
+        if (training == m_doc->json().contains("training"))
+            return;
+        // A new section starts from the defaults a file that leaves the keys out gets (one source).
+        const json patch = training ? json{{"inference", nullptr}, {"training", defaultTrainingSection()}}
+                                    : json{{"training", nullptr}, {"inference", defaultInferenceSection()}};
+        m_doc->applyPatch(patch, training ? tr("Plan training") : tr("Plan inference"));
+    });
+
+    m_training = new QGroupBox(tr("Training"), this);
+    auto* trainingForm = new QFormLayout(m_training);
+    addField(trainingForm, intField("/training/micro_batch_size", "Micro-batch", 1, 4096, 1, true,
+                                    "Sequences per GPU per forward pass"));
+    addField(trainingForm, intField("/training/sequence_length", "Sequence length", 128, 1 << 20, 2048, true,
+                                    "Tokens per sequence"));
+    addField(trainingForm,
+             intField("/training/gradient_accumulation_steps", "Accumulation steps", 1, 1024, 1, true,
+                      "Micro-batches per optimizer step (also the pipeline's micro-batches)"));
+    addField(trainingForm,
+             choiceField("/training/framework", "Framework",
+                         {{"pytorch", "plain PyTorch"},
+                          {"huggingface", "Hugging Face Trainer"},
+                          {"megatron", "Megatron-Core"},
+                          {"torchtitan", "torchtitan (FSDP2)"},
+                          {"deepspeed", "DeepSpeed"},
+                          {"torchtune", "torchtune"}},
+                         "pytorch",
+                         "What runs the step: each framework keeps its own tensors for backward, its own "
+                         "loss and buffers (docs/frameworks.md)"));
+    addField(trainingForm,
+             choiceField("/training/precision", "Precision",
+                         {{"bf16_mixed", "bf16 mixed (2+2+4+8 B)"},
+                          {"bf16_mixed_fp32_grads", "bf16, fp32 grads (2+4+4+8)"},
+                          {"fp16_mixed", "fp16 mixed (2+2+4+8)"},
+                          {"bf16", "pure bf16 (2+2+0+8)"},
+                          {"fp32", "fp32 (4+4+0+8)"}},
+                         "bf16_mixed",
+                         "Bytes per parameter: weights + gradients + master weights + Adam states"));
+    addField(trainingForm,
+             choiceField("/training/autocast", "Autocast",
+                         {{"none", "none"}, {"bf16", "bf16"}, {"fp16", "fp16"}}, "none",
+                         "torch.autocast: matmuls keep 16-bit copies of their inputs, the fp32 list (norms, "
+                         "softmax, losses) stays fp32, and wider weights get 16-bit cast copies"));
+    addField(trainingForm,
+             choiceField("/training/optimizer", "Optimizer",
+                         {{"adamw", "AdamW"}, {"sgd", "SGD with momentum"}, {"adam8bit", "8-bit Adam"}},
+                         "adamw", "Optimizer states per parameter: AdamW 8 B, SGD 4 B, 8-bit Adam 2 B"));
+    addField(trainingForm,
+             choiceField("/training/optimizer_implementation", "AdamW step",
+                         {{"foreach", "foreach (torch's default)"},
+                          {"fused", "fused kernel"},
+                          {"for_loop", "one tensor at a time"}},
+                         "foreach",
+                         "foreach holds sqrt(exp_avg_sq) for every parameter during the step; fused "
+                         "kernels (Megatron, DeepSpeed, torchtune's fused=True) hold nothing"));
+    m_fields.back()->fallbackChoiceFor = [](const json& doc) {
+        return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "optimizer_implementation"));
+    };
+    addField(trainingForm,
+             choiceField("/training/activation_checkpointing", "Checkpointing",
+                         {{"none", "none"},
+                          {"selective", "selective (attention core)"},
+                          {"selective_op", "per-op selective (torchtitan)"},
+                          {"full", "full (layer inputs only)"}},
+                         "none", "Activation checkpointing: recompute in backward instead of keeping"));
+    // Which layers full checkpointing takes: shown with full checkpointing only.
+    const auto fullCheckpointing = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        return textAt(t, "activation_checkpointing") == "full";
+    };
+    addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1, 64, 1, false,
+                                    "With full checkpointing: only every N-th layer is checkpointed, the "
+                                    "others keep everything (torchtitan's selective_ac_option \"N\")"));
+    m_fields.back()->visibleWhen = fullCheckpointing;
+    addField(trainingForm, choiceField("/training/recompute_method", "Recompute method",
+                                       {{"every_layer", "every layer"},
+                                        {"uniform", "uniform groups (Megatron)"},
+                                        {"block", "first layers of each stage (Megatron)"}},
+                                       "every_layer",
+                                       "With full checkpointing, Megatron's --recompute-method: groups of N "
+                                       "layers keep one input, or only the first N layers are checkpointed"));
+    m_fields.back()->visibleWhen = fullCheckpointing;
+    addField(trainingForm, intField("/training/recompute_num_layers", "Recompute layers (N)", 1, 128, 1,
+                                    false, "Megatron's --recompute-num-layers"));
+    m_fields.back()->visibleWhen = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        return textAt(t, "activation_checkpointing") == "full" && !textAt(t, "recompute_method").empty() &&
+               textAt(t, "recompute_method") != "every_layer";
+    };
+    addField(trainingForm,
+             choiceField("/training/loss", "Loss",
+                         {{"full", "as the framework writes it"},
+                          {"chunked", "chunked (torchtune)"},
+                          {"fused", "compiled / fused"}},
+                         "full",
+                         "What the cross-entropy holds: the framework's own (fp32 logits and their "
+                         "gradients), per chunk, or a compiled kernel that never writes fp32 logits "
+                         "(torchtitan's under torch.compile)"));
+    m_fields.back()->fallbackChoiceFor = [](const json& doc) {
+        return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "loss"));
+    };
+    addField(trainingForm, boolField("/training/activation_offloading", "Offload activations",
+                                     "Saved activations wait in host memory, a layer ahead of the "
+                                     "backward (torchtune's OffloadActivations, Megatron's cpu_offloading)"));
+    addField(trainingForm, boolField("/training/compile", "torch.compile",
+                                     "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
+                                     "intermediate copies"));
+    addField(trainingForm,
+             choiceField("/training/float8", "Float8", same({"none", "tensorwise", "rowwise"}), "none",
+                         "torchao float8 linear layers: the saved activations stay bf16, so the peak barely "
+                         "moves (torchtitan measured 0.2 GiB)"));
+    addField(trainingForm,
+             choiceField("/training/attention", "Attention",
+                         {{"flash", "FlashAttention / SDPA"}, {"eager", "eager (stores scores)"}}, "flash",
+                         "Eager attention keeps the s x s score, softmax and dropout tensors"));
+    layout->addWidget(m_training);
+
+    m_inference = new QGroupBox(tr("Inference"), this);
+    auto* inferenceForm = new QFormLayout(m_inference);
+    addField(
+        inferenceForm,
+        choiceField("/inference/engine", "Engine",
+                    {{"none", "none (the batch below)"},
+                     {"vllm", "vLLM"},
+                     {"sglang", "SGLang"},
+                     {"huggingface", "Hugging Face generate"}},
+                    "none",
+                    "A serving engine turns what its memory budget leaves after weights and one profiled "
+                    "step into a KV-cache pool; without one, the batch's own cache is planned"));
+    addField(inferenceForm, forEngines(intField("/inference/batch_size", "Batch", 1, 4096, 1, true,
+                                                "Sequences served at once"),
+                                       {"none", "huggingface"}));
+    addField(inferenceForm, intField("/inference/context_length", "Context length", 128, 1 << 20, 4096, true,
+                                     "Tokens per sequence (prompt + output); an engine's max_model_len"));
+    addField(inferenceForm,
+             forEngines(percentField("/inference/gpu_memory_utilization", "GPU memory use (%)", 10, 100, 90,
+                                     "vLLM's gpu_memory_utilization: the share of the GPU it budgets"),
+                        {"vllm"}));
+    addField(inferenceForm,
+             forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
+                                     "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
+                        {"sglang"}));
+    addField(inferenceForm,
+             forEngines(intField("/inference/max_num_batched_tokens", "Tokens per step", 0, 1 << 17, 0, false,
+                                 "max_num_batched_tokens / chunked_prefill_size; 0 = the engine's default"),
+                        {"vllm", "sglang"}));
+    addField(inferenceForm,
+             forEngines(intField("/inference/max_num_seqs", "Requests per step", 0, 4096, 0, false,
+                                 "max_num_seqs; 0 = the engine's default (vLLM profiles sampling this many)"),
+                        {"vllm", "sglang"}));
+    addField(inferenceForm,
+             choiceField("/inference/weight_dtype", "Weights",
+                         {{"checkpoint", "as the checkpoint stores them"},
+                          {"bf16", "bf16"},
+                          {"fp16", "fp16"},
+                          {"fp8", "fp8"},
+                          {"int8", "int8"},
+                          {"int4", "int4"}},
+                         "checkpoint",
+                         "As stored: quantization_config's layout (MXFP4, FP8 blocks, GPTQ/AWQ) where the "
+                         "config.json has one, else 16-bit; or one dtype for every weight"));
+    addField(inferenceForm, choiceField("/inference/kv_cache_dtype", "KV cache",
+                                        same({"bf16", "fp16", "fp8", "int8"}), "bf16", "KV cache precision"));
+    addField(
+        inferenceForm,
+        forEngines(intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
+                            "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, "
+                            "SGLang 1)"),
+                   {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
+    addField(inferenceForm,
+             choiceField("/inference/attention", "Attention",
+                         {{"flash", "FlashAttention / SDPA"}, {"eager", "eager"}}, "flash", ""));
+    layout->addWidget(m_inference);
+
+    auto* cluster = new QGroupBox(tr("Cluster"), this);
+    auto* clusterForm = new QFormLayout(cluster);
+    std::vector<std::pair<QString, QString>> gpus;
+    for (const auto& g : gpuCatalogue())
+        gpus.push_back({QString::fromStdString(g.name),
+                        QStringLiteral("%1 (%2)").arg(
+                            QString::fromStdString(g.name),
+                            QString::fromStdString(formatBytes(double(g.memoryBytes), ByteUnit::GiB, 1)))});
+    addField(clusterForm, choiceField("/cluster/gpu", "GPU", gpus, "H100-SXM-80GB",
+                                      "Usable memory as the driver reports it"));
+    addField(clusterForm, intField("/cluster/num_gpus", "GPUs", 1, 16384, 1, true,
+                                   "All GPUs: data x tensor x pipeline x context parallel"));
+    addField(clusterForm,
+             intField("/cluster/gpus_per_node", "GPUs per node", 1, 16, 8, false, "For hybrid sharding"));
+    addField(clusterForm, choiceField("/cluster/data_parallel", "Data parallel",
+                                      {{"ddp", "DDP"},
+                                       {"fsdp_no_shard", "FSDP NO_SHARD"},
+                                       {"zero1", "ZeRO-1"},
+                                       {"zero2", "ZeRO-2"},
+                                       {"fsdp_shard_grad_op", "FSDP SHARD_GRAD_OP"},
+                                       {"zero3", "ZeRO-3"},
+                                       {"fsdp_full_shard", "FSDP FULL_SHARD"},
+                                       {"hybrid_shard", "Hybrid shard"}},
+                                      "ddp", "What each data-parallel rank shards"));
+    addField(clusterForm, intField("/cluster/tensor_parallel", "Tensor parallel", 1, 64, 1, true,
+                                   "Splits each layer's matrices"));
+    addField(clusterForm, intField("/cluster/pipeline_parallel", "Pipeline parallel", 1, 128, 1, true,
+                                   "Splits the layers into stages (1F1B)"));
+    addField(clusterForm, intField("/cluster/context_parallel", "Context parallel", 1, 64, 1, true,
+                                   "Splits each sequence"));
+    addField(clusterForm, intField("/cluster/expert_parallel", "Expert parallel", 1, 256, 1, true,
+                                   "Splits MoE experts across data-parallel ranks"));
+    addField(clusterForm, boolField("/cluster/sequence_parallel", "Sequence parallel",
+                                    "Splits norms and dropout along the sequence with TP"));
+    addField(clusterForm, boolField("/cluster/offload_optimizer", "Offload optimizer",
+                                    "Master weights and optimizer states in CPU memory"));
+    addField(clusterForm, boolField("/cluster/offload_parameters", "Offload parameters",
+                                    "Weights in CPU memory, fetched per layer"));
+    addField(
+        clusterForm,
+        choiceField("/cluster/offload_optimizer_step", "Offloaded step",
+                    {{"cpu", "update on the CPU"}, {"gpu", "stream states to the GPU"}}, "cpu",
+                    "Where the optimizer step of offloaded states runs (sets the PCIe traffic per step)"));
+    addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1, 16, 1, true,
+                                   "Model chunks per pipeline stage (interleaved 1F1B)"));
+    addField(clusterForm,
+             boolField("/cluster/expandable_segments", "Expandable segments",
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator reserves "
+                       "1.5% beyond what it holds instead of 3%"));
+    addField(clusterForm, boolField("/cluster/prefetch", "Prefetch",
+                                    "FSDP/ZeRO-3 gathers the next layer while computing this one", true));
+    layout->addWidget(cluster);
+
+    auto* overheads = new QGroupBox(tr("Overheads"), this);
+    auto* overheadsForm = new QFormLayout(overheads);
+    addField(overheadsForm, intField("/overheads/cuda_context_mib", "CUDA context (MiB)", 0, 4096, 512, false,
+                                     "Memory the CUDA context takes outside the allocator"));
+    addField(overheadsForm,
+             intField("/overheads/nccl_mib_per_communicator", "NCCL per group (MiB)", 0, 4096, 384, false,
+                      "NCCL buffers per communicator (data, tensor, pipeline, context, expert groups)"));
+    layout->addWidget(overheads);
+    layout->addStretch(1);
+
+    connect(m_doc, &ScenarioDocument::changed, this, &SettingsPanel::refresh);
+    refresh();
+}
+
+SettingsPanel::~SettingsPanel() = default;
+
+void SettingsPanel::addField(QFormLayout* form, Field spec) {
+    // What a field shows when the document leaves its key out is what the reader then assumes: training
+    // and inference fields take it from the core's defaults rather than from a number written here.
+    static const json defaults = {{"training", defaultTrainingSection()},
+                                  {"inference", defaultInferenceSection()}};
+    const json::json_pointer ptr(spec.pointer.toStdString());
+    if (defaults.contains(ptr)) {
+        const json& d = defaults.at(ptr);
+        if (d.is_number_integer())
+            spec.fallback = d.get<int>();
+        else if (d.is_boolean())
+            spec.fallbackBool = d.get<bool>();
+        else if (d.is_string())
+            spec.fallbackChoice = QString::fromStdString(d.get<std::string>());
+    }
+    m_fields.push_back(std::make_unique<Field>(std::move(spec)));
+    Field* f = m_fields.back().get();
+    auto* row = new QWidget(this);
+    auto* h = new QHBoxLayout(row);
+    h->setContentsMargins(0, 0, 0, 0);
+    f->row = row;
+    switch (f->kind) {
+    case Field::Int: {
+        f->slider = new QSlider(Qt::Horizontal, row);
+        f->slider->setRange(f->log ? 0 : f->min, f->log ? Field::kSteps : f->max);
+        f->spin = new QSpinBox(row);
+        f->spin->setRange(f->min, f->max);
+        f->spin->setAccelerated(true);
+        f->spin->setMinimumWidth(80);
+        f->slider->setObjectName(f->pointer + "#slider");
+        f->spin->setObjectName(f->pointer + "#spin");
+        h->addWidget(f->slider, 1);
+        h->addWidget(f->spin);
+        connect(f->slider, &QSlider::sliderPressed, this,
+                [this] { m_dragKey = (m_dragKey + 1) % 1000000 + 1; });
+        connect(f->slider, &QSlider::sliderReleased, this, [this] { m_dragKey = 0; });
+        connect(f->slider, &QSlider::valueChanged, this, [this, f](int s) {
+            if (m_refreshing)
+                return;
+            const int v = f->fromSlider(s);
+            {
+                const QSignalBlocker block(f->spin);
+                f->spin->setValue(v);
+            }
+            // While dragged, every value is one undo step; keyboard and clicks are separate steps.
+            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v),
+                            f->slider->isSliderDown() ? m_dragKey : 0);
+        });
+        connect(f->spin, &QSpinBox::valueChanged, this, [this, f](int v) {
+            if (m_refreshing)
+                return;
+            {
+                const QSignalBlocker block(f->slider);
+                f->slider->setValue(f->toSlider(v));
+            }
+            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v));
+        });
+        break;
+    }
+    case Field::Bool:
+        f->check = new QCheckBox(row);
+        f->check->setObjectName(f->pointer);
+        h->addWidget(f->check);
+        h->addStretch(1);
+        connect(f->check, &QCheckBox::toggled, this, [this, f](bool on) {
+            if (!m_refreshing)
+                m_doc->setValue(f->pointer, on);
+        });
+        break;
+    case Field::Choice:
+        f->combo = new QComboBox(row);
+        f->combo->setObjectName(f->pointer);
+        for (const auto& [value, text] : f->choices)
+            f->combo->addItem(text, value);
+        h->addWidget(f->combo, 1);
+        connect(f->combo, &QComboBox::activated, this, [this, f](int i) {
+            if (!m_refreshing)
+                m_doc->setValue(f->pointer, f->combo->itemData(i).toString().toStdString());
+        });
+        break;
+    }
+    row->setToolTip(f->tip);
+    form->addRow(f->label, row);
+    f->form = form;
+    static const QStringList trainingOnly = {
+        "/cluster/data_parallel",          "/cluster/gpus_per_node",           "/cluster/context_parallel",
+        "/cluster/sequence_parallel",      "/cluster/offload_optimizer",       "/cluster/offload_parameters",
+        "/cluster/offload_optimizer_step", "/cluster/virtual_pipeline_stages", "/cluster/prefetch"};
+    f->trainingOnly = trainingOnly.contains(f->pointer);
+}
+
+void SettingsPanel::refresh() {
+    m_refreshing = true;
+    const json& doc = m_doc->json();
+    const bool training = !doc.contains("inference");
+    m_training->setVisible(training);
+    m_inference->setVisible(!training);
+    m_mode->setCurrentIndex(training ? 0 : 1);
+    for (const auto& field : m_fields) {
+        Field* f = field.get();
+        if (f->trainingOnly)
+            f->form->setRowVisible(f->row, training);
+        if (f->visibleWhen)
+            f->form->setRowVisible(f->row, training && f->visibleWhen(doc));
+        if (!f->engines.isEmpty()) {
+            const json* engine =
+                doc.contains("inference") && doc["inference"].is_object()
+                    ? (doc["inference"].contains("engine") ? &doc["inference"]["engine"] : nullptr)
+                    : nullptr;
+            const QString name = engine && engine->is_string()
+                                     ? QString::fromStdString(engine->get<std::string>())
+                                     : QStringLiteral("none");
+            f->form->setRowVisible(f->row, f->engines.contains(name));
+        }
+        const json::json_pointer ptr(f->pointer.toStdString());
+        const json* v = doc.contains(ptr) ? &doc.at(ptr) : nullptr;
+        switch (f->kind) {
+        case Field::Int: {
+            int value = v && v->is_number_integer() ? v->get<int>() : f->fallback;
+            if (f->percent && v && v->is_number())
+                value = static_cast<int>(std::lround(v->get<double>() * 100));
+            if (f->spin->value() != value || f->spin->minimum() > value)
+                f->spin->setValue(value);
+            if (!f->slider->isSliderDown())
+                f->slider->setValue(f->toSlider(value));
+            break;
+        }
+        case Field::Bool:
+            f->check->setChecked(v && v->is_boolean() ? v->get<bool>() : f->fallbackBool);
+            break;
+        case Field::Choice: {
+            const QString value = v && v->is_string()    ? QString::fromStdString(v->get<std::string>())
+                                  : f->fallbackChoiceFor ? f->fallbackChoiceFor(doc)
+                                                         : f->fallbackChoice;
+            int i = f->combo->findData(value);
+            if (i < 0) { // a value the list does not offer (an alias, a newer name): show it as it is
+                f->combo->addItem(value, value);
+                i = f->combo->count() - 1;
+            }
+            f->combo->setCurrentIndex(i);
+            break;
+        }
+        }
+    }
+    refreshModel();
+    m_refreshing = false;
+}
+
+void SettingsPanel::refreshModel() {
+    const json& model = m_doc->json().value("model", json::object());
+    const std::string preset = model.is_object() && model.contains("preset") && model["preset"].is_string()
+                                   ? model["preset"].get<std::string>()
+                                   : "";
+    const ModelPreset* p = preset.empty() ? nullptr : findModelPreset(preset);
+    const int custom = m_preset->findData(QString());
+    if (p) {
+        if (custom >= 0)
+            m_preset->removeItem(custom);
+        m_preset->setCurrentIndex(m_preset->findData(QString::fromStdString(p->name)));
+    } else {
+        if (custom < 0)
+            m_preset->insertItem(0, tr("Custom model"), QString());
+        m_preset->setCurrentIndex(0);
+    }
+    const Scenario& sc = m_doc->scenario();
+    const ModelSpec& m = sc.model;
+    QString info =
+        QStringLiteral("<b>%1</b> parameters").arg(QString::fromStdString(formatCount(m.totalParameters())));
+    if (m.activeParameters() != m.totalParameters())
+        info += QStringLiteral(", %1 active").arg(QString::fromStdString(formatCount(m.activeParameters())));
+    if (m.known)
+        info +=
+            QStringLiteral("<br>%1: %2 layers, hidden %3, %4 heads (%5 KV)%6")
+                .arg(QString::fromStdString(m.modelType))
+                .arg(m.layers)
+                .arg(m.hidden)
+                .arg(m.heads)
+                .arg(m.mla ? QStringLiteral("MLA") : QString::number(m.kvHeads))
+                .arg(m.isMoe() ? QStringLiteral(", %1 of %2 experts").arg(m.expertsPerToken).arg(m.experts)
+                               : QString());
+    else
+        info += tr("<br>architecture unknown: activations are not estimated");
+    m_modelInfo->setText(info);
+}
+
+void SettingsPanel::importConfig() {
+    const QString path = chooseConfigFile ? chooseConfigFile() : QString();
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!m_doc->importModelConfig(path, &error))
+        QMessageBox::warning(this, tr("Cannot import config.json"), error);
+}
+
+nlohmann::json SettingsPanel::valuesFromWidgets() const {
+    json out = json::object();
+    for (const auto& f : m_fields)
+        if (f->row->parentWidget() && (f->engines.isEmpty() || f->form->isRowVisible(f->row)) &&
+            ((f->pointer.startsWith("/training") && !m_training->isHidden()) ||
+             (f->pointer.startsWith("/inference") && !m_inference->isHidden()) ||
+             f->pointer.startsWith("/cluster") || f->pointer.startsWith("/overheads")))
+            out[json::json_pointer(f->pointer.toStdString())] = f->widgetValue();
+    return out;
+}
+
+QWidget* SettingsPanel::fieldWidget(const QString& pointer) const {
+    for (const auto& f : m_fields)
+        if (f->pointer == pointer)
+            return f->kind == Field::Int    ? static_cast<QWidget*>(f->slider)
+                   : f->kind == Field::Bool ? static_cast<QWidget*>(f->check)
+                                            : f->combo;
+    return nullptr;
+}
+
+QStringList SettingsPanel::pointers() const {
+    QStringList out;
+    for (const auto& f : m_fields)
+        out << f->pointer;
+    return out;
+}
+
+} // namespace headroom
