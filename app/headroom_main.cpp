@@ -2,7 +2,7 @@
 #include "core/trace/formats/tracereader.h"
 #include "core/version.h"
 #include "ui/mainwindow.h"
-#include "ui/traceview/traceview.h"
+#include "ui/traceview/tracepage.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -88,15 +88,17 @@ int main(int argc, char** argv) {
         // A trace is read in the background: wait for it, as a user would, and fail if it cannot be read.
         window.waitForTraces();
         if (scenarioGiven) // `headroom PLAN.headroom.json RUN.pickle`: the trace beside its plan
-            for (headroom::TraceView* view : window.traceViews())
+            for (headroom::TracePage* view : window.traceViews())
                 if (!view->hasFailed())
                     window.compareWithPlanner(view);
-        for (headroom::TraceView* view : window.traceViews())
+        for (headroom::TracePage* view : window.traceViews())
             if (view->hasFailed()) {
                 std::fprintf(stderr, "error: %s\n", qPrintable(view->errorText()));
                 return 1;
             }
-        // Let layouts and the chart settle before grabbing, exactly as a user would see the window.
+        // The planner's details (sweeps, ranked changes) arrive from their job; then let layouts and the
+        // charts settle before grabbing, exactly as a user would see the window.
+        window.waitForPlanner();
         for (int i = 0; i < 5; ++i)
             QApplication::processEvents();
         const QImage image = window.grab().toImage();
@@ -108,8 +110,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (scenarioGiven)
-        for (headroom::TraceView* view : window.traceViews())
-            QObject::connect(view, &headroom::TraceView::loaded, &window,
+        for (headroom::TracePage* view : window.traceViews())
+            QObject::connect(view, &headroom::TracePage::loaded, &window,
                              [&window, view] { window.compareWithPlanner(view); });
     window.show();
     return app.exec();

@@ -10,9 +10,10 @@
 #include "ui/planner/breakdownchart.h"
 #include "ui/planner/breakdownmodel.h"
 #include "ui/common/categorycolors.h"
+#include "ui/common/aboutdialog.h"
 #include "ui/mainwindow.h"
 #include "ui/planner/savingsmodel.h"
-#include "ui/compare/scenariocompare.h"
+#include "ui/compare/scenariocomparepage.h"
 #include "ui/planner/scenariodocument.h"
 #include "ui/planner/settingspanel.h"
 #include "ui/planner/sweepchart.h"
@@ -220,7 +221,7 @@ void TestMainWindow::widgetsDriveTheDocument() {
     w->settingsPanel()->findChild<QSpinBox*>("/cluster/tensor_parallel#spin")->setValue(3);
     QVERIFY(w->document()->validationError().contains("cluster.num_gpus"));
     QCOMPARE(w->document()->estimate().peakBytes, valid);
-    QCoreApplication::processEvents(); // the views follow the document once per event-loop pass
+    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the GUI thread
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
@@ -229,7 +230,7 @@ void TestMainWindow::widgetsDriveTheDocument() {
     json misspelt = w->document()->json();
     misspelt["training"]["micro_batchsize"] = 64;
     w->document()->reset(misspelt);
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     auto* banner = w->findChild<QLabel*>("scenarioWarnings");
     QVERIFY(!banner->isHidden());
     QVERIFY2(banner->text().contains("training.micro_batchsize is not a setting Headroom reads here") &&
@@ -246,11 +247,11 @@ void TestMainWindow::oddValuesAreErrorsNotCrashes() {
     doc["training"]["framework"] = 5;
     doc["training"]["activation_checkpointing"] = json::array();
     w->document()->reset(doc);
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     QVERIFY(w->document()->validationError().contains("training."));
     doc["training"] = "fast";
     w->document()->reset(doc);
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     QVERIFY(!w->document()->validationError().isEmpty());
 }
 
@@ -283,13 +284,13 @@ void TestMainWindow::modeSwitchUsesTheReadersDefaults() {
 void TestMainWindow::changesCoalesceIntoOneViewUpdate() {
     // Ten values arriving within one event-loop pass (a fast drag) refresh the views once, with the last.
     auto w = window();
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     const int before = w->viewUpdates();
     auto* spin = w->settingsPanel()->findChild<QSpinBox*>("/training/micro_batch_size#spin");
     for (int v = 1; v <= 10; ++v)
         spin->setValue(v);
     QCOMPARE(w->viewUpdates(), before);
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     QCOMPARE(w->viewUpdates(), before + 1);
     QCOMPARE(w->savingsModel()->savings().empty(), rankSavings(w->document()->scenario()).empty());
     QCOMPARE(w->document()->scenario().training.microBatchSize, 10);
@@ -386,7 +387,7 @@ void TestMainWindow::savingsApplyWithOneClick() {
     doc["training"]["activation_checkpointing"] = "none";
     doc["training"].erase("checkpoint_every");
     w->document()->reset(doc);
-    QCoreApplication::processEvents(); // the views follow the document once per event-loop pass
+    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the GUI thread
     const auto& savings = w->savingsModel()->savings();
     QVERIFY(savings.size() >= 3);
     const double before = w->document()->estimate().peakBytes;
@@ -408,7 +409,7 @@ void TestMainWindow::itemModelsAreConsistent() {
     QAbstractItemModelTester t2(&breakdown, QAbstractItemModelTester::FailureReportingMode::QtTest);
     for (const json& doc : {fullTrainingScenario(), fullInferenceScenario(), defaultScenarioDocument()}) {
         const Scenario sc = scenarioFromJson(doc);
-        savings.setScenario(sc);
+        savings.setSavings(rankSavings(sc), sc);
         breakdown.setEstimate(estimate(sc));
     }
     ChartStyle gb;
@@ -528,7 +529,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     auto w = window();
     w->document()->reset(fullServingScenario());
     QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     const Estimate& est = w->document()->estimate();
     QVERIFY(est.serving.engine);
     // The panel writes the utilisation as the fraction vLLM takes.
@@ -538,7 +539,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     util->setValue(92);
     QCOMPARE(w->document()->json()["inference"]["gpu_memory_utilization"].get<double>(), 0.92);
     QCOMPARE(w->document()->scenario().inference.gpuMemoryUtilization, 0.92);
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     // The verdict line and the serving chart give the pool in tokens and requests; the peak sweep, flat
     // under an engine, gives way to it.
     const ServingEstimate& sv = w->document()->estimate().serving;
@@ -559,7 +560,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     // Back to no engine: the batch sweep returns.
     w->document()->applyPatch({{"inference", {{"engine", "none"}, {"batch_size", 4}}}},
                               QStringLiteral("none"));
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     QVERIFY(!w->findChild<QWidget*>("sweepBox")->isHidden());
     QVERIFY(serving->isHidden() == false); // inference without an engine keeps the serving chart
     QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("Saves"));
@@ -567,7 +568,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
 
 void TestMainWindow::tablesCopyAsMarkdownAndCsv() {
     auto w = window();
-    QCoreApplication::processEvents();
+    QVERIFY(w->waitForPlanner());
     auto* savings = w->findChild<QTableView*>("savings");
     QVERIFY(savings->model()->rowCount() > 0);
     // The actions are in the table's context menu.
@@ -739,14 +740,14 @@ void TestMainWindow::presentationMode() {
     for (QBarSet* set : chart->findChildren<QBarSet*>())
         QVERIFY(set->pen().color() != bg);
     // Help > About: the version, Qt's, and the dependencies with their licences.
-    const QString about = MainWindow::aboutText();
+    const QString about = aboutText();
     QVERIFY(about.contains(QString::fromUtf8(version())));
     QVERIFY(about.contains(QString::fromUtf8(qVersion())));
     for (const char* licence : {"LGPL-3.0", "GPL-3.0", "MIT", "Zlib", "GPL-3.0-or-later"})
         QVERIFY2(about.contains(licence), licence);
     // Licences...: the third-party notices (nlohmann/json's Expat notice is compiled into the binaries)
     // and the GPL's full text, as the repository's files hold them.
-    const QString notices = MainWindow::licenceNoticesText();
+    const QString notices = licenceNoticesText();
     QFile copyright(HEADROOM_SOURCE_DIR "/packaging/copyright"), gpl(HEADROOM_SOURCE_DIR "/LICENSE");
     QVERIFY(copyright.open(QIODevice::ReadOnly) && gpl.open(QIODevice::ReadOnly));
     QVERIFY(notices.startsWith(QString::fromUtf8(copyright.readAll())));
@@ -765,7 +766,7 @@ void TestMainWindow::scenariosSideBySide() {
     other["cluster"]["data_parallel"] = "zero3";
     const QString path = m_dir.filePath("sixteen.headroom.json");
     writeFile(path, QByteArray::fromStdString(other.dump()));
-    ScenarioCompare* view = w->compareScenarioFiles({path});
+    ScenarioComparePage* view = w->compareScenarioFiles({path});
     QVERIFY(view);
     QCOMPARE(w->tabs()->currentWidget(), view);
     // The peak row: each scenario's own estimate, and the difference of the second from the first.
@@ -792,7 +793,7 @@ void TestMainWindow::scenariosSideBySide() {
     if (!qEnvironmentVariableIsEmpty("HEADROOM_TEST_SHOTS")) {
         w->resize(1400, 800);
         w->show();
-        QCoreApplication::processEvents();
+        QVERIFY(w->waitForPlanner());
         w->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/scenarios.png");
     }
     // A file that is not a scenario is an error naming it, and no tab.
@@ -805,6 +806,7 @@ void TestMainWindow::scenariosSideBySide() {
 
 void TestMainWindow::sweepMarksTheLimit() {
     auto w = window();
+    QVERIFY(w->waitForPlanner()); // the sweep is computed off the GUI thread
     const SweepResult r = w->sweepChart()->result();
     // The marked limit, checked by two estimates made here: it fits, one more does not.
     QVERIFY(r.limit >= 1);
@@ -816,8 +818,8 @@ void TestMainWindow::sweepMarksTheLimit() {
     QVERIFY(estimate(scenarioFromJson(at)).fits);
     QVERIFY(!estimate(scenarioFromJson(over)).fits);
     QVERIFY(r.points.size() > 10);
-    for (int i = 1; i < r.points.size(); ++i)
-        QVERIFY(r.points[i].y() >= r.points[i - 1].y()); // memory grows with the micro-batch
+    for (std::size_t i = 1; i < r.points.size(); ++i)
+        QVERIFY(r.points[i].second >= r.points[i - 1].second); // memory grows with the micro-batch
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -19,11 +19,11 @@
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
-#include "ui/compare/diffview.h"
+#include "ui/compare/diffpage.h"
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/segmentview.h"
 #include "ui/traceview/timelinewidget.h"
-#include "ui/traceview/traceview.h"
+#include "ui/traceview/tracepage.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -105,7 +105,7 @@ private slots:
 
 private:
     std::unique_ptr<MainWindow> window();
-    TraceView* open(MainWindow& w, const QString& path);
+    TracePage* open(MainWindow& w, const QString& path);
     QTemporaryDir m_dir;
 };
 
@@ -119,7 +119,7 @@ std::unique_ptr<MainWindow> TestTraceView::window() {
     return w;
 }
 
-TraceView* TestTraceView::open(MainWindow& w, const QString& path) {
+TracePage* TestTraceView::open(MainWindow& w, const QString& path) {
     QString error;
     if (!w.openFile(path, &error))
         return nullptr;
@@ -134,7 +134,7 @@ void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
     for (const QString& file : files) {
         auto w = window();
         w->show();
-        TraceView* view = open(*w, file);
+        TracePage* view = open(*w, file);
         QVERIFY2(view, qPrintable(file));
         QVERIFY2(!view->hasFailed(), qPrintable(view->errorText()));
         QCOMPARE(w->tabs()->count(), 2); // the planner keeps its tab
@@ -168,7 +168,7 @@ void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
 
 void TestTraceView::liveTableUnderModelTester() {
     auto w = window();
-    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
     LiveAllocationModel* live = view->liveModel();
     QAbstractItemModelTester t1(live, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -232,7 +232,7 @@ void TestTraceView::liveTableUnderModelTester() {
 
 void TestTraceView::momentAndRangeSelection() {
     auto w = window();
-    TraceView* view = open(*w, traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
     const auto& lane = view->timeline()->lanes().front();
     const DeviceTrace& d = lane.trace->trace.devices.at(0);
@@ -292,7 +292,7 @@ void TestTraceView::momentAndRangeSelection() {
 
 void TestTraceView::searchFindsFramesAndAddresses() {
     auto w = window();
-    TraceView* view = open(*w, traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
     LiveAllocationModel* live = view->liveModel();
     live->setGrouping(LiveAllocationModel::Grouping::None);
@@ -333,7 +333,7 @@ void TestTraceView::searchFindsFramesAndAddresses() {
 void TestTraceView::ghostFreesBanner() {
     auto w = window();
     const QString file = traces() + "/snapshots/cs336_bcrafton_memory_snapshot.pickle";
-    TraceView* view = open(*w, file);
+    TracePage* view = open(*w, file);
     QVERIFY(view && !view->hasFailed());
     // Frees of addresses the trace never allocated, replayed here from the columns.
     const DeviceTrace& d = view->traces().front()->trace.devices.at(0);
@@ -350,7 +350,7 @@ void TestTraceView::ghostFreesBanner() {
     QVERIFY(!view->banner()->isHidden());
     QVERIFY(view->banner()->text().contains(QStringLiteral("starts mid-run: %1 frees").arg(ghosts)));
     // A trace that saw every allocation it frees has no banner.
-    TraceView* clean =
+    TracePage* clean =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
     QVERIFY(clean && !clean->hasFailed());
     if (clean->timeline()->lanes().front().index().ghostFrees() == 0)
@@ -374,7 +374,7 @@ void TestTraceView::notesStackFoldingAndCopy() {
     ]]})");
     f.close();
     auto w = window();
-    TraceView* view = open(*w, path);
+    TracePage* view = open(*w, path);
     QVERIFY(view && !view->hasFailed());
     view->liveModel()->setGrouping(LiveAllocationModel::Grouping::None);
     view->selectMoment(20); // after both
@@ -434,7 +434,7 @@ void TestTraceView::cancelAndErrors() {
     auto w = window();
     QString error;
     QVERIFY(w->openFile(big, &error));
-    TraceView* view = w->traceViews().back();
+    TracePage* view = w->traceViews().back();
     view->cancel();
     QVERIFY(w->waitForTraces(60000));
     // Either it was cancelled (the usual case) or it finished first; never both, never a hang.
@@ -448,7 +448,7 @@ void TestTraceView::cancelAndErrors() {
     QVERIFY(e.open(QIODevice::WriteOnly));
     e.write(R"({"segments": [], "device_traces": [[]]})");
     e.close();
-    TraceView* none = open(*w, empty);
+    TracePage* none = open(*w, empty);
     QVERIFY(none && !none->hasFailed());
     QVERIFY(none->timeline()->lanes().empty());
     none->timeline()->setVisibleRange(0, 1); // no lanes: nothing to clamp against, nothing to draw
@@ -464,7 +464,7 @@ void TestTraceView::cancelAndErrors() {
         QVERIFY(out.open(QIODevice::WriteOnly));
         out.write(src.read(5000));
         out.close();
-        TraceView* bad = open(*w, cut);
+        TracePage* bad = open(*w, cut);
         QVERIFY(bad);
         QVERIFY(bad->hasFailed());
         QVERIFY2(bad->errorText().contains(QStringLiteral("cut.pickle")) &&
@@ -477,7 +477,7 @@ void TestTraceView::cancelAndErrors() {
 void TestTraceView::lanesAlignOnTime() {
     auto w = window();
     // A profiler trace with a CUDA device and the CPU: two lanes on one time axis.
-    TraceView* view = open(
+    TracePage* view = open(
         *w,
         traces() +
             "/chrome_traces/kineto_tb_plugin_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz");
@@ -499,7 +499,7 @@ void TestTraceView::lanesAlignOnTime() {
 void TestTraceView::zoomPanAndClick() {
     auto w = window();
     w->show();
-    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
     TimelineWidget* tl = view->timeline();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
@@ -567,7 +567,7 @@ void TestTraceView::zoomPanAndClick() {
 void TestTraceView::categoriesAndCompare() {
     auto w = window();
     QVERIFY(!w->compareCurrentTrace()); // no trace open yet
-    TraceView* view =
+    TracePage* view =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
     const TraceIndex& index = view->timeline()->lanes().front().index();
@@ -614,12 +614,12 @@ void TestTraceView::categoriesAndCompare() {
 
 void TestTraceView::diffTwoRuns() {
     auto w = window();
-    TraceView* a =
+    TracePage* a =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
-    TraceView* b =
+    TracePage* b =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
     QVERIFY(a && b && !a->hasFailed() && !b->hasFailed());
-    DiffView* d = w->diffTraces(a, b);
+    DiffPage* d = w->diffTraces(a, b);
     QVERIFY(d);
     QCOMPARE(w->tabs()->currentWidget(), d);
     // MEASURED.md's peaks: 7,013,335,044 and 9,103,544,320 bytes.
@@ -658,7 +658,7 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY(w->openScenario(
         QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
         &error));
-    TraceView* view =
+    TracePage* view =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
     const QString said = w->calibrateFrom(view);
@@ -679,7 +679,7 @@ void TestTraceView::calibrateFromTheWindow() {
 
 void TestTraceView::allocatorWhatIfPanel() {
     auto w = window();
-    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
     AllocatorPanel* panel = view->allocatorPanel();
     view->sideTabs()->setCurrentIndex(view->sideTabs()->count() - 1); // the "Allocator settings" tab
@@ -807,7 +807,7 @@ void TestTraceView::chartsExportAsImagesSvgAndPdf() {
     // The trace view's own drawings (timeline, segments, by-category bars, allocator plot) have the planner
     // charts' "Copy Chart as Image" and "Export Chart...": what is on screen, as PNG, SVG or PDF.
     auto w = window();
-    TraceView* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
+    TracePage* view = open(*w, traces() + "/snapshots/DeComFL_memory.pickle");
     QVERIFY(view && !view->hasFailed());
     w->show();
     QCoreApplication::processEvents();

@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/common/chartstyle.h"
 
+#include <QStyleFactory>
+
+#include <QStyle>
+
+#include <QPalette>
+
+#include <QApplication>
+
 #include <algorithm>
 #include <cmath>
 
@@ -88,6 +96,32 @@ QPen ChartStyle::capacityPen(bool fits) const {
     return pen;
 }
 
+void applyPalette(bool dark) {
+    qApp->setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    if (!dark) {
+        qApp->setPalette(qApp->style()->standardPalette());
+        return;
+    }
+    QPalette p;
+    const QColor window(0x2b, 0x2b, 0x2e), base(0x1e, 0x1e, 0x21), text(0xe8, 0xe8, 0xe8);
+    p.setColor(QPalette::Window, window);
+    p.setColor(QPalette::WindowText, text);
+    p.setColor(QPalette::Base, base);
+    p.setColor(QPalette::AlternateBase, window);
+    p.setColor(QPalette::ToolTipBase, base);
+    p.setColor(QPalette::ToolTipText, text);
+    p.setColor(QPalette::Text, text);
+    p.setColor(QPalette::Button, window);
+    p.setColor(QPalette::ButtonText, text);
+    p.setColor(QPalette::Highlight, QColor(0x2a, 0x82, 0xda));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
+    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
+    p.setColor(QPalette::PlaceholderText, QColor(0x9a, 0x9a, 0x9a)); // the default was dark on dark
+    p.setColor(QPalette::Link, QColor(0x6a, 0xb0, 0xf3));
+    qApp->setPalette(p);
+}
+
 } // namespace headroom
 
 namespace headroom {
@@ -109,5 +143,6 @@ void setNiceRange(QValueAxis* axis, double top) {
     if (axis->tickCount() != ticks)
         axis->setTickCount(ticks);
 }
+
 
 } // namespace headroom

@@ -38,4 +38,7 @@ struct ChartStyle {
 // which setRange followed by applyNiceNumbers did twice on every slider step.
 void setNiceRange(QValueAxis* axis, double top);
 
+// The application's palette: Fusion's standard one, or the dark theme's (View > Dark theme).
+void applyPalette(bool dark);
+
 } // namespace headroom

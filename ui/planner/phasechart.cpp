@@ -50,10 +50,9 @@ void PhaseChart::setStyle(const ChartStyle& style) {
     m_y->setTitleText(m_style.unitName());
 }
 
-void PhaseChart::setScenario(const Scenario& sc, const Estimate& est) {
+void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Scenario& sc,
+                             const Estimate& est) {
     const bool training = sc.mode == Mode::Training;
-    const auto points =
-        phaseTimeline(sc, est.mostLoadedStage, 2); // linear within a phase: end points suffice
     const int phases = training ? 3 : 2;
     const QString title =
         (sc.cluster.pipelineParallel > 1

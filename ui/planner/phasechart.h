@@ -21,7 +21,9 @@ class PhaseChart : public QChart {
     Q_OBJECT
 public:
     explicit PhaseChart(QGraphicsItem* parent = nullptr);
-    void setScenario(const Scenario& sc, const Estimate& est);
+    // Draws the most-loaded stage's step (core phaseTimeline, two points a phase), computed off the GUI
+    // thread.
+    void setTimeline(const std::vector<TimelinePoint>& points, const Scenario& sc, const Estimate& est);
     void setStyle(const ChartStyle& style);
 
 private:

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/report.h"
 
+#include "core/plan/sweeps.h"
+
 #include "core/io/bytesformat.h"
 #include "core/serve/estimate.h"
 #include "core/version.h"
@@ -214,12 +216,12 @@ std::unique_ptr<QChart> secondChart(const Scenario& sc, const Estimate& est) {
     if (sc.mode == Mode::Training) {
         auto chart = std::make_unique<StrategyChart>();
         chart->setStyle(ChartStyle{});
-        chart->setScenario(sc, est);
+        chart->setEstimates(strategyEstimates(sc, &estimate), est); // the report is built off screen
         return chart;
     }
     auto chart = std::make_unique<ServingChart>();
     chart->setStyle(ChartStyle{});
-    chart->setScenario(sc, est);
+    chart->setCurve(servingCurve(sc), sc, est);
     return chart;
 }
 

@@ -14,8 +14,7 @@ namespace headroom {
 
 SavingsModel::SavingsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void SavingsModel::setScenario(const Scenario& sc) {
-    std::vector<Saving> next = rankSavings(sc);
+void SavingsModel::setSavings(std::vector<Saving> next, const Scenario& sc) {
     const bool serving = sc.mode == Mode::Inference &&
                          (sc.inference.engine == Engine::Vllm || sc.inference.engine == Engine::Sglang);
     if (serving != m_serving) {

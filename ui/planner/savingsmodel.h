@@ -19,7 +19,8 @@ public:
     enum Role { PatchRole = Qt::UserRole + 1, BytesSavedRole };
 
     explicit SavingsModel(QObject* parent = nullptr);
-    void setScenario(const Scenario& sc);
+    // The ranked single changes (core rankSavings) computed off the GUI thread for `sc`.
+    void setSavings(std::vector<Saving> next, const Scenario& sc);
     void setStyle(const ChartStyle& style);
     const std::vector<Saving>& savings() const { return m_savings; }
 

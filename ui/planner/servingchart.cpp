@@ -74,8 +74,9 @@ void ServingChart::setStyle(const ChartStyle& style) {
     legend()->show();
 }
 
-void ServingChart::setScenario(const Scenario& sc, const Estimate& est) {
-    m_points = servingCurve(sc);
+void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scenario& sc,
+                            const Estimate& est) {
+    m_points = points;
     QList<QPointF> tokens, requests;
     double topTokens = 1, topRequests = 1;
     for (const ServingPoint& p : m_points) {

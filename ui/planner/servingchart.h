@@ -18,7 +18,8 @@ class ServingChart : public QChart {
     Q_OBJECT
 public:
     explicit ServingChart(QGraphicsItem* parent = nullptr);
-    void setScenario(const Scenario& sc, const Estimate& est);
+    // Draws the serving curve (core/serve servingCurve) computed off the GUI thread.
+    void setCurve(const std::vector<ServingPoint>& points, const Scenario& sc, const Estimate& est);
     void setStyle(const ChartStyle& style);
     const std::vector<ServingPoint>& points() const { return m_points; }
 

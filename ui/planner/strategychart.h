@@ -13,7 +13,8 @@ class StrategyChart : public BreakdownChart {
     Q_OBJECT
 public:
     explicit StrategyChart(QGraphicsItem* parent = nullptr);
-    void setScenario(const Scenario& sc, const Estimate& est);
+    // Draws the four estimates (core/plan/sweeps.h strategyEstimates) computed off the GUI thread.
+    void setEstimates(const std::array<Estimate, 4>& estimates, const Estimate& est);
     // The four estimates last drawn (DDP, ZeRO-1, ZeRO-2, ZeRO-3).
     const std::array<Estimate, 4>& estimates() const { return m_estimates; }
 

@@ -18,61 +18,8 @@ namespace headroom {
 namespace {
 
 // Values from lo to hi on a log scale, each rounded to a multiple of `step`, without repeats.
-std::vector<long long> logValues(long long lo, long long hi, long long step, int count) {
-    std::vector<long long> out;
-    for (int i = 0; i < count; ++i) {
-        const double v =
-            std::exp(std::log(double(lo)) + (std::log(double(hi)) - std::log(double(lo))) * i / (count - 1));
-        const long long r = std::max(step, static_cast<long long>(std::llround(v / double(step))) * step);
-        if (out.empty() || r > out.back())
-            out.push_back(r);
-    }
-    return out;
-}
 
 } // namespace
-
-SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable variable) {
-    SweepResult r;
-    Scenario probe = sc;
-    const bool training = sc.mode == Mode::Training;
-    switch (variable) {
-    case SweepVariable::MicroBatch: {
-        const long long limit = est.maxMicroBatchSize; // already exact: no need to estimate again
-        r.limit = limit;
-        const long long hi = std::max<long long>(16, std::min<long long>(1 << 16, limit * 2));
-        for (long long b : logValues(1, hi, 1, 48)) {
-            (training ? probe.training.microBatchSize : probe.inference.batchSize) = static_cast<int>(b);
-            r.points.append({double(b), estimate(probe).peakBytes});
-        }
-        break;
-    }
-    case SweepVariable::SequenceLength: {
-        const long long step = sc.cluster.contextParallel;
-        r.limit = maxSequenceLength(sc);
-        const long long hi = std::max<long long>(4096, std::min<long long>(1 << 22, r.limit * 2));
-        for (long long s : logValues(128, hi, step, 48)) {
-            (training ? probe.training.sequenceLength : probe.inference.contextLength) = static_cast<int>(s);
-            r.points.append({double(s), estimate(probe).peakBytes});
-        }
-        break;
-    }
-    case SweepVariable::GpuCount: {
-        // Data parallelism grows; tensor, pipeline and context parallelism stay as they are.
-        const int grid = sc.cluster.tensorParallel * sc.cluster.pipelineParallel * sc.cluster.contextParallel;
-        const int ep = sc.cluster.expertParallel;
-        for (long long dp = ep; dp * grid <= 65536; dp *= 2) {
-            probe.cluster.numGpus = static_cast<int>(dp * grid);
-            const Estimate e = estimate(probe);
-            r.points.append({double(dp * grid), e.peakBytes});
-            if (e.fits && r.limit == 0)
-                r.limit = dp * grid;
-        }
-        break;
-    }
-    }
-    return r;
-}
 
 SweepChart::SweepChart(QGraphicsItem* parent) : QChart(parent) {
     m_line = new QLineSeries(this);
@@ -138,8 +85,9 @@ void SweepChart::setStyle(const ChartStyle& style) {
     m_y->setTitleText(m_style.unitName());
 }
 
-void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
-    m_result = computeSweep(sc, est, m_variable);
+void SweepChart::setSweep(const SweepResult& result, const Scenario& sc, const Estimate& est) {
+    m_result = result;
+    m_variable = result.variable;
     const bool training = sc.mode == Mode::Training;
     QString name;
     double current = 0;
@@ -159,9 +107,9 @@ void SweepChart::setScenario(const Scenario& sc, const Estimate& est) {
     }
     QList<QPointF> pts;
     double top = est.capacityBytes;
-    for (const QPointF& p : m_result.points) {
-        pts.append({p.x(), m_style.scale(p.y())});
-        top = std::max(top, std::min(p.y(), est.capacityBytes * 3)); // keep the capacity readable
+    for (const auto& [x, y] : m_result.points) {
+        pts.append({x, m_style.scale(y)});
+        top = std::max(top, std::min(y, est.capacityBytes * 3)); // keep the capacity readable
     }
     m_line->replace(pts);
     const double lo = pts.isEmpty() ? 1 : pts.first().x(), hi = pts.isEmpty() ? 2 : pts.last().x();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/plan/sweeps.h"
 #include "core/serve/estimate.h"
 #include "ui/common/chartstyle.h"
 
@@ -14,21 +15,12 @@ class QValueAxis;
 
 namespace headroom {
 
-enum class SweepVariable { MicroBatch, SequenceLength, GpuCount };
-
-struct SweepResult {
-    QList<QPointF> points; // (value, peak bytes)
-    long long limit =
-        0; // largest micro-batch / sequence that fits, or smallest GPU count that fits (0: none)
-};
-// Peak memory per GPU against one setting, on a log scale, and the limit that fits.
-SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable variable);
-
 class SweepChart : public QChart {
     Q_OBJECT
 public:
     explicit SweepChart(QGraphicsItem* parent = nullptr);
-    void setScenario(const Scenario& sc, const Estimate& est);
+    // Draws a sweep computed off the GUI thread (core/plan/sweeps.h) for this scenario and estimate.
+    void setSweep(const SweepResult& result, const Scenario& sc, const Estimate& est);
     void setVariable(SweepVariable v) { m_variable = v; }
     SweepVariable variable() const { return m_variable; }
     void setStyle(const ChartStyle& style);

@@ -17,7 +17,7 @@ namespace headroom {
 // Plans side by side: what changes from 8 to 16 GPUs, from ZeRO-2 to ZeRO-3. One stacked bar per
 // scenario (the most-loaded GPU at its peak), the difference of each from the first by category, and the
 // settings with the ones that differ highlighted.
-class ScenarioCompare : public QWidget {
+class ScenarioComparePage : public QWidget {
     Q_OBJECT
 public:
     struct Entry {
@@ -25,7 +25,7 @@ public:
         Scenario scenario;
         Estimate estimate;
     };
-    explicit ScenarioCompare(std::vector<Entry> entries, QWidget* parent = nullptr);
+    explicit ScenarioComparePage(std::vector<Entry> entries, QWidget* parent = nullptr);
     void setStyle(const ChartStyle& style);
     QString title() const;
     QTableWidget* differences() const { return m_differences; }

@@ -2,6 +2,7 @@
 #pragma once
 #include "core/compare/attribution.h"
 #include "core/plan/scenario.h"
+#include "core/serve/estimate.h"
 #include "core/trace/traceloadjob.h"
 #include "ui/common/chartstyle.h"
 #include "ui/traceview/timelinerenderer.h"
@@ -35,11 +36,11 @@ class TimelineWidget;
 // A tab that shows recorded traces: loads them off the GUI thread (progress, cancel, the summary first),
 // then the active-memory timeline (one lane per device and file), the allocations live at the selected
 // moment or during the selected range with their stacks, and the segments at that moment.
-class TraceView : public QWidget {
+class TracePage : public QWidget {
     Q_OBJECT
 public:
-    explicit TraceView(const QString& path, QWidget* parent = nullptr);
-    ~TraceView() override;
+    explicit TracePage(const QString& path, QWidget* parent = nullptr);
+    ~TracePage() override;
 
     // Loads another file (e.g. another rank) as more lanes on the same time axis.
     void addFile(const QString& path);
@@ -56,7 +57,9 @@ public:
     void selectRange(std::optional<std::pair<double, double>> range);
     // The scenario of the recorded workload: sizes then tell model state from scratch, and the estimate
     // stands beside the measured bytes by category (the Compare view).
-    void setScenario(const Scenario& scenario, const QString& name);
+    // The workload's scenario and its estimate: the Categories tab puts the estimate beside the measured
+    // peak, and the scenario's tensor sizes tell model state from scratch.
+    void setScenario(const Scenario& scenario, const Estimate& est, const QString& name);
     bool hasScenario() const { return m_scenario.has_value(); }
     // Attribution rules edited by the user (headroom-cli rules writes the defaults to start from).
     void setRules(const AttributionRules& rules);
@@ -80,6 +83,8 @@ public:
     const std::vector<std::shared_ptr<const LoadedTrace>>& traces() const { return m_traces; }
 
 signals:
+    // "Compare with Scenario...": the user chose a scenario file for this trace.
+    void scenarioFileChosen(const QString& path);
     void loaded();
     void failed(const QString& error);
     void titleChanged();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "ui/traceview/traceview.h"
+#include "ui/traceview/tracepage.h"
 
 #include "ui/common/jobrunner.h"
 
@@ -38,22 +38,22 @@
 
 namespace headroom {
 
-TraceView::TraceView(const QString& path, QWidget* parent) : QWidget(parent) {
+TracePage::TracePage(const QString& path, QWidget* parent) : QWidget(parent) {
     build();
     addFile(path);
 }
 
 // The loaders (children) cancel their jobs and never wait: closing a tab is immediate.
-TraceView::~TraceView() = default;
+TracePage::~TracePage() = default;
 
-QString TraceView::title() const {
+QString TracePage::title() const {
     QStringList names;
     for (const QString& p : m_paths)
         names << QFileInfo(p).fileName();
     return names.join(QStringLiteral(" + "));
 }
 
-void TraceView::build() {
+void TracePage::build() {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(6, 6, 6, 6);
     // Loading: progress and cancel.
@@ -68,7 +68,7 @@ void TraceView::build() {
     loadRow->addWidget(m_loadingText);
     loadRow->addWidget(m_progress, 1);
     loadRow->addWidget(m_cancel);
-    connect(m_cancel, &QPushButton::clicked, this, &TraceView::cancel);
+    connect(m_cancel, &QPushButton::clicked, this, &TracePage::cancel);
     outer->addWidget(m_loading);
 
     m_summary = new QLabel;
@@ -217,18 +217,14 @@ void TraceView::build() {
         m_minimap->invalidate();
     });
     connect(whole, &QPushButton::clicked, m_timeline, &TimelineWidget::showAll);
-    connect(m_colourBy, &QComboBox::currentIndexChanged, this, &TraceView::colourBands);
+    connect(m_colourBy, &QComboBox::currentIndexChanged, this, &TracePage::colourBands);
     connect(compare, &QPushButton::clicked, this, [this] {
         const QString path =
             QFileDialog::getOpenFileName(this, tr("Scenario of this workload"), QString(),
                                          tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
         if (path.isEmpty())
             return;
-        try {
-            setScenario(loadScenarioFile(path.toStdString()), QFileInfo(path).fileName());
-        } catch (const std::exception& e) {
-            QMessageBox::warning(this, tr("Cannot open scenario"), QString::fromUtf8(e.what()));
-        }
+        emit scenarioFileChosen(path); // the window reads and estimates it (views never compute)
     });
     connect(clearRange, &QPushButton::clicked, this, [this] { m_timeline->setRange(std::nullopt); });
     connect(m_timeline, &TimelineWidget::momentSelected, this, [this](double x, int lane) {
@@ -246,16 +242,16 @@ void TraceView::build() {
     });
     connect(m_search, &QLineEdit::textChanged, m_filter, &LiveAllocationFilter::setNeedle);
     connect(m_liveView->selectionModel(), &QItemSelectionModel::currentChanged, this,
-            &TraceView::showSelectedAllocation);
+            &TracePage::showSelectedAllocation);
 }
 
-void TraceView::addFile(const QString& path) {
+void TracePage::addFile(const QString& path) {
     m_paths << path;
     emit titleChanged();
     startJob(path);
 }
 
-void TraceView::startJob(const QString& path) {
+void TracePage::startJob(const QString& path) {
     m_loading->show();
     m_progress->show();
     m_cancel->show();
@@ -268,7 +264,7 @@ void TraceView::startJob(const QString& path) {
     m_loaders.push_back(loader);
     ++m_pending;
     const std::string file = path.toStdString();
-    QPointer<TraceView> self(this);
+    QPointer<TracePage> self(this);
     loader->start(
         [file, self, path](const JobContext& job) {
             auto lastPermille = std::make_shared<int>(-1);
@@ -303,12 +299,12 @@ void TraceView::startJob(const QString& path) {
         });
 }
 
-void TraceView::cancel() {
+void TracePage::cancel() {
     for (JobRunner* loader : m_loaders)
         loader->cancel();
 }
 
-void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummary> s) {
+void TracePage::onSummary(const QString& path, std::shared_ptr<const TraceSummary> s) {
     // The summary first: the user reads the peaks while the indexes are built.
     QStringList lines;
     // Profiler traces without "Total Reserved", timelines and nvidia-smi logs do not record reserved bytes.
@@ -329,7 +325,7 @@ void TraceView::onSummary(const QString& path, std::shared_ptr<const TraceSummar
     m_loadingText->setText(tr("Indexing %1…").arg(QFileInfo(path).fileName()));
 }
 
-void TraceView::onDetails(std::shared_ptr<const LoadedTrace> trace) {
+void TracePage::onDetails(std::shared_ptr<const LoadedTrace> trace) {
     m_traces.push_back(std::move(trace));
     if (--m_pending == 0)
         m_loading->hide();
@@ -337,7 +333,7 @@ void TraceView::onDetails(std::shared_ptr<const LoadedTrace> trace) {
     emit loaded();
 }
 
-void TraceView::onFailed(const QString& path, const QString& error) {
+void TracePage::onFailed(const QString& path, const QString& error) {
     const bool cancelled =
         error == QLatin1String("cancelled") || error.endsWith(QLatin1String(": cancelled"));
     m_error = cancelled ? tr("Loading %1 was cancelled.").arg(path) : error;
@@ -349,7 +345,7 @@ void TraceView::onFailed(const QString& path, const QString& error) {
     emit failed(m_error);
 }
 
-void TraceView::rebuildLanes() {
+void TracePage::rebuildLanes() {
     std::vector<TimelineLane> lanes;
     for (const auto& t : m_traces)
         for (TimelineLane& lane : lanesOf(t, m_bandCount))
@@ -375,7 +371,7 @@ void TraceView::rebuildLanes() {
     selectMoment(first.timeline->xOf(m_timeline->view().axis, peak == kBeforeFirstEvent ? 0 : peak), 0);
 }
 
-void TraceView::updateBanner() {
+void TracePage::updateBanner() {
     QStringList notes;
     for (const auto& lane : m_timeline->lanes()) {
         const std::size_t ghosts = lane.index().ghostFrees();
@@ -406,7 +402,7 @@ void TraceView::updateBanner() {
     m_banner->setVisible(!notes.isEmpty());
 }
 
-void TraceView::setStyle(const ChartStyle& style) {
+void TracePage::setStyle(const ChartStyle& style) {
     m_style = style;
     m_timeline->setStyle(style);
     m_segments->setStyle(style);
@@ -415,7 +411,7 @@ void TraceView::setStyle(const ChartStyle& style) {
     m_minimap->invalidate();
 }
 
-void TraceView::selectMoment(double x, int lane) {
+void TracePage::selectMoment(double x, int lane) {
     const auto& lanes = m_timeline->lanes();
     if (lanes.empty())
         return;
@@ -430,14 +426,14 @@ void TraceView::selectMoment(double x, int lane) {
     refreshSelection();
 }
 
-void TraceView::selectRange(std::optional<std::pair<double, double>> range) {
+void TracePage::selectRange(std::optional<std::pair<double, double>> range) {
     m_range = range;
     if (m_timeline->view().range != range)
         m_timeline->setRange(range);
     refreshSelection();
 }
 
-void TraceView::refreshSelection() {
+void TracePage::refreshSelection() {
     const auto& lanes = m_timeline->lanes();
     if (lanes.empty())
         return;
@@ -529,7 +525,7 @@ void TraceView::refreshSelection() {
     showSelectedAllocation();
 }
 
-void TraceView::showSelectedAllocation() {
+void TracePage::showSelectedAllocation() {
     QModelIndex current = m_filter->mapToSource(m_liveView->currentIndex());
     const Allocation* a = m_live->allocation(current);
     if (!a && current.isValid() && m_live->rowCount(current) > 0) // a group: show its largest member
@@ -537,21 +533,21 @@ void TraceView::showSelectedAllocation() {
     m_details->showAllocation(*m_live, a);
 }
 
-void TraceView::setScenario(const Scenario& scenario, const QString& name) {
+void TracePage::setScenario(const Scenario& scenario, const Estimate& est, const QString& name) {
     m_scenario = scenario;
     m_scenarioName = name;
-    m_categories->setEstimate(estimateInMeasuredCategories(scenario, estimate(scenario)), name);
+    m_categories->setEstimate(estimateInMeasuredCategories(scenario, est), name);
     colourBands();
     refreshSelection();
 }
 
-void TraceView::setRules(const AttributionRules& rules) {
+void TracePage::setRules(const AttributionRules& rules) {
     m_rules = rules;
     colourBands();
     refreshSelection();
 }
 
-void TraceView::colourBands() {
+void TracePage::colourBands() {
     const auto& lanes = m_timeline->lanes();
     for (std::size_t i = 0; i < lanes.size(); ++i) {
         std::vector<QColor> colors;

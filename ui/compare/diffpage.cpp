@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "ui/compare/diffview.h"
+#include "ui/compare/diffpage.h"
 
 #include "ui/common/tablecopy.h"
 
@@ -38,7 +38,7 @@ private:
 
 } // namespace
 
-DiffView::DiffView(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const LoadedTrace> b,
+DiffPage::DiffPage(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const LoadedTrace> b,
                    const Scenario* scenario, QWidget* parent)
     : QWidget(parent), m_a(std::move(a)), m_b(std::move(b)) {
     m_diff = diffAtPeaks(m_a->trace, *m_a->indexes.at(busiest(*m_a)), m_b->trace,
@@ -85,13 +85,13 @@ DiffView::DiffView(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const L
     setStyle(m_style);
 }
 
-QString DiffView::title() const {
+QString DiffPage::title() const {
     return tr("Diff: %1 → %2")
         .arg(QFileInfo(QString::fromStdString(m_a->path)).fileName(),
              QFileInfo(QString::fromStdString(m_b->path)).fileName());
 }
 
-void DiffView::setStyle(const ChartStyle& style) {
+void DiffPage::setStyle(const ChartStyle& style) {
     m_style = style;
     m_summary->setText(
         tr("<b>A</b> %1: peak %2 after event %3<br><b>B</b> %4: peak %5 after event %6<br><b>B − A</b>: %7")
@@ -109,7 +109,7 @@ void DiffView::setStyle(const ChartStyle& style) {
     fill(m_unmatched, m_diff.unmatched);
 }
 
-void DiffView::fill(QTableWidget* table, const std::vector<FrameDelta>& rows) {
+void DiffPage::fill(QTableWidget* table, const std::vector<FrameDelta>& rows) {
     table->setRowCount(0);
     const std::size_t n = std::min<std::size_t>(rows.size(), 500);
     table->setRowCount(static_cast<int>(n));

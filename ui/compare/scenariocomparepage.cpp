@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "ui/compare/scenariocompare.h"
+#include "ui/compare/scenariocomparepage.h"
 
 #include "ui/common/categorycolors.h"
 #include "ui/common/tablecopy.h"
@@ -22,7 +22,7 @@
 
 namespace headroom {
 
-ScenarioCompare::ScenarioCompare(std::vector<Entry> entries, QWidget* parent)
+ScenarioComparePage::ScenarioComparePage(std::vector<Entry> entries, QWidget* parent)
     : QWidget(parent), m_entries(std::move(entries)) {
     auto* layout = new QVBoxLayout(this);
     auto* split = new QSplitter(Qt::Horizontal, this);
@@ -60,19 +60,19 @@ ScenarioCompare::ScenarioCompare(std::vector<Entry> entries, QWidget* parent)
     refresh();
 }
 
-QString ScenarioCompare::title() const {
+QString ScenarioComparePage::title() const {
     QStringList names;
     for (const Entry& e : m_entries)
         names << e.name;
     return names.join(QStringLiteral(" vs "));
 }
 
-void ScenarioCompare::setStyle(const ChartStyle& style) {
+void ScenarioComparePage::setStyle(const ChartStyle& style) {
     m_style = style;
     refresh();
 }
 
-QStringList ScenarioCompare::differingSettings() const {
+QStringList ScenarioComparePage::differingSettings() const {
     QStringList out;
     for (int r = 0; r < m_settings->rowCount(); ++r)
         if (m_settings->item(r, 0) && m_settings->item(r, 0)->font().bold())
@@ -80,7 +80,7 @@ QStringList ScenarioCompare::differingSettings() const {
     return out;
 }
 
-void ScenarioCompare::refresh() {
+void ScenarioComparePage::refresh() {
     // Chart: one stacked bar per scenario, one set per category that any of them has.
     m_chart->removeAllSeries();
     for (QAbstractAxis* a : m_chart->axes())

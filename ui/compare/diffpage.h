@@ -19,10 +19,10 @@ class CategoryBars;
 // Two recorded runs side by side at their allocated peaks (headroom-cli diff in the window): the totals,
 // the categories as two stacked bars with the difference, the change by top user frame, and the
 // allocations present in only one run.
-class DiffView : public QWidget {
+class DiffPage : public QWidget {
     Q_OBJECT
 public:
-    DiffView(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const LoadedTrace> b,
+    DiffPage(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const LoadedTrace> b,
              const Scenario* scenario = nullptr, QWidget* parent = nullptr);
     const TraceDiff& diff() const { return m_diff; }
     QString title() const;

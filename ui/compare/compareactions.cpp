@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "ui/compare/compareactions.h"
+
+#include "core/compare/calibration.h"
+#include "core/io/attributionrulesjson.h"
+#include "core/io/comparejson.h"
+#include "core/io/scenariojson.h"
+#include "ui/compare/diffpage.h"
+#include "ui/compare/scenariocomparepage.h"
+#include "ui/planner/scenariodocument.h"
+#include "ui/traceview/tracepage.h"
+
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPointer>
+#include <QTabWidget>
+
+namespace headroom {
+
+CompareActions::CompareActions(ScenarioDocument* doc, QTabWidget* tabs, std::function<ChartStyle()> style,
+                               QObject* parent)
+    : QObject(parent), m_doc(doc), m_tabs(tabs), m_style(std::move(style)) {}
+
+void CompareActions::watch(TracePage* view) {
+    // The trace view's own "Compare with Scenario...": the file is read and estimated here, not in the view.
+    connect(view, &TracePage::scenarioFileChosen, this, [this, view](const QString& path) {
+        try {
+            const Scenario sc = loadScenarioFile(path.toStdString());
+            view->setScenario(sc, estimate(sc), QFileInfo(path).fileName());
+        } catch (const std::exception& e) {
+            QMessageBox::warning(view, tr("Cannot open scenario"), QString::fromUtf8(e.what()));
+        }
+    });
+}
+
+ScenarioComparePage* CompareActions::compareScenarioFiles(const QStringList& paths, QString* error) {
+    // The current plan first, then each file: the differences are from the plan on screen.
+    std::vector<ScenarioComparePage::Entry> entries;
+    const QString current =
+        m_doc->filePath().isEmpty() ? tr("Current plan") : QFileInfo(m_doc->filePath()).fileName();
+    entries.push_back({current, m_doc->scenario().settingsCopy(), m_doc->estimate()});
+    for (const QString& path : paths) {
+        try {
+            Scenario sc = loadScenarioFile(path.toStdString());
+            const Estimate est = estimate(sc);
+            QString name = QFileInfo(path).fileName();
+            name.remove(QStringLiteral(".headroom.json"));
+            entries.push_back({name, std::move(sc), est});
+        } catch (const std::exception& e) {
+            if (error)
+                *error = QString::fromUtf8(e.what());
+            return nullptr;
+        }
+    }
+    auto* view = new ScenarioComparePage(std::move(entries));
+    view->setStyle(m_style());
+    m_tabs->setCurrentIndex(m_tabs->addTab(view, view->title()));
+    return view;
+}
+
+void CompareActions::compareWithPlanner(TracePage* view) {
+    const QString name = m_doc->filePath().isEmpty() ? QString::fromStdString(m_doc->scenario().name)
+                                                     : QFileInfo(m_doc->filePath()).fileName();
+    view->setScenario(m_doc->scenario(), m_doc->estimate(), name);
+}
+
+QString CompareActions::calibrateFrom(TracePage* view) {
+    const auto& loaded = view->traces().front();
+    if (loaded->indexes.empty())
+        return tr("This trace has no devices: nothing to calibrate from.");
+    const std::size_t device = busiestDevice(loaded->summary);
+    const Scenario scenario = m_doc->scenario();
+    const CalibrationResult r =
+        calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
+                  AttributionRules::pytorchDefaults());
+    const nlohmann::json fitted = calibrationToJson(r);
+    // One undoable step; every what-if starts from the calibrated estimate.
+    m_doc->applyPatch(
+        {{"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}},
+        tr("Calibrate from %1").arg(QFileInfo(QString::fromStdString(loaded->path)).fileName()));
+    compareWithPlanner(view);
+    const CalibrationRun& run = r.runs.front();
+    auto pct = [&](std::int64_t e) {
+        return QString::number(100.0 * static_cast<double>(e - run.measured) /
+                                   static_cast<double>(std::max<std::int64_t>(run.measured, 1)),
+                               'f', 1);
+    };
+    return tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is %2% off. "
+              "Edit > Undo removes the calibration.")
+        .arg(pct(run.before), pct(run.after));
+}
+
+DiffPage* CompareActions::diffTraces(TracePage* a, TracePage* b) {
+    if (!a || !b || a->traces().empty() || b->traces().empty())
+        return nullptr;
+    if (a->traces().front()->indexes.empty() || b->traces().front()->indexes.empty()) {
+        emit message(tr("A trace without devices has no peak to compare"));
+        return nullptr;
+    }
+    // The planner's scenario tells model state from scratch when it describes these runs.
+    auto* view = new DiffPage(a->traces().front(), b->traces().front(),
+                              m_doc->filePath().isEmpty() ? nullptr : &m_doc->scenario());
+    view->setStyle(m_style());
+    m_tabs->setCurrentIndex(m_tabs->addTab(view, view->title()));
+    return view;
+}
+
+void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::function<TracePage*()> current,
+                                       std::function<std::vector<TracePage*>()> all,
+                                       std::function<TracePage*(const QString&)> open) {
+    menu->addAction(tr("&Compare with the Planner's Scenario"), QKeySequence(Qt::CTRL | Qt::Key_K), this,
+                    [this, current, all] {
+                        TracePage* view = current();
+                        if (!view) {
+                            const auto views = all();
+                            view = views.empty() ? nullptr : views.back();
+                        }
+                        if (view)
+                            compareWithPlanner(view);
+                        else
+                            emit message(tr("Open a trace first: File › Open"));
+                    });
+    menu->addAction(tr("C&alibrate the Planner's Scenario from This Trace"), this, [this, window, current] {
+        TracePage* view = current();
+        if (!view || view->traces().empty()) {
+            emit message(tr("Open the trace of a run of the planner's scenario first"));
+            return;
+        }
+        QMessageBox::information(window, tr("Calibrated"), calibrateFrom(view));
+    });
+    menu->addAction(tr("Attribution &Rules..."), this, [this, window, all] {
+        const QString path = QFileDialog::getOpenFileName(
+            window, tr("Attribution rules (write the defaults with: headroom-cli rules > my.rules.json)"),
+            QString(), tr("Attribution rules (*.json);;All files (*)"));
+        if (path.isEmpty())
+            return;
+        try {
+            const AttributionRules rules = loadAttributionRulesFile(path.toStdString());
+            for (TracePage* v : all())
+                v->setRules(rules);
+            emit message(tr("%n rule(s) from %1", nullptr, static_cast<int>(rules.rules.size()))
+                             .arg(QFileInfo(path).fileName()));
+        } catch (const std::exception& e) {
+            QMessageBox::warning(window, tr("Cannot read the rules"), QString::fromUtf8(e.what()));
+        }
+    });
+    menu->addAction(tr("&Diff with Another Trace..."), QKeySequence(Qt::CTRL | Qt::Key_D), this,
+                    [this, window, current, open] {
+                        TracePage* first = current();
+                        if (!first || first->traces().empty()) {
+                            emit message(tr("Open a trace first, then diff it with another (File › Open)"));
+                            return;
+                        }
+                        const QString path = QFileDialog::getOpenFileName(
+                            window, tr("The other run"), QString(),
+                            tr("Traces (*.pickle *.pkl *.json *.gz *.csv);;All files (*)"));
+                        if (path.isEmpty())
+                            return;
+                        TracePage* other = open(path);
+                        QPointer<TracePage> guarded(first); // the user may close it while the other one loads
+                        connect(other, &TracePage::loaded, this, [this, guarded, other] {
+                            if (guarded)
+                                diffTraces(guarded, other);
+                        });
+                    });
+}
+
+std::optional<Comparison> CompareActions::measuredForReport(const std::vector<TracePage*>& views) const {
+    // With a trace tab that has this workload's scenario, the report adds the measured peak beside the
+    // estimate; otherwise it is the plan alone.
+    std::optional<Comparison> measured;
+    for (TracePage* view : views)
+        if (view->hasScenario() && !view->traces().empty() && view->attribution().total > 0) {
+            const auto& t = view->traces().front();
+            const std::size_t device = busiestDevice(t->summary);
+            measured = compareAtPeak(m_doc->scenario(), m_doc->estimate(), t->trace, *t->indexes[device],
+                                     AttributionRules::pytorchDefaults());
+            break;
+        }
+    return measured;
+}
+
+} // namespace headroom
