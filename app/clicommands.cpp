@@ -11,21 +11,23 @@
 #include "core/io/bytesformat.h"
 #include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
+#include "core/io/estimatewords.h"
+#include "core/plan/settingnames.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/tracesummaryjson.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
-#include "core/serve/estimate.h"
 #include "core/plan/gpucatalogue.h"
-#include "core/trace/traceloadjob.h"
+#include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/traceloadjob.h"
 #include "core/trace/tracesummary.h"
 #include "core/version.h"
 #include "ui/common/chartexport.h"
 #include "ui/planner/breakdownchart.h"
-#include "ui/traceview/timelinerenderer.h"
 #include "ui/planner/report.h"
+#include "ui/traceview/timelinerenderer.h"
 
 #include <QSaveFile>
 #include <cmath>
@@ -149,20 +151,24 @@ std::string gib(double b) {
 
 void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     const auto& c = sc.cluster;
+    // The same words as the window's verdict and the report's (core/io/estimatewords.h).
+    const EstimateWords words = describeEstimate(sc, est, ByteUnit::GiB);
     out << (sc.name.empty() ? std::string("(unnamed scenario)") : sc.name) << "\n";
+    out << "  " << words.verdict << "\n  " << words.setup;
+    if (c.expertParallel > 1)
+        out << ", expert " << c.expertParallel;
+    out << "\n  " << words.limits << "\n";
     out << "  model " << sc.modelLabel << ": " << formatCount(est.parameters) << " parameters";
     if (est.activeParameters != est.parameters)
         out << " (" << formatCount(est.activeParameters) << " active per token)";
-    out << "\n  " << (sc.mode == Mode::Training ? "training" : "inference") << " on " << c.numGpus << " x "
-        << c.gpu << ": ";
+    // The settings' names as the window and the report show them (core/plan/settingnames.h).
     if (sc.mode == Mode::Training)
-        out << "data " << est.dataParallelSize << " (" << c.dataParallelName << ") x ";
+        out << "\n  " << labelOf(frameworkNames(), sc.training.framework) << ", checkpointing "
+            << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
+            << labelOf(optimizerNames(), sc.training.optimizer) << " step "
+            << labelOf(optimizerImplNames(), sc.training.optimizerImpl);
     else
-        out << est.dataParallelSize << " replica(s) of ";
-    out << "tensor " << c.tensorParallel << " x pipeline " << c.pipelineParallel << " x context "
-        << c.contextParallel;
-    if (c.expertParallel > 1)
-        out << ", expert " << c.expertParallel;
+        out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
     out << "\n\n";
     out << "  per GPU (stage " << est.mostLoadedStage << ", peak in " << phaseName(est.peakPhase)
         << ")      GiB   share\n";
@@ -207,8 +213,6 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))
                 << " tokens (" << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
                 << " bytes per token per GPU)\n";
-        out << "  largest " << (sc.mode == Mode::Training ? "micro-batch" : "batch")
-            << " that fits: " << est.maxMicroBatchSize << "\n";
     }
     out << "  longest " << (sc.mode == Mode::Training ? "sequence" : "context")
         << " that fits: " << maxSequenceLength(sc) << "\n";

@@ -10,6 +10,7 @@
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
+#include "core/plan/settingnames.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <span>
 #include <sstream>
 
 namespace headroom::data {
@@ -106,18 +108,22 @@ public:
         return v->get<std::string>();
     }
     template <typename E>
-    E choice(const std::string& key, E fallback,
-             const std::vector<std::pair<std::string, E>>& options) const {
+    E choice(const std::string& key, E fallback, std::span<const Named<E>> options) const {
         const json* v = find(key);
         if (!v)
             return fallback;
         std::string list;
-        for (const auto& [name, value] : options) {
-            if (v->is_string() && v->get<std::string>() == name)
-                return value;
-            list += (list.empty() ? "" : ", ") + name;
+        for (const auto& n : options) {
+            if (v->is_string() && v->get<std::string>() == n.name)
+                return n.value;
+            list += (list.empty() ? "" : ", ") + std::string(n.name);
         }
         throw Error(at(key), "must be one of " + list + "; got " + v->dump());
+    }
+    // An integer setting, in the range core/plan/settingnames.h gives it.
+    int integer(const std::string& key, int fallback) const {
+        const IntRange r = integerRange("/" + m_path + "/" + key);
+        return integer(key, fallback, r.min, r.max);
     }
 
 private:
@@ -267,67 +273,27 @@ void readModel(const json& doc, const std::string& baseDir, Scenario& sc) {
     }
 }
 
-// Names as scenario files spell them; the first name of a value is the one written back.
-const std::vector<std::pair<std::string, Optimizer>> kOptimizers = {{"adamw", Optimizer::AdamW},
-                                                                    {"adam", Optimizer::AdamW},
-                                                                    {"sgd", Optimizer::SgdMomentum},
-                                                                    {"adam8bit", Optimizer::Adam8bit}};
-const std::vector<std::pair<std::string, Checkpointing>> kCheckpointing = {
-    {"none", Checkpointing::None},
-    {"selective", Checkpointing::Selective},
-    {"selective_op", Checkpointing::SelectiveOp},
-    {"full", Checkpointing::Full}};
-const std::vector<std::pair<std::string, Framework>> kFrameworks = {
-    {"pytorch", Framework::PyTorch},     {"huggingface", Framework::HuggingFace},
-    {"megatron", Framework::Megatron},   {"torchtitan", Framework::Torchtitan},
-    {"deepspeed", Framework::DeepSpeed}, {"torchtune", Framework::Torchtune}};
-const std::vector<std::pair<std::string, RecomputeMethod>> kRecomputeMethods = {
-    {"every_layer", RecomputeMethod::EveryLayer},
-    {"uniform", RecomputeMethod::Uniform},
-    {"block", RecomputeMethod::Block}};
-const std::vector<std::pair<std::string, OptimizerImpl>> kOptimizerImpls = {
-    {"foreach", OptimizerImpl::ForEach},
-    {"fused", OptimizerImpl::Fused},
-    {"for_loop", OptimizerImpl::ForLoop}};
-const std::vector<std::pair<std::string, Float8>> kFloat8 = {
-    {"none", Float8::None}, {"tensorwise", Float8::Tensorwise}, {"rowwise", Float8::Rowwise}};
-const std::vector<std::pair<std::string, LossKind>> kLoss = {
-    {"full", LossKind::Full}, {"chunked", LossKind::Chunked}, {"fused", LossKind::Fused}};
-const std::vector<std::pair<std::string, Engine>> kEngines = {{"none", Engine::None},
-                                                              {"vllm", Engine::Vllm},
-                                                              {"sglang", Engine::Sglang},
-                                                              {"huggingface", Engine::HuggingFace}};
-const std::vector<std::pair<std::string, Attention>> kAttention = {
-    {"flash", Attention::Flash}, {"sdpa", Attention::Flash}, {"eager", Attention::Eager}};
+} // namespace
 
-template <typename E> std::string nameOf(const std::vector<std::pair<std::string, E>>& names, E value) {
-    for (const auto& [name, v] : names)
-        if (v == value)
-            return name;
-    return {};
+namespace {
+Framework frameworkNamed(const std::string& name) {
+    Framework f = Framework::PyTorch;
+    valueOf(frameworkNames(), name, &f);
+    return f;
 }
-
-template <typename E>
-E valueOf(const std::vector<std::pair<std::string, E>>& names, const std::string& name) {
-    for (const auto& [n, v] : names)
-        if (n == name)
-            return v;
-    return names.front().second;
-}
-
 } // namespace
 
 std::string derivedTrainingDefault(const json& training, const std::string& key) {
     // The rules are the plan's (defaultOptimizerImpl, defaultLoss); this spells them as the file would.
     const bool object = training.is_object();
     const Framework framework = object && training.contains("framework") && training["framework"].is_string()
-                                    ? valueOf(kFrameworks, training["framework"].get<std::string>())
+                                    ? frameworkNamed(training["framework"].get<std::string>())
                                     : Framework::PyTorch;
     if (key == "optimizer_implementation")
-        return nameOf(kOptimizerImpls, defaultOptimizerImpl(framework));
+        return nameOf(optimizerImplNames(), defaultOptimizerImpl(framework));
     if (key == "loss")
-        return nameOf(kLoss, defaultLoss(framework, object && training.contains("compile") &&
-                                                        training["compile"] == true));
+        return nameOf(lossNames(), defaultLoss(framework, object && training.contains("compile") &&
+                                                              training["compile"] == true));
     return {};
 }
 
@@ -337,10 +303,9 @@ void readTraining(const json& doc, Scenario& sc) {
     const auto s = section(doc, "training", true);
     auto& t = sc.training;
     const TrainingSettings d; // the defaults live there, and only there
-    t.microBatchSize = s.integer("micro_batch_size", d.microBatchSize, 1, 1 << 20);
-    t.sequenceLength = s.integer("sequence_length", d.sequenceLength, 1, 1 << 24);
-    t.gradientAccumulationSteps =
-        s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps, 1, 1 << 20);
+    t.microBatchSize = s.integer("micro_batch_size", d.microBatchSize);
+    t.sequenceLength = s.integer("sequence_length", d.sequenceLength);
+    t.gradientAccumulationSteps = s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps);
     t.precision = s.string("precision", d.precision);
     // Weights + gradients + fp32 master + Adam states, as docs/formats.md section 2 fixes them.
     static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
@@ -355,7 +320,7 @@ void readTraining(const json& doc, Scenario& sc) {
                         t.precision + "\"");
     t.bytes = it->second;
     t.activationBytes = t.precision == "fp32" ? 4 : 2;
-    t.optimizer = s.choice<Optimizer>("optimizer", d.optimizer, kOptimizers);
+    t.optimizer = s.choice<Optimizer>("optimizer", d.optimizer, optimizerNames());
     // The presets assume Adam's two fp32 states; other optimizers keep fewer bytes.
     if (t.optimizer == Optimizer::SgdMomentum)
         t.bytes.optimizerStates = 4;
@@ -381,26 +346,28 @@ void readTraining(const json& doc, Scenario& sc) {
     if (t.autocast != "none" && t.autocast != "bf16" && t.autocast != "fp16")
         throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + t.autocast + "\"");
     t.autocastBytes = t.autocast == "none" ? 0 : 2;
-    t.checkpointing = s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, kCheckpointing);
-    t.checkpointEvery = s.integer("checkpoint_every", d.checkpointEvery, 1, 1 << 20);
+    t.checkpointing =
+        s.choice<Checkpointing>("activation_checkpointing", d.checkpointing, checkpointingNames());
+    t.checkpointEvery = s.integer("checkpoint_every", d.checkpointEvery);
     if (t.checkpointEvery > 1 && t.checkpointing != Checkpointing::Full)
         sc.warnings.push_back("training.checkpoint_every applies to activation_checkpointing \"full\" only; "
                               "ignored");
-    t.recomputeMethod = s.choice<RecomputeMethod>("recompute_method", d.recomputeMethod, kRecomputeMethods);
-    t.recomputeLayers = s.integer("recompute_num_layers", d.recomputeLayers, 1, 1 << 20);
+    t.recomputeMethod =
+        s.choice<RecomputeMethod>("recompute_method", d.recomputeMethod, recomputeMethodNames());
+    t.recomputeLayers = s.integer("recompute_num_layers", d.recomputeLayers);
     if (t.recomputeMethod != RecomputeMethod::EveryLayer && t.checkpointing != Checkpointing::Full)
         sc.warnings.push_back("training.recompute_method applies to activation_checkpointing \"full\" only; "
                               "ignored");
     if (t.recomputeMethod != RecomputeMethod::EveryLayer && t.checkpointEvery > 1)
         throw Error(s.at("recompute_method"), "Megatron's recompute_method and torchtitan's checkpoint_every "
                                               "cannot both apply");
-    t.attention = s.choice<Attention>("attention", d.attention, kAttention);
-    t.framework = s.choice<Framework>("framework", d.framework, kFrameworks);
+    t.attention = s.choice<Attention>("attention", d.attention, attentionNames());
+    t.framework = s.choice<Framework>("framework", d.framework, frameworkNames());
     t.compile = s.boolean("compile", d.compile);
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
-                                              kOptimizerImpls);
-    t.float8 = s.choice<Float8>("float8", d.float8, kFloat8);
-    t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), kLoss);
+                                              optimizerImplNames());
+    t.float8 = s.choice<Float8>("float8", d.float8, float8Names());
+    t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), lossNames());
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
@@ -444,9 +411,9 @@ void readInference(const json& doc, Scenario& sc) {
     const auto s = section(doc, "inference", true);
     auto& i = sc.inference;
     const InferenceSettings d;
-    i.batchSize = s.integer("batch_size", d.batchSize, 1, 1 << 20);
-    i.contextLength = s.integer("context_length", d.contextLength, 1, 1 << 24);
-    i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk, 0, 1 << 24);
+    i.batchSize = s.integer("batch_size", d.batchSize);
+    i.contextLength = s.integer("context_length", d.contextLength);
+    i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk);
     // "checkpoint" (the default): as the checkpoint stores its weights, quantization_config included.
     if (s.string("weight_dtype", "checkpoint") == "checkpoint") {
         i.weightDtype = "checkpoint";
@@ -458,21 +425,21 @@ void readInference(const json& doc, Scenario& sc) {
     const bool narrow = i.weightDtype == "int4" || i.weightDtype == "nf4" || i.weightDtype == "checkpoint";
     i.kvCacheBytes = dtype(s, "kv_cache_dtype", narrow ? "bf16" : i.weightDtype, i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
-    i.attention = s.choice<Attention>("attention", d.attention, kAttention);
+    i.attention = s.choice<Attention>("attention", d.attention, attentionNames());
 
-    i.engine = s.choice<Engine>("engine", d.engine, kEngines);
+    i.engine = s.choice<Engine>("engine", d.engine, engineNames());
     const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
     // The engines' own defaults: vLLM pages 16 tokens, SGLang 1 (its page_size).
     const int blockDefault = i.engine == Engine::Vllm ? 16 : i.engine == Engine::Sglang ? 1 : d.kvBlockSize;
-    i.kvBlockSize = s.find("block_size") ? s.integer("block_size", blockDefault, 1, 1 << 16)
-                                         : s.integer("kv_block_size", blockDefault, 0, 1 << 20);
+    i.kvBlockSize = s.find("block_size") ? s.integer("block_size", blockDefault)
+                                         : s.integer("kv_block_size", blockDefault);
     if (engine && i.kvBlockSize == 0) // "contiguous" is not an engine's choice: it pages with its default
         i.kvBlockSize = blockDefault;
     i.gpuMemoryUtilization = s.number("gpu_memory_utilization", d.gpuMemoryUtilization, 0.01, 1);
     i.memFractionStatic = s.number("mem_fraction_static", d.memFractionStatic, 0, 1);
-    i.maxModelLen = s.integer("max_model_len", d.maxModelLen, 0, 1 << 24);
-    i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens, 0, 1 << 24);
-    i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs, 0, 1 << 20);
+    i.maxModelLen = s.integer("max_model_len", d.maxModelLen);
+    i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens);
+    i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
     if (!engine)
         for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
@@ -521,30 +488,20 @@ void readCluster(const json& doc, Scenario& sc) {
         c.capacityBytes = static_cast<std::uint64_t>(
             std::llround(s.number("gpu_memory_gib", 0, 0.001, 1 << 20) * 1073741824.0));
     c.pcieGBps = s.number("pcie_gb_per_s", c.pcieGBps, 0.001, 1e6);
-    c.numGpus = s.integer("num_gpus", 1, 1, 1 << 24);
-    c.gpusPerNode = s.integer("gpus_per_node", std::min(8, c.numGpus), 1, 1 << 16);
+    c.numGpus = s.integer("num_gpus", 1);
+    c.gpusPerNode = s.integer("gpus_per_node", std::min(8, c.numGpus));
     c.gpusPerNodeGiven = s.find("gpus_per_node") != nullptr;
     c.dataParallelName = s.string("data_parallel", "ddp");
-    c.dataParallel = s.choice<DataParallel>("data_parallel", DataParallel::Ddp,
-                                            {{"ddp", DataParallel::Ddp},
-                                             {"zero1", DataParallel::Zero1},
-                                             {"zero2", DataParallel::Zero2},
-                                             {"zero3", DataParallel::Zero3},
-                                             {"fsdp_no_shard", DataParallel::Ddp},
-                                             {"fsdp_shard_grad_op", DataParallel::Zero2},
-                                             {"fsdp_full_shard", DataParallel::Zero3},
-                                             {"fsdp", DataParallel::Zero3},
-                                             {"hybrid_shard", DataParallel::HybridShard}});
-    c.tensorParallel = s.integer("tensor_parallel", 1, 1, 1 << 16);
-    c.pipelineParallel = s.integer("pipeline_parallel", 1, 1, 1 << 16);
-    c.virtualStages = s.integer("virtual_pipeline_stages", 1, 1, 1 << 10);
+    c.dataParallel = s.choice<DataParallel>("data_parallel", DataParallel::Ddp, dataParallelNames());
+    c.tensorParallel = s.integer("tensor_parallel", 1);
+    c.pipelineParallel = s.integer("pipeline_parallel", 1);
+    c.virtualStages = s.integer("virtual_pipeline_stages", 1);
     c.sequenceParallel = s.boolean("sequence_parallel", false);
-    c.contextParallel = s.integer("context_parallel", 1, 1, 1 << 16);
-    c.expertParallel = s.integer("expert_parallel", 1, 1, 1 << 16);
+    c.contextParallel = s.integer("context_parallel", 1);
+    c.expertParallel = s.integer("expert_parallel", 1);
     c.offloadOptimizer = s.boolean("offload_optimizer", false);
     c.offloadParameters = s.boolean("offload_parameters", false);
-    c.offloadStep = s.choice<OffloadStep>("offload_optimizer_step", OffloadStep::Cpu,
-                                          {{"cpu", OffloadStep::Cpu}, {"gpu", OffloadStep::Gpu}});
+    c.offloadStep = s.choice<OffloadStep>("offload_optimizer_step", OffloadStep::Cpu, offloadStepNames());
     c.prefetch = s.boolean("prefetch", true);
     c.expandableSegments = s.boolean("expandable_segments", false);
 
@@ -560,10 +517,12 @@ void readCluster(const json& doc, Scenario& sc) {
 void readOverheads(const json& doc, Scenario& sc) {
     const auto s = section(doc, "overheads", false);
     auto& o = sc.overheads;
-    o.cudaContextBytes =
-        static_cast<std::uint64_t>(s.number("cuda_context_mib", 512, 0, 1 << 20) * 1048576.0);
+    o.cudaContextBytes = static_cast<std::uint64_t>(
+        s.number("cuda_context_mib", 512, 0, integerRange("/overheads/cuda_context_mib").max) * 1048576.0);
     o.ncclBytesPerCommunicator =
-        static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0, 1 << 20) * 1048576.0);
+        static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0,
+                                            integerRange("/overheads/nccl_mib_per_communicator").max) *
+                                   1048576.0);
     // What the caching allocator reserves beyond the allocated peak, measured: reserved / allocated at the
     // peak of the seven real snapshots in tests/data/traces is 1.4% to 9.8% above, median 3.0%; replayed
     // with expandable segments through the allocator model (headroom-cli allocator-whatif), 0.05% to 6.0%,
@@ -667,9 +626,9 @@ json defaultTrainingSection() {
             {"sequence_length", d.sequenceLength},
             {"gradient_accumulation_steps", d.gradientAccumulationSteps},
             {"precision", d.precision},
-            {"optimizer", nameOf(kOptimizers, d.optimizer)},
-            {"activation_checkpointing", nameOf(kCheckpointing, d.checkpointing)},
-            {"attention", nameOf(kAttention, d.attention)}};
+            {"optimizer", nameOf(optimizerNames(), d.optimizer)},
+            {"activation_checkpointing", nameOf(checkpointingNames(), d.checkpointing)},
+            {"attention", nameOf(attentionNames(), d.attention)}};
 }
 
 json defaultInferenceSection() {
@@ -678,7 +637,7 @@ json defaultInferenceSection() {
     return {{"batch_size", d.batchSize},
             {"context_length", d.contextLength},
             {"kv_block_size", d.kvBlockSize},
-            {"attention", nameOf(kAttention, d.attention)}};
+            {"attention", nameOf(attentionNames(), d.attention)}};
 }
 
 json defaultScenarioDocument() {

@@ -21,29 +21,6 @@
 
 namespace headroom {
 
-QString verdictText(const Estimate& est, const ChartStyle& style) {
-    const double used = est.capacityBytes > 0 ? 100.0 * est.peakBytes / est.capacityBytes : 0;
-    if (est.fits)
-        return QStringLiteral("Fits: %1 headroom (%2% of %3 used)")
-            .arg(style.format(est.headroomBytes()))
-            .arg(used, 0, 'f', 1)
-            .arg(style.format(est.capacityBytes));
-    const ServingEstimate& sv = est.serving;
-    if (sv.engine && est.headroomBytes() >= 0) {
-        // The engine runs within its budget; what fails is its pool.
-        if (sv.availableBytes <= 0)
-            return QStringLiteral("Does not fit: no memory left for the KV cache (%1 short)")
-                .arg(style.format(-sv.availableBytes));
-        return QStringLiteral("Does not fit: the KV cache holds %1 tokens, less than one %2-token request")
-            .arg(QLocale().toString(sv.kvCacheTokens))
-            .arg(QLocale().toString(sv.requestLength));
-    }
-    return QStringLiteral("Does not fit: over by %1 (%2% of %3)")
-        .arg(style.format(-est.headroomBytes()))
-        .arg(used, 0, 'f', 1)
-        .arg(style.format(est.capacityBytes));
-}
-
 BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
     m_series = new QStackedBarSeries(this);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {

@@ -65,9 +65,6 @@ private:
 // A new chart showing `est` (used by exports and the CLI).
 BreakdownChart* createBreakdownChart(const Scenario& sc, const Estimate& est, const ChartStyle& style = {});
 
-// The one-line verdict: "Fits: 12.3 GiB headroom (84.6% of 79.65 GiB used)".
-QString verdictText(const Estimate& est, const ChartStyle& style = {});
-
 // The estimate's stacked bar chart, exported to PNG, SVG or PDF (headroom-cli render SCENARIO).
 bool exportEstimateChart(const Scenario& sc, const Estimate& est, const std::string& path, int w, int h,
                          std::string* error, double scale = 2);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/plannerpage.h"
 
+#include "core/io/estimatewords.h"
+
 #include "ui/common/jobrunner.h"
 #include "ui/common/tablecopy.h"
 #include "ui/planner/breakdownchart.h"
@@ -296,52 +298,17 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
     if (m_warnings->text() != warningText)
         m_warnings->setText(warningText);
     m_warnings->setVisible(!warnings.isEmpty() && m_doc->validationError().isEmpty());
-    const auto& c = sc.cluster;
-    const QString layout = sc.mode == Mode::Training
-                               ? tr("data %1 (%2) × tensor %3 × pipeline %4 × context %5")
-                                     .arg(est.dataParallelSize)
-                                     .arg(QString::fromStdString(c.dataParallelName))
-                                     .arg(c.tensorParallel)
-                                     .arg(c.pipelineParallel)
-                                     .arg(c.contextParallel)
-                               : tr("tensor %1 × pipeline %2").arg(c.tensorParallel).arg(c.pipelineParallel);
-    const ServingEstimate& sv = est.serving;
-    const QLocale locale;
-    QString limits = sc.mode == Mode::Training
-                         ? tr("largest micro-batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize)
-                         : tr("largest batch that fits: <b>%1</b>").arg(est.maxMicroBatchSize);
-    if (sv.engine)
-        limits =
-            tr("%1 KV cache: <b>%2 tokens</b> — <b>%3</b> requests of %4 tokens at once")
-                .arg(sc.inference.engine == Engine::Vllm ? QStringLiteral("vLLM") : QStringLiteral("SGLang"))
-                .arg(locale.toString(sv.kvCacheTokens))
-                .arg(sv.maxConcurrency, 0, 'f', 2)
-                .arg(locale.toString(sv.requestLength));
-    else if (sc.mode == Mode::Inference)
-        limits += tr(" — KV cache %1 tokens, %2 bytes per token")
-                      .arg(locale.toString(sv.kvCacheTokens))
-                      .arg(locale.toString(static_cast<qlonglong>(sv.kvBytesPerToken)));
-    if (sc.mode == Mode::Training)
-        // What the user's own logs show: frameworks print PyTorch's counters, which leave out the CUDA
-        // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
-        limits += tr(" — PyTorch would report %1 allocated, %2 reserved")
-                      .arg(m_style.format(est.allocatedPeakBytes), m_style.format(est.reservedPeakBytes));
-    if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
-        limits +=
-            tr(" — offload moves %1 over PCIe per step (%2 s)")
-                .arg(m_style.format(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)))
-                .arg(est.offload.secondsPerStep, 0, 'f', 2);
-    m_verdict->setText(verdictText(est, m_style));
+    const EstimateWords words =
+        describeEstimate(sc, est, m_style.unit, [](const std::string& s) { return "<b>" + s + "</b>"; });
+    m_verdict->setText(QString::fromStdString(words.verdict));
     QPalette palette = m_verdict->palette();
     const QColor colour(est.fits ? 0x2ca02c : 0xd62728);
     if (palette.color(QPalette::WindowText) != colour) {
         palette.setColor(QPalette::WindowText, colour);
         m_verdict->setPalette(palette);
     }
-    m_verdictDetails->setText(QStringLiteral("%1 — %2 × %3, %4<br>%5")
-                                  .arg(QString::fromStdString(sc.modelLabel).toHtmlEscaped())
-                                  .arg(c.numGpus)
-                                  .arg(QString::fromStdString(c.gpu), layout, limits));
+    m_verdictDetails->setText(QString::fromStdString(words.setup).toHtmlEscaped() + QStringLiteral("<br>") +
+                              QString::fromStdString(words.limits));
     m_breakdown->setEstimate(sc, est);
     const bool training = sc.mode == Mode::Training;
     m_strategyView->setVisible(training);

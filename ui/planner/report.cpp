@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/report.h"
 
+#include "core/io/estimatewords.h"
+#include "core/plan/settingnames.h"
+
 #include "core/plan/sweeps.h"
 
 #include "core/io/bytesformat.h"
@@ -25,55 +28,7 @@
 
 namespace headroom {
 
-namespace {
-
-const char* checkpointingName(Checkpointing c) {
-    switch (c) {
-    case Checkpointing::None:
-        return "none";
-    case Checkpointing::Selective:
-        return "selective";
-    case Checkpointing::SelectiveOp:
-        return "selective_op";
-    case Checkpointing::Full:
-        return "full";
-    }
-    return "";
-}
-
-const char* frameworkName(Framework f) {
-    switch (f) {
-    case Framework::PyTorch:
-        return "PyTorch";
-    case Framework::HuggingFace:
-        return "Hugging Face Trainer";
-    case Framework::Megatron:
-        return "Megatron-Core";
-    case Framework::Torchtitan:
-        return "torchtitan";
-    case Framework::DeepSpeed:
-        return "DeepSpeed";
-    case Framework::Torchtune:
-        return "torchtune";
-    }
-    return "";
-}
-
-const char* engineName(Engine e) {
-    switch (e) {
-    case Engine::None:
-        return "none (the batch's own cache)";
-    case Engine::Vllm:
-        return "vLLM";
-    case Engine::Sglang:
-        return "SGLang";
-    case Engine::HuggingFace:
-        return "Hugging Face generate";
-    }
-    return "";
-}
-
-} // namespace
+namespace {} // namespace
 
 Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* measured,
                    const ChartStyle& style) {
@@ -88,7 +43,7 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                      .arg(QString::fromStdString(c.gpu), QString::fromUtf8(version()),
                           QDate::currentDate().toString(Qt::ISODate));
     r.fits = est.fits;
-    r.verdict = verdictText(est, style);
+    r.verdict = QString::fromStdString(describeEstimate(sc, est, style.unit).verdict);
 
     r.settings.title = QStringLiteral("Settings");
     r.settings.header = {QStringLiteral("Setting"), QStringLiteral("Value")};
@@ -101,18 +56,18 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                                           : count(static_cast<long long>(est.parameters)));
     if (sc.mode == Mode::Training) {
         const auto& t = sc.training;
-        row(QStringLiteral("Framework"), QString::fromUtf8(frameworkName(t.framework)) +
+        row(QStringLiteral("Framework"), QString::fromStdString(labelOf(frameworkNames(), t.framework)) +
                                              (t.compile ? QStringLiteral(", torch.compile") : QString()));
         row(QStringLiteral("Micro-batch × sequence"),
             QStringLiteral("%1 × %2").arg(t.microBatchSize).arg(t.sequenceLength));
         row(QStringLiteral("Accumulation steps"), QString::number(t.gradientAccumulationSteps));
         row(QStringLiteral("Precision"), QString::fromStdString(t.precision));
-        row(QStringLiteral("Checkpointing"), QString::fromUtf8(checkpointingName(t.checkpointing)));
-        row(QStringLiteral("Attention"),
-            t.attention == Attention::Flash ? QStringLiteral("flash") : QStringLiteral("eager"));
+        row(QStringLiteral("Checkpointing"),
+            QString::fromStdString(labelOf(checkpointingNames(), t.checkpointing)));
+        row(QStringLiteral("Attention"), QString::fromStdString(labelOf(attentionNames(), t.attention)));
     } else {
         const auto& in = sc.inference;
-        row(QStringLiteral("Engine"), QString::fromUtf8(engineName(in.engine)));
+        row(QStringLiteral("Engine"), QString::fromStdString(labelOf(engineNames(), in.engine)));
         if (in.engine == Engine::None || in.engine == Engine::HuggingFace)
             row(QStringLiteral("Batch × context"),
                 QStringLiteral("%1 × %2").arg(in.batchSize).arg(in.contextLength));

@@ -113,8 +113,17 @@ bool ScenarioDocument::openAs(const QString& path, QString* error, Accept accept
             setValue("/model", j); // replaces the whole model object: one undo step
         } else {
             const QFileInfo file(path);
-            const Scenario sc = scenarioFromJson(j, file.absolutePath().toStdString());
-            reset(sc.document, file.absoluteFilePath());
+            Scenario sc = scenarioFromJson(j, file.absolutePath().toStdString());
+            // The scenario just validated is the one shown: the file is parsed once.
+            m_undo.clear();
+            m_path = file.absoluteFilePath();
+            m_json = sc.document;
+            m_estimate = headroom::estimate(sc);
+            m_scenario = std::move(sc);
+            m_error.clear();
+            m_undo.setClean();
+            emit changed();
+            emit fileChanged();
         }
         return true;
     } catch (const Error& e) {

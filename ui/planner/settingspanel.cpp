@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/settingspanel.h"
 
+#include "core/plan/settingnames.h"
+
 #include "core/error.h"
 #include "core/io/bytesformat.h"
 #include "core/io/scenariojson.h"
@@ -33,7 +35,8 @@ struct SettingsPanel::Field {
     QString pointer;
     QString label;
     QString tip;
-    int min = 1, max = 1, fallback = 1;
+    int min = 1, max = 1, fallback = 1; // min and max: the spin box, as the reader accepts
+    int sliderMin = 1, sliderMax = 1;   // the span the slider covers
     bool log = false;
     std::vector<std::pair<QString, QString>> choices; // value, display text
     QString fallbackChoice;
@@ -57,16 +60,16 @@ struct SettingsPanel::Field {
     static constexpr int kSteps = 1000;
     int toSlider(int v) const {
         if (!log)
-            return v;
-        const double t = (std::log(double(std::max(v, min))) - std::log(double(min))) /
-                         (std::log(double(max)) - std::log(double(min)));
+            return std::clamp(v, sliderMin, sliderMax);
+        const double t = (std::log(double(std::max(v, sliderMin))) - std::log(double(sliderMin))) /
+                         (std::log(double(sliderMax)) - std::log(double(sliderMin)));
         return static_cast<int>(std::lround(std::clamp(t, 0.0, 1.0) * kSteps));
     }
     int fromSlider(int s) const {
         if (!log)
             return s;
-        const double v =
-            std::exp(std::log(double(min)) + (std::log(double(max)) - std::log(double(min))) * s / kSteps);
+        const double v = std::exp(std::log(double(sliderMin)) +
+                                  (std::log(double(sliderMax)) - std::log(double(sliderMin))) * s / kSteps);
         // Snap to powers of two near them: the values people actually use.
         const double p = std::exp2(std::round(std::log2(v)));
         return static_cast<int>(std::lround(std::abs(v - p) / p < 0.06 ? p : v));
@@ -88,18 +91,36 @@ struct SettingsPanel::Field {
 
 namespace {
 
-SettingsPanel::Field intField(const char* pointer, const char* label, int min, int max, int fallback,
-                              bool log, const char* tip) {
+// An integer setting; its range and slider come from core/plan/settingnames.h, as the reader's do.
+SettingsPanel::Field intField(const char* pointer, const char* label, int fallback, const char* tip) {
+    const IntRange r = integerRange(pointer);
     SettingsPanel::Field f;
     f.kind = SettingsPanel::Field::Int;
     f.pointer = pointer;
     f.label = QString::fromUtf8(label);
-    f.min = min;
-    f.max = max;
+    f.min = r.min;
+    f.max = r.max;
+    f.sliderMin = r.sliderMin;
+    f.sliderMax = r.sliderMax;
     f.fallback = fallback;
-    f.log = log;
+    f.log = r.logSlider;
     f.tip = QString::fromUtf8(tip);
     return f;
+}
+
+// A choice's values and labels, from the same tables as the reader's names (aliases are not offered).
+template <typename E> std::vector<std::pair<QString, QString>> choicesOf(std::span<const Named<E>> names) {
+    std::vector<std::pair<QString, QString>> out;
+    for (const auto& n : names)
+        if (n.label)
+            out.push_back({QString::fromUtf8(n.name), QString::fromUtf8(n.label)});
+    return out;
+}
+std::vector<std::pair<QString, QString>> choicesOf(std::span<const NamedText> names) {
+    std::vector<std::pair<QString, QString>> out;
+    for (const auto& n : names)
+        out.push_back({QString::fromUtf8(n.name), QString::fromUtf8(n.label)});
+    return out;
 }
 
 SettingsPanel::Field boolField(const char* pointer, const char* label, const char* tip,
@@ -131,9 +152,17 @@ SettingsPanel::Field forEngines(SettingsPanel::Field f, QStringList engines) {
     return f;
 }
 
+// A fraction shown in percent (gpu_memory_utilization).
 SettingsPanel::Field percentField(const char* pointer, const char* label, int min, int max, int fallback,
                                   const char* tip) {
-    SettingsPanel::Field f = intField(pointer, label, min, max, fallback, false, tip);
+    SettingsPanel::Field f;
+    f.kind = SettingsPanel::Field::Int;
+    f.pointer = pointer;
+    f.label = QString::fromUtf8(label);
+    f.min = f.sliderMin = min;
+    f.max = f.sliderMax = max;
+    f.fallback = fallback;
+    f.tip = QString::fromUtf8(tip);
     f.percent = 1;
     return f;
 }
@@ -147,13 +176,6 @@ const json& trainingOf(const json& doc) {
 std::string textAt(const json& section, const char* key) {
     return section.contains(key) && section[key].is_string() ? section[key].get<std::string>()
                                                              : std::string();
-}
-
-std::vector<std::pair<QString, QString>> same(std::initializer_list<const char*> values) {
-    std::vector<std::pair<QString, QString>> out;
-    for (const char* v : values)
-        out.push_back({v, v});
-    return out;
 }
 
 } // namespace
@@ -209,90 +231,60 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
 
     m_training = new QGroupBox(tr("Training"), this);
     auto* trainingForm = new QFormLayout(m_training);
-    addField(trainingForm, intField("/training/micro_batch_size", "Micro-batch", 1, 4096, 1, true,
-                                    "Sequences per GPU per forward pass"));
-    addField(trainingForm, intField("/training/sequence_length", "Sequence length", 128, 1 << 20, 2048, true,
-                                    "Tokens per sequence"));
     addField(trainingForm,
-             intField("/training/gradient_accumulation_steps", "Accumulation steps", 1, 1024, 1, true,
-                      "Micro-batches per optimizer step (also the pipeline's micro-batches)"));
+             intField("/training/micro_batch_size", "Micro-batch", 1, "Sequences per GPU per forward pass"));
     addField(trainingForm,
-             choiceField("/training/framework", "Framework",
-                         {{"pytorch", "plain PyTorch"},
-                          {"huggingface", "Hugging Face Trainer"},
-                          {"megatron", "Megatron-Core"},
-                          {"torchtitan", "torchtitan (FSDP2)"},
-                          {"deepspeed", "DeepSpeed"},
-                          {"torchtune", "torchtune"}},
-                         "pytorch",
+             intField("/training/sequence_length", "Sequence length", 2048, "Tokens per sequence"));
+    addField(trainingForm, intField("/training/gradient_accumulation_steps", "Accumulation steps", 1,
+                                    "Micro-batches per optimizer step (also the pipeline's micro-batches)"));
+    addField(trainingForm,
+             choiceField("/training/framework", "Framework", choicesOf(frameworkNames()), "pytorch",
                          "What runs the step: each framework keeps its own tensors for backward, its own "
                          "loss and buffers (docs/frameworks.md)"));
     addField(trainingForm,
-             choiceField("/training/precision", "Precision",
-                         {{"bf16_mixed", "bf16 mixed (2+2+4+8 B)"},
-                          {"bf16_mixed_fp32_grads", "bf16, fp32 grads (2+4+4+8)"},
-                          {"fp16_mixed", "fp16 mixed (2+2+4+8)"},
-                          {"bf16", "pure bf16 (2+2+0+8)"},
-                          {"fp32", "fp32 (4+4+0+8)"}},
-                         "bf16_mixed",
+             choiceField("/training/precision", "Precision", choicesOf(precisionNames()), "bf16_mixed",
                          "Bytes per parameter: weights + gradients + master weights + Adam states"));
     addField(trainingForm,
-             choiceField("/training/autocast", "Autocast",
-                         {{"none", "none"}, {"bf16", "bf16"}, {"fp16", "fp16"}}, "none",
+             choiceField("/training/autocast", "Autocast", choicesOf(autocastNames()), "none",
                          "torch.autocast: matmuls keep 16-bit copies of their inputs, the fp32 list (norms, "
                          "softmax, losses) stays fp32, and wider weights get 16-bit cast copies"));
     addField(trainingForm,
-             choiceField("/training/optimizer", "Optimizer",
-                         {{"adamw", "AdamW"}, {"sgd", "SGD with momentum"}, {"adam8bit", "8-bit Adam"}},
-                         "adamw", "Optimizer states per parameter: AdamW 8 B, SGD 4 B, 8-bit Adam 2 B"));
+             choiceField("/training/optimizer", "Optimizer", choicesOf(optimizerNames()), "adamw",
+                         "Optimizer states per parameter: AdamW 8 B, SGD 4 B, 8-bit Adam 2 B"));
     addField(trainingForm,
-             choiceField("/training/optimizer_implementation", "AdamW step",
-                         {{"foreach", "foreach (torch's default)"},
-                          {"fused", "fused kernel"},
-                          {"for_loop", "one tensor at a time"}},
+             choiceField("/training/optimizer_implementation", "AdamW step", choicesOf(optimizerImplNames()),
                          "foreach",
                          "foreach holds sqrt(exp_avg_sq) for every parameter during the step; fused "
                          "kernels (Megatron, DeepSpeed, torchtune's fused=True) hold nothing"));
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
         return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "optimizer_implementation"));
     };
-    addField(trainingForm,
-             choiceField("/training/activation_checkpointing", "Checkpointing",
-                         {{"none", "none"},
-                          {"selective", "selective (attention core)"},
-                          {"selective_op", "per-op selective (torchtitan)"},
-                          {"full", "full (layer inputs only)"}},
-                         "none", "Activation checkpointing: recompute in backward instead of keeping"));
+    addField(trainingForm, choiceField("/training/activation_checkpointing", "Checkpointing",
+                                       choicesOf(checkpointingNames()), "none",
+                                       "Activation checkpointing: recompute in backward instead of keeping"));
     // Which layers full checkpointing takes: shown with full checkpointing only.
     const auto fullCheckpointing = [](const json& doc) {
         const json& t = trainingOf(doc);
         return textAt(t, "activation_checkpointing") == "full";
     };
-    addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1, 64, 1, false,
+    addField(trainingForm, intField("/training/checkpoint_every", "Checkpoint every", 1,
                                     "With full checkpointing: only every N-th layer is checkpointed, the "
                                     "others keep everything (torchtitan's selective_ac_option \"N\")"));
     m_fields.back()->visibleWhen = fullCheckpointing;
     addField(trainingForm, choiceField("/training/recompute_method", "Recompute method",
-                                       {{"every_layer", "every layer"},
-                                        {"uniform", "uniform groups (Megatron)"},
-                                        {"block", "first layers of each stage (Megatron)"}},
-                                       "every_layer",
+                                       choicesOf(recomputeMethodNames()), "every_layer",
                                        "With full checkpointing, Megatron's --recompute-method: groups of N "
                                        "layers keep one input, or only the first N layers are checkpointed"));
     m_fields.back()->visibleWhen = fullCheckpointing;
-    addField(trainingForm, intField("/training/recompute_num_layers", "Recompute layers (N)", 1, 128, 1,
-                                    false, "Megatron's --recompute-num-layers"));
+    addField(trainingForm, intField("/training/recompute_num_layers", "Recompute layers (N)", 1,
+                                    "Megatron's --recompute-num-layers"));
     m_fields.back()->visibleWhen = [](const json& doc) {
         const json& t = trainingOf(doc);
         return textAt(t, "activation_checkpointing") == "full" && !textAt(t, "recompute_method").empty() &&
                textAt(t, "recompute_method") != "every_layer";
     };
     addField(trainingForm,
-             choiceField("/training/loss", "Loss",
-                         {{"full", "as the framework writes it"},
-                          {"chunked", "chunked (torchtune)"},
-                          {"fused", "compiled / fused"}},
-                         "full",
+             choiceField("/training/loss", "Loss", choicesOf(lossNames()), "full",
                          "What the cross-entropy holds: the framework's own (fp32 logits and their "
                          "gradients), per chunk, or a compiled kernel that never writes fp32 logits "
                          "(torchtitan's under torch.compile)"));
@@ -306,12 +298,11 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                      "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
                                      "intermediate copies"));
     addField(trainingForm,
-             choiceField("/training/float8", "Float8", same({"none", "tensorwise", "rowwise"}), "none",
+             choiceField("/training/float8", "Float8", choicesOf(float8Names()), "none",
                          "torchao float8 linear layers: the saved activations stay bf16, so the peak barely "
                          "moves (torchtitan measured 0.2 GiB)"));
     addField(trainingForm,
-             choiceField("/training/attention", "Attention",
-                         {{"flash", "FlashAttention / SDPA"}, {"eager", "eager (stores scores)"}}, "flash",
+             choiceField("/training/attention", "Attention", choicesOf(attentionNames()), "flash",
                          "Eager attention keeps the s x s score, softmax and dropout tensors"));
     layout->addWidget(m_training);
 
@@ -319,18 +310,13 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     auto* inferenceForm = new QFormLayout(m_inference);
     addField(
         inferenceForm,
-        choiceField("/inference/engine", "Engine",
-                    {{"none", "none (the batch below)"},
-                     {"vllm", "vLLM"},
-                     {"sglang", "SGLang"},
-                     {"huggingface", "Hugging Face generate"}},
-                    "none",
+        choiceField("/inference/engine", "Engine", choicesOf(engineNames()), "none",
                     "A serving engine turns what its memory budget leaves after weights and one profiled "
                     "step into a KV-cache pool; without one, the batch's own cache is planned"));
-    addField(inferenceForm, forEngines(intField("/inference/batch_size", "Batch", 1, 4096, 1, true,
-                                                "Sequences served at once"),
-                                       {"none", "huggingface"}));
-    addField(inferenceForm, intField("/inference/context_length", "Context length", 128, 1 << 20, 4096, true,
+    addField(inferenceForm,
+             forEngines(intField("/inference/batch_size", "Batch", 1, "Sequences served at once"),
+                        {"none", "huggingface"}));
+    addField(inferenceForm, intField("/inference/context_length", "Context length", 4096,
                                      "Tokens per sequence (prompt + output); an engine's max_model_len"));
     addField(inferenceForm,
              forEngines(percentField("/inference/gpu_memory_utilization", "GPU memory use (%)", 10, 100, 90,
@@ -341,35 +327,27 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                      "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
                         {"sglang"}));
     addField(inferenceForm,
-             forEngines(intField("/inference/max_num_batched_tokens", "Tokens per step", 0, 1 << 17, 0, false,
+             forEngines(intField("/inference/max_num_batched_tokens", "Tokens per step", 0,
                                  "max_num_batched_tokens / chunked_prefill_size; 0 = the engine's default"),
                         {"vllm", "sglang"}));
     addField(inferenceForm,
-             forEngines(intField("/inference/max_num_seqs", "Requests per step", 0, 4096, 0, false,
+             forEngines(intField("/inference/max_num_seqs", "Requests per step", 0,
                                  "max_num_seqs; 0 = the engine's default (vLLM profiles sampling this many)"),
                         {"vllm", "sglang"}));
     addField(inferenceForm,
-             choiceField("/inference/weight_dtype", "Weights",
-                         {{"checkpoint", "as the checkpoint stores them"},
-                          {"bf16", "bf16"},
-                          {"fp16", "fp16"},
-                          {"fp8", "fp8"},
-                          {"int8", "int8"},
-                          {"int4", "int4"}},
-                         "checkpoint",
+             choiceField("/inference/weight_dtype", "Weights", choicesOf(weightDtypeNames()), "checkpoint",
                          "As stored: quantization_config's layout (MXFP4, FP8 blocks, GPTQ/AWQ) where the "
                          "config.json has one, else 16-bit; or one dtype for every weight"));
     addField(inferenceForm, choiceField("/inference/kv_cache_dtype", "KV cache",
-                                        same({"bf16", "fp16", "fp8", "int8"}), "bf16", "KV cache precision"));
+                                        choicesOf(kvCacheDtypeNames()), "bf16", "KV cache precision"));
     addField(
         inferenceForm,
-        forEngines(intField("/inference/kv_block_size", "KV block (tokens)", 0, 256, 0, false,
+        forEngines(intField("/inference/kv_block_size", "KV block (tokens)", 0,
                             "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, "
                             "SGLang 1)"),
                    {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
     addField(inferenceForm,
-             choiceField("/inference/attention", "Attention",
-                         {{"flash", "FlashAttention / SDPA"}, {"eager", "eager"}}, "flash", ""));
+             choiceField("/inference/attention", "Attention", choicesOf(attentionNames()), "flash", ""));
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
@@ -382,27 +360,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                             QString::fromStdString(formatBytes(double(g.memoryBytes), ByteUnit::GiB, 1)))});
     addField(clusterForm, choiceField("/cluster/gpu", "GPU", gpus, "H100-SXM-80GB",
                                       "Usable memory as the driver reports it"));
-    addField(clusterForm, intField("/cluster/num_gpus", "GPUs", 1, 16384, 1, true,
+    addField(clusterForm, intField("/cluster/num_gpus", "GPUs", 1,
                                    "All GPUs: data x tensor x pipeline x context parallel"));
+    addField(clusterForm, intField("/cluster/gpus_per_node", "GPUs per node", 8, "For hybrid sharding"));
     addField(clusterForm,
-             intField("/cluster/gpus_per_node", "GPUs per node", 1, 16, 8, false, "For hybrid sharding"));
-    addField(clusterForm, choiceField("/cluster/data_parallel", "Data parallel",
-                                      {{"ddp", "DDP"},
-                                       {"fsdp_no_shard", "FSDP NO_SHARD"},
-                                       {"zero1", "ZeRO-1"},
-                                       {"zero2", "ZeRO-2"},
-                                       {"fsdp_shard_grad_op", "FSDP SHARD_GRAD_OP"},
-                                       {"zero3", "ZeRO-3"},
-                                       {"fsdp_full_shard", "FSDP FULL_SHARD"},
-                                       {"hybrid_shard", "Hybrid shard"}},
-                                      "ddp", "What each data-parallel rank shards"));
-    addField(clusterForm, intField("/cluster/tensor_parallel", "Tensor parallel", 1, 64, 1, true,
-                                   "Splits each layer's matrices"));
-    addField(clusterForm, intField("/cluster/pipeline_parallel", "Pipeline parallel", 1, 128, 1, true,
+             choiceField("/cluster/data_parallel", "Data parallel", choicesOf(dataParallelNames()), "ddp",
+                         "What each data-parallel rank shards"));
+    addField(clusterForm,
+             intField("/cluster/tensor_parallel", "Tensor parallel", 1, "Splits each layer's matrices"));
+    addField(clusterForm, intField("/cluster/pipeline_parallel", "Pipeline parallel", 1,
                                    "Splits the layers into stages (1F1B)"));
-    addField(clusterForm, intField("/cluster/context_parallel", "Context parallel", 1, 64, 1, true,
-                                   "Splits each sequence"));
-    addField(clusterForm, intField("/cluster/expert_parallel", "Expert parallel", 1, 256, 1, true,
+    addField(clusterForm,
+             intField("/cluster/context_parallel", "Context parallel", 1, "Splits each sequence"));
+    addField(clusterForm, intField("/cluster/expert_parallel", "Expert parallel", 1,
                                    "Splits MoE experts across data-parallel ranks"));
     addField(clusterForm, boolField("/cluster/sequence_parallel", "Sequence parallel",
                                     "Splits norms and dropout along the sequence with TP"));
@@ -412,10 +382,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "Weights in CPU memory, fetched per layer"));
     addField(
         clusterForm,
-        choiceField("/cluster/offload_optimizer_step", "Offloaded step",
-                    {{"cpu", "update on the CPU"}, {"gpu", "stream states to the GPU"}}, "cpu",
+        choiceField("/cluster/offload_optimizer_step", "Offloaded step", choicesOf(offloadStepNames()), "cpu",
                     "Where the optimizer step of offloaded states runs (sets the PCIe traffic per step)"));
-    addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1, 16, 1, true,
+    addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1,
                                    "Model chunks per pipeline stage (interleaved 1F1B)"));
     addField(clusterForm,
              boolField("/cluster/expandable_segments", "Expandable segments",
@@ -427,10 +396,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
 
     auto* overheads = new QGroupBox(tr("Overheads"), this);
     auto* overheadsForm = new QFormLayout(overheads);
-    addField(overheadsForm, intField("/overheads/cuda_context_mib", "CUDA context (MiB)", 0, 4096, 512, false,
+    addField(overheadsForm, intField("/overheads/cuda_context_mib", "CUDA context (MiB)", 512,
                                      "Memory the CUDA context takes outside the allocator"));
     addField(overheadsForm,
-             intField("/overheads/nccl_mib_per_communicator", "NCCL per group (MiB)", 0, 4096, 384, false,
+             intField("/overheads/nccl_mib_per_communicator", "NCCL per group (MiB)", 384,
                       "NCCL buffers per communicator (data, tensor, pipeline, context, expert groups)"));
     layout->addWidget(overheads);
     layout->addStretch(1);
@@ -465,7 +434,7 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
     switch (f->kind) {
     case Field::Int: {
         f->slider = new QSlider(Qt::Horizontal, row);
-        f->slider->setRange(f->log ? 0 : f->min, f->log ? Field::kSteps : f->max);
+        f->slider->setRange(f->log ? 0 : f->sliderMin, f->log ? Field::kSteps : f->sliderMax);
         f->spin = new QSpinBox(row);
         f->spin->setRange(f->min, f->max);
         f->spin->setAccelerated(true);

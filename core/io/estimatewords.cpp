@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/io/estimatewords.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace headroom {
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, v);
+    return text;
+}
+
+} // namespace
+
+EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit unit,
+                               const std::function<std::string(const std::string&)>& strongOf) {
+    const auto strong = [&](const std::string& s) { return strongOf ? strongOf(s) : s; };
+    const auto bytes = [&](double b) { return formatBytes(b, unit); };
+    const auto count = [](long long n) {
+        return formatCount(static_cast<unsigned long long>(std::max(0LL, n)));
+    };
+    EstimateWords w;
+    const double used = est.capacityBytes > 0 ? 100.0 * est.peakBytes / est.capacityBytes : 0;
+    const ServingEstimate& sv = est.serving;
+    if (est.fits)
+        w.verdict = "Fits: " + bytes(est.headroomBytes()) + " headroom (" + fixed(used, 1) + "% of " +
+                    bytes(est.capacityBytes) + " used)";
+    else if (sv.engine && est.headroomBytes() >= 0) // the engine runs within its budget; its pool fails
+        w.verdict =
+            sv.availableBytes <= 0
+                ? "Does not fit: no memory left for the KV cache (" + bytes(-sv.availableBytes) + " short)"
+                : "Does not fit: the KV cache holds " + count(sv.kvCacheTokens) + " tokens, less than one " +
+                      count(sv.requestLength) + "-token request";
+    else
+        w.verdict = "Does not fit: over by " + bytes(-est.headroomBytes()) + " (" + fixed(used, 1) + "% of " +
+                    bytes(est.capacityBytes) + ")";
+
+    const auto& c = sc.cluster;
+    const std::string layout =
+        sc.mode == Mode::Training
+            ? "data " + std::to_string(est.dataParallelSize) + " (" + c.dataParallelName + ") × tensor " +
+                  std::to_string(c.tensorParallel) + " × pipeline " + std::to_string(c.pipelineParallel) +
+                  " × context " + std::to_string(c.contextParallel)
+            : "tensor " + std::to_string(c.tensorParallel) + " × pipeline " +
+                  std::to_string(c.pipelineParallel);
+    w.setup = sc.modelLabel + " — " + std::to_string(c.numGpus) + " × " + c.gpu + ", " + layout;
+
+    std::string& l = w.limits;
+    l = (sc.mode == Mode::Training ? "largest micro-batch that fits: " : "largest batch that fits: ") +
+        strong(std::to_string(est.maxMicroBatchSize));
+    if (sv.engine)
+        l = std::string(sc.inference.engine == Engine::Vllm ? "vLLM" : "SGLang") +
+            " KV cache: " + strong(count(sv.kvCacheTokens) + " tokens") + " — " +
+            strong(fixed(sv.maxConcurrency, 2)) + " requests of " + count(sv.requestLength) +
+            " tokens at once";
+    else if (sc.mode == Mode::Inference)
+        l += " — KV cache " + count(sv.kvCacheTokens) + " tokens, " +
+             count(static_cast<long long>(sv.kvBytesPerToken)) + " bytes per token";
+    if (sc.mode == Mode::Training)
+        // What the user's own logs show: frameworks print PyTorch's counters, which leave out the CUDA
+        // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
+        l += " — PyTorch would report " + bytes(est.allocatedPeakBytes) + " allocated, " +
+             bytes(est.reservedPeakBytes) + " reserved";
+    if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
+        l += " — offload moves " +
+             bytes(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)) +
+             " over PCIe per step (" + fixed(est.offload.secondsPerStep, 2) + " s)";
+    return w;
+}
+
+} // namespace headroom

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/scenario.h"
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+// One table per setting of a scenario: how a file spells each value (`name`, the first of a value being the
+// one written back), what people read (`label`: the panel's choices, the report, the CLI; none for an alias
+// the reader accepts but nobody is offered), and the ranges the reader accepts and the panel offers. The
+// reader, the settings panel, the report and the CLI all read these; none restates them.
+template <typename E> struct Named {
+    const char* name;
+    E value;
+    const char* label; // nullptr: an alias, accepted when read, never offered
+};
+
+std::span<const Named<Optimizer>> optimizerNames();
+std::span<const Named<Checkpointing>> checkpointingNames();
+std::span<const Named<Framework>> frameworkNames();
+std::span<const Named<RecomputeMethod>> recomputeMethodNames();
+std::span<const Named<OptimizerImpl>> optimizerImplNames();
+std::span<const Named<Float8>> float8Names();
+std::span<const Named<LossKind>> lossNames();
+std::span<const Named<Engine>> engineNames();
+std::span<const Named<Attention>> attentionNames();
+std::span<const Named<DataParallel>> dataParallelNames();
+std::span<const Named<OffloadStep>> offloadStepNames();
+
+// Settings that are strings rather than enums: precision, autocast, dtypes.
+struct NamedText {
+    const char* name;
+    const char* label;
+};
+std::span<const NamedText> precisionNames();
+std::span<const NamedText> autocastNames();
+std::span<const NamedText> weightDtypeNames(); // "checkpoint" first: as the checkpoint stores them
+std::span<const NamedText> kvCacheDtypeNames();
+
+// The first name and the label of a value.
+template <typename E> std::string nameOf(std::span<const Named<E>> names, E value) {
+    for (const auto& n : names)
+        if (n.value == value)
+            return n.name;
+    return {};
+}
+template <typename E> std::string labelOf(std::span<const Named<E>> names, E value) {
+    for (const auto& n : names)
+        if (n.value == value && n.label)
+            return n.label;
+    return nameOf(names, value);
+}
+// The value a name spells; false when no entry has it.
+template <typename E> bool valueOf(std::span<const Named<E>> names, std::string_view name, E* out) {
+    for (const auto& n : names)
+        if (name == n.name) {
+            *out = n.value;
+            return true;
+        }
+    return false;
+}
+
+// The integer settings' ranges, by JSON pointer ("/training/micro_batch_size"): what the reader accepts and
+// the panel's sliders and spin boxes span.
+struct IntRange {
+    const char* pointer;
+    int min; // what the reader accepts, and the panel's spin box
+    int max;
+    int sliderMin; // the span the panel's slider covers: the values people choose (typed values may go past)
+    int sliderMax;
+    bool logSlider; // a slider on a log scale (batches, lengths, GPU counts)
+};
+std::span<const IntRange> integerRanges();
+// The range of one setting; all zero for one that has none.
+IntRange integerRange(std::string_view pointer);
+
+} // namespace headroom
