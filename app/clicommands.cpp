@@ -16,6 +16,7 @@
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/tracesummaryjson.h"
+#include "core/io/validation.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
@@ -74,6 +75,10 @@ constexpr const char* kUsage =
     "                                          replay a snapshot through a model of PyTorch's caching\n"
     "                                          allocator, as recorded and under other settings\n"
     "                                          (docs/formats.md section 10)\n"
+    "  validate CASES.json... [--rules R.json] [--json]\n"
+    "                                          the estimate against every run a cases file lists\n"
+    "                                          (published peaks, recorded traces), fit and validate runs\n"
+    "                                          apart, as Markdown tables (docs/formats.md section 11)\n"
     "  rules                                   the attribution rules (frame text -> category) as JSON, to\n"
     "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
@@ -600,6 +605,21 @@ int cmdReport(const Args& a, std::ostream& out) {
     return 0;
 }
 
+int cmdValidate(const Args& a, std::ostream& out, std::ostream& err) {
+    if (a.positional.empty())
+        throw std::invalid_argument("validate takes one or more CASES.json files");
+    std::vector<ValidationCases> files;
+    for (const std::string& path : a.positional)
+        files.push_back(loadValidationCases(path));
+    const Validation v = runValidation(std::move(files), rulesFor(a));
+    // The scenario readers' warnings go to stderr: the tables on stdout are what the README quotes.
+    for (const CaseResult& r : v.results)
+        for (const std::string& w : r.warnings)
+            err << "warning: " << w << "\n";
+    out << (a.json ? jsonText(validationToJson(v), 2) : validationMarkdown(v)) << "\n";
+    return 0;
+}
+
 int cmdPresets(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : modelPresets()) {
@@ -667,6 +687,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdRender(a, out);
         if (cmd == "report")
             return cmdReport(a, out);
+        if (cmd == "validate")
+            return cmdValidate(a, out, err);
         if (cmd == "presets")
             return cmdPresets(a, out);
         if (cmd == "gpus")

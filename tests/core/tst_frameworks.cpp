@@ -4,6 +4,7 @@
 // examples/published/cases.json; docs/frameworks.md derives every number the profiles use.
 #include "core/error.h"
 #include "core/io/scenariojson.h"
+#include "core/io/validation.h"
 #include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
@@ -24,28 +25,19 @@ QString publishedDir() {
     return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/published/");
 }
 
-json publishedCases() {
-    QFile f(publishedDir() + QStringLiteral("cases.json"));
-    if (!f.open(QIODevice::ReadOnly))
-        return json::object();
-    return json::parse(f.readAll().toStdString());
+// The published runs, estimated as `headroom-cli validate` estimates them (core/io/validation).
+const Validation& published() {
+    static const Validation v = runValidation(
+        {loadValidationCases((publishedDir() + QStringLiteral("cases.json")).toStdString())},
+        AttributionRules::pytorchDefaults());
+    return v;
 }
 
-// The estimate's figure for what the run measured: PyTorch's allocated or reserved peak, on the rank the
-// framework logs (Megatron: the last one, which writes tensorboard; torchtitan: the most loaded).
-double estimatedFor(const json& c, const Estimate& est) {
-    const bool last = c.at("stage").get<std::string>() == "last";
-    const bool allocated = c.at("metric").get<std::string>() == "allocated";
-    if (last) {
-        const StageEstimate& r = est.ranks.back();
-        return allocated ? r.allocatedBytes : r.reservedBytes;
-    }
-    return allocated ? est.allocatedPeakBytes : est.reservedPeakBytes;
-}
-
-double measuredOf(const json& c) {
-    return c.contains("measured_bytes") ? c.at("measured_bytes").get<double>()
-                                        : c.at("measured_gib").get<double>() * kGiB;
+const CaseResult* publishedRun(const std::string& id) {
+    for (const CaseResult& r : published().results)
+        if (r.c->id == id)
+            return &r;
+    return nullptr;
 }
 
 // Stage 0 at the start of the backward, where the loss runs (not the first layer's backward beside it).
@@ -132,9 +124,8 @@ const std::map<std::string, const char*> kKnownMisses = {
 void TestFrameworks::publishedPeaks_data() {
     QTest::addColumn<QString>("id");
     std::vector<std::string> inFile;
-    const json cases = publishedCases(); // kept: a range-for over a temporary's member would dangle
-    for (const auto& c : cases.at("cases"))
-        inFile.push_back(c.at("id").get<std::string>());
+    for (const CaseResult& r : published().results)
+        inFile.push_back(r.c->id);
     QVERIFY2(inFile == kPublishedRuns, qPrintable(QStringLiteral("%1 runs in cases.json, %2 expected").arg(inFile.size()).arg(kPublishedRuns.size())));
     for (const std::string& id : kPublishedRuns)
         QTest::newRow(id.c_str()) << QString::fromStdString(id);
@@ -144,52 +135,43 @@ void TestFrameworks::publishedPeaks() {
     // Each row: a real run's published peak (its source in cases.json: a CI golden value, a benchmark
     // table), the scenario that describes its workload, and Headroom's figure for the same counter.
     QFETCH(QString, id);
-    const json cases = publishedCases().at("cases");
-    const auto it = std::find_if(cases.begin(), cases.end(), [&](const json& c) {
-        return c.at("id").get<std::string>() == id.toStdString();
-    });
-    QVERIFY(it != cases.end());
-    const json& c = *it;
-    const Scenario sc = loadScenarioFile(
-        (publishedDir() + QString::fromStdString(c.at("scenario").get<std::string>())).toStdString());
+    const CaseResult* r = publishedRun(id.toStdString());
+    QVERIFY(r);
     // A run may go past the model's configured context (torchtitan's 262,144 tokens on Llama 3.1 8B), but
     // no framework setting may be ignored.
-    for (const std::string& w : sc.warnings)
+    for (const std::string& w : r->warnings)
         QVERIFY2(w.find("framework") == std::string::npos, w.c_str());
-    const Estimate est = estimate(sc);
-    const double measured = measuredOf(c);
-    const double error = estimatedFor(c, est) / measured - 1;
     const QString what = QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
                              .arg(id)
-                             .arg(estimatedFor(c, est) / kGiB, 0, 'f', 2)
-                             .arg(measured / kGiB, 0, 'f', 2)
-                             .arg(QString::fromStdString(c.at("metric").get<std::string>()))
-                             .arg(100 * error, 0, 'f', 1);
+                             .arg(r->estimated / kGiB, 0, 'f', 2)
+                             .arg(r->measured / kGiB, 0, 'f', 2)
+                             .arg(QString::fromStdString(r->c->metric))
+                             .arg(100 * r->error(), 0, 'f', 1);
     qInfo().noquote() << what;
     // cases.json explains the same misses to its readers ("open"); the list here decides.
-    QCOMPARE(c.contains("open"), kKnownMisses.count(id.toStdString()) == 1);
+    QCOMPARE(!r->c->knownMiss.empty(), kKnownMisses.count(id.toStdString()) == 1);
     if (const auto miss = kKnownMisses.find(id.toStdString()); miss != kKnownMisses.end()) {
         // Within 8% still, and an unexpected pass (XPASS) once the profile closes the gap.
-        QVERIFY2(std::abs(error) <= 0.08, qPrintable(what));
+        QVERIFY2(std::abs(r->error()) <= 0.08, qPrintable(what));
         QEXPECT_FAIL("", miss->second, Continue);
     }
-    QVERIFY2(std::abs(error) <= 0.05, qPrintable(what));
+    QVERIFY2(std::abs(r->error()) <= 0.05, qPrintable(what));
 }
 
 void TestFrameworks::medianErrorAcrossPublishedRuns() {
-    // Every published run counts, the known misses too.
+    // Every published run counts, the known misses too; the median computed here, not by the summary.
     std::vector<double> errors;
-    const json cases = publishedCases();
-    for (const auto& c : cases.at("cases")) {
-        const Scenario sc = loadScenarioFile(
-            (publishedDir() + QString::fromStdString(c.at("scenario").get<std::string>())).toStdString());
-        errors.push_back(std::abs(estimatedFor(c, estimate(sc)) / measuredOf(c) - 1));
-    }
+    for (const CaseResult& r : published().results)
+        errors.push_back(std::abs(r.estimated / r.measured - 1));
     std::sort(errors.begin(), errors.end());
     const double median = errors.size() % 2 ? errors[errors.size() / 2]
                                             : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
     // The aim is 2%; this guards what the profiles reach today (2.3%) against regressions.
     QVERIFY2(median <= 0.025, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
+    std::vector<const CaseResult*> all;
+    for (const CaseResult& r : published().results)
+        all.push_back(&r);
+    QCOMPARE(summarizeErrors(all).median, median);
 }
 
 void TestFrameworks::megatronStatesAndPaddingByHand() {

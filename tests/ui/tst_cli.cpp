@@ -54,6 +54,9 @@ private slots:
     void allocatorWhatIf();
     void reportsAndExports();
     void readmeExamplesAreWhatTheProgramPrints();
+    void readmeTablesAreWhatTheProgramPrints();
+    void validateReportsFitAndValidateApart();
+    void badCasesFilesNameTheField();
 
 private:
     QTemporaryDir m_dir;
@@ -565,6 +568,141 @@ void TestCli::readmeExamplesAreWhatTheProgramPrints() {
     }
     QVERIFY(QDir::setCurrent(previous));
     QVERIFY2(examples >= 4, qPrintable(QString::number(examples)));
+}
+
+void TestCli::readmeTablesAreWhatTheProgramPrints() {
+    // A block between `<!-- headroom-cli ARGS -->` and `<!-- end -->` in the README or docs/ is the program's
+    // output, whole (scripts/update-docs rewrites them): the figures it quotes cannot drift from it.
+    const QString previous = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(QStringLiteral(HEADROOM_SOURCE_DIR)));
+    QStringList documents{QStringLiteral("README.md")};
+    for (const QString& f : QDir(QStringLiteral("docs")).entryList({QStringLiteral("*.md")}, QDir::Files))
+        documents << QStringLiteral("docs/") + f;
+    static const QRegularExpression open(QStringLiteral("^<!-- headroom-cli (.+) -->$"));
+    int blocks = 0;
+    for (const QString& document : documents) {
+        QFile f(document);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'));
+        for (int i = 0; i < lines.size(); ++i) {
+            const QRegularExpressionMatch m = open.match(lines[i]);
+            if (!m.hasMatch())
+                continue;
+            QStringList shown;
+            int j = i + 1;
+            for (; j < lines.size() && lines[j] != QLatin1String("<!-- end -->"); ++j)
+                shown << lines[j];
+            QVERIFY2(j < lines.size(), qPrintable(document + ": a block with no <!-- end -->"));
+            std::vector<std::string> args;
+            for (const QString& a : m.captured(1).split(QLatin1Char(' '), Qt::SkipEmptyParts))
+                args.push_back(a.toStdString());
+            const Run r = cli(args);
+            QCOMPARE(r.code, 0);
+            const QString printed = QString::fromStdString(r.out).chopped(1); // its last newline
+            QVERIFY2(printed == shown.join(QLatin1Char('\n')),
+                     qPrintable(QStringLiteral("%1, line %2: `headroom-cli %3` prints otherwise now; run "
+                                               "scripts/update-docs. It prints:\n%4")
+                                    .arg(document)
+                                    .arg(i + 1)
+                                    .arg(m.captured(1), printed)));
+            ++blocks;
+            i = j;
+        }
+    }
+    QVERIFY(QDir::setCurrent(previous));
+    QVERIFY2(blocks >= 2, qPrintable(QString::number(blocks)));
+}
+
+void TestCli::validateReportsFitAndValidateApart() {
+    // Two published peaks of the README's table, one marked validate, and a traced run: the JSON keeps
+    // the roles apart and measures the trace at its allocated peak.
+    QDir dir(m_dir.path());
+    QVERIFY(dir.mkpath(QStringLiteral("cases")));
+    const QString examples = QStringLiteral(HEADROOM_SOURCE_DIR "/examples/");
+    const QString trace = test::dataDir() +
+                          QStringLiteral("/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const json cases = {
+        {"schema", "headroom.cases/1"},
+        {"cases",
+         {{{"id", "tp4"},
+           {"framework", "megatron"},
+           {"role", "fit"},
+           {"scenario", (examples + "published/megatron-gpt-7b-tp4-pp1-h100.headroom.json").toStdString()},
+           {"metric", "allocated"},
+           {"stage", "last"},
+           {"measured_bytes", 57143791616},
+           {"source", "Megatron-LM golden values"}},
+          {{"id", "tune"},
+           {"framework", "torchtune"},
+           {"role", "validate"},
+           {"scenario", (examples + "published/torchtune-llama3.2-3b-full-ac.headroom.json").toStdString()},
+           {"metric", "active"},
+           {"measured_gib", 24.9},
+           {"source", "torchtune README"}},
+          {{"id", "traced"},
+           {"framework", "pytorch"},
+           {"role", "validate"},
+           {"scenario", (examples + "measured/cs336-medium-128-training.headroom.json").toStdString()},
+           {"metric", "allocated"},
+           {"trace", trace.toStdString()},
+           {"source", "CS336"}}}}};
+    const QString path = m_dir.filePath("cases/cases.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(cases.dump()));
+    f.close();
+    const Run r = cli({"validate", path.toStdString(), "--json"});
+    QCOMPARE(r.code, 0);
+    const json j = json::parse(r.out);
+    QCOMPARE(j.at("schema").get<std::string>(), std::string("headroom.validation/1"));
+    QCOMPARE(j.at("runs").size(), std::size_t(3));
+    // The trace's allocated peak, as trace-summary reads it (docs/measured.md: 7,013,335,044 B).
+    QCOMPARE(j["runs"][2]["measured_bytes"].get<long long>(), 7013335044LL);
+    QCOMPARE(j["runs"][1]["measured_bytes"].get<long long>(), std::llround(24.9 * 1073741824.0));
+    QCOMPARE(j["summary"]["fit"]["runs"].get<int>(), 1);
+    QCOMPARE(j["summary"]["validate"]["runs"].get<int>(), 2);
+    QCOMPARE(j["summary"]["validate"]["by_framework"].size(), std::size_t(2));
+    // The validate median of two runs is the mean of their |errors|, computed here from the runs' bytes.
+    const auto err = [&](int i) {
+        return std::abs(j["runs"][i]["estimate_bytes"].get<double>() / j["runs"][i]["measured_bytes"].get<double>() - 1);
+    };
+    QVERIFY(std::abs(j["summary"]["validate"]["median_abs_error"].get<double>() - (err(1) + err(2)) / 2) < 1e-9);
+    // Plain PyTorch is given beside a profile, never beside a run that is plain PyTorch already.
+    QVERIFY(j["runs"][0].contains("plain_pytorch_bytes"));
+    QVERIFY(!j["runs"][2].contains("plain_pytorch_bytes"));
+    QCOMPARE(j["runs"][2]["measured_by_category"].size(), std::size_t(8));
+}
+
+void TestCli::badCasesFilesNameTheField() {
+    const std::pair<json, std::string> bad[] = {
+        {{{"schema", "headroom.cases/1"}, {"cases", {{{"id", "a"}}}}}, "cases[0].framework: is missing"},
+        {{{"schema", "headroom.cases/1"},
+          {"cases",
+           {{{"id", "a"}, {"framework", "x"}, {"role", "tuned"}, {"metric", "allocated"}, {"source", "s"},
+             {"scenario", "s.json"}, {"measured_bytes", 1}}}}},
+         "cases[0].role: must be one of fit, validate"},
+        {{{"schema", "headroom.cases/1"},
+          {"cases",
+           {{{"id", "a"}, {"framework", "x"}, {"role", "fit"}, {"metric", "allocated"}, {"source", "s"},
+             {"scenario", "s.json"}}}}},
+         "cases[0]: needs exactly one of"},
+        {{{"schema", "headroom.cases/1"},
+          {"cases",
+           {{{"id", "a"}, {"framework", "x"}, {"role", "fit"}, {"metric", "allocated"}, {"source", "s"},
+             {"scenario", "s.json"}, {"measured_bytes", 1}, {"calibrate_on", {"b"}}}}}},
+         "cases[0].calibrate_on[0]: no case has the id \"b\""},
+        {{{"schema", "headroom.cases/2"}}, "schema: must be"},
+    };
+    for (const auto& [doc, message] : bad) {
+        const QString path = m_dir.filePath("bad-cases.json");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QByteArray::fromStdString(doc.dump()));
+        f.close();
+        const Run r = cli({"validate", path.toStdString()});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.find(path.toStdString() + ": " + message) != std::string::npos, r.err.c_str());
+    }
 }
 
 QTEST_MAIN(TestCli)

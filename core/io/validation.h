@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/compare/attribution.h"
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+inline constexpr const char* kCasesSchema = "headroom.cases/1";
+inline constexpr const char* kValidationSchema = "headroom.validation/1";
+
+// One run the estimate is checked against (a cases file, docs/formats.md section 11): the scenario of its
+// workload and what it measured, published (a CI golden value, a benchmark table) or recorded (a trace).
+struct ValidationCase {
+    std::string id, title, stack, source;
+    // "fit": the run was used to choose a rule or a constant; "validate": it never was. The two sets are
+    // reported apart, so that the errors on runs nobody tuned for are never averaged away.
+    std::string role;
+    std::string metric; // "allocated", "reserved" or "active": the counter the run reported
+    bool lastStage = false; // the run logged its last pipeline stage (Megatron); else the busiest rank
+    std::string scenarioPath, tracePath; // resolved against the cases file's folder
+    double measuredBytes = 0;            // 0 with a trace: measured at the trace's allocated peak
+    std::vector<std::string> calibrateOn; // ids of traced cases whose runs calibrate this one's scenario
+    std::string knownMiss;                // why the estimate is known to miss this run ("open")
+};
+
+struct ValidationCases {
+    std::string file;
+    std::vector<ValidationCase> cases;
+};
+
+// Reads a cases file; errors name the file and the JSON path ("cases[3].metric"). Every id is unique, every
+// calibrate_on id names a case of the same file that has a trace.
+ValidationCases loadValidationCases(const std::string& path);
+
+struct CaseResult {
+    const ValidationCase* c = nullptr;
+    double measured = 0, estimated = 0;
+    double error() const { return measured > 0 ? estimated / measured - 1 : 0; }
+    // The same scenario planned as plain PyTorch (framework pytorch, Megatron-style selective for per-op
+    // selective checkpointing): what a profile buys. 0 when the case is plain PyTorch already.
+    double plainPytorch = 0;
+    // With a trace: the measured peak and the estimate in measured categories.
+    bool traced = false;
+    std::array<std::int64_t, kMeasuredCategories> measuredByCategory{}, estimatedByCategory{};
+    std::vector<std::string> warnings; // the scenario reader's, prefixed with the case id
+};
+
+// |error| statistics of a set of cases.
+struct ErrorSummary {
+    std::size_t runs = 0, within5 = 0, knownMisses = 0;
+    double median = 0, worst = 0;
+};
+ErrorSummary summarizeErrors(const std::vector<const CaseResult*>& results);
+
+struct Validation {
+    std::vector<ValidationCases> files;
+    std::vector<CaseResult> results; // in file order
+};
+
+// Estimates every case (loading its scenario, and its trace when it has one, calibrating where it says).
+Validation runValidation(std::vector<ValidationCases> files, const AttributionRules& rules);
+
+nlohmann::json validationToJson(const Validation& v);
+// The tables the README quotes: per role, each run with its error, then the error per stack and per
+// counter; traced runs also by category at the peak.
+std::string validationMarkdown(const Validation& v);
+
+} // namespace headroom
