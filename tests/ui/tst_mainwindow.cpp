@@ -11,6 +11,7 @@
 #include "ui/planner/breakdownmodel.h"
 #include "ui/common/categorycolors.h"
 #include "ui/common/aboutdialog.h"
+#include "ui/common/richtextline.h"
 #include "ui/mainwindow.h"
 #include "ui/planner/savingsmodel.h"
 #include "ui/compare/scenariocomparepage.h"
@@ -543,7 +544,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     // The verdict line and the serving chart give the pool in tokens and requests; the peak sweep, flat
     // under an engine, gives way to it.
     const ServingEstimate& sv = w->document()->estimate().serving;
-    const QString details = w->findChild<QLabel*>("verdictDetails")->text();
+    const QString details = w->findChild<RichTextLine*>("verdictDetails")->text();
     QVERIFY2(details.contains(QLocale().toString(sv.kvCacheTokens)), qPrintable(details));
     auto* serving = w->findChild<QChartView*>("servingChart");
     QVERIFY(serving && !serving->isHidden());
@@ -703,7 +704,7 @@ void TestMainWindow::presentationMode() {
     QVERIFY(w->sweepChart()->titleFont().pointSizeF() > title * 1.5);
     // The verdict's lines grow with the type instead of being cut off.
     auto* verdict = w->findChild<QLabel*>("verdict");
-    auto* details = w->findChild<QLabel*>("verdictDetails");
+    auto* details = w->findChild<RichTextLine*>("verdictDetails");
     QVERIFY(verdict->height() >= verdict->fontMetrics().height());
     QVERIFY(details->height() >= 2 * details->fontMetrics().height());
     // High contrast: black on white (WCAG's contrast ratio, 21:1 at most; AAA asks 7:1 of text), grid lines

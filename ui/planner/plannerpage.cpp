@@ -3,6 +3,7 @@
 
 #include "core/io/estimatewords.h"
 
+#include "ui/common/richtextline.h"
 #include "ui/common/jobrunner.h"
 #include "ui/common/tablecopy.h"
 #include "ui/planner/breakdownchart.h"
@@ -88,15 +89,12 @@ void PlannerPage::build() {
     m_verdict = new QLabel(verdictBox);
     m_verdict->setObjectName("verdict");
     m_verdict->setTextFormat(Qt::PlainText);
-    m_verdictDetails = new QLabel(verdictBox);
+    m_verdictDetails = new RichTextLine(verdictBox);
     m_verdictDetails->setObjectName("verdictDetails");
-    m_verdictDetails->setTextFormat(Qt::RichText);
-    m_verdictDetails->setWordWrap(true);
     verdictLayout->addWidget(m_verdict);
     verdictLayout->addWidget(m_verdictDetails);
     // A fixed height: new numbers in the verdict must not relayout (and so repaint) the whole window.
-    for (QLabel* l : {m_verdict, m_verdictDetails})
-        l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+    m_verdict->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
     m_error = new QLabel(centre);
     m_error->setObjectName("validationError");
     m_error->setWordWrap(true);

@@ -15,6 +15,7 @@ class QTableView;
 class QTimer;
 
 namespace headroom {
+class RichTextLine;
 
 class BreakdownChart;
 class BreakdownModel;
@@ -77,7 +78,7 @@ private:
     SettingsPanel* m_panel = nullptr;
     QScrollArea* m_settings = nullptr;
     QLabel* m_verdict = nullptr;
-    QLabel* m_verdictDetails = nullptr;
+    RichTextLine* m_verdictDetails = nullptr;
     QLabel* m_error = nullptr;
     QLabel* m_warnings = nullptr; // the reader's and the estimator's warnings
     QLabel* m_fitTitle = nullptr;
