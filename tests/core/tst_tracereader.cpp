@@ -2,7 +2,9 @@
 // Reading recorded traces: every real file in tests/data/traces against an independent replay written
 // here, protocol 2-5 / JSON / gzip variants of one snapshot, hostile and truncated pickles, the other
 // formats, the live-set index and the background job.
+#include "core/bigvector.h" // HEADROOM_ASAN
 #include "core/error.h"
+#include "core/prefaulter.h"
 #include "core/fileio.h"
 #include "core/trace/formats/datatree.h"
 #include "core/trace/formats/gzip.h"
@@ -25,6 +27,8 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 using namespace headroom;
@@ -180,6 +184,7 @@ bool havePython() {
 class TestTraceReader : public QObject {
     Q_OBJECT
 private slots:
+    void prefaulterStaysALeadAhead();
     void realSnapshots_data();
     void realSnapshots();
     void realChromeTraces();
@@ -949,6 +954,38 @@ void TestTraceReader::gzipOfAnythingElseFailsAtOnce() {
     const std::string csv = "timestamp, index, memory.used [MiB], memory.total [MiB]\n"
                             "2024/01/15 10:20:30.123, 0, 1024 MiB, 81920 MiB\n";
     QCOMPARE(readTrace(gzipOf(gzipOf(csv))).format, TraceFormat::NvidiaSmiCsv);
+}
+
+void TestTraceReader::prefaulterStaysALeadAhead() {
+    // A 64 MiB column, 2 MiB aligned as HugePageAllocator maps them, 11 MiB of it used: the prefaulter
+    // makes present the whole 2 MiB steps from the one the filler is in (10 MiB) up to 4 MiB past what it
+    // used (15 MiB): 10 to 14 MiB, and nothing else.
+    constexpr std::size_t kMiB = std::size_t(1) << 20, kLength = 64 * kMiB;
+    void* raw = ::mmap(nullptr, kLength + 2 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    QVERIFY(raw != MAP_FAILED);
+    auto* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + 2 * kMiB - 1) & ~(2 * kMiB - 1));
+    ::madvise(base, kLength, MADV_NOHUGEPAGE); // page-granular residency, whatever the THP setting
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    auto resident = [&](std::size_t from, std::size_t to) { // pages of [from, to) in memory
+        std::vector<unsigned char> v((to - from) / page);
+        if (::mincore(base + from, to - from, v.data()) != 0)
+            return std::size_t(0);
+        return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+    };
+    {
+        Prefaulter prefaulter(4 * kMiB);
+        prefaulter.advance({GrowingBlock{base, 11 * kMiB, kLength}});
+#ifdef HEADROOM_ASAN
+        // Under AddressSanitizer the columns are heap blocks and the prefaulter stands aside.
+        QTest::qWait(200);
+        QCOMPARE(resident(0, kLength), std::size_t(0));
+#else
+        QTRY_COMPARE_WITH_TIMEOUT(resident(10 * kMiB, 14 * kMiB), 4 * kMiB / page, 5000);
+        QCOMPARE(resident(0, 10 * kMiB), std::size_t(0)); // what the filler has written itself is its own
+        QCOMPARE(resident(14 * kMiB, kLength), std::size_t(0));
+#endif
+    }
+    ::munmap(raw, kLength + 2 * kMiB);
 }
 
 QTEST_GUILESS_MAIN(TestTraceReader)

@@ -25,6 +25,23 @@ DataTree::DataTree(std::size_t inputBytes) {
     m_records.action.reserve(records);
 }
 
+std::vector<GrowingBlock> DataTree::growingBlocks() const {
+    std::vector<GrowingBlock> out;
+    auto add = [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        out.push_back({v.data(), v.size() * sizeof(T), v.capacity() * sizeof(T)});
+    };
+    add(m_items);
+    add(m_containers);
+    add(m_records.time);
+    add(m_records.addr);
+    add(m_records.size);
+    add(m_records.stream);
+    add(m_records.frames);
+    add(m_records.action);
+    return out;
+}
+
 DataTree::Value DataTree::makeInt(long long n) {
     if (fitsInline(n))
         return make(Tag::Int, static_cast<std::uint64_t>(n) & ((std::uint64_t(1) << 61) - 1));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/bigvector.h"
+#include "core/prefaulter.h"
 
 #include <climits>
 #include <cstdint>
@@ -111,6 +112,8 @@ public:
     Value get(Value dict, std::string_view key, bool* found = nullptr) const;
     const std::vector<std::string>& actionNames() const { return m_actionNames; }
     std::size_t recordCount() const { return m_records.count(); }
+    // The columns that grow while a file is read, for a Prefaulter to fault their next pages in ahead.
+    std::vector<GrowingBlock> growingBlocks() const;
     // The notes of record i (user_metadata, compile_context); empty views when it has none.
     std::pair<std::string_view, std::string_view> recordNotes(std::size_t record) const;
 

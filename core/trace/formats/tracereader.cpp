@@ -153,7 +153,13 @@ Trace pickleSnapshot(Input& input, std::size_t expectedBytes, const std::functio
     DataTree tree(expectedBytes);
     ReadLimits limits = options.limits;
     limits.copyStrings = true;
-    const Value root = readPickle(input, tree, limits, options.progress);
+    // The columns' next pages are faulted in on the other core while this one parses (core/prefaulter.h).
+    Prefaulter prefaulter;
+    const ReadProgress progress = [&](std::size_t done, std::size_t total) {
+        prefaulter.advance(tree.growingBlocks());
+        return !options.progress || options.progress(done, total);
+    };
+    const Value root = readPickle(input, tree, limits, progress);
     release();
     return snapshotFromTree(tree, root, TraceFormat::PytorchSnapshot);
 }
