@@ -87,6 +87,15 @@ void CachingAllocatorModel::addSegment(std::uint64_t address, std::uint64_t size
     m_high = std::max(m_high, address + size);
 }
 
+bool CachingAllocatorModel::wouldSplit(const Block& b, std::uint64_t size, std::uint64_t remaining) const {
+    // should_split: small pool and expandable segments keep any remainder of 512 bytes or more; the large
+    // pool splits blocks under max_split_size when more than 1 MiB would remain.
+    const auto seg = m_segments.find(b.segment);
+    const bool expandable = seg != m_segments.end() && seg->second.expandable;
+    return (b.small || expandable) ? remaining >= kMinBlockSize
+                                   : (size < m_s.maxSplitSize && remaining > kSmallSize);
+}
+
 void CachingAllocatorModel::markAllocated(std::uint64_t address, std::uint64_t size) {
     auto it = m_blocks.upper_bound(address);
     if (it == m_blocks.begin())
@@ -94,19 +103,34 @@ void CachingAllocatorModel::markAllocated(std::uint64_t address, std::uint64_t s
     --it;
     if (it->second.allocated || address + size > it->first + it->second.size)
         return; // not inside one free block: the starting state is inconsistent here; leave it
+    // A block live when the recording began was carved from a free block by should_split: a remainder too
+    // small to split off stayed part of it, and the trace gives only the requested size. So a gap after a
+    // live block that no split could have left free belongs to that block; replaying it as a free block
+    // PyTorch never had makes best fit choose differently from then on (the 512- and 1024-token CS336
+    // training runs put 1,400 blocks elsewhere). Blocks are marked in address order, so the gap before
+    // this one is checked against the block before it, and the gap after it against the segment's end.
     std::uint64_t start = it->first;
     eraseFree(start);
-    if (address > start) { // the part before stays free
-        Block front = it->second;
-        Block back = front;
-        front.size = address - start;
-        back.size = it->second.size - front.size;
-        m_blocks[start] = front;
-        insertFree(start);
+    if (address > start) {
+        const std::uint64_t gap = address - start;
+        Block back = it->second;
+        back.size = it->second.size - gap;
+        auto before = it == m_blocks.begin() ? m_blocks.end() : std::prev(it);
+        if (before != m_blocks.end() && before->second.allocated && before->second.segment == it->second.segment &&
+            before->first + before->second.size == start && !wouldSplit(before->second, before->second.size, gap)) {
+            before->second.size += gap; // the gap was never free
+            m_allocated += gap;
+            m_blocks.erase(start);
+        } else {
+            it->second.size = gap; // stays free
+            insertFree(start);
+        }
         m_blocks[address] = back;
         start = address;
     }
     Block& b = m_blocks.at(start);
+    if (!wouldSplit(b, size, b.size - std::min(b.size, size)))
+        size = b.size;
     if (b.size > size) {
         Block rest = b;
         rest.size = b.size - size;
@@ -116,6 +140,32 @@ void CachingAllocatorModel::markAllocated(std::uint64_t address, std::uint64_t s
     }
     m_blocks.at(start).allocated = true;
     m_allocated += size;
+    m_startBlocks.insert(start);
+}
+
+bool CachingAllocatorModel::claimHiddenRemainder(std::uint64_t address) {
+    auto it = m_blocks.upper_bound(address);
+    if (it == m_blocks.begin())
+        return false;
+    --it;
+    if (it->second.allocated || it->first == address || it == m_blocks.begin())
+        return false;
+    const auto before = std::prev(it);
+    const std::uint64_t gap = address - it->first;
+    if (!before->second.allocated || !m_startBlocks.count(before->first) ||
+        before->second.segment != it->second.segment || before->first + before->second.size != it->first ||
+        wouldSplit(before->second, before->second.size, gap))
+        return false;
+    const std::uint64_t freeStart = it->first;
+    Block rest = it->second;
+    eraseFree(freeStart);
+    m_blocks.erase(freeStart);
+    before->second.size += gap;
+    m_allocated += gap;
+    rest.size -= gap;
+    m_blocks[address] = rest;
+    insertFree(address);
+    return true;
 }
 
 bool CachingAllocatorModel::cudaMalloc(std::uint64_t bytes) const {
@@ -241,12 +291,7 @@ std::optional<std::uint64_t> CachingAllocatorModel::expand(std::uint64_t size, s
 std::uint64_t CachingAllocatorModel::takeBlock(std::uint64_t address, std::uint64_t size) {
     Block& b = m_blocks.at(address);
     const std::uint64_t remaining = b.size - size;
-    const bool expandable = m_segments.at(b.segment).expandable;
-    // should_split: small pool and expandable segments keep any remainder of 512 bytes or more; the large
-    // pool splits blocks under max_split_size when more than 1 MiB would remain.
-    const bool split = (b.small || expandable) ? remaining >= kMinBlockSize
-                                               : (size < m_s.maxSplitSize && remaining > kSmallSize);
-    if (split) {
+    if (wouldSplit(b, size, remaining)) {
         Block rest = b;
         rest.size = remaining;
         b.size = size;
@@ -302,6 +347,7 @@ bool CachingAllocatorModel::free(std::uint64_t address, std::size_t) {
     Block& b = it->second;
     b.allocated = false;
     m_allocated -= b.size;
+    m_startBlocks.erase(address);
     std::uint64_t start = address;
     // Merge with free neighbours of the same segment.
     if (it != m_blocks.begin()) {

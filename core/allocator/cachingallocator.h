@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -61,6 +62,11 @@ public:
     // The starting state: a segment, and blocks of it that are allocated (the rest is free).
     void addSegment(std::uint64_t address, std::uint64_t size, std::int64_t stream, bool small);
     void markAllocated(std::uint64_t address, std::uint64_t size);
+    // A recording placed a block at `address`, inside what the starting state has as free space but not at
+    // its start: when the gap before it is one no split could have left free, it was the hidden remainder
+    // of the starting block before it (see markAllocated), which takes it back. Only for blocks given by
+    // markAllocated; returns whether it did.
+    bool claimHiddenRemainder(std::uint64_t address);
 
     // malloc of `requested` bytes on `stream`; the block's address, or nothing on out-of-memory.
     std::optional<std::uint64_t> malloc(std::uint64_t requested, std::int64_t stream, std::size_t at);
@@ -93,6 +99,9 @@ private:
     std::set<Key>& pool(bool small) { return m_free[small ? 1 : 0]; }
     void insertFree(std::uint64_t address);
     void eraseFree(std::uint64_t address);
+    // PyTorch's should_split for block b serving a request of `size` with `remaining` bytes left over.
+    bool wouldSplit(const Block& b, std::uint64_t size, std::uint64_t remaining) const;
+    std::unordered_set<std::uint64_t> m_startBlocks; // blocks markAllocated gave, while they live
     std::optional<std::uint64_t> freeBlock(std::uint64_t size, std::int64_t stream, bool small);
     std::optional<std::uint64_t> newSegment(std::uint64_t size, std::int64_t stream, bool small,
                                             std::size_t at);

@@ -180,6 +180,10 @@ ReplayResult replayDevice(const DeviceTrace& d, const ReplayOptions& o) {
             if (o.recordedAddresses && !recordedSegmentAddresses.empty()) {
                 model.setNextSegmentAddress(recordedSegmentAddresses.front());
             }
+            // Replaying the recording: where it put this block may show a starting block's remainder
+            // that the trace could not (its sizes are the requested ones).
+            if (o.startingSegments)
+                model.claimHiddenRemainder(d.addr[i]);
             const std::size_t before = model.events().size();
             const auto got = model.malloc(static_cast<std::uint64_t>(std::max<std::int64_t>(0, d.size[i])),
                                           d.stream[i], i);

@@ -67,6 +67,7 @@ private slots:
     void publishedPeaks_data();
     void publishedPeaks();
     void medianErrorAcrossPublishedRuns();
+    void validateRunsAgainstTheTargets();
     void megatronStatesAndPaddingByHand();
     void selectiveOpKeepsEveryOtherMatmul();
     void lossBytesPerFramework();
@@ -83,8 +84,8 @@ private slots:
 
 namespace {
 // The published runs the profiles are checked against, fixed here so that none can vanish from cases.json
-// unnoticed: cases.json must hold exactly these.
-const std::vector<std::string> kPublishedRuns = {
+// unnoticed: cases.json must hold exactly these, the fit runs (used to build the profiles) first.
+const std::vector<std::string> kFitRuns = {
     "megatron-gpt-7b-tp4-pp1-h100",
     "megatron-gpt-7b-tp4-pp1-a100",
     "megatron-gpt-7b-tp1-pp4-h100",
@@ -107,6 +108,54 @@ const std::vector<std::string> kPublishedRuns = {
     "torchtune-llama3.2-3b-chunked-loss",
     "torchtune-llama3.2-3b-full-ac",
 };
+// Runs that played no part in building the profiles (Megatron-LM's CI tests, converted from their own
+// arguments by examples/published/megatron_ci.py): checked as a set against the targets, never one by one,
+// and never tuned for (a constant changed to pass one moves it to the fit runs above).
+const std::vector<std::string> kValidateRuns = {
+    "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_fim_dataset",
+    "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files",
+    "megatron-ci-gpt3_mcore_te_tp1_pp1_frozen_resume_torch_dist_dist_optimizer",
+    "megatron-ci-gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer",
+    "megatron-ci-gpt3_mcore_te_tp1_pp1_resume_torch_dist_uniform_full_recompute",
+    "megatron-ci-gpt3_mcore_te_tp1_pp2_resume_torch_dist_rope_embeddings",
+    "megatron-ci-gpt3_mcore_te_tp1_pp2_resume_torch_dist_rope_embeddings_interleaved_no_fusion",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_resume_torch_dist_untie_embeddings_and_outputs",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_param_gather_overlap_optimizer",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_decoupled_lr",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_calculate_per_token_loss",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_untied",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap",
+    "megatron-ci-gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap",
+    "megatron-ci-gpt3_mcore_te_tp2_pp1_frozen_resume_torch_dist_cp2_nondeterministic",
+    "megatron-ci-gpt3_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_dp_last",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_nondeterministic_dp_last",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_ddp_average_in_collective",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_reshard_1x4xNone",
+    "megatron-ci-gpt3_mcore_te_tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather",
+    "megatron-ci-gpt3_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce",
+    "megatron-ci-gpt3_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_reduce_param_gather",
+    "megatron-ci-gpt3_mcore_te_tp4_pp1_resume_torch_dist_qk_layernorm_test_mode",
+    "megatron-ci-gpt3_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone",
+    "megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone",
+    "megatron-ci-gpt3_mcore_tp1_pp2",
+    "megatron-ci-gpt3_mcore_tp1_pp4",
+};
 // The known misses, by name, with their reasons: each is an expected failure (counted by scripts/test), and
 // an unexpected pass once the profile closes it. Nothing else may miss.
 const std::map<std::string, const char*> kKnownMisses = {
@@ -123,11 +172,13 @@ const std::map<std::string, const char*> kKnownMisses = {
 
 void TestFrameworks::publishedPeaks_data() {
     QTest::addColumn<QString>("id");
-    std::vector<std::string> inFile;
+    std::vector<std::string> fit, validate;
     for (const CaseResult& r : published().results)
-        inFile.push_back(r.c->id);
-    QVERIFY2(inFile == kPublishedRuns, qPrintable(QStringLiteral("%1 runs in cases.json, %2 expected").arg(inFile.size()).arg(kPublishedRuns.size())));
-    for (const std::string& id : kPublishedRuns)
+        (r.c->role == "fit" ? fit : validate).push_back(r.c->id);
+    QVERIFY2(fit == kFitRuns, qPrintable(QStringLiteral("%1 fit runs in cases.json, %2 expected").arg(fit.size()).arg(kFitRuns.size())));
+    QVERIFY2(validate == kValidateRuns,
+             qPrintable(QStringLiteral("%1 validate runs in cases.json, %2 expected").arg(validate.size()).arg(kValidateRuns.size())));
+    for (const std::string& id : kFitRuns)
         QTest::newRow(id.c_str()) << QString::fromStdString(id);
 }
 
@@ -159,10 +210,11 @@ void TestFrameworks::publishedPeaks() {
 }
 
 void TestFrameworks::medianErrorAcrossPublishedRuns() {
-    // Every published run counts, the known misses too; the median computed here, not by the summary.
+    // Every fit run counts, the known misses too; the median computed here, not by the summary.
     std::vector<double> errors;
     for (const CaseResult& r : published().results)
-        errors.push_back(std::abs(r.estimated / r.measured - 1));
+        if (r.c->role == "fit")
+            errors.push_back(std::abs(r.estimated / r.measured - 1));
     std::sort(errors.begin(), errors.end());
     const double median = errors.size() % 2 ? errors[errors.size() / 2]
                                             : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
@@ -170,8 +222,37 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     QVERIFY2(median <= 0.025, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
     std::vector<const CaseResult*> all;
     for (const CaseResult& r : published().results)
-        all.push_back(&r);
+        if (r.c->role == "fit")
+            all.push_back(&r);
     QCOMPARE(summarizeErrors(all).median, median);
+}
+
+void TestFrameworks::validateRunsAgainstTheTargets() {
+    // The target for runs nobody tuned for: a median error of at most 5% and a worst of at most 12%, per
+    // counter (here every validate run reports mem-max-allocated-bytes). Computed here from the runs.
+    std::vector<double> errors;
+    for (const CaseResult& r : published().results)
+        if (r.c->role == "validate") {
+            QCOMPARE(QString::fromStdString(r.c->metric), QStringLiteral("allocated"));
+            errors.push_back(std::abs(r.estimated / r.measured - 1));
+        }
+    QCOMPARE(errors.size(), kValidateRuns.size());
+    std::sort(errors.begin(), errors.end());
+    const double median = (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2, worst = errors.back();
+    const QString what = QStringLiteral("validate: median %1%, worst %2%")
+                             .arg(100 * median, 0, 'f', 1)
+                             .arg(100 * worst, 0, 'f', 1);
+    qInfo().noquote() << what;
+    // What the profile reaches today, guarded against getting worse while it improves.
+    QVERIFY2(median <= 0.08 && worst <= 0.36, qPrintable(what));
+    QEXPECT_FAIL("", "Not yet explained, and not tuned for: the estimate is under on most misses. The two "
+                     "cross_entropy_loss_fusion runs are 35% under (planned without fp32 logits, they peaked above "
+                     "the unfused configuration), TP 2 x PP 2 x CP 2 12% under, TP 1 x PP 1 and TP 4 with the "
+                     "distributed optimizer 8-14% under; most pipeline-parallel runs are within 5%. Median 7.8%.",
+                 Continue);
+    QVERIFY2(median <= 0.05, qPrintable(what));
+    QEXPECT_FAIL("", "as above: the worst run is 35.2% under", Continue);
+    QVERIFY2(worst <= 0.12, qPrintable(what));
 }
 
 void TestFrameworks::megatronStatesAndPaddingByHand() {
