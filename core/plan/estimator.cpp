@@ -328,7 +328,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.gatherBackward = live * b.weights + sp.largestUnit * b.gradients;
         }
     }
-    st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1;
+    // Gradients are there before the backward when an earlier micro-batch left them (accumulation, or the
+    // pipeline's other micro-batches), and always under Megatron: its DistributedDataParallel keeps every
+    // main_grad in one fp32 buffer allocated when the model is wrapped and only zeroed between steps
+    // (megatron/core/distributed/param_and_grad_buffer.py, grad_data; distributed_data_parallel.py,
+    // zero_grad_buffer). Elsewhere zero_grad(set_to_none=True) frees them.
+    st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1 || tr.framework == Framework::Megatron;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
     const int mb = tr.gradientAccumulationSteps;

@@ -243,15 +243,15 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
-    // What the profile reaches today, guarded against getting worse while it improves.
-    QVERIFY2(median <= 0.08 && worst <= 0.36, qPrintable(what));
-    QEXPECT_FAIL("", "Not yet explained, and not tuned for: the estimate is under on most misses. The two "
-                     "cross_entropy_loss_fusion runs are 35% under (planned without fp32 logits, they peaked above "
-                     "the unfused configuration), TP 2 x PP 2 x CP 2 12% under, TP 1 x PP 1 and TP 4 with the "
-                     "distributed optimizer 8-14% under; most pipeline-parallel runs are within 5%. Median 7.8%.",
-                 Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
-    QEXPECT_FAIL("", "as above: the worst run is 35.2% under", Continue);
+    // Not yet explained, and not tuned for: the estimate is under on every miss beyond 5% but one (full
+    // recompute, 5.6% over). Guarded against
+    // getting worse while the profile improves.
+    QVERIFY2(worst <= 0.36, qPrintable(what));
+    QEXPECT_FAIL("", "The two cross_entropy_loss_fusion runs are 35% under (planned without fp32 logits, "
+                     "they peaked above the unfused configuration), TP 4 x PP 2 14% under, TP 2 x PP 2 x CP 2 "
+                     "12% under, TP 4 with the distributed optimizer 8-12% under.",
+                 Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
 
@@ -275,6 +275,16 @@ void TestFrameworks::megatronStatesAndPaddingByHand() {
     const Breakdown& b = est.ranks.back().peak;
     QCOMPARE(b[Category::Weights] + b[Category::Gradients] + b[Category::MasterWeights] +
                  b[Category::OptimizerStates],
+             12 * perGpu);
+    // With one micro-batch per step the fp32 main-grad buffer is still there at the forward's peak: Megatron
+    // allocates it when the model is wrapped and only zeroes it (param_and_grad_buffer.py). The same sum.
+    json oneStep = loadScenarioFile((publishedDir() + "megatron-gpt-7b-tp4-pp1-h100.headroom.json").toStdString()).document;
+    oneStep["training"]["gradient_accumulation_steps"] = 1;
+    const Estimate one = estimate(scenarioFromJson(oneStep));
+    const Breakdown& b1 = one.ranks.back().peak;
+    QCOMPARE(b1[Category::Gradients], 4 * perGpu);
+    QCOMPARE(b1[Category::Weights] + b1[Category::Gradients] + b1[Category::MasterWeights] +
+                 b1[Category::OptimizerStates],
              12 * perGpu);
     // Step 1's peak, before Adam's states exist, is lower by their 8 / 2 bytes per parameter in the golden
     // values (50,289,487,872 against 57,143,791,616), to 0.02%: the distributed optimizer pads its
