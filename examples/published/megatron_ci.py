@@ -118,8 +118,10 @@ def scenario_for(name, args):
         training["activation_checkpointing"] = "selective"
     else:
         training["activation_checkpointing"] = "none"
-    if a("--cross-entropy-loss-fusion"):
-        training["loss"] = "fused"
+    # --cross-entropy-loss-fusion is not Headroom's "fused" loss (one that never writes fp32 logits):
+    # megatron/core/fusions/fused_cross_entropy.py still upcasts the logits and saves their fp32 softmax,
+    # through functions torch.compile'd by megatron/core/jit.py. It is planned as the profile's in-place
+    # vocab-parallel loss, which it holds at least.
     cluster = {"gpu": "H100-SXM-80GB", "num_gpus": gpus, "data_parallel":
                "zero1" if a("--use-distributed-optimizer") else "ddp",
                "tensor_parallel": tp, "pipeline_parallel": pp, "context_parallel": cp,

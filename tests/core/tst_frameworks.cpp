@@ -247,10 +247,12 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
     // Not yet explained, and not tuned for: the estimate is under on every miss beyond 5% but one (full
     // recompute, 5.6% over). Guarded against
     // getting worse while the profile improves.
-    QVERIFY2(worst <= 0.36, qPrintable(what));
-    QEXPECT_FAIL("", "The two cross_entropy_loss_fusion runs are 35% under (planned without fp32 logits, "
-                     "they peaked above the unfused configuration), TP 4 x PP 2 14% under, TP 2 x PP 2 x CP 2 "
-                     "12% under, TP 4 with the distributed optimizer 8-12% under.",
+    QVERIFY2(worst <= 0.25, qPrintable(what));
+    QEXPECT_FAIL("", "The two --cross-entropy-loss-fusion runs are 24% under: Megatron's fused loss "
+                     "(fused_cross_entropy.py, torch.compile'd by megatron/core/jit.py) holds one more fp32 "
+                     "logits-sized tensor (0.38 GiB) than the in-place loss the profile models, which one "
+                     "Inductor keeps is not read yet; TP 4 x PP 2 is 14% under, TP 2 x PP 2 x CP 2 12% under, "
+                     "TP 4 with the distributed optimizer 8-12% under.",
                  Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
