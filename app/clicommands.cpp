@@ -363,7 +363,7 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic << "\n"
         << "  KV cache                           x " << c.kvCache << "\n"
-        << "  optimizer step scratch             " << c.optimizerStepBytesPerParameter
+        << "  optimizer step scratch             " << std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter
         << " bytes per parameter\n"
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n\n";

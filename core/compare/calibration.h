@@ -18,8 +18,9 @@ struct CalibrationInput {
 
 // What a run measured, split the way calibration fits it.
 struct RunMeasurement {
-    std::size_t lossPeak = 0;   // the highest allocation before the optimizer step (or the run's peak)
+    std::size_t lossPeak = 0;   // before the optimizer step, where allocated minus gradients is highest
     std::int64_t transient = 0; // at it: what is neither model state, KV cache nor workspace
+    std::int64_t total = 0;     // at it: everything allocated
     std::int64_t kvCache = 0;
     std::int64_t workspaces = 0;
     bool hasStep = false;         // the run records an optimizer step

@@ -23,11 +23,14 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
 }
 
 nlohmann::json calibrationFactorsToJson(const Calibration& c) {
-    return {{"linear", c.linear},
-            {"quadratic", c.quadratic},
-            {"kv_cache", c.kvCache},
-            {"optimizer_step_bytes_per_parameter", c.optimizerStepBytesPerParameter},
-            {"workspace_bytes", c.workspaceBytes}};
+    nlohmann::json j = {{"linear", c.linear},
+                        {"quadratic", c.quadratic},
+                        {"kv_cache", c.kvCache},
+                        {"optimizer_step_bytes_per_parameter", c.optimizerStepBytesPerParameter},
+                        {"workspace_bytes", c.workspaceBytes}};
+    if (c.stepScratchBytesPerParameter >= 0)
+        j["optimizer_step_scratch_bytes_per_parameter"] = c.stepScratchBytesPerParameter;
+    return j;
 }
 
 nlohmann::json calibrationToJson(const CalibrationResult& r) {

@@ -549,6 +549,7 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.quadratic = factors.number("quadratic", 1, 0, 1000);
     c.kvCache = factors.number("kv_cache", 1, 0, 1000);
     c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, 1000);
+    c.stepScratchBytesPerParameter = factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
 }
 

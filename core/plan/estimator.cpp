@@ -514,8 +514,14 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.prefillKvExtra *= c.kvCache;
     }
     st.workspace = c.workspaceBytes;
-    if (sc.mode == Mode::Training && sc.training.bytes.weights > 0)
-        st.optimizerStep = c.optimizerStepBytesPerParameter * st.weights / sc.training.bytes.weights;
+    if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
+        const double parameters = st.weights / sc.training.bytes.weights;
+        st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
+        if (c.stepScratchBytesPerParameter >= 0) {
+            st.optimizerStep += c.stepScratchBytesPerParameter * parameters;
+            st.optimizerTemp = 0; // measured, whatever implementation the scenario names
+        }
+    }
     return st;
 }
 
@@ -546,9 +552,11 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     switch (phase) {
     case Phase::Forward: {
         const bool loss = x >= 1 && !layerRunning;
-        b[Category::Weights] += st.castWeights * x;
         b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
-        b[Category::Activations] = st.activations * (before + x * st.current) + (loss ? 0 : st.transient);
+        // Autocast's weight copies count as activations, where attribution finds them (the forward made
+        // them; docs/formats.md, the category table): the same category on both sides of a comparison.
+        b[Category::Activations] =
+            st.activations * (before + x * st.current) + (loss ? 0 : st.transient) + st.castWeights * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
@@ -557,11 +565,11 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     }
     case Phase::Backward: {
         const bool loss = x <= 0 && !layerRunning;
-        b[Category::Weights] += st.castWeights * (1 - x); // each layer's copies go with its backward
         const double g0 = st.gradientsInForward ? st.gradients : 0;
         b[Category::Gradients] = g0 + (st.gradients - g0) * x;
-        b[Category::Activations] =
-            st.activations * (st.inFlight - x * st.current) + (loss ? 0 : st.transient);
+        b[Category::Activations] = st.activations * (st.inFlight - x * st.current) +
+                                   (loss ? 0 : st.transient) +
+                                   st.castWeights * (1 - x); // each layer's copies go with its backward
         b[Category::AttentionScores] =
             st.scores * (st.inFlight - x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
@@ -714,6 +722,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         se.layers = st.layers;
         se.inFlightMicroBatches = st.inFlight;
         se.optimizerTemporaryBytes = st.optimizerTemp;
+        se.autocastCopyBytes = st.castWeights;
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);

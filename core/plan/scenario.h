@@ -163,7 +163,11 @@ struct Calibration {
     double linear = 1;    // tensors that grow with tokens: kept activations and the logits
     double quadratic = 1; // tensors that grow with tokens squared: attention scores (copies kept)
     double kvCache = 1;   // the KV cache (0: the code keeps none)
-    double optimizerStepBytesPerParameter = 0; // what the optimizer step holds besides the states
+    double optimizerStepBytesPerParameter = 0; // added to what the step holds besides the states (old files)
+    // What the optimizer step was measured to hold besides the states, per parameter: it replaces the
+    // modelled step temporaries, so calibration reproduces a run whatever AdamW implementation the scenario
+    // declared. Negative: not measured (the model's temporaries stand).
+    double stepScratchBytesPerParameter = -1;
     double workspaceBytes = 0;                 // cuBLAS and other workspaces, held throughout
 };
 

@@ -6,6 +6,18 @@
 
 namespace headroom {
 
+namespace {
+// How many whole units of unitBytes fit in availableBytes. A scenario from a file can make either
+// zero, negative, infinite or so large that the count overflows; none of those may reach a cast.
+long long wholeUnits(double availableBytes, double unitBytes) {
+    if (!(availableBytes > 0) || !(unitBytes > 0) || !std::isfinite(unitBytes))
+        return 0;
+    const double n = std::floor(availableBytes / unitBytes);
+    constexpr double kMax = 1e15; // a trillion tokens is already far beyond any GPU's memory
+    return n > kMax ? static_cast<long long>(kMax) : static_cast<long long>(n);
+}
+} // namespace
+
 KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
                   int blockSize, int requestLength, int slidingWindow, int stepTokens) {
     KvPool p;
@@ -19,8 +31,7 @@ KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers,
         const int g = std::min(fullLayers, slidingLayers);
         const int fullGroups = (fullLayers + g - 1) / g, slidingGroups = (slidingLayers + g - 1) / g;
         p.blockBytes = block * layerTokenBytes * g;
-        p.numBlocks =
-            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
+        p.numBlocks = wholeUnits(availableBytes, p.blockBytes);
         p.tokens = p.numBlocks / (fullGroups + slidingGroups) * block;
         const double window = std::min<double>(slidingWindow - 1.0 + stepTokens, request);
         const double perRequest =
@@ -29,8 +40,7 @@ KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers,
     } else {
         const int layers = std::max(1, fullLayers + slidingLayers);
         p.blockBytes = block * layerTokenBytes * layers;
-        p.numBlocks =
-            availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / p.blockBytes)) : 0;
+        p.numBlocks = wholeUnits(availableBytes, p.blockBytes);
         p.tokens = p.numBlocks * block;
         p.maxConcurrency = static_cast<double>(p.numBlocks) / std::ceil(request / block);
     }
@@ -45,8 +55,7 @@ KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, i
     KvPool p;
     const int page = std::max(1, pageSize);
     const double cell = layerTokenBytes * std::max(1, layers);
-    const long long tokens =
-        availableBytes > 0 ? static_cast<long long>(std::floor(availableBytes / cell)) : 0;
+    const long long tokens = wholeUnits(availableBytes, cell);
     p.numBlocks = tokens / page;
     p.tokens = p.numBlocks * page;
     p.blockBytes = cell * page;

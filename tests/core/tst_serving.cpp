@@ -3,13 +3,14 @@
 #include "core/error.h"
 #include "core/io/estimatejson.h"
 #include "core/model/presets.h"
+#include "core/plan/layout.h"
 #include "core/serve/estimate.h"
 #include "core/serve/kvpool.h"
-#include "core/plan/layout.h"
 #include "tests/testutil.h"
 
 #include <QTest>
 #include <cmath>
+#include <limits>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -282,6 +283,14 @@ void TestServing::sglangPool() {
     // The pool arithmetic: whole tokens of what is left, in pages.
     QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 1, 32768).tokens, 367404LL);
     QCOMPARE(sglangKvPool(367404.7 * 48128, 512, 94, 64, 32768).tokens, 367360LL);
+    // Degenerate sizes a scenario file can produce (the scenario fuzzer found a cell of 0 bytes: a division
+    // to infinity, then a conversion the UB sanitizer stops at): no pool, never a wrapped count; a count past
+    // any GPU's memory is capped at 10^15 tokens.
+    QCOMPARE(sglangKvPool(1e12, 0, 94, 1, 32768).tokens, 0LL);
+    QCOMPARE(vllmKvPool(1e12, 0, 94, 0, 16, 32768, 0, 1).numBlocks, 0LL);
+    QCOMPARE(vllmKvPool(1e12, std::numeric_limits<double>::infinity(), 10, 5, 16, 32768, 512, 1).numBlocks,
+             0LL);
+    QCOMPARE(sglangKvPool(1e300, 1e-300, 1, 1, 1).tokens, 1000000000000000LL);
     // SGLang's budget is mem_fraction_static of what was free after the CUDA context and NCCL were set up
     // (init_torch_distributed's min_per_gpu_memory); the weights come out of it.
     const double freeAtInit =
