@@ -360,11 +360,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     }
     out << "fitted on " << r.runs.size() << " run(s); wrote " << *a.output << "\n";
     const Calibration& c = r.factors;
+    const double scratch = std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic << "\n"
         << "  KV cache                           x " << c.kvCache << "\n"
-        << "  optimizer step scratch             " << std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter
-        << " bytes per parameter\n"
+        << "  optimizer step scratch             " << scratch << " bytes per parameter\n"
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n\n";
     for (const CalibrationRun& run : r.runs) {
