@@ -27,9 +27,9 @@ QString publishedDir() {
 
 // The published runs, estimated as `headroom-cli validate` estimates them (core/io/validation).
 const Validation& published() {
-    static const Validation v = runValidation(
-        {loadValidationCases((publishedDir() + QStringLiteral("cases.json")).toStdString())},
-        AttributionRules::pytorchDefaults());
+    static const Validation v =
+        runValidation({loadValidationCases((publishedDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
     return v;
 }
 
@@ -67,6 +67,7 @@ private slots:
     void publishedPeaks_data();
     void publishedPeaks();
     void medianErrorAcrossPublishedRuns();
+    void validateRunsAgainstTheTargets_data();
     void validateRunsAgainstTheTargets();
     void megatronStatesAndPaddingByHand();
     void selectiveOpKeepsEveryOtherMatmul();
@@ -112,6 +113,7 @@ const std::vector<std::string> kFitRuns = {
 // arguments by examples/published/megatron_ci.py): checked as a set against the targets, never one by one,
 // and never tuned for (a constant changed to pass one moves it to the fit runs above).
 const std::vector<std::string> kValidateRuns = {
+    "torchtitan-llama3-70b-fsdp32-tp8-full-ac",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_fim_dataset",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_frozen_resume_torch_dist_dist_optimizer",
@@ -168,6 +170,25 @@ const std::map<std::string, const char*> kKnownMisses = {
      "contiguous attention output) come to 7% more than this run measured; with torch.compile the same "
      "accounting is within 1.2%."},
 };
+// The validate runs beyond the 12% target, with their |error| when they were last looked at: none may get
+// worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
+// failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
+const std::map<std::string, double> kValidateMisses = {
+    {"torchtitan-llama3-70b-fsdp32-tp8-full-ac", 0.257},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2", 0.121},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss", 0.121},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic", 0.122},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_dp_last", 0.123},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_nondeterministic_dp_last", 0.122},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last", 0.123},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last", 0.122},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic", 0.122},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion", 0.239},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic", 0.123},
+    {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion", 0.239},
+    {"megatron-ci-gpt3_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone", 0.147},
+    {"megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone", 0.143},
+};
 } // namespace
 
 void TestFrameworks::publishedPeaks_data() {
@@ -175,9 +196,14 @@ void TestFrameworks::publishedPeaks_data() {
     std::vector<std::string> fit, validate;
     for (const CaseResult& r : published().results)
         (r.c->role == "fit" ? fit : validate).push_back(r.c->id);
-    QVERIFY2(fit == kFitRuns, qPrintable(QStringLiteral("%1 fit runs in cases.json, %2 expected").arg(fit.size()).arg(kFitRuns.size())));
+    QVERIFY2(
+        fit == kFitRuns,
+        qPrintable(
+            QStringLiteral("%1 fit runs in cases.json, %2 expected").arg(fit.size()).arg(kFitRuns.size())));
     QVERIFY2(validate == kValidateRuns,
-             qPrintable(QStringLiteral("%1 validate runs in cases.json, %2 expected").arg(validate.size()).arg(kValidateRuns.size())));
+             qPrintable(QStringLiteral("%1 validate runs in cases.json, %2 expected")
+                            .arg(validate.size())
+                            .arg(kValidateRuns.size())));
     for (const std::string& id : kFitRuns)
         QTest::newRow(id.c_str()) << QString::fromStdString(id);
 }
@@ -227,33 +253,75 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     QCOMPARE(summarizeErrors(all).median, median);
 }
 
+void TestFrameworks::validateRunsAgainstTheTargets_data() {
+    QTest::addColumn<QString>("counter");
+    QTest::newRow("allocated") << QStringLiteral("allocated"); // Megatron's mem-max-allocated-bytes
+    QTest::newRow("reserved") << QStringLiteral("reserved");   // torchtitan's max reserved
+}
+
 void TestFrameworks::validateRunsAgainstTheTargets() {
     // The target for runs nobody tuned for: a median error of at most 5% and a worst of at most 12%, per
-    // counter (here every validate run reports mem-max-allocated-bytes). Computed here from the runs.
+    // counter. Computed here from the runs.
+    QFETCH(QString, counter);
     std::vector<double> errors;
+    std::size_t all = 0;
     for (const CaseResult& r : published().results)
         if (r.c->role == "validate") {
-            QCOMPARE(QString::fromStdString(r.c->metric), QStringLiteral("allocated"));
-            errors.push_back(std::abs(r.estimated / r.measured - 1));
+            ++all;
+            if (QString::fromStdString(r.c->metric) == counter)
+                errors.push_back(std::abs(r.estimated / r.measured - 1));
         }
-    QCOMPARE(errors.size(), kValidateRuns.size());
+    QCOMPARE(all, kValidateRuns.size());
+    QVERIFY(!errors.empty());
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2, worst = errors.back();
-    const QString what = QStringLiteral("validate: median %1%, worst %2%")
+    const double median = (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2,
+                 worst = errors.back();
+    const QString what = QStringLiteral("validate, %1: %2 runs, median %3%, worst %4%")
+                             .arg(counter)
+                             .arg(errors.size())
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
-    QVERIFY2(median <= 0.05, qPrintable(what));
     // Not yet explained, and not tuned for: the estimate is under on every miss beyond 5% but one (full
-    // recompute, 5.6% over). Guarded against
-    // getting worse while the profile improves.
-    QVERIFY2(worst <= 0.25, qPrintable(what));
-    QEXPECT_FAIL("", "The two --cross-entropy-loss-fusion runs are 24% under: Megatron's fused loss "
-                     "(fused_cross_entropy.py, torch.compile'd by megatron/core/jit.py) holds one more fp32 "
-                     "logits-sized tensor (0.38 GiB) than the in-place loss the profile models, which one "
-                     "Inductor keeps is not read yet; TP 4 x PP 2 is 14% under, TP 2 x PP 2 x CP 2 12% under, "
-                     "TP 4 with the distributed optimizer 8-12% under.",
-                 Continue);
+    // recompute, 5.6% over). Guarded run by run against getting worse while the profile improves.
+    for (const CaseResult& r : published().results) {
+        if (r.c->role != "validate" || QString::fromStdString(r.c->metric) != counter)
+            continue;
+        const double e = std::abs(r.estimated / r.measured - 1);
+        const auto miss = kValidateMisses.find(r.c->id);
+        if (miss == kValidateMisses.end())
+            QVERIFY2(e <= 0.12, qPrintable(QStringLiteral("%1: %2% off, beyond 12% and not a known miss")
+                                               .arg(QString::fromStdString(r.c->id))
+                                               .arg(100 * e, 0, 'f', 1)));
+        else
+            QVERIFY2(e <= miss->second + 0.005,
+                     qPrintable(QStringLiteral("%1: %2% off, worse than the %3% recorded")
+                                    .arg(QString::fromStdString(r.c->id))
+                                    .arg(100 * e, 0, 'f', 1)
+                                    .arg(100 * miss->second, 0, 'f', 1)));
+    }
+    // Read after the run was added, and not acted on (a rule chosen on it would make it a fit run): with
+    // TP, torchtitan's loss runs under loss_parallel (torch/distributed/tensor/parallel/loss.py), whose
+    // backward holds four fp32 logits shards at once (the saved log-softmax, zeros_like, its exp, their
+    // sum) where the profile plans about three: 7.3 GiB of the 18.5 missing.
+    const char* reservedMiss =
+        "One reserved run so far, torchtitan's 70B FSDP 32 x TP 8 (Table 4), 26% under: the plan's peak is "
+        "at the loss (20 GiB of layer inputs, 24 GiB of vocabulary-parallel logits); loss_parallel's "
+        "temporaries explain 7.3 GiB of the 18.5 GiB missing, the rest is not read yet.";
+    if (counter == QLatin1String("reserved"))
+        QEXPECT_FAIL("reserved", reservedMiss, Continue);
+    QVERIFY2(median <= 0.05, qPrintable(what));
+    if (counter == QLatin1String("reserved"))
+        QEXPECT_FAIL("reserved", reservedMiss, Continue);
+    else
+        QEXPECT_FAIL(
+            "allocated",
+            "The two --cross-entropy-loss-fusion runs are 24% under: Megatron's fused loss "
+            "(fused_cross_entropy.py, torch.compile'd by megatron/core/jit.py) holds one more fp32 "
+            "logits-sized tensor (0.38 GiB) than the in-place loss the profile models, which one "
+            "Inductor keeps is not read yet; TP 4 x PP 2 is 14% under, TP 2 x PP 2 x CP 2 12% under, "
+            "TP 4 with the distributed optimizer 8-12% under.",
+            Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
 
@@ -280,7 +348,9 @@ void TestFrameworks::megatronStatesAndPaddingByHand() {
              12 * perGpu);
     // With one micro-batch per step the fp32 main-grad buffer is still there at the forward's peak: Megatron
     // allocates it when the model is wrapped and only zeroes it (param_and_grad_buffer.py). The same sum.
-    json oneStep = loadScenarioFile((publishedDir() + "megatron-gpt-7b-tp4-pp1-h100.headroom.json").toStdString()).document;
+    json oneStep =
+        loadScenarioFile((publishedDir() + "megatron-gpt-7b-tp4-pp1-h100.headroom.json").toStdString())
+            .document;
     oneStep["training"]["gradient_accumulation_steps"] = 1;
     const Estimate one = estimate(scenarioFromJson(oneStep));
     const Breakdown& b1 = one.ranks.back().peak;
