@@ -369,6 +369,12 @@ void readTraining(const json& doc, Scenario& sc) {
     t.float8 = s.choice<Float8>("float8", d.float8, float8Names());
     t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), lossNames());
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
+    t.optimizerInBackward = s.boolean("optimizer_in_backward", d.optimizerInBackward);
+    // torchtune refuses both (recipes/full_finetune_single_device.py): a gradient stepped and dropped in
+    // the backward cannot accumulate over micro-batches; a pipeline's stages would step each micro-batch.
+    if (t.optimizerInBackward && t.gradientAccumulationSteps > 1)
+        throw Error(s.at("optimizer_in_backward"),
+                    "a step in the backward drops each gradient, so gradient_accumulation_steps must be 1");
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
     if (t.framework == Framework::Torchtune && !t.bytesOverridden && t.precision == "bf16" &&
@@ -549,7 +555,8 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.quadratic = factors.number("quadratic", 1, 0, 1000);
     c.kvCache = factors.number("kv_cache", 1, 0, 1000);
     c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, 1000);
-    c.stepScratchBytesPerParameter = factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
+    c.stepScratchBytesPerParameter =
+        factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
 }
 
@@ -593,6 +600,10 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
         else
             readInference(doc, sc);
         readCluster(doc, sc);
+        // A pipeline's micro-batches must all add to the gradients before a step: no step in the backward.
+        if (sc.mode == Mode::Training && sc.training.optimizerInBackward && sc.cluster.pipelineParallel > 1)
+            throw Error("training.optimizer_in_backward",
+                        "cannot step in the backward of a pipeline (pipeline_parallel > 1)");
         readOverheads(doc, sc);
         readCalibration(doc, sc);
     } catch (const json::exception& e) {

@@ -295,6 +295,32 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
     st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
     st.optimizerTemp = optimizerTemporaries(sc, sp);
+    if (tr.optimizerInBackward && m.known) {
+        // torchtune's optimizer_in_bwd (torchtune/training/memory.py register_optim_in_bwd_hooks): a
+        // post-accumulate-grad hook steps each parameter's own optimizer and zeroes (drops) its gradient, so
+        // no step holds every gradient. A tied embedding gets its gradient once both uses are summed, at the
+        // end of the backward: from the head's backward on it is held whole. Besides it, the largest other
+        // tensor's gradient, and what one parameter's step allocates (foreach over one tensor: one
+        // state-sized temporary; one tensor at a time: two; fused: none).
+        const double shard = shardsGradients(c) ? group : 1;
+        const double t = c.tensorParallel;
+        const double tied = m.tiedEmbeddings && p == 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0;
+        double largest = 0;
+        for (const std::uint64_t n : m.parameterTensors())
+            if (static_cast<double>(n) != tied * t || tied == 0)
+                largest = std::max(largest, static_cast<double>(n));
+        largest /= t; // an upper bound under TP: norms are replicated, but they are never the largest
+        st.stepInBackward = true;
+        st.heldGradients = b.gradients * (tied + largest) / shard;
+        const double stateBytes = b.optimizerStates / 2;
+        const double perStep = tr.optimizer != Optimizer::AdamW || c.offloadOptimizer ? 0
+                               : tr.optimizerImpl == OptimizerImpl::Fused             ? 0
+                               : tr.optimizerImpl == OptimizerImpl::ForEach           ? 1
+                                                                                      : 2;
+        st.stepScratchInLayers = perStep * stateBytes * largest / shard;
+        st.stepScratchAtEnd = perStep * stateBytes * std::max(tied, largest) / shard;
+        st.optimizerTemp = 0;
+    }
 
     const double unit = sp.largestUnit;
     const double prefetch = c.prefetch ? 2 : 1;
@@ -566,7 +592,13 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     case Phase::Backward: {
         const bool loss = x <= 0 && !layerRunning;
         const double g0 = st.gradientsInForward ? st.gradients : 0;
-        b[Category::Gradients] = g0 + (st.gradients - g0) * x;
+        if (st.stepInBackward) {
+            // Nothing is stepped before the loss's backward has run.
+            b[Category::Gradients] = loss ? 0 : st.heldGradients;
+            b[Category::Temporaries] = loss ? 0 : x >= 1 ? st.stepScratchAtEnd : st.stepScratchInLayers;
+        } else {
+            b[Category::Gradients] = g0 + (st.gradients - g0) * x;
+        }
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) +
                                    (loss ? 0 : st.transient) +
                                    st.castWeights * (1 - x); // each layer's copies go with its backward
@@ -578,9 +610,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         break;
     }
     case Phase::Optimizer:
-        b[Category::Gradients] = st.gradients;
+        // Stepped in the backward, nothing is left for the step (its scratch went with each parameter).
+        b[Category::Gradients] = st.stepInBackward ? 0 : st.gradients;
         // The step's scratch (foreach's sqrt list, a calibrated step's extra) is a temporary, not a state.
-        b[Category::Temporaries] = st.optimizerStep + st.optimizerTemp;
+        b[Category::Temporaries] = st.stepInBackward ? 0 : st.optimizerStep + st.optimizerTemp;
         break;
     case Phase::Prefill:
         b[Category::Activations] = st.activations;

@@ -90,6 +90,9 @@ struct TrainingSettings {
     Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2
     LossKind loss = LossKind::Full;
     bool activationOffloading = false; // saved activations go to host memory (torchtune)
+    // The optimizer steps each parameter as soon as its gradient is accumulated, then drops the gradient
+    // (torchtune's optimizer_in_bwd: torchtune/training/memory.py register_optim_in_bwd_hooks).
+    bool optimizerInBackward = false;
     DeepSpeedSettings deepspeed;
     bool dropout = false;         // default: whether the model's config trains with dropout
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes

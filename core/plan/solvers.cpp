@@ -113,7 +113,7 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        "Tensor parallel " + std::to_string(2 * c.tensorParallel) + " on the same GPUs",
                        {{"cluster", {{"tensor_parallel", 2 * c.tensorParallel}}}},
                        [](Scenario& s) { s.cluster.tensorParallel *= 2; }});
-    if (t.microBatchSize > 1)
+    if (t.microBatchSize > 1 && !t.optimizerInBackward) // a step in the backward cannot accumulate
         out.push_back(
             {"halve_micro_batch",
              "Micro-batch " + std::to_string(t.microBatchSize / 2) + " with twice the accumulation steps",
@@ -153,6 +153,13 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        "Offload saved activations to CPU memory",
                        {{"training", {{"activation_offloading", true}}}},
                        [](Scenario& s) { s.training.activationOffloading = true; }});
+    if (sc.model.known && !t.optimizerInBackward && t.gradientAccumulationSteps == 1 &&
+        sc.cluster.pipelineParallel == 1)
+        out.push_back(
+            {"optimizer_in_backward",
+             "Step the optimizer in the backward, a parameter at a time (torchtune's optimizer_in_bwd)",
+             {{"training", {{"optimizer_in_backward", true}}}},
+             [](Scenario& s) { s.training.optimizerInBackward = true; }});
     if (t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
         out.push_back({"adam8bit",
                        "8-bit Adam (bitsandbytes) instead of AdamW",

@@ -25,6 +25,11 @@ struct StageModel {
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
+    // The step runs in the backward, a parameter at a time: the gradients alive then (a tied embedding's
+    // from the head's backward on, and the one being stepped) and that one step's scratch, a layer's
+    // largest tensor's while layers run, the embedding's (its largest) at the end.
+    bool stepInBackward = false;
+    double heldGradients = 0, stepScratchInLayers = 0, stepScratchAtEnd = 0;
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks

@@ -75,6 +75,7 @@ private slots:
     void torchtitanRootStaysGathered();
     void contextParallelShardsStates();
     void torchtuneAdamStatesFollowTheWeights();
+    void optimizerInBackwardByHand();
     void frameworkValuesAreChecked();
     void eagerLayersByHand();
     void activationOffloadingKeepsTwoLayers();
@@ -114,6 +115,9 @@ const std::vector<std::string> kFitRuns = {
 // and never tuned for (a constant changed to pass one moves it to the fit runs above).
 const std::vector<std::string> kValidateRuns = {
     "torchtitan-llama3-70b-fsdp32-tp8-full-ac",
+    "torchtune-llama3.2-3b-optimizer-in-backward",
+    "torchtune-llama3.2-3b-activation-offloading",
+    "torchtune-llama3.2-3b-adamw8bit",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_fim_dataset",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_frozen_resume_torch_dist_dist_optimizer",
@@ -175,6 +179,7 @@ const std::map<std::string, const char*> kKnownMisses = {
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
 const std::map<std::string, double> kValidateMisses = {
     {"torchtitan-llama3-70b-fsdp32-tp8-full-ac", 0.257},
+    {"torchtune-llama3.2-3b-adamw8bit", 0.184},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2", 0.121},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss", 0.121},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic", 0.122},
@@ -257,6 +262,7 @@ void TestFrameworks::validateRunsAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::newRow("allocated") << QStringLiteral("allocated"); // Megatron's mem-max-allocated-bytes
     QTest::newRow("reserved") << QStringLiteral("reserved");   // torchtitan's max reserved
+    QTest::newRow("active") << QStringLiteral("active");       // torchtune's peak memory active
 }
 
 void TestFrameworks::validateRunsAgainstTheTargets() {
@@ -310,9 +316,25 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
         "temporaries explain 7.3 GiB of the 18.5 GiB missing, the rest is not read yet.";
     if (counter == QLatin1String("reserved"))
         QEXPECT_FAIL("reserved", reservedMiss, Continue);
+    else if (counter == QLatin1String("active"))
+        QEXPECT_FAIL(
+            "active",
+            "torchtune's rows with the optimizer step in the backward are 6.7% (1.5 GiB) under: "
+            "beyond the states the run held 5.1 GiB, the plan 3.5. Which AdamW implementation the "
+            "table ran is not said; the profile's default (fused) steps the tied embedding last with "
+            "no scratch, where foreach would hold 0.73 GiB and one tensor at a time 1.47 GiB. Not "
+            "chosen on these rows.",
+            Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
     if (counter == QLatin1String("reserved"))
         QEXPECT_FAIL("reserved", reservedMiss, Continue);
+    else if (counter == QLatin1String("active"))
+        QEXPECT_FAIL("active",
+                     "torchtune's + 8-bit AdamW row is 18% under: the table ran torchao's AdamW8bit, whose "
+                     "step is a torch.compile'd function per parameter, not bitsandbytes' kernel the "
+                     "scenario's adam8bit plans; it saved 4.2 GiB where two 8-bit states instead of two bf16 "
+                     "ones save 6.0, and what its step holds besides is not read yet.",
+                     Continue);
     else
         QEXPECT_FAIL(
             "allocated",
@@ -441,6 +463,71 @@ void TestFrameworks::torchtuneAdamStatesFollowTheWeights() {
     QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::OptimizerStates], 4 * 8030261248.0);
     doc["training"]["framework"] = "pytorch"; // the contract's bf16 preset: fp32 states
     QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::OptimizerStates], 8 * 8030261248.0);
+}
+
+void TestFrameworks::optimizerInBackwardByHand() {
+    // torchtune's optimizer_in_bwd on Llama 3.2 3B in bf16 (hidden 3072, FFN 8192, vocabulary 128256, tied
+    // embeddings), one GPU: each parameter is stepped by its post-accumulate-grad hook and its gradient
+    // dropped. Worked out here from the shapes, not from the estimator.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}});
+    doc["training"]["precision"] = "bf16";
+    doc["training"]["framework"] = "torchtune";
+    doc["training"]["optimizer_implementation"] = "for_loop";
+    const Scenario plain = scenarioFromJson(doc);
+    doc["training"]["optimizer_in_backward"] = true;
+    const Scenario fused = scenarioFromJson(doc);
+    QVERIFY(fused.training.optimizerInBackward && !plain.training.optimizerInBackward);
+    const double embedding = 128256.0 * 3072, mlp = 3072.0 * 8192; // the tied embedding, the largest other
+    auto at = [](const Scenario& sc, Phase phase) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+            if (t.phase == phase && (phase == Phase::Optimizer || (t.progress > 0 && t.progress < 1)))
+                return t.bytes;
+        return Breakdown{};
+    };
+    // In the backward: the embedding's bf16 gradient, held from the head's backward until both its uses
+    // are summed at the end, and one more tensor's at a time: 2 x (394,002,432 + 25,165,824) bytes.
+    QCOMPARE(at(fused, Phase::Backward)[Category::Gradients], 2 * (embedding + mlp));
+    QCOMPARE(2 * (embedding + mlp), 838336512.0);
+    // One tensor at a time, AdamW's step makes two temporaries of the parameter's (bf16) state: 2 x 2 x
+    // 25,165,824 bytes for an MLP matrix while layers run, 2 x 2 x 394,002,432 for the embedding, stepped
+    // last; nothing is left for a step after the backward, and nothing is stepped before the loss's.
+    QCOMPARE(at(fused, Phase::Backward)[Category::Temporaries], 2 * 2 * mlp);
+    const auto timeline = phaseTimeline(fused, 0, 4);
+    for (const TimelinePoint& t : timeline)
+        if (t.phase == Phase::Backward && t.progress == 1)
+            QCOMPARE(t.bytes[Category::Temporaries], 2 * 2 * embedding);
+        else if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+            QCOMPARE(t.bytes[Category::Gradients] + t.bytes[Category::Temporaries], 0.0);
+    QCOMPARE(at(fused, Phase::Optimizer)[Category::Gradients], 0.0);
+    QCOMPARE(at(fused, Phase::Optimizer)[Category::Temporaries], 0.0);
+    // Without it, the step holds every gradient: 2 bytes x 3,212,749,824 parameters.
+    QCOMPARE(at(plain, Phase::Optimizer)[Category::Gradients], 2 * 3212749824.0);
+    // With full checkpointing the plain peak is that step; in the backward it is gone. Without, both peak
+    // where the first layer's backward starts, and the held gradient is the price.
+    json ac = doc;
+    ac["training"]["activation_checkpointing"] = "full";
+    const double inBackward = estimate(scenarioFromJson(ac)).perGpu.total();
+    ac["training"]["optimizer_in_backward"] = false;
+    const Estimate stepped = estimate(scenarioFromJson(ac));
+    QCOMPARE(stepped.ranks.at(0).peakPhase, Phase::Optimizer);
+    QVERIFY(inBackward < stepped.perGpu.total() - 4e9); // at least the non-embedding gradients go
+    // torchtune refuses it with accumulation; a pipeline cannot step before its micro-batches are summed.
+    doc["training"]["gradient_accumulation_steps"] = 2;
+    try {
+        scenarioFromJson(doc);
+        QFAIL("optimizer_in_backward with accumulation was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("training.optimizer_in_backward"));
+    }
+    doc["training"]["gradient_accumulation_steps"] = 1;
+    doc["cluster"]["num_gpus"] = 2;
+    doc["cluster"]["pipeline_parallel"] = 2;
+    try {
+        scenarioFromJson(doc);
+        QFAIL("optimizer_in_backward with a pipeline was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("training.optimizer_in_backward"));
+    }
 }
 
 void TestFrameworks::frameworkValuesAreChecked() {

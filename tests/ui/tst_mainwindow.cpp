@@ -66,7 +66,7 @@ json fullTrainingScenario() {
                    "loss": "chunked", "compile": true, "float8": "rowwise",
                    "activation_offloading": true, "checkpoint_every": 2,
                    "recompute_method": "every_layer", "recompute_num_layers": 3,
-                   "optimizer_implementation": "for_loop"},
+                   "optimizer_implementation": "for_loop", "optimizer_in_backward": false},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,

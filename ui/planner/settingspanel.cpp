@@ -294,6 +294,11 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     addField(trainingForm, boolField("/training/activation_offloading", "Offload activations",
                                      "Saved activations wait in host memory, a layer ahead of the "
                                      "backward (torchtune's OffloadActivations, Megatron's cpu_offloading)"));
+    addField(
+        trainingForm,
+        boolField("/training/optimizer_in_backward", "Optimizer step in backward",
+                  "Each parameter is stepped as soon as its gradient is ready and the gradient dropped: "
+                  "no step holds every gradient (torchtune's optimizer_in_bwd; no gradient accumulation)"));
     addField(trainingForm, boolField("/training/compile", "torch.compile",
                                      "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
                                      "intermediate copies"));
