@@ -362,7 +362,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     const Calibration& c = r.factors;
     const double scratch = std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
-        << "  tensors that grow with tokens^2    x " << c.quadratic << "\n"
+        << "  tensors that grow with tokens^2    x " << c.quadratic
+        << (c.quadraticActivationBytes > 0
+                ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) + "-byte activations)"
+                : std::string())
+        << "\n"
         << "  KV cache                           x " << c.kvCache << "\n"
         << "  optimizer step scratch             " << scratch << " bytes per parameter\n"
         << "  workspaces                         " << std::fixed << std::setprecision(1)

@@ -21,6 +21,10 @@ struct RunMeasurement {
     std::size_t lossPeak = 0;   // before the optimizer step, where allocated minus gradients is highest
     std::int64_t transient = 0; // at it: what is neither model state, KV cache nor workspace
     std::int64_t total = 0;     // at it: everything allocated
+    // Of the transient bytes, those in tensors whose size is batch x heads x tokens^2 x (1, 2 or 4 bytes):
+    // the attention scores' copies, told apart by their sizes; `ambiguous` when a size is also that of a
+    // tokens-linear tensor (fp32 FFN outputs are b x s x 4h x 4 bytes, as fp32 scores are at s = 4h / heads).
+    std::int64_t quadratic = 0, ambiguous = 0;
     std::int64_t kvCache = 0;
     std::int64_t workspaces = 0;
     bool hasStep = false;         // the run records an optimizer step

@@ -30,6 +30,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
                         {"workspace_bytes", c.workspaceBytes}};
     if (c.stepScratchBytesPerParameter >= 0)
         j["optimizer_step_scratch_bytes_per_parameter"] = c.stepScratchBytesPerParameter;
+    if (c.quadraticActivationBytes > 0)
+        j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
     return j;
 }
 

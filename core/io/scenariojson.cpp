@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -558,6 +559,21 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.stepScratchBytesPerParameter =
         factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
+    c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
+    if (c.quadraticActivationBytes > 0 && c.quadraticActivationBytes != sc.activationDtypeBytes()) {
+        auto number = [](double v) {
+            std::ostringstream o;
+            o << v;
+            return o.str();
+        };
+        const std::string text =
+            "calibration.factors.quadratic (x" + number(c.quadratic) + ") was measured with " +
+            number(c.quadraticActivationBytes) + "-byte activations and this scenario's are " +
+            number(sc.activationDtypeBytes()) +
+            " bytes: which copies of the attention scores exist depends on the dtype each op runs in, so it "
+            "is not applied (the tokens-linear factor is)";
+        sc.warnings.push_back(text);
+    }
 }
 
 } // namespace

@@ -532,8 +532,11 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     const Calibration& c = sc.calibration;
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.decodeActivations})
         *v *= c.linear;
-    st.scores *= c.quadratic;
-    st.transientScores *= c.quadratic;
+    // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
+    const bool scoresFit =
+        c.quadraticActivationBytes <= 0 || c.quadraticActivationBytes == sc.activationDtypeBytes();
+    st.scores *= scoresFit ? c.quadratic : 1;
+    st.transientScores *= scoresFit ? c.quadratic : 1;
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
         st.decodeKvTransient *= c.kvCache;

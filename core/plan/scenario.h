@@ -165,13 +165,18 @@ struct Calibration {
     bool present = false;
     double linear = 1;    // tensors that grow with tokens: kept activations and the logits
     double quadratic = 1; // tensors that grow with tokens squared: attention scores (copies kept)
-    double kvCache = 1;   // the KV cache (0: the code keeps none)
+    // The activation dtype (bytes) of the runs `quadratic` was measured on (0: any). Which copies of the
+    // scores exist depends on the dtype each op runs in (under autocast the softmax stays fp32 and the
+    // next matmul keeps a 16-bit copy; in fp32 a hand-written softmax's every output is kept at 4 bytes), so
+    // under another the factor is not applied.
+    double quadraticActivationBytes = 0;
+    double kvCache = 1;                        // the KV cache (0: the code keeps none)
     double optimizerStepBytesPerParameter = 0; // added to what the step holds besides the states (old files)
     // What the optimizer step was measured to hold besides the states, per parameter: it replaces the
     // modelled step temporaries, so calibration reproduces a run whatever AdamW implementation the scenario
     // declared. Negative: not measured (the model's temporaries stand).
     double stepScratchBytesPerParameter = -1;
-    double workspaceBytes = 0;                 // cuBLAS and other workspaces, held throughout
+    double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout
 };
 
 // A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).
@@ -207,6 +212,13 @@ struct Scenario {
         s.calibration = calibration;
         s.baseDir = baseDir;
         return s;
+    }
+    // The dtype (bytes) the matmuls write activations in: autocast's, else the activations' own; in
+    // inference fp32 for fp32 weights, else 16-bit. What a calibration's quadratic factor is keyed by.
+    double activationDtypeBytes() const {
+        if (mode != Mode::Training)
+            return inference.weightBytes >= 4 ? 4 : 2;
+        return training.autocastBytes > 0 ? training.autocastBytes : training.activationBytes;
     }
 };
 
