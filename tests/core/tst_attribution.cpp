@@ -453,6 +453,15 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     const Estimate e0 = estimate(plain), e1 = estimate(calibrated);
     QCOMPARE(e1.perGpu[Category::AttentionScores], e0.perGpu[Category::AttentionScores]);
     QVERIFY(e1.perGpu[Category::Activations] > e0.perGpu[Category::Activations]);
+    // What the rule rests on: the tokens-linear factor carries over between dtypes. Calibrated on the
+    // 1,024-token autocast run alone, it is within 2% of the 128-token fp32 run's (1.29 and 1.28).
+    const Run t1024 = loadRun("cs336-medium-1024-training-bf16-autocast",
+                              "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
+    const CalibrationResult cal1024 =
+        calibrate({{&t1024.scenario, &t1024.trace->trace, t1024.trace->indexes[0].get(), "1024"}}, rules);
+    QCOMPARE(cal1024.factors.quadraticActivationBytes, 2.0);
+    QVERIFY2(std::abs(cal1024.factors.linear / cal.factors.linear - 1) <= 0.02,
+             qPrintable(QStringLiteral("%1 vs %2").arg(cal1024.factors.linear).arg(cal.factors.linear)));
     // The same factors on an fp32 scenario do apply: twice the scores.
     json fp32 =
         json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
