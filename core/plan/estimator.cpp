@@ -304,12 +304,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // state-sized temporary; one tensor at a time: two; fused: none).
         const double shard = shardsGradients(c) ? group : 1;
         const double t = c.tensorParallel;
-        const double tied = m.tiedEmbeddings && p == 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0;
-        double largest = 0;
-        for (const std::uint64_t n : m.parameterTensors())
-            if (static_cast<double>(n) != tied * t || tied == 0)
-                largest = std::max(largest, static_cast<double>(n));
-        largest /= t; // an upper bound under TP: norms are replicated, but they are never the largest
+        const double vocabMatrix = static_cast<double>(m.vocab) * m.hidden / t;
+        const double tied = m.tiedEmbeddings && p == 1 ? vocabMatrix : 0;
+        // The largest other tensor: a layer's widest matrix, or an untied head (stepped right after the
+        // loss's backward) and embedding (at the end).
+        const double layerMatrix =
+            std::max({static_cast<double>(m.ffn) * m.hidden / t, static_cast<double>(m.moeFfn) * m.hidden,
+                      static_cast<double>(m.heads) * m.headDim * m.hidden / t});
+        const double largest = tied > 0 ? layerMatrix : std::max(vocabMatrix, layerMatrix);
         st.stepInBackward = true;
         st.heldGradients = b.gradients * (tied + largest) / shard;
         const double stateBytes = b.optimizerStates / 2;
