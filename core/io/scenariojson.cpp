@@ -429,8 +429,13 @@ void readInference(const json& doc, Scenario& sc) {
     } else {
         i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
     }
-    const bool narrow = i.weightDtype == "int4" || i.weightDtype == "nf4" || i.weightDtype == "checkpoint";
-    i.kvCacheBytes = dtype(s, "kv_cache_dtype", narrow ? "bf16" : i.weightDtype, i.kvCacheDtype);
+    // Keys and values are written in the compute dtype unless kv_cache_dtype says otherwise, whatever the
+    // weights' storage: vLLM's "auto" is the model's dtype (vllm/utils get_kv_cache_torch_dtype), which an
+    // FP8 or int8 checkpoint declares as bf16; SGLang's "auto" likewise. Only fp32 and fp16 weights compute
+    // in their own dtype.
+    const bool ownDtype = i.weightBytes >= 4 || i.weightDtype == "fp16" || i.weightDtype == "float16" ||
+                          i.weightDtype == "bf16" || i.weightDtype == "bfloat16";
+    i.kvCacheBytes = dtype(s, "kv_cache_dtype", ownDtype ? i.weightDtype : "bf16", i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
     i.attention = s.choice<Attention>("attention", d.attention, attentionNames());
 
@@ -661,7 +666,7 @@ json defaultTrainingSection() {
 
 json defaultInferenceSection() {
     const InferenceSettings d;
-    // No kv_cache_dtype: left out, the KV cache follows the weights' dtype.
+    // No kv_cache_dtype: left out, the KV cache follows the compute dtype.
     return {{"batch_size", d.batchSize},
             {"context_length", d.contextLength},
             {"kv_block_size", d.kvBlockSize},

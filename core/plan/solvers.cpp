@@ -191,10 +191,11 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                  s.inference.weightDtype = "fp8";
                  s.inference.weightBytes = 1;
                  s.inference.quantised = false;
-                 // The KV cache follows the weights, except in generate's DynamicCache (bf16 compute).
-                 if (!s.inference.kvCacheDtypeGiven && s.inference.engine != Engine::HuggingFace) {
-                     s.inference.kvCacheDtype = "fp8";
-                     s.inference.kvCacheBytes = 1;
+                 // Keys and values stay in the compute dtype, bf16 for an FP8 model, unless kv_cache_dtype
+                 // says otherwise (the scenario reader's rule).
+                 if (!s.inference.kvCacheDtypeGiven) {
+                     s.inference.kvCacheDtype = "bf16";
+                     s.inference.kvCacheBytes = 2;
                  }
              }});
     if (in.attention == Attention::Eager)

@@ -77,6 +77,7 @@ private slots:
     void vllmPoolArithmeticFromLogs();
     void vllmHybridPool();
     void sglangPool();
+    void kvCacheKeepsTheComputeDtype();
     void engineBoundsPrefill();
     void engineSavingsSpeakInRequests();
     void servingExpertParallelWithoutDataParallel();
@@ -314,6 +315,22 @@ void TestServing::sglangPool() {
             offered = true;
         }
     QVERIFY(offered);
+}
+
+void TestServing::kvCacheKeepsTheComputeDtype() {
+    // vLLM's kv_cache_dtype "auto" is the model's dtype (vllm/utils get_kv_cache_torch_dtype), which an FP8
+    // checkpoint declares as bf16: FP8 weights do not halve the cache. Llama 3 8B, 8 KV heads of 128, 32
+    // layers: K and V are 2 x 8 x 128 x 2 bytes x 32 = 131,072 bytes per token in bf16.
+    auto perToken = [](const json& inference) {
+        return estimate(
+                   scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}}, inference, {})))
+            .serving.kvBytesPerToken;
+    };
+    QCOMPARE(perToken({{"engine", "vllm"}}), 131072.0);
+    QCOMPARE(perToken({{"engine", "vllm"}, {"weight_dtype", "fp8"}}), 131072.0);
+    QCOMPARE(perToken({{"engine", "sglang"}, {"weight_dtype", "int4"}}), 131072.0);
+    QCOMPARE(perToken({{"engine", "vllm"}, {"weight_dtype", "fp8"}, {"kv_cache_dtype", "fp8"}}), 65536.0);
+    QCOMPARE(perToken({{"engine", "vllm"}, {"weight_dtype", "fp32"}}), 262144.0);
 }
 
 void TestServing::engineBoundsPrefill() {
