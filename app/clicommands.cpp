@@ -436,6 +436,12 @@ int cmdCompare(const Args& a, std::ostream& out) {
         out << "; " << std::setprecision(2) << static_cast<double>(unattributed) / 1048576.0
             << " MiB of what it measured no rule could place (unattributed)";
     out << "\n";
+    if (c.firstStep)
+        out << "  this trace records a first step: its " << gib(c.createdStates)
+            << " GiB of optimizer states were created by the step, after the forward and backward; a later\n"
+            << "  step, with them alive throughout as the plan has them, would reach about " << gib(c.laterStepPeak)
+            << " GiB before its step: the estimate is " << std::setprecision(1) << std::abs(c.laterStepError()) * 100
+            << "% " << (c.laterStepError() < 0 ? "below" : "above") << " that\n";
     return 0;
 }
 

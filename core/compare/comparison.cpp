@@ -63,6 +63,38 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
     c.estimated = estimateInMeasuredCategories(scenario, estimate);
     for (std::int64_t v : c.estimated)
         c.estimatedTotal = saturatingAdd(c.estimatedTotal, v);
+    // Optimizer states the trace saw being created: the step that made them is the recording's first. They
+    // are alive at the peak when the step is the peak; else at the recording's end.
+    std::size_t firstCreated = kBeforeFirstEvent;
+    std::int64_t created = 0;
+    auto createdIn = [&](const Attribution& at) {
+        for (const AttributedAllocation& a : at.allocations)
+            if (a.category == MeasuredCategory::OptimizerStates && a.allocation.alloc != kBeforeFirstEvent) {
+                firstCreated = firstCreated == kBeforeFirstEvent ? a.allocation.alloc
+                                                                 : std::min(firstCreated, a.allocation.alloc);
+                created = saturatingAdd(created, a.allocation.size);
+            }
+    };
+    createdIn(c.measured);
+    if (firstCreated == kBeforeFirstEvent && index.events() > 0 && index.events() - 1 != peak)
+        createdIn(attribute(trace, index, index.events() - 1, rules, &scenario));
+    const auto& allocated = index.allocatedSeries();
+    if (firstCreated != kBeforeFirstEvent && firstCreated > 0 && firstCreated <= allocated.size()) {
+        std::int64_t before = 0;
+        for (std::size_t e = 0; e < firstCreated; ++e)
+            before = std::max(before, allocated[e]);
+        const std::int64_t later = saturatingAdd(before, created);
+        // Only when no states existed before that step (an optimizer that writes new state tensors every
+        // step, as a hand-written AdamW's `m = beta1 * m + ...` does, re-creates them in every step), and
+        // when their absence moved the peak: a later step's loss would be the higher point.
+        const bool none = attribute(trace, index, firstCreated - 1, rules, &scenario)
+                              .of(MeasuredCategory::OptimizerStates) < created / 10;
+        if (none && later > c.measured.total + c.measured.total / 100) {
+            c.firstStep = true;
+            c.createdStates = created;
+            c.laterStepPeak = later;
+        }
+    }
     return c;
 }
 

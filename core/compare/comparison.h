@@ -16,10 +16,21 @@ struct Comparison {
     Attribution measured;
     std::array<std::int64_t, kMeasuredCategories> estimated{};
     std::int64_t estimatedTotal = 0;
+    // A trace of a first step: the optimizer states alive at the peak were created by its step, after the
+    // forward and backward, which a plan of a later step (states alive throughout) does not describe. Then
+    // the highest point before the step plus those states: what a later step's loss would reach.
+    bool firstStep = false;
+    std::int64_t createdStates = 0, laterStepPeak = 0;
     std::int64_t difference() const { return saturatingSub(estimatedTotal, measured.total); }
     // (estimate - measured) / measured; 0 when nothing was measured.
     double relativeError() const {
         return measured.total ? static_cast<double>(difference()) / static_cast<double>(measured.total) : 0.0;
+    }
+    // The estimate against laterStepPeak (a first step's trace only).
+    double laterStepError() const {
+        return laterStepPeak ? static_cast<double>(saturatingSub(estimatedTotal, laterStepPeak)) /
+                                   static_cast<double>(laterStepPeak)
+                             : 0.0;
     }
 };
 

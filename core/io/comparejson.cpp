@@ -12,14 +12,19 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
         measured[key] = c.measured.bytes[i];
         estimated[key] = c.estimated[i];
     }
-    return {{"schema", "headroom.compare/1"},
-            {"trace", traceName},
-            {"device", c.device},
-            {"at_event", c.measured.event},
-            {"measured", {{"allocated_bytes", c.measured.total}, {"by_category", measured}}},
-            {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
-            {"difference_bytes", c.difference()},
-            {"relative_error", c.relativeError()}};
+    nlohmann::json j = {{"schema", "headroom.compare/1"},
+                        {"trace", traceName},
+                        {"device", c.device},
+                        {"at_event", c.measured.event},
+                        {"measured", {{"allocated_bytes", c.measured.total}, {"by_category", measured}}},
+                        {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
+                        {"difference_bytes", c.difference()},
+                        {"relative_error", c.relativeError()}};
+    if (c.firstStep)
+        j["first_step"] = {{"created_optimizer_states_bytes", c.createdStates},
+                           {"later_step_peak_bytes", c.laterStepPeak},
+                           {"relative_error", c.laterStepError()}};
+    return j;
 }
 
 nlohmann::json calibrationFactorsToJson(const Calibration& c) {

@@ -51,6 +51,7 @@ private slots:
     void hugeSizesSaturate();
     void rulesAsAFile();
     void annotatedPhases();
+    void firstStepIsNamed();
     void calibrationReproducesAndPredicts();
     void calibrationInTheScenario();
     void scoresFactorKeepsToItsDtype();
@@ -334,6 +335,52 @@ double relative(std::int64_t estimate, std::int64_t measuredBytes) {
     return std::abs(static_cast<double>(estimate - measuredBytes)) / static_cast<double>(measuredBytes);
 }
 } // namespace
+
+void TestAttribution::firstStepIsNamed() {
+    // A recording of a first step, without frames: the forward keeps 8,192 bytes of activations (events 0,
+    // 1), frees them (2-5), then the optimizer's record_function region creates two states of 3,072 bytes
+    // (6, 7) that outlive the recording. The peak is the forward's 8,192, without states; a later step
+    // would hold 8,192 + 6,144 = 14,336 there.
+    // The final state (segments) holds the two states, as a real snapshot's would.
+    const std::string js = R"({"segments": [{"device": 0, "address": 65536, "total_size": 2097152,
+        "stream": 0, "segment_type": "large", "blocks": [
+          {"address": 65536, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
+          {"address": 68608, "size": 62464, "requested_size": 0, "state": "inactive"},
+          {"address": 131072, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
+          {"address": 134144, "size": 2029568, "requested_size": 0, "state": "inactive"}]}],
+      "device_traces": [[
+      {"action": "alloc", "addr": 4096, "size": 4096, "time_us": 1},
+      {"action": "alloc", "addr": 16384, "size": 4096, "time_us": 2},
+      {"action": "free_requested", "addr": 4096, "size": 4096, "time_us": 3},
+      {"action": "free_completed", "addr": 4096, "size": 4096, "time_us": 3},
+      {"action": "free_requested", "addr": 16384, "size": 4096, "time_us": 4},
+      {"action": "free_completed", "addr": 16384, "size": 4096, "time_us": 4},
+      {"action": "alloc", "addr": 65536, "size": 3072, "time_us": 11},
+      {"action": "alloc", "addr": 131072, "size": 3072, "time_us": 12}
+    ]], "external_annotations": [
+      {"name": "Optimizer.step#AdamW.step", "stage": "START", "device": 0, "time_us": 10},
+      {"name": "Optimizer.step#AdamW.step", "stage": "END", "device": 0, "time_us": 15}
+    ]})";
+    const Trace t = readTrace(js);
+    const TraceSummary s = summarize(t);
+    const TraceIndex index(t.devices.at(0), s.devices.at(0));
+    // A model known by its size only: what the step creates and outlives the recording is state.
+    const Scenario sc = scenarioFromJson(json::parse(R"({"model": {"parameters": 768},
+        "training": {"micro_batch_size": 1, "sequence_length": 16, "precision": "fp32"},
+        "cluster": {"gpu": "A100-80GB", "num_gpus": 1}})"));
+    const Comparison c = compareAtPeak(sc, estimate(sc), t, index, AttributionRules::pytorchDefaults());
+    QCOMPARE(c.measured.total, 8192LL);
+    QVERIFY(c.firstStep);
+    QCOMPARE(c.createdStates, 6144LL);
+    QCOMPARE(c.laterStepPeak, 14336LL);
+    QCOMPARE(comparisonToJson(c, "t")["first_step"]["later_step_peak_bytes"].get<std::int64_t>(), 14336LL);
+    // The runs of docs/measured.md recorded a later step (their states predate the recording): no note.
+    const Run t256 =
+        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(!compareAtPeak(t256.scenario, estimate(t256.scenario), t256.trace->trace, *t256.trace->indexes[0],
+                           AttributionRules::pytorchDefaults())
+                 .firstStep);
+}
 
 void TestAttribution::calibrationReproducesAndPredicts() {
     const auto rules = AttributionRules::pytorchDefaults();
