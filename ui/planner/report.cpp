@@ -153,6 +153,15 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                           QStringLiteral("%1 (%2%)")
                               .arg(style.format(static_cast<double>(measured->difference())))
                               .arg(100 * measured->relativeError(), 0, 'f', 1)});
+        if (measured
+                ->firstStep) // the trace is a first step; the plan, a later one (core/compare/comparison.h)
+            m.rows.push_back({QStringLiteral("A later step (the trace is a first step)"),
+                              style.format(static_cast<double>(measured->estimatedTotal)),
+                              style.format(static_cast<double>(measured->laterStepPeak)),
+                              QStringLiteral("%1 (%2%)")
+                                  .arg(style.format(static_cast<double>(
+                                      saturatingSub(measured->estimatedTotal, measured->laterStepPeak))))
+                                  .arg(100 * measured->laterStepError(), 0, 'f', 1)});
         r.measured = std::move(m);
     }
     return r;
@@ -374,8 +383,19 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
         const double breakdownH =
             drawTable(p, r.breakdown, margin + inner * 0.58 + gap, y + 4, inner * 0.42 - gap, small);
         y += std::max(secondH, breakdownH + 4) + 8;
-        if (!r.savings.rows.empty())
-            y += drawTable(p, r.savings, margin, y, inner, small) + 8;
+        // One page: when the measured comparison would run into the footer, the ranked changes give up
+        // their last rows (the table above ranks them, so the best stay).
+        TextTable savings = r.savings;
+        const double line = QFontMetricsF(small, &pdf).height() + 3;
+        auto height = [&](const TextTable& t) {
+            return t.rows.empty() ? 0.0 : (t.rows.size() + 2.0) * line + 9;
+        };
+        const double bottom = 842 - margin - 4;
+        while (savings.rows.size() > 3 &&
+               y + height(savings) + (r.measured ? height(*r.measured) : 0.0) > bottom)
+            savings.rows.pop_back();
+        if (!savings.rows.empty())
+            y += drawTable(p, savings, margin, y, inner, small) + 8;
         if (r.measured)
             y += drawTable(p, *r.measured, margin, y, inner, small) + 8;
         p.setFont(small);
