@@ -381,8 +381,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
             return s.str();
         };
         out << "  " << run.trace << ": measured " << std::fixed << std::setprecision(3)
-            << static_cast<double>(run.measured) / 1073741824.0 << " GiB, estimate before " << err(run.before)
-            << ", after " << err(run.after) << "\n";
+            << static_cast<double>(run.measured) / 1073741824.0
+            << (run.firstStep ? " GiB (a first step: what a later step would reach)" : " GiB")
+            << ", estimate before " << err(run.before) << ", after " << err(run.after) << "\n";
     }
     return 0;
 }

@@ -325,7 +325,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         after.calibration = c;
         const Comparison b = compareAtPeak(before, estimate(before), *in.trace, *in.index, rules);
         const Comparison a = compareAtPeak(after, estimate(after), *in.trace, *in.index, rules);
-        r.runs.push_back({in.name, b.measured.total, b.estimatedTotal, a.estimatedTotal});
+        r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
+                          a.estimatedTotal, b.firstStep});
     }
     return r;
 }

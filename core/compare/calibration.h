@@ -35,6 +35,9 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
 struct CalibrationRun {
     std::string trace;
     std::int64_t measured = 0, before = 0, after = 0; // allocated at the peak: measured, estimates
+    // A first step's trace (Comparison::firstStep): `measured` is what a later step would reach, which is
+    // what a plan describes.
+    bool firstStep = false;
 };
 struct CalibrationResult {
     Calibration factors;

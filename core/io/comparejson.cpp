@@ -46,7 +46,8 @@ nlohmann::json calibrationToJson(const CalibrationResult& r) {
         runs.push_back({{"trace", run.trace},
                         {"measured_bytes", run.measured},
                         {"before_bytes", run.before},
-                        {"after_bytes", run.after}});
+                        {"after_bytes", run.after},
+                        {"first_step", run.firstStep}});
     return {{"schema", "headroom.calibration/1"},
             {"factors", calibrationFactorsToJson(r.factors)},
             {"runs", runs}};

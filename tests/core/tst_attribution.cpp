@@ -374,6 +374,11 @@ void TestAttribution::firstStepIsNamed() {
     QCOMPARE(c.createdStates, 6144LL);
     QCOMPARE(c.laterStepPeak, 14336LL);
     QCOMPARE(comparisonToJson(c, "t")["first_step"]["later_step_peak_bytes"].get<std::int64_t>(), 14336LL);
+    // Calibration measures such a run as the later step too.
+    const CalibrationResult cal =
+        calibrate({{&sc, &t, &index, "first step"}}, AttributionRules::pytorchDefaults());
+    QVERIFY(cal.runs.at(0).firstStep);
+    QCOMPARE(cal.runs.at(0).measured, 14336LL);
     // The runs of docs/measured.md recorded a later step (their states predate the recording): no note.
     const Run t256 =
         loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
