@@ -87,9 +87,15 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                                    static_cast<double>(std::max<std::int64_t>(run.measured, 1)),
                                'f', 1);
     };
-    return tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is %2% off. "
-              "Edit > Undo removes the calibration.")
-        .arg(pct(run.before), pct(run.after));
+    const QString firstStep =
+        run.firstStep ? tr("This trace records a first step, whose optimizer states appear only in its step: "
+                           "the peak compared is what a later step would reach, %1. ")
+                            .arg(m_style().format(static_cast<double>(run.measured)))
+                      : QString();
+    return firstStep +
+           tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
+              "%2% off. Edit > Undo removes the calibration.")
+               .arg(pct(run.before), pct(run.after));
 }
 
 DiffPage* CompareActions::diffTraces(TracePage* a, TracePage* b) {
