@@ -197,10 +197,22 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     c.present = true;
     std::vector<RunMeasurement> measured;
     std::vector<EstimatedParts> parts;
+    std::vector<double> grows; // per run: the measured transient bytes the factors scale
     for (const CalibrationInput& in : runs) {
         measured.push_back(measureRun(in, rules));
         parts.push_back(estimatedParts(*in.scenario));
+        grows.push_back(static_cast<double>(measured.back().transient) - parts.back().fixed);
     }
+    // The activation dtype of the runs `use` picks (0 when they differ): what the scores' factor is keyed by.
+    auto runsDtype = [&](auto use) {
+        double dtype = -1;
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            if (use(i)) {
+                const double d = runs[i].scenario->activationDtypeBytes();
+                dtype = dtype < 0 || dtype == d ? d : 0;
+            }
+        return std::max(0.0, dtype);
+    };
     // The fewest factors that explain every run: one common multiplier for everything that grows with
     // tokens (least squares on relative error), unless it leaves some run's transient bytes more than
     // kCommonTolerance off; only then are tokens and tokens squared told apart (weighted least squares,
@@ -216,43 +228,42 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // are ambiguous takes the scores the factor predicts for it (within what its sizes allow). The factors
     // then extrapolate each with its own power of the length: calibrated on 128 tokens alone, the 256-token
     // run within 0.2%.
-    double scoresMeasured = 0, scoresPlanned = 0, scoresDtype = -1;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        const double A = static_cast<double>(measured[i].transient) - parts[i].fixed;
-        // Scores not seen at the peak say nothing of their copies: a forward-only run's peak at a short
-        // length is elsewhere (its FFN or logits), when the scores of one layer are already freed.
-        if (A <= 0 || measured[i].ambiguous > 0 || measured[i].quadratic <= 0 || parts[i].quadratic <= 0)
-            continue;
-        scoresMeasured += static_cast<double>(measured[i].quadratic);
-        scoresPlanned += parts[i].quadratic;
-        const double dtype = runs[i].scenario->activationDtypeBytes();
-        scoresDtype = scoresDtype < 0 || scoresDtype == dtype ? dtype : 0; // mixed: 0, any
-    }
+    // Scores not seen at the peak say nothing of their copies: a forward-only run's peak at a short length
+    // is elsewhere (its FFN or logits), when the scores of one layer are already freed.
+    auto splitsBySize = [&](std::size_t i) {
+        return grows[i] > 0 && measured[i].ambiguous == 0 && measured[i].quadratic > 0 &&
+               parts[i].quadratic > 0;
+    };
+    double scoresMeasured = 0, scoresPlanned = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (splitsBySize(i)) {
+            scoresMeasured += static_cast<double>(measured[i].quadratic);
+            scoresPlanned += parts[i].quadratic;
+        }
     bool bySize = false;
     if (scoresPlanned > 0) {
         const double q = scoresMeasured / scoresPlanned;
         double rest = 0, planned = 0;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            const double A = static_cast<double>(measured[i].transient) - parts[i].fixed;
-            if (A <= 0 || parts[i].linear <= 0)
+            if (grows[i] <= 0 || parts[i].linear <= 0)
                 continue;
             const double low = static_cast<double>(measured[i].quadratic);
             const double scores =
                 std::clamp(q * parts[i].quadratic, low, low + static_cast<double>(measured[i].ambiguous));
-            rest += std::max(0.0, A - scores);
+            rest += std::max(0.0, grows[i] - scores);
             planned += parts[i].linear;
         }
         if (planned > 0) {
             c.quadratic = q;
             c.linear = rest / planned;
-            c.quadraticActivationBytes = std::max(0.0, scoresDtype);
+            c.quadraticActivationBytes = runsDtype(splitsBySize);
             bySize = true;
         }
     }
     double sLL = 0, sLQ = 0, sQQ = 0, sLA = 0, sQA = 0, sRR = 0, sR = 0;
     int usable = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        const double A = static_cast<double>(measured[i].transient) - parts[i].fixed;
+        const double A = grows[i];
         const double L = parts[i].linear, Q = parts[i].quadratic;
         if (A <= 0 || L + Q <= 0)
             continue;
@@ -265,7 +276,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         const double common = sR / sRR;
         bool commonHolds = true;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            const double A = static_cast<double>(measured[i].transient) - parts[i].fixed;
+            const double A = grows[i];
             if (A <= 0 || parts[i].linear + parts[i].quadratic <= 0)
                 continue;
             const double off = std::abs(common * (parts[i].linear + parts[i].quadratic) - A);
@@ -278,13 +289,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         c.linear = !commonHolds && separable ? a : common;
         c.quadratic = !commonHolds && separable ? b : common;
         // Whatever the scores were seen to hold was measured in the runs' activation dtype.
-        double dtype = -1;
-        for (std::size_t i = 0; i < runs.size(); ++i)
-            if (parts[i].quadratic > 0) {
-                const double d = runs[i].scenario->activationDtypeBytes();
-                dtype = dtype < 0 || dtype == d ? d : 0;
-            }
-        c.quadraticActivationBytes = std::max(0.0, dtype);
+        c.quadraticActivationBytes = runsDtype([&](std::size_t i) { return parts[i].quadratic > 0; });
     }
     double step = 0, kvRatio = 0;
     int steps = 0, kvRuns = 0;
@@ -324,9 +329,12 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         Scenario after = *in.scenario;
         after.calibration = c;
         const Comparison b = compareAtPeak(before, estimate(before), *in.trace, *in.index, rules);
-        const Comparison a = compareAtPeak(after, estimate(after), *in.trace, *in.index, rules);
+        // After: the same measured peak, so only the estimate is counted again (as compare counts it).
+        std::int64_t afterTotal = 0;
+        for (const std::int64_t v : estimateInMeasuredCategories(after, estimate(after)))
+            afterTotal = saturatingAdd(afterTotal, v);
         r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
-                          a.estimatedTotal, b.firstStep});
+                          afterTotal, b.firstStep});
     }
     return r;
 }

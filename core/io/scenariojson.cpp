@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -429,13 +428,8 @@ void readInference(const json& doc, Scenario& sc) {
     } else {
         i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
     }
-    // Keys and values are written in the compute dtype unless kv_cache_dtype says otherwise, whatever the
-    // weights' storage: vLLM's "auto" is the model's dtype (vllm/utils get_kv_cache_torch_dtype), which an
-    // FP8 or int8 checkpoint declares as bf16; SGLang's "auto" likewise. Only fp32 and fp16 weights compute
-    // in their own dtype.
-    const bool ownDtype = i.weightBytes >= 4 || i.weightDtype == "fp16" || i.weightDtype == "float16" ||
-                          i.weightDtype == "bf16" || i.weightDtype == "bfloat16";
-    i.kvCacheBytes = dtype(s, "kv_cache_dtype", ownDtype ? i.weightDtype : "bf16", i.kvCacheDtype);
+    i.kvCacheBytes =
+        dtype(s, "kv_cache_dtype", defaultKvCacheDtype(i.weightDtype, i.weightBytes), i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
     i.attention = s.choice<Attention>("attention", d.attention, attentionNames());
 

@@ -168,6 +168,16 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
 // time, sqrt and its quotient are two temporaries of the largest parameter; the fused kernels (torch's
 // fused=True, Megatron's and DeepSpeed's FusedAdam) allocate nothing. On the GPU only when the step runs
 // there; the states' own dtype (bf16 states under torchtune).
+// The largest weight matrix on a GPU, in elements: a layer's widest (FFN, an expert's, the attention
+// projections), or with `vocabulary` the embedding and head too.
+double largestMatrix(const ModelSpec& m, double tensorParallel, bool vocabulary) {
+    const double t = tensorParallel;
+    const double layer =
+        std::max({static_cast<double>(m.ffn) * m.hidden / t, static_cast<double>(m.moeFfn) * m.hidden,
+                  static_cast<double>(m.heads) * m.headDim * m.hidden / t});
+    return vocabulary ? std::max(layer, static_cast<double>(m.vocab) * m.hidden / t) : layer;
+}
+
 double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
@@ -178,14 +188,9 @@ double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
     const double expertGroup = shardsOptimizer(c) ? std::max(1.0, group / c.expertParallel) : 1;
     if (tr.optimizerImpl == OptimizerImpl::ForEach)
         return stateBytes * (sp.dense / group + sp.experts / expertGroup);
-    const ModelSpec& m = sc.model;
-    if (!m.known)
+    if (!sc.model.known)
         return 0;
-    const double t = c.tensorParallel;
-    const double largest = std::max(
-        {static_cast<double>(m.vocab) * m.hidden / t, static_cast<double>(m.ffn) * m.hidden / t,
-         static_cast<double>(m.moeFfn) * m.hidden, static_cast<double>(m.heads) * m.headDim * m.hidden / t});
-    return 2 * stateBytes * largest / group;
+    return 2 * stateBytes * largestMatrix(sc.model, c.tensorParallel, true) / group;
 }
 
 int communicators(const ClusterSettings& c) {
@@ -303,15 +308,11 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // tensor's gradient, and what one parameter's step allocates (foreach over one tensor: one
         // state-sized temporary; one tensor at a time: two; fused: none).
         const double shard = shardsGradients(c) ? group : 1;
-        const double t = c.tensorParallel;
-        const double vocabMatrix = static_cast<double>(m.vocab) * m.hidden / t;
-        const double tied = m.tiedEmbeddings && p == 1 ? vocabMatrix : 0;
+        const double tied =
+            m.tiedEmbeddings && p == 1 ? static_cast<double>(m.vocab) * m.hidden / c.tensorParallel : 0;
         // The largest other tensor: a layer's widest matrix, or an untied head (stepped right after the
         // loss's backward) and embedding (at the end).
-        const double layerMatrix =
-            std::max({static_cast<double>(m.ffn) * m.hidden / t, static_cast<double>(m.moeFfn) * m.hidden,
-                      static_cast<double>(m.heads) * m.headDim * m.hidden / t});
-        const double largest = tied > 0 ? layerMatrix : std::max(vocabMatrix, layerMatrix);
+        const double largest = largestMatrix(m, c.tensorParallel, tied == 0);
         st.stepInBackward = true;
         st.heldGradients = b.gradients * (tied + largest) / shard;
         const double stateBytes = b.optimizerStates / 2;

@@ -102,6 +102,15 @@ struct TrainingSettings {
 // after weights and its profiled step; without one the batch's own cache is planned.
 enum class Engine { None, Vllm, Sglang, HuggingFace };
 
+// The KV cache's dtype when kv_cache_dtype is not given: the compute dtype, as vLLM's and SGLang's "auto"
+// (vllm/utils get_kv_cache_torch_dtype returns the model's dtype, which an FP8, int8 or 4-bit checkpoint
+// declares as bf16): fp32, fp16 and bf16 weights compute in their own dtype, narrower ones in bf16.
+inline std::string defaultKvCacheDtype(const std::string& weightDtype, double weightBytes) {
+    const bool own = weightBytes >= 4 || weightDtype == "fp16" || weightDtype == "float16" ||
+                     weightDtype == "bf16" || weightDtype == "bfloat16";
+    return own ? weightDtype : "bf16";
+}
+
 struct InferenceSettings {
     int batchSize = 1;
     int contextLength = 4096; // tokens held per sequence (prompt + generated)

@@ -191,8 +191,8 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                  s.inference.weightDtype = "fp8";
                  s.inference.weightBytes = 1;
                  s.inference.quantised = false;
-                 // Keys and values stay in the compute dtype, bf16 for an FP8 model, unless kv_cache_dtype
-                 // says otherwise (the scenario reader's rule).
+                 // Keys and values stay in the compute dtype unless kv_cache_dtype says otherwise: bf16
+                 // for 8-bit weights (defaultKvCacheDtype, the reader's rule).
                  if (!s.inference.kvCacheDtypeGiven) {
                      s.inference.kvCacheDtype = "bf16";
                      s.inference.kvCacheBytes = 2;
