@@ -13,6 +13,7 @@
 #include "core/plan/settingnames.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -122,7 +123,9 @@ public:
     }
     // An integer setting, in the range core/plan/settingnames.h gives it.
     int integer(const std::string& key, int fallback) const {
-        const IntRange r = integerRange("/" + m_path + "/" + key);
+        std::string pointer = "/" + m_path + "/" + key; // "training.fine_tuning" -> /training/fine_tuning
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        const IntRange r = integerRange(pointer);
         return integer(key, fallback, r.min, r.max);
     }
 
@@ -299,6 +302,98 @@ std::string derivedTrainingDefault(const json& training, const std::string& key)
 
 namespace {
 
+// training.fine_tuning (docs/formats.md section 2): which weights train and how the frozen base is stored.
+void readFineTuning(const Section& training, Scenario& sc) {
+    const json* obj = training.find("fine_tuning");
+    if (!obj)
+        return;
+    if (!obj->is_object())
+        throw Error("training.fine_tuning", "must be an object");
+    const Section s(obj, "training.fine_tuning");
+    FineTuning& f = sc.training.fineTuning;
+    const FineTuning d;
+    f.method = s.choice<FineTuneMethod>("method", d.method, fineTuneMethodNames());
+    f.rank = s.integer("rank", d.rank);
+    f.alpha = s.number("alpha", 2.0 * f.rank, 0, 1e9);
+    f.dropout = s.number("dropout", d.dropout, 0, 1);
+    // PEFT casts adapters to fp32 (get_peft_model(autocast_adapter_dtype=True)); torchtune builds them in the
+    // model's dtype.
+    const bool torchtune = sc.training.framework == Framework::Torchtune;
+    const std::string adapterDtype = s.string("adapter_dtype", torchtune ? "bf16" : "fp32");
+    if (adapterDtype != "fp32" && adapterDtype != "bf16" && adapterDtype != "fp16")
+        throw Error(s.at("adapter_dtype"), "must be one of fp32, bf16, fp16; got \"" + adapterDtype + "\"");
+    f.adapterBytes = adapterDtype == "fp32" ? 4 : 2;
+    f.baseQuantization = s.choice<BaseQuantization>(
+        "base_quantization",
+        f.method == FineTuneMethod::Qlora ? BaseQuantization::Nf4 : BaseQuantization::None,
+        baseQuantizationNames());
+    if (f.method == FineTuneMethod::Qlora && f.baseQuantization == BaseQuantization::None)
+        throw Error(s.at("base_quantization"),
+                    "QLoRA quantises the base: give int8, nf4 or fp4 (or method lora)");
+    if (f.method == FineTuneMethod::Full && f.baseQuantization != BaseQuantization::None)
+        throw Error(s.at("base_quantization"),
+                    "a quantised base cannot be trained in full: use lora or qlora");
+    // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant.
+    f.doubleQuantization = s.boolean("double_quantization", torchtune);
+    const std::string storage = s.string("quant_storage", "uint8");
+    if (storage != "uint8" && storage != "bf16" && storage != "fp16" && storage != "fp32")
+        throw Error(s.at("quant_storage"), "must be one of uint8, bf16, fp16, fp32; got \"" + storage + "\"");
+    auto names = [&](const std::string& key, std::vector<std::string> fallback, bool targets) {
+        const json* v = s.find(key);
+        if (!v)
+            return fallback;
+        std::vector<std::string> out;
+        if (v->is_string() && v->get<std::string>() == "all-linear" && targets)
+            // PEFT's "all-linear": every linear layer but the output head.
+            return std::vector<std::string>{
+                "q_proj",   "k_proj",    "v_proj",   "o_proj",   "gate_proj",
+                "up_proj",  "down_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+                "kv_b_proj"};
+        if (!v->is_array())
+            throw Error(s.at(key), targets ? "must be a list of module names or \"all-linear\""
+                                           : "must be a list of module names");
+        if (v->size() > 64)
+            throw Error(s.at(key), "lists more than 64 modules");
+        for (std::size_t i = 0; i < v->size(); ++i) {
+            const json& e = (*v)[i];
+            const std::string where = s.at(key) + "[" + std::to_string(i) + "]";
+            if (!e.is_string())
+                throw Error(where, "must be a module name");
+            const std::string name = e.get<std::string>();
+            std::string canonical;
+            if (targets) {
+                std::string list;
+                for (const NamedText& t : loraTargetNames()) {
+                    if (name == t.name)
+                        canonical = t.label;
+                    list += (list.empty() ? "" : ", ") + std::string(t.name);
+                }
+                if (canonical.empty())
+                    throw Error(where,
+                                "unknown module \"" + name + "\" (one of " + list + ", or \"all-linear\")");
+            } else {
+                if (name != "lm_head" && name != "embed_tokens" && name != "output" &&
+                    name != "tok_embeddings")
+                    throw Error(where, "unknown module \"" + name + "\" (lm_head or embed_tokens)");
+                canonical = name == "output" ? "lm_head" : name == "tok_embeddings" ? "embed_tokens" : name;
+            }
+            if (std::find(out.begin(), out.end(), canonical) == out.end())
+                out.push_back(canonical);
+        }
+        return out;
+    };
+    f.targets = names("target_modules", d.targets, true);
+    f.modulesToSave = names("modules_to_save", {}, false);
+    if (f.adapters() && f.targets.empty())
+        throw Error(s.at("target_modules"), "names no module: the adapters would train nothing");
+    if (f.adapters() && !sc.model.known)
+        sc.warnings.push_back("training.fine_tuning: the model is known only by its parameter count, so no "
+                              "adapter is counted; give the model's architecture");
+    if (f.adapters() && sc.training.optimizerInBackward)
+        throw Error(s.at("method"), "a step in the backward is modelled for full fine-tuning only");
+    s.reportUnread(sc.warnings);
+}
+
 void readTraining(const json& doc, Scenario& sc) {
     const auto s = section(doc, "training", true);
     auto& t = sc.training;
@@ -364,6 +459,25 @@ void readTraining(const json& doc, Scenario& sc) {
     t.attention = s.choice<Attention>("attention", d.attention, attentionNames());
     t.framework = s.choice<Framework>("framework", d.framework, frameworkNames());
     t.compile = s.boolean("compile", d.compile);
+    t.frameworkVersion = s.string("framework_version", "");
+    if (!t.frameworkVersion.empty()) {
+        // "4.44", "4.44.2", "0.6": major.minor[.patch], digits only.
+        int major = -1, minor = -1;
+        std::size_t used = 0;
+        try {
+            major = std::stoi(t.frameworkVersion, &used);
+            if (used < t.frameworkVersion.size() && t.frameworkVersion[used] == '.')
+                minor = std::stoi(t.frameworkVersion.substr(used + 1));
+        } catch (const std::exception&) {
+            major = -1;
+        }
+        if (major < 0 || minor < 0 || major > 1000 || minor > 100000 ||
+            !std::isdigit(static_cast<unsigned char>(t.frameworkVersion[0])))
+            throw Error(s.at("framework_version"),
+                        "must be a release as major.minor (\"4.44\"); got \"" + t.frameworkVersion + "\"");
+        t.versionMajor = major;
+        t.versionMinor = minor;
+    }
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());
     t.float8 = s.choice<Float8>("float8", d.float8, float8Names());
@@ -380,7 +494,8 @@ void readTraining(const json& doc, Scenario& sc) {
     if (t.framework == Framework::Torchtune && !t.bytesOverridden && t.precision == "bf16" &&
         t.optimizer == Optimizer::AdamW)
         // torchtune trains bf16 weights with torch.optim.AdamW, whose exp_avg and exp_avg_sq are
-        // zeros_like(param): bf16 too (torch/optim/adamw.py _init_group).
+        // zeros_like(param): bf16 too (torch/optim/adamw.py _init_group). (The contract's "bf16" preset keeps
+        // fp32 states elsewhere; fine-tuning's adapters take their states from the adapters' dtype.)
         t.bytes.optimizerStates = 4;
     if (t.checkpointing == Checkpointing::SelectiveOp && t.framework != Framework::Torchtitan)
         sc.warnings.push_back("training.activation_checkpointing \"selective_op\" is torchtitan's per-op "
@@ -406,6 +521,7 @@ void readTraining(const json& doc, Scenario& sc) {
         if (t.framework != Framework::DeepSpeed)
             sc.warnings.push_back("training.deepspeed applies only with training.framework \"deepspeed\"");
     }
+    readFineTuning(s, sc);
     if (sc.model.known && sc.model.maxPositions > 0 && t.sequenceLength > sc.model.maxPositions)
         sc.warnings.push_back("training.sequence_length " + std::to_string(t.sequenceLength) +
                               " exceeds the model's max_position_embeddings " +

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <vector>
 
 namespace headroom {
 
@@ -62,7 +64,34 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     // Replicated across tensor-parallel ranks unless sequence parallelism splits them: the two norm
     // inputs, the QKV and MLP inputs, and two dropout masks (11sbh + 19sbh + 4sbh of Korthikanti's 34).
     // The two norm inputs are the residual stream (e); the QKV and MLP inputs are matmul inputs (ea).
-    double replicated = 2 * e * sbh + 2 * ea * sbh + (tr.dropout ? 2 * sbh : 0);
+    // Fine-tuning a frozen base: autograd saves a matmul's input only for its weight's gradient
+    // (tools/autograd/gen_variable_type.py guards each saved input with should_compute_output; bitsandbytes'
+    // MatMul4Bit saves only the quantised weight), so a linear layer without an adapter keeps nothing of
+    // its own; what the norms, activation functions and attention save stays. LLM.int8 saves its input
+    // whatever (MatMul8bitLt keeps A for the backward).
+    // An adapter keeps the layer's input itself (lora_A saves it) unless it works on its own copy: cast to
+    // the adapters' dtype or dropped out (then the 16-bit input is kept by nobody; the copy is counted
+    // below).
+    const FineTuning& ft = tr.fineTuning;
+    const bool frozen = ft.adapters() && ft.baseQuantization != BaseQuantization::Int8;
+    const double adapterInputBytes = tr.autocastBytes > 0 ? tr.autocastBytes : ft.adapterBytes;
+    const bool ownCopy = ft.dropout > 0 || adapterInputBytes != ea;
+    auto keeps = [&](std::initializer_list<const char*> modules) {
+        if (!frozen)
+            return true;
+        if (ownCopy)
+            return false;
+        for (const char* module : modules)
+            if (ft.targeted(module))
+                return true;
+        return false;
+    };
+    const bool keepQkvInput = keeps({"q_proj", "k_proj", "v_proj", "q_a_proj", "kv_a_proj_with_mqa"});
+    const bool keepMlpInput = keeps({"gate_proj", "up_proj"});
+    const bool keepDownInput = keeps({"down_proj"});
+    const bool keepOutInput = keeps({"o_proj"});
+    double replicated = 2 * e * sbh + (keepQkvInput ? ea * sbh : 0) + (keepMlpInput ? ea * sbh : 0) +
+                        (tr.dropout ? 2 * sbh : 0);
     if (m.mla)
         replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
     // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
@@ -70,7 +99,8 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     if (tr.attention == Attention::Flash)
         split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
     // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
-    const double perWidth = (m.gatedMlp ? 4 : 2) * ea * sl / t;
+    // (Of these the product, or act(up), is the down projection's input.)
+    const double perWidth = ((m.gatedMlp ? 3 : 1) + (keepDownInput ? 1 : 0)) * ea * sl / t;
     split += perWidth * mlpWidth;
     if (moe) {
         const double k = m.expertsPerToken;
@@ -90,12 +120,48 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
                               fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
     if (eagerModules && e < 4 && !m.mla) {
         if (!tr.compile) {
-            replicated += 2 * 4 * sbh;     // two norms' fp32 copies
-            split += ea * sl * heads * dv; // the contiguous attention output
+            replicated += 2 * 4 * sbh; // two norms' fp32 copies
+            // The residual-stream term above is, in these modules, the bf16 normalised tensor the norm's
+            // weight gradient needs (weight * x_normed): with the weight frozen nobody keeps it.
+            if (ft.adapters())
+                replicated -= 2 * e * sbh;
+            split += keepOutInput ? ea * sl * heads * dv : 0; // the contiguous attention output
             if (fw == Framework::Torchtitan || fw == Framework::Torchtune)
                 split += 4 * sl * (heads + kvHeads) * dq; // fp32 q and k in the rotation
         }
         split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
+    }
+    if (ft.adapters()) {
+        // Each adapter's own tensors (peft/tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x))),
+        // x first cast to the adapters' dtype; torchtune/modules/peft/lora.py LoRALinear the same without the
+        // cast): lora_A's r-wide output, saved by lora_B; a copy of x when it is cast or dropped out (then
+        // one per adapter, with dropout's 1-byte mask); DoRA's base and LoRA results, saved by its rescaling
+        // (peft/tuners/lora/dora.py). Under autocast lora_A's matmul keeps its 16-bit input.
+        const double cb = adapterInputBytes;
+        struct Adapted {
+            const char* name;
+            double in, out;
+        };
+        const double qOut = heads * dq, kvOut = kvHeads * dq, vOut = kvHeads * dv;
+        const double width = static_cast<double>(mlpWidth) / t;
+        std::vector<Adapted> modules = {{"o_proj", heads * dv, h}};
+        if (!m.mla)
+            modules.insert(modules.end(), {{"q_proj", h, qOut}, {"k_proj", h, kvOut}, {"v_proj", h, vOut}});
+        if (mlpWidth > 0) {
+            if (m.gatedMlp)
+                modules.push_back({"gate_proj", h, width});
+            modules.insert(modules.end(), {{"up_proj", h, width}, {"down_proj", width, h}});
+        }
+        for (const Adapted& mod : modules) {
+            if (!ft.targeted(mod.name))
+                continue;
+            double perToken = cb * ft.rank;
+            if (ownCopy)
+                perToken += cb * mod.in + (ft.dropout > 0 ? mod.in : 0);
+            if (ft.method == FineTuneMethod::Dora)
+                perToken += (ea + cb) * mod.out;
+            split += sl * perToken;
+        }
     }
     const double stored = replicated / spDiv + split;
 

@@ -2,6 +2,7 @@
 #include "core/plan/estimator.h"
 
 #include "core/plan/activations.h"
+#include "core/plan/finetuning.h"
 #include "core/plan/stagemodel.h"
 
 #include "core/plan/gpucatalogue.h"
@@ -243,9 +244,16 @@ LossBytes lossBytes(const TrainingSettings& tr) {
         // TransformerDecoder ends with self.output(h).float(): the fp32 logits, their log-softmax
         // (saved); the backward's nll and log-softmax gradients beside the saved output.
         return {4 + 4, 4 + 4 + 4};
-    case Framework::Torchtitan:
     case Framework::HuggingFace:
     case Framework::DeepSpeed: // which most often runs transformers' models, and their loss
+        if (tr.versionBefore(4, 46))
+            // transformers before 4.46 (the *ForCausalLM forward, e.g. models/llama/modeling_llama.py at
+            // v4.44.2): `logits = logits.float()` in the model, so the output holds fp32 logits through the
+            // backward; the loss shifts them with a contiguous fp32 copy and saves its log-softmax. The
+            // backward's start holds the output's logits, the saved log-softmax and two fp32 gradients.
+            return {4 + 4 + 4, 4 + 4 + 4 + 4};
+        [[fallthrough]];
+    case Framework::Torchtitan:
         // cross_entropy(pred.float(), ...) on bf16 logits the caller still holds: bf16, the fp32 copy
         // and the saved log-softmax; the caller drops the bf16 logits before backward (`del pred`;
         // transformers' outputs go out of scope), whose start holds the saved log-softmax and the two
@@ -300,6 +308,46 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
     st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
     st.optimizerTemp = optimizerTemporaries(sc, sp);
+    // The bytes of every gradient this GPU computes, whole (what DDP's buckets copy).
+    double allGradientBytes = b.gradients * (sp.dense + sp.experts);
+    double weightBytesPerParameter = b.weights; // what FSDP gathers per parameter
+    if (tr.fineTuning.adapters()) {
+        // Fine-tuning (core/plan/finetuning.h): the frozen base as stored, no gradient, master copy or state
+        // for it; the adapters (and modules_to_save) in their dtype with their gradients and the optimizer's
+        // states in that dtype (torch.optim keeps zeros_like(param); 8-bit Adam 2 bytes).
+        const FineTuneStage f = fineTuneStage(sc, st.firstLayer, st.layers, stage == 0, st.last);
+        const FineTuning& ft = tr.fineTuning;
+        const double trainable = ft.adapterBytes * f.adapterParameters + b.weights * f.savedParameters;
+        const double states = tr.optimizer == Optimizer::Adam8bit
+                                  ? 2 * (f.adapterParameters + f.savedParameters)
+                                  : (tr.optimizer == Optimizer::SgdMomentum ? 1 : 2) * trainable;
+        auto shard = [&](double bytes, bool split) { return split ? bytes / group : bytes; };
+        st.withoutOffload = {shard(f.frozenBytes + trainable, shardsWeights(c)),
+                             shard(trainable, shardsGradients(c)), 0, shard(states, shardsOptimizer(c))};
+        st.weights = c.offloadParameters ? 0 : st.withoutOffload.weights;
+        st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
+        st.master = 0;
+        st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
+        // foreach's denominator list is one state's worth; fused and one-at-a-time (a few adapters' worth)
+        // next to nothing.
+        st.optimizerTemp = tr.optimizer == Optimizer::AdamW && !c.offloadOptimizer &&
+                                   tr.optimizerImpl == OptimizerImpl::ForEach
+                               ? shard(trainable, shardsOptimizer(c))
+                               : 0;
+        allGradientBytes = trainable;
+        if (f.frozenParameters > 0)
+            weightBytesPerParameter = f.frozenBytes / f.frozenParameters;
+        // A quantised base is dequantised to 16 bits one matrix at a time for its matmul, in the forward and
+        // again for the input gradient (bitsandbytes' MatMul4Bit: dequantize_4bit(B).to(A.dtype); torchao's
+        // linear_nf4); autocast casts nothing of it.
+        if (ft.baseQuantization != BaseQuantization::None) {
+            st.dequantised = (tr.autocastBytes > 0 ? tr.autocastBytes : 2) * f.largestQuantised;
+            st.castWeights = 0;
+        }
+        // DoRA recomputes each targeted weight's column norm every forward: B x A in the adapters' dtype and
+        // the weight it is added to (peft/tuners/lora/dora.py, DoraLinearLayer.get_weight_norm).
+        st.dequantised += 2 * ft.adapterBytes * f.largestDora;
+    }
     if (tr.optimizerInBackward && m.known) {
         // torchtune's optimizer_in_bwd (torchtune/training/memory.py register_optim_in_bwd_hooks): a
         // post-accumulate-grad hook steps each parameter's own optimizer and zeroes (drops) its gradient, so
@@ -328,10 +376,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     const double unit = sp.largestUnit;
     const double prefetch = c.prefetch ? 2 : 1;
     if (shardsWeights(c) || c.offloadParameters) {
-        st.gatherForward = prefetch * unit * b.weights;
-        st.gatherBackward = prefetch * unit * b.weights + unit * b.gradients;
+        st.gatherForward = prefetch * unit * weightBytesPerParameter;
+        st.gatherBackward =
+            prefetch * unit * weightBytesPerParameter + (tr.fineTuning.adapters() ? 0 : unit * b.gradients);
     } else if (shardsGradients(c)) {
-        st.gatherBackward = unit * b.gradients; // unsharded gradients awaiting reduce-scatter
+        // Unsharded gradients awaiting reduce-scatter (a frozen base has none).
+        st.gatherBackward = tr.fineTuning.adapters() ? 0 : unit * b.gradients;
     }
 
     st.communication =
@@ -339,7 +389,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.nonTorch = st.communication;
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
         !sc.overheads.ddpGradientAsBucketView)
-        st.communication += b.gradients * (sp.dense + sp.experts); // DDP's flat buckets copy every gradient
+        st.communication += allGradientBytes; // DDP's flat buckets copy every gradient
     if (tr.framework == Framework::DeepSpeed && shardsOptimizer(c)) {
         // DeepSpeed's ZeRO (deepspeed/runtime/zero/stage_1_and_2.py setup_buckets, stage3.py): gradients are
         // copied into a contiguous bucket of reduce_bucket_size elements in the gradients' dtype, allocated
@@ -593,6 +643,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
         b[Category::GatherBuffers] = st.gatherForward;
+        b[Category::Temporaries] = loss ? 0 : st.dequantised;
         break;
     }
     case Phase::Backward: {
@@ -605,6 +656,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         } else {
             b[Category::Gradients] = g0 + (st.gradients - g0) * x;
         }
+        b[Category::Temporaries] += loss ? 0 : st.dequantised;
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) +
                                    (loss ? 0 : st.transient) +
                                    st.castWeights * (1 - x); // each layer's copies go with its backward

@@ -64,6 +64,38 @@ struct DeepSpeedSettings {
     int overlapComm = -1;            // -1: DeepSpeed's default (on for ZeRO-3 only)
 };
 
+// Fine-tuning (docs/formats.md section 2, training.fine_tuning; docs/frameworks.md, "Fine-tuning"): which
+// weights train. Full: all of them (the rest of this file). Lora: the base is frozen and low-rank adapters
+// train beside the targeted linear layers (PEFT's LoraConfig, torchtune's LoRALinear); Qlora: the same on a
+// base whose linear layers are quantised (4-bit NF4 unless base_quantization says otherwise); Dora: LoRA
+// plus a trained magnitude per output (PEFT's use_dora).
+enum class FineTuneMethod { Full, Lora, Qlora, Dora };
+// How the frozen base's linear layers are stored: 16-bit, bitsandbytes' LLM.int8 (int8 values, one fp32
+// scale per row), or 4-bit NF4 / FP4 in blocks of 64 with an absmax per block.
+enum class BaseQuantization { None, Int8, Nf4, Fp4 };
+
+struct FineTuning {
+    FineTuneMethod method = FineTuneMethod::Full;
+    int rank = 16;
+    double alpha = 32;
+    // Canonical Hugging Face names (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head);
+    // the reader maps torchtune's and "all-linear" onto them.
+    std::vector<std::string> targets = {"q_proj", "v_proj"};
+    double adapterBytes = 4; // PEFT keeps adapters in fp32 (autocast_adapter_dtype); torchtune in bf16
+    double dropout = 0;      // lora_dropout: > 0 keeps a dropped copy of each targeted input and its mask
+    BaseQuantization baseQuantization = BaseQuantization::None;
+    bool doubleQuantization = true; // bnb_4bit_use_double_quant; torchao's NF4 always quantises its scales
+    std::vector<std::string> modulesToSave; // trained in full, beside the frozen original (PEFT)
+
+    bool adapters() const { return method != FineTuneMethod::Full; }
+    bool targeted(const std::string& module) const {
+        for (const std::string& t : targets)
+            if (t == module)
+                return true;
+        return false;
+    }
+};
+
 struct TrainingSettings {
     int microBatchSize = 1;
     int sequenceLength = 2048;
@@ -94,6 +126,15 @@ struct TrainingSettings {
     // (torchtune's optimizer_in_bwd: torchtune/training/memory.py register_optim_in_bwd_hooks).
     bool optimizerInBackward = false;
     DeepSpeedSettings deepspeed;
+    FineTuning fineTuning;
+    // The framework's release ("4.44" for transformers), where its memory changed between releases; empty:
+    // the current one. versionBefore(4, 46): given and older than 4.46.
+    std::string frameworkVersion;
+    int versionMajor = 0, versionMinor = 0;
+    bool versionBefore(int major, int minor) const {
+        return !frameworkVersion.empty() &&
+               (versionMajor < major || (versionMajor == major && versionMinor < minor));
+    }
     bool dropout = false;         // default: whether the model's config trains with dropout
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };

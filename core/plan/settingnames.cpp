@@ -36,6 +36,36 @@ std::span<const Named<Framework>> frameworkNames() {
     return all(t);
 }
 
+std::span<const Named<FineTuneMethod>> fineTuneMethodNames() {
+    static constexpr Named<FineTuneMethod> t[] = {{"full", FineTuneMethod::Full, "full fine-tuning"},
+                                                  {"lora", FineTuneMethod::Lora, "LoRA"},
+                                                  {"qlora", FineTuneMethod::Qlora, "QLoRA (quantised base)"},
+                                                  {"dora", FineTuneMethod::Dora, "DoRA"}};
+    return all(t);
+}
+
+std::span<const Named<BaseQuantization>> baseQuantizationNames() {
+    static constexpr Named<BaseQuantization> t[] = {{"none", BaseQuantization::None, "16-bit"},
+                                                    {"int8", BaseQuantization::Int8, "int8 (LLM.int8)"},
+                                                    {"nf4", BaseQuantization::Nf4, "4-bit NF4"},
+                                                    {"fp4", BaseQuantization::Fp4, "4-bit FP4"}};
+    return all(t);
+}
+
+std::span<const NamedText> loraTargetNames() {
+    static constexpr NamedText t[] = {
+        {"q_proj", "q_proj"},       {"k_proj", "k_proj"},
+        {"v_proj", "v_proj"},       {"o_proj", "o_proj"},
+        {"gate_proj", "gate_proj"}, {"up_proj", "up_proj"},
+        {"down_proj", "down_proj"}, {"lm_head", "lm_head"},
+        {"output_proj", "o_proj"},  {"w1", "gate_proj"},
+        {"w3", "up_proj"},          {"w2", "down_proj"},
+        {"output", "lm_head"},      {"q_a_proj", "q_a_proj"},
+        {"q_b_proj", "q_b_proj"},   {"kv_a_proj_with_mqa", "kv_a_proj_with_mqa"},
+        {"kv_b_proj", "kv_b_proj"}};
+    return all(t);
+}
+
 std::span<const Named<RecomputeMethod>> recomputeMethodNames() {
     static constexpr Named<RecomputeMethod> t[] = {
         {"every_layer", RecomputeMethod::EveryLayer, "every layer"},
@@ -133,6 +163,7 @@ std::span<const NamedText> kvCacheDtypeNames() {
 std::span<const IntRange> integerRanges() {
     static constexpr IntRange t[] = {
         {"/training/micro_batch_size", 1, 1 << 20, 1, 4096, true},
+        {"/training/fine_tuning/rank", 1, 65536, 1, 512, true},
         {"/training/sequence_length", 1, 1 << 24, 128, 1 << 20, true},
         {"/training/gradient_accumulation_steps", 1, 1 << 20, 1, 1024, true},
         {"/training/checkpoint_every", 1, 1 << 20, 1, 64, false},

@@ -29,6 +29,8 @@ std::span<const Named<Engine>> engineNames();
 std::span<const Named<Attention>> attentionNames();
 std::span<const Named<DataParallel>> dataParallelNames();
 std::span<const Named<OffloadStep>> offloadStepNames();
+std::span<const Named<FineTuneMethod>> fineTuneMethodNames();
+std::span<const Named<BaseQuantization>> baseQuantizationNames();
 
 // Settings that are strings rather than enums: precision, autocast, dtypes.
 struct NamedText {
@@ -39,6 +41,9 @@ std::span<const NamedText> precisionNames();
 std::span<const NamedText> autocastNames();
 std::span<const NamedText> weightDtypeNames(); // "checkpoint" first: as the checkpoint stores them
 std::span<const NamedText> kvCacheDtypeNames();
+// LoRA target names as PEFT writes them, each `label` the canonical name (q_proj ... down_proj, lm_head) with
+// torchtune's spellings as aliases (output_proj, w1, w3, w2, output); "all-linear" is expanded by the reader.
+std::span<const NamedText> loraTargetNames();
 
 // The first name and the label of a value.
 template <typename E> std::string nameOf(std::span<const Named<E>> names, E value) {

@@ -24,6 +24,9 @@ struct StageModel {
     double logits = 0, logitsGradient = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
+    // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer
+    // runs in the forward or the backward.
+    double dequantised = 0;
     double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
     // The step runs in the backward, a parameter at a time: the gradients alive then (a tied embedding's
     // from the head's backward on, and the one being stepped) and that one step's scratch, a layer's

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Fine-tuning's model states: the frozen base as stored (16-bit or quantised by bitsandbytes / torchao), the
+// adapters PEFT and torchtune add beside the targeted linear layers, and the modules trained in full.
+// docs/frameworks.md, "Fine-tuning", cites each library file.
+#include "core/plan/finetuning.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+using u64 = std::uint64_t;
+
+u64 ceilDiv(u64 a, u64 b) {
+    return b == 0 ? 0 : a / b + (a % b != 0 ? 1 : 0);
+}
+
+// The whole model as one GPU of stage [first, first + count) holds it: tensor parallelism splits every
+// matrix, expert parallelism the routed experts.
+double share(const Scenario& sc, const LinearShape& l) {
+    const double t = std::max(1, sc.cluster.tensorParallel);
+    const double ep = l.copies > 1 ? std::max(1, sc.cluster.expertParallel) : 1;
+    return l.copies / (t * ep);
+}
+
+} // namespace
+
+std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer) {
+    std::vector<LinearShape> out;
+    if (!m.known)
+        return out;
+    const u64 h = static_cast<u64>(m.hidden), a = static_cast<u64>(m.heads);
+    if (m.mla) {
+        // DeepSeek's attention (transformers' DeepseekV3Attention): the query either direct or through its
+        // low-rank pair, the compressed key-value projection with the shared rope part, its expansion.
+        const u64 qHead = static_cast<u64>(m.qkNopeHeadDim + m.qkRopeHeadDim);
+        if (m.qLoraRank > 0) {
+            out.push_back({"q_a_proj", static_cast<u64>(m.qLoraRank), h});
+            out.push_back({"q_b_proj", a * qHead, static_cast<u64>(m.qLoraRank)});
+        } else {
+            out.push_back({"q_proj", a * qHead, h});
+        }
+        out.push_back({"kv_a_proj_with_mqa", static_cast<u64>(m.kvLoraRank + m.qkRopeHeadDim), h});
+        out.push_back({"kv_b_proj", a * static_cast<u64>(m.qkNopeHeadDim + m.vHeadDim),
+                       static_cast<u64>(m.kvLoraRank)});
+        out.push_back({"o_proj", h, a * static_cast<u64>(m.vHeadDim)});
+    } else {
+        const u64 q = a * static_cast<u64>(m.headDim);
+        const u64 kv = static_cast<u64>(m.kvHeads) * static_cast<u64>(m.headDim);
+        out.push_back({"q_proj", q, h});
+        out.push_back({"k_proj", kv, h});
+        out.push_back({"v_proj", kv, h});
+        out.push_back({"o_proj", h, q});
+    }
+    auto mlp = [&](u64 width, double copies) {
+        if (width == 0)
+            return;
+        if (m.gatedMlp)
+            out.push_back({"gate_proj", width, h, copies});
+        out.push_back({"up_proj", width, h, copies});
+        out.push_back({"down_proj", h, width, copies});
+    };
+    const LayerParams lp = m.layerParams(layer);
+    mlp(static_cast<u64>(lp.mlpWidth), 1); // the dense MLP, or an MoE layer's shared experts
+    if (lp.isMoe())
+        mlp(static_cast<u64>(m.moeFfn), lp.experts);
+    return out;
+}
+
+double fourBitBytes(u64 out, u64 in, bool doubleQuantization, double secondLevelScaleBytes) {
+    const u64 n = out * in;
+    const u64 blocks = ceilDiv(n, 64);
+    const double packed = static_cast<double>((n + 1) / 2);
+    const double code = 16 * 4; // get_4bit_type: the 16 values, one tensor per quantised matrix
+    if (!doubleQuantization)
+        return packed + 4.0 * static_cast<double>(blocks) + code;
+    // quantize_blockwise(absmax - offset, blocksize=256): uint8 absmax, an fp32 absmax per 256 of them, the
+    // fp32 offset; its dynamic code is one table shared by every matrix.
+    return packed + static_cast<double>(blocks) +
+           secondLevelScaleBytes * static_cast<double>(ceilDiv(blocks, 256)) + 4 + code;
+}
+
+double int8Bytes(u64 out, u64 in) {
+    return static_cast<double>(out) * static_cast<double>(in) + 4.0 * static_cast<double>(out);
+}
+
+FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage) {
+    FineTuneStage f;
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = sc.training.fineTuning;
+    const double wb = sc.training.bytes.weights;
+    const double t = std::max(1, sc.cluster.tensorParallel);
+    if (!m.known) {
+        f.frozenParameters = static_cast<double>(m.parametersOverride) / (t * sc.cluster.pipelineParallel);
+        f.frozenBytes = wb * f.frozenParameters;
+        return f;
+    }
+    // torchtune's NF4 is torchao's NF4Tensor (torchao/dtypes/nf4tensor.py): scaler blocks of 256 with
+    // their factor in the weights' dtype; bitsandbytes keeps it in fp32.
+    const double secondLevel = sc.training.framework == Framework::Torchtune ? wb : 4;
+    const double r = ft.rank;
+    for (int l = firstLayer; l < firstLayer + layers; ++l) {
+        double linearParameters = 0;
+        for (const LinearShape& lin : layerLinears(m, l)) {
+            const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in);
+            const double s = share(sc, lin);
+            linearParameters += n * lin.copies;
+            double bytes = wb * n;
+            switch (ft.baseQuantization) {
+            case BaseQuantization::None:
+                break;
+            case BaseQuantization::Int8:
+                bytes = int8Bytes(lin.out, lin.in);
+                break;
+            case BaseQuantization::Nf4:
+            case BaseQuantization::Fp4:
+                bytes = fourBitBytes(lin.out, lin.in, ft.doubleQuantization, secondLevel);
+                break;
+            }
+            f.frozenBytes += bytes * s;
+            f.frozenParameters += n * s;
+            if (ft.baseQuantization != BaseQuantization::None)
+                f.largestQuantised = std::max(f.largestQuantised, n / t);
+            if (ft.adapters() && ft.targeted(lin.name)) {
+                // lora_A: r x in, lora_B: out x r; DoRA adds a magnitude per output.
+                f.adapterParameters +=
+                    (r * static_cast<double>(lin.in + lin.out) +
+                     (ft.method == FineTuneMethod::Dora ? static_cast<double>(lin.out) : 0)) *
+                    s;
+                if (ft.method == FineTuneMethod::Dora)
+                    f.largestDora = std::max(f.largestDora, n / t);
+            }
+        }
+        // Norms, biases, routers: 16-bit, every quantiser skips them (they are not nn.Linear weights, or are
+        // too small to matter).
+        const double rest = static_cast<double>(m.layerParams(l).total()) - linearParameters;
+        f.frozenBytes += wb * rest / t;
+        f.frozenParameters += rest / t;
+    }
+    const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
+    auto saved = [&](const char* module) {
+        return std::find(ft.modulesToSave.begin(), ft.modulesToSave.end(), module) != ft.modulesToSave.end();
+    };
+    // Embeddings and the head stay 16-bit (bitsandbytes skips lm_head: get_keys_to_not_convert; torchtune
+    // quantises only its LoRA-wrapped and FrozenNF4Linear layers).
+    if (firstStage) {
+        const double e = static_cast<double>(m.embeddingParams()) / t;
+        f.frozenBytes += wb * e;
+        f.frozenParameters += e;
+        if (saved("embed_tokens"))
+            f.savedParameters += vocabShard;
+    }
+    if (lastStage) {
+        const double head = !m.tiedEmbeddings || sc.cluster.pipelineParallel > 1 ? vocabShard : 0;
+        const double norm = static_cast<double>(m.finalNormParams());
+        f.frozenBytes += wb * (head + norm);
+        f.frozenParameters += head + norm;
+        if (ft.adapters() && ft.targeted("lm_head"))
+            f.adapterParameters += r * (static_cast<double>(m.hidden) + static_cast<double>(m.vocab) / t);
+        if (saved("lm_head"))
+            f.savedParameters += vocabShard;
+    }
+    return f;
+}
+
+std::uint64_t trainableParameters(const Scenario& sc) {
+    if (!sc.training.fineTuning.adapters() || sc.mode != Mode::Training)
+        return sc.parameters();
+    Scenario one = sc.settingsCopy();
+    one.cluster.tensorParallel = 1;
+    one.cluster.pipelineParallel = 1;
+    one.cluster.expertParallel = 1;
+    const FineTuneStage f = fineTuneStage(one, 0, one.model.layers, true, true);
+    return static_cast<std::uint64_t>(std::llround(f.adapterParameters + f.savedParameters));
+}
+
+} // namespace headroom

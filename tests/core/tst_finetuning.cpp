@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Fine-tuning (training.fine_tuning): the frozen base as bitsandbytes and torchao store it, the adapters PEFT
+// and torchtune add, what their layers keep for the backward, each worked out by hand from the libraries'
+// source (docs/frameworks.md, "Fine-tuning"); and the published fine-tuning runs of three stacks
+// (examples/published/fine-tuning/cases.json) against the estimate.
+#include "core/error.h"
+#include "core/io/scenariojson.h"
+#include "core/io/validation.h"
+#include "core/plan/finetuning.h"
+#include "core/serve/estimate.h"
+#include "tests/testutil.h"
+
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+
+namespace {
+
+json llama32(const json& fineTuning) {
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}});
+    doc["training"]["precision"] = "bf16";
+    doc["training"]["fine_tuning"] = fineTuning;
+    return doc;
+}
+
+Breakdown at(const Scenario& sc, Phase phase) {
+    for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+        if (t.phase == phase)
+            return t.bytes;
+    return Breakdown{};
+}
+
+const Validation& runs() {
+    static const Validation v =
+        runValidation({loadValidationCases(HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/cases.json")},
+                      AttributionRules::pytorchDefaults());
+    return v;
+}
+
+// The runs beyond 10%, with their reasons: expected failures, counted by scripts/test.
+const std::map<std::string, const char*> kMisses = {
+    {"answerai-llama2-7b-q512",
+     "Answer.AI's FSDP1 runs reserve about 1.9 GiB beyond the plan whatever the batch: the source logs 3.72 "
+     "GiB reserved after wrapping the QLoRA model, before any step (the plan's weights are 1.9 GiB a GPU), "
+     "so loading leaves the pool above the step's needs; the same runs' allocated figures are within 6%."},
+    {"answerai-llama2-7b-q2048", "As the 512-token run: the pool loading left, not modelled."},
+    {"answerai-llama2-7b-q4", "As the 512-token run: 1.9 GiB reserved beyond the plan."},
+    {"answerai-llama2-7b-l4", "As the QLoRA runs: 1.8 GiB reserved beyond the plan."},
+    {"answerai-llama2-7b-l6", "3.7 GiB reserved beyond the plan, twice the other rows' gap: not read."},
+    {"answerai-llama2-7b-ddpq8", "NO_SHARD keeps the same 2 GiB reserved beyond the plan."},
+};
+
+} // namespace
+
+class TestFineTuning : public QObject {
+    Q_OBJECT
+private slots:
+    void fourBitLayerToTheByte();
+    void int8LayerToTheByte();
+    void trainableCountsAsPeftPrints();
+    void adapterStatesByHand();
+    void quantisedBaseByHand();
+    void frozenLayersKeepLess();
+    void readerNamesTheField();
+    void publishedRuns_data();
+    void publishedRuns();
+    void publishedMedian();
+};
+
+void TestFineTuning::fourBitLayerToTheByte() {
+    // One 4096 x 4096 matrix as bitsandbytes' quantize_4bit stores it (blocksize 64): 16,777,216 values
+    // packed two a byte, 262,144 blocks, and the 16-entry fp32 code (64 bytes).
+    // Without double quantisation: an fp32 absmax per block.
+    QCOMPARE(fourBitBytes(4096, 4096, false), 8388608.0 + 4 * 262144.0 + 64);
+    QCOMPARE(fourBitBytes(4096, 4096, false), 9437248.0);
+    // With it: a uint8 absmax per block, an fp32 scale per 256 of them (1,024), the fp32 offset: 4.127 bits
+    // a value, the QLoRA paper's 0.127 bits of constants.
+    QCOMPARE(fourBitBytes(4096, 4096, true), 8388608.0 + 262144 + 4 * 1024 + 4 + 64);
+    QCOMPARE(fourBitBytes(4096, 4096, true), 8654916.0);
+    QVERIFY(std::abs(8 * (8654916.0 - 64 - 4) / 16777216 - 4.127) < 0.001);
+    // An odd count rounds up: 3 values take 2 bytes and one block.
+    QCOMPARE(fourBitBytes(1, 3, false), 2.0 + 4 + 64);
+}
+
+void TestFineTuning::int8LayerToTheByte() {
+    // LLM.int8 (Int8Params): CB, one int8 per value, and SCB, one fp32 scale per row.
+    QCOMPARE(int8Bytes(4096, 11008), 4096.0 * 11008 + 4 * 4096);
+}
+
+void TestFineTuning::trainableCountsAsPeftPrints() {
+    // PEFT's own counts (num_trainable_params in huggingface/peft's method_comparison/MetaMathQA/results,
+    // print_trainable_parameters) for Llama 3.2 3B: hidden 3072, 8 KV heads of 128, FFN 8192, 28 layers.
+    auto trainable = [](const json& ft) { return trainableParameters(scenarioFromJson(llama32(ft))); };
+    // r32 on q (3072 -> 3072) and v (3072 -> 1024): 28 x 32 x (6144 + 4096).
+    QCOMPARE(trainable({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}}),
+             std::uint64_t{9175040});
+    QCOMPARE(trainable({{"method", "lora"}, {"rank", 64}, {"target_modules", {"q_proj", "v_proj"}}}),
+             std::uint64_t{18350080});
+    // r10 on gate, up (3072 -> 8192) and down (8192 -> 3072): 28 x 10 x 3 x 11264.
+    QCOMPARE(
+        trainable(
+            {{"method", "lora"}, {"rank", 10}, {"target_modules", {"gate_proj", "up_proj", "down_proj"}}}),
+        std::uint64_t{9461760});
+    // DoRA adds a magnitude per output: 28 x (3072 + 1024) more.
+    QCOMPARE(trainable({{"method", "dora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}}),
+             std::uint64_t{9289728});
+    // A second model: Llama 2 7B (hidden 4096, 32 layers), r8 on q and v: 32 x 8 x (8192 + 8192), the
+    // "trainable params: 4,194,304" of PEFT's LoRA guides.
+    json doc = trainingDoc({{"preset", "meta-llama/Llama-2-7b-hf"}});
+    doc["training"]["fine_tuning"] = {
+        {"method", "lora"}, {"rank", 8}, {"target_modules", {"q_proj", "v_proj"}}};
+    QCOMPARE(trainableParameters(scenarioFromJson(doc)), std::uint64_t{4194304});
+    // torchtune's names are the same modules: output_proj is o_proj, w1/w3/w2 gate/up/down.
+    QCOMPARE(trainable({{"method", "lora"}, {"rank", 10}, {"target_modules", {"w1", "w3", "w2"}}}),
+             std::uint64_t{9461760});
+    // Full fine-tuning trains everything.
+    QCOMPARE(trainable({{"method", "full"}}), std::uint64_t{3212749824});
+}
+
+void TestFineTuning::adapterStatesByHand() {
+    // PEFT's defaults: fp32 adapters on a bf16 base, torch's AdamW (two fp32 states each). r32 on q and v:
+    // 9,175,040 adapter parameters.
+    const Scenario sc = scenarioFromJson(
+        llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}}));
+    const double adapters = 9175040, base = 3212749824;
+    const Breakdown step = at(sc, Phase::Optimizer);
+    QCOMPARE(step[Category::Weights], 2 * base + 4 * adapters);
+    QCOMPARE(step[Category::Gradients], 4 * adapters); // only the adapters have gradients
+    QCOMPARE(step[Category::MasterWeights], 0.0);
+    QCOMPARE(step[Category::OptimizerStates], 8 * adapters);
+    QCOMPARE(step[Category::Temporaries], 4 * adapters); // foreach's denominator list, one state's worth
+    // torchtune: bf16 adapters and bf16 states (zeros_like the parameter), fused step.
+    json doc = llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
+    doc["training"]["framework"] = "torchtune";
+    const Breakdown tt = at(scenarioFromJson(doc), Phase::Optimizer);
+    QCOMPARE(tt[Category::Weights], 2 * base + 2 * adapters);
+    QCOMPARE(tt[Category::OptimizerStates], 4 * adapters);
+    QCOMPARE(tt[Category::Temporaries], 0.0);
+    // modules_to_save trains a full copy of the (tied) head beside the frozen one: 128256 x 3072 more in
+    // bf16, with its gradient and two fp32 states.
+    doc = llama32({{"method", "lora"},
+                   {"rank", 32},
+                   {"target_modules", {"q_proj", "v_proj"}},
+                   {"modules_to_save", {"lm_head"}}});
+    const double head = 128256.0 * 3072;
+    const Breakdown saved = at(scenarioFromJson(doc), Phase::Optimizer);
+    QCOMPARE(saved[Category::Weights], 2 * base + 4 * adapters + 2 * head);
+    QCOMPARE(saved[Category::Gradients], 4 * adapters + 2 * head);
+    QCOMPARE(saved[Category::OptimizerStates], 8 * adapters + 4 * head);
+}
+
+void TestFineTuning::quantisedBaseByHand() {
+    // QLoRA's base for Llama 3.2 3B, bitsandbytes NF4 with double quantisation: per layer q and o are
+    // 3072 x 3072, k and v 1024 x 3072, gate, up and down 8192 x 3072; the norms (2 x 3072), the tied
+    // embedding (128256 x 3072) and the final norm stay bf16.
+    auto nf4 = [](double n) { // worked out here, not by fourBitBytes
+        const double blocks = std::ceil(n / 64);
+        return std::ceil(n / 2) + blocks + 4 * std::ceil(blocks / 256) + 4 + 64;
+    };
+    const double layer =
+        2 * nf4(3072.0 * 3072) + 2 * nf4(1024.0 * 3072) + 3 * nf4(8192.0 * 3072) + 2 * 2 * 3072;
+    const double base = 28 * layer + 2 * (128256.0 * 3072 + 3072);
+    json doc = llama32({{"method", "qlora"},
+                        {"rank", 32},
+                        {"target_modules", {"q_proj", "v_proj"}},
+                        {"double_quantization", true}});
+    const Scenario sc = scenarioFromJson(doc);
+    QCOMPARE(sc.training.fineTuning.baseQuantization, BaseQuantization::Nf4); // QLoRA's default
+    QCOMPARE(at(sc, Phase::Optimizer)[Category::Weights], base + 4 * 9175040.0);
+    // Each matmul dequantises its weight to bf16: the largest, an MLP matrix, while a layer runs.
+    double layerRunning = 0;
+    for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+        if (t.phase == Phase::Forward && t.progress > 0 && t.progress < 1)
+            layerRunning = t.bytes[Category::Temporaries];
+    QCOMPARE(layerRunning, 2 * 8192.0 * 3072);
+    // LLM.int8: a byte per value and an fp32 scale per row.
+    doc["training"]["fine_tuning"]["base_quantization"] = "int8";
+    const double int8Layer = 2 * (3072.0 * 3072 + 4 * 3072) + 2 * (1024.0 * 3072 + 4 * 1024) +
+                             2 * (8192.0 * 3072 + 4 * 8192) + (3072.0 * 8192 + 4 * 3072) + 2 * 2 * 3072;
+    QCOMPARE(at(scenarioFromJson(doc), Phase::Optimizer)[Category::Weights],
+             28 * int8Layer + 2 * (128256.0 * 3072 + 3072) + 4 * 9175040.0);
+}
+
+void TestFineTuning::frozenLayersKeepLess() {
+    // What one Llama 3.2 3B layer keeps per token under transformers' eager modules (bf16, SDPA), counted
+    // from the modules' source by hand (docs/frameworks.md): in full training, the two norms' fp32 inputs
+    // and bf16 normalised outputs (2 x (4 + 2) x 3072), the q/k/v and MLP inputs (2 x 2 x 3072), q, k, v and
+    // attention's output (2 x (3072 + 1024 + 1024 + 3072)), the contiguous copy for o_proj (2 x 3072), K and
+    // V expanded to 24 heads (2 x 16 x 256), gate, up, their activation and product (4 x 2 x 8192), the
+    // log-sum-exp (4 x 24).
+    const double h = 3072;
+    const double full = 2 * 6 * h + 2 * 2 * h + 2 * (3072 + 1024 + 1024 + 3072) + 2 * h + 2 * 16 * 256 +
+                        4 * 2 * 8192 + 4 * 24;
+    // LoRA r32 on q and v (PEFT: fp32 adapters): the frozen norms' normalised outputs, the MLP's input, its
+    // product (down_proj's input) and o_proj's copy are kept by nobody; q and v each cast their input to
+    // fp32 for lora_A (4 x 3072, twice) and keep lora_A's fp32 output (4 x 32, twice); the 16-bit q/k/v
+    // input goes too (the adapters have their copies).
+    const double lora = full - 2 * 2 * h - 2 * h - 2 * 8192 - 2 * h - 2 * h + 2 * (4 * h + 4 * 32);
+    json doc = llama32({{"method", "full"}});
+    doc["training"]["framework"] = "huggingface";
+    const double tokens = 2048;
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * full);
+    doc["training"]["fine_tuning"] = {
+        {"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}};
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * lora);
+    // torchtune's bf16 adapters need no cast: q and v share the layer's input, kept once, and each keeps
+    // its bf16 r-wide output.
+    doc["training"]["framework"] = "torchtune";
+    doc["training"]["compile"] = true; // torchtune compiled: no eager norm, rotation or copy terms
+    const double compiled = 2 * 2 * h /* norm inputs */ + 2 * h /* q/k/v input */ +
+                            2 * (3072 + 1024 + 1024 + 3072) + 2 * 16 * 256 + 3 * 2 * 8192 + 4 * 24 +
+                            2 * (2 * 32);
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * compiled);
+}
+
+void TestFineTuning::readerNamesTheField() {
+    auto error = [](const json& ft) {
+        try {
+            scenarioFromJson(llama32(ft));
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    QVERIFY(error({{"method", "qlora"}, {"base_quantization", "none"}})
+                .find("training.fine_tuning.base_quantization") != std::string::npos);
+    QVERIFY(error({{"method", "lora"}, {"target_modules", {"q_proj", "qproj"}}})
+                .find("training.fine_tuning.target_modules[1]") != std::string::npos);
+    QVERIFY(error({{"method", "lora"}, {"rank", 0}}).find("training.fine_tuning.rank") != std::string::npos);
+    QVERIFY(error({{"method", "lora"}, {"target_modules", json::array()}}).find("names no module") !=
+            std::string::npos);
+    QVERIFY(error({{"method", "full"}, {"base_quantization", "nf4"}}).find("cannot be trained in full") !=
+            std::string::npos);
+    QVERIFY(error({{"method", "lora"}, {"target_modules", "all-linear"}}).empty());
+}
+
+void TestFineTuning::publishedRuns_data() {
+    QTest::addColumn<QString>("id");
+    std::map<std::string, int> stacks;
+    for (const CaseResult& r : runs().results) {
+        QTest::newRow(r.c->id.c_str()) << QString::fromStdString(r.c->id);
+        ++stacks[r.c->id.substr(0, r.c->id.find('-'))];
+    }
+    // Three stacks (PEFT's benchmark, torchtune, Answer.AI's fsdp_qlora), 20 runs.
+    QCOMPARE(stacks.size(), std::size_t{3});
+    QCOMPARE(runs().results.size(), std::size_t{20});
+}
+
+void TestFineTuning::publishedRuns() {
+    QFETCH(QString, id);
+    const CaseResult* r = nullptr;
+    for (const CaseResult& c : runs().results)
+        if (c.c->id == id.toStdString())
+            r = &c;
+    QVERIFY(r);
+    const QString what = QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
+                             .arg(id)
+                             .arg(r->estimated / kGiB, 0, 'f', 2)
+                             .arg(r->measured / kGiB, 0, 'f', 2)
+                             .arg(QString::fromStdString(r->c->metric))
+                             .arg(100 * r->error(), 0, 'f', 1);
+    qInfo().noquote() << what;
+    if (const auto miss = kMisses.find(id.toStdString()); miss != kMisses.end())
+        QEXPECT_FAIL("", miss->second, Continue);
+    QVERIFY2(std::abs(r->error()) <= 0.10, qPrintable(what));
+}
+
+void TestFineTuning::publishedMedian() {
+    // The target: the median of all runs within 5%. Computed here; each role's is reported.
+    auto median = [](const char* role) {
+        std::vector<double> errors;
+        for (const CaseResult& r : runs().results)
+            if (!role || r.c->role == role)
+                errors.push_back(std::abs(r.error()));
+        std::sort(errors.begin(), errors.end());
+        return (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2;
+    };
+    qInfo().noquote() << QStringLiteral("fine-tuning runs: median %1% (fit %2%, validate %3%)")
+                             .arg(100 * median(nullptr), 0, 'f', 1)
+                             .arg(100 * median("fit"), 0, 'f', 1)
+                             .arg(100 * median("validate"), 0, 'f', 1);
+    QEXPECT_FAIL("", "The six Answer.AI reserved runs beyond 10% (the pool FSDP1's loading leaves, 1.8 to "
+                     "3.7 GiB beyond the plan) lift the median to 6.1%.",
+                 Continue);
+    QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
+}
+
+QTEST_GUILESS_MAIN(TestFineTuning)
+#include "tst_finetuning.moc"
