@@ -12,7 +12,6 @@
 #include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
 #include "core/io/estimatewords.h"
-#include "core/plan/settingnames.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/tracesummaryjson.h"
@@ -20,6 +19,7 @@
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
+#include "core/plan/settingnames.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/traceloadjob.h"
@@ -166,6 +166,21 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     out << "  model " << sc.modelLabel << ": " << formatCount(est.parameters) << " parameters";
     if (est.activeParameters != est.parameters)
         out << " (" << formatCount(est.activeParameters) << " active per token)";
+    if (sc.mode == Mode::Training && est.trainableParameters != est.parameters && est.parameters > 0) {
+        // As PEFT's print_trainable_parameters: trainable of all, and the share.
+        char share[32];
+        std::snprintf(share, sizeof share, "%.4f",
+                      100.0 * static_cast<double>(est.trainableParameters) /
+                          static_cast<double>(est.parameters));
+        const FineTuning& ft = sc.training.fineTuning;
+        out << ", " << formatCount(est.trainableParameters) << " trainable (" << share
+            << "%: " << labelOf(fineTuneMethodNames(), ft.method) << " rank " << ft.rank << " on";
+        for (const std::string& t : ft.targets)
+            out << " " << t;
+        if (ft.baseQuantization != BaseQuantization::None)
+            out << ", base " << labelOf(baseQuantizationNames(), ft.baseQuantization);
+        out << ")";
+    }
     // The settings' names as the window and the report show them (core/plan/settingnames.h).
     if (sc.mode == Mode::Training)
         out << "\n  " << labelOf(frameworkNames(), sc.training.framework) << ", checkpointing "
@@ -364,7 +379,8 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
-                ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) + "-byte activations)"
+                ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) +
+                      "-byte activations)"
                 : std::string())
         << "\n"
         << "  KV cache                           x " << c.kvCache << "\n"
@@ -440,9 +456,10 @@ int cmdCompare(const Args& a, std::ostream& out) {
     if (c.firstStep)
         out << "  this trace records a first step: its " << gib(c.createdStates)
             << " GiB of optimizer states were created by the step, after the forward and backward; a later\n"
-            << "  step, with them alive throughout as the plan has them, would reach about " << gib(c.laterStepPeak)
-            << " GiB before its step: the estimate is " << std::setprecision(1) << std::abs(c.laterStepError()) * 100
-            << "% " << (c.laterStepError() < 0 ? "below" : "above") << " that\n";
+            << "  step, with them alive throughout as the plan has them, would reach about "
+            << gib(c.laterStepPeak) << " GiB before its step: the estimate is " << std::setprecision(1)
+            << std::abs(c.laterStepError()) * 100 << "% " << (c.laterStepError() < 0 ? "below" : "above")
+            << " that\n";
     return 0;
 }
 

@@ -34,6 +34,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     out["model"] = sc.modelLabel;
     out["parameters"] = est.parameters;
     out["active_parameters"] = est.activeParameters;
+    if (est.mode == Mode::Training)
+        out["trainable_parameters"] = est.trainableParameters;
     out["per_gpu_bytes"] = breakdownToJson(est.perGpu);
     const long long peak = roundedTotal(out["per_gpu_bytes"]);
     const long long capacity = bytes(est.capacityBytes);

@@ -766,6 +766,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
     est.mode = sc.mode;
     est.parameters = sc.model.totalParameters();
     est.activeParameters = sc.model.activeParameters();
+    if (sc.mode == Mode::Training)
+        est.trainableParameters = trainableParameters(sc);
     est.capacityBytes = static_cast<double>(sc.cluster.capacityBytes);
     est.dataParallelSize = sc.cluster.dataParallelSize();
     est.warnings = sc.warnings;

@@ -160,6 +160,52 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
              "Step the optimizer in the backward, a parameter at a time (torchtune's optimizer_in_bwd)",
              {{"training", {{"optimizer_in_backward", true}}}},
              [](Scenario& s) { s.training.optimizerInBackward = true; }});
+    // Fine-tuning (training.fine_tuning): what people trade when a LoRA run does not fit.
+    const FineTuning& ft = t.fineTuning;
+    if (sc.model.known && !ft.adapters() && !t.optimizerInBackward)
+        out.push_back({"lora",
+                       "LoRA rank 16 on q_proj, v_proj instead of full fine-tuning",
+                       {{"training",
+                         {{"fine_tuning",
+                           {{"method", "lora"}, {"rank", 16}, {"target_modules", {"q_proj", "v_proj"}}}}}}},
+                       [](Scenario& s) {
+                           FineTuning& f = s.training.fineTuning;
+                           f.method = FineTuneMethod::Lora;
+                           f.rank = 16;
+                           f.targets = {"q_proj", "v_proj"};
+                           f.alpha = 32;
+                           // The reader's defaults for the framework: torchtune's adapters are bf16.
+                           f.adapterBytes = s.training.framework == Framework::Torchtune ? 2 : 4;
+                       }});
+    if (sc.model.known && ft.adapters() && ft.baseQuantization == BaseQuantization::None)
+        out.push_back({"qlora",
+                       "QLoRA: the frozen base in 4-bit NF4",
+                       {{"training", {{"fine_tuning", {{"method", "qlora"}, {"base_quantization", "nf4"}}}}}},
+                       [](Scenario& s) {
+                           s.training.fineTuning.method = FineTuneMethod::Qlora;
+                           s.training.fineTuning.baseQuantization = BaseQuantization::Nf4;
+                       }});
+    if (ft.adapters() && ft.rank > 8)
+        out.push_back({"lora_rank_8",
+                       "Rank 8 instead of " + std::to_string(ft.rank),
+                       {{"training", {{"fine_tuning", {{"rank", 8}}}}}},
+                       [](Scenario& s) { s.training.fineTuning.rank = 8; }});
+    if (ft.adapters()) {
+        std::vector<std::string> attention;
+        for (const std::string& m : ft.targets)
+            if (m == "q_proj" || m == "k_proj" || m == "v_proj" || m == "o_proj")
+                attention.push_back(m);
+        if (!attention.empty() && attention.size() < ft.targets.size())
+            out.push_back({"lora_attention_only",
+                           "Adapters on the attention projections only",
+                           {{"training", {{"fine_tuning", {{"target_modules", attention}}}}}},
+                           [attention](Scenario& s) { s.training.fineTuning.targets = attention; }});
+    }
+    if (ft.adapters() && ft.adapterBytes > 2)
+        out.push_back({"bf16_adapters",
+                       "bf16 adapters (no fp32 copy of each adapted input)",
+                       {{"training", {{"fine_tuning", {{"adapter_dtype", "bf16"}}}}}},
+                       [](Scenario& s) { s.training.fineTuning.adapterBytes = 2; }});
     if (t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
         out.push_back({"adam8bit",
                        "8-bit Adam (bitsandbytes) instead of AdamW",

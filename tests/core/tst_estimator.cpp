@@ -521,6 +521,22 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
                         {"sequence_length", 4096}}},
                       {"cluster", {{"gpu", "A100-80GB"}}}})
             .document,
+        // Fine-tuning's changes: QLoRA, a lower rank, attention only, bf16 adapters (PEFT); full to LoRA
+        // under torchtune, whose adapters the reader makes bf16.
+        scenarioWith(trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}}),
+                     {{"training",
+                       {{"framework", "huggingface"},
+                        {"precision", "bf16"},
+                        {"micro_batch_size", 4},
+                        {"fine_tuning",
+                         {{"method", "lora"},
+                          {"rank", 32},
+                          {"target_modules", {"q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"}}}}}}})
+            .document,
+        scenarioWith(
+            trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}}),
+            {{"training", {{"framework", "torchtune"}, {"precision", "bf16"}, {"sequence_length", 4096}}}})
+            .document,
         json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-70B"},
                         "inference": {"batch_size": 32, "context_length": 8192, "attention": "eager"},
                         "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "tensor_parallel": 2}})"),
@@ -547,7 +563,8 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
     }
     QVERIFY(compared >= 30);
     // The profiles' changes are among them.
-    for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading"}) {
+    for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading", "lora", "qlora",
+                           "lora_rank_8", "lora_attention_only", "bf16_adapters"}) {
         bool offered = false;
         for (const json& doc : docs)
             for (const Saving& s : rankSavings(scenarioFromJson(doc)))

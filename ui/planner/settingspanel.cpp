@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/settingspanel.h"
 
+#include "core/plan/finetuning.h"
 #include "core/plan/settingnames.h"
 
 #include "core/error.h"
@@ -585,6 +586,9 @@ void SettingsPanel::refreshModel() {
         QStringLiteral("<b>%1</b> parameters").arg(QString::fromStdString(formatCount(m.totalParameters())));
     if (m.activeParameters() != m.totalParameters())
         info += QStringLiteral(", %1 active").arg(QString::fromStdString(formatCount(m.activeParameters())));
+    if (sc.mode == Mode::Training && sc.training.fineTuning.adapters())
+        info += QStringLiteral(", <b>%1</b> trainable")
+                    .arg(QString::fromStdString(formatCount(trainableParameters(sc))));
     if (m.known)
         info +=
             QStringLiteral("<br>%1: %2 layers, hidden %3, %4 heads (%5 KV)%6")
