@@ -7,18 +7,18 @@
 #include "core/version.h"
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
+#include "ui/common/aboutdialog.h"
+#include "ui/common/categorycolors.h"
+#include "ui/common/richtextline.h"
+#include "ui/common/tablecopy.h"
+#include "ui/compare/scenariocomparepage.h"
+#include "ui/mainwindow.h"
 #include "ui/planner/breakdownchart.h"
 #include "ui/planner/breakdownmodel.h"
-#include "ui/common/categorycolors.h"
-#include "ui/common/aboutdialog.h"
-#include "ui/common/richtextline.h"
-#include "ui/mainwindow.h"
 #include "ui/planner/savingsmodel.h"
-#include "ui/compare/scenariocomparepage.h"
 #include "ui/planner/scenariodocument.h"
 #include "ui/planner/settingspanel.h"
 #include "ui/planner/sweepchart.h"
-#include "ui/common/tablecopy.h"
 
 #include <QAbstractAxis>
 #include <QAbstractItemModelTester>
@@ -26,6 +26,7 @@
 #include <QApplication>
 #include <QBarSet>
 #include <QChartView>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
@@ -66,7 +67,9 @@ json fullTrainingScenario() {
                    "loss": "chunked", "compile": true, "float8": "rowwise",
                    "activation_offloading": true, "checkpoint_every": 2,
                    "recompute_method": "every_layer", "recompute_num_layers": 3,
-                   "optimizer_implementation": "for_loop", "optimizer_in_backward": false},
+                   "optimizer_implementation": "for_loop", "optimizer_in_backward": false,
+                   "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
+                                   "adapter_dtype": "fp32"}},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
@@ -118,6 +121,7 @@ private slots:
     void settingsRoundTrip_data();
     void settingsRoundTrip();
     void widgetsDriveTheDocument();
+    void fineTuningGroup();
     void modeSwitchUsesTheReadersDefaults();
     void oddValuesAreErrorsNotCrashes();
     void changesCoalesceIntoOneViewUpdate();
@@ -204,6 +208,37 @@ void TestMainWindow::settingsRoundTrip() {
              QString::fromStdString(doc["model"]["preset"].get<std::string>()));
 }
 
+void TestMainWindow::fineTuningGroup() {
+    // The Fine-tuning group: choosing LoRA shows the rank, base, adapter dtype and adapted layers; a layer's
+    // check box writes target_modules, and the model line counts the trainable parameters.
+    auto w = window();
+    json doc = test::trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}});
+    doc["training"]["precision"] = "bf16";
+    w->document()->reset(doc);
+    auto* method = qobject_cast<QComboBox*>(w->settingsPanel()->fieldWidget("/training/fine_tuning/method"));
+    QVERIFY(method);
+    auto* gate = w->settingsPanel()->findChild<QCheckBox*>("/training/fine_tuning/target_modules#gate_proj");
+    QVERIFY(gate);
+    QVERIFY(!gate->isVisibleTo(w->settingsPanel())); // full fine-tuning adapts nothing
+    method->setCurrentIndex(method->findData(QStringLiteral("lora")));
+    emit method->activated(method->currentIndex()); // as a person's choice does
+    QCOMPARE(w->document()->json()["training"]["fine_tuning"]["method"].get<std::string>(),
+             std::string("lora"));
+    QVERIFY(gate->isVisibleTo(w->settingsPanel()));
+    QVERIFY(!gate->isChecked()); // the reader's default: q and v
+    gate->setChecked(true);
+    QVERIFY(w->document()->json()["training"]["fine_tuning"]["target_modules"] ==
+            json({"q_proj", "v_proj", "gate_proj"}));
+    // 28 x 16 x ((3072 + 3072) + (3072 + 1024) + (3072 + 8192)) trainable, as PEFT would count them.
+    const auto* info = w->settingsPanel()->findChild<QLabel*>("modelInfo");
+    QVERIFY(info);
+    QVERIFY2(info->text().contains(QStringLiteral("9,633,792")), qPrintable(info->text()));
+    QCOMPARE(w->document()->estimate().trainableParameters, std::uint64_t{28 * 16 * (6144 + 4096 + 11264)});
+    // Undo takes the layer back.
+    w->document()->undoStack()->undo();
+    QVERIFY(!gate->isChecked());
+}
+
 void TestMainWindow::widgetsDriveTheDocument() {
     auto w = window();
     const double before = w->document()->estimate().peakBytes;
@@ -222,7 +257,8 @@ void TestMainWindow::widgetsDriveTheDocument() {
     w->settingsPanel()->findChild<QSpinBox*>("/cluster/tensor_parallel#spin")->setValue(3);
     QVERIFY(w->document()->validationError().contains("cluster.num_gpus"));
     QCOMPARE(w->document()->estimate().peakBytes, valid);
-    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the GUI thread
+    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the
+                                  // GUI thread
     QVERIFY(!w->findChild<QLabel*>("validationError")->isHidden());
     w->document()->undoStack()->undo();
     QVERIFY(w->document()->validationError().isEmpty());
@@ -388,7 +424,8 @@ void TestMainWindow::savingsApplyWithOneClick() {
     doc["training"]["activation_checkpointing"] = "none";
     doc["training"].erase("checkpoint_every");
     w->document()->reset(doc);
-    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the GUI thread
+    QVERIFY(w->waitForPlanner()); // the views follow the document once per event-loop pass, details off the
+                                  // GUI thread
     const auto& savings = w->savingsModel()->savings();
     QVERIFY(savings.size() >= 3);
     const double before = w->document()->estimate().peakBytes;

@@ -198,6 +198,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     import->setObjectName("importConfig");
     modelForm->addRow(import);
     m_modelInfo = new QLabel(model);
+    m_modelInfo->setObjectName("modelInfo");
     m_modelInfo->setWordWrap(true);
     modelForm->addRow(m_modelInfo);
     layout->addWidget(model);
@@ -311,6 +312,76 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
              choiceField("/training/attention", "Attention", choicesOf(attentionNames()), "flash",
                          "Eager attention keeps the s x s score, softmax and dropout tensors"));
     layout->addWidget(m_training);
+
+    // Fine-tuning (training.fine_tuning): which weights train, and how the frozen base is stored.
+    m_fineTuning = new QGroupBox(tr("Fine-tuning"), this);
+    auto* fineTuningForm = new QFormLayout(m_fineTuning);
+    auto adapters = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        return t.contains("fine_tuning") && t["fine_tuning"].is_object() &&
+               textAt(t["fine_tuning"], "method") != "" && textAt(t["fine_tuning"], "method") != "full";
+    };
+    addField(
+        fineTuningForm,
+        choiceField("/training/fine_tuning/method", "Method", choicesOf(fineTuneMethodNames()), "full",
+                    "Full: every weight trains. LoRA: the base is frozen, low-rank adapters train beside "
+                    "the chosen layers (PEFT, torchtune); QLoRA: the same on a 4-bit base; DoRA: LoRA "
+                    "plus a trained magnitude per output"));
+    addField(fineTuningForm,
+             intField("/training/fine_tuning/rank", "Rank", 16,
+                      "The adapters' rank r: each adapted layer trains r x (inputs + outputs)"));
+    m_fields.back()->visibleWhen = adapters;
+    addField(fineTuningForm,
+             choiceField("/training/fine_tuning/base_quantization", "Base",
+                         choicesOf(baseQuantizationNames()), "none",
+                         "How the frozen base's linear layers are stored: 16-bit, bitsandbytes' LLM.int8, or "
+                         "4-bit NF4 / FP4 (embeddings, the head and norms stay 16-bit)"));
+    m_fields.back()->visibleWhen = adapters;
+    m_fields.back()->fallbackChoiceFor = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        const bool qlora = t.contains("fine_tuning") && t["fine_tuning"].is_object() &&
+                           textAt(t["fine_tuning"], "method") == "qlora";
+        return QString::fromLatin1(qlora ? "nf4" : "none");
+    };
+    addField(fineTuningForm, choiceField("/training/fine_tuning/adapter_dtype", "Adapters",
+                                         {{QStringLiteral("fp32"), QStringLiteral("fp32 (PEFT's default)")},
+                                          {QStringLiteral("bf16"), QStringLiteral("bf16 (torchtune's)")}},
+                                         "fp32",
+                                         "PEFT keeps adapters in fp32 and casts each adapted input to fp32 "
+                                         "for them; torchtune builds them in the model's dtype"));
+    m_fields.back()->visibleWhen = adapters;
+    m_fields.back()->fallbackChoiceFor = [](const json& doc) {
+        return QString::fromLatin1(textAt(trainingOf(doc), "framework") == "torchtune" ? "bf16" : "fp32");
+    };
+    // The adapted layers: one check box per linear layer of a decoder layer, written as target_modules.
+    auto* targets = new QWidget(m_fineTuning);
+    auto* targetsLayout = new QGridLayout(targets);
+    targetsLayout->setContentsMargins(0, 0, 0, 0);
+    targetsLayout->setHorizontalSpacing(6);
+    targetsLayout->setVerticalSpacing(0);
+    const char* modules[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    for (int i = 0; i < 7; ++i) {
+        auto* box = new QCheckBox(QString::fromLatin1(modules[i]).remove(QStringLiteral("_proj")), targets);
+        box->setObjectName(QStringLiteral("/training/fine_tuning/target_modules#") + modules[i]);
+        targetsLayout->addWidget(box, i / 4, i % 4);
+        m_targets.push_back(box);
+        connect(box, &QCheckBox::toggled, this, [this] {
+            if (m_refreshing)
+                return;
+            json list = json::array();
+            for (QCheckBox* b : m_targets)
+                if (b->isChecked())
+                    list.push_back(b->objectName().section(QLatin1Char('#'), 1).toStdString());
+            if (!list.empty()) // the reader refuses an empty list: keep the last one checked
+                m_doc->setValue(QStringLiteral("/training/fine_tuning/target_modules"), list);
+            else
+                refresh();
+        });
+    }
+    targets->setToolTip(tr("The linear layers that get adapters (PEFT's target_modules)"));
+    fineTuningForm->addRow(tr("Adapted"), targets);
+    m_targetsRow = targets;
+    layout->addWidget(m_fineTuning);
 
     m_inference = new QGroupBox(tr("Inference"), this);
     auto* inferenceForm = new QFormLayout(m_inference);
@@ -512,6 +583,33 @@ void SettingsPanel::refresh() {
     const json& doc = m_doc->json();
     const bool training = !doc.contains("inference");
     m_training->setVisible(training);
+    m_fineTuning->setVisible(training);
+    {
+        // The adapted layers, from target_modules ("all-linear": every one) or the reader's default (q, v).
+        const json& t = trainingOf(doc);
+        const json* ft =
+            t.contains("fine_tuning") && t["fine_tuning"].is_object() ? &t["fine_tuning"] : nullptr;
+        const std::string method = ft ? textAt(*ft, "method") : "";
+        const bool adapted = !method.empty() && method != "full";
+        std::vector<std::string> on = FineTuning{}.targets;
+        if (ft && ft->contains("target_modules")) {
+            const json& list = (*ft)["target_modules"];
+            on.clear();
+            if (list.is_string() && list.get<std::string>() == "all-linear")
+                on = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+            else if (list.is_array())
+                for (const json& e : list)
+                    if (e.is_string())
+                        for (const NamedText& n : loraTargetNames()) // torchtune's names too
+                            if (e.get<std::string>() == n.name)
+                                on.push_back(n.label);
+        }
+        for (QCheckBox* b : m_targets)
+            b->setChecked(std::find(on.begin(), on.end(),
+                                    b->objectName().section(QLatin1Char('#'), 1).toStdString()) != on.end());
+        if (auto* form = qobject_cast<QFormLayout*>(m_fineTuning->layout()))
+            form->setRowVisible(m_targetsRow, adapted);
+    }
     m_inference->setVisible(!training);
     m_mode->setCurrentIndex(training ? 0 : 1);
     for (const auto& field : m_fields) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+class QCheckBox;
 class QComboBox;
 class QGroupBox;
 class QLabel;
@@ -51,6 +52,9 @@ private:
     std::vector<std::unique_ptr<Field>> m_fields;
     QGroupBox* m_training = nullptr;
     QGroupBox* m_inference = nullptr;
+    QGroupBox* m_fineTuning = nullptr;
+    std::vector<QCheckBox*> m_targets; // the adapted layers (target_modules)
+    QWidget* m_targetsRow = nullptr;
     QComboBox* m_mode = nullptr;
     QComboBox* m_preset = nullptr;
     QLabel* m_modelInfo = nullptr;
