@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/compare/attribution.h"
+#include "core/plan/finetuning.h"
 
 #include "core/checkednumbers.h"
 
@@ -55,10 +56,24 @@ StatePools poolsFor(const Scenario* sc) {
         return p;
     }
     const BytesPerParam& b = sc->training.bytes;
+    const int states = sc->training.optimizer == Optimizer::SgdMomentum ? 1 : 2; // Adam: exp_avg, exp_avg_sq
+    if (sc->training.fineTuning.adapters()) {
+        // Fine-tuning: the frozen base as stored is weights; only the adapters (and modules_to_save) have
+        // gradients and states, in their own dtype (8-bit Adam: a byte each).
+        for (std::uint64_t bytes : frozenTensorBytes(*sc))
+            p.weights[clampToInt64(static_cast<double>(bytes))] += 1;
+        for (const TensorBytes& t : trainedTensors(*sc)) {
+            const std::vector<std::uint64_t> one = {t.elements};
+            StatePools::add(p.weights, one, t.bytesPerElement, 1);
+            StatePools::add(p.gradients, one, t.bytesPerElement, 1);
+            StatePools::add(p.states, one,
+                            sc->training.optimizer == Optimizer::Adam8bit ? 1 : t.bytesPerElement, states);
+        }
+        return p;
+    }
     StatePools::add(p.weights, tensors, b.weights, 1);
     StatePools::add(p.gradients, tensors, b.gradients, 1);
     StatePools::add(p.states, tensors, b.masterWeights, 1);
-    const int states = sc->training.optimizer == Optimizer::SgdMomentum ? 1 : 2; // Adam: exp_avg, exp_avg_sq
     StatePools::add(p.states, tensors, b.optimizerStates / states, states);
     return p;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace headroom {
 
@@ -163,6 +164,69 @@ FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool
             f.savedParameters += vocabShard;
     }
     return f;
+}
+
+std::vector<TensorBytes> trainedTensors(const Scenario& sc) {
+    std::vector<TensorBytes> out;
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = sc.training.fineTuning;
+    if (!m.known || !ft.adapters())
+        return out;
+    const u64 r = static_cast<u64>(ft.rank);
+    auto adapt = [&](u64 in, u64 o, double copies) {
+        for (double c = 0; c < copies; ++c) {
+            out.push_back({r * in, ft.adapterBytes});
+            out.push_back({o * r, ft.adapterBytes});
+            if (ft.method == FineTuneMethod::Dora)
+                out.push_back({o, ft.adapterBytes});
+        }
+    };
+    for (int l = 0; l < m.layers; ++l)
+        for (const LinearShape& lin : layerLinears(m, l))
+            if (ft.targeted(lin.name))
+                adapt(lin.in, lin.out, lin.copies);
+    const u64 h = static_cast<u64>(m.hidden), v = static_cast<u64>(m.vocab);
+    if (ft.targeted("lm_head"))
+        adapt(h, v, 1);
+    for (const std::string& saved : ft.modulesToSave)
+        if (saved == "lm_head" || saved == "embed_tokens")
+            out.push_back({v * h, sc.training.bytes.weights});
+    return out;
+}
+
+std::vector<std::uint64_t> frozenTensorBytes(const Scenario& sc) {
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = sc.training.fineTuning;
+    const double wb = sc.training.bytes.weights;
+    std::vector<std::uint64_t> out;
+    const std::vector<u64> tensors = m.parameterTensors();
+    if (ft.baseQuantization == BaseQuantization::None) {
+        for (u64 n : tensors)
+            out.push_back(static_cast<u64>(std::ceil(static_cast<double>(n) * wb)));
+        return out;
+    }
+    // The linear layers' matrices by their element counts: each tensor of such a count is one of them,
+    // stored quantised, until the model has no more of it.
+    std::map<u64, double> linear;
+    for (int l = 0; l < m.layers; ++l)
+        for (const LinearShape& lin : layerLinears(m, l))
+            linear[lin.out * lin.in] += lin.copies;
+    for (u64 n : tensors) {
+        auto it = linear.find(n);
+        if (it == linear.end() || it->second < 1) {
+            out.push_back(static_cast<u64>(std::ceil(static_cast<double>(n) * wb)));
+            continue;
+        }
+        it->second -= 1;
+        const u64 blocks = ceilDiv(n, 64);
+        if (ft.baseQuantization == BaseQuantization::Int8) {
+            out.push_back(n); // CB; SCB (a row's fp32 scale) is too small to tell apart
+            continue;
+        }
+        out.push_back((n + 1) / 2);                                 // the packed values
+        out.push_back(ft.doubleQuantization ? blocks : 4 * blocks); // the absmax, uint8 or fp32
+    }
+    return out;
 }
 
 std::uint64_t trainableParameters(const Scenario& sc) {

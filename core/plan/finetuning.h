@@ -40,6 +40,17 @@ struct FineTuneStage {
 };
 FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage);
 
+// The tensors fine-tuning trains, one entry per tensor as PEFT allocates them (lora_A, lora_B per targeted
+// layer, DoRA's magnitudes; modules_to_save's copies), in elements, with each one's bytes per element; and
+// the frozen base's tensors as stored, in bytes (a quantised matrix: its packed values and its absmax).
+// What a memory trace of the run shows as separate allocations (core/compare/attribution).
+struct TensorBytes {
+    std::uint64_t elements = 0;
+    double bytesPerElement = 0;
+};
+std::vector<TensorBytes> trainedTensors(const Scenario& sc);
+std::vector<std::uint64_t> frozenTensorBytes(const Scenario& sc);
+
 // The trainable parameters of the whole model (PEFT's print_trainable_parameters "trainable params"):
 // every parameter for full fine-tuning.
 std::uint64_t trainableParameters(const Scenario& sc);
