@@ -58,6 +58,21 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         const auto& t = sc.training;
         row(QStringLiteral("Framework"), QString::fromStdString(labelOf(frameworkNames(), t.framework)) +
                                              (t.compile ? QStringLiteral(", torch.compile") : QString()));
+        if (t.fineTuning.adapters()) {
+            // Three short rows: the settings column wraps, and a long one runs into the next row.
+            const FineTuning& f = t.fineTuning;
+            QString method = QString::fromStdString(nameOf(fineTuneMethodNames(), f.method)).toUpper();
+            method = method.replace(QStringLiteral("ORA"), QStringLiteral("oRA")); // LoRA, QLoRA, DoRA
+            if (f.baseQuantization != BaseQuantization::None)
+                method += QStringLiteral(", ") +
+                          QString::fromStdString(labelOf(baseQuantizationNames(), f.baseQuantization));
+            row(QStringLiteral("Fine-tuning"), QStringLiteral("%1 rank %2").arg(method).arg(f.rank));
+            QStringList targets;
+            for (const std::string& m : f.targets)
+                targets << QString::fromStdString(m).remove(QStringLiteral("_proj"));
+            row(QStringLiteral("Adapted layers"), targets.join(QStringLiteral(", ")));
+            row(QStringLiteral("Trainable"), count(static_cast<long long>(est.trainableParameters)));
+        }
         row(QStringLiteral("Micro-batch × sequence"),
             QStringLiteral("%1 × %2").arg(t.microBatchSize).arg(t.sequenceLength));
         row(QStringLiteral("Accumulation steps"), QString::number(t.gradientAccumulationSteps));
