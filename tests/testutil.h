@@ -2,6 +2,7 @@
 #pragma once
 // Helpers shared by the test executables.
 #include "core/io/scenariojson.h"
+#include "core/io/validation.h"
 #include "core/plan/scenario.h"
 
 #include <QFileInfo>
@@ -15,8 +16,9 @@ namespace headroom::test {
 inline constexpr double kGiB = 1073741824.0;
 inline constexpr double kMiB = 1048576.0;
 
-// tests/data: the fixtures and the licensed real traces and configs the tests read (tests/data/traces/NOTICES.txt).
-// A clone carries all of it; no test reads anything from outside the repository.
+// tests/data: the fixtures and the licensed real traces and configs the tests read
+// (tests/data/traces/NOTICES.txt). A clone carries all of it; no test reads anything from outside the
+// repository.
 inline QString dataDir() {
     return QStringLiteral(HEADROOM_TEST_DATA);
 }
@@ -58,6 +60,24 @@ inline nlohmann::json trainingDoc(const nlohmann::json& model) {
               {"data_parallel", "ddp"},
               {"tensor_parallel", 1},
               {"pipeline_parallel", 1}}}};
+}
+
+// A one-layer Llama whose matrices are all 64 x 64 (q, k, v, o and the three MLP matrices: seven tensors of
+// 4,096 elements) and a vocabulary of 8: tensors told apart by size in attribution tests.
+inline nlohmann::json tinyLlama() {
+    return {{"model_type", "llama"},      {"vocab_size", 8},        {"hidden_size", 64},
+            {"intermediate_size", 64},    {"num_hidden_layers", 1}, {"num_attention_heads", 1},
+            {"tie_word_embeddings", true}};
+}
+
+// One published run's line for a test's log and failure message: estimate, measurement, counter, error.
+inline QString caseLine(const CaseResult& r) {
+    return QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
+        .arg(QString::fromStdString(r.c->id))
+        .arg(r.estimated / kGiB, 0, 'f', 2)
+        .arg(r.measured / kGiB, 0, 'f', 2)
+        .arg(QString::fromStdString(r.c->metric))
+        .arg(100 * r.error(), 0, 'f', 1);
 }
 
 inline Scenario scenarioWith(nlohmann::json doc, const nlohmann::json& patch) {

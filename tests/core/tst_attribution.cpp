@@ -171,13 +171,7 @@ void TestAttribution::rulesAndSizes() {
     QCOMPARE(a.total, 16384LL * 2 + 100 + 8519680 + 300 + 700 + 4096);
     // With a scenario whose model has tensors of 16,384 bytes, the optimizer's allocation is a state; a
     // second one of the same size beyond what the model has would be a temporary.
-    json doc = test::trainingDoc({{"model_type", "llama"},
-                                  {"vocab_size", 8},
-                                  {"hidden_size", 64},
-                                  {"intermediate_size", 64},
-                                  {"num_hidden_layers", 1},
-                                  {"num_attention_heads", 1},
-                                  {"tie_word_embeddings", true}});
+    json doc = test::trainingDoc(test::tinyLlama());
     doc["training"]["precision"] = "fp32";
     const Scenario sc = scenarioFromJson(doc);
     // 64 x 64 fp32 = 16,384 bytes: q, k, v, o and three MLP matrices, seven such tensors, each with m and v.

@@ -255,13 +255,7 @@ void TestFineTuning::attributionKnowsTheAdapters() {
     ]]})");
     const TraceSummary summary = summarize(t);
     const TraceIndex index(t.devices.at(0), summary.devices.at(0));
-    json doc = trainingDoc({{"model_type", "llama"},
-                            {"vocab_size", 8},
-                            {"hidden_size", 64},
-                            {"intermediate_size", 64},
-                            {"num_hidden_layers", 1},
-                            {"num_attention_heads", 1},
-                            {"tie_word_embeddings", true}});
+    json doc = trainingDoc(tinyLlama());
     doc["training"]["precision"] = "fp32";
     const Scenario full = scenarioFromJson(doc);
     const Attribution a = attribute(t, index, 1, AttributionRules::pytorchDefaults(), &full);
@@ -294,12 +288,7 @@ void TestFineTuning::publishedRuns() {
         if (c.c->id == id.toStdString())
             r = &c;
     QVERIFY(r);
-    const QString what = QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
-                             .arg(id)
-                             .arg(r->estimated / kGiB, 0, 'f', 2)
-                             .arg(r->measured / kGiB, 0, 'f', 2)
-                             .arg(QString::fromStdString(r->c->metric))
-                             .arg(100 * r->error(), 0, 'f', 1);
+    const QString what = caseLine(*r);
     qInfo().noquote() << what;
     if (const auto miss = kMisses.find(id.toStdString()); miss != kMisses.end())
         QEXPECT_FAIL("", miss->second, Continue);

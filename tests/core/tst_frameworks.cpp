@@ -223,12 +223,7 @@ void TestFrameworks::publishedPeaks() {
     // no framework setting may be ignored.
     for (const std::string& w : r->warnings)
         QVERIFY2(w.find("framework") == std::string::npos, w.c_str());
-    const QString what = QStringLiteral("%1: estimate %2 GiB, measured %3 GiB (%4), error %5%")
-                             .arg(id)
-                             .arg(r->estimated / kGiB, 0, 'f', 2)
-                             .arg(r->measured / kGiB, 0, 'f', 2)
-                             .arg(QString::fromStdString(r->c->metric))
-                             .arg(100 * r->error(), 0, 'f', 1);
+    const QString what = caseLine(*r);
     qInfo().noquote() << what;
     // cases.json explains the same misses to its readers ("open"); the list here decides.
     QCOMPARE(!r->c->knownMiss.empty(), kKnownMisses.count(id.toStdString()) == 1);

@@ -2,10 +2,10 @@
 // The trace viewer's core: the level-of-detail index and timeline frames against brute-force reductions
 // written here, at several zoom levels of a real snapshot; notes, annotations, ghost frees, segments and
 // range queries on hand-written snapshots whose answers are worked out in the comments.
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
-#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "tests/testutil.h"
 

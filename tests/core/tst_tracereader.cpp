@@ -4,14 +4,14 @@
 // formats, the live-set index and the background job.
 #include "core/bigvector.h" // HEADROOM_ASAN
 #include "core/error.h"
-#include "core/prefaulter.h"
 #include "core/fileio.h"
+#include "core/prefaulter.h"
 #include "core/trace/formats/datatree.h"
 #include "core/trace/formats/gzip.h"
 #include "core/trace/formats/picklereader.h"
+#include "core/trace/formats/tracereader.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
-#include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"
@@ -961,16 +961,19 @@ void TestTraceReader::prefaulterStaysALeadAhead() {
     // makes present the whole 2 MiB steps from the one the filler is in (10 MiB) up to 4 MiB past what it
     // used (15 MiB): 10 to 14 MiB, and nothing else.
     constexpr std::size_t kMiB = std::size_t(1) << 20, kLength = 64 * kMiB;
-    void* raw = ::mmap(nullptr, kLength + 2 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* raw =
+        ::mmap(nullptr, kLength + 2 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     QVERIFY(raw != MAP_FAILED);
-    auto* base = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + 2 * kMiB - 1) & ~(2 * kMiB - 1));
+    auto* base =
+        reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + 2 * kMiB - 1) & ~(2 * kMiB - 1));
     ::madvise(base, kLength, MADV_NOHUGEPAGE); // page-granular residency, whatever the THP setting
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     auto resident = [&](std::size_t from, std::size_t to) { // pages of [from, to) in memory
         std::vector<unsigned char> v((to - from) / page);
         if (::mincore(base + from, to - from, v.data()) != 0)
             return std::size_t(0);
-        return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+        return static_cast<std::size_t>(
+            std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
     };
     {
         Prefaulter prefaulter(4 * kMiB);
