@@ -484,6 +484,10 @@ void readTraining(const json& doc, Scenario& sc) {
     t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), lossNames());
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     t.optimizerInBackward = s.boolean("optimizer_in_backward", d.optimizerInBackward);
+    t.pagedOptimizer = s.boolean("paged_optimizer", d.pagedOptimizer);
+    if (t.pagedOptimizer && t.optimizer == Optimizer::SgdMomentum)
+        throw Error(s.at("paged_optimizer"),
+                    "bitsandbytes pages Adam's states (PagedAdamW, PagedAdamW8bit), not SGD's");
     // torchtune refuses both (recipes/full_finetune_single_device.py): a gradient stepped and dropped in
     // the backward cannot accumulate over micro-batches; a pipeline's stages would step each micro-batch.
     if (t.optimizerInBackward && t.gradientAccumulationSteps > 1)

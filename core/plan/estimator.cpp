@@ -387,6 +387,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.communication =
         static_cast<double>(communicators(c)) * static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
     st.nonTorch = st.communication;
+    if (tr.pagedOptimizer) {
+        // Counted on the GPU while they fit there (the plan's peak), but neither allocated nor reserved by
+        // PyTorch, and no allocator overhead.
+        st.pagedStates = st.optimizer;
+        st.nonTorch += st.pagedStates;
+    }
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
         !sc.overheads.ddpGradientAsBucketView)
         st.communication += allGradientBytes; // DDP's flat buckets copy every gradient
@@ -694,6 +700,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         if (cat != Category::CommunicationBuffers && cat != Category::CudaContext)
             managed += b[cat];
     }
+    managed -= st.pagedStates;
     b[Category::AllocatorOverhead] = st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits;
     return b;
 }

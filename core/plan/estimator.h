@@ -77,7 +77,7 @@ struct Estimate {
     std::uint64_t parameters = 0;
     std::uint64_t activeParameters = 0;
     std::uint64_t trainableParameters = 0; // training: what the optimizer steps (fine-tuning: adapters)
-    Breakdown perGpu; // most-loaded GPU at its peak
+    Breakdown perGpu;                      // most-loaded GPU at its peak
     double peakBytes = 0;
     // At the peak, what torch.cuda.max_memory_allocated() and max_memory_reserved() would report: peakBytes
     // without the CUDA context and NCCL's buffers, and (allocated) without the allocator's overhead.

@@ -125,6 +125,10 @@ struct TrainingSettings {
     // The optimizer steps each parameter as soon as its gradient is accumulated, then drops the gradient
     // (torchtune's optimizer_in_bwd: torchtune/training/memory.py register_optim_in_bwd_hooks).
     bool optimizerInBackward = false;
+    // bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): the states live in CUDA unified memory
+    // (bitsandbytes/functional.py get_paged, cudaMallocManaged), outside PyTorch's allocator, and the driver
+    // moves their pages to host memory when the GPU runs short.
+    bool pagedOptimizer = false;
     DeepSpeedSettings deepspeed;
     FineTuning fineTuning;
     // The framework's release ("4.44" for transformers), where its memory changed between releases; empty:

@@ -34,6 +34,7 @@ struct StageModel {
     bool stepInBackward = false;
     double heldGradients = 0, stepScratchInLayers = 0, stepScratchAtEnd = 0;
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
+    double pagedStates = 0;   // optimizer states in unified memory (a paged optimizer): in nonTorch too
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
     double offloadedActivations = 0; // per sample: saved activations held in host memory instead

@@ -67,7 +67,7 @@ json fullTrainingScenario() {
                    "loss": "chunked", "compile": true, "float8": "rowwise",
                    "activation_offloading": true, "checkpoint_every": 2,
                    "recompute_method": "every_layer", "recompute_num_layers": 3,
-                   "optimizer_implementation": "for_loop", "optimizer_in_backward": false,
+                   "optimizer_implementation": "for_loop", "optimizer_in_backward": false, "paged_optimizer": true,
                    "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
                                    "adapter_dtype": "fp32"}},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",

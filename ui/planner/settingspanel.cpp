@@ -301,6 +301,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         boolField("/training/optimizer_in_backward", "Optimizer step in backward",
                   "Each parameter is stepped as soon as its gradient is ready and the gradient dropped: "
                   "no step holds every gradient (torchtune's optimizer_in_bwd; no gradient accumulation)"));
+    addField(trainingForm,
+             boolField("/training/paged_optimizer", "Paged optimizer",
+                       "bitsandbytes' paged Adam: the states live in unified memory, outside "
+                       "PyTorch's counters, and page out to host memory when the GPU runs short"));
     addField(trainingForm, boolField("/training/compile", "torch.compile",
                                      "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
                                      "intermediate copies"));
