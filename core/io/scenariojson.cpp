@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/scenariojson.h"
+#include "core/plan/finetuning.h"
 
 #include "core/io/jsontext.h"
 
@@ -386,6 +387,20 @@ void readFineTuning(const Section& training, Scenario& sc) {
     f.modulesToSave = names("modules_to_save", {}, false);
     if (f.adapters() && f.targets.empty())
         throw Error(s.at("target_modules"), "names no module: the adapters would train nothing");
+    if (f.adapters() && sc.model.known && s.find("target_modules") &&
+        !(*s.find("target_modules")).is_string()) {
+        // A name the architecture has no layer of adapts nothing (MLA has no q_proj with a query rank,
+        // a plain MLP no gate_proj): said, not silently planned.
+        for (const std::string& t : f.targets) {
+            bool found = t == "lm_head";
+            for (int l = 0; l < sc.model.layers && !found; ++l)
+                for (const LinearShape& lin : layerLinears(sc.model, l))
+                    found = found || lin.name == t;
+            if (!found)
+                sc.warnings.push_back("training.fine_tuning.target_modules: the model has no " + t +
+                                      " layer; it adapts nothing");
+        }
+    }
     if (f.adapters() && !sc.model.known)
         sc.warnings.push_back("training.fine_tuning: the model is known only by its parameter count, so no "
                               "adapter is counted; give the model's architecture");

@@ -243,6 +243,13 @@ void TestFineTuning::readerNamesTheField() {
     QVERIFY(error({{"method", "full"}, {"base_quantization", "nf4"}}).find("cannot be trained in full") !=
             std::string::npos);
     QVERIFY(error({{"method", "lora"}, {"target_modules", "all-linear"}}).empty());
+    // GPT-2's plain MLP has no gate_proj: a warning names it.
+    json gpt2 = trainingDoc({{"preset", "openai-community/gpt2"}});
+    gpt2["training"]["fine_tuning"] = {{"method", "lora"}, {"target_modules", {"gate_proj", "up_proj"}}};
+    const Scenario sc = scenarioFromJson(gpt2);
+    QVERIFY(std::any_of(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+        return w.find("no gate_proj layer") != std::string::npos;
+    }));
 }
 
 void TestFineTuning::attributionKnowsTheAdapters() {
