@@ -383,6 +383,10 @@ void readFineTuning(const Section& training, Scenario& sc) {
         }
         return out;
     };
+    const std::string preference = s.string("preference", "none");
+    if (preference != "none" && preference != "dpo")
+        throw Error(s.at("preference"), "must be one of none, dpo; got \"" + preference + "\"");
+    f.dpo = preference == "dpo";
     f.targets = names("target_modules", d.targets, true);
     f.modulesToSave = names("modules_to_save", {}, false);
     if (f.adapters() && f.targets.empty())

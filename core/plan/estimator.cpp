@@ -308,6 +308,13 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
     st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
     st.optimizerTemp = optimizerTemporaries(sc, sp);
+    if (tr.fineTuning.dpo && !tr.fineTuning.adapters()) {
+        // DPO's reference model for full fine-tuning: a frozen copy in the weights' dtype (TRL's
+        // DPOTrainer deep-copies the model when no ref_model is given; sharded as the weights are). With
+        // adapters the reference is the base with them disabled (peft's disable_adapter): no copy.
+        st.withoutOffload.weights += b.weights * sharded(shardsWeights(c));
+        st.weights = c.offloadParameters ? 0 : st.withoutOffload.weights;
+    }
     // The bytes of every gradient this GPU computes, whole (what DDP's buckets copy).
     double allGradientBytes = b.gradients * (sp.dense + sp.experts);
     double weightBytesPerParameter = b.weights; // what FSDP gathers per parameter
@@ -488,6 +495,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 // are twice their size: the caching allocator cannot hand their block out again and
                 // asks the driver for more, so that block stays reserved at the peak.
                 st.cachedLogits = 2 * sl * m.vocab / c.tensorParallel;
+            if (tr.fineTuning.dpo)
+                // DPO scores the batch under the reference after the policy's forward (TRL's
+                // get_batch_loss_metrics: concatenated_forward, then compute_ref_log_probs under no_grad),
+                // with the policy's activations alive: the reference's 16-bit logits at the loss point,
+                // gone when the backward starts.
+                st.logits += 2 * sl * m.vocab / c.tensorParallel;
+            if (tr.fineTuning.dpo)
+                st.logitsGradient -= 2 * sl * m.vocab / c.tensorParallel;
         }
     }
     if (tr.framework == Framework::Torchtitan && shardsWeights(c) && m.known) {
@@ -589,6 +604,12 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
     // square, the KV cache, and the bytes the optimizer step and workspaces hold.
     const Calibration& c = sc.calibration;
+    if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
+        // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
+        // sequences per micro-batch.
+        for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
+                          &st.logitsGradient, &st.cachedLogits, &st.offloadedActivations})
+            *v *= 2;
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.decodeActivations})
         *v *= c.linear;
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).

@@ -86,6 +86,10 @@ struct FineTuning {
     BaseQuantization baseQuantization = BaseQuantization::None;
     bool doubleQuantization = true; // bnb_4bit_use_double_quant; torchao's NF4 always quantises its scales
     std::vector<std::string> modulesToSave; // trained in full, beside the frozen original (PEFT)
+    // Preference tuning: DPO (TRL's DPOTrainer) runs each chosen and rejected sequence together (twice the
+    // sequences of a micro-batch) and scores them under a frozen reference: a second copy of the model for
+    // full fine-tuning, the base with the adapters disabled (no copy) with LoRA.
+    bool dpo = false;
 
     bool adapters() const { return method != FineTuneMethod::Full; }
     bool targeted(const std::string& module) const {

@@ -73,6 +73,7 @@ private slots:
     void readerNamesTheField();
     void attributionKnowsTheAdapters();
     void pagedStatesLeavePytorchsCounters();
+    void dpoKeepsAReference();
     void publishedRuns_data();
     void publishedRuns();
     void publishedMedian();
@@ -295,6 +296,45 @@ void TestFineTuning::pagedStatesLeavePytorchsCounters() {
     QVERIFY(std::abs(plain.peakBytes - paged.peakBytes - states * 0.03) < 1);
     doc["training"]["optimizer"] = "sgd";
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+}
+
+void TestFineTuning::dpoKeepsAReference() {
+    // DPO: full fine-tuning keeps a frozen copy of the model as its reference (3,212,749,824 bf16 weights
+    // more); with LoRA the reference is the base with the adapters disabled, no copy. Chosen and rejected run
+    // together: a layer keeps twice what one sequence's would.
+    json doc = llama32({{"method", "full"}});
+    const double base = 3212749824;
+    const Breakdown full = at(scenarioFromJson(doc), Phase::Optimizer);
+    doc["training"]["fine_tuning"]["preference"] = "dpo";
+    const Scenario dpo = scenarioFromJson(doc);
+    QCOMPARE(at(dpo, Phase::Optimizer)[Category::Weights], full[Category::Weights] + 2 * base);
+    json lora = llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
+    const Scenario plain = scenarioFromJson(lora);
+    lora["training"]["fine_tuning"]["preference"] = "dpo";
+    const Scenario loraDpo = scenarioFromJson(lora);
+    QCOMPARE(at(loraDpo, Phase::Optimizer)[Category::Weights],
+             at(plain, Phase::Optimizer)[Category::Weights]);
+    auto forwardEnd = [](const Scenario& sc) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+            if (t.phase == Phase::Forward && t.progress == 1 && !t.layerRunning)
+                return t.bytes;
+        return Breakdown{};
+    };
+    QCOMPARE(forwardEnd(loraDpo)[Category::Activations], 2 * forwardEnd(plain)[Category::Activations]);
+    // The reference's forward runs after the policy's, its bf16 logits (2 x 2048 x 128256 per sequence)
+    // beside the policy's: for both sequences.
+    QCOMPARE(forwardEnd(loraDpo)[Category::Logits],
+             2 * (forwardEnd(plain)[Category::Logits] + 2 * 2048.0 * 128256));
+    // Gone when the backward starts: there it is twice the plain loss.
+    auto backwardStart = [](const Scenario& sc) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+                return t.bytes;
+        return Breakdown{};
+    };
+    QCOMPARE(backwardStart(loraDpo)[Category::Logits], 2 * backwardStart(plain)[Category::Logits]);
+    lora["training"]["fine_tuning"]["preference"] = "ppo";
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(lora));
 }
 
 void TestFineTuning::publishedRuns_data() {

@@ -69,7 +69,7 @@ json fullTrainingScenario() {
                    "recompute_method": "every_layer", "recompute_num_layers": 3,
                    "optimizer_implementation": "for_loop", "optimizer_in_backward": false, "paged_optimizer": true,
                    "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
-                                   "adapter_dtype": "fp32"}},
+                                   "adapter_dtype": "fp32", "preference": "dpo"}},
       "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,

@@ -357,6 +357,14 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
         return QString::fromLatin1(textAt(trainingOf(doc), "framework") == "torchtune" ? "bf16" : "fp32");
     };
+    addField(
+        fineTuningForm,
+        choiceField("/training/fine_tuning/preference", "Objective",
+                    {{QStringLiteral("none"), QStringLiteral("supervised")},
+                     {QStringLiteral("dpo"), QStringLiteral("DPO (chosen + rejected, a reference)")}},
+                    "none",
+                    "DPO runs each chosen and rejected sequence together and scores them under a frozen "
+                    "reference: a second copy of the model in full fine-tuning, the base itself with LoRA"));
     // The adapted layers: one check box per linear layer of a decoder layer, written as target_modules.
     auto* targets = new QWidget(m_fineTuning);
     auto* targetsLayout = new QGridLayout(targets);
