@@ -39,6 +39,15 @@ Breakdown at(const Scenario& sc, Phase phase) {
     return Breakdown{};
 }
 
+// Where the loss runs: the forward's end or the backward's start (not the layer beside it).
+Breakdown atLoss(const Scenario& sc, Phase phase) {
+    const double progress = phase == Phase::Forward ? 1 : 0;
+    for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
+        if (t.phase == phase && t.progress == progress && !t.layerRunning)
+            return t.bytes;
+    return Breakdown{};
+}
+
 const Validation& runs() {
     static const Validation v =
         runValidation({loadValidationCases(HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/cases.json")},
@@ -314,25 +323,15 @@ void TestFineTuning::dpoKeepsAReference() {
     const Scenario loraDpo = scenarioFromJson(lora);
     QCOMPARE(at(loraDpo, Phase::Optimizer)[Category::Weights],
              at(plain, Phase::Optimizer)[Category::Weights]);
-    auto forwardEnd = [](const Scenario& sc) {
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
-            if (t.phase == Phase::Forward && t.progress == 1 && !t.layerRunning)
-                return t.bytes;
-        return Breakdown{};
-    };
-    QCOMPARE(forwardEnd(loraDpo)[Category::Activations], 2 * forwardEnd(plain)[Category::Activations]);
+    QCOMPARE(atLoss(loraDpo, Phase::Forward)[Category::Activations],
+             2 * atLoss(plain, Phase::Forward)[Category::Activations]);
     // The reference's forward runs after the policy's, its bf16 logits (2 x 2048 x 128256 per sequence)
     // beside the policy's: for both sequences.
-    QCOMPARE(forwardEnd(loraDpo)[Category::Logits],
-             2 * (forwardEnd(plain)[Category::Logits] + 2 * 2048.0 * 128256));
+    QCOMPARE(atLoss(loraDpo, Phase::Forward)[Category::Logits],
+             2 * (atLoss(plain, Phase::Forward)[Category::Logits] + 2 * 2048.0 * 128256));
     // Gone when the backward starts: there it is twice the plain loss.
-    auto backwardStart = [](const Scenario& sc) {
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 4))
-            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
-                return t.bytes;
-        return Breakdown{};
-    };
-    QCOMPARE(backwardStart(loraDpo)[Category::Logits], 2 * backwardStart(plain)[Category::Logits]);
+    QCOMPARE(atLoss(loraDpo, Phase::Backward)[Category::Logits],
+             2 * atLoss(plain, Phase::Backward)[Category::Logits]);
     lora["training"]["fine_tuning"]["preference"] = "ppo";
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(lora));
 }
