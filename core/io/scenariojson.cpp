@@ -395,11 +395,18 @@ void readFineTuning(const Section& training, Scenario& sc) {
         !(*s.find("target_modules")).is_string()) {
         // A name the architecture has no layer of adapts nothing (MLA has no q_proj with a query rank,
         // a plain MLP no gate_proj): said, not silently planned.
+        // Every layer of a kind has the same linear layers: a dense one and the first MoE one stand for all.
+        std::vector<LinearShape> linears = layerLinears(sc.model, 0);
+        for (int l = 0; l < sc.model.layers; ++l)
+            if (sc.model.isMoeLayer(l)) {
+                const std::vector<LinearShape> moe = layerLinears(sc.model, l);
+                linears.insert(linears.end(), moe.begin(), moe.end());
+                break;
+            }
         for (const std::string& t : f.targets) {
             bool found = t == "lm_head";
-            for (int l = 0; l < sc.model.layers && !found; ++l)
-                for (const LinearShape& lin : layerLinears(sc.model, l))
-                    found = found || lin.name == t;
+            for (const LinearShape& lin : linears)
+                found = found || lin.name == t;
             if (!found)
                 sc.warnings.push_back("training.fine_tuning.target_modules: the model has no " + t +
                                       " layer; it adapts nothing");

@@ -3,12 +3,12 @@
 // MLA, gated MLPs and MoE, with each framework's modules and checkpointing (docs/frameworks.md).
 #include "core/plan/activations.h"
 
+#include "core/plan/finetuning.h"
 #include "core/plan/layout.h"
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <vector>
 
 namespace headroom {
 
@@ -138,28 +138,19 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         // one per adapter, with dropout's 1-byte mask); DoRA's base and LoRA results, saved by its rescaling
         // (peft/tuners/lora/dora.py). Under autocast lora_A's matmul keeps its 16-bit input.
         const double cb = adapterInputBytes;
-        struct Adapted {
-            const char* name;
-            double in, out;
-        };
-        const double qOut = heads * dq, kvOut = kvHeads * dq, vOut = kvHeads * dv;
-        const double width = static_cast<double>(mlpWidth) / t;
-        std::vector<Adapted> modules = {{"o_proj", heads * dv, h}};
-        if (!m.mla)
-            modules.insert(modules.end(), {{"q_proj", h, qOut}, {"k_proj", h, kvOut}, {"v_proj", h, vOut}});
-        if (mlpWidth > 0) {
-            if (m.gatedMlp)
-                modules.push_back({"gate_proj", h, width});
-            modules.insert(modules.end(), {{"up_proj", h, width}, {"down_proj", width, h}});
-        }
-        for (const Adapted& mod : modules) {
-            if (!ft.targeted(mod.name))
+        // Routed experts' adapters are left out (their tokens are a fraction of the layer's).
+        for (const LinearShape& lin : layerLinears(m, mlpWidth, 0)) {
+            if (!ft.targeted(lin.name))
                 continue;
+            // Tensor parallelism splits o_proj's and down_proj's inputs (row-parallel), the others' outputs.
+            const bool rowParallel = lin.name == "o_proj" || lin.name == "down_proj";
+            const double in = static_cast<double>(lin.in) / (rowParallel ? t : 1);
+            const double out = static_cast<double>(lin.out) / (rowParallel ? 1 : t);
             double perToken = cb * ft.rank;
             if (ownCopy)
-                perToken += cb * mod.in + (ft.dropout > 0 ? mod.in : 0);
+                perToken += cb * in + (ft.dropout > 0 ? in : 0);
             if (ft.method == FineTuneMethod::Dora)
-                perToken += (ea + cb) * mod.out;
+                perToken += (ea + cb) * out;
             split += sl * perToken;
         }
     }

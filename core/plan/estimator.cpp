@@ -348,12 +348,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // again for the input gradient (bitsandbytes' MatMul4Bit: dequantize_4bit(B).to(A.dtype); torchao's
         // linear_nf4); autocast casts nothing of it.
         if (ft.baseQuantization != BaseQuantization::None) {
-            st.dequantised = (tr.autocastBytes > 0 ? tr.autocastBytes : 2) * f.largestQuantised;
+            st.layerTemporary = (tr.autocastBytes > 0 ? tr.autocastBytes : 2) * f.largestQuantised;
             st.castWeights = 0;
         }
         // DoRA recomputes each targeted weight's column norm every forward: B x A in the adapters' dtype and
         // the weight it is added to (peft/tuners/lora/dora.py, DoraLinearLayer.get_weight_norm).
-        st.dequantised += 2 * ft.adapterBytes * f.largestDora;
+        st.layerTemporary += 2 * ft.adapterBytes * f.largestDora;
     }
     if (tr.optimizerInBackward && m.known) {
         // torchtune's optimizer_in_bwd (torchtune/training/memory.py register_optim_in_bwd_hooks): a
@@ -495,14 +495,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 // are twice their size: the caching allocator cannot hand their block out again and
                 // asks the driver for more, so that block stays reserved at the peak.
                 st.cachedLogits = 2 * sl * m.vocab / c.tensorParallel;
-            if (tr.fineTuning.dpo)
+            if (tr.fineTuning.dpo) {
                 // DPO scores the batch under the reference after the policy's forward (TRL's
                 // get_batch_loss_metrics: concatenated_forward, then compute_ref_log_probs under no_grad),
                 // with the policy's activations alive: the reference's 16-bit logits at the loss point,
                 // gone when the backward starts.
-                st.logits += 2 * sl * m.vocab / c.tensorParallel;
-            if (tr.fineTuning.dpo)
-                st.logitsGradient -= 2 * sl * m.vocab / c.tensorParallel;
+                const double reference = 2 * sl * m.vocab / c.tensorParallel;
+                st.logits += reference;
+                st.logitsGradient -= reference;
+            }
         }
     }
     if (tr.framework == Framework::Torchtitan && shardsWeights(c) && m.known) {
@@ -670,7 +671,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
         b[Category::GatherBuffers] = st.gatherForward;
-        b[Category::Temporaries] = loss ? 0 : st.dequantised;
+        b[Category::Temporaries] = loss ? 0 : st.layerTemporary;
         break;
     }
     case Phase::Backward: {
@@ -683,7 +684,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         } else {
             b[Category::Gradients] = g0 + (st.gradients - g0) * x;
         }
-        b[Category::Temporaries] += loss ? 0 : st.dequantised;
+        b[Category::Temporaries] += loss ? 0 : st.layerTemporary;
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) +
                                    (loss ? 0 : st.transient) +
                                    st.castWeights * (1 - x); // each layer's copies go with its backward

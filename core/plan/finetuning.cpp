@@ -26,9 +26,20 @@ double share(const Scenario& sc, const LinearShape& l) {
     return l.copies / (t * ep);
 }
 
+// What one decoder layer puts on one GPU: its linear layers as stored, the rest at the weights' bytes, the
+// adapters on the targeted ones.
+FineTuneStage layerKind(const Scenario& sc, int layer, double secondLevel);
+
 } // namespace
 
 std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer) {
+    if (!m.known)
+        return {};
+    const LayerParams lp = m.layerParams(layer);
+    return layerLinears(m, lp.mlpWidth, lp.experts);
+}
+
+std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts) {
     std::vector<LinearShape> out;
     if (!m.known)
         return out;
@@ -63,10 +74,9 @@ std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer) {
         out.push_back({"up_proj", width, h, copies});
         out.push_back({"down_proj", h, width, copies});
     };
-    const LayerParams lp = m.layerParams(layer);
-    mlp(static_cast<u64>(lp.mlpWidth), 1); // the dense MLP, or an MoE layer's shared experts
-    if (lp.isMoe())
-        mlp(static_cast<u64>(m.moeFfn), lp.experts);
+    mlp(static_cast<u64>(mlpWidth), 1); // the dense MLP, or an MoE layer's shared experts
+    if (experts > 0)
+        mlp(static_cast<u64>(m.moeFfn), experts);
     return out;
 }
 
@@ -102,43 +112,22 @@ FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool
     // their factor in the weights' dtype; bitsandbytes keeps it in fp32.
     const double secondLevel = sc.training.framework == Framework::Torchtune ? wb : 4;
     const double r = ft.rank;
+    // Layers come in at most two kinds (dense, MoE), alike in what fine-tuning adds: each kind is worked
+    // out once and counted per layer (as stageParams does).
+    FineTuneStage kinds[2];
+    bool have[2] = {false, false};
     for (int l = firstLayer; l < firstLayer + layers; ++l) {
-        double linearParameters = 0;
-        for (const LinearShape& lin : layerLinears(m, l)) {
-            const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in);
-            const double s = share(sc, lin);
-            linearParameters += n * lin.copies;
-            double bytes = wb * n;
-            switch (ft.baseQuantization) {
-            case BaseQuantization::None:
-                break;
-            case BaseQuantization::Int8:
-                bytes = int8Bytes(lin.out, lin.in);
-                break;
-            case BaseQuantization::Nf4:
-            case BaseQuantization::Fp4:
-                bytes = fourBitBytes(lin.out, lin.in, ft.doubleQuantization, secondLevel);
-                break;
-            }
-            f.frozenBytes += bytes * s;
-            f.frozenParameters += n * s;
-            if (ft.baseQuantization != BaseQuantization::None)
-                f.largestQuantised = std::max(f.largestQuantised, n / t);
-            if (ft.adapters() && ft.targeted(lin.name)) {
-                // lora_A: r x in, lora_B: out x r; DoRA adds a magnitude per output.
-                f.adapterParameters +=
-                    (r * static_cast<double>(lin.in + lin.out) +
-                     (ft.method == FineTuneMethod::Dora ? static_cast<double>(lin.out) : 0)) *
-                    s;
-                if (ft.method == FineTuneMethod::Dora)
-                    f.largestDora = std::max(f.largestDora, n / t);
-            }
+        const int k = m.isMoeLayer(l) ? 1 : 0;
+        if (!have[k]) {
+            kinds[k] = layerKind(sc, l, secondLevel);
+            have[k] = true;
         }
-        // Norms, biases, routers: 16-bit, every quantiser skips them (they are not nn.Linear weights, or are
-        // too small to matter).
-        const double rest = static_cast<double>(m.layerParams(l).total()) - linearParameters;
-        f.frozenBytes += wb * rest / t;
-        f.frozenParameters += rest / t;
+        const FineTuneStage& one = kinds[k];
+        f.frozenBytes += one.frozenBytes;
+        f.frozenParameters += one.frozenParameters;
+        f.adapterParameters += one.adapterParameters;
+        f.largestQuantised = std::max(f.largestQuantised, one.largestQuantised);
+        f.largestDora = std::max(f.largestDora, one.largestDora);
     }
     const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
     auto saved = [&](const char* module) {
@@ -165,6 +154,56 @@ FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool
     }
     return f;
 }
+
+namespace {
+
+FineTuneStage layerKind(const Scenario& sc, int layer, double secondLevel) {
+    FineTuneStage f;
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = sc.training.fineTuning;
+    const double wb = sc.training.bytes.weights;
+    const double t = std::max(1, sc.cluster.tensorParallel);
+    const double r = ft.rank;
+    const LayerParams lp = m.layerParams(layer);
+    double linearParameters = 0;
+    for (const LinearShape& lin : layerLinears(m, lp.mlpWidth, lp.experts)) {
+        const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in);
+        const double s = share(sc, lin);
+        linearParameters += n * lin.copies;
+        double bytes = wb * n;
+        switch (ft.baseQuantization) {
+        case BaseQuantization::None:
+            break;
+        case BaseQuantization::Int8:
+            bytes = int8Bytes(lin.out, lin.in);
+            break;
+        case BaseQuantization::Nf4:
+        case BaseQuantization::Fp4:
+            bytes = fourBitBytes(lin.out, lin.in, ft.doubleQuantization, secondLevel);
+            break;
+        }
+        f.frozenBytes += bytes * s;
+        f.frozenParameters += n * s;
+        if (ft.baseQuantization != BaseQuantization::None)
+            f.largestQuantised = std::max(f.largestQuantised, n / t);
+        if (ft.adapters() && ft.targeted(lin.name)) {
+            // lora_A: r x in, lora_B: out x r; DoRA adds a magnitude per output.
+            f.adapterParameters += (r * static_cast<double>(lin.in + lin.out) +
+                                    (ft.method == FineTuneMethod::Dora ? static_cast<double>(lin.out) : 0)) *
+                                   s;
+            if (ft.method == FineTuneMethod::Dora)
+                f.largestDora = std::max(f.largestDora, n / t);
+        }
+    }
+    // Norms, biases, routers: 16-bit, every quantiser skips them (they are not nn.Linear weights, or are too
+    // small to matter).
+    const double rest = static_cast<double>(lp.total()) - linearParameters;
+    f.frozenBytes += wb * rest / t;
+    f.frozenParameters += rest / t;
+    return f;
+}
+
+} // namespace
 
 std::vector<TensorBytes> trainedTensors(const Scenario& sc) {
     std::vector<TensorBytes> out;

@@ -26,7 +26,7 @@ struct StageModel {
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer
     // runs in the forward or the backward.
-    double dequantised = 0;
+    double layerTemporary = 0;
     double optimizerTemp = 0; // what the optimizer step allocates on the side (AdamW's foreach sqrt list)
     // The step runs in the backward, a parameter at a time: the gradients alive then (a tied embedding's
     // from the head's backward on, and the one being stepped) and that one step's scratch, a layer's

@@ -237,6 +237,17 @@ void TestMainWindow::fineTuningGroup() {
     // Undo takes the layer back.
     w->document()->undoStack()->undo();
     QVERIFY(!gate->isChecked());
+    // Names as the reader resolves them: torchtune's w1 is gate_proj, "all-linear" every layer.
+    doc["training"]["fine_tuning"] = {{"method", "lora"}, {"target_modules", {"w1"}}};
+    w->document()->reset(doc);
+    QVERIFY(gate->isChecked());
+    doc["training"]["fine_tuning"]["target_modules"] = "all-linear";
+    w->document()->reset(doc);
+    for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
+        QVERIFY2(w->settingsPanel()
+                     ->findChild<QCheckBox*>(QStringLiteral("/training/fine_tuning/target_modules#") + m)
+                     ->isChecked(),
+                 m);
 }
 
 void TestMainWindow::widgetsDriveTheDocument() {

@@ -597,25 +597,13 @@ void SettingsPanel::refresh() {
     m_training->setVisible(training);
     m_fineTuning->setVisible(training);
     {
-        // The adapted layers, from target_modules ("all-linear": every one) or the reader's default (q, v).
+        // The adapted layers as the reader resolved them (torchtune's names, "all-linear", the default).
         const json& t = trainingOf(doc);
         const json* ft =
             t.contains("fine_tuning") && t["fine_tuning"].is_object() ? &t["fine_tuning"] : nullptr;
         const std::string method = ft ? textAt(*ft, "method") : "";
         const bool adapted = !method.empty() && method != "full";
-        std::vector<std::string> on = FineTuning{}.targets;
-        if (ft && ft->contains("target_modules")) {
-            const json& list = (*ft)["target_modules"];
-            on.clear();
-            if (list.is_string() && list.get<std::string>() == "all-linear")
-                on = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-            else if (list.is_array())
-                for (const json& e : list)
-                    if (e.is_string())
-                        for (const NamedText& n : loraTargetNames()) // torchtune's names too
-                            if (e.get<std::string>() == n.name)
-                                on.push_back(n.label);
-        }
+        const std::vector<std::string>& on = m_doc->scenario().training.fineTuning.targets;
         for (QCheckBox* b : m_targets)
             b->setChecked(std::find(on.begin(), on.end(),
                                     b->objectName().section(QLatin1Char('#'), 1).toStdString()) != on.end());
