@@ -12,6 +12,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
 #include "core/io/estimatewords.h"
+#include "core/io/fleetjson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/tracesummaryjson.h"
@@ -52,6 +53,11 @@ constexpr const char* kUsage =
     "                                          (PyTorch snapshot pickle or JSON, profiler trace, memory\n"
     "                                          timeline, nvidia-smi CSV; gzip allowed; docs/formats.md "
     "section 5)\n"
+    "  fleet (DIR | FILES...) [--layout tp=8,pp=4,cp=1,ep=1] [--scenario S.json] [--json]\n"
+    "                                          a whole job's rank files (traces, or trace-summary\n"
+    "                                          --json documents made on the nodes): each rank's peak,\n"
+    "                                          the worst rank, outliers, per-stage maxima\n"
+    "                                          (docs/formats.md section 13)\n"
     "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH] [--scale N]\n"
     "                                          the stacked per-GPU chart the application shows\n"
     "  report SCENARIO.json [TRACE] -o OUT.(pdf|md) [--rules R.json]\n"
@@ -91,6 +97,7 @@ struct Args {
     std::vector<std::string> positional;
     bool json = false;
     std::optional<std::string> output, hfConfig, preset, size, scenario, rules, scale;
+    std::optional<std::string> layout; // fleet
     // allocator-whatif
     bool expandableSegments = false;
     std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
@@ -122,6 +129,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.size);
         else if (s == "--scale")
             value(a.scale);
+        else if (s == "--layout")
+            value(a.layout);
         else if (s == "--expandable-segments")
             a.expandableSegments = true;
         else if (s == "--max-split-size-mb")
@@ -533,6 +542,66 @@ int cmdTraceSummary(const Args& a, std::ostream& out) {
     return 0;
 }
 
+int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
+    if (a.positional.empty())
+        throw std::invalid_argument("fleet takes a DIR or rank FILES");
+    const std::vector<std::string> files = fleetFiles(a.positional);
+    if (files.empty())
+        throw Error(a.positional[0], "no rank files in it");
+    FleetOptions options;
+    if (a.layout)
+        options.layout = parseFleetLayout(*a.layout);
+    std::optional<Scenario> sc;
+    if (a.scenario) {
+        sc = loadScenarioFile(*a.scenario);
+        options.scenario = &*sc;
+    }
+    options.rules = rulesFor(a);
+    const Fleet fleet = readFleetFiles(files, options);
+    if (a.json) {
+        out << jsonText(fleetToJson(fleet), 2) << "\n";
+        return fleet.job.readErrors == static_cast<int>(fleet.ranks.size()) ? 1 : 0;
+    }
+    auto gib = [](std::int64_t b) { return formatBytes(static_cast<double>(b)); };
+    out << "rank stage     peak allocated   reserved  at peak  frag  OOMs  file\n";
+    for (const FleetRank& r : fleet.ranks) {
+        char line[160];
+        if (!r.error.empty()) {
+            out << std::setw(4) << r.rank << "  " << r.error << "\n";
+            continue;
+        }
+        std::snprintf(line, sizeof line, "%4d %5s %18s %10s %+7.2fs %4.0f%% %5llu  ", r.rank,
+                      r.stage >= 0 ? std::to_string(r.stage).c_str() : "-",
+                      gib(r.summary.peakAllocated).c_str(), gib(r.summary.peakReserved).c_str(),
+                      static_cast<double>(r.peakTimeUs()) / 1e6, 100 * r.fragmentationAtPeak(),
+                      static_cast<unsigned long long>(r.summary.ooms));
+        out << line << r.file << (r.outlier ? "  <- outlier: " + r.outlierWhy : "") << "\n";
+    }
+    const FleetJob& j = fleet.job;
+    out << fleet.ranks.size() << " ranks";
+    if (j.readErrors)
+        out << ", " << j.readErrors << " unreadable";
+    if (j.worstRank >= 0)
+        out << "; worst rank " << j.worstRank << "; median " << gib(j.medianPeakAllocated) << ", MAD "
+            << gib(j.madBytes) << ", spread " << gib(j.spreadBytes);
+    out << "\n";
+    if (j.outliers.empty())
+        out << "no outliers (none above the median + 3 MADs, no OOM)\n";
+    for (const FleetRank& r : fleet.ranks)
+        if (r.outlier)
+            out << "outlier: rank " << r.rank << ": " << r.outlierWhy << "\n";
+    for (const FleetStage& st : j.stages) {
+        out << "stage " << st.stage << ": " << st.ranks << " ranks, max " << gib(st.maxPeakAllocated)
+            << " (rank " << st.worstRank << "), median " << gib(st.medianPeakAllocated);
+        if (st.estimateBytes)
+            out << "; the plan " << gib(*st.estimateBytes);
+        out << "\n";
+    }
+    for (const std::string& w : fleet.warnings)
+        err << "warning: " << w << "\n";
+    return j.readErrors == static_cast<int>(fleet.ranks.size()) ? 1 : 0;
+}
+
 double numberOption(const std::optional<std::string>& v, const char* name, double lo, double hi) {
     double d = 0;
     std::size_t used = 0;
@@ -709,6 +778,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdCompare(a, out);
         if (cmd == "trace-summary")
             return cmdTraceSummary(a, out);
+        if (cmd == "fleet")
+            return cmdFleet(a, out, err);
         if (cmd == "allocator-whatif")
             return cmdAllocatorWhatIf(a, out);
         if (cmd == "render")

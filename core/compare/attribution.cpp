@@ -197,10 +197,13 @@ AttributionRules AttributionRules::pytorchDefaults() {
 
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario) {
+    return attribute(trace, index.device(), index.liveAfter(event), event, rules, scenario);
+}
+
+Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector<Allocation> live,
+                      std::size_t event, const AttributionRules& rules, const Scenario* scenario) {
     Attribution out;
     out.event = event;
-    const DeviceTrace& device = index.device();
-    std::vector<Allocation> live = index.liveAfter(event);
     // Oldest first, so that when a step holds an old and a new copy of a state, the old one is the state.
     std::stable_sort(live.begin(), live.end(), [](const Allocation& a, const Allocation& b) {
         return (a.start == kBeforeFirstEvent ? 0 : a.start + 1) <
@@ -261,7 +264,7 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
         // Without a scenario no size is known to be state: what outlives the recording is kept between steps.
         const bool state = scenario && scenario->model.known
                                ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
-                               : live[i].end >= index.events();
+                               : live[i].end >= device.entries();
         place(i,
               state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                     : MeasuredCategory::Temporaries,

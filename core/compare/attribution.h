@@ -77,6 +77,9 @@ struct Attribution {
 // What none of these places stays unattributed.
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario = nullptr);
+// The same for a live set found without an index (liveAfterEvent).
+Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector<Allocation> live,
+                      std::size_t event, const AttributionRules& rules, const Scenario* scenario = nullptr);
 
 // Whether the rules give a stack to the optimizer step.
 bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules);

@@ -233,8 +233,4 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
     return f;
 }
 
-double timeUnitSeconds(TraceFormat format) {
-    return format == TraceFormat::MemoryTimeline || format == TraceFormat::MemoryTimelineRaw ? 1e-9 : 1e-6;
-}
-
 } // namespace headroom

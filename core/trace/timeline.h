@@ -87,7 +87,4 @@ private:
     std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
 };
 
-// Seconds per unit of a format's time column (µs for snapshots and profiler traces, ns for timelines).
-double timeUnitSeconds(TraceFormat format);
-
 } // namespace headroom

@@ -76,4 +76,8 @@ const DeviceTrace* Trace::findDevice(const std::string& key) const {
     return nullptr;
 }
 
+double timeUnitSeconds(TraceFormat format) {
+    return format == TraceFormat::MemoryTimeline || format == TraceFormat::MemoryTimelineRaw ? 1e-9 : 1e-6;
+}
+
 } // namespace headroom

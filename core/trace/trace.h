@@ -18,6 +18,8 @@ enum class TraceFormat {
     NvidiaSmiCsv
 };
 const char* traceFormatName(TraceFormat f);
+// Seconds per unit of a format's time column (µs for snapshots and profiler traces, ns for timelines).
+double timeUnitSeconds(TraceFormat format);
 
 enum class TraceAction : std::uint8_t {
     Alloc,

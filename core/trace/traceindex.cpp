@@ -65,6 +65,12 @@ public:
         return false;
     }
 
+    template <typename F> void forEach(F f) const {
+        for (const Slot& s : m_slots)
+            if (s.id != kNone)
+                f(s.addr, s.id);
+    }
+
 private:
     struct Slot {
         std::uint64_t addr = 0;
@@ -289,6 +295,65 @@ std::vector<SegmentState> TraceIndex::segmentsAfter(std::size_t k) const {
         return a.segment.addr < b.segment.addr;
     });
     return out;
+}
+
+std::vector<Allocation> liveAfterEvent(const DeviceTrace& d, std::size_t k) {
+    const std::size_t n = d.entries();
+    if (d.hasTotals)
+        return {};
+    const std::size_t p = position(k);
+    AddressMap open;   // before p: address -> the event that allocated it
+    AddressMap later;  // from p on: allocations the set does not hold
+    AddressMap member; // from p on: address -> index in `live` until it is freed
+    std::vector<Allocation> live;
+    bool taken = false;
+    auto take = [&] {
+        open.forEach([&](std::uint64_t addr, std::size_t i) {
+            member.put(addr, live.size());
+            live.push_back({addr, d.size[i], d.stack[i], i, n, d.stream[i], i});
+        });
+        taken = true;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!taken && i == p)
+            take();
+        const std::uint64_t addr = d.addr[i];
+        switch (d.action[i]) {
+        case TraceAction::Alloc:
+            if (!taken) {
+                open.put(addr, i); // a reuse without a free closes the old one, as TraceIndex does
+            } else {
+                if (const std::size_t id = member.take(addr); id != AddressMap::kNone)
+                    live[id].end = i;
+                later.put(addr, i);
+            }
+            break;
+        case TraceAction::FreeRequested:
+        case TraceAction::Free:
+            if (!taken) {
+                open.take(addr); // absent: freed before the trace began and before k, never in the set
+            } else if (later.take(addr) == AddressMap::kNone) {
+                if (const std::size_t id = member.take(addr); id != AddressMap::kNone)
+                    live[id].end = i;
+                else // live before the trace began, and still at k
+                    live.push_back({addr, d.size[i], d.stack[i], kBeforeFirstEvent, i, d.stream[i]});
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (!taken)
+        take();
+    // Blocks of the final state that no event created were live all along.
+    for (const auto& seg : d.segments)
+        for (const auto& b : seg.blocks)
+            if (b.state == SnapshotBlock::State::ActiveAllocated && !member.contains(b.address) &&
+                !later.contains(b.address))
+                live.push_back({b.address, b.requestedSize, b.stack, kBeforeFirstEvent, n, seg.stream});
+    std::sort(live.begin(), live.end(),
+              [](const Allocation& a, const Allocation& b) { return a.size > b.size; });
+    return live;
 }
 
 MemoryState TraceIndex::stateAfter(std::size_t k) const {

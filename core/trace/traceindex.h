@@ -72,4 +72,8 @@ private:
     std::vector<OomEvent> m_ooms;
 };
 
+// The allocations live after event k, largest first, as TraceIndex::liveAfter gives them, from one pass
+// that keeps only the open addresses: for a reader of many files that builds no index (a fleet of ranks).
+std::vector<Allocation> liveAfterEvent(const DeviceTrace& device, std::size_t k);
+
 } // namespace headroom

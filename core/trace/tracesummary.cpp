@@ -7,7 +7,68 @@
 
 namespace headroom {
 
-DeviceSummary summarizeDevice(const DeviceTrace& d) {
+namespace {
+
+// Fills what a forward pass over the events knows: the reserved bytes and the time at the allocated peak,
+// the OOMs and the allocated profile. `allocated` and `reserved` are the state before the first event.
+void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, const std::int64_t* stepMark) {
+    const std::size_t n = d.entries();
+    const double toUs = unitSeconds * 1e6;
+    auto us = [&](std::int64_t t) { return clampToInt64(static_cast<double>(t) * toUs); };
+    s.profile.assign(n ? kProfileBuckets : 0, 0);
+    s.reservedAtPeak = s.initialReserved;
+    if (!n)
+        return;
+    s.firstUs = us(d.time[0]);
+    s.lastUs = us(d.time[n - 1]);
+    s.hasStepMark = stepMark != nullptr;
+    s.stepMarkUs = stepMark ? us(*stepMark) : s.firstUs;
+    s.peakAllocatedUs = s.firstUs;
+    const std::int64_t t0 = d.time[0];
+    const double span = static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1;
+    std::int64_t allocated = s.initialAllocated, reserved = s.initialReserved;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t size = d.size[i];
+        switch (d.action[i]) {
+        case TraceAction::Alloc:
+            allocated = saturatingAdd(allocated, size);
+            break;
+        case TraceAction::FreeRequested:
+        case TraceAction::Free:
+            allocated = saturatingSub(allocated, size);
+            break;
+        case TraceAction::SegmentAlloc:
+        case TraceAction::SegmentMap:
+            reserved = saturatingAdd(reserved, size);
+            break;
+        case TraceAction::SegmentFree:
+        case TraceAction::SegmentUnmap:
+            reserved = saturatingSub(reserved, size);
+            break;
+        case TraceAction::Oom:
+            ++s.ooms;
+            break;
+        default:
+            break;
+        }
+        if (d.hasTotals) {
+            allocated = d.allocatedTotal[i];
+            reserved = d.reservedTotal[i];
+        }
+        if (i == s.peakAllocatedAfter) {
+            s.reservedAtPeak = reserved;
+            s.peakAllocatedUs = us(d.time[i]);
+        }
+        // Times are not always sorted (profiler events): a bucket is clamped, never out of range.
+        const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) / span;
+        const auto b = static_cast<std::size_t>(std::clamp(at, 0.0, 1.0) * (kProfileBuckets - 1));
+        s.profile[b] = std::max(s.profile[b], allocated);
+    }
+}
+
+} // namespace
+
+DeviceSummary summarizeDevice(const DeviceTrace& d, double unitSeconds, const std::int64_t* stepMark) {
     DeviceSummary s;
     s.key = d.key;
     s.entries = d.entries();
@@ -29,6 +90,7 @@ DeviceSummary summarizeDevice(const DeviceTrace& d) {
         }
         s.finalActive = s.finalAllocated;
         s.peakActive = s.peakAllocated;
+        forwardPass(d, s, unitSeconds, stepMark);
         return s;
     }
     for (const auto& seg : d.segments) {
@@ -88,14 +150,26 @@ DeviceSummary summarizeDevice(const DeviceTrace& d) {
     s.initialAllocated = allocated;
     s.initialActive = active;
     s.initialReserved = reserved;
+    forwardPass(d, s, unitSeconds, stepMark);
     return s;
+}
+
+const Annotation* firstStepMark(const Trace& trace, const std::string& device) {
+    for (const Annotation& a : trace.annotations) // by start time
+        if ((a.device.empty() || a.device == device) &&
+            (a.name.rfind("ProfilerStep#", 0) == 0 || a.name.find("Optimizer.step") != std::string::npos))
+            return &a;
+    return nullptr;
 }
 
 TraceSummary summarize(const Trace& trace) {
     TraceSummary out;
     out.format = trace.format;
-    for (const auto& d : trace.devices)
-        out.devices.push_back(summarizeDevice(d));
+    const double unit = timeUnitSeconds(trace.format);
+    for (const auto& d : trace.devices) {
+        const Annotation* mark = firstStepMark(trace, d.key);
+        out.devices.push_back(summarizeDevice(d, unit, mark ? &mark->start : nullptr));
+    }
     return out;
 }
 

@@ -21,7 +21,17 @@ struct DeviceSummary {
     std::size_t segments = 0;
     std::size_t peakAllocatedAfter = kBeforeFirstEvent; // the event after which allocated peaks
     std::int64_t initialAllocated = 0, initialActive = 0, initialReserved = 0; // before the first event
+    // Where the allocated peak sits, for a fleet of ranks (docs/formats.md section 5): times in µs whatever
+    // the file's unit; the first step mark is the start of the first ProfilerStep#N or Optimizer.step
+    // annotation, else the first event.
+    std::int64_t firstUs = 0, lastUs = 0, stepMarkUs = 0, peakAllocatedUs = 0;
+    bool hasStepMark = false;
+    std::int64_t reservedAtPeak = 0; // reserved when allocated peaks (reserved - allocated: fragmentation)
+    std::uint64_t ooms = 0;
+    // The highest allocated bytes in each of kProfileBuckets equal stretches of [firstUs, lastUs].
+    std::vector<std::int64_t> profile;
 };
+inline constexpr std::size_t kProfileBuckets = 128;
 
 struct TraceSummary {
     TraceFormat format = TraceFormat::PytorchSnapshot;
@@ -31,7 +41,11 @@ struct TraceSummary {
 // docs/formats.md section 5. Snapshots: final values from the segments' blocks, peaks by replaying the
 // trace backwards from that final state; profiler traces, timelines and nvidia-smi: from their totals.
 TraceSummary summarize(const Trace& trace);
-DeviceSummary summarizeDevice(const DeviceTrace& device);
+// `unitSeconds`: seconds per unit of the time column; `stepMark`: the first step mark in that unit, if any.
+DeviceSummary summarizeDevice(const DeviceTrace& device, double unitSeconds = 1e-6,
+                              const std::int64_t* stepMark = nullptr);
+// The start of the first ProfilerStep#N or Optimizer.step annotation that applies to `device`, or null.
+const Annotation* firstStepMark(const Trace& trace, const std::string& device);
 
 // The device with the highest allocated peak: the one a plan for one GPU describes (0 when there is none).
 std::size_t busiestDevice(const TraceSummary& summary);
