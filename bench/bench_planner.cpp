@@ -94,9 +94,10 @@ int main(int argc, char** argv) {
     const std::vector<double> steps = measure(window, runs);
     report("planner_update", "default scenario (preset model)", steps);
     const double full = fullRepaintMedianMs(window, 200);
-    std::printf("{\"metric\": \"planner_full_repaint_median_ms\", \"value\": %.2f, \"unit\": \"ms\", "
-                "\"detail\": \"reference: the whole 1280x800 window repainted with nothing changed, 200 times\"}\n",
-                full);
+    std::printf(
+        "{\"metric\": \"planner_full_repaint_median_ms\", \"value\": %.2f, \"unit\": \"ms\", "
+        "\"detail\": \"reference: the whole 1280x800 window repainted with nothing changed, 200 times\"}\n",
+        full);
     std::printf("{\"metric\": \"planner_update_p95_over_full_repaint\", \"value\": %.2f, \"unit\": \"x\", "
                 "\"detail\": \"slider step p95 / the reference above, same run\"}\n",
                 steps[steps.size() * 95 / 100] / full);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 namespace headroom::bench {
 
@@ -142,25 +143,26 @@ private:
         w.str("time_us");
         w.integer(time);
         w.str("frames");
-        // Stacks are shared through the pickle's memo, as CPython shares the frame lists it was given.
-        if (const auto it = m_stacks.find(stack); it != m_stacks.end()) {
-            w.get(it->second);
-        } else {
-            const std::uint32_t id = w.beginList();
-            if (stack < m_base.stacks.size())
-                for (const Frame& f : m_base.stacks[stack]) {
-                    w.beginDict();
-                    w.str("name");
-                    w.str(m_base.strings[f.name]);
-                    w.str("filename");
-                    w.str(m_base.strings[f.filename]);
-                    w.str("line");
-                    w.integer(f.line);
-                    w.endDict();
+        // As PyTorch's snapshots are: a new frames list for each entry, whose frame dicts the pickle shares
+        // through its memo (a run has a few hundred distinct frames).
+        w.beginList();
+        if (stack < m_base.stacks.size())
+            for (const Frame& f : m_base.stacks[stack]) {
+                const auto key = std::make_tuple(f.name, f.filename, f.line);
+                if (const auto it = m_frames.find(key); it != m_frames.end()) {
+                    w.get(it->second);
+                    continue;
                 }
-            w.endList();
-            m_stacks[stack] = id;
-        }
+                m_frames[key] = w.beginDict();
+                w.str("name");
+                w.str(m_base.strings[f.name]);
+                w.str("filename");
+                w.str(m_base.strings[f.filename]);
+                w.str("line");
+                w.integer(f.line);
+                w.endDict();
+            }
+        w.endList();
         w.endDict();
     }
     void annotation(test::PickleWriter& w, const char* stage, const std::string& name, std::int64_t time) {
@@ -178,7 +180,7 @@ private:
 
     const Trace& m_base;
     const DeviceTrace& m_d;
-    std::map<std::uint32_t, std::uint32_t> m_stacks;
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::int64_t>, std::uint32_t> m_frames;
 };
 
 } // namespace

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Trace viewer benchmarks (docs/formats.md section 1), on a snapshot written by CPython (bench/gen_snapshot.py):
+// Trace viewer benchmarks (docs/formats.md section 1), on a snapshot written by CPython
+// (bench/gen_snapshot.py):
 //   timeline_bench FILE LABEL [--open]
 // prints timeline_redraw_<LABEL>_ms (the whole run redrawn at 1920 px: reduce + spans + overlays, median of
 // 30), and with --open trace_open_<LABEL>_s (read, summarise, index, first drawn timeline, in this process),
 // trace_rss_<LABEL>_over_file and timeline_frame_p95_ms (a zoom-in, pan and zoom-out session, 240 frames).
 // Run by bench/trace_bench.py, which owns the cached snapshots.
-#include "core/trace/traceloadjob.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/traceloadjob.h"
 #include "core/trace/tracesummary.h"
 #include "ui/common/chartexport.h"
 #include "ui/traceview/timelinerenderer.h"
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
         view.x1 = view.x0 + w;
         frame();
     }
-    // docs/formats.md (scripts/bench) names the 10M figure timeline_frame_p95_ms; other sizes carry their label.
+    // docs/formats.md (scripts/bench) names the 10M figure timeline_frame_p95_ms; other sizes carry their
+    // label.
     report(label == "10m" ? std::string("timeline_frame_p95_ms") : "timeline_frame_p95_" + label + "_ms",
            percentile(frames, 0.95), "ms",
            "240 zoom and pan frames through " + std::to_string(events) + " events at 1920 px; median " +

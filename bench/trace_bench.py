@@ -102,6 +102,47 @@ emit("trace_summary_mb_per_s", size / 1e6 / ours[0], "MB/s", "trace-summary thro
 emit("trace_rss_over_file", ours[1] / size, "x",
      "peak RSS %.1f MB for a %.1f MB file (pickle.load: %.1f MB, %.2fx); target < 2"
      % (ours[1] / 1e6, size / 1e6, ref_rss / 1e6, ref_rss / size))
+
+
+def fleet_figures():
+    """A job's rank files (issue: the fleet): 64 ranks of about 40 MB each, derived by bench/gen_fleet from a
+    snapshot written like the real ones, read by `headroom-cli fleet` (one reader per core) against
+    `trace-summary` of one of them, both measured here; and the peak RSS of 16 ranks against 64."""
+    gen = os.path.join(build, "bench", "gen_fleet")
+    if not os.path.exists(gen):
+        return
+    fleet = os.path.join(data, "fleet-v%d-64" % GENERATOR_VERSION)
+    if not os.path.exists(os.path.join(fleet, "rank_63.pickle")):
+        base = snapshot(200_000)  # a rank of about 40 MB, as a mid-sized job records a few steps
+        subprocess.run([gen, base, fleet + ".tmp", "64", "4"], check=True, stdout=subprocess.DEVNULL)
+        os.replace(fleet + ".tmp", fleet)
+    files = sorted(os.path.join(fleet, f) for f in os.listdir(fleet))
+    total = sum(os.path.getsize(f) for f in files)
+    one = min(run([cli, "trace-summary", "--json", files[0]]) for _ in range(3))
+    single = os.path.getsize(files[0]) / 1e6 / one[0]
+    many = min(run([cli, "fleet", "--json", fleet]) for _ in range(2))
+    rate = total / 1e6 / many[0]
+    cores = os.cpu_count()
+    emit("fleet_mb_per_s", rate, "MB/s",
+         "headroom-cli fleet over 64 generated ranks, %.0f MB in all, %.2f s on %d cores: %.2fx the single-file "
+         "trace-summary throughput measured here (%.0f MB/s; both whole processes); target >= 1.6x on 2 cores"
+         % (total / 1e6, many[0], cores, rate / single, single))
+    sixteen = os.path.join(data, "fleet-v%d-16" % GENERATOR_VERSION)
+    if not os.path.isdir(sixteen):
+        os.makedirs(sixteen + ".tmp", exist_ok=True)
+        for f in files[:16]:
+            os.symlink(os.path.abspath(f), os.path.join(sixteen + ".tmp", os.path.basename(f)))
+        os.replace(sixteen + ".tmp", sixteen)
+    rss16 = min(run([cli, "fleet", "--json", sixteen])[1] for _ in range(2))
+    emit("fleet_rss_growth", many[1] / rss16 - 1, "x",
+         "peak RSS reading 64 ranks %.0f MB against 16 ranks %.0f MB (one file per reader at a time, summaries "
+         "kept); target < 0.10" % (many[1] / 1e6, rss16 / 1e6))
+    first = os.path.join(build, "bench", "fleet_bench")
+    if os.path.exists(first):
+        subprocess.run([first, fleet], check=True)
+
+
+fleet_figures()
 timeline = os.path.join(build, "bench", "timeline_bench")
 
 
