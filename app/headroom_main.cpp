@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/trace/formats/tracereader.h"
 #include "core/version.h"
+#include "ui/compare/fleetpage.h"
 #include "ui/mainwindow.h"
 #include "ui/traceview/tracepage.h"
 
@@ -8,6 +9,7 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QScreen>
+#include <QTabWidget>
 #include <QTimer>
 #include <cstdio>
 
@@ -44,6 +46,11 @@ int main(int argc, char** argv) {
     QCommandLineOption presentation(QStringLiteral("presentation"),
                                     QStringLiteral("Start in presentation mode (full screen, larger type)."));
     parser.addOption(presentation);
+    QCommandLineOption layout(
+        QStringLiteral("layout"),
+        QStringLiteral("A folder's rank files as one job laid out so (tp=8,pp=4,cp=1,ep=1)."),
+        QStringLiteral("LAYOUT"));
+    parser.addOption(layout);
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario or trace to open."),
                                  QStringLiteral("[FILE...]"));
     parser.process(app);
@@ -73,6 +80,13 @@ int main(int argc, char** argv) {
         }
     }
 
+    if (parser.isSet(layout)) // the Fleet tabs of the folders given
+        for (int i = 0; i < window.tabs()->count(); ++i)
+            if (auto* fleet = qobject_cast<headroom::FleetPage*>(window.tabs()->widget(i));
+                fleet && !fleet->setLayout(parser.value(layout))) {
+                std::fprintf(stderr, "error: --layout: %s\n", qPrintable(parser.value(layout)));
+                return 2;
+            }
     if (parser.isSet(screenshot)) {
         const QStringList wh = parser.value(size).split(QLatin1Char('x'));
         bool okW = false, okH = false;

@@ -8,6 +8,7 @@
 #include "ui/common/aboutdialog.h"
 #include "ui/compare/compareactions.h"
 #include "ui/compare/diffpage.h"
+#include "ui/compare/fleetpage.h"
 #include "ui/compare/scenariocomparepage.h"
 #include "ui/planner/plannerpage.h"
 #include "ui/planner/report.h"
@@ -193,18 +194,7 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-    QAction* compareScenarios = file->addAction(tr("Compare &Scenarios..."));
-    compareScenarios->setObjectName("compareScenarios");
-    connect(compareScenarios, &QAction::triggered, this, [this] {
-        const QStringList paths =
-            QFileDialog::getOpenFileNames(this, tr("Scenarios to compare with the current plan"), QString(),
-                                          tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
-        if (paths.isEmpty())
-            return;
-        QString error;
-        if (!compareScenarioFiles(paths, &error))
-            QMessageBox::warning(this, tr("Cannot compare"), error);
-    });
+    m_compare->populateFileMenu(file, this, [this](const QString& path) { return openTrace(path); });
     QAction* report = file->addAction(tr("Export &Report..."));
     report->setObjectName("exportReport");
     report->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
@@ -320,6 +310,8 @@ void MainWindow::setStyle(const ChartStyle& style) {
             diff->setStyle(style);
         if (auto* compare = qobject_cast<ScenarioComparePage*>(m_tabs->widget(i)))
             compare->setStyle(style);
+        if (auto* fleet = qobject_cast<FleetPage*>(m_tabs->widget(i)))
+            fleet->setStyle(style);
     }
     settings()->setValue("view/units", style.unit == ByteUnit::GB ? "GB" : "GiB");
 }
@@ -339,6 +331,8 @@ bool MainWindow::openScenario(const QString& path, QString* error) {
 }
 
 bool MainWindow::openFile(const QString& path, QString* error) {
+    if (QFileInfo(path).isDir()) // a job's rank files: a Fleet tab
+        return m_compare->openFleet({path}, [this](const QString& p) { return openTrace(p); }) != nullptr;
     // A trace opens in a tab of its own (read in the background; errors show in that tab).
     if (isTraceFile(path.toStdString())) {
         openTrace(path);
@@ -434,8 +428,10 @@ bool MainWindow::waitForTraces(int timeoutMs) {
     QElapsedTimer clock;
     clock.start();
     auto loading = [this] {
-        for (TracePage* v : traceViews())
-            if (v->isLoading())
+        for (int i = 0; i < m_tabs->count(); ++i) // trace tabs and fleets
+            if (auto* v = qobject_cast<TracePage*>(m_tabs->widget(i)); v && v->isLoading())
+                return true;
+            else if (auto* f = qobject_cast<FleetPage*>(m_tabs->widget(i)); f && f->isLoading())
                 return true;
         return false;
     };
@@ -586,8 +582,8 @@ void MainWindow::dropEvent(QDropEvent* event) {
             continue;
         QString error;
         const QString path = url.toLocalFile();
-        const bool keepsScenario =
-            QFileInfo(path).fileName() == QLatin1String("config.json") || isTraceFile(path.toStdString());
+        const bool keepsScenario = QFileInfo(path).fileName() == QLatin1String("config.json") ||
+                                   QFileInfo(path).isDir() || isTraceFile(path.toStdString());
         if (!keepsScenario && !maybeSave())
             continue;
         if (!openFile(path, &error))

@@ -57,7 +57,7 @@ public:
     // the before/after error for the user.
     QString calibrateFrom(TracePage* view);
     QTabWidget* tabs() const { return m_tabs; }
-    // Runs the event loop until every trace tab has finished loading (screenshots, tests).
+    // Runs the event loop until every trace and fleet tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);
     bool save(QString* error = nullptr);
     bool saveAs(const QString& path, QString* error);

@@ -27,6 +27,8 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
     const std::int64_t t0 = d.time[0];
     const double span = static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1;
     std::int64_t allocated = s.initialAllocated, reserved = s.initialReserved;
+    std::vector<std::int64_t> level(kProfileBuckets, s.initialAllocated); // after a bucket's last event
+    std::vector<char> seen(kProfileBuckets, 0);
     for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t size = d.size[i];
         switch (d.action[i]) {
@@ -61,9 +63,18 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
         }
         // Times are not always sorted (profiler events): a bucket is clamped, never out of range.
         const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) / span;
-        const auto b = static_cast<std::size_t>(std::clamp(at, 0.0, 1.0) * (kProfileBuckets - 1));
-        s.profile[b] = std::max(s.profile[b], allocated);
+        const auto b = std::min(kProfileBuckets - 1,
+                                static_cast<std::size_t>(std::clamp(at, 0.0, 1.0) * kProfileBuckets));
+        s.profile[b] = seen[b] ? std::max(s.profile[b], allocated) : allocated;
+        seen[b] = 1;
+        level[b] = allocated;
     }
+    // A stretch without events holds what the last event left.
+    for (std::size_t b = 1; b < kProfileBuckets; ++b)
+        if (!seen[b]) {
+            s.profile[b] = level[b] = level[b - 1];
+            seen[b] = 1;
+        }
 }
 
 } // namespace

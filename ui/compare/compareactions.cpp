@@ -6,6 +6,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "ui/compare/diffpage.h"
+#include "ui/compare/fleetpage.h"
 #include "ui/compare/scenariocomparepage.h"
 #include "ui/planner/scenariodocument.h"
 #include "ui/traceview/tracepage.h"
@@ -171,6 +172,50 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
                                 diffTraces(guarded, other);
                         });
                     });
+}
+
+void CompareActions::populateFileMenu(QMenu* menu, QWidget* window,
+                                      std::function<TracePage*(const QString&)> open) {
+    QAction* compare = menu->addAction(tr("Compare &Scenarios..."));
+    compare->setObjectName("compareScenarios");
+    connect(compare, &QAction::triggered, this, [this, window] {
+        const QStringList paths =
+            QFileDialog::getOpenFileNames(window, tr("Scenarios to compare with the current plan"), QString(),
+                                          tr("Headroom scenarios (*.headroom.json);;JSON (*.json)"));
+        QString error;
+        if (!paths.isEmpty() && !compareScenarioFiles(paths, &error))
+            QMessageBox::warning(window, tr("Cannot compare"), error);
+    });
+    QAction* fleet = menu->addAction(tr("Open Folder as &Fleet..."));
+    fleet->setObjectName("openFleet");
+    connect(fleet, &QAction::triggered, this, [this, window, open] {
+        const QString dir = QFileDialog::getExistingDirectory(
+            window, tr("A job's rank files (snapshots, or trace-summary --json documents)"));
+        if (!dir.isEmpty())
+            openFleet({dir}, open);
+    });
+}
+
+FleetPage* CompareActions::openFleet(const QStringList& inputs,
+                                     std::function<TracePage*(const QString&)> open) {
+    std::optional<Scenario> scenario;
+    if (!m_doc->filePath().isEmpty())
+        scenario = m_doc->scenario();
+    auto* page = new FleetPage(inputs, scenario);
+    page->setStyle(m_style());
+    m_tabs->setCurrentIndex(m_tabs->addTab(page, page->title()));
+    connect(page, &FleetPage::openRankRequested, this, [open](const QString& file) { open(file); });
+    connect(page, &FleetPage::diffRequested, this, [this, open](const QString& file, const QString& median) {
+        QPointer<TracePage> a(open(file)), b(open(median));
+        auto waiting = std::make_shared<int>(2);
+        auto ready = [this, a, b, waiting] {
+            if (--*waiting == 0 && a && b)
+                diffTraces(a, b);
+        };
+        connect(a, &TracePage::loaded, this, ready);
+        connect(b, &TracePage::loaded, this, ready);
+    });
+    return page;
 }
 
 std::optional<Comparison> CompareActions::measuredForReport(const std::vector<TracePage*>& views) const {

@@ -16,6 +16,7 @@ class QWidget;
 namespace headroom {
 
 class DiffPage;
+class FleetPage;
 class ScenarioComparePage;
 class ScenarioDocument;
 class TracePage;
@@ -45,6 +46,13 @@ public:
     void populateTraceMenu(QMenu* menu, QWidget* window, std::function<TracePage*()> current,
                            std::function<std::vector<TracePage*>()> all,
                            std::function<TracePage*(const QString&)> open);
+    // The File menu's comparisons: Compare Scenarios (the current plan beside scenario files) and Open Folder
+    // as Fleet (a job's rank files; a rank opens in a trace tab with `open`).
+    void populateFileMenu(QMenu* menu, QWidget* window, std::function<TracePage*(const QString&)> open);
+    // A folder (or rank files) as a fleet, in a tab, with the planner's scenario when it is a saved one (its
+    // parallelism is the job's layout). A rank opens with `open`; a diff against the median rank opens both
+    // and diffs them once both are read.
+    FleetPage* openFleet(const QStringList& inputs, std::function<TracePage*(const QString&)> open);
     // For the report: the measured peak beside the estimate, from the first trace tab that has a scenario.
     std::optional<Comparison> measuredForReport(const std::vector<TracePage*>& views) const;
 
