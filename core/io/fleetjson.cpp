@@ -27,31 +27,36 @@ nlohmann::json orNull(bool present, const nlohmann::json& value) {
 
 } // namespace
 
+FleetRank fleetRankFromSummaryText(std::string_view text) {
+    nlohmann::json doc;
+    try { // bounded in depth: a summary nests four levels
+        doc = nlohmann::json::parse(text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+            if (depth > 16)
+                throw Error("", "JSON nested deeper than a trace summary is");
+            return true;
+        });
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("", jsonExceptionText(e));
+    }
+    const TraceSummary s = traceSummaryFromJson(doc);
+    if (s.devices.empty())
+        throw Error("devices", "no device");
+    FleetRank r;
+    const std::size_t d = busiestDevice(s);
+    r.device = s.devices[d].key;
+    r.summary = s.devices[d];
+    r.fromSummary = true;
+    return r;
+}
+
 FleetRank readFleetRank(const std::string& path, const FleetOptions& options) {
     FleetRank r;
     r.file = path;
     try {
         if (looksLikeTraceSummary(head(path))) {
-            // A summary is a few kilobytes; 16 MiB bounds a hostile one, and the parse is bounded in depth.
-            const std::string text = readTextFile(path, 16u << 20);
-            nlohmann::json doc;
-            try {
-                doc = nlohmann::json::parse(
-                    text, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-                        if (depth > 16)
-                            throw Error("", "JSON nested deeper than a trace summary is");
-                        return true;
-                    });
-            } catch (const nlohmann::json::exception& e) {
-                throw Error("", jsonExceptionText(e));
-            }
-            const TraceSummary s = traceSummaryFromJson(doc);
-            if (s.devices.empty())
-                throw Error("devices", "no device");
-            const std::size_t d = busiestDevice(s);
-            r.device = s.devices[d].key;
-            r.summary = s.devices[d];
-            r.fromSummary = true;
+            // A summary is a few kilobytes; 16 MiB bounds a hostile one.
+            r = fleetRankFromSummaryText(readTextFile(path, 16u << 20));
+            r.file = path;
         } else {
             TraceReadOptions read;
             read.progress = [&](std::size_t, std::size_t) { return !options.cancel.cancelled(); };

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headroom {
@@ -14,6 +15,8 @@ inline constexpr const char* kFleetSchema = "headroom.fleet/1";
 // made where the trace was (its categories are then absent). Never throws for a bad file: the rank keeps
 // the error, prefixed with the file's name; only cancelling throws.
 FleetRank readFleetRank(const std::string& path, const FleetOptions& options);
+// A rank from the text of a trace-summary document (throws Error naming the field).
+FleetRank fleetRankFromSummaryText(std::string_view text);
 // readFleet with readFleetRank.
 Fleet readFleetFiles(const std::vector<std::string>& files, const FleetOptions& options);
 

@@ -34,7 +34,9 @@ nlohmann::json traceSummaryToJson(const TraceSummary& summary) {
 
 namespace {
 
-std::int64_t count(const nlohmann::json& j, const std::string& path, bool optional = false) {
+// A whole number from the document; sizes and counts from 0, times (`time`) of either sign.
+std::int64_t count(const nlohmann::json& j, const std::string& path, bool optional = false,
+                   bool time = false) {
     if (optional && (j.is_null()))
         return 0;
     if (!j.is_number_integer() && !j.is_number_unsigned())
@@ -42,7 +44,7 @@ std::int64_t count(const nlohmann::json& j, const std::string& path, bool option
     if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
         throw Error(path, "out of range");
     const std::int64_t v = j.get<std::int64_t>();
-    if (v < 0 && path.find("_us") == std::string::npos) // times may be negative; sizes and counts not
+    if (v < 0 && !time)
         throw Error(path, "must not be negative");
     return v;
 }
@@ -86,7 +88,9 @@ TraceSummary traceSummaryFromJson(const nlohmann::json& doc) {
         throw Error("devices", "must be an object of devices");
     if (devices.size() > 4096)
         throw Error("devices", "more than 4096 devices");
-    for (const auto& [key, d] : devices.items()) {
+    for (const auto& item : devices.items()) {
+        const std::string key = item.key();
+        const nlohmann::json& d = item.value();
         const std::string p = "devices." + key;
         if (!d.is_object())
             throw Error(p, "must be an object");
@@ -111,11 +115,12 @@ TraceSummary traceSummaryFromJson(const nlohmann::json& doc) {
             const auto it = d.find(k);
             return it == d.end() ? none : *it;
         };
-        s.firstUs = count(opt("first_us"), p + ".first_us", true);
-        s.lastUs = count(opt("last_us"), p + ".last_us", true);
+        s.firstUs = count(opt("first_us"), p + ".first_us", true, true);
+        s.lastUs = count(opt("last_us"), p + ".last_us", true, true);
         s.hasStepMark = !opt("step_mark_us").is_null();
-        s.stepMarkUs = s.hasStepMark ? count(opt("step_mark_us"), p + ".step_mark_us") : s.firstUs;
-        s.peakAllocatedUs = count(opt("peak_allocated_us"), p + ".peak_allocated_us", true);
+        s.stepMarkUs =
+            s.hasStepMark ? count(opt("step_mark_us"), p + ".step_mark_us", false, true) : s.firstUs;
+        s.peakAllocatedUs = count(opt("peak_allocated_us"), p + ".peak_allocated_us", true, true);
         s.reservedAtPeak = count(opt("reserved_at_peak_bytes"), p + ".reserved_at_peak_bytes", true);
         s.ooms = static_cast<std::uint64_t>(count(opt("ooms"), p + ".ooms", true));
         const nlohmann::json& profile = opt("allocated_profile_bytes");
