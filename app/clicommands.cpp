@@ -549,8 +549,13 @@ int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
     if (files.empty())
         throw Error(a.positional[0], "no rank files in it");
     FleetOptions options;
-    if (a.layout)
-        options.layout = parseFleetLayout(*a.layout);
+    if (a.layout) {
+        try {
+            options.layout = parseFleetLayout(*a.layout);
+        } catch (const Error& e) { // a usage error: exit 2
+            throw std::invalid_argument(e.what());
+        }
+    }
     std::optional<Scenario> sc;
     if (a.scenario) {
         sc = loadScenarioFile(*a.scenario);

@@ -2,8 +2,10 @@
 // headroom-cli through its entry point: the contract's outputs, exit codes and error lines, and real
 // PNG/SVG/PDF exports.
 #include "app/clicommands.h"
+#include "bench/fleetgen.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
+#include "core/trace/formats/tracereader.h"
 #include "tests/testutil.h"
 
 #include <QApplication>
@@ -51,6 +53,7 @@ private slots:
     void compareScenarioWithTrace();
     void calibrateFromTwoRuns();
     void traceSummary();
+    void fleetOfRanks();
     void allocatorWhatIf();
     void reportsAndExports();
     void readmeExamplesAreWhatTheProgramPrints();
@@ -619,8 +622,9 @@ void TestCli::validateReportsFitAndValidateApart() {
     QDir dir(m_dir.path());
     QVERIFY(dir.mkpath(QStringLiteral("cases")));
     const QString examples = QStringLiteral(HEADROOM_SOURCE_DIR "/examples/");
-    const QString trace = test::dataDir() +
-                          QStringLiteral("/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const QString trace =
+        test::dataDir() +
+        QStringLiteral("/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
     const json cases = {
         {"schema", "headroom.cases/1"},
         {"cases",
@@ -664,9 +668,11 @@ void TestCli::validateReportsFitAndValidateApart() {
     QCOMPARE(j["summary"]["validate"]["by_framework"].size(), std::size_t(2));
     // The validate median of two runs is the mean of their |errors|, computed here from the runs' bytes.
     const auto err = [&](int i) {
-        return std::abs(j["runs"][i]["estimate_bytes"].get<double>() / j["runs"][i]["measured_bytes"].get<double>() - 1);
+        return std::abs(
+            j["runs"][i]["estimate_bytes"].get<double>() / j["runs"][i]["measured_bytes"].get<double>() - 1);
     };
-    QVERIFY(std::abs(j["summary"]["validate"]["median_abs_error"].get<double>() - (err(1) + err(2)) / 2) < 1e-9);
+    QVERIFY(std::abs(j["summary"]["validate"]["median_abs_error"].get<double>() - (err(1) + err(2)) / 2) <
+            1e-9);
     // Plain PyTorch is given beside a profile, never beside a run that is plain PyTorch already.
     QVERIFY(j["runs"][0].contains("plain_pytorch_bytes"));
     QVERIFY(!j["runs"][2].contains("plain_pytorch_bytes"));
@@ -678,18 +684,33 @@ void TestCli::badCasesFilesNameTheField() {
         {{{"schema", "headroom.cases/1"}, {"cases", {{{"id", "a"}}}}}, "cases[0].framework: is missing"},
         {{{"schema", "headroom.cases/1"},
           {"cases",
-           {{{"id", "a"}, {"framework", "x"}, {"role", "tuned"}, {"metric", "allocated"}, {"source", "s"},
-             {"scenario", "s.json"}, {"measured_bytes", 1}}}}},
+           {{{"id", "a"},
+             {"framework", "x"},
+             {"role", "tuned"},
+             {"metric", "allocated"},
+             {"source", "s"},
+             {"scenario", "s.json"},
+             {"measured_bytes", 1}}}}},
          "cases[0].role: must be one of fit, validate"},
         {{{"schema", "headroom.cases/1"},
           {"cases",
-           {{{"id", "a"}, {"framework", "x"}, {"role", "fit"}, {"metric", "allocated"}, {"source", "s"},
+           {{{"id", "a"},
+             {"framework", "x"},
+             {"role", "fit"},
+             {"metric", "allocated"},
+             {"source", "s"},
              {"scenario", "s.json"}}}}},
          "cases[0]: needs exactly one of"},
         {{{"schema", "headroom.cases/1"},
           {"cases",
-           {{{"id", "a"}, {"framework", "x"}, {"role", "fit"}, {"metric", "allocated"}, {"source", "s"},
-             {"scenario", "s.json"}, {"measured_bytes", 1}, {"calibrate_on", {"b"}}}}}},
+           {{{"id", "a"},
+             {"framework", "x"},
+             {"role", "fit"},
+             {"metric", "allocated"},
+             {"source", "s"},
+             {"scenario", "s.json"},
+             {"measured_bytes", 1},
+             {"calibrate_on", {"b"}}}}}},
          "cases[0].calibrate_on[0]: no case has the id \"b\""},
         {{{"schema", "headroom.cases/2"}}, "schema: must be"},
     };
@@ -703,6 +724,53 @@ void TestCli::badCasesFilesNameTheField() {
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.find(path.toStdString() + ": " + message) != std::string::npos, r.err.c_str());
     }
+}
+
+void TestCli::fleetOfRanks() {
+    // Eight ranks of DeComFL's run in two stages, rank 5 planted 3 GiB high; and a rank's trace-summary
+    // document (what a node would send) in place of one snapshot gives the same row.
+    bench::FleetPlan plan;
+    plan.ranks = 8;
+    plan.stages = 2;
+    plan.outlier = 5;
+    const std::string dir = m_dir.filePath("fleet").toStdString();
+    const auto files = bench::writeFleet(
+        readTraceFile((test::dataDir() + "/traces/snapshots/DeComFL_memory.pickle").toStdString()), "0", plan,
+        dir);
+    Run r = cli({"fleet", dir, "--layout", "pp=2", "--json"});
+    QCOMPARE(r.code, 0);
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    QCOMPARE(doc["schema"].get<std::string>(), std::string("headroom.fleet/1"));
+    QCOMPARE(doc["ranks"].size(), std::size_t(8));
+    QCOMPARE(doc["job"]["worst_rank"].get<int>(), 5);
+    QVERIFY(doc["job"]["outliers"] == nlohmann::json::array({5}));
+    QCOMPARE(doc["job"]["stages"][1]["worst_rank"].get<int>(), 5);
+    QCOMPARE(doc["ranks"][5]["peak_allocated_bytes"].get<std::int64_t>() -
+                 doc["ranks"][6]["peak_allocated_bytes"].get<std::int64_t>(),
+             bench::extraBytes(plan, 5) - bench::extraBytes(plan, 6));
+    Run summary = cli({"trace-summary", "--json", files[3]});
+    QCOMPARE(summary.code, 0);
+    QFile::remove(QString::fromStdString(files[3]));
+    QFile f(QString::fromStdString(dir + "/rank_03.summary.json"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(summary.out));
+    f.close();
+    const nlohmann::json mixed = nlohmann::json::parse(cli({"fleet", dir, "--layout", "pp=2", "--json"}).out);
+    QCOMPARE(mixed["ranks"][3]["source"].get<std::string>(), std::string("trace-summary"));
+    QVERIFY(mixed["ranks"][3]["peak_allocated_bytes"] == doc["ranks"][3]["peak_allocated_bytes"]);
+    QVERIFY(mixed["ranks"][3]["peak_time_us"] == doc["ranks"][3]["peak_time_us"]);
+    QVERIFY(mixed["ranks"][3]["by_category"].is_null());
+    // The table a person reads names the outlier and why.
+    r = cli({"fleet", dir, "--layout", "pp=2"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.find("outlier: rank 5: peak") != std::string::npos, r.out.c_str());
+    QVERIFY(r.out.find("stage 1: 4 ranks") != std::string::npos);
+    // Usage: no folder, a layout that cannot be read.
+    QCOMPARE(cli({"fleet"}).code, 2);
+    r = cli({"fleet", dir, "--layout", "pp=0"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.find("--layout: 'pp=0'") != std::string::npos, r.err.c_str());
+    QCOMPARE(cli({"fleet", m_dir.filePath("no-such-folder").toStdString()}).code, 1);
 }
 
 QTEST_MAIN(TestCli)
