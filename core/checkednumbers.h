@@ -58,4 +58,9 @@ inline long long saturatingSub(long long a, long long b) {
     return r;
 }
 
+// v plus (sign > 0) or minus (sign < 0) size, saturating; v when sign is 0 (an EventEffect's step).
+inline long long saturatingStep(long long v, int sign, long long size) {
+    return sign > 0 ? saturatingAdd(v, size) : sign < 0 ? saturatingSub(v, size) : v;
+}
+
 } // namespace headroom

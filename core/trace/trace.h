@@ -36,6 +36,33 @@ enum class TraceAction : std::uint8_t {
 };
 TraceAction traceActionFromName(const std::string& name);
 
+// What an event does to the three totals of docs/formats.md section 5: +1 adds its size, -1 takes it away.
+// allocated lives from alloc to free_requested, active to free_completed, reserved from segment_alloc/map
+// to segment_free/unmap; a legacy free ends both allocated and active.
+struct EventEffect {
+    std::int8_t allocated = 0, active = 0, reserved = 0;
+};
+constexpr EventEffect eventEffect(TraceAction a) {
+    switch (a) {
+    case TraceAction::Alloc:
+        return {1, 1, 0};
+    case TraceAction::FreeRequested:
+        return {-1, 0, 0};
+    case TraceAction::FreeCompleted:
+        return {0, -1, 0};
+    case TraceAction::Free:
+        return {-1, -1, 0};
+    case TraceAction::SegmentAlloc:
+    case TraceAction::SegmentMap:
+        return {0, 0, 1};
+    case TraceAction::SegmentFree:
+    case TraceAction::SegmentUnmap:
+        return {0, 0, -1};
+    default:
+        return {};
+    }
+}
+
 struct Frame {
     std::uint32_t name = 0;     // into Trace::strings
     std::uint32_t filename = 0; // into Trace::strings

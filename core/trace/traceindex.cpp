@@ -150,33 +150,10 @@ TraceIndex::TraceIndex(const DeviceTrace& d, const DeviceSummary& summary)
     std::thread series([&] {
         std::int64_t a = m_initial.allocated, act = m_initial.active, r = m_initial.reserved;
         for (std::size_t i = 0; i < n; ++i) {
-            const std::int64_t size = d.size[i];
-            switch (d.action[i]) {
-            case TraceAction::Alloc:
-                a = saturatingAdd(a, size);
-                act = saturatingAdd(act, size);
-                break;
-            case TraceAction::FreeRequested:
-                a = saturatingSub(a, size);
-                break;
-            case TraceAction::FreeCompleted:
-                act = saturatingSub(act, size);
-                break;
-            case TraceAction::Free:
-                a = saturatingSub(a, size);
-                act = saturatingSub(act, size);
-                break;
-            case TraceAction::SegmentAlloc:
-            case TraceAction::SegmentMap:
-                r = saturatingAdd(r, size);
-                break;
-            case TraceAction::SegmentFree:
-            case TraceAction::SegmentUnmap:
-                r = saturatingSub(r, size);
-                break;
-            default:
-                break;
-            }
+            const EventEffect e = eventEffect(d.action[i]);
+            a = saturatingStep(a, e.allocated, d.size[i]);
+            act = saturatingStep(act, e.active, d.size[i]);
+            r = saturatingStep(r, e.reserved, d.size[i]);
             if (d.hasTotals) { // the file's own totals win over our sums
                 a = act = d.allocatedTotal[i];
                 r = d.reservedTotal[i];

@@ -30,29 +30,11 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
     std::vector<std::int64_t> level(kProfileBuckets, s.initialAllocated); // after a bucket's last event
     std::vector<char> seen(kProfileBuckets, 0);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::int64_t size = d.size[i];
-        switch (d.action[i]) {
-        case TraceAction::Alloc:
-            allocated = saturatingAdd(allocated, size);
-            break;
-        case TraceAction::FreeRequested:
-        case TraceAction::Free:
-            allocated = saturatingSub(allocated, size);
-            break;
-        case TraceAction::SegmentAlloc:
-        case TraceAction::SegmentMap:
-            reserved = saturatingAdd(reserved, size);
-            break;
-        case TraceAction::SegmentFree:
-        case TraceAction::SegmentUnmap:
-            reserved = saturatingSub(reserved, size);
-            break;
-        case TraceAction::Oom:
+        const EventEffect e = eventEffect(d.action[i]);
+        allocated = saturatingStep(allocated, e.allocated, d.size[i]);
+        reserved = saturatingStep(reserved, e.reserved, d.size[i]);
+        if (d.action[i] == TraceAction::Oom)
             ++s.ooms;
-            break;
-        default:
-            break;
-        }
         if (d.hasTotals) {
             allocated = d.allocatedTotal[i];
             reserved = d.reservedTotal[i];
@@ -123,33 +105,11 @@ DeviceSummary summarizeDevice(const DeviceTrace& d, double unitSeconds, const st
     s.peakReserved = reserved;
     s.peakAllocatedAfter = n ? n - 1 : kBeforeFirstEvent;
     for (std::size_t i = n; i-- > 0;) {
-        const std::int64_t size = d.size[i];
-        switch (d.action[i]) {
-        case TraceAction::Alloc:
-            allocated = saturatingSub(allocated, size);
-            active = saturatingSub(active, size);
-            break;
-        case TraceAction::FreeRequested:
-            allocated = saturatingAdd(allocated, size);
-            break;
-        case TraceAction::FreeCompleted:
-            active = saturatingAdd(active, size);
-            break;
-        case TraceAction::Free:
-            allocated = saturatingAdd(allocated, size);
-            active = saturatingAdd(active, size);
-            break;
-        case TraceAction::SegmentAlloc:
-        case TraceAction::SegmentMap:
-            reserved = saturatingSub(reserved, size);
-            break;
-        case TraceAction::SegmentFree:
-        case TraceAction::SegmentUnmap:
-            reserved = saturatingAdd(reserved, size);
-            break;
-        default:
-            break;
-        }
+        // Undo the event: its effect, reversed.
+        const EventEffect e = eventEffect(d.action[i]);
+        allocated = saturatingStep(allocated, -e.allocated, d.size[i]);
+        active = saturatingStep(active, -e.active, d.size[i]);
+        reserved = saturatingStep(reserved, -e.reserved, d.size[i]);
         // `allocated` is now the state before event i, i.e. after event i - 1.
         if (allocated > s.peakAllocated) {
             s.peakAllocated = allocated;
