@@ -14,34 +14,6 @@ namespace headroom::bench {
 
 namespace {
 
-const char* actionName(TraceAction a) {
-    switch (a) {
-    case TraceAction::Alloc:
-        return "alloc";
-    case TraceAction::FreeRequested:
-        return "free_requested";
-    case TraceAction::FreeCompleted:
-        return "free_completed";
-    case TraceAction::Free:
-        return "free";
-    case TraceAction::SegmentAlloc:
-        return "segment_alloc";
-    case TraceAction::SegmentFree:
-        return "segment_free";
-    case TraceAction::SegmentMap:
-        return "segment_map";
-    case TraceAction::SegmentUnmap:
-        return "segment_unmap";
-    case TraceAction::Oom:
-        return "oom";
-    case TraceAction::Snapshot:
-        return "snapshot";
-    case TraceAction::Other:
-        break;
-    }
-    return "other";
-}
-
 const char* stateName(SnapshotBlock::State s) {
     switch (s) {
     case SnapshotBlock::State::ActiveAllocated:
@@ -80,8 +52,8 @@ public:
             entry(w, "alloc", extraAddr, extra, 0, t0 - 1, 0);
         }
         for (std::size_t i = 0; i < m_d.entries(); ++i)
-            entry(w, actionName(m_d.action[i]), m_d.addr[i], m_d.size[i], m_d.stream[i], m_d.time[i] + skew,
-                  m_d.stack[i]);
+            entry(w, traceActionName(m_d.action[i]), m_d.addr[i], m_d.size[i], m_d.stream[i],
+                  m_d.time[i] + skew, m_d.stack[i]);
         w.endList();
         w.endList();
         w.str("external_annotations");

@@ -29,19 +29,29 @@ const char* traceFormatName(TraceFormat f) {
     return "";
 }
 
+namespace {
+// The names PyTorch's snapshots give the actions (torch/cuda/memory.py, _dump_snapshot's trace entries).
+const std::pair<const char*, TraceAction> kActionNames[] = {{"alloc", TraceAction::Alloc},
+                                                            {"free_requested", TraceAction::FreeRequested},
+                                                            {"free_completed", TraceAction::FreeCompleted},
+                                                            {"free", TraceAction::Free},
+                                                            {"segment_alloc", TraceAction::SegmentAlloc},
+                                                            {"segment_free", TraceAction::SegmentFree},
+                                                            {"segment_map", TraceAction::SegmentMap},
+                                                            {"segment_unmap", TraceAction::SegmentUnmap},
+                                                            {"oom", TraceAction::Oom},
+                                                            {"snapshot", TraceAction::Snapshot}};
+} // namespace
+
+const char* traceActionName(TraceAction a) {
+    for (const auto& [name, action] : kActionNames)
+        if (action == a)
+            return name;
+    return "other";
+}
+
 TraceAction traceActionFromName(const std::string& n) {
-    static const std::pair<const char*, TraceAction> names[] = {
-        {"alloc", TraceAction::Alloc},
-        {"free_requested", TraceAction::FreeRequested},
-        {"free_completed", TraceAction::FreeCompleted},
-        {"free", TraceAction::Free},
-        {"segment_alloc", TraceAction::SegmentAlloc},
-        {"segment_free", TraceAction::SegmentFree},
-        {"segment_map", TraceAction::SegmentMap},
-        {"segment_unmap", TraceAction::SegmentUnmap},
-        {"oom", TraceAction::Oom},
-        {"snapshot", TraceAction::Snapshot}};
-    for (const auto& [name, action] : names)
+    for (const auto& [name, action] : kActionNames)
         if (n == name)
             return action;
     return TraceAction::Other;

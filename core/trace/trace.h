@@ -35,6 +35,7 @@ enum class TraceAction : std::uint8_t {
     Other,
 };
 TraceAction traceActionFromName(const std::string& name);
+const char* traceActionName(TraceAction a); // "alloc", ...; "other" for Other
 
 // What an event does to the three totals of docs/formats.md section 5: +1 adds its size, -1 takes it away.
 // allocated lives from alloc to free_requested, active to free_completed, reserved from segment_alloc/map
