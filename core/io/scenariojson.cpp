@@ -527,6 +527,13 @@ void readTraining(const json& doc, Scenario& sc) {
         // zeros_like(param): bf16 too (torch/optim/adamw.py _init_group). (The contract's "bf16" preset keeps
         // fp32 states elsewhere; fine-tuning's adapters take their states from the adapters' dtype.)
         t.bytes.optimizerStates = 4;
+    if (t.loss == LossKind::Chunked && t.framework != Framework::Torchtune)
+        // Only torchtune's recipes have CEWithChunkedOutputLoss; elsewhere the loss keeps its logits, and a
+        // user who asked for less should hear that the plan did not give it.
+        sc.warnings.push_back(
+            "training.loss \"chunked\" is torchtune's CEWithChunkedOutputLoss: with this "
+            "framework the loss keeps its usual logits (a fused loss that writes none, such as "
+            "Liger's or Cut Cross-Entropy, is \"fused\")");
     if (t.checkpointing == Checkpointing::SelectiveOp && t.framework != Framework::Torchtitan)
         sc.warnings.push_back("training.activation_checkpointing \"selective_op\" is torchtitan's per-op "
                               "policy; the estimate applies it as torchtitan does");

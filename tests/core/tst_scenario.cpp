@@ -301,6 +301,16 @@ void TestScenario::unknownKeysAreReported() {
                     {"num_attention_heads", 8},  {"vocab_size", 1000},
                     {"bos_token_id", 1},         {"architectures", {"LlamaForCausalLM"}}};
     QVERIFY(scenarioFromJson(cfg).warnings.empty());
+    // A chunked loss outside torchtune is not planned as one, and says so; under torchtune it is.
+    json chunked = kContractExample;
+    chunked["training"]["loss"] = "chunked";
+    chunked["training"]["framework"] = "huggingface";
+    const Scenario hf = scenarioFromJson(chunked);
+    QCOMPARE(hf.warnings.size(), std::size_t(1));
+    QVERIFY2(hf.warnings[0].find("torchtune's CEWithChunkedOutputLoss") != std::string::npos,
+             hf.warnings[0].c_str());
+    chunked["training"]["framework"] = "torchtune";
+    QVERIFY(scenarioFromJson(chunked).warnings.empty());
     // Every shipped scenario reads without such a warning.
     for (const QString& dir : {QStringLiteral("/examples"), QStringLiteral("/examples/published"),
                                QStringLiteral("/examples/measured")})

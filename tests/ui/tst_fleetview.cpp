@@ -11,12 +11,16 @@
 #include "ui/compare/fleetpage.h"
 #include "ui/compare/fleetrankmodel.h"
 #include "ui/compare/fleetstagebars.h"
+#include "ui/planner/scenariodocument.h"
 #include "ui/traceview/tracepage.h"
 
+#include <QDropEvent>
+#include <QMimeData>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QUrl>
 #include <QtTest>
 
 using namespace headroom;
@@ -55,6 +59,7 @@ private slots:
     void layoutMakesStagesAndOutliers();
     void heatMapSelectsRanks();
     void diffAgainstTheMedianRank();
+    void openRankAndDropAFolder();
 };
 
 void TestFleetView::folderOpensAsAFleet() {
@@ -132,6 +137,37 @@ void TestFleetView::diffAgainstTheMedianRank() {
     QVERIFY(page);
     // The planted allocation is the difference between the two runs' peaks, to the byte.
     QCOMPARE(page->diff().difference(), bench::extraBytes(f.plan, median) - bench::extraBytes(f.plan, 13));
+}
+
+void TestFleetView::openRankAndDropAFolder() {
+    Fixture f;
+    QVERIFY(f.window->waitForTraces());
+    f.page->selectRank(7);
+    for (QPushButton* b : f.page->findChildren<QPushButton*>())
+        if (b->text() == QLatin1String("Open Rank"))
+            b->click();
+    auto* trace = qobject_cast<TracePage*>(f.window->tabs()->currentWidget());
+    QVERIFY(trace);
+    QVERIFY(f.window->waitForTraces());
+    QCOMPARE(busiestDevice(trace->traces().front()->summary), std::size_t(0));
+    QCOMPARE(trace->traces().front()->summary.devices[0].peakAllocated,
+             kBasePeak + bench::extraBytes(f.plan, 7));
+    // A folder dropped on the window opens as a fleet and leaves the planner's scenario as it was.
+    const std::string before = f.window->document()->scenario().name;
+    const int tabs = f.window->tabs()->count();
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(f.ranks.path())});
+    QDragEnterEvent enter(QPoint(400, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(f.window.get(), &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(400, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(f.window.get(), &drop);
+    QCOMPARE(f.window->tabs()->count(), tabs + 1);
+    auto* dropped = qobject_cast<FleetPage*>(f.window->tabs()->currentWidget());
+    QVERIFY(dropped);
+    QVERIFY(f.window->waitForTraces());
+    QCOMPARE(dropped->fleet().ranks.size(), std::size_t(16));
+    QCOMPARE(f.window->document()->scenario().name, before);
 }
 
 QTEST_MAIN(TestFleetView)
