@@ -219,6 +219,13 @@ struct LossBytes {
 
 LossBytes lossBytes(const TrainingSettings& tr) {
     const double chunks = 8; // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+    if (tr.loss == LossKind::FusedLinear)
+        // The output layer's matmul and the cross-entropy run together on a chunk of tokens at a time and
+        // write the gradient of their input during the forward (Liger's fused_linear_cross_entropy_forward,
+        // ops/fused_linear_cross_entropy.py; unsloth_zoo's unsloth_fused_ce_loss; Cut Cross-Entropy keeps
+        // only the log-sum-exp): no logits live whole. What stays is the head's input and that gradient,
+        // both of the hidden size, which the output layer's own terms already count.
+        return {0, 0};
     if (tr.loss == LossKind::Fused)
         // A compiled (or fused) cross-entropy never writes fp32 logits: the 16-bit logits it saved and
         // their 16-bit gradient.

@@ -25,8 +25,11 @@ enum class RecomputeMethod { EveryLayer, Uniform, Block };
 // the side while it updates.
 enum class OptimizerImpl { ForEach, Fused, ForLoop };
 // Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
-// CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits.
-enum class LossKind { Full, Chunked, Fused };
+// CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits;
+// FusedLinear: the output layer and the loss in one kernel, a chunk of tokens at a time, so that the logits
+// never exist whole (Liger's LigerFusedLinearCrossEntropyLoss, Apple's Cut Cross-Entropy, Unsloth's
+// unsloth_fused_ce_loss).
+enum class LossKind { Full, Chunked, Fused, FusedLinear };
 
 // The frameworks' own defaults where a scenario leaves them out (the reader, the settings panel and the
 // suggested changes all ask these). torch.optim.AdamW runs foreach on CUDA

@@ -90,9 +90,11 @@ std::span<const Named<Float8>> float8Names() {
 }
 
 std::span<const Named<LossKind>> lossNames() {
-    static constexpr Named<LossKind> t[] = {{"full", LossKind::Full, "as the framework writes it"},
-                                            {"chunked", LossKind::Chunked, "chunked (torchtune)"},
-                                            {"fused", LossKind::Fused, "compiled / fused"}};
+    static constexpr Named<LossKind> t[] = {
+        {"full", LossKind::Full, "as the framework writes it"},
+        {"chunked", LossKind::Chunked, "chunked (torchtune)"},
+        {"fused", LossKind::Fused, "compiled / fused"},
+        {"fused_linear", LossKind::FusedLinear, "fused linear (Liger, CCE)"}};
     return all(t);
 }
 

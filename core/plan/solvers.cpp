@@ -143,11 +143,16 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        "Chunked cross-entropy (CEWithChunkedOutputLoss)",
                        {{"training", {{"loss", "chunked"}}}},
                        [](Scenario& s) { s.training.loss = LossKind::Chunked; }});
-    if (sc.model.known && t.loss != LossKind::Fused)
+    if (sc.model.known && t.loss != LossKind::Fused && t.loss != LossKind::FusedLinear)
         out.push_back({"fused_loss",
-                       "A fused cross-entropy that writes no fp32 logits (Liger, Cut Cross-Entropy)",
+                       "A compiled cross-entropy that writes no fp32 logits (torch.compile on the loss)",
                        {{"training", {{"loss", "fused"}}}},
                        [](Scenario& s) { s.training.loss = LossKind::Fused; }});
+    if (sc.model.known && t.loss != LossKind::FusedLinear)
+        out.push_back({"fused_linear_loss",
+                       "The output layer fused with the loss, no logits (Liger, Cut Cross-Entropy)",
+                       {{"training", {{"loss", "fused_linear"}}}},
+                       [](Scenario& s) { s.training.loss = LossKind::FusedLinear; }});
     if (sc.model.known && !t.activationOffloading)
         out.push_back({"activation_offloading",
                        "Offload saved activations to CPU memory",

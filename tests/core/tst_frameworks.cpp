@@ -420,6 +420,10 @@ void TestFrameworks::lossBytesPerFramework() {
     QCOMPARE(lossAtBackward("torchtune", "chunked"), 4 + 10.0 / 8);
     // A compiled or fused loss: the bf16 logits it saved and their bf16 gradient.
     QCOMPARE(lossAtBackward("torchtitan", "fused"), 4.0);
+    // The output layer fused with the loss (Liger, Cut Cross-Entropy) a chunk at a time: no logits at all,
+    // only the head's input and its gradient (the 2 + 2 bytes per hidden unit taken off above).
+    QCOMPARE(lossAtBackward("huggingface", "fused_linear"), 0.0);
+    QCOMPARE(lossAtBackward("torchtune", "fused_linear"), 0.0);
     // Plain PyTorch as Headroom has costed it: fp32 logits and their gradient.
     QCOMPARE(lossAtBackward("pytorch", nullptr), 8.0);
 }
