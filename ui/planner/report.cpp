@@ -13,6 +13,7 @@
 #include "ui/planner/breakdownchart.h"
 #include "ui/planner/servingchart.h"
 #include "ui/planner/strategychart.h"
+#include "ui/planner/sweepchart.h"
 
 #include <QBuffer>
 #include <QDate>
@@ -191,7 +192,20 @@ std::unique_ptr<QChart> breakdownChart(const Scenario& sc, const Estimate& est) 
     chart->setEstimate(sc, est);
     return chart;
 }
+// On one data-parallel rank DDP and the three ZeRO stages are the same plan (four equal bars): the report
+// shows instead how long a sequence fits, the question a one-GPU run is planned for.
+bool oneRank(const Scenario& sc, const Estimate& est) {
+    return sc.mode == Mode::Training && est.dataParallelSize <= 1;
+}
+
 std::unique_ptr<QChart> secondChart(const Scenario& sc, const Estimate& est) {
+    if (oneRank(sc, est)) {
+        auto chart = std::make_unique<SweepChart>();
+        chart->setStyle(ChartStyle{});
+        chart->setVariable(SweepVariable::SequenceLength);
+        chart->setSweep(computeSweep(sc, est, SweepVariable::SequenceLength, &estimate), sc, est);
+        return chart;
+    }
     if (sc.mode == Mode::Training) {
         auto chart = std::make_unique<StrategyChart>();
         chart->setStyle(ChartStyle{});
@@ -334,7 +348,10 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
             QStringLiteral("## Per GPU at the peak\n\n![Per-GPU breakdown](%1-breakdown.png)\n\n").arg(base);
         md += QStringLiteral("### %1\n\n").arg(r.breakdown.title) + tableToMarkdown(r.breakdown) +
               QLatin1Char('\n');
-        md += sc.mode == Mode::Training
+        md += oneRank(sc, est)
+                  ? QStringLiteral("## Sequence length\n\n![Peak against sequence length](%1)\n\n")
+                        .arg(secondName)
+              : sc.mode == Mode::Training
                   ? QStringLiteral("## DDP and ZeRO stages\n\n![Strategies](%1)\n\n").arg(secondName)
                   : QStringLiteral("## Serving capacity\n\n![Serving capacity](%1)\n\n").arg(secondName);
         if (!r.savings.rows.empty())
