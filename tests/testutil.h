@@ -9,7 +9,9 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QString>
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace headroom::test {
 
@@ -29,6 +31,37 @@ inline QString pdfText(const QString& pdf) {
     p.start(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), pdf, QStringLiteral("-")});
     p.waitForFinished(30000);
     return QString::fromUtf8(p.readAllStandardOutput());
+}
+// Pairs of words of a PDF whose boxes overlap (pdftotext -bbox): text drawn over other text, which a reader
+// cannot read. Each as "word1 / word2 at y".
+inline QStringList pdfOverlappingWords(const QString& pdf) {
+    QProcess p;
+    p.start(QStringLiteral("pdftotext"), {QStringLiteral("-bbox"), pdf, QStringLiteral("-")});
+    p.waitForFinished(30000);
+    const QString html = QString::fromUtf8(p.readAllStandardOutput());
+    struct Word {
+        double x0, y0, x1, y1;
+        QString text;
+    };
+    std::vector<Word> words;
+    static const QRegularExpression re(QStringLiteral(
+        R"re(<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>)re"));
+    for (auto it = re.globalMatch(html); it.hasNext();) {
+        const auto m = it.next();
+        words.push_back({m.captured(1).toDouble(), m.captured(2).toDouble(), m.captured(3).toDouble(),
+                         m.captured(4).toDouble(), m.captured(5)});
+    }
+    QStringList out;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        for (std::size_t j = i + 1; j < words.size(); ++j) {
+        const Word& a = words[i];
+        const Word& b = words[j];
+        // Glyph boxes include the line's leading: half a point either way is touching, not overlapping.
+        if (std::min(a.x1, b.x1) - std::max(a.x0, b.x0) > 0.5 &&
+            std::min(a.y1, b.y1) - std::max(a.y0, b.y0) > 1.0)
+            out << QStringLiteral("%1 / %2 at %3").arg(a.text, b.text).arg(a.y0, 0, 'f', 0);
+        }
+    return out;
 }
 inline int pdfPages(const QString& pdf) {
     QProcess p;

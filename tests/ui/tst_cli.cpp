@@ -500,12 +500,18 @@ void TestCli::reportsAndExports() {
     QVERIFY(measuredText.contains(QStringLiteral("largest that")));
     QVERIFY2(text.contains(QStringLiteral("DDP and ZeRO over %1 ranks").arg(est.dataParallelSize)),
              qPrintable(text));
+    // No text is drawn over other text: the default, the trace-paired and (below) the served report.
+    QVERIFY2(test::pdfOverlappingWords(pdf).isEmpty(), qPrintable(test::pdfOverlappingWords(pdf).join("; ")));
+    QVERIFY2(test::pdfOverlappingWords(measured).isEmpty(),
+             qPrintable(test::pdfOverlappingWords(measured).join("; ")));
     // Nothing a reader needs is cut short: a long title takes a smaller type, a long setting wraps.
     const std::string served =
         HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json";
     const QString servedPdf = m_dir.filePath("served.pdf");
     QCOMPARE(cli({"report", served, "-o", servedPdf.toStdString()}).code, 0);
     const QString servedText = test::pdfText(servedPdf);
+    QVERIFY2(test::pdfOverlappingWords(servedPdf).isEmpty(),
+             qPrintable(test::pdfOverlappingWords(servedPdf).join("; ")));
     QVERIFY2(servedText.contains(QString::fromStdString(loadScenarioFile(served).name)),
              qPrintable(servedText));
     QVERIFY2(!servedText.contains(QChar(0x2026)), qPrintable(servedText)); // no ellipsis anywhere

@@ -112,7 +112,9 @@ void SweepChart::setSweep(const SweepResult& result, const Scenario& sc, const E
         top = std::max(top, std::min(y, est.capacityBytes * 3)); // keep the capacity readable
     }
     m_line->replace(pts);
-    const double lo = pts.isEmpty() ? 1 : pts.first().x(), hi = pts.isEmpty() ? 2 : pts.last().x();
+    // The axis starts a fifth of a step before the first point, so that its first label is not drawn into
+    // the corner where the value axis's "0" stands.
+    const double lo = (pts.isEmpty() ? 1 : pts.first().x()) / 1.25, hi = pts.isEmpty() ? 2 : pts.last().x();
     const double cap = m_style.scale(est.capacityBytes);
     m_capacity->replace(QList<QPointF>{{lo, cap}, {hi, cap}});
     const QPen pen = m_style.capacityPen(true);
