@@ -579,7 +579,7 @@ int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
                       r.stage >= 0 ? std::to_string(r.stage).c_str() : "-",
                       gib(r.summary.peakAllocated).c_str(), gib(r.summary.peakReserved).c_str(),
                       static_cast<double>(r.peakTimeUs()) / 1e6, 100 * r.fragmentationAtPeak(),
-                      static_cast<unsigned long long>(r.summary.ooms));
+                      static_cast<unsigned long long>(r.summary.ooms()));
         out << line << r.file << (r.outlier ? "  <- outlier: " + r.outlierWhy : "") << "\n";
     }
     const FleetJob& j = fleet.job;

@@ -123,12 +123,13 @@ std::vector<std::string> fleetFiles(const std::vector<std::string>& arguments) {
         if (ec)
             throw Error(a, ec.message());
     }
-    std::stable_sort(files.begin(), files.end(), [](const std::string& x, const std::string& y) {
-        const int rx = rankFromFileName(x), ry = rankFromFileName(y);
-        if (rx != ry)
-            return static_cast<unsigned>(rx) < static_cast<unsigned>(ry); // no rank (-1) last
-        return x < y;
-    });
+    // By rank (no rank, -1, last), then by name; each name's rank read once.
+    std::vector<std::pair<unsigned, std::string>> ranked;
+    for (std::string& f : files)
+        ranked.emplace_back(static_cast<unsigned>(rankFromFileName(f)), std::move(f));
+    std::sort(ranked.begin(), ranked.end());
+    for (std::size_t i = 0; i < ranked.size(); ++i)
+        files[i] = std::move(ranked[i].second);
     return files;
 }
 
@@ -308,10 +309,10 @@ void markOutliers(Fleet& fleet) {
             mad = job.stages[static_cast<std::size_t>(r.stage)].madBytes;
             of = "its stage's";
         }
-        if (r.summary.ooms > 0) {
+        if (r.summary.ooms() > 0) {
             r.outlier = true;
             r.outlierWhy =
-                "recorded " + std::to_string(r.summary.ooms) + (r.summary.ooms == 1 ? " OOM" : " OOMs");
+                "recorded " + std::to_string(r.summary.ooms()) + (r.summary.ooms() == 1 ? " OOM" : " OOMs");
         }
         const double fence = mad > 0 ? static_cast<double>(median) + 3.0 * static_cast<double>(mad)
                                      : static_cast<double>(median) * 1.01;

@@ -51,28 +51,24 @@ FleetRank fleetRankFromSummaryText(std::string_view text) {
 
 FleetRank readFleetRank(const std::string& path, const FleetOptions& options) {
     FleetRank r;
-    r.file = path;
     try {
         if (looksLikeTraceSummary(head(path))) {
             // A summary is a few kilobytes; 16 MiB bounds a hostile one.
             r = fleetRankFromSummaryText(readTextFile(path, 16u << 20));
-            r.file = path;
         } else {
             TraceReadOptions read;
             read.progress = [&](std::size_t, std::size_t) { return !options.cancel.cancelled(); };
-            FleetRank t = fleetRankFromTrace(readTraceFile(path, read), options.rules, options.scenario);
-            t.file = path;
-            r = std::move(t);
+            r = fleetRankFromTrace(readTraceFile(path, read), options.rules, options.scenario);
         }
     } catch (const Error& e) {
         options.cancel.check();
-        // readTraceFile's errors already name the file.
-        const std::string text = e.withFile(path);
-        r.error = std::string(e.what()).rfind(path, 0) == 0 ? e.what() : text;
+        // readTraceFile's errors already name the file; the summary reader's do not.
+        r.error = std::string(e.what()).rfind(path, 0) == 0 ? std::string(e.what()) : e.withFile(path);
     } catch (const std::exception& e) {
         options.cancel.check();
         r.error = path + ": " + e.what();
     }
+    r.file = path;
     return r;
 }
 
@@ -104,7 +100,7 @@ nlohmann::json fleetRankToJson(const FleetRank& r) {
             {"peak_time_us", r.peakTimeUs()},
             {"step_mark", s.hasStepMark},
             {"by_category", categories},
-            {"ooms", s.ooms},
+            {"ooms", s.ooms()},
             {"entries", s.entries},
             {"outlier", r.outlier},
             {"outlier_reason", orNull(r.outlier, r.outlierWhy)},

@@ -25,7 +25,7 @@ nlohmann::json traceSummaryToJson(const TraceSummary& summary) {
                           {"step_mark_us", d.hasStepMark ? nlohmann::json(d.stepMarkUs) : nlohmann::json()},
                           {"peak_allocated_us", d.peakAllocatedUs},
                           {"reserved_at_peak_bytes", d.reservedAtPeak},
-                          {"ooms", d.ooms},
+                          {"ooms", d.ooms()},
                           {"allocated_profile_bytes", d.profile}};
     }
     return {
@@ -122,7 +122,6 @@ TraceSummary traceSummaryFromJson(const nlohmann::json& doc) {
             s.hasStepMark ? count(opt("step_mark_us"), p + ".step_mark_us", false, true) : s.firstUs;
         s.peakAllocatedUs = count(opt("peak_allocated_us"), p + ".peak_allocated_us", true, true);
         s.reservedAtPeak = count(opt("reserved_at_peak_bytes"), p + ".reserved_at_peak_bytes", true);
-        s.ooms = static_cast<std::uint64_t>(count(opt("ooms"), p + ".ooms", true));
         const nlohmann::json& profile = opt("allocated_profile_bytes");
         if (!profile.is_null()) {
             if (!profile.is_array() || profile.size() > 65536)

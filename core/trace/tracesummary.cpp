@@ -9,8 +9,9 @@ namespace headroom {
 
 namespace {
 
-// Fills what a forward pass over the events knows: the reserved bytes and the time at the allocated peak,
-// the OOMs and the allocated profile. `allocated` and `reserved` are the state before the first event.
+// Fills what a forward pass over the events knows, starting from the state before the first event (which
+// the backward replay found): the reserved bytes and the time at the allocated peak, and the allocated
+// profile.
 void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, const std::int64_t* stepMark) {
     const std::size_t n = d.entries();
     const double toUs = unitSeconds * 1e6;
@@ -25,7 +26,8 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
     s.stepMarkUs = stepMark ? us(*stepMark) : s.firstUs;
     s.peakAllocatedUs = s.firstUs;
     const std::int64_t t0 = d.time[0];
-    const double span = static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1;
+    const double bucketsPerUnit = static_cast<double>(kProfileBuckets) /
+                                  (static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1);
     std::int64_t allocated = s.initialAllocated, reserved = s.initialReserved;
     std::vector<std::int64_t> level(kProfileBuckets, s.initialAllocated); // after a bucket's last event
     std::vector<char> seen(kProfileBuckets, 0);
@@ -33,8 +35,6 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
         const EventEffect e = eventEffect(d.action[i]);
         allocated = saturatingStep(allocated, e.allocated, d.size[i]);
         reserved = saturatingStep(reserved, e.reserved, d.size[i]);
-        if (d.action[i] == TraceAction::Oom)
-            ++s.ooms;
         if (d.hasTotals) {
             allocated = d.allocatedTotal[i];
             reserved = d.reservedTotal[i];
@@ -44,9 +44,9 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
             s.peakAllocatedUs = us(d.time[i]);
         }
         // Times are not always sorted (profiler events): a bucket is clamped, never out of range.
-        const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) / span;
-        const auto b = std::min(kProfileBuckets - 1,
-                                static_cast<std::size_t>(std::clamp(at, 0.0, 1.0) * kProfileBuckets));
+        const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) * bucketsPerUnit;
+        const auto b =
+            static_cast<std::size_t>(std::clamp(at, 0.0, static_cast<double>(kProfileBuckets - 1)));
         s.profile[b] = seen[b] ? std::max(s.profile[b], allocated) : allocated;
         seen[b] = 1;
         level[b] = allocated;

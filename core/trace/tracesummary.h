@@ -27,9 +27,13 @@ struct DeviceSummary {
     std::int64_t firstUs = 0, lastUs = 0, stepMarkUs = 0, peakAllocatedUs = 0;
     bool hasStepMark = false;
     std::int64_t reservedAtPeak = 0; // reserved when allocated peaks (reserved - allocated: fragmentation)
-    std::uint64_t ooms = 0;
     // The highest allocated bytes in each of kProfileBuckets equal stretches of [firstUs, lastUs].
     std::vector<std::int64_t> profile;
+    // The `oom` entries the allocator recorded (from the action counts).
+    std::uint64_t ooms() const {
+        const auto it = actions.find("oom");
+        return it == actions.end() ? 0 : it->second;
+    }
 };
 inline constexpr std::size_t kProfileBuckets = 128;
 

@@ -81,6 +81,7 @@ void TestFleetView::layoutMakesStagesAndOutliers() {
     QVERIFY(f.window->waitForTraces());
     QVERIFY(!f.page->setLayout("pp=zero"));
     QVERIFY(f.page->setLayout("pp=4"));
+    QVERIFY(f.page->waitForIdle()); // the stages are worked out off the GUI thread
     // Stages of 4 ranks: stage 3 (ranks 12-15) holds the planted rank; stage 0 the most by design.
     const auto& stages = f.page->fleet().job.stages;
     QCOMPARE(stages.size(), std::size_t(4));

@@ -20,6 +20,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <cmath>
+#include <utility>
 
 namespace headroom {
 
@@ -165,41 +166,57 @@ void FleetPage::start(const QStringList& inputs) {
                 m_summary->setText(tr("Reading stopped: %1").arg(m_error.toHtmlEscaped()));
             } else {
                 m_fleet = std::move(*outcome.value);
-                if (m_typedLayout) { // typed (or given on the command line) while the files were read
-                    m_fleet.layout = *m_typedLayout;
-                    finishFleet(m_fleet, m_fleet.layout.given && m_scenario ? &*m_scenario : nullptr);
-                }
-                if (m_fleet.layout.given)
-                    m_layout->setText(QStringLiteral("tp=%1,pp=%2,cp=%3,ep=%4")
-                                          .arg(m_fleet.layout.tp)
-                                          .arg(m_fleet.layout.pp)
-                                          .arg(m_fleet.layout.cp)
-                                          .arg(m_fleet.layout.ep));
                 showFleet();
+                if (m_typedLayout) // typed (or given on the command line) while the files were read
+                    restage(*std::exchange(m_typedLayout, std::nullopt));
             }
             emit loaded();
         });
 }
 
+void FleetPage::restage(const FleetLayout& layout) {
+    // Only the stages, the outliers and the plan's lines change (the ranks are read); the plan is an
+    // estimate, so the work runs where the window's other work does.
+    Fleet fleet = m_fleet;
+    fleet.layout = layout;
+    const std::optional<Scenario> scenario = layout.given ? m_scenario : std::nullopt;
+    m_jobs->start(
+        [fleet = std::move(fleet), scenario](const JobContext&) mutable {
+            finishFleet(fleet, scenario ? &*scenario : nullptr);
+            return fleet;
+        },
+        [this](JobOutcome<Fleet> outcome) {
+            if (!outcome.ok()) {
+                m_summary->setText(QString::fromStdString(outcome.error).toHtmlEscaped());
+                return;
+            }
+            m_fleet = std::move(*outcome.value);
+            showFleet();
+        });
+}
+
 bool FleetPage::setLayout(const QString& text) {
+    FleetLayout layout;
     try {
-        m_fleet.layout = text.trimmed().isEmpty() ? FleetLayout{} : parseFleetLayout(text.toStdString());
+        layout = text.trimmed().isEmpty() ? FleetLayout{} : parseFleetLayout(text.toStdString());
     } catch (const std::exception& e) {
         m_summary->setText(QString::fromUtf8(e.what()).toHtmlEscaped());
         return false;
     }
-    if (isLoading()) {
-        m_typedLayout = m_fleet.layout; // applied when the last rank is in
-        return true;
-    }
-    // The ranks are read; only their stages, outliers and the plan's lines change.
-    const FleetLayout typed = m_fleet.layout;
-    finishFleet(m_fleet, typed.given ? (m_scenario ? &*m_scenario : nullptr) : nullptr);
-    showFleet();
+    if (isLoading() && m_fleet.ranks.empty())
+        m_typedLayout = layout; // applied when the last rank is in
+    else
+        restage(layout);
     return true;
 }
 
 void FleetPage::showFleet() {
+    if (m_fleet.layout.given)
+        m_layout->setText(QStringLiteral("tp=%1,pp=%2,cp=%3,ep=%4")
+                              .arg(m_fleet.layout.tp)
+                              .arg(m_fleet.layout.pp)
+                              .arg(m_fleet.layout.cp)
+                              .arg(m_fleet.layout.ep));
     const int selected = selectedRank();
     m_model->setRanks(m_fleet.ranks);
     m_heat->setRanks(m_fleet.ranks);

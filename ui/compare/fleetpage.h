@@ -58,6 +58,7 @@ signals:
 
 private:
     void start(const QStringList& inputs);
+    void restage(const FleetLayout& layout);
     void showFleet();
     QString summaryText() const;
 

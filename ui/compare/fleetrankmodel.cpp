@@ -70,7 +70,7 @@ QVariant FleetRankModel::data(const QModelIndex& index, int role) const {
         case Fragmentation:
             return r.fragmentationAtPeak();
         case Ooms:
-            return static_cast<qulonglong>(s.ooms);
+            return static_cast<qulonglong>(s.ooms());
         case Largest:
             return static_cast<qlonglong>(bytes);
         case Outlier:
@@ -98,7 +98,7 @@ QVariant FleetRankModel::data(const QModelIndex& index, int role) const {
         case Fragmentation:
             return QStringLiteral("%1%").arg(100 * r.fragmentationAtPeak(), 0, 'f', 1);
         case Ooms:
-            return static_cast<qulonglong>(s.ooms);
+            return static_cast<qulonglong>(s.ooms());
         case Largest:
             return category < 0 ? QVariant(QStringLiteral("–"))
                                 : QVariant(QStringLiteral("%1 %2").arg(
