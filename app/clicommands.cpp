@@ -15,6 +15,7 @@
 #include "core/io/fleetjson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
+#include "core/io/timelinejson.h"
 #include "core/io/tracesummaryjson.h"
 #include "core/io/validation.h"
 #include "core/model/hfconfig.h"
@@ -58,8 +59,13 @@ constexpr const char* kUsage =
     "                                          --json documents made on the nodes): each rank's peak,\n"
     "                                          the worst rank, outliers, per-stage maxima\n"
     "                                          (docs/formats.md section 13)\n"
-    "  render (SCENARIO.json | TRACE) -o OUT.(png|svg|pdf) [--size WxH] [--scale N]\n"
-    "                                          the stacked per-GPU chart the application shows\n"
+    "  timeline TRACE [--scenario S.json] [--buckets N] [--device K] [--rules R.json] [--json]\n"
+    "                                          memory by category over the run: allocated, reserved and\n"
+    "                                          each category per stretch of time (docs/formats.md\n"
+    "                                          section 14)\n"
+    "  render (SCENARIO.json | TRACE [--by-category [--scenario S.json]]) -o OUT.(png|svg|pdf)\n"
+    "         [--size WxH] [--scale N]        the stacked per-GPU chart, or the trace's timeline as the\n"
+    "                                          application draws it\n"
     "  report SCENARIO.json [TRACE] -o OUT.(pdf|md) [--rules R.json]\n"
     "                                          a one-page report: settings, per-GPU breakdown, strategies\n"
     "                                          or serving capacity, ranked changes, and with a trace the\n"
@@ -97,7 +103,9 @@ struct Args {
     std::vector<std::string> positional;
     bool json = false;
     std::optional<std::string> output, hfConfig, preset, size, scenario, rules, scale;
-    std::optional<std::string> layout; // fleet
+    std::optional<std::string> layout;          // fleet
+    std::optional<std::string> buckets, device; // timeline
+    bool byCategory = false;                    // render
     // allocator-whatif
     bool expandableSegments = false;
     std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
@@ -131,6 +139,12 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.scale);
         else if (s == "--layout")
             value(a.layout);
+        else if (s == "--buckets")
+            value(a.buckets);
+        else if (s == "--device")
+            value(a.device);
+        else if (s == "--by-category")
+            a.byCategory = true;
         else if (s == "--expandable-segments")
             a.expandableSegments = true;
         else if (s == "--max-split-size-mb")
@@ -318,6 +332,7 @@ int cmdParams(const Args& a, std::ostream& out) {
 }
 
 double numberOption(const std::optional<std::string>& v, const char* name, double lo, double hi);
+AttributionRules rulesFor(const Args& a);
 
 int cmdRender(const Args& a, std::ostream& out) {
     if (a.positional.size() != 1 || !a.output)
@@ -327,7 +342,14 @@ int cmdRender(const Args& a, std::ostream& out) {
         throw std::invalid_argument("--size wants WxH, e.g. 1600x900");
     if (isTraceFile(a.positional[0])) {
         std::string error;
-        if (!exportTraceTimeline(loadTrace(a.positional[0]), *a.output, w, h, &error))
+        std::optional<Scenario> sc;
+        if (a.scenario)
+            sc = loadScenarioFile(*a.scenario);
+        TraceDrawing drawing;
+        drawing.byCategory = a.byCategory;
+        drawing.rules = rulesFor(a);
+        drawing.scenario = sc ? &*sc : nullptr;
+        if (!exportTraceTimeline(loadTrace(a.positional[0]), *a.output, w, h, &error, drawing))
             throw Error("", error);
         out << "wrote " << *a.output << "\n";
         return 0;
@@ -513,6 +535,72 @@ int cmdDiff(const Args& a, std::ostream& out) {
     };
     list("largest changes by top user frame (MiB, B - A; allocation counts):", d.byFrame);
     list("allocations in only one run, matched by size and frame (MiB, B - A):", d.unmatched);
+    return 0;
+}
+
+int cmdTimeline(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1)
+        throw std::invalid_argument("timeline takes one TRACE file");
+    const std::string& path = a.positional[0];
+    const int buckets =
+        a.buckets ? static_cast<int>(numberOption(a.buckets, "--buckets", 1, 100000)) : (a.json ? 100 : 24);
+    std::optional<Scenario> sc;
+    if (a.scenario)
+        sc = loadScenarioFile(*a.scenario);
+    const auto loaded = loadTrace(path);
+    std::size_t device = busiestDevice(*loaded, path);
+    if (a.device) {
+        std::string keys;
+        device = loaded->trace.devices.size();
+        for (std::size_t d = 0; d < loaded->trace.devices.size(); ++d) {
+            keys += (d ? ", " : "") + loaded->trace.devices[d].key;
+            if (loaded->trace.devices[d].key == *a.device)
+                device = d;
+        }
+        if (device == loaded->trace.devices.size())
+            throw Error(path, "no device '" + *a.device + "' (its devices: " + keys + ")");
+    }
+    const RunTimeline run =
+        runTimeline(loaded->trace, *loaded->indexes[device], rulesFor(a), sc ? &*sc : nullptr, buckets);
+    if (a.json) {
+        out << jsonText(runTimelineToJson(run, path), 2) << "\n";
+        return 0;
+    }
+    // The categories any bucket holds, as columns after the totals.
+    std::vector<std::size_t> shown;
+    for (std::size_t k = 0; k < kMeasuredCategories && run.byCategory; ++k)
+        for (const TimelineBucket& b : run.buckets)
+            if (b.bytes[k] != 0 || b.bytesAtMax[k] != 0) {
+                shown.push_back(k);
+                break;
+            }
+    out << path << ", device " << run.device << ": " << run.buckets.size() << " stretches of "
+        << (run.timeAxis ? "time" : "events") << "; GiB at each stretch's allocated maximum"
+        << (run.byCategory ? "" : " (this format records totals, not allocations: no categories)") << "\n\n";
+    auto cell = [](std::int64_t b, int width) {
+        std::ostringstream s;
+        s << std::fixed << std::setprecision(2) << std::setw(width) << static_cast<double>(b) / 1073741824.0;
+        return s.str();
+    };
+    const double origin = run.buckets.empty() ? 0 : run.buckets.front().start;
+    out << std::setw(12) << (run.timeAxis ? "from (s)" : "from event") << std::setw(10) << "allocated"
+        << std::setw(10) << "reserved";
+    for (std::size_t k : shown) {
+        const std::string key = measuredCategoryKey(static_cast<MeasuredCategory>(k));
+        out << std::setw(13) << (key == "optimizer_states" ? "opt_states" : key);
+    }
+    out << "\n";
+    for (const TimelineBucket& b : run.buckets) {
+        std::ostringstream from;
+        if (run.timeAxis)
+            from << std::fixed << std::setprecision(4) << (b.start - origin) * run.secondsPerUnit;
+        else
+            from << static_cast<long long>(b.start);
+        out << std::setw(12) << from.str() << cell(b.allocatedMax, 10) << cell(b.reservedMax, 10);
+        for (std::size_t k : shown)
+            out << cell(b.bytesAtMax[k], 13);
+        out << (b.maxEvent == run.peakEvent ? "   <- peak" : "") << "\n";
+    }
     return 0;
 }
 
@@ -787,6 +875,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdFleet(a, out, err);
         if (cmd == "allocator-whatif")
             return cmdAllocatorWhatIf(a, out);
+        if (cmd == "timeline")
+            return cmdTimeline(a, out);
         if (cmd == "render")
             return cmdRender(a, out);
         if (cmd == "report")

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Attribution, comparison and calibration of a recorded peak against a scenario: the arithmetic that adds
+// Attribution, comparison and calibration of a recorded peak against a scenario, and memory by category over
+// the whole run (docs/formats.md section 14): the arithmetic that adds
 // up sizes from a file (per category, per state-size pool) and compares them with an estimate. Sizes near
 // the limits of int64 must saturate, never overflow; anything but a clean Error is a finding.
 #include "core/compare/attribution.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
+#include "core/compare/runtimeline.h"
+#include "core/checkednumbers.h"
+#include "core/io/timelinejson.h"
 #include "core/error.h"
 #include "core/io/comparejson.h"
 #include "core/io/jsontext.h"
@@ -47,6 +51,24 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
                 const headroom::Attribution a = headroom::attribute(trace, index, at, rules, &sc);
                 (void)a.total;
             }
+            // The whole run by category (every allocation placed, the stacked series, the CLI's buckets):
+            // the classes must sum to the allocated series wherever they are read.
+            for (const headroom::Scenario* with : {&sc, static_cast<const headroom::Scenario*>(nullptr)}) {
+                const headroom::RunTimeline run = headroom::runTimeline(trace, index, rules, with, 7);
+                (void)headroom::jsonText(headroom::runTimelineToJson(run, "fuzz"));
+            }
+            const auto series = headroom::categorySeries(trace, index, rules, &sc);
+            if (series->valid())
+                for (std::size_t at : {index.peakAfter(), index.events() / 3, headroom::kBeforeFirstEvent}) {
+                    long long sum = 0;
+                    for (std::int64_t v : series->after(at))
+                        sum = headroom::saturatingAdd(sum, v);
+                    const long long allocated = index.stateAfter(at).allocated;
+                    // Equal unless saturated on the way (sizes near the limits of int64 in the file).
+                    if (sum != allocated && sum != INT64_MAX && sum != INT64_MIN && allocated != INT64_MAX &&
+                        allocated != INT64_MIN)
+                        __builtin_trap();
+                }
             const headroom::Comparison c = headroom::compareAtPeak(sc, est, trace, index, rules);
             (void)headroom::jsonText(headroom::comparisonToJson(c, "fuzz"));
             (void)headroom::namedDifferences(c, 3);

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 namespace headroom {
@@ -126,14 +127,35 @@ std::vector<PhaseSpan> annotatedPhases(const Trace& trace, const std::string& de
     return out;
 }
 
-// The innermost (latest-starting) phase region holding time t.
-const AttributionRule* phaseAt(const std::vector<PhaseSpan>& phases, std::int64_t t) {
-    const PhaseSpan* best = nullptr;
-    for (const PhaseSpan& p : phases)
-        if (p.start <= t && t <= p.end && (!best || p.start >= best->start))
-            best = &p;
-    return best ? best->rule : nullptr;
-}
+// The innermost (latest-starting) phase region holding a time. A run of a thousand steps has a thousand
+// Optimizer.step regions and millions of allocations: the regions are sorted by start with the running
+// maximum of their ends, so a lookup walks back from the last region starting at or before t only while
+// an earlier one could still reach t (one or two regions when they do not nest).
+class PhaseLookup {
+public:
+    explicit PhaseLookup(std::vector<PhaseSpan> phases) : m_phases(std::move(phases)) {
+        std::stable_sort(m_phases.begin(), m_phases.end(),
+                         [](const PhaseSpan& a, const PhaseSpan& b) { return a.start < b.start; });
+        std::int64_t reach = INT64_MIN;
+        for (const PhaseSpan& p : m_phases)
+            m_reach.push_back(reach = std::max(reach, p.end));
+    }
+    const AttributionRule* at(std::int64_t t) const {
+        auto it = std::upper_bound(m_phases.begin(), m_phases.end(), t,
+                                   [](std::int64_t v, const PhaseSpan& p) { return v < p.start; });
+        for (std::size_t i = static_cast<std::size_t>(it - m_phases.begin()); i-- > 0;) {
+            if (m_reach[i] < t)
+                break;
+            if (m_phases[i].end >= t) // the latest start holding t; the last of equal starts, as before
+                return m_phases[i].rule;
+        }
+        return nullptr;
+    }
+
+private:
+    std::vector<PhaseSpan> m_phases;
+    std::vector<std::int64_t> m_reach; // [i]: the latest end among regions 0..i
+};
 
 } // namespace
 
@@ -219,7 +241,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
     };
     // 1. Metadata, annotated phases and rules that name a category. Stacks are shared by many allocations (a
     // run has a few hundred distinct ones), so each is matched against the rules once.
-    const std::vector<PhaseSpan> phases = annotatedPhases(trace, device.key);
+    const PhaseLookup phases(annotatedPhases(trace, device.key));
     std::vector<const AttributionRule*> deciding(live.size(), nullptr);
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     for (std::size_t i = 0; i < live.size(); ++i) {
@@ -232,7 +254,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
                     continue;
                 }
             }
-            if (const AttributionRule* phase = phaseAt(phases, device.time[a.alloc])) {
+            if (const AttributionRule* phase = phases.at(device.time[a.alloc])) {
                 deciding[i] = phase;
                 if (phase->target != AttributionRule::Target::Category)
                     continue;
@@ -300,6 +322,105 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
     return out;
 }
 
+std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex& index,
+                                            const AttributionRules& rules, const Scenario* scenario,
+                                            std::size_t peak) {
+    const auto& all = index.allocations();
+    const DeviceTrace& device = index.device();
+    std::vector<MeasuredCategory> out(all.size(), MeasuredCategory::Unattributed);
+    if (all.empty())
+        return out;
+    if (peak == kBeforeFirstEvent)
+        peak = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();
+    // The peak's split, keyed by when and where each allocation began (unique among lifetimes).
+    std::map<std::pair<std::size_t, std::uint64_t>, MeasuredCategory> atPeak;
+    for (const AttributedAllocation& p : attribute(trace, index, peak, rules, scenario).allocations)
+        atPeak.emplace(std::make_pair(p.allocation.start, p.allocation.addr), p.category);
+    StatePools pools = poolsFor(scenario);
+    const bool sized = scenario && scenario->model.known;
+    const PhaseLookup phases(annotatedPhases(trace, device.key));
+    std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
+    // Tensors of the model's sizes held by live allocations, returned to their pool when freed.
+    struct Held {
+        std::size_t end;
+        std::int64_t size;
+        std::map<std::int64_t, int>* pool;
+        bool operator>(const Held& o) const { return end > o.end; }
+    };
+    std::priority_queue<Held, std::vector<Held>, std::greater<>> held;
+    auto hold = [&](std::map<std::int64_t, int>& pool, const Allocation& a) {
+        if (!StatePools::take(pool, a.size))
+            return false;
+        held.push({endPos(a), a.size, &pool});
+        return true;
+    };
+    auto poolOf = [&](MeasuredCategory c) -> std::map<std::int64_t, int>* {
+        return c == MeasuredCategory::Weights           ? &pools.weights
+               : c == MeasuredCategory::Gradients       ? &pools.gradients
+               : c == MeasuredCategory::OptimizerStates ? &pools.states
+                                                        : nullptr;
+    };
+    using C = MeasuredCategory;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const Allocation& a = all[i];
+        while (!held.empty() && held.top().end <= startPos(a)) {
+            ++(*held.top().pool)[held.top().size];
+            held.pop();
+        }
+        if (auto it = atPeak.find({a.start, a.addr}); it != atPeak.end() && startPos(a) < endPos(a)) {
+            out[i] = it->second;
+            if (auto* pool = poolOf(out[i]))
+                hold(*pool, a);
+            continue;
+        }
+        // 1. Metadata, annotated phases, then the rules (as attribute() decides).
+        const AttributionRule* r = nullptr;
+        if (a.alloc != kBeforeFirstEvent) {
+            if (const std::uint32_t note = noteAt(device.userMetadata, a.alloc)) {
+                MeasuredCategory c;
+                if (measuredCategoryFromKey(trace.strings[note], &c)) {
+                    out[i] = c;
+                    if (auto* pool = poolOf(c))
+                        hold(*pool, a);
+                    continue;
+                }
+            }
+            r = phases.at(device.time[a.alloc]);
+        }
+        if (!r) {
+            auto [cached, fresh] = ruleOfStack.try_emplace(a.stack, nullptr);
+            if (fresh)
+                cached->second = decidingRule(trace, a.stack, rules);
+            r = cached->second;
+        }
+        if (r && r->target == AttributionRule::Target::Category) {
+            out[i] = r->category;
+            if (auto* pool = poolOf(r->category))
+                hold(*pool, a);
+            continue;
+        }
+        // 2. Backward and optimizer allocations: model state while the model has a tensor of that size free.
+        if (r) {
+            const bool backward = r->target == AttributionRule::Target::Backward;
+            const bool state =
+                sized ? hold(backward ? pools.gradients : pools.states, a) : a.end >= device.entries();
+            out[i] = state ? (backward ? C::Gradients : C::OptimizerStates) : C::Temporaries;
+            continue;
+        }
+        // 3. Sizes: model state, then cuBLAS workspaces.
+        if (hold(pools.weights, a))
+            out[i] = C::Weights;
+        else if (hold(pools.states, a))
+            out[i] = C::OptimizerStates;
+        else if (hold(pools.gradients, a))
+            out[i] = C::Gradients;
+        else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), a.size) !=
+                 std::end(kCublasWorkspaces))
+            out[i] = C::Workspaces;
+    }
+    return out;
+}
+
 bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules) {
     const AttributionRule* r = decidingRule(trace, stack, rules);
     return r && r->target == AttributionRule::Target::Optimizer;
@@ -317,7 +438,7 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
     const bool sized = scenario && scenario->model.known;
     const AttributionRule* r =
         a.alloc != kBeforeFirstEvent
-            ? phaseAt(annotatedPhases(trace, index.device().key), index.device().time[a.alloc])
+            ? PhaseLookup(annotatedPhases(trace, index.device().key)).at(index.device().time[a.alloc])
             : nullptr;
     if (!r)
         r = decidingRule(trace, a.stack, rules);

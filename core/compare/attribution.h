@@ -81,6 +81,15 @@ Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t e
 Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector<Allocation> live,
                       std::size_t event, const AttributionRules& rules, const Scenario* scenario = nullptr);
 
+// Every allocation of the run placed once, for memory by category over time: one category per
+// index.allocations() entry. Those live after `peak` (the allocated peak when kBeforeFirstEvent) take the
+// category attribute() gives them there, so the split at the peak is compare's; the others go through the
+// same evidence in the order the run allocated them, a parameter-sized allocation taking one of the model's
+// tensors of its size until it is freed (never more of a size live at once than the model has).
+std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex& index,
+                                            const AttributionRules& rules, const Scenario* scenario = nullptr,
+                                            std::size_t peak = kBeforeFirstEvent);
+
 // Whether the rules give a stack to the optimizer step.
 bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules);
 

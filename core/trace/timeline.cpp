@@ -71,6 +71,63 @@ std::pair<std::int64_t, std::int64_t> SeriesLod::range(std::size_t from, std::si
     return {lo, hi};
 }
 
+std::size_t SeriesLod::argMax(std::size_t from, std::size_t to) const {
+    if (!m_values)
+        return to;
+    to = std::min(to, m_values->size());
+    if (from >= to)
+        return to;
+    // The same walk as range(), remembering where the maximum was read (level, index); then down through
+    // that block to the first value equal to it.
+    std::int64_t best = INT64_MIN;
+    std::size_t bestLevel = 0, bestAt = from;
+    auto valueAt = [&](std::size_t level, std::size_t i) {
+        return level == 0 ? (*m_values)[i] : m_levels[level - 1][i].second;
+    };
+    // Indices are visited left to right within a level but levels interleave; an equal maximum found later
+    // may lie to the left, so ties are decided by the value index each candidate descends to.
+    auto descend = [&](std::size_t level, std::size_t i) {
+        while (level > 0) {
+            const std::size_t below = level - 1;
+            const std::size_t size = below == 0 ? m_values->size() : m_levels[below - 1].size();
+            const std::int64_t target = m_levels[level - 1][i].second;
+            std::size_t j = i * kFanout;
+            while (j + 1 < std::min(size, (i + 1) * kFanout) && valueAt(below, j) != target)
+                ++j;
+            i = j;
+            level = below;
+        }
+        return i;
+    };
+    auto take = [&](std::size_t level, std::size_t i) {
+        const std::int64_t v = valueAt(level, i);
+        if (v > best) {
+            best = v, bestLevel = level, bestAt = i;
+        } else if (v == best && descend(level, i) < descend(bestLevel, bestAt)) {
+            bestLevel = level, bestAt = i;
+        }
+    };
+    std::size_t level = 0;
+    while (from < to) {
+        const bool top = level == m_levels.size();
+        if (top || to - from < 2 * kFanout) {
+            for (std::size_t i = from; i < to; ++i)
+                take(level, i);
+            break;
+        }
+        const std::size_t headEnd = (from + kFanout - 1) / kFanout * kFanout;
+        const std::size_t tailStart = to / kFanout * kFanout;
+        for (std::size_t i = from; i < headEnd; ++i)
+            take(level, i);
+        for (std::size_t i = tailStart; i < to; ++i)
+            take(level, i);
+        from = headEnd / kFanout;
+        to = tailStart / kFanout;
+        ++level;
+    }
+    return descend(bestLevel, bestAt);
+}
+
 namespace {
 std::size_t liveFrom(const Allocation& a) {
     return a.start == kBeforeFirstEvent ? 0 : a.start;
@@ -191,6 +248,8 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
     };
     const double dx = (x1 - x0) / f.width;
     std::vector<std::int64_t> bottom(nb), top(nb);
+    if (m_classes)
+        f.classBytes.assign(f.columns.size() * StackedSeries::kClasses, 0);
     for (int c = 0; c < f.width; ++c) {
         const double xa = x0 + c * dx, xb = x0 + (c + 1) * dx;
         TimelineColumn& col = f.columns[static_cast<std::size_t>(c)];
@@ -208,6 +267,13 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
         std::tie(col.allocatedMin, col.allocatedMax) = m_allocated.range(first, last + 1);
         std::tie(col.reservedMin, col.reservedMax) = m_reserved.range(first, last + 1);
         f.maxValue = std::max({f.maxValue, col.allocatedMax, col.reservedMax});
+        if (m_classes) {
+            col.classEvent = m_allocated.argMax(first, last + 1);
+            const StackedSeries::Bytes b = m_classes->after(col.classEvent);
+            std::copy(b.begin(), b.end(),
+                      f.classBytes.begin() +
+                          static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * StackedSeries::kClasses));
+        }
         // Every stacking the column shows: the one after `first`, and one after each break up to `last`.
         col.restBottom = INT64_MAX;
         auto stackAt = [&](std::size_t e) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/trace/stackedseries.h"
 #include "core/trace/traceindex.h"
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,9 @@ public:
     explicit SeriesLod(const BigVector<std::int64_t>& values);
     // Extremes of values[from, to); {0, 0} when the range is empty.
     std::pair<std::int64_t, std::int64_t> range(std::size_t from, std::size_t to) const;
+    // The first index in [from, to) holding the range's maximum (`to` when the range is empty): the moment
+    // a column's stacked categories are read at, so that the stack's top is the column's peak.
+    std::size_t argMax(std::size_t from, std::size_t to) const;
 
 private:
     const BigVector<std::int64_t>* m_values = nullptr;
@@ -33,6 +38,9 @@ struct TimelineColumn {
     std::int64_t allocatedMin = 0, allocatedMax = 0;
     std::int64_t reservedMin = 0, reservedMax = 0;
     std::int64_t restBottom = 0; // the "everything else" band spans restBottom..allocatedMax
+    // With classes (memory by category): the state the stack shows, the first event of the column's
+    // allocated maximum, so that the stack's top is the column's peak.
+    std::size_t classEvent = 0;
 };
 
 // What one redraw needs: per column the series' extremes, and per separate band its extent.
@@ -41,6 +49,8 @@ struct TimelineFrame {
     std::vector<TimelineColumn> columns;
     // [band * width + column]: the band's lowest bottom and highest top in that column; top < 0 = not live.
     std::vector<std::int64_t> bandBottom, bandTop;
+    // With classes: [column * StackedSeries::kClasses + class], the bytes of each class after classEvent.
+    std::vector<std::int64_t> classBytes;
     std::int64_t maxValue = 0; // highest allocated or reserved value in the frame
 };
 
@@ -72,6 +82,10 @@ public:
     std::pair<std::int64_t, std::int64_t> reservedExtremes(std::size_t from, std::size_t to) const {
         return m_reserved.range(from, to);
     }
+    // The allocated bytes split into classes (memory by category), or none; frames then carry each column's
+    // split. Shared, because it is computed off the GUI thread and handed to the lane when ready.
+    void setClasses(std::shared_ptr<const StackedSeries> classes) { m_classes = std::move(classes); }
+    const StackedSeries* classes() const { return m_classes.get(); }
     // Reduces the view [x0, x1) to `width` columns.
     TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width) const;
 
@@ -85,6 +99,7 @@ private:
     std::int64_t m_start = 0; // the first real timestamp
     std::vector<Allocation> m_bands;
     std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
+    std::shared_ptr<const StackedSeries> m_classes;
 };
 
 } // namespace headroom

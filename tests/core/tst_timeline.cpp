@@ -2,6 +2,10 @@
 // The trace viewer's core: the level-of-detail index and timeline frames against brute-force reductions
 // written here, at several zoom levels of a real snapshot; notes, annotations, ghost frees, segments and
 // range queries on hand-written snapshots whose answers are worked out in the comments.
+#include "core/compare/comparison.h"
+#include "core/compare/runtimeline.h"
+#include "core/io/scenariojson.h"
+#include "core/plan/estimator.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
@@ -51,6 +55,10 @@ private slots:
     void notesAnnotationsAndGhostFrees();
     void segmentsAndRanges();
     void lifetimeIndexMatchesBruteForce();
+    void seriesLodArgMaxIsTheFirstMaximum();
+    void categoriesSumToAllocatedAndMatchCompare_data();
+    void categoriesSumToAllocatedAndMatchCompare();
+    void categoryBucketsByHand();
 };
 
 void TestTimeline::lifetimeIndexMatchesBruteForce() {
@@ -314,5 +322,179 @@ void TestTimeline::segmentsAndRanges() {
     QCOMPARE(index.liveDuring(7, 7).size(), size_t(0));
 }
 
+void TestTimeline::seriesLodArgMaxIsTheFirstMaximum() {
+    // Plateaus of equal values across block boundaries, so that the first maximum is not the first block
+    // read with it: brute force over every range of a few sizes.
+    std::mt19937 rng(11);
+    BigVector<std::int64_t> values;
+    for (int i = 0; i < 5000; ++i)
+        values.push_back(std::uniform_int_distribution<int>(0, 40)(rng) / 8);
+    const SeriesLod lod(values);
+    for (int trial = 0; trial < 3000; ++trial) {
+        std::size_t from = std::uniform_int_distribution<std::size_t>(0, values.size() - 1)(rng);
+        std::size_t to =
+            std::min(values.size(),
+                     from + std::uniform_int_distribution<std::size_t>(1, trial % 3 == 0 ? 5000 : 300)(rng));
+        std::size_t best = from;
+        for (std::size_t i = from; i < to; ++i)
+            if (values[i] > values[best])
+                best = i;
+        QCOMPARE(lod.argMax(from, to), best);
+    }
+    QCOMPARE(lod.argMax(7, 7), std::size_t(7)); // empty
+}
+
+void TestTimeline::categoriesSumToAllocatedAndMatchCompare_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("scenario"); // examples/measured, or "" for none
+    QTest::newRow("DeComFL") << "snapshots/DeComFL_memory.pickle"
+                             << "";
+    QTest::newRow("bcrafton") << "snapshots/cs336_bcrafton_memory_snapshot.pickle"
+                              << "";
+    QTest::newRow("OOM, legacy history") << "snapshots/LLM-inference_oom_snapshot_legacy_history.pickle"
+                                         << "";
+    QTest::newRow("CS336 256 training + scenario")
+        << "snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle"
+        << "cs336-medium-256-training.headroom.json";
+    QTest::newRow("CS336 1024 autocast + scenario")
+        << "snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle"
+        << "cs336-medium-1024-training-bf16-autocast.headroom.json";
+}
+
+void TestTimeline::categoriesSumToAllocatedAndMatchCompare() {
+    // The proof: at every event the categories sum to the allocated line byte for byte, and at the
+    // peak they are what `compare` attributes there (the same rules and the scenario's tensor table).
+    QFETCH(QString, file);
+    QFETCH(QString, scenario);
+    const auto loaded = loadTrace((traces() + "/" + file).toStdString());
+    const std::size_t device = busiestDevice(loaded->summary);
+    const TraceIndex& index = *loaded->indexes.at(device);
+    std::optional<Scenario> sc;
+    if (!scenario.isEmpty())
+        sc = loadScenarioFile(
+            QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/%1").arg(scenario).toStdString());
+    const AttributionRules rules = AttributionRules::pytorchDefaults();
+    const auto series = categorySeries(loaded->trace, index, rules, sc ? &*sc : nullptr);
+    QVERIFY(series->valid());
+    const auto& allocated = index.allocatedSeries();
+    auto sum = [](const StackedSeries::Bytes& b) {
+        std::int64_t s = 0;
+        for (std::int64_t v : b)
+            s += v;
+        return s;
+    };
+    QCOMPARE(sum(series->after(kBeforeFirstEvent)), index.stateAfter(kBeforeFirstEvent).allocated);
+    for (std::size_t e = 0; e < index.events(); ++e)
+        if (sum(series->after(e)) != allocated[e])
+            QFAIL(qPrintable(QStringLiteral("after event %1: categories %2, allocated %3")
+                                 .arg(e)
+                                 .arg(sum(series->after(e)))
+                                 .arg(allocated[e])));
+    // No category goes below zero anywhere (each allocation is charged its own alloc and free).
+    for (std::size_t e = 0; e < index.events(); e += 7)
+        for (std::int64_t v : series->after(e))
+            QVERIFY(v >= 0);
+    const std::size_t peak = index.peakAfter();
+    const Attribution at = attribute(loaded->trace, index, peak, rules, sc ? &*sc : nullptr);
+    const StackedSeries::Bytes b = series->after(peak);
+    for (std::size_t k = 0; k < kMeasuredCategories; ++k)
+        QCOMPARE(b[k], at.bytes[k]);
+    if (sc) {
+        const Comparison c = compareAtPeak(*sc, estimate(*sc), loaded->trace, index, rules);
+        for (std::size_t k = 0; k < kMeasuredCategories; ++k)
+            QCOMPARE(b[k], c.measured.bytes[k]);
+        QVERIFY(b[std::size_t(MeasuredCategory::Weights)] > 0);
+        QVERIFY(b[std::size_t(MeasuredCategory::Activations)] > 0);
+    }
+    // Drawn columns at three zooms: the stack is the state at the column's first maximum, so its top is
+    // the column's allocated peak.
+    Timeline timeline(index, 0);
+    timeline.setClasses(series);
+    const auto [d0, d1] = timeline.domain(TimelineAxis::Event);
+    for (double fraction : {1.0, 0.05, 0.002}) {
+        const double w = (d1 - d0) * fraction, x0 = d0 + (d1 - d0 - w) / 2;
+        const TimelineFrame f = timeline.frame(TimelineAxis::Event, x0, x0 + w, 300);
+        for (std::size_t c = 0; c < f.columns.size(); ++c) {
+            const TimelineColumn& col = f.columns[c];
+            if (!col.valid)
+                continue;
+            std::int64_t s = 0;
+            for (std::size_t k = 0; k < StackedSeries::kClasses; ++k)
+                s += f.classBytes[c * StackedSeries::kClasses + k];
+            QCOMPARE(s, col.allocatedMax);
+            QVERIFY(col.classEvent >= col.first && col.classEvent <= col.last);
+            QCOMPARE(allocated[col.classEvent], col.allocatedMax);
+        }
+    }
+    // The CLI's buckets: categories at each bucket's end sum to its allocated bytes, and at its maximum to
+    // the maximum; the peak's split is the one above.
+    const RunTimeline run = runTimeline(loaded->trace, index, rules, sc ? &*sc : nullptr, 97);
+    QVERIFY(run.byCategory);
+    QVERIFY(!run.buckets.empty() && run.buckets.size() <= 97);
+    QCOMPARE(run.buckets.back().last, index.events() - 1);
+    std::int64_t highest = 0;
+    for (const TimelineBucket& bucket : run.buckets) {
+        std::int64_t end = 0, atMax = 0;
+        for (std::size_t k = 0; k < kMeasuredCategories; ++k)
+            end += bucket.bytes[k], atMax += bucket.bytesAtMax[k];
+        QCOMPARE(end, bucket.allocated);
+        QCOMPARE(atMax, bucket.allocatedMax);
+        highest = std::max(highest, bucket.allocatedMax);
+    }
+    QCOMPARE(highest, loaded->summary.devices.at(device).peakAllocated);
+    for (std::size_t k = 0; k < kMeasuredCategories; ++k)
+        QCOMPARE(run.peakBytes[k], at.bytes[k]);
+}
+
+void TestTimeline::categoryBucketsByHand() {
+    // Written by hand: a weight loaded before the step (nn/modules/module.py), an activation kept by a
+    // forward, a 4 KiB temporary of the optimizer step freed at once. Events (time_us):
+    //   0 @10 alloc W 1000 (module.py)   1 @20 alloc A 300 (forward)   2 @30 alloc T 4096 (optimizer.py)
+    //   3 @40 free_requested T           4 @50 free_requested A
+    // allocated after each: 1000, 1300, 5396, 1300, 1000. The run [10, 50] ends 1 µs after its last event
+    // (so that it falls in the last bucket): two buckets of 20.5 µs, [10, 30.5) and [30.5, 51).
+    Trace t;
+    DeviceTrace& d = t.device("0");
+    t.strings = {"", "load", "torch/nn/modules/module.py", "forward", "model.py", "step", "optimizer.py"};
+    t.stacks = {{}, {Frame{1, 2, 1}}, {Frame{3, 4, 2}}, {Frame{5, 6, 3}}};
+    d.append(10, TraceAction::Alloc, 0x1000, 1000, 0, 1);
+    d.append(20, TraceAction::Alloc, 0x2000, 300, 0, 2);
+    d.append(30, TraceAction::Alloc, 0x3000, 4096, 0, 3);
+    d.append(40, TraceAction::FreeRequested, 0x3000, 4096, 0, 3);
+    d.append(50, TraceAction::FreeRequested, 0x2000, 300, 0, 2);
+    // The final state: W still allocated in a 2 MiB segment that predates the recording.
+    SnapshotSegment seg;
+    seg.address = 0x1000;
+    seg.totalSize = 2 << 20;
+    seg.blocks.push_back({0x1000, 1024, 1000, SnapshotBlock::State::ActiveAllocated, 1});
+    d.segments.push_back(seg);
+    const TraceSummary summary = summarize(t);
+    const TraceIndex index(t.devices[0], summary.devices[0]);
+    const RunTimeline run = runTimeline(t, index, AttributionRules::pytorchDefaults(), nullptr, 2);
+    QVERIFY(run.timeAxis);
+    QCOMPARE(run.buckets.size(), std::size_t(2));
+    using C = MeasuredCategory;
+    auto of = [](const std::array<std::int64_t, kMeasuredCategories>& b, C c) { return b[std::size_t(c)]; };
+    const TimelineBucket& first = run.buckets[0];
+    QCOMPARE(first.first, std::size_t(0));
+    QCOMPARE(first.last, std::size_t(2)); // events at 10, 20 and 30
+    QCOMPARE(first.allocated, std::int64_t(5396));
+    QCOMPARE(first.allocatedMax, std::int64_t(5396));
+    QCOMPARE(of(first.bytes, C::Weights), std::int64_t(1000));
+    QCOMPARE(of(first.bytes, C::Activations), std::int64_t(300));
+    // Freed inside the recording, so a step temporary (not a state that lives between steps).
+    QCOMPARE(of(first.bytes, C::Temporaries), std::int64_t(4096));
+    const TimelineBucket& second = run.buckets[1];
+    QCOMPARE(second.first, std::size_t(2)); // the state holding at its start: after event 2
+    QCOMPARE(second.last, std::size_t(4));
+    QCOMPARE(second.allocated, std::int64_t(1000));
+    QCOMPARE(second.allocatedMax, std::int64_t(5396));
+    QCOMPARE(second.maxEvent, std::size_t(2));
+    QCOMPARE(of(second.bytes, C::Weights), std::int64_t(1000));
+    QCOMPARE(of(second.bytes, C::Activations), std::int64_t(0));
+    QCOMPARE(of(second.bytesAtMax, C::Temporaries), std::int64_t(4096));
+    QCOMPARE(run.peakEvent, std::size_t(2));
+    QCOMPARE(run.peakAllocated, std::int64_t(5396));
+}
 QTEST_GUILESS_MAIN(TestTimeline)
 #include "tst_timeline.moc"

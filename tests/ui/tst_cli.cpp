@@ -7,6 +7,8 @@
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "tests/testutil.h"
+#include "ui/common/categorycolors.h"
+#include "ui/traceview/timelinerenderer.h"
 
 #include <QApplication>
 #include <QDir>
@@ -51,6 +53,7 @@ private slots:
     void renderFormats();
     void renderTrace();
     void compareScenarioWithTrace();
+    void timelineByCategory();
     void calibrateFromTwoRuns();
     void traceSummary();
     void fleetOfRanks();
@@ -204,6 +207,66 @@ void TestCli::params() {
     QCOMPARE(r.code, 0);
     QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
              ref["models"][4]["param_count"].get<long long>());
+}
+
+void TestCli::timelineByCategory() {
+    const std::string trace =
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle")
+            .toStdString();
+    const std::string scenario =
+        HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-training-bf16-autocast.headroom.json";
+    Run r = cli({"timeline", trace, "--scenario", scenario, "--buckets", "40", "--json"});
+    QCOMPARE(r.code, 0);
+    const json t = json::parse(r.out);
+    QCOMPARE(t["schema"].get<std::string>(), std::string("headroom.timeline/1"));
+    QCOMPARE(t["axis"].get<std::string>(), std::string("time"));
+    QVERIFY(t["by_category"].get<bool>());
+    QVERIFY(t["buckets"].size() <= 40 && t["buckets"].size() >= 30);
+    // Each row: the categories at its end sum to its allocated bytes, at its maximum to its maximum.
+    long long highest = 0;
+    for (const json& b : t["buckets"]) {
+        long long end = 0, atMax = 0;
+        for (const auto& [k, v] : b["by_category"].items())
+            end += v.get<long long>();
+        for (const auto& [k, v] : b["by_category_at_max"].items())
+            atMax += v.get<long long>();
+        QCOMPARE(end, b["allocated_bytes"].get<long long>());
+        QCOMPARE(atMax, b["allocated_max_bytes"].get<long long>());
+        highest = std::max(highest, atMax);
+        QVERIFY(b["end"].get<double>() > b["start"].get<double>());
+    }
+    // The peak is compare's split, category by category.
+    QCOMPARE(highest, t["peak"]["allocated_bytes"].get<long long>());
+    const Run c = cli({"compare", scenario, trace, "--json"});
+    QCOMPARE(c.code, 0);
+    const json cmp = json::parse(c.out);
+    QVERIFY(t["peak"]["by_category"] == cmp["measured"]["by_category"]);
+    QCOMPARE(t["peak"]["event"].get<long long>(), cmp["at_event"].get<long long>());
+    // The text table marks the stretch holding the peak, in GiB.
+    r = cli({"timeline", trace, "--scenario", scenario, "--buckets", "6"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains(QStringLiteral("22.54")));
+    QCOMPARE(QString::fromStdString(r.out).count(QStringLiteral("<- peak")), 1);
+    // Totals-only formats have no categories, and say so.
+    r = cli({"timeline", (test::dataDir() + "/traces/memory_timeline/HTA_memory_timeline.raw.gz").toStdString(),
+             "--json"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(!json::parse(r.out)["by_category"].get<bool>());
+    // Usage and input errors.
+    QCOMPARE(cli({"timeline", trace, "--buckets", "0"}).code, 2);
+    r = cli({"timeline", trace, "--device", "7"});
+    QCOMPARE(r.code, 1);
+    QVERIFY(QString::fromStdString(r.err).contains(QStringLiteral("no device '7' (its devices: 0)")));
+    // render --by-category draws the same split: the weights' colour along the plot's bottom mid-run.
+    const QString png = m_dir.filePath("by-category.png");
+    r = cli({"render", trace, "--by-category", "--scenario", scenario, "-o", png.toStdString(), "--size",
+             "1000x400"});
+    QCOMPARE(r.code, 0);
+    QImage img(png);
+    QVERIFY(!img.isNull());
+    const QRect plot = TimelineRenderer::plotRect(QRect(0, 0, 1000, 400), 1, 0);
+    QCOMPARE(img.pixelColor(2 * plot.center().x(), 2 * plot.bottom() - 4),
+             categoryColor(MeasuredCategory::Weights));
 }
 
 void TestCli::renderTrace() {

@@ -12,6 +12,7 @@
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
+#include "ui/common/categorycolors.h"
 #include "ui/common/jobrunner.h"
 #include "ui/mainwindow.h"
 #include "ui/planner/scenariodocument.h"
@@ -571,6 +572,9 @@ void TestTraceView::categoriesAndCompare() {
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
     const TraceIndex& index = view->timeline()->lanes().front().index();
+    // Memory by category is the default drawing of a snapshot: the classes arrive with the trace.
+    QVERIFY(view->categoriesReady());
+    QVERIFY(view->timeline()->drawsByCategory(0));
     // The split at the peak covers exactly what was live then.
     QCOMPARE(view->attribution().total, index.stateAfter(index.peakAfter()).allocated);
     QCOMPARE(view->attribution().total, 9103544320LL);  // MEASURED.md
@@ -595,8 +599,28 @@ void TestTraceView::categoriesAndCompare() {
     QCOMPARE(a.of(MeasuredCategory::OptimizerStates), 8LL * 423183360);
     QCOMPARE(a.of(MeasuredCategory::Gradients), 0LL);
     QVERIFY(view->categoryBars()->verdict().contains(QStringLiteral("below")));
-    auto* colourBy = view->findChildren<QComboBox*>().at(1);
-    QCOMPARE(colourBy->itemText(1), QStringLiteral("Bands by allocation"));
+    // Memory by category, recomputed with the scenario: its stack at the peak is the split above.
+    QVERIFY(w->waitForTraces(60000));
+    QVERIFY(view->categoriesReady());
+    const StackedSeries* classes = view->timeline()->lanes().front().timeline->classes();
+    QVERIFY(classes);
+    const StackedSeries::Bytes atPeak = classes->after(index.peakAfter());
+    for (std::size_t k = 0; k < kMeasuredCategories; ++k)
+        QCOMPARE(atPeak[k], a.bytes[k]);
+    // Drawn: the plot's bottom row mid-run is the weights' colour (1.58 GiB at the bottom of the stack).
+    view->timeline()->resize(1000, 400);
+    const QImage drawn = view->timeline()->grab().toImage();
+    const QRect plot = TimelineRenderer::plotRect(view->timeline()->rect(), 1, 0);
+    QCOMPARE(drawn.pixelColor(plot.center().x(), plot.bottom() - 2), categoryColor(MeasuredCategory::Weights));
+    // The bands: one click away, with their own settings.
+    QCOMPARE(view->drawingBox()->currentIndex(), 0);
+    view->drawingBox()->setCurrentIndex(1);
+    QVERIFY(!view->timeline()->drawsByCategory(0));
+    QComboBox* colourBy = nullptr;
+    for (QComboBox* box : view->findChildren<QComboBox*>())
+        if (box->count() == 2 && box->itemText(1) == QStringLiteral("Bands by allocation"))
+            colourBy = box;
+    QVERIFY(colourBy && colourBy->isVisibleTo(view));
     colourBy->setCurrentIndex(1);
     QVERIFY(view->timeline()->lanes().front().bandColors.empty());
     // Edited rules (Trace > Attribution Rules): the optimizer's allocations made scratch.

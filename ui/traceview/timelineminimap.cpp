@@ -36,7 +36,8 @@ void TimelineMinimap::paintEvent(QPaintEvent*) {
         const TimelineFrame f =
             lane.timeline->frame(m_timeline->view().axis, d0, d1 + (d1 - d0) * 1e-6, r.width());
         ChartStyle style;
-        m_cache = TimelineRenderer::spans(lane, f, r.size(), style, lane.timeline->maxValue());
+        m_cache = TimelineRenderer::spans(lane, f, r.size(), style, lane.timeline->maxValue(),
+                                          m_timeline->drawsByCategory(0));
     }
     p.drawImage(r.topLeft(), m_cache);
     const auto& v = m_timeline->view();

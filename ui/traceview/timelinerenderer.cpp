@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/traceview/timelinerenderer.h"
 
+#include "core/compare/runtimeline.h"
+#include "ui/common/categorycolors.h"
 #include "ui/common/chartexport.h"
-
-#include <QFileInfo>
 
 #include <QFileInfo>
 #include <QPainter>
@@ -149,7 +149,7 @@ QRect TimelineRenderer::plotRect(const QRect& area, int lanes, int i) {
 }
 
 QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
-                               const ChartStyle& style, std::int64_t yMax) {
+                               const ChartStyle& style, std::int64_t yMax, bool byCategory) {
     QImage img(size, QImage::Format_ARGB32_Premultiplied);
     img.fill(background(style.dark));
     const int w = std::min(size.width(), frame.width), h = size.height();
@@ -176,6 +176,13 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
             (lane.bandColors.size() == nb ? lane.bandColors[b] : bandColor(b, style.dark)).darker(135).rgb();
     for (std::size_t b = 0; b < nb; ++b)
         bandRgb[b] = lane.bandColors.size() == nb ? lane.bandColors[b].rgb() : bandColor(b, style.dark).rgb();
+    // Memory by category: each column's classes stacked bottom-up in the categories' order (model state
+    // at the bottom, what comes and goes above it), as a real state of the run, the column's peak.
+    const bool classes =
+        byCategory && frame.classBytes.size() == frame.columns.size() * StackedSeries::kClasses;
+    std::array<QRgb, StackedSeries::kClasses> classRgb{};
+    for (std::size_t cl = 0; cl < StackedSeries::kClasses; ++cl)
+        classRgb[cl] = categoryColor(static_cast<MeasuredCategory>(cl)).rgb();
     const TimelineColumn* prev = nullptr;
     for (int c = 0; c < w; ++c) {
         const TimelineColumn& col = frame.columns[static_cast<std::size_t>(c)];
@@ -183,9 +190,21 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
             prev = nullptr;
             continue;
         }
-        if (col.allocatedMax > col.restBottom)
+        if (classes) {
+            std::int64_t sum = 0;
+            for (std::size_t cl = 0; cl < StackedSeries::kClasses; ++cl) {
+                const std::int64_t v =
+                    frame.classBytes[static_cast<std::size_t>(c) * StackedSeries::kClasses + cl];
+                if (v <= 0)
+                    continue;
+                const int bottom = y(sum), top = y(sum + v);
+                if (top < bottom) // under half a pixel adds nothing: the next class starts on the same row
+                    fill(c, top, bottom - 1, classRgb[cl]);
+                sum += v;
+            }
+        } else if (col.allocatedMax > col.restBottom)
             fill(c, y(col.allocatedMax), y(col.restBottom), rest);
-        for (std::size_t b = 0; b < nb; ++b) {
+        for (std::size_t b = 0; b < nb && !classes; ++b) {
             const std::size_t at = b * static_cast<std::size_t>(frame.width) + static_cast<std::size_t>(c);
             if (frame.bandTop[at] < 0)
                 continue;
@@ -203,7 +222,11 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
         }
         if (rHi > 0)
             fill(c, y(rHi), y(rLo), reserved);
-        fill(c, y(aHi), y(aLo), allocated);
+        if (classes) // the stack's outline: its top, joined to the previous column's (the stack shows the
+                     // rest)
+            fill(c, y(col.allocatedMax), y(prev ? prev->allocatedMax : col.allocatedMax), allocated);
+        else
+            fill(c, y(aHi), y(aLo), allocated);
         prev = &col;
     }
     return img;
@@ -231,7 +254,8 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         const Timeline& tl = *lane.timeline;
         TimelineFrame frame = tl.frame(view.axis, view.x0, view.x1, plot.width());
         const std::int64_t yMax = TimelineRenderer::yMax(tl, style);
-        p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax));
+        const bool byCategory = view.byCategory && tl.classes() && tl.classes()->valid();
+        p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax, byCategory));
         // Y grid and labels.
         double step = 0;
         const Unit unit = unitFor(static_cast<double>(tl.maxValue()), style);
@@ -356,8 +380,35 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
             (reservedKnown
                  ? QStringLiteral("%1 reserved").arg(unit.format(static_cast<double>(s.peakReserved)))
                  : QStringLiteral("reserved not recorded"));
+        // By category: a legend of the categories the view holds, right-aligned on the title's line (the
+        // title gives way to it).
+        int legendWidth = 0;
+        if (byCategory) {
+            std::array<bool, StackedSeries::kClasses> present{};
+            for (std::size_t i2 = 0; i2 < frame.classBytes.size(); ++i2)
+                present[i2 % StackedSeries::kClasses] =
+                    present[i2 % StackedSeries::kClasses] || frame.classBytes[i2] > 0;
+            const int box = fm.ascent() - 2, gap = 10;
+            int x = plot.right() - 6;
+            for (std::size_t k = StackedSeries::kClasses; k-- > 0;) {
+                if (!present[k])
+                    continue;
+                const QString name =
+                    QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(k)));
+                const int tw = fm.horizontalAdvance(name);
+                x -= tw;
+                p.setPen(text);
+                p.drawText(QPointF(x, plot.top() + 3 + fm.ascent()), name);
+                x -= box + 4;
+                p.fillRect(QRect(x, plot.top() + 3 + fm.ascent() - box, box, box),
+                           categoryColor(static_cast<MeasuredCategory>(k)));
+                x -= gap;
+            }
+            legendWidth = plot.right() - 6 - x;
+        }
+        p.setPen(text);
         p.drawText(QPointF(plot.left() + 6, plot.top() + 3 + fm.ascent()),
-                   fm.elidedText(title, Qt::ElideRight, plot.width() - 12));
+                   fm.elidedText(title, Qt::ElideRight, std::max(40, plot.width() - 12 - legendWidth)));
         if (frames)
             frames->push_back(std::move(frame));
         if (i + 1 == lanes.size()) { // the x axis under the last lane
@@ -388,9 +439,13 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
 }
 
 bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
-                         int h, std::string* error) {
+                         int h, std::string* error, const TraceDrawing& drawing) {
     ensureGuiApplication();
     const std::vector<TimelineLane> lanes = lanesOf(trace);
+    if (drawing.byCategory)
+        for (const TimelineLane& lane : lanes)
+            lane.timeline->setClasses(
+                categorySeries(trace->trace, lane.index(), drawing.rules, drawing.scenario));
     if (lanes.empty()) {
         *error = trace->path + ": the trace has no events to draw";
         return false;
@@ -400,6 +455,7 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
         time = time && l.timeline->hasTime();
     TimelineViewState view;
     view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
+    view.byCategory = drawing.byCategory;
     view.secondsPerUnit = timeUnitSeconds(trace->trace.format);
     const auto [lo, hi] = lanesDomain(lanes, view.axis);
     view.origin = view.x0 = lo;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/compare/attribution.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceloadjob.h"
 #include "ui/common/chartstyle.h"
@@ -42,6 +43,8 @@ struct TimelineViewState {
     double secondsPerUnit = 1e-6;
     std::optional<double> moment;
     std::optional<std::pair<double, double>> range;
+    // Memory by category (stacked areas of each lane's classes, when it has them) instead of bands.
+    bool byCategory = false;
 };
 
 // Draws lanes of an active-memory timeline: spans per pixel column written into an image (never one
@@ -59,7 +62,7 @@ public:
                       std::vector<TimelineFrame>* frames = nullptr);
     // Only the spans of one lane into an image of the given size (the minimap, and benchmarks).
     static QImage spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
-                        const ChartStyle& style, std::int64_t yMax);
+                        const ChartStyle& style, std::int64_t yMax, bool byCategory = false);
     // The byte unit a lane's axis and labels use.
     struct Unit {
         double size = 1;
@@ -81,7 +84,14 @@ public:
 
 // A trace's active-memory timeline (every device a lane, the whole run), as the window draws it, exported to
 // PNG, SVG or PDF (headroom-cli render TRACE).
+// How an exported timeline is drawn: by category (with the rules and, optionally, the workload's scenario
+// that tell categories apart), else the largest allocations as bands.
+struct TraceDrawing {
+    bool byCategory = false;
+    AttributionRules rules = AttributionRules::pytorchDefaults();
+    const Scenario* scenario = nullptr;
+};
 bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
-                         int h, std::string* error);
+                         int h, std::string* error, const TraceDrawing& drawing = {});
 
 } // namespace headroom

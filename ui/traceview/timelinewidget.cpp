@@ -39,6 +39,23 @@ void TimelineWidget::setStyle(const ChartStyle& style) {
     update();
 }
 
+void TimelineWidget::setByCategory(bool byCategory) {
+    m_view.byCategory = byCategory;
+    update();
+}
+
+void TimelineWidget::setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes) {
+    if (lane < m_lanes.size()) {
+        m_lanes[lane].timeline->setClasses(std::move(classes));
+        update();
+    }
+}
+
+bool TimelineWidget::drawsByCategory(std::size_t lane) const {
+    return m_view.byCategory && lane < m_lanes.size() && m_lanes[lane].timeline->classes() &&
+           m_lanes[lane].timeline->classes()->valid();
+}
+
 void TimelineWidget::setBandColors(std::size_t lane, std::vector<QColor> colors) {
     if (lane < m_lanes.size()) {
         m_lanes[lane].bandColors = std::move(colors);
@@ -261,13 +278,34 @@ QString TimelineWidget::tooltipAt(QPoint pos) const {
     // The band under the pointer: its allocation and where it came from.
     const double yMaxPixels = plot.height() - 1;
     const double vMax = static_cast<double>(TimelineRenderer::yMax(*l.timeline, m_style));
+    const double value = (plot.bottom() - pos.y()) / yMaxPixels * vMax;
+    if (drawsByCategory(static_cast<std::size_t>(lane)) &&
+        f.classBytes.size() == f.columns.size() * StackedSeries::kClasses) {
+        // By category: the split the column shows (at its allocated peak), the one under the pointer first.
+        const std::size_t base = static_cast<std::size_t>(c) * StackedSeries::kClasses;
+        std::int64_t sum = 0;
+        QString under, rows;
+        for (std::size_t k = 0; k < StackedSeries::kClasses; ++k) {
+            const std::int64_t v = f.classBytes[base + k];
+            if (v <= 0)
+                continue;
+            const QString name = QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(k)));
+            if (value >= static_cast<double>(sum) && value < static_cast<double>(sum + v))
+                under = name;
+            rows += tr("\n  %1  %2").arg(name, m_style.format(static_cast<double>(v)));
+            sum += v;
+        }
+        text += tr("\n\nafter event %1 (this stretch's peak):").arg(col.classEvent) + rows;
+        if (!under.isEmpty())
+            text += tr("\n\npointer on: %1").arg(under);
+        return text;
+    }
     for (std::size_t b = 0; b < l.timeline->bands().size(); ++b) {
         const std::size_t at = b * static_cast<std::size_t>(f.width) + static_cast<std::size_t>(c);
         if (f.bandTop[at] < 0)
             continue;
         const Allocation& a = l.timeline->bands()[b];
         const double top = static_cast<double>(f.bandTop[at]), bottom = static_cast<double>(f.bandBottom[at]);
-        const double value = (plot.bottom() - pos.y()) / yMaxPixels * vMax;
         if (value < bottom || value > top)
             continue;
         const Trace& trace = l.trace->trace;

@@ -20,6 +20,12 @@ public:
     // Colours of one lane's bands (by category); empty: a distinct colour per band.
     void setBandColors(std::size_t lane, std::vector<QColor> colors);
     void setAxis(TimelineAxis axis); // keeps the same stretch of the run in view
+    // Memory by category (lanes whose timeline has classes) or the largest allocations as bands.
+    void setByCategory(bool byCategory);
+    // Hands a lane the classes computed for it off the GUI thread (nullptr: none, the bands show).
+    void setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes);
+    // Whether lane i is drawn by category now (chosen, and its classes have arrived).
+    bool drawsByCategory(std::size_t lane) const;
     const TimelineViewState& view() const { return m_view; }
     // The x extent of every lane together.
     std::pair<double, double> domain() const;

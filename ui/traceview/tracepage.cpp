@@ -4,6 +4,7 @@
 #include "ui/common/jobrunner.h"
 
 #include "core/compare/comparison.h"
+#include "core/compare/runtimeline.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 #include "ui/common/categorycolors.h"
@@ -100,8 +101,15 @@ void TracePage::build() {
     auto* clearRange = new QPushButton(tr("Clear range"));
     m_momentText = new QLabel;
     m_momentText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_drawing = new QComboBox;
+    m_drawing->addItem(tr("Memory by category"));
+    m_drawing->addItem(tr("Largest allocations as bands"));
+    m_drawing->setToolTip(tr("By category: every allocation of the run attributed as at the peak (the rules, "
+                             "and the scenario's tensor sizes when one is paired), stacked; each pixel "
+                             "column shows the state at its allocated peak"));
     tools->addWidget(new QLabel(tr("Axis:")));
     tools->addWidget(m_axis);
+    tools->addWidget(m_drawing);
     tools->addWidget(m_bands);
     m_colourBy = new QComboBox;
     m_colourBy->addItem(tr("Bands by category"));
@@ -218,6 +226,15 @@ void TracePage::build() {
     });
     connect(whole, &QPushButton::clicked, m_timeline, &TimelineWidget::showAll);
     connect(m_colourBy, &QComboBox::currentIndexChanged, this, &TracePage::colourBands);
+    auto showDrawing = [this] {
+        const bool byCategory = m_drawing->currentIndex() == 0;
+        m_timeline->setByCategory(byCategory);
+        m_bands->setVisible(!byCategory); // the bands' settings only matter to the bands
+        m_colourBy->setVisible(!byCategory);
+        m_minimap->invalidate();
+    };
+    connect(m_drawing, &QComboBox::currentIndexChanged, this, showDrawing);
+    showDrawing();
     connect(compare, &QPushButton::clicked, this, [this] {
         const QString path =
             QFileDialog::getOpenFileName(this, tr("Scenario of this workload"), QString(),
@@ -352,6 +369,7 @@ void TracePage::rebuildLanes() {
             lanes.push_back(std::move(lane));
     m_timeline->setLanes(std::move(lanes));
     colourBands();
+    computeCategories();
     m_minimap->invalidate();
     const bool time = m_timeline->view().axis == TimelineAxis::Time;
     m_axis->blockSignals(true);
@@ -538,13 +556,53 @@ void TracePage::setScenario(const Scenario& scenario, const Estimate& est, const
     m_scenarioName = name;
     m_categories->setEstimate(estimateInMeasuredCategories(scenario, est), name);
     colourBands();
+    computeCategories();
     refreshSelection();
 }
 
 void TracePage::setRules(const AttributionRules& rules) {
     m_rules = rules;
     colourBands();
+    computeCategories();
     refreshSelection();
+}
+
+void TracePage::computeCategories() {
+    // Each lane's trace is shared and read-only; the work gets copies of the rules and the scenario, and
+    // a newer start (new lanes, rules or scenario) drops this one's result.
+    struct LaneInput {
+        std::shared_ptr<const LoadedTrace> trace;
+        std::size_t device;
+    };
+    std::vector<LaneInput> inputs;
+    for (const TimelineLane& lane : m_timeline->lanes())
+        inputs.push_back({lane.trace, lane.device});
+    m_categoriesReady = false;
+    m_categoriesBusy = !inputs.empty();
+    if (inputs.empty())
+        return;
+    if (!m_categoryJob)
+        m_categoryJob = new JobRunner(this);
+    m_categoryJob->start(
+        [inputs, rules = m_rules, scenario = m_scenario](const JobContext& job) {
+            std::vector<std::shared_ptr<const StackedSeries>> out;
+            for (const LaneInput& in : inputs) {
+                job.cancellation().check();
+                out.push_back(categorySeries(in.trace->trace, *in.trace->indexes.at(in.device), rules,
+                                             scenario ? &*scenario : nullptr));
+            }
+            return out;
+        },
+        [this](JobOutcome<std::vector<std::shared_ptr<const StackedSeries>>> outcome) {
+            m_categoriesBusy = false;
+            if (!outcome.ok())
+                return; // a failure: the bands stay (a newer start drops this result before it comes)
+            for (std::size_t i = 0; i < outcome.value->size() && i < m_timeline->lanes().size(); ++i)
+                m_timeline->setLaneClasses(i, (*outcome.value)[i]);
+            m_categoriesReady = true;
+            m_minimap->invalidate();
+            emit categoriesComputed();
+        });
 }
 
 void TracePage::colourBands() {

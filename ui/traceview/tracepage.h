@@ -44,7 +44,8 @@ public:
 
     // Loads another file (e.g. another rank) as more lanes on the same time axis.
     void addFile(const QString& path);
-    bool isLoading() const { return m_pending > 0; }
+    // Reading a file, or working out the categories the timeline draws.
+    bool isLoading() const { return m_pending > 0 || m_categoriesBusy; }
     bool hasFailed() const { return !m_error.isEmpty(); }
     QString errorText() const { return m_error; }
     QStringList paths() const { return m_paths; }
@@ -71,6 +72,10 @@ public:
 
     TimelineWidget* timeline() const { return m_timeline; }
     QComboBox* axisBox() const { return m_axis; }
+    // "Memory by category" (the default) or "Largest allocations as bands".
+    QComboBox* drawingBox() const { return m_drawing; }
+    // Whether every lane's categories have been computed for the current rules and scenario.
+    bool categoriesReady() const { return m_categoriesReady; }
     LiveAllocationModel* liveModel() const { return m_live; }
     LiveAllocationFilter* liveFilter() const { return m_filter; }
     QTreeView* liveView() const { return m_liveView; }
@@ -86,6 +91,7 @@ signals:
     // "Compare with Scenario...": the user chose a scenario file for this trace.
     void scenarioFileChosen(const QString& path);
     void loaded();
+    void categoriesComputed();
     void failed(const QString& error);
     void titleChanged();
 
@@ -100,6 +106,8 @@ private:
     void refreshSelection();
     void showSelectedAllocation();
     void colourBands();
+    // Memory by category for every lane, off the GUI thread, with the rules and scenario in force.
+    void computeCategories();
 
     QStringList m_paths;
     QList<JobRunner*> m_loaders; // one per file still loading
@@ -108,6 +116,7 @@ private:
     int m_pending = 0;
     ChartStyle m_style;
     std::size_t m_bandCount = 20;
+    bool m_categoriesReady = false, m_categoriesBusy = false;
     std::size_t m_event = kBeforeFirstEvent;
     int m_lane = 0;
     std::optional<std::pair<double, double>> m_range;
@@ -118,6 +127,8 @@ private:
     CategoryBars* m_categories = nullptr;
     AllocatorPanel* m_allocator = nullptr;
     QComboBox* m_colourBy = nullptr;
+    QComboBox* m_drawing = nullptr;
+    JobRunner* m_categoryJob = nullptr;
 
     QWidget* m_loading = nullptr;
     QProgressBar* m_progress = nullptr;

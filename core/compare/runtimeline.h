@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/compare/attribution.h"
+#include "core/trace/stackedseries.h"
+#include "core/trace/timeline.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// Memory by category for every allocation of a device's run: the classes a Timeline stacks (class k is
+// MeasuredCategory k). Shares categorizeRun's rules, tensor table and peak with compare.
+std::shared_ptr<const StackedSeries> categorySeries(const Trace& trace, const TraceIndex& index,
+                                                    const AttributionRules& rules,
+                                                    const Scenario* scenario = nullptr);
+
+// One stretch of a run's timeline (docs/formats.md section 14).
+struct TimelineBucket {
+    double start = 0, end = 0;       // on the axis: the device's time unit, or event indices
+    std::size_t first = 0, last = 0; // the events whose states the bucket holds
+    std::int64_t allocated = 0;      // after `last`
+    std::int64_t reserved = 0;       // after `last`
+    std::int64_t allocatedMax = 0, reservedMax = 0;
+    std::size_t maxEvent = 0; // the first event of the bucket's allocated maximum
+    std::array<std::int64_t, kMeasuredCategories> bytes{};      // by category after `last`
+    std::array<std::int64_t, kMeasuredCategories> bytesAtMax{}; // by category after maxEvent
+};
+
+struct RunTimeline {
+    std::string device;
+    bool timeAxis = false;     // buckets cut real time (else event indices)
+    double secondsPerUnit = 0; // of the time axis
+    bool byCategory = false;   // false: the format records totals, not allocations
+    std::size_t peakEvent = 0; // the allocated peak
+    std::int64_t peakAllocated = 0;
+    std::array<std::int64_t, kMeasuredCategories> peakBytes{};
+    std::vector<TimelineBucket> buckets;
+};
+
+// Cuts a device's run into `buckets` equal stretches of its time axis (event indices without timestamps)
+// and reads each one's totals and categories, as the drawn timeline reduces its pixel columns. Buckets
+// that hold no event are left out.
+RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const AttributionRules& rules,
+                        const Scenario* scenario, int buckets);
+
+} // namespace headroom

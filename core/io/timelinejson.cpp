@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/io/timelinejson.h"
+
+namespace headroom {
+
+namespace {
+
+nlohmann::json byCategory(const std::array<std::int64_t, kMeasuredCategories>& bytes) {
+    nlohmann::json j = nlohmann::json::object();
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        j[measuredCategoryKey(static_cast<MeasuredCategory>(i))] = bytes[i];
+    return j;
+}
+
+} // namespace
+
+nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& traceName) {
+    // Times in seconds from the bucket grid's start on the time axis, event indices otherwise.
+    const double origin = run.buckets.empty() ? 0 : run.buckets.front().start;
+    auto at = [&](double x) { return run.timeAxis ? (x - origin) * run.secondsPerUnit : x; };
+    nlohmann::json rows = nlohmann::json::array();
+    for (const TimelineBucket& b : run.buckets) {
+        nlohmann::json row = {{"start", at(b.start)},
+                              {"end", at(b.end)},
+                              {"first_event", b.first},
+                              {"last_event", b.last},
+                              {"allocated_bytes", b.allocated},
+                              {"reserved_bytes", b.reserved},
+                              {"allocated_max_bytes", b.allocatedMax},
+                              {"reserved_max_bytes", b.reservedMax},
+                              {"max_event", b.maxEvent}};
+        if (run.byCategory) {
+            row["by_category"] = byCategory(b.bytes);
+            row["by_category_at_max"] = byCategory(b.bytesAtMax);
+        }
+        rows.push_back(std::move(row));
+    }
+    nlohmann::json categories = nlohmann::json::array();
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        categories.push_back(measuredCategoryKey(static_cast<MeasuredCategory>(i)));
+    nlohmann::json peak = {{"event", run.peakEvent}, {"allocated_bytes", run.peakAllocated}};
+    if (run.byCategory)
+        peak["by_category"] = byCategory(run.peakBytes);
+    nlohmann::json j = {{"schema", kTimelineSchema},
+                        {"trace", traceName},
+                        {"device", run.device},
+                        {"axis", run.timeAxis ? "time" : "event"},
+                        {"unit", run.timeAxis ? "s" : "event"},
+                        {"by_category", run.byCategory},
+                        {"categories", run.byCategory ? categories : nlohmann::json::array()},
+                        {"peak", peak},
+                        {"buckets", rows}};
+    return j;
+}
+
+} // namespace headroom
