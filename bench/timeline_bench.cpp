@@ -6,6 +6,7 @@
 // 30), and with --open trace_open_<LABEL>_s (read, summarise, index, first drawn timeline, in this process),
 // trace_rss_<LABEL>_over_file and timeline_frame_p95_ms (a zoom-in, pan and zoom-out session, 240 frames).
 // Run by bench/trace_bench.py, which owns the cached snapshots.
+#include "core/compare/runtimeline.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/tracesummary.h"
@@ -155,5 +156,40 @@ int main(int argc, char** argv) {
            percentile(frames, 0.95), "ms",
            "240 zoom and pan frames through " + std::to_string(events) + " events at 1920 px; median " +
                std::to_string(percentile(frames, 0.5)) + " ms; target <= 16");
+
+    // Memory by category, the trace tab's default drawing: every allocation attributed (the window does it
+    // off the GUI thread once the trace is indexed), then the whole run redrawn as stacked categories.
+    const auto c0 = Clock::now();
+    lane.timeline->setClasses(categorySeries(loaded->trace, *loaded->indexes.at(0),
+                                             AttributionRules::pytorchDefaults()));
+    const auto cSeries = Clock::now();
+    lanes.front() = lane;
+    view.byCategory = true;
+    view.x0 = d0;
+    view.x1 = d1 + 1;
+    {
+        QPainter p(&target);
+        TimelineRenderer::paint(p, area, lanes, view, style);
+    }
+    const auto c1 = Clock::now();
+    report("trace_open_to_categories_" + label + "_s", (ms(t0, t1) + ms(c0, c1)) / 1000.0, "s",
+           "read + summary + index + first frame (" + std::to_string(ms(t0, t1) / 1000) +
+               " s), then every allocation attributed and the category series built (" +
+               std::to_string(ms(c0, cSeries) / 1000) + " s) and the first category frame (" +
+               std::to_string(ms(cSeries, c1) / 1000) + " s); target < 3");
+    std::vector<double> categoryRedraws;
+    for (int i = 0; i < 30; ++i) {
+        const auto a = Clock::now();
+        QPainter p(&target);
+        TimelineRenderer::paint(p, area, lanes, view, style);
+        p.end();
+        categoryRedraws.push_back(ms(a, Clock::now()));
+    }
+    report("timeline_by_category_redraw_" + label + "_ms", percentile(categoryRedraws, 0.5), "ms",
+           "whole run of " + std::to_string(events) +
+               " events by category at 1920 px (argmax + composition per column, spans, overlays), median "
+               "of 30; p95 " +
+               std::to_string(percentile(categoryRedraws, 0.95)) + " ms; bands in the same run " +
+               std::to_string(percentile(redraws, 0.5)) + " ms; target <= 16");
     return 0;
 }
