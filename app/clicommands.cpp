@@ -582,7 +582,7 @@ int cmdTimeline(const Args& a, std::ostream& out) {
         s << std::fixed << std::setprecision(2) << std::setw(width) << static_cast<double>(b) / 1073741824.0;
         return s.str();
     };
-    const double origin = run.buckets.empty() ? 0 : run.buckets.front().start;
+    const double origin = run.origin;
     out << std::setw(12) << (run.timeAxis ? "from (s)" : "from event") << std::setw(10) << "allocated"
         << std::setw(10) << "reserved";
     for (std::size_t k : shown) {
@@ -600,6 +600,26 @@ int cmdTimeline(const Args& a, std::ostream& out) {
         for (std::size_t k : shown)
             out << cell(b.bytesAtMax[k], 13);
         out << (b.maxEvent == run.peakEvent ? "   <- peak" : "") << "\n";
+    }
+    if (!run.regions.empty()) {
+        // The regions whose peak rose most over where they started (ties: the first), ten at most.
+        std::vector<const RegionMemory*> order;
+        for (const RegionMemory& r : run.regions)
+            order.push_back(&r);
+        std::stable_sort(order.begin(), order.end(), [](const RegionMemory* x, const RegionMemory* y) {
+            return x->peakOverStart() > y->peakOverStart();
+        });
+        out << "\nannotated regions (" << run.regions.size()
+            << "), the largest rise first; GiB: peak, rise over its start, allocated inside, still live at "
+               "its end\n";
+        for (std::size_t i = 0; i < order.size() && i < 10; ++i) {
+            const RegionMemory& r = *order[i];
+            std::ostringstream at;
+            at << std::fixed << std::setprecision(4)
+               << (static_cast<double>(r.start) - origin) * run.secondsPerUnit;
+            out << std::setw(12) << at.str() << cell(r.peakAllocated, 10) << cell(r.peakOverStart(), 10)
+                << cell(r.allocatedBytes, 10) << cell(r.stillLiveBytes, 10) << "  " << r.name << "\n";
+        }
     }
     return 0;
 }

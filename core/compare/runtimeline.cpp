@@ -36,6 +36,9 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
     // The last event's state belongs to the last bucket: on the time axis the range ends just after it.
     const double x1 = out.timeAxis ? last + std::max(1.0, (last - x0) * 1e-9) : last;
     const TimelineFrame frame = timeline.frame(axis, x0, x1, buckets);
+    out.origin = x0;
+    if (out.timeAxis)
+        out.regions = regionMemory(trace, index);
     const double dx = (x1 - x0) / buckets;
     const auto& allocated = index.allocatedSeries();
     const auto& reserved = index.reservedSeries();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/compare/attribution.h"
+#include "core/trace/regions.h"
 #include "core/trace/stackedseries.h"
 #include "core/trace/timeline.h"
 
@@ -39,6 +40,8 @@ struct RunTimeline {
     std::int64_t peakAllocated = 0;
     std::array<std::int64_t, kMeasuredCategories> peakBytes{};
     std::vector<TimelineBucket> buckets;
+    double origin = 0;                 // the axis value the buckets start at (time 0 of the output)
+    std::vector<RegionMemory> regions; // annotated regions (time axis only)
 };
 
 // Cuts a device's run into `buckets` equal stretches of its time axis (event indices without timestamps)

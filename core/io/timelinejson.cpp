@@ -16,7 +16,7 @@ nlohmann::json byCategory(const std::array<std::int64_t, kMeasuredCategories>& b
 
 nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& traceName) {
     // Times in seconds from the bucket grid's start on the time axis, event indices otherwise.
-    const double origin = run.buckets.empty() ? 0 : run.buckets.front().start;
+    const double origin = run.origin;
     auto at = [&](double x) { return run.timeAxis ? (x - origin) * run.secondsPerUnit : x; };
     nlohmann::json rows = nlohmann::json::array();
     for (const TimelineBucket& b : run.buckets) {
@@ -41,6 +41,25 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
     nlohmann::json peak = {{"event", run.peakEvent}, {"allocated_bytes", run.peakAllocated}};
     if (run.byCategory)
         peak["by_category"] = byCategory(run.peakBytes);
+    nlohmann::json regions = nlohmann::json::array();
+    for (const RegionMemory& r : run.regions) {
+        nlohmann::json row = {
+            {"name", r.name},
+            {"start", at(static_cast<double>(r.start))},
+            {"end", r.end == INT64_MAX ? nlohmann::json() : nlohmann::json(at(static_cast<double>(r.end)))},
+            {"allocated_at_start_bytes", r.allocatedAtStart},
+            {"peak_allocated_bytes", r.peakAllocated},
+            {"peak_over_start_bytes", r.peakOverStart()},
+            {"allocated_bytes", r.allocatedBytes},
+            {"allocations", r.allocations},
+            {"still_live_bytes", r.stillLiveBytes}};
+        if (!r.empty) {
+            row["first_event"] = r.first;
+            row["last_event"] = r.last;
+            row["peak_event"] = r.peakEvent;
+        }
+        regions.push_back(std::move(row));
+    }
     nlohmann::json j = {{"schema", kTimelineSchema},
                         {"trace", traceName},
                         {"device", run.device},
@@ -49,7 +68,8 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
                         {"by_category", run.byCategory},
                         {"categories", run.byCategory ? categories : nlohmann::json::array()},
                         {"peak", peak},
-                        {"buckets", rows}};
+                        {"buckets", rows},
+                        {"regions", regions}};
     return j;
 }
 

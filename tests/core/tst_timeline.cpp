@@ -7,6 +7,7 @@
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/regions.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
@@ -495,6 +496,37 @@ void TestTimeline::categoryBucketsByHand() {
     QCOMPARE(of(second.bytesAtMax, C::Temporaries), std::int64_t(4096));
     QCOMPARE(run.peakEvent, std::size_t(2));
     QCOMPARE(run.peakAllocated, std::int64_t(5396));
+
+    // Memory by region, by hand on the same events. "forward" [15, 22] holds event 1 (A): it starts at
+    // 1000, peaks at 1300, allocates 300 that are still live at its end. "step" [25, 45] holds events 2
+    // and 3 (T allocated and freed): starts at 1300, peaks at 5396 (+4096), allocates 4096, leaves nothing.
+    // An instant at 35 holds no event: the state then (after event 2). A region past the run holds none.
+    t.annotations = {
+        {"", 15, 22, "forward"}, {"", 25, 45, "step"}, {"", 35, 35, "mark"}, {"7", 0, 99, "other device"}};
+    const std::vector<RegionMemory> regions = regionMemory(t, index);
+    QCOMPARE(regions.size(), std::size_t(3));
+    const RegionMemory& fwd = regions[0];
+    QVERIFY(!fwd.empty);
+    QCOMPARE(fwd.first, std::size_t(1));
+    QCOMPARE(fwd.last, std::size_t(1));
+    QCOMPARE(fwd.allocatedAtStart, std::int64_t(1000));
+    QCOMPARE(fwd.peakAllocated, std::int64_t(1300));
+    QCOMPARE(fwd.allocatedBytes, std::int64_t(300));
+    QCOMPARE(fwd.allocations, std::size_t(1));
+    QCOMPARE(fwd.stillLiveBytes, std::int64_t(300));
+    const RegionMemory& step = regions[1];
+    QCOMPARE(step.first, std::size_t(2));
+    QCOMPARE(step.last, std::size_t(3));
+    QCOMPARE(step.peakEvent, std::size_t(2));
+    QCOMPARE(step.peakOverStart(), std::int64_t(4096));
+    QCOMPARE(step.allocatedBytes, std::int64_t(4096));
+    QCOMPARE(step.stillLiveBytes, std::int64_t(0));
+    const RegionMemory& mark = regions[2];
+    QVERIFY(mark.empty);
+    QCOMPARE(mark.peakAllocated, std::int64_t(5396));
+    QCOMPARE(mark.allocatedBytes, std::int64_t(0));
+    QCOMPARE(runTimeline(t, index, AttributionRules::pytorchDefaults(), nullptr, 2).regions.size(),
+             std::size_t(3));
 }
 QTEST_GUILESS_MAIN(TestTimeline)
 #include "tst_timeline.moc"

@@ -6,22 +6,24 @@
 #include "core/compare/comparison.h"
 #include "core/io/bytesformat.h"
 #include "core/serve/estimate.h"
-#include "core/trace/traceindex.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/traceindex.h"
 #include "core/trace/tracesummary.h"
 #include "tests/picklewriter.h"
 #include "tests/testutil.h"
 #include "tests/windowfixture.h"
 #include "ui/common/categorycolors.h"
 #include "ui/common/jobrunner.h"
+#include "ui/common/sortabletable.h"
+#include "ui/common/tablecopy.h"
+#include "ui/compare/diffpage.h"
 #include "ui/mainwindow.h"
 #include "ui/planner/scenariodocument.h"
-#include "ui/common/tablecopy.h"
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
-#include "ui/compare/diffpage.h"
 #include "ui/traceview/liveallocationmodel.h"
+#include "ui/traceview/regiontable.h"
 #include "ui/traceview/segmentview.h"
 #include "ui/traceview/timelinewidget.h"
 #include "ui/traceview/tracepage.h"
@@ -611,7 +613,8 @@ void TestTraceView::categoriesAndCompare() {
     view->timeline()->resize(1000, 400);
     const QImage drawn = view->timeline()->grab().toImage();
     const QRect plot = TimelineRenderer::plotRect(view->timeline()->rect(), 1, 0);
-    QCOMPARE(drawn.pixelColor(plot.center().x(), plot.bottom() - 2), categoryColor(MeasuredCategory::Weights));
+    QCOMPARE(drawn.pixelColor(plot.center().x(), plot.bottom() - 2),
+             categoryColor(MeasuredCategory::Weights));
     // The bands: one click away, with their own settings.
     QCOMPARE(view->drawingBox()->currentIndex(), 0);
     view->drawingBox()->setCurrentIndex(1);
@@ -634,6 +637,15 @@ void TestTraceView::categoriesAndCompare() {
     view->setRules(rules);
     QVERIFY(view->attribution().of(MeasuredCategory::OptimizerStates) < statesBefore);
     QCOMPARE(view->attribution().total, 9103544320LL);
+    // Memory by region: the run's one annotated region, the optimizer step; choosing it selects its stretch.
+    QTableWidget* regions = view->regionTable()->table();
+    QCOMPARE(regions->rowCount(), 1);
+    QCOMPARE(regions->item(0, RegionTable::Region)->text(), QStringLiteral("Optimizer.step#AdamW.step"));
+    emit regions->cellClicked(0, RegionTable::Peak);
+    QVERIFY(view->timeline()->view().range.has_value());
+    // The step's stretch: after it, the states it made (8 bytes a parameter) are live and nothing else new.
+    QCOMPARE(static_cast<const NumberItem*>(regions->item(0, RegionTable::StillLive))->value(),
+             8.0 * 423183360);
 }
 
 void TestTraceView::diffTwoRuns() {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/compare/diffpage.h"
+#include "ui/common/sortabletable.h"
 
 #include "ui/common/tablecopy.h"
 
@@ -20,21 +21,6 @@ namespace {
 std::size_t busiest(const LoadedTrace& t) {
     return busiestDevice(t.summary);
 }
-
-// A table cell that sorts by its number, not its text.
-class NumberItem : public QTableWidgetItem {
-public:
-    NumberItem(const QString& text, double value) : QTableWidgetItem(text), m_value(value) {
-        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    }
-    bool operator<(const QTableWidgetItem& other) const override {
-        const auto* o = dynamic_cast<const NumberItem*>(&other);
-        return o ? m_value < o->m_value : QTableWidgetItem::operator<(other);
-    }
-
-private:
-    double m_value;
-};
 
 } // namespace
 
@@ -59,15 +45,7 @@ DiffPage::DiffPage(std::shared_ptr<const LoadedTrace> a, std::shared_ptr<const L
         t->verticalHeader()->hide();
         t->setEditTriggers(QAbstractItemView::NoEditTriggers);
         // Largest change first as given; a header click sorts by that column (and again, the other way).
-        t->horizontalHeader()->setSectionsClickable(true);
-        QObject::connect(t->horizontalHeader(), &QHeaderView::sectionClicked, t, [t](int column) {
-            const bool descending = t->horizontalHeader()->sortIndicatorSection() == column &&
-                                    t->horizontalHeader()->sortIndicatorOrder() == Qt::AscendingOrder;
-            const Qt::SortOrder order = descending ? Qt::DescendingOrder : Qt::AscendingOrder;
-            t->sortItems(column, order);
-            t->horizontalHeader()->setSortIndicator(column, order);
-            t->horizontalHeader()->setSortIndicatorShown(true);
-        });
+        sortOnHeaderClick(t);
         t->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
         for (int c = 1; c < 6; ++c)
             t->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);

@@ -13,6 +13,7 @@
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
 #include "ui/traceview/liveallocationmodel.h"
+#include "ui/traceview/regiontable.h"
 #include "ui/traceview/segmentview.h"
 #include "ui/traceview/timelineminimap.h"
 #include "ui/traceview/timelinewidget.h"
@@ -181,6 +182,8 @@ void TracePage::build() {
     m_sideTabs->addTab(m_categories, tr("Categories"));
     m_details = new AllocationDetails;
     m_sideTabs->addTab(m_details, tr("Allocation"));
+    m_regionTable = new RegionTable;
+    m_sideTabs->addTab(m_regionTable, tr("Regions"));
     m_segments = new SegmentView;
     addWidgetExportActions(m_segments, QStringLiteral("segments"), tr("Segments"));
     auto* scroll = new QScrollArea;
@@ -244,6 +247,28 @@ void TracePage::build() {
         emit scenarioFileChosen(path); // the window reads and estimates it (views never compute)
     });
     connect(clearRange, &QPushButton::clicked, this, [this] { m_timeline->setRange(std::nullopt); });
+    connect(m_regionTable, &RegionTable::regionChosen, this, [this](int lane, int region) {
+        const auto l = static_cast<std::size_t>(lane), r = static_cast<std::size_t>(region);
+        if (l >= m_regions.size() || r >= m_regions[l].size() || l >= m_timeline->lanes().size())
+            return;
+        // The region's events as a range on the axis in view (its times when it holds no event).
+        const RegionMemory& m = m_regions[l][r];
+        const Timeline& tl = *m_timeline->lanes()[l].timeline;
+        const TimelineAxis axis = m_timeline->view().axis;
+        double x0 = static_cast<double>(m.start), x1 = static_cast<double>(m.end);
+        if (!m.empty) {
+            x0 = tl.xOf(axis, m.first);
+            x1 = tl.xOf(axis, m.last) + (axis == TimelineAxis::Event ? 1 : 0);
+        } else if (axis == TimelineAxis::Event || m.end == INT64_MAX) {
+            return;
+        }
+        if (x1 <= x0) // an instant: one unit wide, so that it shows
+            x1 = x0 + 1;
+        const double pad = (x1 - x0) * 0.05;
+        m_timeline->setVisibleRange(x0 - pad, x1 + pad);
+        m_timeline->setRange(std::make_pair(x0, x1));
+        selectRange(std::make_pair(x0, x1));
+    });
     connect(m_timeline, &TimelineWidget::momentSelected, this, [this](double x, int lane) {
         m_range.reset();
         m_timeline->setRange(std::nullopt);
@@ -426,6 +451,7 @@ void TracePage::setStyle(const ChartStyle& style) {
     m_segments->setStyle(style);
     m_categories->setStyle(style);
     m_allocator->setStyle(style);
+    m_regionTable->setStyle(style);
     m_minimap->invalidate();
 }
 
@@ -583,22 +609,36 @@ void TracePage::computeCategories() {
         return;
     if (!m_categoryJob)
         m_categoryJob = new JobRunner(this);
+    struct LaneOutput {
+        std::shared_ptr<const StackedSeries> classes;
+        std::vector<RegionMemory> regions;
+    };
     m_categoryJob->start(
         [inputs, rules = m_rules, scenario = m_scenario](const JobContext& job) {
-            std::vector<std::shared_ptr<const StackedSeries>> out;
+            std::vector<LaneOutput> out;
             for (const LaneInput& in : inputs) {
                 job.cancellation().check();
-                out.push_back(categorySeries(in.trace->trace, *in.trace->indexes.at(in.device), rules,
-                                             scenario ? &*scenario : nullptr));
+                const TraceIndex& index = *in.trace->indexes.at(in.device);
+                out.push_back({categorySeries(in.trace->trace, index, rules, scenario ? &*scenario : nullptr),
+                               regionMemory(in.trace->trace, index)});
             }
             return out;
         },
-        [this](JobOutcome<std::vector<std::shared_ptr<const StackedSeries>>> outcome) {
+        [this](JobOutcome<std::vector<LaneOutput>> outcome) {
             m_categoriesBusy = false;
             if (!outcome.ok())
                 return; // a failure: the bands stay (a newer start drops this result before it comes)
-            for (std::size_t i = 0; i < outcome.value->size() && i < m_timeline->lanes().size(); ++i)
-                m_timeline->setLaneClasses(i, (*outcome.value)[i]);
+            m_regions.clear();
+            std::vector<RegionTable::Lane> tableLanes;
+            const auto& lanes = m_timeline->lanes();
+            for (std::size_t i = 0; i < outcome.value->size() && i < lanes.size(); ++i) {
+                LaneOutput& o = (*outcome.value)[i];
+                m_timeline->setLaneClasses(i, o.classes);
+                tableLanes.push_back({lanes[i].label, o.regions, m_timeline->view().secondsPerUnit,
+                                      lanesDomain(lanes, TimelineAxis::Time).first});
+                m_regions.push_back(std::move(o.regions));
+            }
+            m_regionTable->setLanes(std::move(tableLanes));
             m_categoriesReady = true;
             m_minimap->invalidate();
             emit categoriesComputed();

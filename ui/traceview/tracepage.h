@@ -3,6 +3,7 @@
 #include "core/compare/attribution.h"
 #include "core/plan/scenario.h"
 #include "core/serve/estimate.h"
+#include "core/trace/regions.h"
 #include "core/trace/traceloadjob.h"
 #include "ui/common/chartstyle.h"
 #include "ui/traceview/timelinerenderer.h"
@@ -29,6 +30,7 @@ class AllocatorPanel;
 class CategoryBars;
 class LiveAllocationFilter;
 class LiveAllocationModel;
+class RegionTable;
 class SegmentView;
 class TimelineMinimap;
 class TimelineWidget;
@@ -65,6 +67,7 @@ public:
     // Attribution rules edited by the user (headroom-cli rules writes the defaults to start from).
     void setRules(const AttributionRules& rules);
     CategoryBars* categoryBars() const { return m_categories; }
+    RegionTable* regionTable() const { return m_regionTable; }
     // The split shown in the Categories tab (at the moment, or at a range's peak).
     const Attribution& attribution() const { return m_attribution; }
     std::size_t selectedEvent() const { return m_event; }
@@ -126,6 +129,8 @@ private:
     Attribution m_attribution;
     CategoryBars* m_categories = nullptr;
     AllocatorPanel* m_allocator = nullptr;
+    RegionTable* m_regionTable = nullptr;
+    std::vector<std::vector<RegionMemory>> m_regions; // per lane, as the table lists them
     QComboBox* m_colourBy = nullptr;
     QComboBox* m_drawing = nullptr;
     JobRunner* m_categoryJob = nullptr;
