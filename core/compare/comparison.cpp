@@ -13,7 +13,11 @@ namespace headroom {
 
 std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& sc,
                                                                            const Estimate& est) {
-    const Breakdown& b = est.perGpu;
+    return breakdownInMeasuredCategories(sc, est.perGpu);
+}
+
+std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Scenario& sc,
+                                                                            const Breakdown& b) {
     std::array<std::int64_t, kMeasuredCategories> out{};
     auto put = [&](MeasuredCategory m, double bytes) {
         auto& v = out[static_cast<std::size_t>(m)];

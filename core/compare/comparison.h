@@ -40,6 +40,9 @@ struct Comparison {
 // activations; gather buffers as temporaries.
 // A calibrated scenario's workspaces (counted with activations in section 4) come back out as workspaces,
 // and at an optimizer-step peak its step bytes (counted with optimizer states) as temporaries.
+// One moment of the estimate (a phase timeline point's breakdown) in the measured categories.
+std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Scenario& scenario,
+                                                                            const Breakdown& bytes);
 std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& scenario,
                                                                            const Estimate& estimate);
 

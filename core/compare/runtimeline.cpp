@@ -37,6 +37,10 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
     const double x1 = out.timeAxis ? last + std::max(1.0, (last - x0) * 1e-9) : last;
     const TimelineFrame frame = timeline.frame(axis, x0, x1, buckets);
     out.origin = x0;
+    if (scenario && scenario->model.known) {
+        out.hasPlan = true;
+        out.plan = planOverlay(*scenario, trace, index);
+    }
     if (out.timeAxis)
         out.regions = regionMemory(trace, index);
     const double dx = (x1 - x0) / buckets;
@@ -71,6 +75,8 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
                 if (allocated[e] > allocated[b.maxEvent])
                     b.maxEvent = e;
         }
+        if (out.hasPlan)
+            b.planned = out.plan.at(static_cast<double>(b.last), &b.planBytes);
         out.buckets.push_back(b);
     }
     return out;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/compare/attribution.h"
+#include "core/compare/planoverlay.h"
 #include "core/trace/regions.h"
 #include "core/trace/stackedseries.h"
 #include "core/trace/timeline.h"
@@ -29,6 +30,8 @@ struct TimelineBucket {
     std::size_t maxEvent = 0; // the first event of the bucket's allocated maximum
     std::array<std::int64_t, kMeasuredCategories> bytes{};      // by category after `last`
     std::array<std::int64_t, kMeasuredCategories> bytesAtMax{}; // by category after maxEvent
+    bool planned = false;                                       // the plan's step covers `last`
+    std::array<std::int64_t, kMeasuredCategories> planBytes{};  // the plan there, by category
 };
 
 struct RunTimeline {
@@ -42,11 +45,13 @@ struct RunTimeline {
     std::vector<TimelineBucket> buckets;
     double origin = 0;                 // the axis value the buckets start at (time 0 of the output)
     std::vector<RegionMemory> regions; // annotated regions (time axis only)
+    bool hasPlan = false;              // a scenario was given: its step laid over the run
+    PlanOverlay plan;
 };
 
 // Cuts a device's run into `buckets` equal stretches of its time axis (event indices without timestamps)
 // and reads each one's totals and categories, as the drawn timeline reduces its pixel columns. Buckets
-// that hold no event are left out.
+// that hold no event are left out. With a scenario, its plan over the run too (planOverlay).
 RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const AttributionRules& rules,
                         const Scenario* scenario, int buckets);
 

@@ -29,6 +29,8 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
                               {"allocated_max_bytes", b.allocatedMax},
                               {"reserved_max_bytes", b.reservedMax},
                               {"max_event", b.maxEvent}};
+        if (b.planned)
+            row["plan_by_category"] = byCategory(b.planBytes);
         if (run.byCategory) {
             row["by_category"] = byCategory(b.bytes);
             row["by_category_at_max"] = byCategory(b.bytesAtMax);
@@ -60,6 +62,20 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
         }
         regions.push_back(std::move(row));
     }
+    nlohmann::json plan = nullptr;
+    if (run.hasPlan) {
+        nlohmann::json points = nlohmann::json::array();
+        std::int64_t planPeak = 0;
+        for (const PlanOverlayPoint& q : run.plan.points) {
+            points.push_back({{"phase", phaseName(q.phase)},
+                              {"progress", q.progress},
+                              {"event", q.event},
+                              {"at", run.timeAxis ? at(q.time) : q.event},
+                              {"by_category", byCategory(q.bytes)}});
+            planPeak = std::max(planPeak, q.total());
+        }
+        plan = {{"alignment", run.plan.alignment}, {"peak_allocated_bytes", planPeak}, {"points", points}};
+    }
     nlohmann::json j = {{"schema", kTimelineSchema},
                         {"trace", traceName},
                         {"device", run.device},
@@ -69,7 +85,8 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
                         {"categories", run.byCategory ? categories : nlohmann::json::array()},
                         {"peak", peak},
                         {"buckets", rows},
-                        {"regions", regions}};
+                        {"regions", regions},
+                        {"plan", plan}};
     return j;
 }
 

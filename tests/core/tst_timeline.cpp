@@ -3,6 +3,7 @@
 // written here, at several zoom levels of a real snapshot; notes, annotations, ghost frees, segments and
 // range queries on hand-written snapshots whose answers are worked out in the comments.
 #include "core/compare/comparison.h"
+#include "core/compare/planoverlay.h"
 #include "core/compare/runtimeline.h"
 #include "core/io/scenariojson.h"
 #include "core/plan/estimator.h"
@@ -60,6 +61,7 @@ private slots:
     void categoriesSumToAllocatedAndMatchCompare_data();
     void categoriesSumToAllocatedAndMatchCompare();
     void categoryBucketsByHand();
+    void planOverTheRun();
 };
 
 void TestTimeline::lifetimeIndexMatchesBruteForce() {
@@ -528,5 +530,60 @@ void TestTimeline::categoryBucketsByHand() {
     QCOMPARE(runTimeline(t, index, AttributionRules::pytorchDefaults(), nullptr, 2).regions.size(),
              std::size_t(3));
 }
+
+void TestTimeline::planOverTheRun() {
+    // The CS336 1024-token run records its optimizer step (Optimizer.step#AdamW.step): the plan's forward
+    // ends at the run's allocated peak, its backward at the step's start, its optimizer phase spans the step.
+    const auto loaded = loadTrace(
+        (traces() + "/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle").toStdString());
+    const TraceIndex& index = *loaded->indexes.at(0);
+    const Scenario sc = loadScenarioFile(
+        HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-training-bf16-autocast.headroom.json");
+    const PlanOverlay plan = planOverlay(sc, loaded->trace, index);
+    QCOMPARE(plan.alignment, std::string("optimizer step"));
+    const Annotation* step = nullptr;
+    for (const Annotation& a : loaded->trace.annotations)
+        if (a.name == "Optimizer.step#AdamW.step")
+            step = &a;
+    QVERIFY(step);
+    const auto& time = index.device().time;
+    const double stepStart =
+        static_cast<double>(std::lower_bound(time.begin(), time.end(), step->start) - time.begin());
+    std::int64_t highest = 0;
+    for (const PlanOverlayPoint& q : plan.points) {
+        highest = std::max(highest, q.total());
+        if (q.phase == Phase::Forward && q.progress == 1.0)
+            QCOMPARE(q.event, static_cast<double>(index.peakAfter()));
+        if (q.phase == Phase::Optimizer && q.progress == 0.0)
+            QCOMPARE(q.event, stepStart);
+        if (q.phase == Phase::Optimizer)
+            QVERIFY(q.time >= static_cast<double>(step->start) && q.time <= static_cast<double>(step->end));
+    }
+    // Its peak is the estimate compare puts beside the measured peak.
+    const Comparison c =
+        compareAtPeak(sc, estimate(sc), loaded->trace, index, AttributionRules::pytorchDefaults());
+    QCOMPARE(highest, c.estimatedTotal);
+    // Between two points the plan is linear: halfway between the first two, the mean of their bytes.
+    std::array<std::int64_t, kMeasuredCategories> mid{};
+    const PlanOverlayPoint &a = plan.points[0], &b = plan.points[1];
+    QVERIFY(plan.at((a.event + b.event) / 2, &mid));
+    QVERIFY(std::abs(mid[std::size_t(MeasuredCategory::Activations)] -
+                     (a.bytes[std::size_t(MeasuredCategory::Activations)] +
+                      b.bytes[std::size_t(MeasuredCategory::Activations)]) /
+                         2) <= 1);
+    QVERIFY(!plan.at(-1, &mid));
+
+    // Without a step mark (an inference run): placed by the allocated peak, no optimizer phase.
+    const auto inference = loadTrace(
+        (traces() + "/snapshots/cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle").toStdString());
+    const Scenario inf =
+        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json");
+    const PlanOverlay byPeak = planOverlay(inf, inference->trace, *inference->indexes.at(0));
+    QCOMPARE(byPeak.alignment, std::string("allocated peak"));
+    QVERIFY(!byPeak.points.empty());
+    for (const PlanOverlayPoint& q : byPeak.points)
+        QVERIFY(q.phase != Phase::Optimizer);
+}
+
 QTEST_GUILESS_MAIN(TestTimeline)
 #include "tst_timeline.moc"

@@ -242,6 +242,12 @@ void TestCli::timelineByCategory() {
     const json cmp = json::parse(c.out);
     QVERIFY(t["peak"]["by_category"] == cmp["measured"]["by_category"]);
     QCOMPARE(t["peak"]["event"].get<long long>(), cmp["at_event"].get<long long>());
+    // The plan over the run: placed by the recorded optimizer step, its peak the estimate compare reports,
+    // and every row it covers carries the plan's split there.
+    QCOMPARE(t["plan"]["alignment"].get<std::string>(), std::string("optimizer step"));
+    QCOMPARE(t["plan"]["peak_allocated_bytes"].get<long long>(),
+             cmp["estimate"]["allocated_bytes"].get<long long>());
+    QVERIFY(t["buckets"][0].contains("plan_by_category"));
     // The text table marks the stretch holding the peak, in GiB.
     r = cli({"timeline", trace, "--scenario", scenario, "--buckets", "6"});
     QCOMPARE(r.code, 0);

@@ -609,6 +609,9 @@ void TestTraceView::categoriesAndCompare() {
     const StackedSeries::Bytes atPeak = classes->after(index.peakAfter());
     for (std::size_t k = 0; k < kMeasuredCategories; ++k)
         QCOMPARE(atPeak[k], a.bytes[k]);
+    // The plan laid over the run (the same estimate the Categories tab compares).
+    const auto plan = view->timeline()->lanes().front().plan;
+    QVERIFY(plan && plan->alignment == "optimizer step" && plan->points.size() > 10);
     // Drawn: the plot's bottom row mid-run is the weights' colour (1.58 GiB at the bottom of the stack).
     view->timeline()->resize(1000, 400);
     const QImage drawn = view->timeline()->grab().toImage();

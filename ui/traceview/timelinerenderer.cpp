@@ -314,6 +314,41 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         }
         p.save();
         p.setClipRect(plot);
+        // The plan over the run: its total as a dashed line, and by category each category's top (the
+        // plan's own stack) dashed in that category's colour, over the measured areas.
+        if (lane.plan && lane.plan->points.size() > 1 && yMax > 0) {
+            const auto& pts = lane.plan->points;
+            auto point = [&](const PlanOverlayPoint& q, std::int64_t v) {
+                const double x = view.axis == TimelineAxis::Time && tl.hasTime() ? q.time : q.event;
+                return QPointF(px(plot, x),
+                               plot.bottom() - static_cast<double>(v) / yMax * (plot.height() - 1));
+            };
+            p.setRenderHint(QPainter::Antialiasing, true);
+            if (byCategory)
+                for (std::size_t k = 0; k + 1 < kMeasuredCategories; ++k) {
+                    bool any = false;
+                    for (const PlanOverlayPoint& q : pts)
+                        any = any || q.bytes[k] > 0;
+                    if (!any)
+                        continue;
+                    QPolygonF line;
+                    for (const PlanOverlayPoint& q : pts) {
+                        std::int64_t cumulative = 0;
+                        for (std::size_t j = 0; j <= k; ++j)
+                            cumulative += q.bytes[j];
+                        line << point(q, cumulative);
+                    }
+                    p.setPen(
+                        QPen(categoryColor(static_cast<MeasuredCategory>(k)).darker(160), 1.5, Qt::DashLine));
+                    p.drawPolyline(line);
+                }
+            QPolygonF total;
+            for (const PlanOverlayPoint& q : pts)
+                total << point(q, q.total());
+            p.setPen(QPen(allocatedColor(style.dark), 2, Qt::DashLine));
+            p.drawPolyline(total);
+            p.setRenderHint(QPainter::Antialiasing, false);
+        }
         // OOM events: where the allocator gave up, with what was asked and what the device had free.
         for (const OomEvent& oom : lane.index().ooms()) {
             const double x = px(plot, tl.xOf(view.axis, oom.index));
@@ -404,6 +439,13 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                            categoryColor(static_cast<MeasuredCategory>(k)));
                 x -= gap;
             }
+            if (lane.plan && !lane.plan->points.empty()) {
+                const QString name = QStringLiteral("plan (dashed)");
+                x -= fm.horizontalAdvance(name);
+                p.setPen(text);
+                p.drawText(QPointF(x, plot.top() + 3 + fm.ascent()), name);
+                x -= gap;
+            }
             legendWidth = plot.right() - 6 - x;
         }
         p.setPen(text);
@@ -442,10 +484,15 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
                          int h, std::string* error, const TraceDrawing& drawing) {
     ensureGuiApplication();
     const std::vector<TimelineLane> lanes = lanesOf(trace);
-    if (drawing.byCategory)
-        for (const TimelineLane& lane : lanes)
+    std::vector<TimelineLane> drawn = lanes;
+    for (TimelineLane& lane : drawn) {
+        if (drawing.byCategory)
             lane.timeline->setClasses(
                 categorySeries(trace->trace, lane.index(), drawing.rules, drawing.scenario));
+        if (drawing.scenario && drawing.scenario->model.known)
+            lane.plan = std::make_shared<const PlanOverlay>(
+                planOverlay(*drawing.scenario, trace->trace, lane.index()));
+    }
     if (lanes.empty()) {
         *error = trace->path + ": the trace has no events to draw";
         return false;
@@ -462,7 +509,7 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
     view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0);
     ChartStyle style;
     return exportPainting(
-        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },
+        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), drawn, view, style); },
         QFileInfo(QString::fromStdString(trace->path)).fileName(), path, w, h, error);
 }
 

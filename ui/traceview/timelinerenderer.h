@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/compare/attribution.h"
+#include "core/compare/planoverlay.h"
 #include "core/trace/timeline.h"
 #include "core/trace/traceloadjob.h"
 #include "ui/common/chartstyle.h"
@@ -23,7 +24,8 @@ struct TimelineLane {
     std::size_t device = 0;
     std::shared_ptr<Timeline> timeline;
     QString label;
-    std::vector<QColor> bandColors; // one per band (by category); empty: a distinct colour per band
+    std::vector<QColor> bandColors;          // one per band (by category); empty: a distinct colour per band
+    std::shared_ptr<const PlanOverlay> plan; // the paired scenario's step over this run, drawn dashed
 
     const TraceIndex& index() const { return *trace->indexes.at(device); }
     const DeviceSummary& summary() const { return trace->summary.devices.at(device); }

@@ -51,6 +51,13 @@ void TimelineWidget::setLaneClasses(std::size_t lane, std::shared_ptr<const Stac
     }
 }
 
+void TimelineWidget::setLanePlan(std::size_t lane, std::shared_ptr<const PlanOverlay> plan) {
+    if (lane < m_lanes.size()) {
+        m_lanes[lane].plan = std::move(plan);
+        update();
+    }
+}
+
 bool TimelineWidget::drawsByCategory(std::size_t lane) const {
     return m_view.byCategory && lane < m_lanes.size() && m_lanes[lane].timeline->classes() &&
            m_lanes[lane].timeline->classes()->valid();
@@ -296,6 +303,27 @@ QString TimelineWidget::tooltipAt(QPoint pos) const {
             sum += v;
         }
         text += tr("\n\nafter event %1 (this stretch's peak):").arg(col.classEvent) + rows;
+        // The plan at that moment, and where it parts from the run, category by category.
+        std::array<std::int64_t, kMeasuredCategories> plan{};
+        if (l.plan && l.plan->at(static_cast<double>(col.classEvent), &plan)) {
+            std::int64_t planned = 0;
+            QString gaps;
+            for (std::size_t k = 0; k < kMeasuredCategories; ++k) {
+                planned += plan[k];
+                const std::int64_t gap = plan[k] - f.classBytes[base + k];
+                if (plan[k] == 0 && f.classBytes[base + k] == 0)
+                    continue;
+                gaps += tr("\n  %1  %2%3")
+                            .arg(QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(k))),
+                                 gap >= 0 ? QStringLiteral("+") : QStringLiteral("−"),
+                                 m_style.format(static_cast<double>(gap >= 0 ? gap : -gap)));
+            }
+            text += tr("\n\nplan here %1 (placed by %2); plan − run:")
+                        .arg(m_style.format(static_cast<double>(planned)),
+                             l.plan->alignment == "optimizer step" ? tr("the optimizer step")
+                                                                   : tr("the allocated peak")) +
+                    gaps;
+        }
         if (!under.isEmpty())
             text += tr("\n\npointer on: %1").arg(under);
         return text;

@@ -24,6 +24,8 @@ public:
     void setByCategory(bool byCategory);
     // Hands a lane the classes computed for it off the GUI thread (nullptr: none, the bands show).
     void setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes);
+    // Hands a lane the paired scenario's plan laid over its run (nullptr: none).
+    void setLanePlan(std::size_t lane, std::shared_ptr<const PlanOverlay> plan);
     // Whether lane i is drawn by category now (chosen, and its classes have arrived).
     bool drawsByCategory(std::size_t lane) const;
     const TimelineViewState& view() const { return m_view; }

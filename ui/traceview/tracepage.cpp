@@ -612,6 +612,7 @@ void TracePage::computeCategories() {
     struct LaneOutput {
         std::shared_ptr<const StackedSeries> classes;
         std::vector<RegionMemory> regions;
+        std::shared_ptr<const PlanOverlay> plan;
     };
     m_categoryJob->start(
         [inputs, rules = m_rules, scenario = m_scenario](const JobContext& job) {
@@ -619,8 +620,12 @@ void TracePage::computeCategories() {
             for (const LaneInput& in : inputs) {
                 job.cancellation().check();
                 const TraceIndex& index = *in.trace->indexes.at(in.device);
-                out.push_back({categorySeries(in.trace->trace, index, rules, scenario ? &*scenario : nullptr),
-                               regionMemory(in.trace->trace, index)});
+                out.push_back(
+                    {categorySeries(in.trace->trace, index, rules, scenario ? &*scenario : nullptr),
+                     regionMemory(in.trace->trace, index),
+                     scenario && scenario->model.known
+                         ? std::make_shared<const PlanOverlay>(planOverlay(*scenario, in.trace->trace, index))
+                         : nullptr});
             }
             return out;
         },
@@ -634,6 +639,7 @@ void TracePage::computeCategories() {
             for (std::size_t i = 0; i < outcome.value->size() && i < lanes.size(); ++i) {
                 LaneOutput& o = (*outcome.value)[i];
                 m_timeline->setLaneClasses(i, o.classes);
+                m_timeline->setLanePlan(i, o.plan);
                 tableLanes.push_back({lanes[i].label, o.regions, m_timeline->view().secondsPerUnit,
                                       lanesDomain(lanes, TimelineAxis::Time).first});
                 m_regions.push_back(std::move(o.regions));
