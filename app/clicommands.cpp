@@ -803,13 +803,30 @@ int cmdReport(const Args& a, std::ostream& out) {
     const Scenario sc = loadScenarioFile(a.positional[0]);
     const Estimate est = estimate(sc);
     std::optional<Comparison> measured;
+    std::optional<ReportRunChart> run;
+    std::vector<TimelineLane> lanes; // the compared device by category, the plan over it
+    TraceDrawing drawing;
+    drawing.byCategory = true;
+    drawing.rules = rulesFor(a);
+    drawing.scenario = &sc;
     if (a.positional.size() == 2) {
         const auto loaded = loadTrace(a.positional[1]);
         const std::size_t device = busiestDevice(*loaded, a.positional[1]);
-        measured = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], rulesFor(a));
+        measured = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], drawing.rules);
+        lanes = drawnLanes(loaded, drawing, device);
+        for (TimelineLane& lane : lanes) // the report names the trace already: the lane, its device
+            lane.label =
+                QStringLiteral("device %1").arg(QString::fromStdString(loaded->trace.devices[device].key));
+        if (!lanes.empty())
+            run = ReportRunChart{
+                QStringLiteral("The run over time by category, the plan dashed over it (device %1)")
+                    .arg(QString::fromStdString(loaded->trace.devices[device].key)),
+                [&lanes](QPainter& p, const QRectF& r) {
+                    TimelineRenderer::paint(p, r.toRect(), lanes, wholeRunView(lanes, true), ChartStyle{});
+                }};
     }
     std::string error;
-    if (!writeReport(sc, est, measured ? &*measured : nullptr, *a.output, &error))
+    if (!writeReport(sc, est, measured ? &*measured : nullptr, *a.output, &error, run ? &*run : nullptr))
         throw Error("", error);
     out << "wrote " << *a.output << "\n";
     return 0;

@@ -287,9 +287,10 @@ void MainWindow::setPresentationMode(bool on) {
 
 bool MainWindow::exportReport(const QString& path, QString* error) {
     const std::optional<Comparison> measured = m_compare->measuredForReport(traceViews());
+    const std::optional<ReportRunChart> run = m_compare->runForReport(traceViews());
     std::string e;
     if (!writeReport(m_doc->scenario(), m_doc->estimate(), measured ? &*measured : nullptr,
-                     path.toStdString(), &e)) {
+                     path.toStdString(), &e, run ? &*run : nullptr)) {
         if (error)
             *error = QString::fromStdString(e);
         return false;

@@ -254,7 +254,8 @@ void TestCli::timelineByCategory() {
     QVERIFY(QString::fromStdString(r.out).contains(QStringLiteral("22.54")));
     QCOMPARE(QString::fromStdString(r.out).count(QStringLiteral("<- peak")), 1);
     // Totals-only formats have no categories, and say so.
-    r = cli({"timeline", (test::dataDir() + "/traces/memory_timeline/HTA_memory_timeline.raw.gz").toStdString(),
+    r = cli({"timeline",
+             (test::dataDir() + "/traces/memory_timeline/HTA_memory_timeline.raw.gz").toStdString(),
              "--json"});
     QCOMPARE(r.code, 0);
     QVERIFY(!json::parse(r.out)["by_category"].get<bool>());
@@ -562,11 +563,20 @@ void TestCli::reportsAndExports() {
     QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
     const QString measuredText = test::pdfText(measured);
     QVERIFY(measuredText.contains(QStringLiteral("Estimate vs measured")));
-    // On one GPU, DDP and the ZeRO stages are one plan: the report shows how long a sequence fits instead
-    // of four equal bars; the default's eight ranks keep their strategies.
-    QVERIFY2(!measuredText.contains(QStringLiteral("over 1 ranks")), qPrintable(measuredText));
-    QVERIFY2(measuredText.contains(QStringLiteral("Peak against sequence length")), qPrintable(measuredText));
-    QVERIFY(measuredText.contains(QStringLiteral("largest that")));
+    // With a trace, the run over time by category with the plan over it takes the second chart's place.
+    QVERIFY2(measuredText.contains(QStringLiteral("The run over time by category")),
+             qPrintable(measuredText));
+    QVERIFY2(measuredText.contains(QStringLiteral("plan (dashed)")), qPrintable(measuredText));
+    QVERIFY2(measuredText.contains(QStringLiteral("Optimizer.step")), qPrintable(measuredText));
+    // On one GPU without a trace, DDP and the ZeRO stages are one plan: the report shows how long a sequence
+    // fits instead of four equal bars; the default's eight ranks keep their strategies.
+    const QString oneGpu = m_dir.filePath("one-gpu.pdf");
+    QCOMPARE(cli({"report", scenario, "-o", oneGpu.toStdString()}).code, 0);
+    const QString oneGpuText = test::pdfText(oneGpu);
+    QVERIFY2(!oneGpuText.contains(QStringLiteral("over 1 ranks")), qPrintable(oneGpuText));
+    QVERIFY2(oneGpuText.contains(QStringLiteral("Peak against sequence length")), qPrintable(oneGpuText));
+    QVERIFY(oneGpuText.contains(QStringLiteral("largest that")));
+    QVERIFY2(!measuredText.contains(QChar(0x2026)), qPrintable(measuredText)); // no ellipsis
     QVERIFY2(text.contains(QStringLiteral("DDP and ZeRO over %1 ranks").arg(est.dataParallelSize)),
              qPrintable(text));
     // No text is drawn over other text: the default, the trace-paired and (below) the served report.

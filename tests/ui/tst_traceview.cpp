@@ -649,6 +649,13 @@ void TestTraceView::categoriesAndCompare() {
     // The step's stretch: after it, the states it made (8 bytes a parameter) are live and nothing else new.
     QCOMPARE(static_cast<const NumberItem*>(regions->item(0, RegionTable::StillLive))->value(),
              8.0 * 423183360);
+    // File > Export Report: the run by category with the plan over it, from the trace tab's own drawing.
+    QString reportError;
+    const QString report = m_dir.filePath("window-report.pdf");
+    QVERIFY2(w->exportReport(report, &reportError), qPrintable(reportError));
+    const QString reportText = test::pdfText(report);
+    QVERIFY2(reportText.contains(QStringLiteral("The run over time by category")), qPrintable(reportText));
+    QVERIFY(test::pdfOverlappingWords(report).isEmpty());
 }
 
 void TestTraceView::diffTwoRuns() {

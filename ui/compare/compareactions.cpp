@@ -9,6 +9,7 @@
 #include "ui/compare/fleetpage.h"
 #include "ui/compare/scenariocomparepage.h"
 #include "ui/planner/scenariodocument.h"
+#include "ui/traceview/timelinewidget.h"
 #include "ui/traceview/tracepage.h"
 
 #include <QFileDialog>
@@ -231,6 +232,29 @@ std::optional<Comparison> CompareActions::measuredForReport(const std::vector<Tr
             break;
         }
     return measured;
+}
+
+std::optional<ReportRunChart> CompareActions::runForReport(const std::vector<TracePage*>& views) const {
+    for (TracePage* view : views)
+        if (view->hasScenario() && !view->traces().empty() && view->attribution().total > 0) {
+            const std::size_t device = busiestDevice(view->traces().front()->summary);
+            std::vector<TimelineLane> lanes;
+            for (TimelineLane lane : view->timeline()->lanes())
+                if (lane.trace == view->traces().front() && lane.device == device) {
+                    lane.label = QStringLiteral("device %1")
+                                     .arg(QString::fromStdString(lane.trace->trace.devices[device].key));
+                    lanes.push_back(std::move(lane));
+                }
+            if (lanes.empty())
+                return std::nullopt;
+            return ReportRunChart{
+                tr("The run over time by category, the plan dashed over it (device %1)")
+                    .arg(QString::fromStdString(view->traces().front()->trace.devices[device].key)),
+                [lanes](QPainter& p, const QRectF& r) {
+                    TimelineRenderer::paint(p, r.toRect(), lanes, wholeRunView(lanes, true), ChartStyle{});
+                }};
+        }
+    return std::nullopt;
 }
 
 } // namespace headroom

@@ -2,6 +2,7 @@
 #pragma once
 #include "core/compare/comparison.h"
 #include "ui/common/chartstyle.h"
+#include "ui/planner/report.h"
 
 #include <QObject>
 #include <QStringList>
@@ -55,6 +56,8 @@ public:
     FleetPage* openFleet(const QStringList& inputs, std::function<TracePage*(const QString&)> open);
     // For the report: the measured peak beside the estimate, from the first trace tab that has a scenario.
     std::optional<Comparison> measuredForReport(const std::vector<TracePage*>& views) const;
+    // The same trace tab's run over time as its timeline draws it (by category, the plan over it).
+    std::optional<ReportRunChart> runForReport(const std::vector<TracePage*>& views) const;
 
 signals:
     void message(const QString& text);

@@ -20,6 +20,7 @@
 #include <QFileInfo>
 #include <QFont>
 #include <QFontMetricsF>
+#include <QImage>
 #include <QLocale>
 #include <QPageSize>
 #include <QPainter>
@@ -321,7 +322,7 @@ bool saveBytes(const QString& file, const QByteArray& bytes, std::string* error)
 } // namespace
 
 bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* measured, const std::string& path,
-                 std::string* error) {
+                 std::string* error, const ReportRunChart* run) {
     ensureGuiApplication();
     const ChartStyle style;
     const Report r = buildReport(sc, est, measured, style);
@@ -340,6 +341,21 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
                          520, error) ||
             !exportChart(second.get(), (dir + secondName).toStdString(), 900, 420, error))
             return false;
+        if (run) { // the run over time, as the trace view draws it
+            QImage img(QSize(1800, 700), QImage::Format_ARGB32_Premultiplied);
+            img.fill(Qt::white);
+            {
+                QPainter ip(&img);
+                ip.scale(2, 2);
+                run->paint(ip, QRectF(0, 0, 900, 350));
+            }
+            QByteArray png;
+            QBuffer pngBuffer(&png);
+            pngBuffer.open(QIODevice::WriteOnly);
+            img.save(&pngBuffer, "PNG");
+            if (!saveBytes(dir + base + QStringLiteral("-run.png"), png, error))
+                return false;
+        }
         QString md;
         md += QStringLiteral("# %1\n\n%2\n\n**%3**\n\n").arg(r.title, r.subtitle, r.verdict);
         md += QStringLiteral("## %1\n\n").arg(r.settings.title) + tableToMarkdown(r.settings) +
@@ -357,6 +373,8 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
         if (!r.savings.rows.empty())
             md += QStringLiteral("## %1\n\n").arg(r.savings.title) + tableToMarkdown(r.savings) +
                   QLatin1Char('\n');
+        if (run)
+            md += QStringLiteral("## %1\n\n![The run over time](%2-run.png)\n\n").arg(run->title, base);
         if (r.measured)
             md += QStringLiteral("## %1\n\n").arg(r.measured->title) + tableToMarkdown(*r.measured) +
                   QLatin1Char('\n');
@@ -411,7 +429,27 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
         y += std::max(chartH, settingsH) + 10;
         const double secondH = 190;
         // The ranked changes and the measured comparison across the page, so that they are read whole.
-        paintChartZoomed(second.get(), p, QRectF(margin, y, inner * 0.58, secondH), 1.7);
+        if (run) { // the recorded run over time with the plan over it, in the second chart's place
+            QFont bold = small;
+            bold.setBold(true);
+            p.setFont(bold);
+            const double titleH = QFontMetricsF(bold, p.device())
+                                      .boundingRect(QRectF(0, 0, inner * 0.58, 40),
+                                                    Qt::AlignLeft | Qt::TextWordWrap, run->title)
+                                      .height();
+            p.drawText(QRectF(margin, y, inner * 0.58, titleH), Qt::AlignLeft | Qt::TextWordWrap, run->title);
+            p.save();
+            // The trace view's drawing at its own scale (its type and plot margins are a window's), shrunk
+            // into the slot.
+            const double zoom = 1.45;
+            p.translate(margin, y + titleH + 2);
+            p.scale(1 / zoom, 1 / zoom);
+            run->paint(p, QRectF(0, 0, inner * 0.58 * zoom, (secondH - titleH - 2) * zoom));
+            p.restore();
+            p.setFont(small);
+        } else {
+            paintChartZoomed(second.get(), p, QRectF(margin, y, inner * 0.58, secondH), 1.7);
+        }
         const double breakdownH =
             drawTable(p, r.breakdown, margin + inner * 0.58 + gap, y + 4, inner * 0.42 - gap, small);
         y += std::max(secondH, breakdownH + 4) + 8;

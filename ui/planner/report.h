@@ -8,9 +8,13 @@
 
 #include <QString>
 #include <QStringList>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+class QPainter;
+class QRectF;
 
 namespace headroom {
 
@@ -33,7 +37,13 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
 // Writes the report to OUT.pdf (one A4 page) or OUT.md (with its charts as OUT-breakdown.png and
 // OUT-strategies.png or OUT-serving.png beside it), drawing with the window's own chart classes. Needs
 // a QApplication (ensureGuiApplication()). Every file is written atomically. False with *error set.
+// The recorded run over time, drawn by whoever holds it (the trace view's renderer: memory by category with
+// the plan over it), in the report's place for it.
+struct ReportRunChart {
+    QString title;
+    std::function<void(QPainter&, const QRectF&)> paint;
+};
 bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* measured, const std::string& path,
-                 std::string* error);
+                 std::string* error, const ReportRunChart* run = nullptr);
 
 } // namespace headroom

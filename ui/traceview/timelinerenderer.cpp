@@ -415,8 +415,8 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
             (reservedKnown
                  ? QStringLiteral("%1 reserved").arg(unit.format(static_cast<double>(s.peakReserved)))
                  : QStringLiteral("reserved not recorded"));
-        // By category: a legend of the categories the view holds, right-aligned on the title's line (the
-        // title gives way to it).
+        // By category: a legend of the categories the view holds, right-aligned on the title's line when
+        // the title keeps room beside it, else on a line of its own under it.
         int legendWidth = 0;
         if (byCategory) {
             std::array<bool, StackedSeries::kClasses> present{};
@@ -424,29 +424,44 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                 present[i2 % StackedSeries::kClasses] =
                     present[i2 % StackedSeries::kClasses] || frame.classBytes[i2] > 0;
             const int box = fm.ascent() - 2, gap = 10;
-            int x = plot.right() - 6;
-            for (std::size_t k = StackedSeries::kClasses; k-- > 0;) {
-                if (!present[k])
-                    continue;
-                const QString name =
-                    QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(k)));
-                const int tw = fm.horizontalAdvance(name);
-                x -= tw;
-                p.setPen(text);
-                p.drawText(QPointF(x, plot.top() + 3 + fm.ascent()), name);
-                x -= box + 4;
-                p.fillRect(QRect(x, plot.top() + 3 + fm.ascent() - box, box, box),
-                           categoryColor(static_cast<MeasuredCategory>(k)));
-                x -= gap;
+            struct Entry {
+                QString name;
+                QColor color; // invalid: no swatch
+            };
+            std::vector<Entry> entries; // left to right
+            if (lane.plan && !lane.plan->points.empty())
+                entries.push_back({QStringLiteral("plan (dashed)"), QColor()});
+            for (std::size_t k = 0; k < StackedSeries::kClasses; ++k)
+                if (present[k])
+                    entries.push_back(
+                        {QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(k))),
+                         categoryColor(static_cast<MeasuredCategory>(k))});
+            auto widthOf = [&](const Entry& e) {
+                return fm.horizontalAdvance(e.name) + (e.color.isValid() ? box + 4 : 0) + gap;
+            };
+            int total = 0;
+            for (const Entry& e : entries)
+                total += widthOf(e);
+            const bool ownLine = total > plot.width() - 12 - std::min(320, plot.width() / 3);
+            // What does not fit the plot's width gives way from the end: the small categories at the top of
+            // the stack (workspaces, unattributed) before the model state at its bottom.
+            while (!entries.empty() && total > plot.width() - 12) {
+                total -= widthOf(entries.back());
+                entries.pop_back();
             }
-            if (lane.plan && !lane.plan->points.empty()) {
-                const QString name = QStringLiteral("plan (dashed)");
-                x -= fm.horizontalAdvance(name);
+            const double baseline = plot.top() + 3 + fm.ascent() + (ownLine ? fm.height() : 0);
+            int x = plot.right() - 6 - total + gap;
+            for (const Entry& e : entries) {
+                if (e.color.isValid()) {
+                    p.fillRect(QRectF(x, baseline - box, box, box), e.color);
+                    x += box + 4;
+                }
                 p.setPen(text);
-                p.drawText(QPointF(x, plot.top() + 3 + fm.ascent()), name);
-                x -= gap;
+                p.drawText(QPointF(x, baseline), e.name);
+                x += fm.horizontalAdvance(e.name) + gap;
             }
-            legendWidth = plot.right() - 6 - x;
+            x = plot.right() - 6 - total;
+            legendWidth = ownLine ? 0 : plot.right() - 6 - x;
         }
         p.setPen(text);
         p.drawText(QPointF(plot.left() + 6, plot.top() + 3 + fm.ascent()),
@@ -480,36 +495,50 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
     }
 }
 
-bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
-                         int h, std::string* error, const TraceDrawing& drawing) {
-    ensureGuiApplication();
-    const std::vector<TimelineLane> lanes = lanesOf(trace);
-    std::vector<TimelineLane> drawn = lanes;
-    for (TimelineLane& lane : drawn) {
+std::vector<TimelineLane> drawnLanes(const std::shared_ptr<const LoadedTrace>& trace,
+                                     const TraceDrawing& drawing, std::size_t device) {
+    std::vector<TimelineLane> lanes;
+    for (TimelineLane& lane : lanesOf(trace)) {
+        if (device != SIZE_MAX && lane.device != device)
+            continue;
         if (drawing.byCategory)
             lane.timeline->setClasses(
                 categorySeries(trace->trace, lane.index(), drawing.rules, drawing.scenario));
         if (drawing.scenario && drawing.scenario->model.known)
             lane.plan = std::make_shared<const PlanOverlay>(
                 planOverlay(*drawing.scenario, trace->trace, lane.index()));
+        lanes.push_back(std::move(lane));
     }
-    if (lanes.empty()) {
-        *error = trace->path + ": the trace has no events to draw";
-        return false;
-    }
-    bool time = true;
+    return lanes;
+}
+
+TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory) {
+    bool time = !lanes.empty();
     for (const auto& l : lanes)
         time = time && l.timeline->hasTime();
     TimelineViewState view;
     view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
-    view.byCategory = drawing.byCategory;
-    view.secondsPerUnit = timeUnitSeconds(trace->trace.format);
+    view.byCategory = byCategory;
+    if (!lanes.empty())
+        view.secondsPerUnit = timeUnitSeconds(lanes.front().trace->trace.format);
     const auto [lo, hi] = lanesDomain(lanes, view.axis);
     view.origin = view.x0 = lo;
     view.x1 = hi + (time ? (hi - lo) * 1e-6 : 0);
+    return view;
+}
+
+bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
+                         int h, std::string* error, const TraceDrawing& drawing) {
+    ensureGuiApplication();
+    const std::vector<TimelineLane> lanes = drawnLanes(trace, drawing);
+    if (lanes.empty()) {
+        *error = trace->path + ": the trace has no events to draw";
+        return false;
+    }
+    const TimelineViewState view = wholeRunView(lanes, drawing.byCategory);
     ChartStyle style;
     return exportPainting(
-        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), drawn, view, style); },
+        [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },
         QFileInfo(QString::fromStdString(trace->path)).fileName(), path, w, h, error);
 }
 

@@ -95,5 +95,10 @@ struct TraceDrawing {
 };
 bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const std::string& path, int w,
                          int h, std::string* error, const TraceDrawing& drawing = {});
+// The lanes an export draws (every device, or only `device`), with their categories and the scenario's plan
+// worked out as `drawing` asks; and the view of their whole run.
+std::vector<TimelineLane> drawnLanes(const std::shared_ptr<const LoadedTrace>& trace,
+                                     const TraceDrawing& drawing, std::size_t device = SIZE_MAX);
+TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory);
 
 } // namespace headroom
