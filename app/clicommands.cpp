@@ -63,9 +63,11 @@ constexpr const char* kUsage =
     "                                          memory by category over the run: allocated, reserved and\n"
     "                                          each category per stretch of time (docs/formats.md\n"
     "                                          section 14)\n"
-    "  render (SCENARIO.json | TRACE [--by-category [--scenario S.json]]) -o OUT.(png|svg|pdf)\n"
-    "         [--size WxH] [--scale N]        the stacked per-GPU chart, or the trace's timeline as the\n"
-    "                                          application draws it\n"
+    "  render (SCENARIO.json | TRACE [--by-category] [--by-allocation] [--scenario S.json])\n"
+    "         -o OUT.(png|svg|pdf) [--size WxH] [--scale N]\n"
+    "                                          the stacked per-GPU chart, or the trace's timeline as the\n"
+    "                                          application draws it (memory by category, every\n"
+    "                                          allocation in its place, the plan over the run)\n"
     "  report SCENARIO.json [TRACE] -o OUT.(pdf|md) [--rules R.json]\n"
     "                                          a one-page report: settings, per-GPU breakdown, strategies\n"
     "                                          or serving capacity, ranked changes, and with a trace the\n"
@@ -103,9 +105,9 @@ struct Args {
     std::vector<std::string> positional;
     bool json = false;
     std::optional<std::string> output, hfConfig, preset, size, scenario, rules, scale;
-    std::optional<std::string> layout;          // fleet
-    std::optional<std::string> buckets, device; // timeline
-    bool byCategory = false;                    // render
+    std::optional<std::string> layout;             // fleet
+    std::optional<std::string> buckets, device;    // timeline
+    bool byCategory = false, byAllocation = false; // render
     // allocator-whatif
     bool expandableSegments = false;
     std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
@@ -145,6 +147,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.device);
         else if (s == "--by-category")
             a.byCategory = true;
+        else if (s == "--by-allocation")
+            a.byAllocation = true;
         else if (s == "--expandable-segments")
             a.expandableSegments = true;
         else if (s == "--max-split-size-mb")
@@ -347,6 +351,7 @@ int cmdRender(const Args& a, std::ostream& out) {
             sc = loadScenarioFile(*a.scenario);
         TraceDrawing drawing;
         drawing.byCategory = a.byCategory;
+        drawing.byAllocation = a.byAllocation;
         drawing.rules = rulesFor(a);
         drawing.scenario = sc ? &*sc : nullptr;
         if (!exportTraceTimeline(loadTrace(a.positional[0]), *a.output, w, h, &error, drawing))

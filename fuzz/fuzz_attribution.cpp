@@ -57,6 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
                 const headroom::RunTimeline run = headroom::runTimeline(trace, index, rules, with, 7);
                 (void)headroom::jsonText(headroom::runTimelineToJson(run, "fuzz"));
             }
+            // Every allocation in its place, over the whole run and a narrow stretch (the two ways of finding
+            // the allocations a view shows).
+            {
+                headroom::Timeline timeline(index, 3);
+                timeline.setAllocationStack(std::make_shared<const headroom::AllocationStack>(index));
+                const auto [x0, x1] = timeline.domain(headroom::TimelineAxis::Event);
+                for (double w : {1.0, 0.05})
+                    (void)timeline.frame(headroom::TimelineAxis::Event, x0, x0 + (x1 - x0 + 1) * w, 37,
+                                         headroom::TimelineDetail::Allocations, 9);
+            }
             const auto series = headroom::categorySeries(trace, index, rules, &sc);
             if (series->valid())
                 for (std::size_t at : {index.peakAfter(), index.events() / 3, headroom::kBeforeFirstEvent}) {

@@ -35,7 +35,7 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
     const auto [x0, last] = timeline.domain(axis);
     // The last event's state belongs to the last bucket: on the time axis the range ends just after it.
     const double x1 = out.timeAxis ? last + std::max(1.0, (last - x0) * 1e-9) : last;
-    const TimelineFrame frame = timeline.frame(axis, x0, x1, buckets);
+    const TimelineFrame frame = timeline.frame(axis, x0, x1, buckets, TimelineDetail::Categories);
     out.origin = x0;
     if (scenario && scenario->model.known) {
         out.hasPlan = true;

@@ -14,6 +14,8 @@ StackedSeries::StackedSeries(const TraceIndex& index, const std::vector<std::uin
     if (d.hasTotals || classOf.size() != all.size() || rest >= kClasses)
         return;
     m_device = &d;
+    m_rest = rest;
+    m_allocationClass = classOf;
     const std::size_t n = d.entries();
     m_class.assign(n, rest);
     Bytes bytes{};

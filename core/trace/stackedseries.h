@@ -29,10 +29,16 @@ public:
     std::size_t events() const { return m_class.size(); }
     // Each class's bytes after event e (kBeforeFirstEvent: before the first).
     Bytes after(std::size_t event) const;
+    // The class of allocation `id` (index.allocations() order); `rest` when out of range.
+    std::uint8_t classOf(std::size_t id) const {
+        return id < m_allocationClass.size() ? m_allocationClass[id] : m_rest;
+    }
 
 private:
     const DeviceTrace* m_device = nullptr;
-    BigVector<std::uint8_t> m_class;  // per event: the class its allocated change is charged to
+    BigVector<std::uint8_t> m_class; // per event: the class its allocated change is charged to
+    std::vector<std::uint8_t> m_allocationClass;
+    std::uint8_t m_rest = kClasses - 1;
     std::vector<Bytes> m_checkpoints; // [k]: the bytes before event k * kStride
 };
 

@@ -221,11 +221,14 @@ std::size_t Timeline::eventAt(TimelineAxis axis, double x) const {
     return x >= static_cast<double>(n - 1) ? n - 1 : static_cast<std::size_t>(std::floor(x));
 }
 
-TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width) const {
+TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width, TimelineDetail detail,
+                              std::size_t shownAllocations) const {
     TimelineFrame f;
     f.width = std::max(width, 0);
     f.columns.resize(static_cast<std::size_t>(f.width));
-    const std::size_t nb = m_bands.size();
+    const bool classes = detail == TimelineDetail::Categories && m_classes;
+    const bool stack = detail == TimelineDetail::Allocations && m_stack;
+    const std::size_t nb = detail == TimelineDetail::Bands ? m_bands.size() : 0;
     f.bandBottom.assign(nb * f.columns.size(), -1);
     f.bandTop.assign(nb * f.columns.size(), -1);
     const std::size_t n = m_index.events();
@@ -248,7 +251,7 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
     };
     const double dx = (x1 - x0) / f.width;
     std::vector<std::int64_t> bottom(nb), top(nb);
-    if (m_classes)
+    if (classes)
         f.classBytes.assign(f.columns.size() * StackedSeries::kClasses, 0);
     for (int c = 0; c < f.width; ++c) {
         const double xa = x0 + c * dx, xb = x0 + (c + 1) * dx;
@@ -267,8 +270,9 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
         std::tie(col.allocatedMin, col.allocatedMax) = m_allocated.range(first, last + 1);
         std::tie(col.reservedMin, col.reservedMax) = m_reserved.range(first, last + 1);
         f.maxValue = std::max({f.maxValue, col.allocatedMax, col.reservedMax});
-        if (m_classes) {
+        if (classes || stack)
             col.classEvent = m_allocated.argMax(first, last + 1);
+        if (classes) {
             const StackedSeries::Bytes b = m_classes->after(col.classEvent);
             std::copy(b.begin(), b.end(),
                       f.classBytes.begin() +
@@ -295,6 +299,18 @@ TimelineFrame Timeline::frame(TimelineAxis axis, double x0, double x1, int width
              it != m_breaks.end() && *it <= last; ++it)
             stackAt(*it);
         col.restBottom = std::min(col.restBottom, col.allocatedMax);
+    }
+    if (stack) { // one layout for the view: the largest allocations live in it, at each column's peak
+        std::vector<std::size_t> events(f.columns.size(), kBeforeFirstEvent);
+        std::size_t from = SIZE_MAX, to = 0;
+        for (std::size_t c = 0; c < f.columns.size(); ++c)
+            if (f.columns[c].valid) {
+                events[c] = f.columns[c].classEvent;
+                from = std::min(from, f.columns[c].first);
+                to = std::max(to, f.columns[c].last);
+            }
+        if (from != SIZE_MAX)
+            f.stack = m_stack->layout(events, from, to, shownAllocations);
     }
     return f;
 }

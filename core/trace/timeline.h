@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/trace/allocationstack.h"
 #include "core/trace/stackedseries.h"
 #include "core/trace/traceindex.h"
 
@@ -30,6 +31,9 @@ private:
 };
 
 enum class TimelineAxis { Time, Event };
+// What a frame carries besides the lines: the largest allocations as bands, each column's split by class
+// (memory by category), or every allocation in its place (the allocation stack).
+enum class TimelineDetail { Bands, Categories, Allocations };
 
 // One pixel column of a drawn timeline: the events whose state it shows and their extremes.
 struct TimelineColumn {
@@ -51,6 +55,8 @@ struct TimelineFrame {
     std::vector<std::int64_t> bandBottom, bandTop;
     // With classes: [column * StackedSeries::kClasses + class], the bytes of each class after classEvent.
     std::vector<std::int64_t> classBytes;
+    // With an allocation stack: each column's stack after classEvent.
+    AllocationStack::Layout stack;
     std::int64_t maxValue = 0; // highest allocated or reserved value in the frame
 };
 
@@ -86,8 +92,14 @@ public:
     // split. Shared, because it is computed off the GUI thread and handed to the lane when ready.
     void setClasses(std::shared_ptr<const StackedSeries> classes) { m_classes = std::move(classes); }
     const StackedSeries* classes() const { return m_classes.get(); }
-    // Reduces the view [x0, x1) to `width` columns.
-    TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width) const;
+    // The allocations sorted for "every allocation in its place" (built off the GUI thread), or none.
+    void setAllocationStack(std::shared_ptr<const AllocationStack> stack) { m_stack = std::move(stack); }
+    const AllocationStack* allocationStack() const { return m_stack.get(); }
+    // Reduces the view [x0, x1) to `width` columns, with the detail asked for (when the timeline has it:
+    // bands always, categories with classes, allocations with an allocation stack).
+    TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width,
+                        TimelineDetail detail = TimelineDetail::Bands,
+                        std::size_t shownAllocations = AllocationStack::kDefaultShown) const;
 
 private:
     void chooseBands(std::size_t count);
@@ -100,6 +112,7 @@ private:
     std::vector<Allocation> m_bands;
     std::vector<std::size_t> m_breaks; // events after which a band starts or stops being live, sorted
     std::shared_ptr<const StackedSeries> m_classes;
+    std::shared_ptr<const AllocationStack> m_stack;
 };
 
 } // namespace headroom

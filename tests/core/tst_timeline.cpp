@@ -62,6 +62,8 @@ private slots:
     void categoriesSumToAllocatedAndMatchCompare();
     void categoryBucketsByHand();
     void planOverTheRun();
+    void allocationStackMatchesASimulation_data();
+    void allocationStackMatchesASimulation();
 };
 
 void TestTimeline::lifetimeIndexMatchesBruteForce() {
@@ -416,7 +418,8 @@ void TestTimeline::categoriesSumToAllocatedAndMatchCompare() {
     const auto [d0, d1] = timeline.domain(TimelineAxis::Event);
     for (double fraction : {1.0, 0.05, 0.002}) {
         const double w = (d1 - d0) * fraction, x0 = d0 + (d1 - d0 - w) / 2;
-        const TimelineFrame f = timeline.frame(TimelineAxis::Event, x0, x0 + w, 300);
+        const TimelineFrame f =
+            timeline.frame(TimelineAxis::Event, x0, x0 + w, 300, TimelineDetail::Categories);
         for (std::size_t c = 0; c < f.columns.size(); ++c) {
             const TimelineColumn& col = f.columns[c];
             if (!col.valid)
@@ -583,6 +586,97 @@ void TestTimeline::planOverTheRun() {
     QVERIFY(!byPeak.points.empty());
     for (const PlanOverlayPoint& q : byPeak.points)
         QVERIFY(q.phase != Phase::Optimizer);
+}
+
+void TestTimeline::allocationStackMatchesASimulation_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("DeComFL") << "snapshots/DeComFL_memory.pickle";
+    QTest::newRow("bcrafton") << "snapshots/cs336_bcrafton_memory_snapshot.pickle";
+}
+
+void TestTimeline::allocationStackMatchesASimulation() {
+    // "Every allocation in its place" against a brute force that replays the run as PyTorch's viewer does:
+    // a list of the shown allocations, appended when one is made and removed when it is freed, so that those
+    // above a freed one move down; at each column's moment the layout must be that list stacked on the rest.
+    QFETCH(QString, file);
+    const auto loaded = loadTrace((traces() + "/" + file).toStdString());
+    const TraceIndex& index = *loaded->indexes.at(0);
+    const auto& all = index.allocations();
+    const auto& allocated = index.allocatedSeries();
+    Timeline timeline(index, 0);
+    timeline.setAllocationStack(std::make_shared<const AllocationStack>(index));
+    const auto [d0, d1] = timeline.domain(TimelineAxis::Event);
+    const std::size_t n = index.events();
+    for (double fraction : {1.0, 0.1, 0.004}) {
+        const double w = (d1 - d0) * fraction, x0 = d0 + (d1 - d0 - w) / 3;
+        const TimelineFrame f =
+            timeline.frame(TimelineAxis::Event, x0, x0 + w, 240, TimelineDetail::Allocations, 60);
+        const AllocationStack::Layout& layout = f.stack;
+        QCOMPARE(layout.columnStart.size(), f.columns.size() + 1);
+        QVERIFY(!layout.shown.empty() && layout.shown.size() <= 60);
+        // The shown are the largest live in the view: none left out is larger than the smallest shown.
+        std::size_t from = SIZE_MAX, to = 0;
+        for (const TimelineColumn& c : f.columns)
+            if (c.valid)
+                from = std::min(from, c.first), to = std::max(to, c.last);
+        auto overlaps = [&](const Allocation& a) {
+            return (a.start == kBeforeFirstEvent || a.start <= to) && a.end > from;
+        };
+        std::int64_t smallestShown = INT64_MAX;
+        std::vector<char> isShown(all.size(), 0);
+        for (std::uint32_t id : layout.shown) {
+            QVERIFY(overlaps(all[id]));
+            smallestShown = std::min(smallestShown, all[id].size);
+            isShown[id] = 1;
+        }
+        for (std::size_t id = 0; id < all.size(); ++id)
+            if (!isShown[id] && overlaps(all[id]) && layout.shown.size() == 60)
+                QVERIFY(all[id].size <= smallestShown);
+        // The simulation, event by event; the columns' moments in order.
+        std::vector<std::pair<std::size_t, std::size_t>> moments; // (event, column)
+        for (std::size_t c = 0; c < f.columns.size(); ++c)
+            if (f.columns[c].valid)
+                moments.push_back({layout.events[c], c});
+        std::sort(moments.begin(), moments.end());
+        std::vector<std::uint32_t> list; // shown and live, bottom first
+        std::vector<std::vector<std::uint32_t>> startsAt(n), endsAt(n);
+        for (std::uint32_t s = 0; s < layout.shown.size(); ++s) {
+            const Allocation& a = all[layout.shown[s]];
+            if (a.start == kBeforeFirstEvent)
+                list.push_back(s);
+            else
+                startsAt[a.start].push_back(s);
+            if (a.end < n)
+                endsAt[a.end].push_back(s);
+        }
+        std::size_t next = 0;
+        for (std::size_t e = 0; e < n && next < moments.size(); ++e) {
+            for (std::uint32_t s : startsAt[e])
+                list.push_back(s);
+            for (std::uint32_t s : endsAt[e])
+                list.erase(std::remove(list.begin(), list.end(), s), list.end());
+            for (; next < moments.size() && moments[next].first == e; ++next) {
+                const std::size_t c = moments[next].second;
+                std::int64_t shownBytes = 0;
+                for (std::uint32_t s : list)
+                    shownBytes += all[layout.shown[s]].size;
+                const std::int64_t rest = std::max<std::int64_t>(0, allocated[e] - shownBytes);
+                QCOMPARE(layout.rest[c], rest);
+                QCOMPARE(std::size_t(layout.columnStart[c + 1] - layout.columnStart[c]), list.size());
+                std::int64_t y = rest;
+                for (std::size_t k = 0; k < list.size(); ++k) {
+                    const AllocationStack::Piece& piece = layout.pieces[layout.columnStart[c] + k];
+                    QCOMPARE(piece.shown, list[k]);
+                    QCOMPARE(piece.bottom, y);
+                    y += all[layout.shown[list[k]]].size;
+                    QCOMPARE(piece.top, y);
+                }
+                QCOMPARE(y, std::max(allocated[e], shownBytes)); // the stack's top is the column's peak
+                QCOMPARE(allocated[e], f.columns[c].allocatedMax);
+            }
+        }
+        QCOMPARE(next, moments.size());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestTimeline)

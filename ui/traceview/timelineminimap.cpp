@@ -34,10 +34,11 @@ void TimelineMinimap::paintEvent(QPaintEvent*) {
         // The first lane over the whole run; cached, since the whole run does not change while zooming.
         const TimelineLane& lane = lanes.front();
         const TimelineFrame f =
-            lane.timeline->frame(m_timeline->view().axis, d0, d1 + (d1 - d0) * 1e-6, r.width());
+            lane.timeline->frame(m_timeline->view().axis, d0, d1 + (d1 - d0) * 1e-6, r.width(),
+                                 TimelineRenderer::detailOf(lane, m_timeline->view()));
         ChartStyle style;
         m_cache = TimelineRenderer::spans(lane, f, r.size(), style, lane.timeline->maxValue(),
-                                          m_timeline->drawsByCategory(0));
+                                          TimelineRenderer::detailOf(lane, m_timeline->view()));
     }
     p.drawImage(r.topLeft(), m_cache);
     const auto& v = m_timeline->view();

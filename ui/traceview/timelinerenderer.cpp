@@ -148,8 +148,18 @@ QRect TimelineRenderer::plotRect(const QRect& area, int lanes, int i) {
                  std::max(laneH - kStrip - kTop, 10));
 }
 
+TimelineDetail TimelineRenderer::detailOf(const TimelineLane& lane, const TimelineViewState& view) {
+    const Timeline& tl = *lane.timeline;
+    if (view.allocationStack && tl.allocationStack())
+        return TimelineDetail::Allocations;
+    if (view.byCategory && tl.classes() && tl.classes()->valid())
+        return TimelineDetail::Categories;
+    return TimelineDetail::Bands;
+}
+
 QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
-                               const ChartStyle& style, std::int64_t yMax, bool byCategory) {
+                               const ChartStyle& style, std::int64_t yMax, TimelineDetail detail) {
+    const bool byCategory = detail == TimelineDetail::Categories;
     QImage img(size, QImage::Format_ARGB32_Premultiplied);
     img.fill(background(style.dark));
     const int w = std::min(size.width(), frame.width), h = size.height();
@@ -169,7 +179,12 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
     };
     const QRgb rest = restColor(style.dark).rgb(), allocated = allocatedColor(style.dark).rgb(),
                reserved = reservedColor(style.dark).rgb();
-    const std::size_t nb = lane.timeline->bands().size();
+    // The bands the frame carries (none unless it was reduced for the bands).
+    const std::size_t nb =
+        frame.width > 0 &&
+                frame.bandTop.size() == lane.timeline->bands().size() * static_cast<std::size_t>(frame.width)
+            ? lane.timeline->bands().size()
+            : 0;
     std::vector<QRgb> bandRgb(nb), bandEdge(nb);
     for (std::size_t b = 0; b < nb; ++b)
         bandEdge[b] =
@@ -180,6 +195,22 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
     // at the bottom, what comes and goes above it), as a real state of the run, the column's peak.
     const bool classes =
         byCategory && frame.classBytes.size() == frame.columns.size() * StackedSeries::kClasses;
+    // Every allocation in its place: a colour per shown allocation, its category's when the lane has
+    // categories (as the bands are coloured by category), else its own.
+    const bool stack =
+        detail == TimelineDetail::Allocations && frame.stack.columnStart.size() == frame.columns.size() + 1;
+    std::vector<QRgb> stackRgb, stackEdge;
+    if (stack) {
+        const StackedSeries* cls = lane.timeline->classes();
+        for (std::size_t s = 0; s < frame.stack.shown.size(); ++s) {
+            const QColor color =
+                cls && cls->valid()
+                    ? categoryColor(static_cast<MeasuredCategory>(cls->classOf(frame.stack.shown[s])))
+                    : bandColor(frame.stack.shown[s], style.dark);
+            stackRgb.push_back(color.rgb());
+            stackEdge.push_back(color.darker(150).rgb());
+        }
+    }
     std::array<QRgb, StackedSeries::kClasses> classRgb{};
     for (std::size_t cl = 0; cl < StackedSeries::kClasses; ++cl)
         classRgb[cl] = categoryColor(static_cast<MeasuredCategory>(cl)).rgb();
@@ -190,7 +221,22 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
             prev = nullptr;
             continue;
         }
-        if (classes) {
+        if (stack) {
+            // Every allocation in its place: the unshown rest at the bottom, then each shown allocation
+            // live at the column's peak in the order it was made, with an edge so that neighbours part.
+            if (frame.stack.rest[static_cast<std::size_t>(c)] > 0)
+                fill(c, y(frame.stack.rest[static_cast<std::size_t>(c)]), y(0), rest);
+            for (std::uint32_t i = frame.stack.columnStart[static_cast<std::size_t>(c)];
+                 i < frame.stack.columnStart[static_cast<std::size_t>(c) + 1]; ++i) {
+                const AllocationStack::Piece& piece = frame.stack.pieces[i];
+                const int bottom = y(piece.bottom), top = y(piece.top);
+                if (top >= bottom)
+                    continue; // under half a pixel
+                fill(c, top, bottom - 1, stackRgb[piece.shown]);
+                if (bottom - top > 3)
+                    fill(c, top, top, stackEdge[piece.shown]);
+            }
+        } else if (classes) {
             std::int64_t sum = 0;
             for (std::size_t cl = 0; cl < StackedSeries::kClasses; ++cl) {
                 const std::int64_t v =
@@ -202,7 +248,7 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
                     fill(c, top, bottom - 1, classRgb[cl]);
                 sum += v;
             }
-        } else if (col.allocatedMax > col.restBottom)
+        } else if (col.allocatedMax > col.restBottom && !stack)
             fill(c, y(col.allocatedMax), y(col.restBottom), rest);
         for (std::size_t b = 0; b < nb && !classes; ++b) {
             const std::size_t at = b * static_cast<std::size_t>(frame.width) + static_cast<std::size_t>(c);
@@ -222,8 +268,7 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
         }
         if (rHi > 0)
             fill(c, y(rHi), y(rLo), reserved);
-        if (classes) // the stack's outline: its top, joined to the previous column's (the stack shows the
-                     // rest)
+        if (classes || stack) // the stack's outline: its top, joined to the previous column's
             fill(c, y(col.allocatedMax), y(prev ? prev->allocatedMax : col.allocatedMax), allocated);
         else
             fill(c, y(aHi), y(aLo), allocated);
@@ -252,10 +297,11 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         const TimelineLane& lane = lanes[i];
         const QRect plot = plotRect(area, static_cast<int>(lanes.size()), static_cast<int>(i));
         const Timeline& tl = *lane.timeline;
-        TimelineFrame frame = tl.frame(view.axis, view.x0, view.x1, plot.width());
+        const TimelineDetail detail = detailOf(lane, view);
+        TimelineFrame frame = tl.frame(view.axis, view.x0, view.x1, plot.width(), detail);
         const std::int64_t yMax = TimelineRenderer::yMax(tl, style);
-        const bool byCategory = view.byCategory && tl.classes() && tl.classes()->valid();
-        p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax, byCategory));
+        const bool byCategory = detail == TimelineDetail::Categories;
+        p.drawImage(plot.topLeft(), spans(lane, frame, plot.size(), style, yMax, detail));
         // Y grid and labels.
         double step = 0;
         const Unit unit = unitFor(static_cast<double>(tl.maxValue()), style);
@@ -501,6 +547,8 @@ std::vector<TimelineLane> drawnLanes(const std::shared_ptr<const LoadedTrace>& t
     for (TimelineLane& lane : lanesOf(trace)) {
         if (device != SIZE_MAX && lane.device != device)
             continue;
+        if (drawing.byAllocation)
+            lane.timeline->setAllocationStack(std::make_shared<const AllocationStack>(lane.index()));
         if (drawing.byCategory)
             lane.timeline->setClasses(
                 categorySeries(trace->trace, lane.index(), drawing.rules, drawing.scenario));
@@ -512,13 +560,14 @@ std::vector<TimelineLane> drawnLanes(const std::shared_ptr<const LoadedTrace>& t
     return lanes;
 }
 
-TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory) {
+TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory, bool byAllocation) {
     bool time = !lanes.empty();
     for (const auto& l : lanes)
         time = time && l.timeline->hasTime();
     TimelineViewState view;
     view.axis = time ? TimelineAxis::Time : TimelineAxis::Event;
     view.byCategory = byCategory;
+    view.allocationStack = byAllocation;
     if (!lanes.empty())
         view.secondsPerUnit = timeUnitSeconds(lanes.front().trace->trace.format);
     const auto [lo, hi] = lanesDomain(lanes, view.axis);
@@ -535,7 +584,7 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
         *error = trace->path + ": the trace has no events to draw";
         return false;
     }
-    const TimelineViewState view = wholeRunView(lanes, drawing.byCategory);
+    const TimelineViewState view = wholeRunView(lanes, drawing.byCategory, drawing.byAllocation);
     ChartStyle style;
     return exportPainting(
         [&](QPainter* p, const QRectF& r) { TimelineRenderer::paint(*p, r.toRect(), lanes, view, style); },

@@ -45,8 +45,10 @@ struct TimelineViewState {
     double secondsPerUnit = 1e-6;
     std::optional<double> moment;
     std::optional<std::pair<double, double>> range;
-    // Memory by category (stacked areas of each lane's classes, when it has them) instead of bands.
+    // Memory by category (stacked areas of each lane's classes, when it has them) instead of bands; or every
+    // allocation in its place (when the lane has its allocation stack), which wins over both.
     bool byCategory = false;
+    bool allocationStack = false;
 };
 
 // Draws lanes of an active-memory timeline: spans per pixel column written into an image (never one
@@ -64,7 +66,10 @@ public:
                       std::vector<TimelineFrame>* frames = nullptr);
     // Only the spans of one lane into an image of the given size (the minimap, and benchmarks).
     static QImage spans(const TimelineLane& lane, const TimelineFrame& frame, QSize size,
-                        const ChartStyle& style, std::int64_t yMax, bool byCategory = false);
+                        const ChartStyle& style, std::int64_t yMax,
+                        TimelineDetail detail = TimelineDetail::Bands);
+    // What a lane is drawn with in a view: what the view asks for, when the lane has it, else the bands.
+    static TimelineDetail detailOf(const TimelineLane& lane, const TimelineViewState& view);
     // The byte unit a lane's axis and labels use.
     struct Unit {
         double size = 1;
@@ -90,6 +95,7 @@ public:
 // that tell categories apart), else the largest allocations as bands.
 struct TraceDrawing {
     bool byCategory = false;
+    bool byAllocation = false; // every allocation in its place (coloured by category with byCategory)
     AttributionRules rules = AttributionRules::pytorchDefaults();
     const Scenario* scenario = nullptr;
 };
@@ -99,6 +105,7 @@ bool exportTraceTimeline(const std::shared_ptr<const LoadedTrace>& trace, const 
 // worked out as `drawing` asks; and the view of their whole run.
 std::vector<TimelineLane> drawnLanes(const std::shared_ptr<const LoadedTrace>& trace,
                                      const TraceDrawing& drawing, std::size_t device = SIZE_MAX);
-TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory);
+TimelineViewState wholeRunView(const std::vector<TimelineLane>& lanes, bool byCategory,
+                               bool byAllocation = false);
 
 } // namespace headroom

@@ -44,6 +44,18 @@ void TimelineWidget::setByCategory(bool byCategory) {
     update();
 }
 
+void TimelineWidget::setAllocationStack(bool on) {
+    m_view.allocationStack = on;
+    update();
+}
+
+void TimelineWidget::setLaneAllocationStack(std::size_t lane, std::shared_ptr<const AllocationStack> stack) {
+    if (lane < m_lanes.size()) {
+        m_lanes[lane].timeline->setAllocationStack(std::move(stack));
+        update();
+    }
+}
+
 void TimelineWidget::setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes) {
     if (lane < m_lanes.size()) {
         m_lanes[lane].timeline->setClasses(std::move(classes));
@@ -59,8 +71,8 @@ void TimelineWidget::setLanePlan(std::size_t lane, std::shared_ptr<const PlanOve
 }
 
 bool TimelineWidget::drawsByCategory(std::size_t lane) const {
-    return m_view.byCategory && lane < m_lanes.size() && m_lanes[lane].timeline->classes() &&
-           m_lanes[lane].timeline->classes()->valid();
+    return lane < m_lanes.size() &&
+           TimelineRenderer::detailOf(m_lanes[lane], m_view) == TimelineDetail::Categories;
 }
 
 void TimelineWidget::setBandColors(std::size_t lane, std::vector<QColor> colors) {
@@ -328,7 +340,32 @@ QString TimelineWidget::tooltipAt(QPoint pos) const {
             text += tr("\n\npointer on: %1").arg(under);
         return text;
     }
-    for (std::size_t b = 0; b < l.timeline->bands().size(); ++b) {
+    auto describe = [&](const Allocation& a) {
+        const Trace& trace = l.trace->trace;
+        const std::size_t user = topUserFrame(trace, a.stack);
+        text += tr("\n\n%1 at 0x%2")
+                    .arg(m_style.format(static_cast<double>(a.size)), QString::number(a.addr, 16));
+        if (user != std::string::npos)
+            text += QLatin1Char('\n') + QString::fromStdString(frameText(trace, trace.stacks[a.stack][user]));
+    };
+    // Every allocation in its place: the one under the pointer, at the column's peak.
+    const AllocationStack::Layout& stack = f.stack;
+    if (stack.columnStart.size() == f.columns.size() + 1) {
+        for (std::uint32_t i = stack.columnStart[static_cast<std::size_t>(c)];
+             i < stack.columnStart[static_cast<std::size_t>(c) + 1]; ++i)
+            if (value >= static_cast<double>(stack.pieces[i].bottom) &&
+                value < static_cast<double>(stack.pieces[i].top)) {
+                text += tr("\n\nafter event %1 (this stretch's peak):").arg(col.classEvent);
+                describe(l.index().allocations()[stack.shown[stack.pieces[i].shown]]);
+                break;
+            }
+        return text;
+    }
+    const std::size_t bands =
+        f.bandTop.size() == l.timeline->bands().size() * static_cast<std::size_t>(f.width)
+            ? l.timeline->bands().size()
+            : 0;
+    for (std::size_t b = 0; b < bands; ++b) {
         const std::size_t at = b * static_cast<std::size_t>(f.width) + static_cast<std::size_t>(c);
         if (f.bandTop[at] < 0)
             continue;
@@ -336,12 +373,7 @@ QString TimelineWidget::tooltipAt(QPoint pos) const {
         const double top = static_cast<double>(f.bandTop[at]), bottom = static_cast<double>(f.bandBottom[at]);
         if (value < bottom || value > top)
             continue;
-        const Trace& trace = l.trace->trace;
-        const std::size_t user = topUserFrame(trace, a.stack);
-        text += tr("\n\n%1 at 0x%2")
-                    .arg(m_style.format(static_cast<double>(a.size)), QString::number(a.addr, 16));
-        if (user != std::string::npos)
-            text += QLatin1Char('\n') + QString::fromStdString(frameText(trace, trace.stacks[a.stack][user]));
+        describe(a);
         break;
     }
     return text;

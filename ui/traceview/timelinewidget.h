@@ -22,6 +22,9 @@ public:
     void setAxis(TimelineAxis axis); // keeps the same stretch of the run in view
     // Memory by category (lanes whose timeline has classes) or the largest allocations as bands.
     void setByCategory(bool byCategory);
+    // Every allocation in its place (lanes whose timeline has its allocation stack).
+    void setAllocationStack(bool on);
+    void setLaneAllocationStack(std::size_t lane, std::shared_ptr<const AllocationStack> stack);
     // Hands a lane the classes computed for it off the GUI thread (nullptr: none, the bands show).
     void setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes);
     // Hands a lane the paired scenario's plan laid over its run (nullptr: none).

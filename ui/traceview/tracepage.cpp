@@ -105,9 +105,12 @@ void TracePage::build() {
     m_drawing = new QComboBox;
     m_drawing->addItem(tr("Memory by category"));
     m_drawing->addItem(tr("Largest allocations as bands"));
+    m_drawing->addItem(tr("Every allocation in its place"));
     m_drawing->setToolTip(tr("By category: every allocation of the run attributed as at the peak (the rules, "
-                             "and the scenario's tensor sizes when one is paired), stacked; each pixel "
-                             "column shows the state at its allocated peak"));
+                             "and the scenario's tensor sizes when one is paired), stacked. Every allocation "
+                             "in its place: the largest allocations live in the view (up to 400) stacked in "
+                             "the order they were made, each moving down as those below it are freed. Each "
+                             "pixel column shows the state at its allocated peak."));
     tools->addWidget(new QLabel(tr("Axis:")));
     tools->addWidget(m_axis);
     tools->addWidget(m_drawing);
@@ -230,10 +233,12 @@ void TracePage::build() {
     connect(whole, &QPushButton::clicked, m_timeline, &TimelineWidget::showAll);
     connect(m_colourBy, &QComboBox::currentIndexChanged, this, &TracePage::colourBands);
     auto showDrawing = [this] {
-        const bool byCategory = m_drawing->currentIndex() == 0;
+        const bool byCategory = m_drawing->currentIndex() == 0, stack = m_drawing->currentIndex() == 2;
         m_timeline->setByCategory(byCategory);
-        m_bands->setVisible(!byCategory); // the bands' settings only matter to the bands
-        m_colourBy->setVisible(!byCategory);
+        m_timeline->setAllocationStack(stack);
+        const bool bands = !byCategory && !stack;
+        m_bands->setVisible(bands); // the bands' settings only matter to the bands
+        m_colourBy->setVisible(bands);
         m_minimap->invalidate();
     };
     connect(m_drawing, &QComboBox::currentIndexChanged, this, showDrawing);
@@ -613,6 +618,7 @@ void TracePage::computeCategories() {
         std::shared_ptr<const StackedSeries> classes;
         std::vector<RegionMemory> regions;
         std::shared_ptr<const PlanOverlay> plan;
+        std::shared_ptr<const AllocationStack> stack;
     };
     m_categoryJob->start(
         [inputs, rules = m_rules, scenario = m_scenario](const JobContext& job) {
@@ -625,7 +631,8 @@ void TracePage::computeCategories() {
                      regionMemory(in.trace->trace, index),
                      scenario && scenario->model.known
                          ? std::make_shared<const PlanOverlay>(planOverlay(*scenario, in.trace->trace, index))
-                         : nullptr});
+                         : nullptr,
+                     std::make_shared<const AllocationStack>(index)});
             }
             return out;
         },
@@ -640,6 +647,7 @@ void TracePage::computeCategories() {
                 LaneOutput& o = (*outcome.value)[i];
                 m_timeline->setLaneClasses(i, o.classes);
                 m_timeline->setLanePlan(i, o.plan);
+                m_timeline->setLaneAllocationStack(i, o.stack);
                 tableLanes.push_back({lanes[i].label, o.regions, m_timeline->view().secondsPerUnit,
                                       lanesDomain(lanes, TimelineAxis::Time).first});
                 m_regions.push_back(std::move(o.regions));
