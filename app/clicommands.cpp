@@ -588,8 +588,15 @@ int cmdTimeline(const Args& a, std::ostream& out) {
         return s.str();
     };
     const double origin = run.origin;
+    if (run.hasPlan)
+        out << "plan: the scenario's step placed on the run by "
+            << (run.plan.alignment == "optimizer step" ? "its Optimizer.step region and allocated peak"
+                                                       : "its allocated peak alone (no Optimizer.step region)")
+            << ", read at the same moments\n\n";
     out << std::setw(12) << (run.timeAxis ? "from (s)" : "from event") << std::setw(10) << "allocated"
         << std::setw(10) << "reserved";
+    if (run.hasPlan)
+        out << std::setw(10) << "plan";
     for (std::size_t k : shown) {
         const std::string key = measuredCategoryKey(static_cast<MeasuredCategory>(k));
         out << std::setw(13) << (key == "optimizer_states" ? "opt_states" : key);
@@ -602,6 +609,14 @@ int cmdTimeline(const Args& a, std::ostream& out) {
         else
             from << static_cast<long long>(b.start);
         out << std::setw(12) << from.str() << cell(b.allocatedMax, 10) << cell(b.reservedMax, 10);
+        if (run.hasPlan) {
+            std::array<std::int64_t, kMeasuredCategories> plan{};
+            std::int64_t planned = 0;
+            if (run.plan.at(static_cast<double>(b.maxEvent), &plan))
+                for (std::int64_t v : plan)
+                    planned += v;
+            out << (planned > 0 ? cell(planned, 10) : std::string(10 - 1, ' ') + "-");
+        }
         for (std::size_t k : shown)
             out << cell(b.bytesAtMax[k], 13);
         out << (b.maxEvent == run.peakEvent ? "   <- peak" : "") << "\n";

@@ -5,6 +5,8 @@
 #include "ui/mainwindow.h"
 #include "ui/traceview/tracepage.h"
 
+#include <QComboBox>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -13,7 +15,8 @@
 #include <QTimer>
 #include <cstdio>
 
-// headroom [FILE...] | headroom --screenshot OUT.png [--size WxH] [FILE...]: scenarios and traces
+// headroom [FILE...] | headroom --screenshot OUT.png [--size WxH] [--drawing D] [FILE...]: scenarios and
+// traces
 int main(int argc, char** argv) {
     // A screenshot needs no display: fall back to the offscreen platform when none is set.
     for (int i = 1; i < argc; ++i)
@@ -51,6 +54,11 @@ int main(int argc, char** argv) {
         QStringLiteral("A folder's rank files as one job laid out so (tp=8,pp=4,cp=1,ep=1)."),
         QStringLiteral("LAYOUT"));
     parser.addOption(layout);
+    QCommandLineOption drawing(QStringLiteral("drawing"),
+                               QStringLiteral("How trace tabs draw their timeline: categories (the default), "
+                                              "allocations (every allocation in its place) or bands."),
+                               QStringLiteral("DRAWING"));
+    parser.addOption(drawing);
     parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Scenario or trace to open."),
                                  QStringLiteral("[FILE...]"));
     parser.process(app);
@@ -87,6 +95,18 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "error: --layout: %s\n", qPrintable(parser.value(layout)));
                 return 2;
             }
+    if (parser.isSet(drawing)) {
+        const int index =
+            QStringList{QStringLiteral("categories"), QStringLiteral("bands"), QStringLiteral("allocations")}
+                .indexOf(parser.value(drawing));
+        if (index < 0) {
+            std::fprintf(stderr, "error: --drawing wants categories, allocations or bands, got %s\n",
+                         qPrintable(parser.value(drawing)));
+            return 2;
+        }
+        for (headroom::TracePage* view : window.traceViews())
+            view->drawingBox()->setCurrentIndex(index);
+    }
     if (parser.isSet(screenshot)) {
         const QStringList wh = parser.value(size).split(QLatin1Char('x'));
         bool okW = false, okH = false;
@@ -105,6 +125,8 @@ int main(int argc, char** argv) {
             for (headroom::TracePage* view : window.traceViews())
                 if (!view->hasFailed())
                     window.compareWithPlanner(view);
+        window
+            .waitForTraces(); // the categories and the plan over the run, worked out again with the scenario
         for (headroom::TracePage* view : window.traceViews())
             if (view->hasFailed()) {
                 std::fprintf(stderr, "error: %s\n", qPrintable(view->errorText()));
