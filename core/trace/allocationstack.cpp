@@ -16,13 +16,6 @@ AllocationStack::AllocationStack(const TraceIndex& index) : m_index(&index) {
                      [&](std::uint32_t a, std::uint32_t b) { return all[a].size > all[b].size; });
 }
 
-namespace {
-// Live after event e: allocated at or before e (or before the trace), freed after it.
-bool liveAt(const Allocation& a, std::size_t e) {
-    return (a.start == kBeforeFirstEvent || a.start <= e) && e < a.end;
-}
-} // namespace
-
 AllocationStack::Layout AllocationStack::layout(const std::vector<std::size_t>& events, std::size_t from,
                                                 std::size_t to, std::size_t maxShown) const {
     Layout out;
@@ -37,28 +30,20 @@ AllocationStack::Layout AllocationStack::layout(const std::vector<std::size_t>& 
     from = std::min(from, to);
     // The largest allocations live at some moment of [from, to]. A wide view holds the run's largest, found
     // early in the size order; a narrow one (fewer events than the size order would have to be read through)
-    // asks the index for what was live in it.
+    // asks the index for what was live in it and keeps the largest.
     auto overlaps = [&](const Allocation& a) {
         return (a.start == kBeforeFirstEvent || a.start <= to) && a.end > from;
     };
     if (to - from < n / 8) {
-        std::vector<Allocation> live = m_index->liveDuring(from, to);
-        // liveDuring returns copies, largest first: find their ids by (start, address) in the start-sorted
-        // list.
-        for (const Allocation& a : live) {
-            if (out.shown.size() >= maxShown)
-                break;
-            auto it =
-                std::lower_bound(all.begin(), all.end(), a, [](const Allocation& x, const Allocation& y) {
-                    return startPos(x) < startPos(y);
-                });
-            for (; it != all.end() && startPos(*it) == startPos(a); ++it)
-                if (it->addr == a.addr && it->end == a.end) {
-                    if (overlaps(*it))
-                        out.shown.push_back(static_cast<std::uint32_t>(it - all.begin()));
-                    break;
-                }
-        }
+        std::vector<std::size_t> live = m_index->liveDuringIds(from, to);
+        auto larger = [&](std::size_t a, std::size_t b) {
+            return all[a].size != all[b].size ? all[a].size > all[b].size : a < b;
+        };
+        const std::size_t keep = std::min(maxShown, live.size());
+        std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(keep), live.end(), larger);
+        for (std::size_t k = 0; k < keep; ++k)
+            if (overlaps(all[live[k]]))
+                out.shown.push_back(static_cast<std::uint32_t>(live[k]));
     } else {
         for (std::uint32_t id : m_bySize) {
             if (out.shown.size() >= maxShown)
@@ -69,25 +54,44 @@ AllocationStack::Layout AllocationStack::layout(const std::vector<std::size_t>& 
     }
     std::sort(out.shown.begin(), out.shown.end()); // ids are in start order: the stacking order
     const auto& allocated = m_index->allocatedSeries();
+    // The shown lifetimes side by side (a column reads every one of them), and each column's live ones
+    // counted first, so that the pieces are allocated once: a zoomed-in view holds hundreds per column.
+    struct Life {
+        std::size_t start, end;
+        std::int64_t size;
+    };
+    std::vector<Life> lives;
+    lives.reserve(out.shown.size());
+    for (std::uint32_t id : out.shown)
+        lives.push_back({all[id].start, all[id].end, all[id].size});
+    auto live = [](const Life& l, std::size_t e) {
+        return (l.start == kBeforeFirstEvent || l.start <= e) && e < l.end;
+    };
+    std::size_t pieces = 0;
+    for (std::size_t e : events)
+        if (e != kBeforeFirstEvent && e < n)
+            for (const Life& l : lives)
+                pieces += live(l, e) ? 1 : 0;
+    out.pieces.reserve(pieces);
     for (std::size_t c = 0; c < events.size(); ++c) {
         out.columnStart[c] = static_cast<std::uint32_t>(out.pieces.size());
         const std::size_t e = events[c];
         if (e == kBeforeFirstEvent || e >= n)
             continue;
         std::int64_t shownBytes = 0;
-        for (std::uint32_t s = 0; s < out.shown.size(); ++s)
-            if (liveAt(all[out.shown[s]], e))
-                shownBytes = saturatingAdd(shownBytes, all[out.shown[s]].size);
+        for (const Life& l : lives)
+            if (live(l, e))
+                shownBytes = saturatingAdd(shownBytes, l.size);
         // What the shown bands do not explain, at the bottom; never below 0 (a damaged file's sizes).
         const std::int64_t rest = std::max<std::int64_t>(0, saturatingSub(allocated[e], shownBytes));
         out.rest[c] = rest;
         std::int64_t y = rest;
-        for (std::uint32_t s = 0; s < out.shown.size(); ++s) {
-            const Allocation& a = all[out.shown[s]];
-            if (!liveAt(a, e))
+        for (std::uint32_t s = 0; s < lives.size(); ++s) {
+            if (!live(lives[s], e))
                 continue;
-            out.pieces.push_back({s, y, saturatingAdd(y, a.size)});
-            y = saturatingAdd(y, a.size);
+            const std::int64_t top = saturatingAdd(y, lives[s].size);
+            out.pieces.push_back({s, y, top});
+            y = top;
         }
     }
     out.columnStart[events.size()] = static_cast<std::uint32_t>(out.pieces.size());

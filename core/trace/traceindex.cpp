@@ -235,6 +235,23 @@ std::vector<Allocation> TraceIndex::liveDuring(std::size_t from, std::size_t to)
     return largestFirst(live);
 }
 
+std::vector<std::size_t> TraceIndex::liveDuringIds(std::size_t from, std::size_t to) const {
+    const std::size_t p0 = std::min(position(from), events());
+    const std::size_t p1 = std::max(p0, std::min(position(to), events()));
+    std::vector<const Allocation*> live;
+    m_allocLive.collect(m_allocations, p0, live);
+    std::vector<std::size_t> ids;
+    ids.reserve(live.size());
+    for (const Allocation* a : live)
+        ids.push_back(static_cast<std::size_t>(a - &m_allocations[0]));
+    auto it = std::upper_bound(m_allocations.begin(), m_allocations.end(), p0,
+                               [](std::size_t pos, const Allocation& a) { return pos < startPos(a); });
+    for (; it != m_allocations.end() && startPos(*it) <= p1; ++it)
+        if (endPos(*it) > startPos(*it))
+            ids.push_back(static_cast<std::size_t>(it - m_allocations.begin()));
+    return ids;
+}
+
 std::vector<SegmentState> TraceIndex::segmentsAfter(std::size_t k) const {
     const std::size_t p = std::min(position(k), events());
     std::vector<const Allocation*> segs, allocs;

@@ -47,6 +47,8 @@ public:
     std::vector<Allocation> liveAtPeak() const { return liveAfter(m_peakAfter); }
     // Allocations live at any moment after event `from` up to after event `to` (a selected range).
     std::vector<Allocation> liveDuring(std::size_t from, std::size_t to) const;
+    // The same set as indices into allocations(), in no order (no copies, no sort).
+    std::vector<std::size_t> liveDuringIds(std::size_t from, std::size_t to) const;
     // Reserved segments after event k with their live blocks, by pool, stream and address.
     std::vector<SegmentState> segmentsAfter(std::size_t k) const;
     // Frees of allocations the trace never saw allocated: it started mid-run (recording began late, or
