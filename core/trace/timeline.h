@@ -95,6 +95,7 @@ public:
     // The allocations sorted for "every allocation in its place" (built off the GUI thread), or none.
     void setAllocationStack(std::shared_ptr<const AllocationStack> stack) { m_stack = std::move(stack); }
     const AllocationStack* allocationStack() const { return m_stack.get(); }
+    const std::shared_ptr<const AllocationStack>& sharedAllocationStack() const { return m_stack; }
     // Reduces the view [x0, x1) to `width` columns, with the detail asked for (when the timeline has it:
     // bands always, categories with classes, allocations with an allocation stack).
     TimelineFrame frame(TimelineAxis axis, double x0, double x1, int width,

@@ -604,10 +604,11 @@ void TracePage::computeCategories() {
     struct LaneInput {
         std::shared_ptr<const LoadedTrace> trace;
         std::size_t device;
+        std::shared_ptr<const AllocationStack> stack; // sorted once: it depends on neither rules nor scenario
     };
     std::vector<LaneInput> inputs;
     for (const TimelineLane& lane : m_timeline->lanes())
-        inputs.push_back({lane.trace, lane.device});
+        inputs.push_back({lane.trace, lane.device, lane.timeline->sharedAllocationStack()});
     m_categoriesReady = false;
     m_categoriesBusy = !inputs.empty();
     if (inputs.empty())
@@ -632,7 +633,7 @@ void TracePage::computeCategories() {
                      scenario && scenario->model.known
                          ? std::make_shared<const PlanOverlay>(planOverlay(*scenario, in.trace->trace, index))
                          : nullptr,
-                     std::make_shared<const AllocationStack>(index)});
+                     in.stack ? in.stack : std::make_shared<const AllocationStack>(index)});
             }
             return out;
         },
