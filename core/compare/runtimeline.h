@@ -50,8 +50,8 @@ struct RunTimeline {
 };
 
 // Cuts a device's run into `buckets` equal stretches of its time axis (event indices without timestamps)
-// and reads each one's totals and categories, as the drawn timeline reduces its pixel columns. Buckets
-// that hold no event are left out. With a scenario, its plan over the run too (planOverlay).
+// and reads each one's totals and categories, as the drawn timeline reduces its pixel columns (a bucket
+// holds the state at its start and each event inside it). With a scenario, its plan over the run too.
 RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const AttributionRules& rules,
                         const Scenario* scenario, int buckets);
 
