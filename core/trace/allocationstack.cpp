@@ -54,8 +54,7 @@ AllocationStack::Layout AllocationStack::layout(const std::vector<std::size_t>& 
     }
     std::sort(out.shown.begin(), out.shown.end()); // ids are in start order: the stacking order
     const auto& allocated = m_index->allocatedSeries();
-    // The shown lifetimes side by side (a column reads every one of them), and each column's live ones
-    // counted first, so that the pieces are allocated once: a zoomed-in view holds hundreds per column.
+    // The shown lifetimes side by side: every column reads all of them.
     struct Life {
         std::size_t start, end;
         std::int64_t size;
@@ -64,34 +63,31 @@ AllocationStack::Layout AllocationStack::layout(const std::vector<std::size_t>& 
     lives.reserve(out.shown.size());
     for (std::uint32_t id : out.shown)
         lives.push_back({all[id].start, all[id].end, all[id].size});
-    auto live = [](const Life& l, std::size_t e) {
-        return (l.start == kBeforeFirstEvent || l.start <= e) && e < l.end;
-    };
-    std::size_t pieces = 0;
-    for (std::size_t e : events)
-        if (e != kBeforeFirstEvent && e < n)
-            for (const Life& l : lives)
-                pieces += live(l, e) ? 1 : 0;
-    out.pieces.reserve(pieces);
+    // At most every shown allocation in every column: reserved once (untouched pages cost nothing), since
+    // growing a vector of a zoomed view's hundreds of thousands of pieces faulted in each copy anew.
+    out.pieces.reserve(events.size() * lives.size());
     for (std::size_t c = 0; c < events.size(); ++c) {
         out.columnStart[c] = static_cast<std::uint32_t>(out.pieces.size());
         const std::size_t e = events[c];
         if (e == kBeforeFirstEvent || e >= n)
             continue;
-        std::int64_t shownBytes = 0;
-        for (const Life& l : lives)
-            if (live(l, e))
-                shownBytes = saturatingAdd(shownBytes, l.size);
-        // What the shown bands do not explain, at the bottom; never below 0 (a damaged file's sizes).
-        const std::int64_t rest = std::max<std::int64_t>(0, saturatingSub(allocated[e], shownBytes));
-        out.rest[c] = rest;
-        std::int64_t y = rest;
+        // The live ones stacked from 0 in one pass, then lifted onto the rest: what the shown bands do not
+        // explain, at the bottom (never below 0: a damaged file's sizes).
+        const std::size_t first = out.pieces.size();
+        std::int64_t y = 0;
         for (std::uint32_t s = 0; s < lives.size(); ++s) {
-            if (!live(lives[s], e))
+            const Life& l = lives[s];
+            if ((l.start != kBeforeFirstEvent && l.start > e) || e >= l.end)
                 continue;
-            const std::int64_t top = saturatingAdd(y, lives[s].size);
+            const std::int64_t top = saturatingAdd(y, l.size);
             out.pieces.push_back({s, y, top});
             y = top;
+        }
+        const std::int64_t rest = std::max<std::int64_t>(0, saturatingSub(allocated[e], y));
+        out.rest[c] = rest;
+        for (std::size_t k = first; k < out.pieces.size(); ++k) {
+            out.pieces[k].bottom = saturatingAdd(out.pieces[k].bottom, rest);
+            out.pieces[k].top = saturatingAdd(out.pieces[k].top, rest);
         }
     }
     out.columnStart[events.size()] = static_cast<std::uint32_t>(out.pieces.size());

@@ -31,6 +31,27 @@ SeriesLod::SeriesLod(const BigVector<std::int64_t>& values) : m_values(&values) 
     }
 }
 
+template <typename Visit> void SeriesLod::cover(std::size_t from, std::size_t to, Visit visit) const {
+    std::size_t level = 0; // 0 = the values themselves
+    while (from < to) {
+        const bool top = level == m_levels.size();
+        if (top || to - from < 2 * kFanout) {
+            for (std::size_t i = from; i < to; ++i)
+                visit(level, i);
+            return;
+        }
+        const std::size_t headEnd = (from + kFanout - 1) / kFanout * kFanout;
+        const std::size_t tailStart = to / kFanout * kFanout;
+        for (std::size_t i = from; i < headEnd; ++i)
+            visit(level, i);
+        for (std::size_t i = tailStart; i < to; ++i)
+            visit(level, i);
+        from = headEnd / kFanout;
+        to = tailStart / kFanout;
+        ++level;
+    }
+}
+
 std::pair<std::int64_t, std::int64_t> SeriesLod::range(std::size_t from, std::size_t to) const {
     if (!m_values)
         return {0, 0};
@@ -38,36 +59,11 @@ std::pair<std::int64_t, std::int64_t> SeriesLod::range(std::size_t from, std::si
     if (from >= to)
         return {0, 0};
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-    auto take = [&](std::int64_t a, std::int64_t b) {
+    cover(from, to, [&](std::size_t level, std::size_t i) {
+        const auto [a, b] = entry(level, i);
         lo = std::min(lo, a);
         hi = std::max(hi, b);
-    };
-    // Walk up: at each level read the partial blocks at both ends, then continue with the whole blocks
-    // between them one level higher.
-    std::size_t level = 0; // 0 = the values themselves
-    while (from < to) {
-        const bool top = level == m_levels.size();
-        if (top || to - from < 2 * kFanout) {
-            for (std::size_t i = from; i < to; ++i) {
-                if (level == 0)
-                    take((*m_values)[i], (*m_values)[i]);
-                else
-                    take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
-            }
-            break;
-        }
-        const std::size_t headEnd = (from + kFanout - 1) / kFanout * kFanout;
-        const std::size_t tailStart = to / kFanout * kFanout;
-        for (std::size_t i = from; i < headEnd; ++i)
-            level == 0 ? take((*m_values)[i], (*m_values)[i])
-                       : take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
-        for (std::size_t i = tailStart; i < to; ++i)
-            level == 0 ? take((*m_values)[i], (*m_values)[i])
-                       : take(m_levels[level - 1][i].first, m_levels[level - 1][i].second);
-        from = headEnd / kFanout;
-        to = tailStart / kFanout;
-        ++level;
-    }
+    });
     return {lo, hi};
 }
 
@@ -77,55 +73,31 @@ std::size_t SeriesLod::argMax(std::size_t from, std::size_t to) const {
     to = std::min(to, m_values->size());
     if (from >= to)
         return to;
-    // The same walk as range(), remembering where the maximum was read (level, index); then down through
-    // that block to the first value equal to it.
-    std::int64_t best = INT64_MIN;
-    std::size_t bestLevel = 0, bestAt = from;
-    auto valueAt = [&](std::size_t level, std::size_t i) {
-        return level == 0 ? (*m_values)[i] : m_levels[level - 1][i].second;
-    };
-    // Indices are visited left to right within a level but levels interleave; an equal maximum found later
-    // may lie to the left, so ties are decided by the value index each candidate descends to.
+    // Down from an entry holding the maximum to the first value equal to it (the first child whose
+    // maximum is the target, level by level).
     auto descend = [&](std::size_t level, std::size_t i) {
-        while (level > 0) {
-            const std::size_t below = level - 1;
-            const std::size_t size = below == 0 ? m_values->size() : m_levels[below - 1].size();
-            const std::int64_t target = m_levels[level - 1][i].second;
+        for (; level > 0; --level) {
+            const std::size_t size = level == 1 ? m_values->size() : m_levels[level - 2].size();
+            const std::int64_t target = entry(level, i).second;
             std::size_t j = i * kFanout;
-            while (j + 1 < std::min(size, (i + 1) * kFanout) && valueAt(below, j) != target)
+            while (j + 1 < std::min(size, (i + 1) * kFanout) && entry(level - 1, j).second != target)
                 ++j;
             i = j;
-            level = below;
         }
         return i;
     };
-    auto take = [&](std::size_t level, std::size_t i) {
-        const std::int64_t v = valueAt(level, i);
-        if (v > best) {
-            best = v, bestLevel = level, bestAt = i;
-        } else if (v == best && descend(level, i) < descend(bestLevel, bestAt)) {
-            bestLevel = level, bestAt = i;
-        }
-    };
-    std::size_t level = 0;
-    while (from < to) {
-        const bool top = level == m_levels.size();
-        if (top || to - from < 2 * kFanout) {
-            for (std::size_t i = from; i < to; ++i)
-                take(level, i);
-            break;
-        }
-        const std::size_t headEnd = (from + kFanout - 1) / kFanout * kFanout;
-        const std::size_t tailStart = to / kFanout * kFanout;
-        for (std::size_t i = from; i < headEnd; ++i)
-            take(level, i);
-        for (std::size_t i = tailStart; i < to; ++i)
-            take(level, i);
-        from = headEnd / kFanout;
-        to = tailStart / kFanout;
-        ++level;
-    }
-    return descend(bestLevel, bestAt);
+    // Levels interleave in the walk, so an equal maximum met later may lie to the left: ties go to the
+    // entry whose first maximum comes first.
+    std::int64_t best = INT64_MIN;
+    std::size_t at = to;
+    cover(from, to, [&](std::size_t level, std::size_t i) {
+        const std::int64_t v = entry(level, i).second;
+        if (v > best)
+            best = v, at = descend(level, i);
+        else if (v == best)
+            at = std::min(at, descend(level, i));
+    });
+    return at;
 }
 
 namespace {

@@ -26,6 +26,14 @@ public:
     std::size_t argMax(std::size_t from, std::size_t to) const;
 
 private:
+    // Visits the fewest entries that cover values[from, to): visit(level, i) for the partial blocks at both
+    // ends of each level, then the whole blocks between them one level higher (level 0: the values).
+    template <typename Visit> void cover(std::size_t from, std::size_t to, Visit visit) const;
+    // An entry's (min, max): a value's twice at level 0, a block's above.
+    std::pair<std::int64_t, std::int64_t> entry(std::size_t level, std::size_t i) const {
+        return level == 0 ? std::make_pair((*m_values)[i], (*m_values)[i]) : m_levels[level - 1][i];
+    }
+
     const BigVector<std::int64_t>* m_values = nullptr;
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> m_levels; // level 1 upwards
 };
