@@ -532,8 +532,8 @@ void readTraining(const json& doc, Scenario& sc) {
         // user who asked for less should hear that the plan did not give it.
         sc.warnings.push_back(
             "training.loss \"chunked\" is torchtune's CEWithChunkedOutputLoss: with this "
-            "framework the loss keeps its usual logits (a fused loss that writes none, such as "
-            "Liger's or Cut Cross-Entropy, is \"fused\")");
+            "framework the loss keeps its usual logits (the output layer fused with the loss, such as "
+            "Liger's or Cut Cross-Entropy, is \"fused_linear\")");
     if (t.checkpointing == Checkpointing::SelectiveOp && t.framework != Framework::Torchtitan)
         sc.warnings.push_back("training.activation_checkpointing \"selective_op\" is torchtitan's per-op "
                               "policy; the estimate applies it as torchtitan does");

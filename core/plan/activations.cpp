@@ -109,12 +109,14 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
     // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
-    // "Eager layers"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
-    // besides its output (+4 bytes per hidden unit, per norm); rotary embeddings in fp32 (torchtitan's
-    // view_as_complex, torchtune's xshaped) save fp32 copies of q and k; SDPA gets K and V expanded to
-    // every query head (repeat_kv); and the attention output is copied contiguous for the output
-    // projection. torch.compile fuses the norms, the rotations and the copy (their inputs are recomputed);
-    // the expanded K and V stay, as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it.
+    // "Eager modules"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
+    // besides its output (+4 bytes per hidden unit, per norm); SDPA gets K and V expanded to every query
+    // head (repeat_kv); and the attention output is copied contiguous for the output projection.
+    // torch.compile fuses the norms and the copy (their inputs are recomputed); the expanded K and V stay,
+    // as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it. The rotations keep
+    // nothing per token, though torchtitan and torchtune rotate fp32 copies of q and k: the multiply by the
+    // cos/sin cache, a buffer that needs no gradient, saves only the cache (mul's `self` is saved for
+    // `other`'s gradient alone: tools/autograd/derivatives.yaml, guarded in gen_variable_type.py).
     const Framework fw = tr.framework;
     const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
                               fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
@@ -126,8 +128,6 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
             if (ft.adapters())
                 replicated -= 2 * e * sbh;
             split += keepOutInput ? ea * sl * heads * dv : 0; // the contiguous attention output
-            if (fw == Framework::Torchtitan || fw == Framework::Torchtune)
-                split += 4 * sl * (heads + kvHeads) * dq; // fp32 q and k in the rotation
         }
         split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
     }

@@ -9,7 +9,7 @@ Megatron-LM's functional tests (tests/functional_tests/test_cases/gpt/NAME/) eac
 mem-max-allocated-bytes: torch.cuda.max_memory_allocated() on the rank that writes tensorboard, the last
 one (the last pipeline stage). For every training test whose arguments Headroom can express, this writes the
 scenario (examples/published/megatron-ci/NAME.headroom.json) and prints its case (role "validate": these
-runs were added after the Megatron profile was built and played no part in it). A test whose arguments
+runs were added after the Megatron profile was built and played no part in it; FIT_RUNS later set a rule). A test whose arguments
 Headroom cannot express is listed on stderr with the reason, never approximated silently.
 
 The mapping follows megatron/training/arguments.py at that commit: dropout 0.1 unless set, vocabulary
@@ -42,6 +42,11 @@ SKIP_FLAGS = {
     "--cpu-offloading": "Transformer Engine activation offloading is not modelled",
     "--fp16": "fp16 with loss scaling is not checked for Megatron (the profile reads bf16)",
 }
+
+
+# Tests a rule of the Megatron profile was chosen on after they were added (cases.json says which rule).
+FIT_RUNS = {"gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
+            "gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion"}
 
 
 def git_show(repo, commit, path):
@@ -118,10 +123,12 @@ def scenario_for(name, args):
         training["activation_checkpointing"] = "selective"
     else:
         training["activation_checkpointing"] = "none"
-    # --cross-entropy-loss-fusion is not Headroom's "fused" loss (one that never writes fp32 logits):
-    # megatron/core/fusions/fused_cross_entropy.py still upcasts the logits and saves their fp32 softmax,
-    # through functions torch.compile'd by megatron/core/jit.py. It is planned as the profile's in-place
-    # vocab-parallel loss, which it holds at least.
+    # --cross-entropy-loss-fusion is "loss": "fused", which the Megatron profile reads as
+    # megatron/core/fusions/fused_cross_entropy.py: the in-place loss's steps compiled by megatron/core/jit.py,
+    # each holding a second fp32 logits-sized buffer while it updates its input. The two tests with it set
+    # that rule, so they are fit runs (FIT_RUNS).
+    if a("--cross-entropy-loss-fusion"):
+        training["loss"] = "fused"
     cluster = {"gpu": "H100-SXM-80GB", "num_gpus": gpus, "data_parallel":
                "zero1" if a("--use-distributed-optimizer") else "ddp",
                "tensor_parallel": tp, "pipeline_parallel": pp, "context_parallel": cp,
@@ -162,7 +169,8 @@ def main():
         with open(os.path.join(out_dir, f"{name}.headroom.json"), "w") as f:
             json.dump(sc, f, indent=2)
             f.write("\n")
-        cases.append({"id": f"megatron-ci-{name}", "title": f"Megatron-LM CI `{name}`, H100", "role": "validate",
+        cases.append({"id": f"megatron-ci-{name}", "title": f"Megatron-LM CI `{name}`, H100",
+                      "role": "fit" if name in FIT_RUNS else "validate",
                       "framework": "megatron", "scenario": f"megatron-ci/{name}.headroom.json",
                       "metric": "allocated", "stage": "last", "measured_bytes": int(max(peaks)),
                       "source": f"NVIDIA/Megatron-LM {commit[:9]}, {root}/{name}/golden_values_dev_dgx_h100.json: "

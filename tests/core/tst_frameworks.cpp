@@ -109,6 +109,9 @@ const std::vector<std::string> kFitRuns = {
     "torchtune-llama3.2-3b-compile",
     "torchtune-llama3.2-3b-chunked-loss",
     "torchtune-llama3.2-3b-full-ac",
+    // Megatron-LM CI tests that were validate runs until Megatron's fused cross-entropy was modelled on them.
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
+    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
 };
 // Runs that played no part in building the profiles (Megatron-LM's CI tests, converted from their own
 // arguments by examples/published/megatron_ci.py): checked as a set against the targets, never one by one,
@@ -146,10 +149,8 @@ const std::vector<std::string> kValidateRuns = {
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic",
-    "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic",
-    "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_ddp_average_in_collective",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_dataloader",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_reshard_1x4xNone",
@@ -169,10 +170,6 @@ const std::map<std::string, const char*> kKnownMisses = {
      "Eager blocks reserve 5.4 GiB more than the same run compiled (Table 1), and 5.0 GiB on 128 GPUs "
      "(Table 3); the source read so far keeps the same tensors either way, so the profile gives the compiled "
      "figure for both."},
-    {"torchtune-llama3.2-3b-packed",
-     "Eager torchtune layers as read from the source (fp32 RMSNorm and RoPE copies, expanded K and V, the "
-     "contiguous attention output) come to 7% more than this run measured; with torch.compile the same "
-     "accounting is within 1.2%."},
 };
 // The validate runs beyond the 12% target, with their |error| when they were last looked at: none may get
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
@@ -188,9 +185,7 @@ const std::map<std::string, double> kValidateMisses = {
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last", 0.123},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last", 0.122},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic", 0.122},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion", 0.239},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic", 0.123},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion", 0.239},
     {"megatron-ci-gpt3_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone", 0.147},
     {"megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone", 0.143},
 };
@@ -244,8 +239,8 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     std::sort(errors.begin(), errors.end());
     const double median = errors.size() % 2 ? errors[errors.size() / 2]
                                             : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-    // The aim is 2%; this guards what the profiles reach today (2.3%) against regressions.
-    QVERIFY2(median <= 0.025, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
+    // The aim was 2%; this guards what the profiles reach today (1.5%) against regressions.
+    QVERIFY2(median <= 0.02, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
     std::vector<const CaseResult*> all;
     for (const CaseResult& r : published().results)
         if (r.c->role == "fit")
@@ -333,11 +328,10 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
     else
         QEXPECT_FAIL(
             "allocated",
-            "The two --cross-entropy-loss-fusion runs are 24% under: Megatron's fused loss "
-            "(fused_cross_entropy.py, torch.compile'd by megatron/core/jit.py) holds one more fp32 "
-            "logits-sized tensor (0.38 GiB) than the in-place loss the profile models, which one "
-            "Inductor keeps is not read yet; TP 4 x PP 2 is 14% under, TP 2 x PP 2 x CP 2 12% under, "
-            "TP 4 with the distributed optimizer 8-12% under.",
+            "TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 x CP 2 12.1-12.3% under (ten "
+            "runs), TP 4 with the distributed optimizer 8-12% under: small GPTs (hidden 512) where the "
+            "missing 0.1 GiB is not read yet. (The two --cross-entropy-loss-fusion runs, 24% under "
+            "before, set the fused loss's rule and are fit runs now.)",
             Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
@@ -414,6 +408,25 @@ void TestFrameworks::lossBytesPerFramework() {
     // Megatron: the softmax it saved turns into the gradient in place, then its bf16 cast. The forward's
     // bf16 logits and fp32 copy are as much.
     QCOMPARE(lossAtBackward("megatron", nullptr), 6.0);
+    // Megatron's --cross-entropy-loss-fusion: the same steps compiled (megatron/core/jit.py), each holding a
+    // buffer of the fp32 logits' size while it updates its input: the saved softmax, that buffer and the
+    // bf16 gradient.
+    QCOMPARE(lossAtBackward("megatron", "fused"), 10.0);
+    // On the CI test that has the flag: GPT-2's 50,257 entries padded by Megatron to a multiple of 128 x TP 2
+    // (50,432), 25,216 a rank; micro-batch 4 x 1,024 tokens; the fused loss holds 4 bytes more a logit.
+    Scenario fusion = loadScenarioFile(
+        (publishedDir() + "megatron-ci/gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion.headroom.json")
+            .toStdString());
+    QCOMPARE(fusion.training.loss, LossKind::Fused);
+    auto lastStageLogits = [](const Scenario& sc) { // the loss runs on the last of the two stages
+        for (const TimelinePoint& t : phaseTimeline(sc, sc.cluster.pipelineParallel - 1, 2))
+            if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+                return t.bytes[Category::Logits];
+        return 0.0;
+    };
+    const double fused = lastStageLogits(fusion);
+    fusion.training.loss = LossKind::Full;
+    QCOMPARE(fused - lastStageLogits(fusion), 4.0 * 4 * 1024 * 25216);
     // torchtune: fp32 output, so the same three fp32 tensors; chunked: all eight chunks' log-softmax
     // outputs (4) and one chunk's two fp32 gradients and bf16 one ((4 + 4 + 2) / 8).
     QCOMPARE(lossAtBackward("torchtune", nullptr), 12.0);
@@ -569,13 +582,12 @@ void TestFrameworks::eagerLayersByHand() {
     QCOMPARE(perToken("megatron", false), base + 2 * 4096);
     QCOMPARE(perToken("pytorch", false), base);
     // torchtitan's eager modules add the norms' fp32 copies (2 x 4 x 4096), the contiguous attention
-    // output (2 x 4096), q and k in fp32 for the rotation (4 x (4096 + 1024)) and K and V expanded to 32
-    // heads (2 x 2 x (4096 - 1024)).
-    const double norms = 2 * 4 * 4096, copy = 2 * 4096, rope = 4 * (4096 + 1024),
-                 expand = 2 * 2 * (4096 - 1024);
-    QCOMPARE(perToken("torchtitan", false), base + norms + copy + rope + expand);
-    QCOMPARE(perToken("torchtune", false), base + norms + copy + rope + expand);
-    // transformers rotates in bf16 (no fp32 copies).
+    // output (2 x 4096) and K and V expanded to 32 heads (2 x 2 x (4096 - 1024)). Their rotations of fp32
+    // copies of q and k keep nothing: the multiply by the cache (no gradient) saves only the cache.
+    const double norms = 2 * 4 * 4096, copy = 2 * 4096, expand = 2 * 2 * (4096 - 1024);
+    QCOMPARE(perToken("torchtitan", false), base + norms + copy + expand);
+    QCOMPARE(perToken("torchtune", false), base + norms + copy + expand);
+    // transformers rotates in bf16: the same.
     QCOMPARE(perToken("huggingface", false), base + norms + copy + expand);
     // Compiled, only the expansion (SDPA's saved inputs) stays.
     QCOMPARE(perToken("torchtitan", true), base + expand);
