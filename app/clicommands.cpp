@@ -89,10 +89,11 @@ constexpr const char* kUsage =
     "                                          replay a snapshot through a model of PyTorch's caching\n"
     "                                          allocator, as recorded and under other settings\n"
     "                                          (docs/formats.md section 10)\n"
-    "  validate CASES.json... [--rules R.json] [--json]\n"
+    "  validate CASES.json... [--rules R.json] [--summary] [--json]\n"
     "                                          the estimate against every run a cases file lists\n"
     "                                          (published peaks, recorded traces), fit and validate runs\n"
-    "                                          apart, as Markdown tables (docs/formats.md section 11)\n"
+    "                                          apart, as Markdown tables (docs/formats.md section 11);\n"
+    "                                          --summary: the errors per framework and counter only\n"
     "  rules                                   the attribution rules (frame text -> category) as JSON, to\n"
     "                                          edit and pass back with --rules\n"
     "  presets [--json]                        model presets\n"
@@ -108,6 +109,7 @@ struct Args {
     std::optional<std::string> layout;             // fleet
     std::optional<std::string> buckets, device;    // timeline
     bool byCategory = false, byAllocation = false; // render
+    bool summary = false;                          // validate
     // allocator-whatif
     bool expandableSegments = false;
     std::optional<std::string> maxSplitSizeMb, roundupDivisions, gcThreshold, memoryFraction, deviceMemoryGib;
@@ -145,6 +147,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             value(a.buckets);
         else if (s == "--device")
             value(a.device);
+        else if (s == "--summary")
+            a.summary = true;
         else if (s == "--by-category")
             a.byCategory = true;
         else if (s == "--by-allocation")
@@ -590,8 +594,9 @@ int cmdTimeline(const Args& a, std::ostream& out) {
     const double origin = run.origin;
     if (run.hasPlan)
         out << "plan: the scenario's step placed on the run by "
-            << (run.plan.alignment == "optimizer step" ? "its Optimizer.step region and allocated peak"
-                                                       : "its allocated peak alone (no Optimizer.step region)")
+            << (run.plan.alignment == "optimizer step"
+                    ? "its Optimizer.step region and allocated peak"
+                    : "its allocated peak alone (no Optimizer.step region)")
             << ", read at the same moments\n\n";
     out << std::setw(12) << (run.timeAxis ? "from (s)" : "from event") << std::setw(10) << "allocated"
         << std::setw(10) << "reserved";
@@ -863,7 +868,7 @@ int cmdValidate(const Args& a, std::ostream& out, std::ostream& err) {
     for (const CaseResult& r : v.results)
         for (const std::string& w : r.warnings)
             err << "warning: " << w << "\n";
-    out << (a.json ? jsonText(validationToJson(v), 2) : validationMarkdown(v)) << "\n";
+    out << (a.json ? jsonText(validationToJson(v), 2) : validationMarkdown(v, !a.summary)) << "\n";
     return 0;
 }
 

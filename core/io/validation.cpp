@@ -43,7 +43,8 @@ std::string stringField(const nlohmann::json& c, const std::string& at, const ch
     if (!c[key].is_string() || c[key].get<std::string>().empty())
         throw Error(at + "." + key, "must be a non-empty string");
     std::string v = c[key].get<std::string>();
-    if (allowed.size() && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return v == a; })) {
+    if (allowed.size() &&
+        std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return v == a; })) {
         std::string list;
         for (const char* a : allowed)
             list += std::string(list.empty() ? "" : ", ") + a;
@@ -171,7 +172,8 @@ ValidationCases loadValidationCases(const std::string& path) {
                 const std::string& id = out.cases[i].calibrateOn[k];
                 const auto it = std::find_if(out.cases.begin(), out.cases.end(),
                                              [&](const ValidationCase& c) { return c.id == id; });
-                const std::string at = "cases[" + std::to_string(i) + "].calibrate_on[" + std::to_string(k) + "]";
+                const std::string at =
+                    "cases[" + std::to_string(i) + "].calibrate_on[" + std::to_string(k) + "]";
                 if (it == out.cases.end())
                     throw Error(at, "no case has the id \"" + id + "\"");
                 if (it->tracePath.empty())
@@ -232,11 +234,11 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
             if (!c.calibrateOn.empty()) {
                 std::vector<CalibrationInput> runs;
                 for (const std::string& id : c.calibrateOn) {
-                    const ValidationCase& on = *std::find_if(f.cases.begin(), f.cases.end(),
-                                                             [&](const ValidationCase& x) { return x.id == id; });
+                    const ValidationCase& on = *std::find_if(
+                        f.cases.begin(), f.cases.end(), [&](const ValidationCase& x) { return x.id == id; });
                     LoadedTrace& t = traceOf(on);
-                    runs.push_back({&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(),
-                                    on.tracePath});
+                    runs.push_back(
+                        {&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(), on.tracePath});
                 }
                 sc.calibration = calibrate(runs, rules).factors;
             }
@@ -246,7 +248,8 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                 r.estimated = estimatedFor(c, est);
             } else {
                 LoadedTrace& t = traceOf(c);
-                const Comparison cmp = compareAtPeak(sc, est, t.trace, *t.indexes[busiestDevice(t.summary)], rules);
+                const Comparison cmp =
+                    compareAtPeak(sc, est, t.trace, *t.indexes[busiestDevice(t.summary)], rules);
                 r.traced = true;
                 // A first step's trace is checked against the later step a plan describes.
                 r.measured = static_cast<double>(cmp.firstStep ? cmp.laterStepPeak : cmp.measured.total);
@@ -265,14 +268,15 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
 nlohmann::json validationToJson(const Validation& v) {
     nlohmann::json runs = nlohmann::json::array();
     for (const CaseResult& r : v.results) {
-        nlohmann::json j = {{"id", r.c->id},
-                            {"role", r.c->role},
-                            {"framework", r.c->stack},
-                            {"metric", r.c->metric},
-                            {"measured_bytes", std::llround(r.measured)},
-                            {"estimate_bytes", std::llround(r.estimated)},
-                            {"relative_error", r.error()},
-                            {"known_miss", r.c->knownMiss.empty() ? nlohmann::json() : nlohmann::json(r.c->knownMiss)}};
+        nlohmann::json j = {
+            {"id", r.c->id},
+            {"role", r.c->role},
+            {"framework", r.c->stack},
+            {"metric", r.c->metric},
+            {"measured_bytes", std::llround(r.measured)},
+            {"estimate_bytes", std::llround(r.estimated)},
+            {"relative_error", r.error()},
+            {"known_miss", r.c->knownMiss.empty() ? nlohmann::json() : nlohmann::json(r.c->knownMiss)}};
         if (!r.c->calibrateOn.empty())
             j["calibrated_on"] = r.c->calibrateOn;
         if (r.plainPytorch > 0)
@@ -318,7 +322,42 @@ nlohmann::json validationToJson(const Validation& v) {
     return {{"schema", kValidationSchema}, {"cases_files", files}, {"runs", runs}, {"summary", summary}};
 }
 
-std::string validationMarkdown(const Validation& v) {
+namespace {
+
+// One role's runs, a row each.
+std::string runTable(const std::vector<const CaseResult*>& rs) {
+    std::ostringstream o;
+    const bool plain =
+        std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return r->plainPytorch > 0; });
+    const bool calibrated =
+        std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return !r->c->calibrateOn.empty(); });
+    o << "| run | framework | counter | measured GiB | estimate GiB | error |"
+      << (calibrated ? " calibrated on |" : "") << (plain ? " plain PyTorch |" : "") << "\n";
+    o << "|---|---|---|---|---|---|" << (calibrated ? "---|" : "") << (plain ? "---|" : "") << "\n";
+    for (const CaseResult* r : rs) {
+        o << "| " << r->c->title << " | " << r->c->stack << " | " << r->c->metric << " | " << gib(r->measured)
+          << " | " << gib(r->estimated) << " | " << percent(r->error())
+          << (r->c->knownMiss.empty() ? "" : " (known miss)") << " |";
+        if (calibrated) {
+            std::string on;
+            for (const std::string& id : r->c->calibrateOn)
+                on += (on.empty() ? "`" : ", `") + id + "`";
+            o << " " << (on.empty() ? "\u2014" : on) << " |";
+        }
+        if (plain)
+            o << " "
+              << (r->plainPytorch > 0
+                      ? gib(r->plainPytorch) + " (" + percent(r->plainPytorch / r->measured - 1) + ")"
+                      : "\u2014")
+              << " |";
+        o << "\n";
+    }
+    return o.str();
+}
+
+} // namespace
+
+std::string validationMarkdown(const Validation& v, bool runs) {
     std::ostringstream o;
     for (const char* role : {"fit", "validate"}) {
         std::vector<const CaseResult*> rs;
@@ -327,31 +366,11 @@ std::string validationMarkdown(const Validation& v) {
                 rs.push_back(&r);
         if (rs.empty())
             continue;
-        const bool plain = std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return r->plainPytorch > 0; });
-        const bool calibrated =
-            std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return !r->c->calibrateOn.empty(); });
         o << (std::string(role) == "fit" ? "**fit** (used to choose a rule or a constant): "
                                          : "**validate** (never used to choose one): ")
-          << summaryLine(summarizeErrors(rs)) << "\n\n";
-        o << "| run | framework | counter | measured GiB | estimate GiB | error |" << (calibrated ? " calibrated on |" : "")
-          << (plain ? " plain PyTorch |" : "") << "\n";
-        o << "|---|---|---|---|---|---|" << (calibrated ? "---|" : "") << (plain ? "---|" : "") << "\n";
-        for (const CaseResult* r : rs) {
-            o << "| " << r->c->title << " | " << r->c->stack << " | " << r->c->metric << " | " << gib(r->measured)
-              << " | " << gib(r->estimated) << " | " << percent(r->error())
-              << (r->c->knownMiss.empty() ? "" : " (known miss)") << " |";
-            if (calibrated) {
-                std::string on;
-                for (const std::string& id : r->c->calibrateOn)
-                    on += (on.empty() ? "`" : ", `") + id + "`";
-                o << " " << (on.empty() ? "\u2014" : on) << " |";
-            }
-            if (plain)
-                o << " " << (r->plainPytorch > 0 ? gib(r->plainPytorch) + " (" + percent(r->plainPytorch / r->measured - 1) + ")"
-                                                 : "\u2014")
-                  << " |";
-            o << "\n";
-        }
+          << summaryLine(summarizeErrors(rs)) << "\n";
+        if (runs)
+            o << "\n" << runTable(rs);
         // Per framework and per counter, when there is more than one of either.
         for (const bool byStack : {true, false}) {
             std::map<std::string, std::vector<const CaseResult*>> groups;
@@ -369,6 +388,8 @@ std::string validationMarkdown(const Validation& v) {
         }
         o << "\n";
     }
+    if (!runs)
+        return o.str();
     // Traced runs: where the bytes were at the peak, as attribution placed them.
     std::vector<const CaseResult*> traced;
     for (const CaseResult& r : v.results)
@@ -376,9 +397,12 @@ std::string validationMarkdown(const Validation& v) {
             traced.push_back(&r);
     if (!traced.empty()) {
         o << "At each traced run's allocated peak, by category (bytes):\n\n"
-          << "| run | measured | model state | activations + KV cache | temporaries + workspaces | unattributed |\n"
+          << "| run | measured | model state | activations + KV cache | temporaries + workspaces | "
+             "unattributed |\n"
           << "|---|---|---|---|---|---|\n";
-        auto count = [](std::int64_t b) { return formatCount(static_cast<std::uint64_t>(std::max<std::int64_t>(b, 0))); };
+        auto count = [](std::int64_t b) {
+            return formatCount(static_cast<std::uint64_t>(std::max<std::int64_t>(b, 0)));
+        };
         for (const CaseResult* r : traced) {
             const auto& m = r->measuredByCategory;
             auto at = [&](MeasuredCategory c) { return m[static_cast<std::size_t>(c)]; };

@@ -20,10 +20,10 @@ struct ValidationCase {
     // "fit": the run was used to choose a rule or a constant; "validate": it never was. The two sets are
     // reported apart, so that the errors on runs nobody tuned for are never averaged away.
     std::string role;
-    std::string metric; // "allocated", "reserved" or "active": the counter the run reported
+    std::string metric;     // "allocated", "reserved" or "active": the counter the run reported
     bool lastStage = false; // the run logged its last pipeline stage (Megatron); else the busiest rank
-    std::string scenarioPath, tracePath; // resolved against the cases file's folder
-    double measuredBytes = 0;            // 0 with a trace: measured at the trace's allocated peak
+    std::string scenarioPath, tracePath;  // resolved against the cases file's folder
+    double measuredBytes = 0;             // 0 with a trace: measured at the trace's allocated peak
     std::vector<std::string> calibrateOn; // ids of traced cases whose runs calibrate this one's scenario
     std::string knownMiss;                // why the estimate is known to miss this run ("open")
 };
@@ -67,7 +67,8 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
 
 nlohmann::json validationToJson(const Validation& v);
 // The tables the README quotes: per role, each run with its error, then the error per stack and per
-// counter; traced runs also by category at the peak.
-std::string validationMarkdown(const Validation& v);
+// counter; traced runs also by category at the peak. `runs` false: the summaries alone (a set of a hundred
+// runs reads better as its errors per stack and counter, with the runs in a document of their own).
+std::string validationMarkdown(const Validation& v, bool runs = true);
 
 } // namespace headroom

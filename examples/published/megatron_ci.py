@@ -3,6 +3,13 @@
 """Megatron-LM's CI runs as Headroom cases: a maintainer's tool, run once per Megatron-LM commit.
 
     python3 examples/published/megatron_ci.py MEGATRON_CHECKOUT COMMIT > cases-fragment.json
+    python3 examples/published/megatron_ci.py MEGATRON_CHECKOUT core_v0.12.0 golden_values_dev.json A100 \
+        core-v0.12-dev > cases-fragment.json
+
+The optional arguments name the golden-values file (golden_values_dev_dgx_h100.json by default; Megatron-LM
+0.12 ran its GPT tests on DGX A100s in two containers, golden_values_dev.json and golden_values_lts.json), the
+GPU it ran on (H100 or A100) and a tag that keeps that version's scenarios and case ids apart
+(megatron-ci-TAG/NAME.headroom.json, megatron-ci-TAG-NAME).
 
 Megatron-LM's functional tests (tests/functional_tests/test_cases/gpt/NAME/) each give the run's arguments
 (model_config.yaml) and what the run logged per iteration (golden_values_dev_dgx_h100.json), among them
@@ -41,6 +48,8 @@ SKIP_FLAGS = {
     "--num-distributed-optimizer-instances": "several distributed-optimizer instances are not modelled",
     "--cpu-offloading": "Transformer Engine activation offloading is not modelled",
     "--fp16": "fp16 with loss scaling is not checked for Megatron (the profile reads bf16)",
+    "--use-legacy-models": "Megatron's legacy GPT model (megatron/legacy) is not modelled: the profile reads "
+                           "Megatron-Core's",
 }
 
 
@@ -54,7 +63,10 @@ def git_show(repo, commit, path):
                           capture_output=True, text=True).stdout
 
 
-def scenario_for(name, args):
+GPUS = {"H100": "H100-SXM-80GB", "A100": "A100-80GB"}
+
+
+def scenario_for(name, args, gpu="H100"):
     """The scenario of one test, or (None, reason)."""
     for flag, why in SKIP_FLAGS.items():
         if flag in args and args[flag] not in (False, None):
@@ -129,7 +141,7 @@ def scenario_for(name, args):
     # that rule, so they are fit runs (FIT_RUNS).
     if a("--cross-entropy-loss-fusion"):
         training["loss"] = "fused"
-    cluster = {"gpu": "H100-SXM-80GB", "num_gpus": gpus, "data_parallel":
+    cluster = {"gpu": GPUS[gpu], "num_gpus": gpus, "data_parallel":
                "zero1" if a("--use-distributed-optimizer") else "ddp",
                "tensor_parallel": tp, "pipeline_parallel": pp, "context_parallel": cp,
                "sequence_parallel": bool(a("--sequence-parallel")) and tp > 1}
@@ -144,17 +156,25 @@ def scenario_for(name, args):
 
 def main():
     repo, commit = sys.argv[1], sys.argv[2]
+    golden_file = sys.argv[3] if len(sys.argv) > 3 else "golden_values_dev_dgx_h100.json"
+    gpu = sys.argv[4] if len(sys.argv) > 4 else "H100"
+    tag = sys.argv[5] if len(sys.argv) > 5 else ""
+    sha = subprocess.run(["git", "-C", repo, "rev-parse", commit], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    version = f"{commit} ({sha[:9]})" if commit != sha and not sha.startswith(commit) else commit[:9]
     root = "tests/functional_tests/test_cases/gpt"
     names = sorted(subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", f"{commit}:{root}"],
                                   check=True, capture_output=True, text=True).stdout.split())
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "megatron-ci")
+    folder = f"megatron-ci-{tag}" if tag else "megatron-ci"
+    prefix = f"megatron-ci-{tag}-" if tag else "megatron-ci-"
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), folder)
     os.makedirs(out_dir, exist_ok=True)
     cases = []
     for name in names:
         if any(k in name for k in ("inference", "grpo", "release", "memory_speed")):
             continue  # not training tests, or already fit cases
         try:
-            golden = json.loads(git_show(repo, commit, f"{root}/{name}/golden_values_dev_dgx_h100.json"))
+            golden = json.loads(git_show(repo, commit, f"{root}/{name}/{golden_file}"))
             config = yaml.safe_load(git_show(repo, commit, f"{root}/{name}/model_config.yaml"))
         except subprocess.CalledProcessError:
             continue
@@ -162,20 +182,22 @@ def main():
         peaks = [v for v in peaks.values() if isinstance(v, (int, float)) and v == v]
         if not peaks:
             continue
-        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}))
+        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu)
         if sc is None:
             print(f"skipped {name}: {why}", file=sys.stderr)
             continue
         with open(os.path.join(out_dir, f"{name}.headroom.json"), "w") as f:
             json.dump(sc, f, indent=2)
             f.write("\n")
-        cases.append({"id": f"megatron-ci-{name}", "title": f"Megatron-LM CI `{name}`, H100",
-                      "role": "fit" if name in FIT_RUNS else "validate",
-                      "framework": "megatron", "scenario": f"megatron-ci/{name}.headroom.json",
+        title = f"Megatron-LM {tag} CI `{name}`, {gpu}" if tag else f"Megatron-LM CI `{name}`, {gpu}"
+        cases.append({"id": f"{prefix}{name}", "title": title,
+                      "role": "fit" if name in FIT_RUNS and not tag else "validate",
+                      "framework": "megatron", "scenario": f"{folder}/{name}.headroom.json",
                       "metric": "allocated", "stage": "last", "measured_bytes": int(max(peaks)),
-                      "source": f"NVIDIA/Megatron-LM {commit[:9]}, {root}/{name}/golden_values_dev_dgx_h100.json: "
+                      "source": f"NVIDIA/Megatron-LM {version}, {root}/{name}/{golden_file}: "
                                 f"mem-max-allocated-bytes, the largest over iterations {min(golden['mem-max-allocated-bytes']['values'], key=int)} "
-                                f"to {max(golden['mem-max-allocated-bytes']['values'], key=int)}; the run's arguments in model_config.yaml"})
+                                f"to {max(golden['mem-max-allocated-bytes']['values'], key=int)}; the run's arguments in model_config.yaml"
+                                + (f"; run on DGX {gpu}s (tests/test_utils/recipes/gpt.yaml, platforms)" if tag else "")})
     json.dump(cases, sys.stdout, indent=2, ensure_ascii=False)
     print()
 

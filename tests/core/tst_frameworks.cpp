@@ -162,6 +162,105 @@ const std::vector<std::string> kValidateRuns = {
     "megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone",
     "megatron-ci-gpt3_mcore_tp1_pp2",
     "megatron-ci-gpt3_mcore_tp1_pp4",
+    // The same CI at core_v0.12.0 (May 2025), on DGX A100s in its dev container: another Megatron-LM, another
+    // PyTorch, another GPU.
+    "megatron-ci-core-v0.12-dev-gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp1_dist_optimizer_overlap_grad_"
+    "reduce_param_gather",
+    "megatron-ci-core-v0.12-dev-gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp2",
+    "megatron-ci-core-v0.12-dev-gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4",
+    "megatron-ci-core-v0.12-dev-gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp4_pp1",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_frozen_resume_torch_dist_dist_optimizer_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer_no_mmap_bin_files_"
+    "dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_resume_torch_dist_uniform_full_recompute_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp1_uniform_full_recompute_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_cp4_a2a_p2p_nondeterministic_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_resume_torch_dist_cp4_a2a_p2p_nondeterministic_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_resume_torch_dist_rope_embeddings_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_resume_torch_dist_rope_embeddings_interleaved_no_"
+    "fusion_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_rope_embeddings_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp2_rope_embeddings_interleaved_no_fusion_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_resume_torch_dist_sequence_parallel_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_resume_torch_dist_untie_embeddings_and_outputs_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_sequence_parallel_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_untie_embeddings_and_outputs_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_calculate_per_token_loss_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_decoupled_lr_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_param_gather_"
+    "dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_param_gather_"
+    "overlap_optimizer_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce_untied_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_decoupled_lr_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_calculate_per_token_loss_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_"
+    "reduce_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_"
+    "reduce_param_gather_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_dist_optimizer_overlap_grad_"
+    "reduce_untied_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_resume_torch_dist_tunable_overlap_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp1_pp4_vp1_tunable_overlap_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp1_cp2_nondeterministic_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp1_frozen_resume_torch_dist_cp2_nondeterministic_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp1_resume_torch_dist_cp2_nondeterministic_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_dp_last_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_nondeterministic_"
+    "dp_last_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_dp_last_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_nondeterministic_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_ddp_average_in_collective_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_no_create_attention_mask_in_dataloader_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_no_mmap_bin_files_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_ddp_average_in_collective_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_no_create_attention_mask_in_"
+    "dataloader_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_no_mmap_bin_files_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_reshard_1x4xNone_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_zp_z3_resume_torch_dist_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_dist_optimizer_overlap_grad_reduce_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather_dgx_"
+    "a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_qk_layernorm_test_mode_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_"
+    "reduce_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_resume_torch_dist_dist_optimizer_overlap_grad_"
+    "reduce_param_gather_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp1_resume_torch_dist_qk_layernorm_test_mode_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone_dgx_a100_"
+    "1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone_dgx_a100_1N8G",
 };
 // The known misses, by name, with their reasons: each is an expected failure (counted by scripts/test), and
 // an unexpected pass once the profile closes it. Nothing else may miss.
@@ -188,6 +287,10 @@ const std::map<std::string, double> kValidateMisses = {
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic", 0.123},
     {"megatron-ci-gpt3_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone", 0.147},
     {"megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone", 0.143},
+    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.193},
+    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
+     "a100_1N8G",
+     0.193},
 };
 } // namespace
 
@@ -328,10 +431,13 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
     else
         QEXPECT_FAIL(
             "allocated",
-            "TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 x CP 2 12.1-12.3% under (ten "
-            "runs), TP 4 with the distributed optimizer 8-12% under: small GPTs (hidden 512) where the "
-            "missing 0.1 GiB is not read yet. (The two --cross-entropy-loss-fusion runs, 24% under "
-            "before, set the fused loss's rule and are fit runs now.)",
+            "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 19% "
+            "under: the same fused_cross_entropy.py that held one fp32 logits-sized buffer more at "
+            "d98e8a64d (the rule, fit on that pair) held two there, 0.77 GiB over their twins without the "
+            "flag; the compiler of that container, not the source, differs, and a scenario cannot say "
+            "which PyTorch ran. At d98e8a64d TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 "
+            "x CP 2 12.1-12.3% under (ten runs; 4-5% under at 0.12), TP 4 with the distributed optimizer "
+            "8-12% under: small GPTs (hidden 512) where the missing 0.1 GiB is not read yet.",
             Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }

@@ -770,6 +770,21 @@ void TestCli::validateReportsFitAndValidateApart() {
     QVERIFY(j["runs"][0].contains("plain_pytorch_bytes"));
     QVERIFY(!j["runs"][2].contains("plain_pytorch_bytes"));
     QCOMPARE(j["runs"][2]["measured_by_category"].size(), std::size_t(8));
+    // --summary: every line of the full Markdown but the runs' rows and the traced runs' table, in order.
+    const Run full = cli({"validate", path.toStdString()});
+    const Run summary = cli({"validate", "--summary", path.toStdString()});
+    QCOMPARE(summary.code, 0);
+    QVERIFY(summary.out.find("| run |") == std::string::npos &&
+            summary.out.find("| tp4") == std::string::npos);
+    QVERIFY(summary.out.find("By framework: megatron") == std::string::npos); // one fit run: no split
+    QVERIFY(summary.out.find("**validate** (never used to choose one): 2 runs") != std::string::npos);
+    std::size_t from = 0;
+    for (const QString& line :
+         QString::fromStdString(summary.out).split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        const std::size_t at = full.out.find(line.toStdString(), from);
+        QVERIFY2(at != std::string::npos, qPrintable(line));
+        from = at + static_cast<std::size_t>(line.size());
+    }
 }
 
 void TestCli::badCasesFilesNameTheField() {
