@@ -624,11 +624,33 @@ void TestTraceView::categoriesAndCompare() {
     QVERIFY(!view->timeline()->drawsByCategory(0));
     QComboBox* colourBy = nullptr;
     for (QComboBox* box : view->findChildren<QComboBox*>())
-        if (box->count() == 2 && box->itemText(1) == QStringLiteral("Bands by allocation"))
+        if (box->count() == 2 && box->itemText(1) == QStringLiteral("Coloured by allocation"))
             colourBy = box;
     QVERIFY(colourBy && colourBy->isVisibleTo(view));
     colourBy->setCurrentIndex(1);
     QVERIFY(view->timeline()->lanes().front().bandColors.empty());
+    // Every allocation in its place, coloured the same way: each its own colour, as PyTorch's viewer draws
+    // them, or its category's. The two drawings differ (the model state at the bottom is one colour per
+    // category, and many allocations).
+    view->drawingBox()->setCurrentIndex(2);
+    QVERIFY(colourBy->isVisibleTo(view));
+    QVERIFY(view->timeline()->lanes().front().allocationColours);
+    const QImage ownColours = view->timeline()->grab().toImage();
+    colourBy->setCurrentIndex(0);
+    QVERIFY(!view->timeline()->lanes().front().allocationColours);
+    const QImage categoryColours = view->timeline()->grab().toImage();
+    QVERIFY(ownColours != categoryColours);
+    // By category, the allocations stacked at the peak (this run's activations) are drawn in their colour.
+    auto pixelsOf = [&](const QImage& image, const QColor& colour) {
+        int n = 0;
+        for (int y = plot.top(); y <= plot.bottom(); ++y)
+            for (int x = plot.left(); x <= plot.right(); ++x)
+                n += image.pixelColor(x, y) == colour;
+        return n;
+    };
+    QVERIFY(pixelsOf(categoryColours, categoryColor(MeasuredCategory::Activations)) > 100);
+    QCOMPARE(pixelsOf(ownColours, categoryColor(MeasuredCategory::Activations)), 0);
+    view->drawingBox()->setCurrentIndex(1);
     // Edited rules (Trace > Attribution Rules): the optimizer's allocations made scratch.
     AttributionRules rules = AttributionRules::pytorchDefaults();
     for (auto& r : rules.rules)

@@ -196,7 +196,7 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
     const bool classes =
         byCategory && frame.classBytes.size() == frame.columns.size() * StackedSeries::kClasses;
     // Every allocation in its place: a colour per shown allocation, its category's when the lane has
-    // categories (as the bands are coloured by category), else its own.
+    // categories (as the bands are coloured by category) unless the lane asks for each its own.
     const bool stack =
         detail == TimelineDetail::Allocations && frame.stack.columnStart.size() == frame.columns.size() + 1;
     std::vector<QRgb> stackRgb, stackEdge;
@@ -204,7 +204,7 @@ QImage TimelineRenderer::spans(const TimelineLane& lane, const TimelineFrame& fr
         const StackedSeries* cls = lane.timeline->classes();
         for (std::size_t s = 0; s < frame.stack.shown.size(); ++s) {
             const QColor color =
-                cls && cls->valid()
+                cls && cls->valid() && !lane.allocationColours
                     ? categoryColor(static_cast<MeasuredCategory>(cls->classOf(frame.stack.shown[s])))
                     : bandColor(frame.stack.shown[s], style.dark);
             stackRgb.push_back(color.rgb());

@@ -24,7 +24,10 @@ struct TimelineLane {
     std::size_t device = 0;
     std::shared_ptr<Timeline> timeline;
     QString label;
-    std::vector<QColor> bandColors;          // one per band (by category); empty: a distinct colour per band
+    std::vector<QColor> bandColors; // one per band (by category); empty: a distinct colour per band
+    // Every allocation in its place in a colour of its own (as PyTorch's memory viewer draws them), not in
+    // its category's.
+    bool allocationColours = false;
     std::shared_ptr<const PlanOverlay> plan; // the paired scenario's step over this run, drawn dashed
 
     const TraceIndex& index() const { return *trace->indexes.at(device); }

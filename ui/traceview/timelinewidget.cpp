@@ -75,6 +75,13 @@ bool TimelineWidget::drawsByCategory(std::size_t lane) const {
            TimelineRenderer::detailOf(m_lanes[lane], m_view) == TimelineDetail::Categories;
 }
 
+void TimelineWidget::setAllocationColours(std::size_t lane, bool own) {
+    if (lane < m_lanes.size() && m_lanes[lane].allocationColours != own) {
+        m_lanes[lane].allocationColours = own;
+        update();
+    }
+}
+
 void TimelineWidget::setBandColors(std::size_t lane, std::vector<QColor> colors) {
     if (lane < m_lanes.size()) {
         m_lanes[lane].bandColors = std::move(colors);

@@ -24,6 +24,8 @@ public:
     void setByCategory(bool byCategory);
     // Every allocation in its place (lanes whose timeline has its allocation stack).
     void setAllocationStack(bool on);
+    // Every allocation in its place, each in a colour of its own rather than its category's.
+    void setAllocationColours(std::size_t lane, bool own);
     void setLaneAllocationStack(std::size_t lane, std::shared_ptr<const AllocationStack> stack);
     // Hands a lane the classes computed for it off the GUI thread (nullptr: none, the bands show).
     void setLaneClasses(std::size_t lane, std::shared_ptr<const StackedSeries> classes);

@@ -116,8 +116,8 @@ void TracePage::build() {
     tools->addWidget(m_drawing);
     tools->addWidget(m_bands);
     m_colourBy = new QComboBox;
-    m_colourBy->addItem(tr("Bands by category"));
-    m_colourBy->addItem(tr("Bands by allocation"));
+    m_colourBy->addItem(tr("Coloured by category"));
+    m_colourBy->addItem(tr("Coloured by allocation"));
     auto* compare = new QPushButton(tr("Compare with Scenario…"));
     compare->setToolTip(
         tr("The scenario of this workload: its estimate beside the measured bytes, by category"));
@@ -237,8 +237,8 @@ void TracePage::build() {
         m_timeline->setByCategory(byCategory);
         m_timeline->setAllocationStack(stack);
         const bool bands = !byCategory && !stack;
-        m_bands->setVisible(bands); // the bands' settings only matter to the bands
-        m_colourBy->setVisible(bands);
+        m_bands->setVisible(bands); // the bands' count only matters to the bands, their colours to both
+        m_colourBy->setVisible(!byCategory);
         m_minimap->invalidate();
     };
     connect(m_drawing, &QComboBox::currentIndexChanged, this, showDrawing);
@@ -664,6 +664,7 @@ void TracePage::colourBands() {
     const auto& lanes = m_timeline->lanes();
     for (std::size_t i = 0; i < lanes.size(); ++i) {
         std::vector<QColor> colors;
+        m_timeline->setAllocationColours(i, m_colourBy->currentIndex() == 1);
         if (m_colourBy->currentIndex() == 0)
             for (const Allocation& band : lanes[i].timeline->bands())
                 colors.push_back(categoryColor(categoryOf(lanes[i].trace->trace, lanes[i].index(), band,

@@ -452,6 +452,22 @@ const DataTree::Value* DataTree::locate(Value v, std::size_t i) const {
     return &m_items[it->start + (i - first)];
 }
 
+std::size_t DataTree::runCount(Value v) const {
+    if (!isList(v) && !isDict(v))
+        return 0;
+    const Container& c = m_containers[payload(v)];
+    return 1 + (c.more ? m_overflow[c.more - 1].size() : 0);
+}
+
+std::span<const DataTree::Value> DataTree::run(Value v, std::size_t r) const {
+    const Container& c = m_containers[payload(v)];
+    if (r == 0)
+        return {m_items.data() + c.start, c.count};
+    const std::vector<Segment>& runs = m_overflow[c.more - 1];
+    const std::size_t first = r == 1 ? c.count : runs[r - 2].end;
+    return {m_items.data() + runs[r - 1].start, runs[r - 1].end - first};
+}
+
 DataTree::Value DataTree::at(Value list, std::size_t i) const {
     if (!isList(list))
         return kNone;

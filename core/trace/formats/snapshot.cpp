@@ -105,10 +105,17 @@ private:
         if (!m_tree.isList(frames) || m_tree.size(frames) == 0)
             return 0;
         // A list shared through the pickle memo, or one whose items the tree stores once with an equal
-        // list's, has the same storage key: it is read once. The table stays as small as the distinct stacks.
-        const auto [shared, isNew] = m_stackByStorage.try_emplace(m_tree.storageKey(frames), 0);
-        if (!isNew)
+        // list's, has the same storage key: it is read once. The table stays as small as the distinct stacks;
+        // a direct-mapped cache in front of it answers the millions of entries that repeat a few hundred.
+        const std::uint64_t storage = m_tree.storageKey(frames);
+        StorageSlot& slot = m_storageCache[(storage * 0x9E3779B97F4A7C15ull) >> (64 - kStorageCacheBits)];
+        if (slot.key == storage)
+            return slot.stack;
+        const auto [shared, isNew] = m_stackByStorage.try_emplace(storage, 0);
+        if (!isNew) {
+            slot = {storage, shared->second};
             return shared->second;
+        }
         const std::size_t n = m_tree.size(frames);
         m_key.resize(n);
         for (std::size_t i = 0; i < n; ++i)
@@ -126,6 +133,7 @@ private:
                      .first;
         }
         shared->second = it->second;
+        slot = {storage, it->second};
         return it->second;
     }
     void segment(Value s, const std::string& path) {
@@ -313,11 +321,15 @@ private:
                         const std::vector<TraceAction>& actions, const std::string& path) {
         if (n != m_tree.recordCount())
             return false;
-        for (std::size_t i = 0; i < n; ++i) {
-            const Value e = m_tree.at(entries, i);
-            if (!m_tree.isRecord(e) || m_tree.recordIndex(e) != i)
-                return false;
-        }
+        std::size_t seen = 0;
+        for (std::size_t r = 0; r < m_tree.runCount(entries); ++r)
+            for (const Value e : m_tree.run(entries, r)) {
+                if (!m_tree.isRecord(e) || m_tree.recordIndex(e) != seen)
+                    return false;
+                ++seen;
+            }
+        if (seen != n)
+            return false;
         DataTree::RecordColumns r = m_tree.takeRecordColumns();
         std::vector<std::uint64_t> counts(actions.size(), 0);
         dev.action.resize(n);
@@ -351,7 +363,13 @@ private:
     std::unordered_map<std::string_view, std::uint32_t> m_strings;
     std::unordered_map<std::uint32_t, std::uint32_t> m_frameByIdentity; // frame dicts shared via the memo
     std::unordered_map<std::uint64_t, std::uint32_t> m_stackByStorage;  // lists whose items the tree shares
-    std::vector<Frame> m_frames;                                        // distinct frames, by canonical id
+    struct StorageSlot {
+        std::uint64_t key = ~std::uint64_t(0); // no storage key: those have a payload under 2^61
+        std::uint32_t stack = 0;
+    };
+    static constexpr int kStorageCacheBits = 12;
+    std::vector<StorageSlot> m_storageCache = std::vector<StorageSlot>(std::size_t(1) << kStorageCacheBits);
+    std::vector<Frame> m_frames; // distinct frames, by canonical id
     std::unordered_map<std::string, std::uint32_t> m_frameByContent;
     // Stacks by their canonical frame ids (heterogeneous lookup: no string built for a stack seen before).
     struct KeyHash {
