@@ -227,6 +227,15 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         const Category cat = categoryAt(i);
         out << "  " << std::left << std::setw(26) << categoryLabel(cat) << std::right << gib(est.perGpu[cat])
             << "  " << pct(est.perGpu[cat], est.peakBytes) << "\n";
+        // Fine-tuning: which of the weights are the frozen base and which train (the gradients and the
+        // optimizer's states are the trained ones' only).
+        if (cat == Category::Weights && est.frozenWeightBytes() > 0) {
+            const double frozen = est.frozenWeightBytes(), trained = est.perGpu[cat] - frozen;
+            out << "  " << std::left << std::setw(26) << "  frozen base" << std::right << gib(frozen) << "  "
+                << pct(frozen, est.peakBytes) << "\n";
+            out << "  " << std::left << std::setw(26) << "  trained (adapters)" << std::right << gib(trained)
+                << "  " << pct(trained, est.peakBytes) << "\n";
+        }
     }
     out << "  " << std::left << std::setw(26) << "Peak" << std::right << gib(est.peakBytes) << "\n";
     out << "  " << std::left << std::setw(26) << "Capacity" << std::right << gib(est.capacityBytes) << "\n";

@@ -36,6 +36,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     out["active_parameters"] = est.activeParameters;
     if (est.mode == Mode::Training)
         out["trainable_parameters"] = est.trainableParameters;
+    if (est.frozenWeightBytes() > 0) // fine-tuning: the weights split into the frozen base and what trains
+        out["frozen_weight_bytes"] = bytes(est.frozenWeightBytes());
     out["per_gpu_bytes"] = breakdownToJson(est.perGpu);
     const long long peak = roundedTotal(out["per_gpu_bytes"]);
     const long long capacity = bytes(est.capacityBytes);
@@ -63,6 +65,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
         j["in_flight_micro_batches"] = r.inFlightMicroBatches;
         j["allocated_peak_bytes"] = bytes(r.allocatedBytes);
         j["reserved_peak_bytes"] = bytes(r.reservedBytes);
+        if (r.frozenWeightBytes > 0)
+            j["frozen_weight_bytes"] = bytes(r.frozenWeightBytes);
         ranks.push_back(std::move(j));
     }
     out["ranks"] = std::move(ranks);

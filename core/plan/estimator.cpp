@@ -349,6 +349,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.withoutOffload = {shard(f.frozenBytes + trainable, shardsWeights(c)),
                              shard(trainable, shardsGradients(c)), 0, shard(states, shardsOptimizer(c))};
         st.weights = c.offloadParameters ? 0 : st.withoutOffload.weights;
+        st.frozenWeights = c.offloadParameters ? 0 : shard(f.frozenBytes, shardsWeights(c));
         st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
         st.master = 0;
         st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
@@ -862,6 +863,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         se.inFlightMicroBatches = st.inFlight;
         se.optimizerTemporaryBytes = st.optimizerTemp;
         se.autocastCopyBytes = st.castWeights;
+        se.frozenWeightBytes = st.frozenWeights;
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);

@@ -38,6 +38,7 @@ struct StageEstimate {
     double reservedBytes = 0;           // and as max_memory_reserved() does
     double optimizerTemporaryBytes = 0; // what the optimizer step allocates besides its states (modelled)
     double autocastCopyBytes = 0;       // autocast's 16-bit weight copies (in activations), all of them
+    double frozenWeightBytes = 0; // fine-tuning: the frozen base's part of the weights (the rest trains)
 };
 
 struct OffloadInfo {
@@ -99,6 +100,11 @@ struct Estimate {
     double optimizerTemporaryBytes() const {
         const auto i = static_cast<std::size_t>(mostLoadedStage);
         return i < ranks.size() ? ranks[i].optimizerTemporaryBytes : 0;
+    }
+    // Fine-tuning with adapters: the frozen base's part of the most-loaded stage's weights (0 otherwise).
+    double frozenWeightBytes() const {
+        const auto i = static_cast<std::size_t>(mostLoadedStage);
+        return i < ranks.size() ? ranks[i].frozenWeightBytes : 0;
     }
 };
 

@@ -12,6 +12,7 @@ struct StageModel {
     bool last = false;
     // Model states per GPU.
     double weights = 0, gradients = 0, master = 0, optimizer = 0;
+    double frozenWeights = 0; // fine-tuning: the frozen base's part of `weights` (the rest trains)
     struct States {
         double weights = 0, gradients = 0, master = 0, optimizer = 0;
     } withoutOffload;

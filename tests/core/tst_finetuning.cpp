@@ -150,6 +150,8 @@ void TestFineTuning::adapterStatesByHand() {
     QCOMPARE(step[Category::MasterWeights], 0.0);
     QCOMPARE(step[Category::OptimizerStates], 8 * adapters);
     QCOMPARE(step[Category::Temporaries], 4 * adapters); // foreach's denominator list, one state's worth
+    // The weights' split that the CLI, the JSON and the window show: the bf16 base, frozen, and the rest.
+    QCOMPARE(estimate(sc).frozenWeightBytes(), 2 * base);
     // torchtune: bf16 adapters and bf16 states (zeros_like the parameter), fused step.
     json doc = llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
     doc["training"]["framework"] = "torchtune";
@@ -168,6 +170,10 @@ void TestFineTuning::adapterStatesByHand() {
     QCOMPARE(saved[Category::Weights], 2 * base + 4 * adapters + 2 * head);
     QCOMPARE(saved[Category::Gradients], 4 * adapters + 2 * head);
     QCOMPARE(saved[Category::OptimizerStates], 8 * adapters + 4 * head);
+    QCOMPARE(estimate(scenarioFromJson(doc)).frozenWeightBytes(), 2 * base); // the copy trains
+    // Full fine-tuning has no frozen base to show.
+    doc = llama32({{"method", "full"}});
+    QCOMPARE(estimate(scenarioFromJson(doc)).frozenWeightBytes(), 0.0);
 }
 
 void TestFineTuning::quantisedBaseByHand() {

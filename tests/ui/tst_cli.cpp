@@ -145,6 +145,21 @@ void TestCli::estimateHumanTable() {
     QVERIFY(out.contains("Optimizer states"));
     QVERIFY(out.contains("largest micro-batch that fits"));
     QVERIFY(out.contains("fits"));
+    QVERIFY(!out.contains("frozen base")); // full training: no frozen base
+    // LoRA: the weights split into the frozen base and the adapters, in the text and the JSON. torchtune's
+    // QLoRA of Llama 3.1 8B trains 19,660,800 adapter parameters in bf16: 39,321,600 bytes beside the base.
+    const std::string lora =
+        HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/torchtune-llama3.1-8b-qlora-4090.headroom.json";
+    const Run text = cli({"estimate", lora});
+    QVERIFY2(text.out.find("    frozen base ") != std::string::npos &&
+                 text.out.find("    trained (adapters) ") != std::string::npos,
+             text.out.c_str());
+    const json j = json::parse(cli({"estimate", lora, "--json"}).out);
+    QCOMPARE(j.at("per_gpu_bytes").at("weights").get<long long>() -
+                 j.at("frozen_weight_bytes").get<long long>(),
+             2LL * 19660800);
+    QVERIFY(j.at("ranks").at(0).at("frozen_weight_bytes") == j.at("frozen_weight_bytes"));
+    QVERIFY(!json::parse(cli({"estimate", m_scenario, "--json"}).out).contains("frozen_weight_bytes"));
 }
 
 void TestCli::badInputExitsOneWithFileAndField() {

@@ -472,6 +472,22 @@ void TestMainWindow::itemModelsAreConsistent() {
     for (int r = 0; r < breakdown.rowCount(); ++r)
         total += breakdown.data(breakdown.index(r, 0), Qt::UserRole).toDouble();
     QCOMPARE(total, estimate(scenarioFromJson(defaultScenarioDocument())).peakBytes);
+    // Fine-tuning with adapters: the weights are two rows (the frozen base, what trains), and back to one.
+    json lora = defaultScenarioDocument();
+    lora["training"]["fine_tuning"] = {{"method", "lora"}, {"rank", 16}};
+    const Estimate loraEstimate = estimate(scenarioFromJson(lora));
+    breakdown.setEstimate(loraEstimate);
+    QCOMPARE(breakdown.rowCount(), int(kCategoryCount) + 1);
+    QCOMPARE(breakdown.data(breakdown.index(0, 0)).toString(), QStringLiteral("Weights: frozen base"));
+    QCOMPARE(breakdown.data(breakdown.index(0, 0), Qt::UserRole).toDouble(),
+             loraEstimate.frozenWeightBytes());
+    QCOMPARE(breakdown.data(breakdown.index(2, 0)).toString(), QStringLiteral("Gradients (adapters)"));
+    total = 0;
+    for (int r = 0; r < breakdown.rowCount(); ++r)
+        total += breakdown.data(breakdown.index(r, 0), Qt::UserRole).toDouble();
+    QCOMPARE(total, loraEstimate.peakBytes);
+    breakdown.setEstimate(estimate(scenarioFromJson(defaultScenarioDocument())));
+    QCOMPARE(breakdown.rowCount(), int(kCategoryCount));
 }
 
 void TestMainWindow::crashRecoveryOffersAutosave() {

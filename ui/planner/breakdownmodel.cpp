@@ -4,16 +4,45 @@
 #include "ui/common/categorycolors.h"
 #include "ui/common/celltexts.h"
 
+#include <algorithm>
+
 namespace headroom {
 
 BreakdownModel::BreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void BreakdownModel::setEstimate(const Estimate& est) {
+    const double frozen = est.frozenWeightBytes();
+    if ((frozen > 0) != (m_frozen > 0)) { // a row more or less: the weights split, or whole again
+        beginResetModel();
+        m_breakdown = est.perGpu;
+        m_total = est.peakBytes;
+        m_frozen = frozen;
+        endResetModel();
+        return;
+    }
     const CellTexts before(*this, rowCount());
     m_breakdown = est.perGpu;
     m_total = est.peakBytes;
+    m_frozen = frozen;
     before.forEachChange(
         *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
+}
+
+std::pair<Category, int> BreakdownModel::rowAt(int row) const {
+    if (m_frozen <= 0)
+        return {categoryAt(static_cast<std::size_t>(row)), 0};
+    if (row < 2) // Weights is the first category
+        return {Category::Weights, row + 1};
+    return {categoryAt(static_cast<std::size_t>(row - 1)), 0};
+}
+
+double BreakdownModel::valueAt(int row) const {
+    const auto [c, part] = rowAt(row);
+    if (part == 1)
+        return m_frozen;
+    if (part == 2)
+        return std::max(0.0, m_breakdown[c] - m_frozen);
+    return m_breakdown[c];
 }
 
 void BreakdownModel::setStyle(const ChartStyle& style) {
@@ -23,7 +52,7 @@ void BreakdownModel::setStyle(const ChartStyle& style) {
 }
 
 int BreakdownModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : static_cast<int>(kCategoryCount);
+    return parent.isValid() ? 0 : static_cast<int>(kCategoryCount) + (m_frozen > 0 ? 1 : 0);
 }
 int BreakdownModel::columnCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : ColumnCount;
@@ -32,12 +61,22 @@ int BreakdownModel::columnCount(const QModelIndex& parent) const {
 QVariant BreakdownModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount)
         return {};
-    const Category c = categoryAt(static_cast<std::size_t>(index.row()));
-    const double v = m_breakdown[c];
+    const auto [c, part] = rowAt(index.row());
+    const double v = valueAt(index.row());
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
         case CategoryColumn:
+            // Short enough for the table's first column: the adapters' gradients and states, and the
+            // weights in two.
+            if (part == 1)
+                return tr("Weights: frozen base");
+            if (part == 2)
+                return tr("Weights: adapters");
+            if (m_frozen > 0 && c == Category::Gradients)
+                return tr("Gradients (adapters)");
+            if (m_frozen > 0 && c == Category::OptimizerStates)
+                return tr("Optimizer (adapters)");
             return QString::fromUtf8(categoryLabel(c));
         case SizeColumn:
             return QString::number(m_style.scale(v), 'f', 2);
@@ -46,8 +85,8 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const {
         }
         break;
     case Qt::DecorationRole:
-        if (index.column() == CategoryColumn)
-            return categoryColor(c);
+        if (index.column() == CategoryColumn) // what trains in a lighter shade of the weights' colour
+            return part == 2 ? categoryColor(c).lighter(150) : categoryColor(c);
         break;
     case Qt::TextAlignmentRole:
         if (index.column() != CategoryColumn)

@@ -7,7 +7,9 @@
 
 namespace headroom {
 
-// The most-loaded GPU's breakdown as a table: category, bytes (in the chosen unit), share of the peak.
+// The most-loaded GPU's breakdown as a table: category, bytes (in the chosen unit), share of the peak. When
+// fine-tuning with adapters, the weights are two rows, the frozen base and what trains, and the gradients
+// and optimizer states say they are the adapters'.
 class BreakdownModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -22,8 +24,14 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    // A row's category and, for the weights of a fine-tuning plan, which part: 1 the frozen base, 2 what
+    // trains (0: the whole category).
+    std::pair<Category, int> rowAt(int row) const;
+    double valueAt(int row) const;
+
     Breakdown m_breakdown;
     double m_total = 0;
+    double m_frozen = 0; // > 0: the weights' frozen base (fine-tuning with adapters)
     ChartStyle m_style;
 };
 

@@ -289,7 +289,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
              choiceField("/training/loss", "Loss", choicesOf(lossNames()), "full",
                          "What the cross-entropy holds: the framework's own (fp32 logits and their "
                          "gradients), per chunk, or a compiled kernel that never writes fp32 logits "
-                         "(torchtitan's under torch.compile)"));
+                         "(torchtitan's under torch.compile; under Megatron, --cross-entropy-loss-fusion, "
+                         "which holds one fp32 buffer of the logits more than its own loss)"));
     m_fields.back()->fallbackChoiceFor = [](const json& doc) {
         return QString::fromStdString(derivedTrainingDefault(trainingOf(doc), "loss"));
     };

@@ -13,7 +13,11 @@ StrategyChart::StrategyChart(QGraphicsItem* parent) : BreakdownChart(parent) {
 
 void StrategyChart::setEstimates(const std::array<Estimate, 4>& estimates, const Estimate& est) {
     Bars bars;
-    bars.title = QStringLiteral("DDP and ZeRO over %1 ranks").arg(est.dataParallelSize);
+    // On one data-parallel rank the four are one plan (ZeRO-3 only adds its gather buffers): say so rather
+    // than "over 1 ranks".
+    bars.title = est.dataParallelSize > 1
+                     ? QStringLiteral("DDP and ZeRO over %1 ranks").arg(est.dataParallelSize)
+                     : QStringLiteral("ZeRO on one rank: nothing to shard");
     bars.labels = {QStringLiteral("DDP"), QStringLiteral("Z-1"), QStringLiteral("Z-2"),
                    QStringLiteral("Z-3")};
     bars.capacity = est.capacityBytes;
