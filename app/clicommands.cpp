@@ -2,6 +2,7 @@
 #include "app/clicommands.h"
 
 #include "core/allocator/replay.h"
+#include "core/checkednumbers.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "core/compare/tracediff.h"
@@ -413,7 +414,13 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     // from there, and removing "calibration" gives the uncalibrated estimate back.
     nlohmann::json doc = scenarios.front().document;
     nlohmann::json fitted = calibrationToJson(r);
-    doc["calibration"] = {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}};
+    // The scenario keeps the factors and which runs they came from; the runs' tensor tables are the report's.
+    nlohmann::json kept = fitted["runs"];
+    for (auto& run : kept) {
+        run.erase("tensors_at_loss_peak");
+        run.erase("tensors_at_step_peak");
+    }
+    doc["calibration"] = {{"factors", fitted["factors"]}, {"runs", kept}};
     QSaveFile file(QString::fromStdString(*a.output));
     const QByteArray bytes = QByteArray::fromStdString(jsonText(doc, 2) + "\n");
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
@@ -449,6 +456,34 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
             << static_cast<double>(run.measured) / 1073741824.0
             << (run.firstStep ? " GiB (a first step: what a later step would reach)" : " GiB")
             << ", estimate before " << err(run.before) << ", after " << err(run.after) << "\n";
+    }
+    // What each run held at its loss peak, tensor by tensor: the shapes calibration scales, and what no
+    // shape of the model explains (the whole table, and the step's, in --json).
+    for (const CalibrationRun& run : r.runs) {
+        const TensorTable& t = run.atLoss;
+        auto mib = [](std::int64_t b) {
+            std::ostringstream s;
+            s << std::fixed << std::setprecision(1) << static_cast<double>(b) / 1048576.0 << " MiB";
+            return s.str();
+        };
+        out << "\n  " << run.trace << " at its loss peak, " << mib(t.total) << ": model state "
+            << mib(t.modelState) << ", workspaces " << mib(t.workspaces)
+            << (t.kvCache ? ", KV cache " + mib(t.kvCache) : "") << "; the rest by shape\n";
+        const std::size_t shown = std::min<std::size_t>(t.rows.size(), 8);
+        for (std::size_t i = 0; i < shown; ++i) {
+            const TensorRow& row = t.rows[i];
+            out << "    " << std::setw(5) << row.count << " x " << std::setw(10) << mib(row.each) << "  "
+                << row.shape << (row.dtypeBytes ? ", " + std::to_string(row.dtypeBytes) + "-byte" : "")
+                << "\n";
+        }
+        if (t.rows.size() > shown) {
+            std::int64_t rest = 0;
+            for (std::size_t i = shown; i < t.rows.size(); ++i)
+                rest = saturatingAdd(rest, t.rows[i].bytes());
+            out << "    and " << t.rows.size() - shown << " smaller shapes, " << mib(rest) << "\n";
+        }
+        out << "    residual (no shape of the model): " << mib(t.residual) << " in " << t.residualAllocations
+            << " allocations\n";
     }
     return 0;
 }

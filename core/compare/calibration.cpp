@@ -182,11 +182,13 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.transient = at.total - modelState(at) - m.workspaces - m.kvCache;
     m.total = at.total;
     splitBySize(*run.scenario, at, m);
+    m.atLoss = tensorTable(*run.scenario, at, step);
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
         m.stepScratch =
             std::max<std::int64_t>(0, s.total - modelState(s) - s.of(MeasuredCategory::Workspaces));
+        m.atStep = tensorTable(*run.scenario, s, step);
     }
     return m;
 }
@@ -334,7 +336,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         for (const std::int64_t v : estimateInMeasuredCategories(after, estimate(after)))
             afterTotal = saturatingAdd(afterTotal, v);
         r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
-                          afterTotal, b.firstStep});
+                          afterTotal, b.firstStep, measured[i].hasStep, measured[i].atLoss,
+                          measured[i].atStep});
     }
     return r;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/compare/attribution.h"
+#include "core/compare/tensortable.h"
 #include "core/plan/scenario.h"
 
 #include <string>
@@ -29,6 +30,8 @@ struct RunMeasurement {
     std::int64_t workspaces = 0;
     bool hasStep = false;         // the run records an optimizer step
     std::int64_t stepScratch = 0; // at the step's peak: what is neither model state nor workspace
+    // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
+    TensorTable atLoss, atStep;
 };
 RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& rules);
 
@@ -38,6 +41,8 @@ struct CalibrationRun {
     // A first step's trace (Comparison::firstStep): `measured` is what a later step would reach, which is
     // what a plan describes.
     bool firstStep = false;
+    bool hasStep = false;
+    TensorTable atLoss, atStep; // what the run held at its loss peak and its step's peak, tensor by tensor
 };
 struct CalibrationResult {
     Calibration factors;

@@ -40,14 +40,39 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
     return j;
 }
 
+namespace {
+
+nlohmann::json tensorTableToJson(const TensorTable& t) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const TensorRow& row : t.rows)
+        rows.push_back({{"shape", row.shape},
+                        {"dtype_bytes", row.dtypeBytes},
+                        {"bytes_each", row.each},
+                        {"count", row.count},
+                        {"bytes", row.bytes()}});
+    return {{"allocated_bytes", t.total},
+            {"model_state_bytes", t.modelState},
+            {"workspace_bytes", t.workspaces},
+            {"kv_cache_bytes", t.kvCache},
+            {"rows", rows},
+            {"residual_bytes", t.residual},
+            {"residual_allocations", t.residualAllocations},
+            {"largest_residual_bytes", t.largestResiduals}};
+}
+
+} // namespace
+
 nlohmann::json calibrationToJson(const CalibrationResult& r) {
     nlohmann::json runs = nlohmann::json::array();
-    for (const CalibrationRun& run : r.runs)
-        runs.push_back({{"trace", run.trace},
-                        {"measured_bytes", run.measured},
-                        {"before_bytes", run.before},
-                        {"after_bytes", run.after},
-                        {"first_step", run.firstStep}});
+    for (const CalibrationRun& run : r.runs) {
+        nlohmann::json j = {
+            {"trace", run.trace},          {"measured_bytes", run.measured},
+            {"before_bytes", run.before},  {"after_bytes", run.after},
+            {"first_step", run.firstStep}, {"tensors_at_loss_peak", tensorTableToJson(run.atLoss)}};
+        if (run.hasStep)
+            j["tensors_at_step_peak"] = tensorTableToJson(run.atStep);
+        runs.push_back(std::move(j));
+    }
     return {{"schema", "headroom.calibration/1"},
             {"factors", calibrationFactorsToJson(r.factors)},
             {"runs", runs}};

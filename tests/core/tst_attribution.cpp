@@ -414,6 +414,34 @@ void TestAttribution::calibrationReproducesAndPredicts() {
     QCOMPARE(4.0 * 16 * 256 * 256 * 4, 4.0 * 256 * 4096 * 4);
     QCOMPARE(m256.quadratic, 0LL);
     QVERIFY(m256.ambiguous > 0);
+    // Every live allocation at both peaks placed: the model state, workspaces and KV cache as attribution
+    // found them, the rest matched to a tensor shape of the model by its size, and what no shape explains
+    // left as residual. Sizes worked out here (b = 4, s = 128, h = 1024, f = 4096, 16 heads, V = 10,000).
+    auto row = [](const TensorTable& t, std::int64_t each) -> const TensorRow* {
+        for (const TensorRow& r : t.rows)
+            if (r.each == each)
+                return &r;
+        return nullptr;
+    };
+    for (const TensorTable* t : {&m128.atLoss, &m128.atStep, &m256.atLoss, &m256.atStep}) {
+        QCOMPARE(t->modelState + t->workspaces + t->kvCache + t->matched() + t->residual, t->total);
+        QVERIFY(t->residual < t->total / 100);
+    }
+    // The step's scratch is shaped like the parameters: at 128 tokens the step holds tensors of the
+    // embedding's shape in fp32 (10,000 x 1,024 x 4 bytes), which no activation of that run has.
+    const TensorRow* scratch = row(m128.atStep, 10000LL * 1024 * 4);
+    QVERIFY(scratch && scratch->shape == "p" && scratch->count > 0);
+    const TensorRow* scores = row(m128.atLoss, 4LL * 16 * 128 * 128 * 4);
+    QVERIFY(scores && scores->shape == "b·a·s²" && scores->dtypeBytes == 4 && scores->count == 48);
+    const TensorRow* ffn = row(m128.atLoss, 4LL * 128 * 4096 * 4);
+    QVERIFY(ffn && ffn->shape == "b·s·f" && ffn->dtypeBytes == 4);
+    const TensorRow* hidden = row(m128.atLoss, 4LL * 128 * 1024 * 4);
+    QVERIFY(hidden && hidden->shape == "b·s·h");
+    const TensorRow* logits = row(m128.atLoss, 4LL * 128 * 10000 * 4);
+    QVERIFY(logits && logits->shape == "b·s·V");
+    // At 256 tokens a score tensor and an FFN output are one size: the row names both, and says no width.
+    const TensorRow* both = row(m256.atLoss, 4LL * 256 * 4096 * 4);
+    QVERIFY(both && both->shape == "b·s·f (4 B) = b·a·s² (4 B)" && both->dtypeBytes == 0);
     QCOMPARE(train.factors.quadratic, 2.0);
     QCOMPARE(train.factors.quadraticActivationBytes, 4.0); // measured on fp32 activations
     // The two inference runs, separately.
