@@ -609,6 +609,18 @@ void TestCli::reportsAndExports() {
     QVERIFY2(servedText.contains(QString::fromStdString(loadScenarioFile(served).name)),
              qPrintable(servedText));
     QVERIFY2(!servedText.contains(QChar(0x2026)), qPrintable(servedText)); // no ellipsis anywhere
+    // A fine-tuning plan's report splits the weights into the frozen base and the adapters, text over none.
+    const std::string qlora =
+        HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/torchtune-llama3.1-8b-qlora-4090.headroom.json";
+    const QString qloraPdf = m_dir.filePath("qlora.pdf");
+    QCOMPARE(cli({"report", qlora, "-o", qloraPdf.toStdString()}).code, 0);
+    QCOMPARE(test::pdfPages(qloraPdf), 1);
+    const QString qloraText = test::pdfText(qloraPdf);
+    QVERIFY2(qloraText.contains(QStringLiteral("frozen base")) &&
+                 qloraText.contains(QStringLiteral("adapters")),
+             qPrintable(qloraText));
+    QVERIFY2(test::pdfOverlappingWords(qloraPdf).isEmpty(),
+             qPrintable(test::pdfOverlappingWords(qloraPdf).join("; ")));
     QVERIFY2(!text.contains(QChar(0x2026)), qPrintable(text));
     QCOMPARE(cli({"report", def, "-o", m_dir.filePath("x.docx").toStdString()}).code, 1);
     QCOMPARE(cli({"report", def}).code, 2);

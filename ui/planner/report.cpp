@@ -26,6 +26,7 @@
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSaveFile>
+#include <algorithm>
 #include <memory>
 
 namespace headroom {
@@ -116,13 +117,23 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
     r.breakdown.title =
         QStringLiteral("Most-loaded GPU at its peak (%1)").arg(QString::fromUtf8(phaseName(est.peakPhase)));
     r.breakdown.header = {QStringLiteral("Category"), style.unitName(), QStringLiteral("Share")};
+    auto breakdownRow = [&](const QString& label, double b) {
+        r.breakdown.rows.push_back(
+            {label, QString::number(style.scale(b), 'f', 2),
+             QString::number(est.peakBytes > 0 ? 100 * b / est.peakBytes : 0, 'f', 1) + QLatin1Char('%')});
+    };
+    const double frozen = est.frozenWeightBytes();
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const double b = est.perGpu.bytes[i];
         if (b <= 0)
             continue;
-        r.breakdown.rows.push_back(
-            {QString::fromUtf8(categoryLabel(categoryAt(i))), QString::number(style.scale(b), 'f', 2),
-             QString::number(est.peakBytes > 0 ? 100 * b / est.peakBytes : 0, 'f', 1) + QLatin1Char('%')});
+        // Fine-tuning: the weights as the frozen base and the adapters, as the window's table has them.
+        if (categoryAt(i) == Category::Weights && frozen > 0) {
+            breakdownRow(QStringLiteral("Weights: frozen base"), frozen);
+            breakdownRow(QStringLiteral("Weights: adapters"), std::max(0.0, b - frozen));
+            continue;
+        }
+        breakdownRow(QString::fromUtf8(categoryLabel(categoryAt(i))), b);
     }
     r.breakdown.rows.push_back({QStringLiteral("Peak"), QString::number(style.scale(est.peakBytes), 'f', 2),
                                 QStringLiteral("100.0%")});
