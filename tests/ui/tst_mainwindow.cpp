@@ -3,6 +3,7 @@
 // item models under QAbstractItemModelTester, crash recovery, close confirmation, drag-and-drop imports.
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
+#include "core/plan/sweeps.h"
 #include "core/serve/estimate.h"
 #include "core/version.h"
 #include "tests/testutil.h"
@@ -15,15 +16,18 @@
 #include "ui/mainwindow.h"
 #include "ui/planner/breakdownchart.h"
 #include "ui/planner/breakdownmodel.h"
+#include "ui/planner/phasechart.h"
 #include "ui/planner/savingsmodel.h"
 #include "ui/planner/scenariodocument.h"
 #include "ui/planner/settingspanel.h"
+#include "ui/planner/strategychart.h"
 #include "ui/planner/sweepchart.h"
 
 #include <QAbstractAxis>
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
+#include <QAreaSeries>
 #include <QBarSet>
 #include <QChartView>
 #include <QCheckBox>
@@ -34,6 +38,7 @@
 #include <QDropEvent>
 #include <QFile>
 #include <QLabel>
+#include <QLineSeries>
 #include <QLocale>
 #include <QMimeData>
 #include <QSettings>
@@ -488,6 +493,47 @@ void TestMainWindow::itemModelsAreConsistent() {
     QCOMPARE(total, loraEstimate.peakBytes);
     breakdown.setEstimate(estimate(scenarioFromJson(defaultScenarioDocument())));
     QCOMPARE(breakdown.rowCount(), int(kCategoryCount));
+
+    // The stacked chart splits the weights the same way: the frozen base in its own darker segment at the
+    // bottom of the bar, the adapters in the weights' blue above it, the bar still summing to the peak.
+    const Scenario loraScenario = scenarioFromJson(lora);
+    BreakdownChart chart;
+    chart.setEstimate(loraScenario, loraEstimate);
+    QCOMPARE(chart.series()->barSets().first(), chart.frozenSet());
+    QCOMPARE(chart.frozenSet()->at(0), loraEstimate.frozenWeightBytes() / test::kGiB);
+    QCOMPARE(chart.categorySet(Category::Weights)->at(0),
+             (loraEstimate.perGpu[Category::Weights] - loraEstimate.frozenWeightBytes()) / test::kGiB);
+    QCOMPARE(chart.categorySet(Category::Weights)->label(), QStringLiteral("Weights: adapters"));
+    QCOMPARE(chart.frozenSet()->color(), frozenWeightsColor());
+    double stacked = 0;
+    for (QBarSet* set : chart.series()->barSets())
+        stacked += set->at(0);
+    QVERIFY(std::abs(stacked - loraEstimate.peakBytes / test::kGiB) < 1e-6);
+    QVERIFY2(chart.frozenSegmentText(0).startsWith("Weights, frozen base: "),
+             qPrintable(chart.frozenSegmentText(0)));
+    QVERIFY2(chart.segmentText(Category::Weights, 0).startsWith("Weights, adapters: "),
+             qPrintable(chart.segmentText(Category::Weights, 0)));
+    // The step's phases and the ZeRO comparison draw the same split.
+    PhaseChart phases;
+    phases.setTimeline(phaseTimeline(loraScenario, loraEstimate.mostLoadedStage), loraScenario, loraEstimate);
+    QVERIFY(phases.frozenArea()->isVisible());
+    QCOMPARE(phases.frozenArea()->upperSeries()->at(0).y(), loraEstimate.frozenWeightBytes() / test::kGiB);
+    QCOMPARE(phases.frozenArea()->color(), frozenWeightsColor());
+    StrategyChart strategies;
+    strategies.setEstimates(strategyEstimates(loraScenario, &estimate), loraEstimate);
+    QCOMPARE(strategies.frozenSet()->at(0), strategies.estimates()[0].frozenWeightBytes() / test::kGiB);
+    QVERIFY(strategies.frozenSet()->at(0) > 0);
+    // Hiding the weights hides both segments; a full fine-tuning plan has no frozen segment at all.
+    chart.setCategoryHidden(Category::Weights, true);
+    QCOMPARE(chart.frozenSet()->at(0), 0.0);
+    chart.setCategoryHidden(Category::Weights, false);
+    const Scenario plain = scenarioFromJson(defaultScenarioDocument());
+    const Estimate plainEstimate = estimate(plain);
+    chart.setEstimate(plain, plainEstimate);
+    QCOMPARE(chart.frozenSet()->at(0), 0.0);
+    QCOMPARE(chart.categorySet(Category::Weights)->label(), QStringLiteral("Weights"));
+    QCOMPARE(chart.categorySet(Category::Weights)->at(0),
+             plainEstimate.perGpu[Category::Weights] / test::kGiB);
 }
 
 void TestMainWindow::crashRecoveryOffersAutosave() {
@@ -582,12 +628,12 @@ void TestMainWindow::unitsAndLegend() {
     // Hovering a segment shows that text.
     w->show();
     QVERIFY(QTest::qWaitForWindowExposed(w.get()));
-    emit chart->series()->hovered(true, 0, chart->series()->barSets().at(int(Category::Activations)));
+    emit chart->series()->hovered(true, 0, chart->categorySet(Category::Activations));
     QTRY_COMPARE(QToolTip::text(), tip);
     chart->setCategoryHidden(Category::Activations, true);
-    QCOMPARE(chart->series()->barSets().at(int(Category::Activations))->at(0), 0.0);
+    QCOMPARE(chart->categorySet(Category::Activations)->at(0), 0.0);
     chart->setCategoryHidden(Category::Activations, false);
-    QVERIFY(chart->series()->barSets().at(int(Category::Activations))->at(0) > 0);
+    QVERIFY(chart->categorySet(Category::Activations)->at(0) > 0);
 }
 
 void TestMainWindow::servingShowsTokensAndRequests() {
@@ -745,6 +791,15 @@ void TestMainWindow::categoryColoursSurviveColourBlindness() {
             qPrintable(
                 QStringLiteral("categories %1 and %2: lightness differs by %3").arg(i).arg(i + 1).arg(dl)));
     }
+    // A fine-tuning plan's frozen base sits under the adapters' weights: apart from them in lightness as
+    // stacked neighbours are, and at least 20 apart from every category for each vision.
+    const double frozenL = seenAs(frozenWeightsColor(), nullptr)[0];
+    QVERIFY2(std::abs(frozenL - seenAs(categoryColor(Category::Weights), nullptr)[0]) >= 25,
+             qPrintable(QStringLiteral("frozen base lightness %1").arg(frozenL)));
+    std::vector<QColor> withFrozen = all;
+    withFrozen.push_back(frozenWeightsColor());
+    const double worstFrozen = worstDifference(withFrozen, &which);
+    QVERIFY2(worstFrozen >= 20, qPrintable(QStringLiteral("%1: %2").arg(which).arg(worstFrozen)));
     // The trace view's eight measured categories, unattributed grey included.
     std::vector<QColor> measured;
     for (std::size_t i = 0; i < kMeasuredCategories; ++i)

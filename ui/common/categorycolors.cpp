@@ -50,6 +50,15 @@ QColor categoryColor(MeasuredCategory c) {
     return QColor(0x66, 0x66, 0x66); // darker than the timeline's grey "everything else" band
 }
 
+QColor frozenWeightsColor() {
+    return QColor(0x00, 0x00, 0x58);
+} // navy: CIELAB L* 6 against the blue's 55
+
+void colourFrozenWeights(QBarSet* set) {
+    set->setColor(frozenWeightsColor());
+    set->setBorderColor(frozenWeightsColor().darker(130));
+}
+
 void colourBarSet(QBarSet* set, Category c) {
     set->setColor(categoryColor(c));
     set->setBorderColor(categoryColor(c).darker(130));

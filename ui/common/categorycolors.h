@@ -19,5 +19,9 @@ void colourBarSet(QBarSet* set, Category c);
 // an estimate and a measurement read alike side by side; temporaries in the gather buffers' purple,
 // workspaces in the allocator's olive, unattributed in a mid grey.
 QColor categoryColor(MeasuredCategory c);
+// A fine-tuning plan's frozen base, drawn under the adapters' weights: a darker shade of the weights' blue,
+// at least 25 apart in lightness from it so the two read apart in greyscale too.
+QColor frozenWeightsColor();
+void colourFrozenWeights(QBarSet* set);
 
 } // namespace headroom

@@ -23,6 +23,10 @@ namespace headroom {
 
 BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
     m_series = new QStackedBarSeries(this);
+    // A fine-tuning plan's frozen base, in a darker shade of the weights' blue, at the bottom of each bar.
+    m_frozenSet = new QBarSet(QStringLiteral("Weights: frozen base"));
+    colourFrozenWeights(m_frozenSet);
+    m_series->append(m_frozenSet);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
         auto* set = new QBarSet(QString::fromUtf8(categoryLabel(cat)));
@@ -61,8 +65,9 @@ BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
     }
     legend()->setAlignment(Qt::AlignRight);
     legend()->markers(m_capacityLabel).first()->setVisible(false);
+    legend()->markers(m_series).at(0)->setVisible(false);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
-        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i) + 1);
         connect(marker, &QLegendMarker::clicked, this,
                 [this, i] { setCategoryHidden(categoryAt(i), !isCategoryHidden(categoryAt(i))); });
     }
@@ -83,6 +88,10 @@ void BreakdownChart::setStyle(const ChartStyle& style) {
         if (m_style.presentation)
             m_sets[i]->setPen(m_style.segmentPen());
     }
+    colourFrozenWeights(m_frozenSet);
+    if (m_style.presentation)
+        m_frozenSet->setPen(m_style.segmentPen());
+    m_frozenShown = -1;
     rebuild();
 }
 
@@ -108,6 +117,7 @@ void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
                                      .arg(r.firstLayer)
                                      .arg(r.firstLayer + r.layers - 1));
         bars.values.push_back(r.peak);
+        bars.frozenWeights.push_back(r.frozenWeightBytes);
     }
     bars.capacity = est.capacityBytes;
     setBars(std::move(bars));
@@ -123,14 +133,37 @@ QString BreakdownChart::segmentText(Category c, int bar) const {
         return {};
     const Breakdown& b = m_bars.values[static_cast<std::size_t>(bar)];
     const double total = b.total();
+    const double frozen = c == Category::Weights ? frozenAt(bar) : 0;
+    const double value = b[c] - frozen;
     return QStringLiteral("%1: %2 (%3%)")
-        .arg(QString::fromUtf8(categoryLabel(c)), m_style.format(b[c]))
-        .arg(total > 0 ? 100.0 * b[c] / total : 0.0, 0, 'f', 1);
+        .arg(frozen > 0 ? QStringLiteral("Weights, adapters") : QString::fromUtf8(categoryLabel(c)),
+             m_style.format(value))
+        .arg(total > 0 ? 100.0 * value / total : 0.0, 0, 'f', 1);
+}
+
+QString BreakdownChart::frozenSegmentText(int bar) const {
+    if (bar < 0 || bar >= static_cast<int>(m_bars.values.size()) ||
+        bar >= static_cast<int>(m_bars.frozenWeights.size()))
+        return {};
+    const double total = m_bars.values[static_cast<std::size_t>(bar)].total();
+    const double frozen = m_bars.frozenWeights[static_cast<std::size_t>(bar)];
+    return QStringLiteral("Weights, frozen base: %1 (%2%)")
+        .arg(m_style.format(frozen))
+        .arg(total > 0 ? 100.0 * frozen / total : 0.0, 0, 'f', 1);
+}
+
+double BreakdownChart::frozenAt(int bar) const {
+    const auto i = static_cast<std::size_t>(bar);
+    return i < m_bars.frozenWeights.size() ? m_bars.frozenWeights[i] : 0;
 }
 
 void BreakdownChart::hovered(bool state, int index, QBarSet* set) {
     if (!state) {
         QToolTip::hideText();
+        return;
+    }
+    if (set == m_frozenSet) {
+        QToolTip::showText(QCursor::pos(), frozenSegmentText(index));
         return;
     }
     for (std::size_t i = 0; i < kCategoryCount; ++i)
@@ -154,16 +187,7 @@ void BreakdownChart::rebuild() {
         peak = std::max(peak, b.total());
     top = std::max(top, peak);
     const bool fits = peak <= m_bars.capacity;
-    for (std::size_t i = 0; i < kCategoryCount; ++i) {
-        const Category cat = categoryAt(i);
-        QBarSet* set = m_sets[i];
-        bool any = false;
-        QList<qreal> scaled;
-        scaled.reserve(bars);
-        for (const Breakdown& b : values) {
-            any = any || b[cat] > 0;
-            scaled << (m_hidden.count(cat) ? 0.0 : m_style.scale(b[cat]));
-        }
+    auto fill = [bars](QBarSet* set, const QList<qreal>& scaled) {
         if (set->count() != bars) {
             set->remove(0, set->count());
             set->append(scaled);
@@ -172,8 +196,42 @@ void BreakdownChart::rebuild() {
                 if (set->at(b) != scaled[b])
                     set->replace(b, scaled[b]);
         }
+    };
+    // The frozen base: its own segment under the adapters', hidden and shown with the weights.
+    bool anyFrozen = false;
+    {
+        QList<qreal> scaled;
+        scaled.reserve(bars);
+        for (int b = 0; b < bars; ++b) {
+            anyFrozen = anyFrozen || frozenAt(b) > 0;
+            scaled << (m_hidden.count(Category::Weights) ? 0.0 : m_style.scale(frozenAt(b)));
+        }
+        fill(m_frozenSet, scaled);
+        if (m_frozenShown != static_cast<int>(anyFrozen)) {
+            legend()->markers(m_series).at(0)->setVisible(anyFrozen);
+            m_frozenShown = anyFrozen;
+        }
+        const QString weights = anyFrozen ? QStringLiteral("Weights: adapters")
+                                          : QString::fromUtf8(categoryLabel(Category::Weights));
+        QBarSet* set = m_sets[static_cast<std::size_t>(Category::Weights)];
+        if (set->label() != weights)
+            set->setLabel(weights);
+    }
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category cat = categoryAt(i);
+        QBarSet* set = m_sets[i];
+        bool any = false;
+        QList<qreal> scaled;
+        scaled.reserve(bars);
+        for (int b = 0; b < bars; ++b) {
+            const double v =
+                values[static_cast<std::size_t>(b)][cat] - (cat == Category::Weights ? frozenAt(b) : 0);
+            any = any || v > 0;
+            scaled << (m_hidden.count(cat) ? 0.0 : m_style.scale(v));
+        }
+        fill(set, scaled);
         // Categories that are zero everywhere leave the legend; hidden ones stay there, greyed.
-        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i));
+        QLegendMarker* marker = legend()->markers(m_series).at(static_cast<int>(i) + 1);
         if (m_markerShown[i] != static_cast<int>(any)) { // QLegendMarker::isVisible() also reflects layout
             marker->setVisible(any);
             m_markerShown[i] = any;

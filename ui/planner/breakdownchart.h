@@ -29,6 +29,9 @@ public:
         QString title;
         QStringList labels;
         std::vector<Breakdown> values;
+        // Fine-tuning with adapters: of each bar's weights, the frozen base's bytes (empty, or all zero: the
+        // weights are one segment). Drawn as their own segment under the adapters'.
+        std::vector<double> frozenWeights;
         double capacity = 0;
         bool headroomLabel = true;
     };
@@ -41,12 +44,18 @@ public:
     const ChartStyle& style() const { return m_style; }
     bool isCategoryHidden(Category c) const { return m_hidden.count(c) != 0; }
     void setCategoryHidden(Category c, bool hidden);
-    // Text of the tooltip for a segment (what hovering shows).
+    // Text of the tooltip for a segment (what hovering shows). With a frozen base, Weights is the adapters'
+    // segment; frozenSegmentText is the base's.
     QString segmentText(Category c, int bar) const;
+    QString frozenSegmentText(int bar) const;
+    // The frozen base's segment (its values are 0 when the weights are one segment).
+    QBarSet* frozenSet() const { return m_frozenSet; }
+    QBarSet* categorySet(Category c) const { return m_sets[static_cast<std::size_t>(c)]; }
     QStackedBarSeries* series() const { return m_series; }
 
 private:
     void rebuild();
+    double frozenAt(int bar) const; // 0 past the end of Bars::frozenWeights
     void hovered(bool state, int index, QBarSet* set);
 
     ChartStyle m_style;
@@ -54,6 +63,8 @@ private:
     std::set<Category> m_hidden;
     QStackedBarSeries* m_series = nullptr;
     std::array<QBarSet*, kCategoryCount> m_sets{};
+    QBarSet* m_frozenSet = nullptr; // first in the series: stacked at the bottom, under the adapters
+    int m_frozenShown = -1;
     std::array<int, kCategoryCount> m_markerShown{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     QBarCategoryAxis* m_x = nullptr;
     QValueAxis* m_y = nullptr;

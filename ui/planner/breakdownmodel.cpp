@@ -85,8 +85,8 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const {
         }
         break;
     case Qt::DecorationRole:
-        if (index.column() == CategoryColumn) // what trains in a lighter shade of the weights' colour
-            return part == 2 ? categoryColor(c).lighter(150) : categoryColor(c);
+        if (index.column() == CategoryColumn) // as the charts draw them: the frozen base in navy
+            return part == 1 ? frozenWeightsColor() : categoryColor(c);
         break;
     case Qt::TextAlignmentRole:
         if (index.column() != CategoryColumn)

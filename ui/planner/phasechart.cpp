@@ -21,8 +21,13 @@ PhaseChart::PhaseChart(QGraphicsItem* parent) : QChart(parent) {
     addAxis(m_y, Qt::AlignLeft);
     for (auto& e : m_edges)
         e = new QLineSeries(this);
+    m_frozenArea = new QAreaSeries(m_edges[1], m_edges[0]);
+    m_frozenArea->setName(QStringLiteral("Weights: frozen base"));
+    addSeries(m_frozenArea);
+    m_frozenArea->attachAxis(m_x);
+    m_frozenArea->attachAxis(m_y);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
-        auto* area = new QAreaSeries(m_edges[i + 1], m_edges[i]);
+        auto* area = new QAreaSeries(m_edges[i + 2], m_edges[i + 1]);
         area->setName(QString::fromUtf8(categoryLabel(categoryAt(i))));
         m_areas[i] = area;
         addSeries(area);
@@ -47,6 +52,8 @@ void PhaseChart::setStyle(const ChartStyle& style) {
         // antialiased outlines was 40% of this chart's paint time.
         m_areas[i]->setPen(m_style.segmentPen());
     }
+    m_frozenArea->setColor(frozenWeightsColor());
+    m_frozenArea->setPen(m_style.segmentPen());
     m_y->setTitleText(m_style.unitName());
 }
 
@@ -63,22 +70,28 @@ void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Sce
     if (this->title() != title)
         setTitle(title);
     // x: phase index + progress within it.
-    std::array<QList<QPointF>, kCategoryCount + 1> edges;
+    std::array<QList<QPointF>, kCategoryCount + 2> edges;
     double top = est.capacityBytes;
+    // A fine-tuning plan's frozen base does not change over the step: the bottom of the weights' band.
+    const double frozen = est.frozenWeightBytes();
     for (const auto& p : points) {
         const int phaseIndex = training ? static_cast<int>(p.phase)
                                         : static_cast<int>(p.phase) - static_cast<int>(Phase::Prefill);
         const double x = phaseIndex + 0.98 * p.progress;
         double sum = 0;
         edges[0].append({x, 0});
+        edges[1].append(
+            {x, m_style.scale(std::min(frozen, p.bytes.bytes[static_cast<std::size_t>(Category::Weights)]))});
         for (std::size_t i = 0; i < kCategoryCount; ++i) {
             sum += p.bytes.bytes[i];
-            edges[i + 1].append({x, m_style.scale(sum)});
+            edges[i + 2].append({x, m_style.scale(sum)});
         }
         top = std::max(top, sum);
     }
-    for (std::size_t i = 0; i <= kCategoryCount; ++i)
+    for (std::size_t i = 0; i < m_edges.size(); ++i)
         m_edges[i]->replace(edges[i]);
+    if (m_frozenArea->isVisible() != (frozen > 0))
+        m_frozenArea->setVisible(frozen > 0);
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         bool any = false;
         for (const auto& p : points)

@@ -24,12 +24,17 @@ public:
     // Draws the most-loaded stage's step (core phaseTimeline, two points a phase), computed off the GUI
     // thread.
     void setTimeline(const std::vector<TimelinePoint>& points, const Scenario& sc, const Estimate& est);
+    // The band of a fine-tuning plan's frozen base (hidden without one).
+    QAreaSeries* frozenArea() const { return m_frozenArea; }
     void setStyle(const ChartStyle& style);
 
 private:
     ChartStyle m_style;
-    std::array<QLineSeries*, kCategoryCount + 1> m_edges{}; // cumulative boundaries, [0] is the baseline
+    // Cumulative boundaries: [0] is the baseline, [1] the top of a fine-tuning plan's frozen base (the
+    // baseline again without one), [i + 2] the top of category i.
+    std::array<QLineSeries*, kCategoryCount + 2> m_edges{};
     std::array<QAreaSeries*, kCategoryCount> m_areas{};
+    QAreaSeries* m_frozenArea = nullptr; // the frozen base, under the weights (which are then the adapters)
     QLineSeries* m_capacity = nullptr;
     QCategoryAxis* m_x = nullptr;
     QValueAxis* m_y = nullptr;

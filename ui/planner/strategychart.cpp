@@ -23,8 +23,10 @@ void StrategyChart::setEstimates(const std::array<Estimate, 4>& estimates, const
     bars.capacity = est.capacityBytes;
     bars.headroomLabel = false;
     m_estimates = estimates;
-    for (const Estimate& e : m_estimates)
+    for (const Estimate& e : m_estimates) {
         bars.values.push_back(e.perGpu);
+        bars.frozenWeights.push_back(e.frozenWeightBytes());
+    }
     setBars(std::move(bars));
 }
 
