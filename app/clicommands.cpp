@@ -16,6 +16,7 @@
 #include "core/io/fleetjson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
+#include "core/io/servingcases.h"
 #include "core/io/timelinejson.h"
 #include "core/io/tracesummaryjson.h"
 #include "core/io/validation.h"
@@ -23,6 +24,7 @@
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/settingnames.h"
+#include "core/serve/engineversions.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/traceloadjob.h"
@@ -90,6 +92,9 @@ constexpr const char* kUsage =
     "                                          replay a snapshot through a model of PyTorch's caching\n"
     "                                          allocator, as recorded and under other settings\n"
     "                                          (docs/formats.md section 10)\n"
+    "  serving-logs CASES.json [--json]      serving engines' start-up logs beside the plan, part by part\n"
+    "                                          (budget, weights, non-torch, profiled step, KV pool), fit\n"
+    "                                          and validate runs apart (docs/formats.md section 15)\n"
     "  validate CASES.json... [--rules R.json] [--summary] [--json]\n"
     "                                          the estimate against every run a cases file lists\n"
     "                                          (published peaks, recorded traces), fit and validate runs\n"
@@ -219,15 +224,18 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
             << labelOf(optimizerNames(), sc.training.optimizer) << " step "
             << labelOf(optimizerImplNames(), sc.training.optimizerImpl);
-    else
+    else {
         out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
+        if (const EngineVersion* v = engineVersionOf(sc))
+            out << " (" << v->name << ": " << v->modelRunner << ")";
+    }
     out << "\n\n";
     out << "  per GPU (stage " << est.mostLoadedStage << ", peak in " << phaseName(est.peakPhase)
         << ")      GiB   share\n";
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
-        out << "  " << std::left << std::setw(26) << categoryLabel(cat) << std::right << gib(est.perGpu[cat])
-            << "  " << pct(est.perGpu[cat], est.peakBytes) << "\n";
+        out << "  " << std::left << std::setw(26) << categoryLabel(cat, est.serving.engine) << std::right
+            << gib(est.perGpu[cat]) << "  " << pct(est.perGpu[cat], est.peakBytes) << "\n";
         // Fine-tuning: which of the weights are the frozen base and which train (the gradients and the
         // optimizer's states are the trained ones' only).
         if (cat == Category::Weights && est.frozenWeightBytes() > 0) {
@@ -257,7 +265,12 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << (vllm ? "gpu_memory_utilization x " : "mem_fraction_static x free after context and NCCL, ")
             << formatBytes(sv.budgetBaseBytes) << "); one step of "
             << formatCount(static_cast<unsigned long long>(sv.stepTokens)) << " tokens from " << sv.maxNumSeqs
-            << " requests: " << formatBytes(sv.profiledBytes) << "\n";
+            << " requests: " << formatBytes(sv.profiledBytes);
+        if (vllm)
+            out << "; non-torch " << formatBytes(sv.nonTorchBytes);
+        if (sv.cudaGraphBytes > 0)
+            out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes);
+        out << "\n";
         out << "  KV cache pool: " << formatBytes(sv.poolBytes) << " = "
             << formatCount(static_cast<unsigned long long>(std::max(0LL, sv.kvCacheTokens))) << " tokens ("
             << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
@@ -916,6 +929,15 @@ int cmdValidate(const Args& a, std::ostream& out, std::ostream& err) {
     return 0;
 }
 
+int cmdServingLogs(const Args& a, std::ostream& out) {
+    if (a.positional.size() != 1)
+        throw std::invalid_argument("serving-logs takes one CASES.json file");
+    const ServingCases cases = loadServingCases(a.positional[0]);
+    const std::vector<ServingCaseResult> results = runServingCases(cases);
+    out << (a.json ? jsonText(servingCasesToJson(results), 2) : servingCasesMarkdown(results)) << "\n";
+    return 0;
+}
+
 int cmdPresets(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& p : modelPresets()) {
@@ -989,6 +1011,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return cmdReport(a, out);
         if (cmd == "validate")
             return cmdValidate(a, out, err);
+        if (cmd == "serving-logs")
+            return cmdServingLogs(a, out);
         if (cmd == "presets")
             return cmdPresets(a, out);
         if (cmd == "gpus")

@@ -95,6 +95,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                                            : sc.inference.weightDtype}};
         if (sv.engine) {
             inf["engine"] = sc.inference.engine == Engine::Vllm ? "vllm" : "sglang";
+            inf["engine_version"] = sv.engineVersion;
+            inf["cuda_graph_bytes"] = bytes(sv.cudaGraphBytes);
             inf["budget_bytes"] = bytes(sv.budgetBytes);
             inf["profiled_step_bytes"] = bytes(sv.profiledBytes);
             inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);

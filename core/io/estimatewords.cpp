@@ -53,8 +53,9 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
     l = (sc.mode == Mode::Training ? "largest micro-batch that fits: " : "largest batch that fits: ") +
         strong(std::to_string(est.maxMicroBatchSize));
     if (sv.engine)
-        l = std::string(sc.inference.engine == Engine::Vllm ? "vLLM" : "SGLang") +
-            " KV cache: " + strong(count(sv.kvCacheTokens) + " tokens") + " — " +
+        // The release whose rules sized it: the engines' budgets change between releases.
+        l = std::string(sc.inference.engine == Engine::Vllm ? "vLLM" : "SGLang") + " (" + sv.engineVersion +
+            ") KV cache: " + strong(count(sv.kvCacheTokens) + " tokens") + " — " +
             strong(fixed(sv.maxConcurrency, 2)) + " requests of " + count(sv.requestLength) +
             " tokens at once";
     else if (sc.mode == Mode::Inference)

@@ -12,6 +12,7 @@
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 #include "core/plan/settingnames.h"
+#include "core/serve/engineversions.h"
 
 #include <algorithm>
 #include <cctype>
@@ -594,7 +595,27 @@ void readInference(const json& doc, Scenario& sc) {
                                          : s.integer("kv_block_size", blockDefault);
     if (engine && i.kvBlockSize == 0) // "contiguous" is not an engine's choice: it pages with its default
         i.kvBlockSize = blockDefault;
-    i.gpuMemoryUtilization = s.number("gpu_memory_utilization", d.gpuMemoryUtilization, 0.01, 1);
+    // The engine's release (core/serve/engineversions.h): its defaults and what its budget counts.
+    double utilization = d.gpuMemoryUtilization;
+    if (engine) {
+        const EngineVersion* newest = newestEngineVersion(i.engine);
+        const std::string name = s.string("engine_version", newest->name);
+        const EngineVersion* version = findEngineVersion(i.engine, name);
+        if (!version) {
+            std::string known;
+            for (const EngineVersion& v : engineVersions())
+                if (v.engine == i.engine)
+                    known += (known.empty() ? "" : ", ") + std::string("\"") + v.name + "\"";
+            throw Error(s.at("engine_version"), "'" + name + "' is not a modelled release of this engine (" +
+                                                    known + "; docs/serving.md, Engine versions)");
+        }
+        i.engineVersion = version->name;
+        if (i.engine == Engine::Vllm)
+            utilization = version->defaultUtilization;
+    }
+    i.gpuMemoryUtilization = s.number("gpu_memory_utilization", utilization, 0.01, 1);
+    if (const json* g = s.find("cuda_graph_gib"); g && engine)
+        i.cudaGraphBytes = s.number("cuda_graph_gib", 0, 0, 1024) * 1073741824.0;
     i.memFractionStatic = s.number("mem_fraction_static", d.memFractionStatic, 0, 1);
     i.maxModelLen = s.integer("max_model_len", d.maxModelLen);
     i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens);
@@ -602,7 +623,7 @@ void readInference(const json& doc, Scenario& sc) {
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
     if (!engine)
         for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
-                                "max_num_seqs", "cuda_graphs"})
+                                "max_num_seqs", "cuda_graphs", "engine_version", "cuda_graph_gib"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");

@@ -25,4 +25,19 @@ const char* categoryLabel(Category c) {
     return kLabels[static_cast<std::size_t>(c)];
 }
 
+const char* categoryLabel(Category c, bool servingEngine) {
+    if (servingEngine)
+        switch (c) {
+        case Category::CommunicationBuffers:
+            return "Non-torch memory";
+        case Category::Temporaries:
+            return "CUDA graphs";
+        case Category::KvCache:
+            return "KV cache pool";
+        default:
+            break;
+        }
+    return categoryLabel(c);
+}
+
 } // namespace headroom

@@ -27,6 +27,9 @@ inline constexpr std::size_t kCategoryCount = 13;
 
 const char* categoryKey(Category c);   // JSON key: "optimizer_states"
 const char* categoryLabel(Category c); // for people: "Optimizer states"
+// The same, under a serving engine, as the engines' logs name the parts of their budget: non-torch memory
+// (the communication buffers' category), CUDA graphs (temporaries), the KV cache pool.
+const char* categoryLabel(Category c, bool servingEngine);
 inline Category categoryAt(std::size_t i) {
     return static_cast<Category>(i);
 }

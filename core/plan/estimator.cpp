@@ -720,6 +720,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Temporaries] = st.stepInBackward ? 0 : st.optimizerStep + st.optimizerTemp;
         break;
     case Phase::Prefill:
+        // A serving engine's CUDA graphs keep their captured buffers from start-up on.
+        b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
         b[Category::Activations] = st.activations;
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
@@ -727,6 +729,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                                          : (st.kvCache + st.prefillKvExtra) * x;
         break;
     case Phase::Decode:
+        b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
         b[Category::Activations] = st.engine ? st.activations : st.decodeActivations;
         b[Category::Logits] = st.logits;
         b[Category::KvCache] += st.decodeKvTransient;

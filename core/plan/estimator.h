@@ -62,8 +62,11 @@ struct ServingEstimate {
         0; // vLLM's gpu_memory_utilization, SGLang's mem_fraction_static (given or default)
     double budgetBaseBytes =
         0; // what it is a fraction of: vLLM the GPU, SGLang what was free after CUDA and NCCL
-    double profiledBytes = 0;  // the engine's step: vLLM profiles it inside its budget, SGLang leaves room
-    double nonTorchBytes = 0;  // NCCL, cuBLAS and other memory outside PyTorch's allocator
+    double profiledBytes = 0; // the engine's step: vLLM profiles it inside its budget, SGLang leaves room
+    double nonTorchBytes = 0; // NCCL, cuBLAS and other memory outside PyTorch's allocator
+    // The engine's CUDA graphs, where its release counts them in the budget (vLLM from 0.21); 0 otherwise.
+    double cudaGraphBytes = 0;
+    std::string engineVersion; // the release whose rules sized it (core/serve/engineversions.h)
     double availableBytes = 0; // what the engine hands to the KV cache (may be negative: no room)
     double poolBytes = 0;      // the KV cache as allocated, whole blocks
     long long numBlocks = 0;

@@ -184,7 +184,11 @@ struct InferenceSettings {
     int maxModelLen = 0;               // longest request (0: context_length)
     int maxNumBatchedTokens = 0;       // tokens in one engine step (0: the engine's default)
     int maxNumSeqs = 0;                // requests in one step (0: the engine's default)
-    bool cudaGraphs = true;
+    bool cudaGraphs = true;            // false: --enforce-eager, no graphs captured
+    // A serving engine's release as inference.engine_version names it (core/serve/engineversions.h), the
+    // newest modelled when not given; empty without an engine.
+    std::string engineVersion;
+    double cudaGraphBytes = -1; // inference.cuda_graph_gib in bytes; -1: the release's default
     int requestLength() const { return maxModelLen > 0 ? maxModelLen : contextLength; }
 };
 

@@ -3,6 +3,7 @@
 // engine's own source (docs/serving.md names the versions and files).
 #include "core/serve/engines.h"
 
+#include "core/serve/engineversions.h"
 #include "core/serve/kvpool.h"
 
 #include <algorithm>
@@ -54,19 +55,15 @@ double sglangStaticFraction(const Scenario& sc) {
 
 namespace {
 
-// vLLM's profiled sampler step: `_dummy_sampler_run` samples max_num_seqs requests with top-k and
-// top-p on, so apply_top_k_top_p sorts the fp32 logits. Live at the sort, per (request, vocabulary
-// entry): the bf16 logits (2), their fp32 copy (4), the sorted values and int64 indices (4 + 8), the
-// radix sort's second buffers for both (4 + 8) and its int64 input index (8): 38 bytes. Measured on
-// H100 with vLLM 0.11 (llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md): 38.4 to 38.9
-// bytes per entry for Qwen3-0.6B, Qwen3-32B, Llama-3.1-8B and gpt-oss-20b.
-constexpr double kVllmSamplerBytes = 38;
-// SGLang samples from probabilities without sorting (FlashInfer's top-k/top-p kernels): the bf16
-// logits, their fp32 copy and the probabilities.
-constexpr double kSglangSamplerBytes = 10;
-// Memory outside PyTorch that vLLM measures at one GPU (cuBLAS workspaces and the like): 0.13 GiB on
-// each tensor-parallel-1 run of the llm-d measurements; NCCL adds its communicators on top.
-constexpr double kVllmNonTorchBytes = 0.13 * kGiB;
+// The profiled sampler step's bytes per (request, vocabulary entry) are each release's (engineversions.cpp):
+// vLLM 0.11's `_dummy_sampler_run` samples max_num_seqs requests with top-k and top-p on, so
+// apply_top_k_top_p sorts the fp32 logits. Live at the sort: the bf16 logits (2), their fp32 copy (4), the
+// sorted values and int64 indices (4 + 8), the radix sort's second buffers for both (4 + 8) and its int64
+// input index (8): 38 bytes. Measured on H100 with vLLM 0.11 (llm-d-benchmark,
+// config_explorer/empirical-vllm-memory-results.md): 38.4 to 38.9 bytes per entry for Qwen3-0.6B,
+// Qwen3-32B, Llama-3.1-8B and gpt-oss-20b. vLLM 0.31's V2 runner samples without top-k or top-p: the bf16
+// logits and their fp32 copy (6). SGLang samples from probabilities without sorting (FlashInfer's
+// top-k/top-p kernels): the bf16 logits, their fp32 copy and the probabilities (10).
 
 // transformers' generate with its default DynamicCache (transformers 4.56: generation/utils.py,
 // cache_utils.py, and each family's modeling file). What it does differently from a paged cache:
@@ -133,9 +130,10 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const double forward = step * perToken;
     const double kept = e * step * m.hidden; // the step's output hidden states, held while sampling
     const bool vllm = in.engine == Engine::Vllm;
+    const EngineVersion& version = *engineVersionOf(sc);
+    sv.engineVersion = version.name;
     // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
-    const double sampler =
-        st.last ? static_cast<double>(seqs) * m.vocab * (vllm ? kVllmSamplerBytes : kSglangSamplerBytes) : 0;
+    const double sampler = st.last ? static_cast<double>(seqs) * m.vocab * version.samplerBytes : 0;
     if (sampler > forward)
         st.logits = sampler;
     else
@@ -145,13 +143,17 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     st.allocatorFraction = 0; // the engines budget allocated bytes themselves
     if (vllm) {
         // vllm/v1/worker/gpu_worker.py determine_available_memory: the budget minus weights, the
-        // profiled peak and non-torch memory is the KV cache.
-        sv.nonTorchBytes = kVllmNonTorchBytes + st.communication;
+        // profiled peak and non-torch memory is the KV cache. From 0.21 the profiled peak includes the
+        // CUDA graphs' estimate (engineversions.cpp); --enforce-eager (cuda_graphs false) captures none.
+        sv.nonTorchBytes = version.nonTorchBytes + st.communication;
+        if (version.cudaGraphsInBudget && in.cudaGraphs)
+            sv.cudaGraphBytes = in.cudaGraphBytes >= 0 ? in.cudaGraphBytes : version.defaultCudaGraphBytes;
         st.communication = sv.nonTorchBytes;
         sv.budgetFraction = in.gpuMemoryUtilization;
         sv.budgetBaseBytes = capacity;
         sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
-        sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes;
+        sv.availableBytes =
+            sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes - sv.cudaGraphBytes;
     } else {
         // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
         // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA

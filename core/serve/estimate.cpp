@@ -53,6 +53,13 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                            [to](Scenario& s) { s.inference.memFractionStatic = to; }});
         }
     }
+    // From vLLM 0.21 the CUDA graphs' estimate comes out of the pool's budget: --enforce-eager gives it
+    // back, at the cost of decoding speed.
+    if (in.engine == Engine::Vllm && in.cudaGraphs && est.serving.cudaGraphBytes > 0)
+        out.push_back({"enforce_eager",
+                       "--enforce-eager: no CUDA graphs (slower decoding)",
+                       {{"inference", {{"cuda_graphs", false}}}},
+                       [](Scenario& s) { s.inference.cudaGraphs = false; }});
     if (in.engine == Engine::Vllm && est.serving.maxNumSeqs > 256)
         out.push_back({"max_num_seqs_256",
                        "max_num_seqs 256 (a smaller sampler step to profile)",

@@ -2,13 +2,18 @@
 // Inference serving: quantised checkpoints, the engines' KV pools, and their published figures.
 #include "core/error.h"
 #include "core/io/estimatejson.h"
+#include "core/io/servingcases.h"
 #include "core/model/presets.h"
 #include "core/plan/layout.h"
+#include "core/serve/engineversions.h"
 #include "core/serve/estimate.h"
 #include "core/serve/kvpool.h"
 #include "tests/testutil.h"
 
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -84,6 +89,8 @@ private slots:
     void huggingFaceGenerate();
     void inferenceJson();
     void servingExamples();
+    void vllmReleases();
+    void servingLogs();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -212,10 +219,14 @@ void TestServing::vllmMeasuredRuns() {
     QFETCH(double, weights);
     QFETCH(double, profiled);
     QFETCH(double, available);
-    const Scenario sc = scenarioFromJson(inferenceDoc(
-        json::parse(model.toStdString()),
-        {{"engine", "vllm"}, {"gpu_memory_utilization", 0.9}, {"max_model_len", 16000}, {"block_size", 128}},
-        {{"gpu_memory_gib", 79.18}, {"num_gpus", tp}, {"tensor_parallel", tp}}));
+    const Scenario sc = scenarioFromJson(
+        inferenceDoc(json::parse(model.toStdString()),
+                     {{"engine", "vllm"},
+                      {"engine_version", "vllm 0.11"},
+                      {"gpu_memory_utilization", 0.9},
+                      {"max_model_len", 16000},
+                      {"block_size", 128}},
+                     {{"gpu_memory_gib", 79.18}, {"num_gpus", tp}, {"tensor_parallel", tp}}));
     const Estimate est = estimate(sc);
     const ServingEstimate& sv = est.serving;
     auto near = [](double got, double want, double pct, const char* what) {
@@ -347,6 +358,7 @@ void TestServing::engineBoundsPrefill() {
     // independent of batch and context, and the rest of its budget is KV cache.
     json engine = plain;
     engine["inference"]["engine"] = "vllm";
+    engine["inference"]["engine_version"] = "vllm 0.11"; // the release whose sampler sorts
     const Estimate est = estimate(scenarioFromJson(engine));
     const ServingEstimate& sv = est.serving;
     QCOMPARE(sv.stepTokens, 8192);
@@ -505,6 +517,10 @@ void TestServing::inferenceJson() {
     QVERIFY(j["inference"]["kv_cache_tokens"].get<long long>() > 8192);
     QCOMPARE(j["inference"]["engine"].get<std::string>(), std::string("vllm"));
     QCOMPARE(j["inference"]["weight_storage"].get<std::string>(), std::string("mxfp4"));
+    // The release that sized it (the newest modelled, none being named) and its CUDA graphs' bytes.
+    QCOMPARE(j["inference"]["engine_version"].get<std::string>(),
+             std::string(newestEngineVersion(Engine::Vllm)->name));
+    QCOMPARE(j["inference"]["cuda_graph_bytes"].get<double>(), std::round(0.62 * kGiB));
     // Without an engine: the batch's own tokens, and how many requests of its length fit.
     const Scenario plain = scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}},
                                                          {{"batch_size", 4}, {"context_length", 1000}}, {}));
@@ -543,6 +559,117 @@ void TestServing::servingExamples() {
         loadScenarioFile((dir + "serve-llama2-7b-gptq-rtx4090.headroom.json").toStdString());
     QVERIFY(gptq.inference.quantised);
     QVERIFY(estimate(gptq).perGpu[Category::Weights] < 4.0e9); // 6.7B parameters at about half a byte
+}
+
+void TestServing::vllmReleases() {
+    // One scenario, two releases (docs/serving.md, Engine versions): Qwen3-30B-A3B on one H200, steps of
+    // 8,192 tokens from 1,024 requests, FP8 KV cache.
+    json doc = inferenceDoc({{"preset", "Qwen/Qwen3-30B-A3B"}},
+                            {{"engine", "vllm"}, {"context_length", 32768}, {"kv_cache_dtype", "fp8"}},
+                            {{"gpu", "H200-141GB"}});
+    doc["inference"]["engine_version"] = "vllm 0.11";
+    const Estimate v11 = estimate(scenarioFromJson(doc));
+    doc["inference"]["engine_version"] = "vllm 0.31";
+    const Scenario sc31 = scenarioFromJson(doc);
+    const Estimate v31 = estimate(sc31);
+    // 0.11 sorts the sampled logits (38 bytes a request and entry); 0.31's V2 runner samples without top-k
+    // or top-p from an fp32 copy of the bf16 logits: 2 + 4 bytes.
+    QCOMPARE(v11.perGpu[Category::Logits], 1024.0 * 151936 * 38);
+    QVERIFY(v31.serving.profiledBytes < v11.serving.profiledBytes);
+    QCOMPARE(v31.perGpu[Category::Logits], 1024.0 * 151936 * 6); // still more than the 8,192-token forward
+    // 0.31's budget is 0.92 of the GPU (0.11's 0.9), and it takes the CUDA graphs' estimate (the median of
+    // twelve logged estimates, 0.62 GiB) before the pool: 0.92 x capacity - weights - step - non-torch -
+    // graphs, in blocks of 16 tokens x 48 layers x 1 KiB.
+    QCOMPARE(sc31.inference.gpuMemoryUtilization, 0.92);
+    QCOMPARE(v11.serving.budgetBytes, 0.9 * v11.capacityBytes);
+    QCOMPARE(v31.serving.budgetBytes, 0.92 * v31.capacityBytes);
+    QCOMPARE(v31.serving.cudaGraphBytes, 0.62 * kGiB);
+    QCOMPARE(v11.serving.cudaGraphBytes, 0.0); // captured after the pool, outside the budget
+    const ServingEstimate& sv = v31.serving;
+    const double available = 0.92 * v31.capacityBytes - v31.perGpu[Category::Weights] - sv.profiledBytes -
+                             sv.nonTorchBytes - 0.62 * kGiB;
+    QCOMPARE(sv.availableBytes, available);
+    QCOMPARE(sv.numBlocks, static_cast<long long>(std::floor(available / (16 * 48 * 1024.0))));
+    // The graphs' buffers are memory the GPU holds: the peak is the budget and the CUDA context.
+    QCOMPARE(v31.perGpu[Category::Temporaries], 0.62 * kGiB);
+    // A logged estimate replaces the default; --enforce-eager (cuda_graphs false) captures none.
+    doc["inference"]["cuda_graph_gib"] = 1.5;
+    QCOMPARE(estimate(scenarioFromJson(doc)).serving.cudaGraphBytes, 1.5 * kGiB);
+    doc["inference"]["cuda_graphs"] = false;
+    const Estimate eager = estimate(scenarioFromJson(doc));
+    QCOMPARE(eager.serving.cudaGraphBytes, 0.0);
+    QCOMPARE(eager.serving.availableBytes, available + 0.62 * kGiB);
+    // What would serve more offers it, worth the graphs' estimate in tokens.
+    doc["inference"].erase("cuda_graphs");
+    doc["inference"].erase("cuda_graph_gib");
+    const Scenario withGraphs = scenarioFromJson(doc);
+    const auto savings = rankSavings(withGraphs);
+    const auto eagerSaving =
+        std::find_if(savings.begin(), savings.end(), [](const Saving& s) { return s.id == "enforce_eager"; });
+    QVERIFY(eagerSaving != savings.end());
+    QCOMPARE(eagerSaving->kvTokensGained, eager.serving.kvCacheTokens - v31.serving.kvCacheTokens);
+    QVERIFY(eagerSaving->kvTokensGained > 0);
+    // Without a release named, the newest; an unknown one is an error naming the field and the known.
+    doc["inference"].erase("engine_version");
+    QCOMPARE(scenarioFromJson(doc).inference.engineVersion, std::string("vllm 0.31"));
+    doc["inference"]["engine_version"] = "vllm 0.7";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("an unmodelled release was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("inference.engine_version"));
+        QVERIFY(QString::fromStdString(e.why()).contains("\"vllm 0.11\", \"vllm 0.31\""));
+    }
+    doc["inference"]["engine_version"] = "sglang 0.4"; // a release of another engine
+    QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+    // Without an engine the release means nothing, and says so.
+    const Scenario none = scenarioFromJson(
+        inferenceDoc({{"preset", "Qwen/Qwen3-0.6B"}}, {{"engine_version", "vllm 0.31"}}, {}));
+    QCOMPARE(none.warnings.size(), std::size_t(1));
+}
+
+void TestServing::servingLogs() {
+    // examples/serving/cases.json: every logged run's budget part by part, each part within 0.3 GiB and the
+    // pool's tokens within 3%, or a miss the case names; and a named miss must still miss (else its note
+    // is stale).
+    const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
+    const std::vector<ServingCaseResult> results = runServingCases(cases);
+    QCOMPARE(results.size(), std::size_t(7));
+    int named = 0;
+    for (const ServingCaseResult& r : results) {
+        QVERIFY2(r.holds(), qPrintable(QString::fromStdString(r.c->id)));
+        for (const std::string& part : r.c->knownMissParts) {
+            ++named;
+            const auto it = std::find_if(r.parts.begin(), r.parts.end(),
+                                         [&](const ServingPart& p) { return p.name == part; });
+            QVERIFY2(it != r.parts.end() && !it->within,
+                     qPrintable(QString::fromStdString(r.c->id + ": " + part + " no longer misses")));
+        }
+    }
+    QCOMPARE(named, 3); // vLLM 0.31's step with graphs and its pool; SGLang's pool
+    // The fit runs are vLLM 0.11's, from llm-d's measurements; each part's error as the table prints it.
+    const ServingCaseResult& llama = results.front();
+    QCOMPARE(llama.engineVersion, std::string("vllm 0.11"));
+    QCOMPARE(llama.parts.front().name, std::string("budget"));
+    QCOMPARE(llama.parts.front().planned, 0.9 * std::llround(79.18 * kGiB));
+    const std::string table = servingCasesMarkdown(results);
+    QVERIFY(
+        table.find("| Llama 3.1 8B Instruct, one A100 80GB, vLLM's defaults | vllm 0.31 | 72.91 / 72.91") !=
+        std::string::npos);
+    // A file with an unknown part names where.
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("cases.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"schema": "headroom.serving-cases/1", "cases": [{"id": "a", "title": "t", "role": "fit",
+               "source": "s", "scenario": "x.json", "logged_gib": {"kv": 1}}]})");
+    f.close();
+    try {
+        loadServingCases(bad.toStdString());
+        QFAIL("an unknown part was accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString::fromStdString(e.where()).endsWith("cases[0].logged_gib.kv"), e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestServing)

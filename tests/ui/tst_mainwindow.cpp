@@ -99,6 +99,8 @@ json fullInferenceScenario() {
 json fullServingScenario() {
     json doc = fullInferenceScenario();
     doc["inference"] = {{"engine", "vllm"},
+                        {"engine_version", "vllm 0.11"},
+                        {"cuda_graphs", false},
                         {"context_length", 16384},
                         {"gpu_memory_utilization", 0.85},
                         {"max_num_batched_tokens", 4096},
@@ -651,6 +653,36 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     QCOMPARE(w->document()->json()["inference"]["gpu_memory_utilization"].get<double>(), 0.92);
     QCOMPARE(w->document()->scenario().inference.gpuMemoryUtilization, 0.92);
     QVERIFY(w->waitForPlanner());
+    // The release: the panel shows the one named; without one, the newest, with its default budget.
+    auto* release = w->settingsPanel()->findChild<QComboBox*>("/inference/engine_version");
+    QVERIFY(release && release->isVisible() == w->settingsPanel()->isVisible());
+    QCOMPARE(release->currentData().toString(), QStringLiteral("vllm 0.11"));
+    {
+        json doc = fullServingScenario();
+        doc["inference"].erase("engine_version");
+        doc["inference"].erase("gpu_memory_utilization");
+        w->document()->reset(doc);
+        QCOMPARE(release->currentData().toString(), QStringLiteral("vllm 0.31"));
+        QCOMPARE(util->value(), 92); // 0.31's default, as the reader resolved it
+        doc["inference"]["engine_version"] = "vllm 0.11";
+        w->document()->reset(doc);
+        QCOMPARE(util->value(), 90);
+        // Another engine drops the release, which names vLLM, in one undo step.
+        auto* engine = w->settingsPanel()->findChild<QComboBox*>("/inference/engine");
+        QVERIFY(engine);
+        const int sglang = engine->findData(QStringLiteral("sglang"));
+        engine->setCurrentIndex(sglang);
+        emit engine->activated(sglang);
+        QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
+        QVERIFY(!w->document()->json()["inference"].contains("engine_version"));
+        QCOMPARE(w->document()->scenario().inference.engineVersion, std::string("sglang 0.4"));
+        w->document()->undoStack()->undo();
+        QCOMPARE(w->document()->json()["inference"]["engine_version"].get<std::string>(),
+                 std::string("vllm 0.11"));
+        w->document()->reset(fullServingScenario());
+        util->setValue(92);
+        QVERIFY(w->waitForPlanner());
+    }
     // The verdict line and the serving chart give the pool in tokens and requests; the peak sweep, flat
     // under an engine, gives way to it.
     const ServingEstimate& sv = w->document()->estimate().serving;

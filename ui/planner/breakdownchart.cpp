@@ -120,6 +120,7 @@ void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
         bars.frozenWeights.push_back(r.frozenWeightBytes);
     }
     bars.capacity = est.capacityBytes;
+    bars.serving = est.serving.engine;
     setBars(std::move(bars));
 }
 
@@ -136,7 +137,8 @@ QString BreakdownChart::segmentText(Category c, int bar) const {
     const double frozen = c == Category::Weights ? frozenAt(bar) : 0;
     const double value = b[c] - frozen;
     return QStringLiteral("%1: %2 (%3%)")
-        .arg(frozen > 0 ? QStringLiteral("Weights, adapters") : QString::fromUtf8(categoryLabel(c)),
+        .arg(frozen > 0 ? QStringLiteral("Weights, adapters")
+                        : QString::fromUtf8(categoryLabel(c, m_bars.serving)),
              m_style.format(value))
         .arg(total > 0 ? 100.0 * value / total : 0.0, 0, 'f', 1);
 }
@@ -220,6 +222,11 @@ void BreakdownChart::rebuild() {
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);
         QBarSet* set = m_sets[i];
+        if (cat != Category::Weights) { // the weights' label follows the frozen split above
+            const QString label = QString::fromUtf8(categoryLabel(cat, m_bars.serving));
+            if (set->label() != label)
+                set->setLabel(label);
+        }
         bool any = false;
         QList<qreal> scaled;
         scaled.reserve(bars);

@@ -32,6 +32,7 @@ public:
         // Fine-tuning with adapters: of each bar's weights, the frozen base's bytes (empty, or all zero: the
         // weights are one segment). Drawn as their own segment under the adapters'.
         std::vector<double> frozenWeights;
+        bool serving = false; // a serving engine's budget: its parts named as its log names them
         double capacity = 0;
         bool headroomLabel = true;
     };

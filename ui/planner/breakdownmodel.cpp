@@ -17,6 +17,7 @@ void BreakdownModel::setEstimate(const Estimate& est) {
         m_breakdown = est.perGpu;
         m_total = est.peakBytes;
         m_frozen = frozen;
+        m_serving = est.serving.engine;
         endResetModel();
         return;
     }
@@ -24,6 +25,7 @@ void BreakdownModel::setEstimate(const Estimate& est) {
     m_breakdown = est.perGpu;
     m_total = est.peakBytes;
     m_frozen = frozen;
+    m_serving = est.serving.engine;
     before.forEachChange(
         *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
 }
@@ -77,7 +79,7 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const {
                 return tr("Gradients (adapters)");
             if (m_frozen > 0 && c == Category::OptimizerStates)
                 return tr("Optimizer (adapters)");
-            return QString::fromUtf8(categoryLabel(c));
+            return QString::fromUtf8(categoryLabel(c, m_serving));
         case SizeColumn:
             return QString::number(m_style.scale(v), 'f', 2);
         case ShareColumn:

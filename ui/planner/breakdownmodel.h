@@ -31,7 +31,8 @@ private:
 
     Breakdown m_breakdown;
     double m_total = 0;
-    double m_frozen = 0; // > 0: the weights' frozen base (fine-tuning with adapters)
+    double m_frozen = 0;    // > 0: the weights' frozen base (fine-tuning with adapters)
+    bool m_serving = false; // a serving engine sized it: its parts are named as its log names them
     ChartStyle m_style;
 };
 

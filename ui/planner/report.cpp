@@ -85,7 +85,11 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         row(QStringLiteral("Attention"), QString::fromStdString(labelOf(attentionNames(), t.attention)));
     } else {
         const auto& in = sc.inference;
-        row(QStringLiteral("Engine"), QString::fromStdString(labelOf(engineNames(), in.engine)));
+        row(QStringLiteral("Engine"),
+            QString::fromStdString(labelOf(engineNames(), in.engine) +
+                                   (est.serving.engineVersion.empty()
+                                        ? std::string()
+                                        : " (release " + est.serving.engineVersion + ")")));
         if (in.engine == Engine::None || in.engine == Engine::HuggingFace)
             row(QStringLiteral("Batch × context"),
                 QStringLiteral("%1 × %2").arg(in.batchSize).arg(in.contextLength));
@@ -133,7 +137,7 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
             breakdownRow(QStringLiteral("Weights: adapters"), std::max(0.0, b - frozen));
             continue;
         }
-        breakdownRow(QString::fromUtf8(categoryLabel(categoryAt(i))), b);
+        breakdownRow(QString::fromUtf8(categoryLabel(categoryAt(i), est.serving.engine)), b);
     }
     r.breakdown.rows.push_back({QStringLiteral("Peak"), QString::number(style.scale(est.peakBytes), 'f', 2),
                                 QStringLiteral("100.0%")});

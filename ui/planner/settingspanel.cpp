@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/settingspanel.h"
 
+#include "core/serve/engineversions.h"
+
 #include "core/plan/finetuning.h"
 #include "core/plan/settingnames.h"
 
@@ -43,6 +45,8 @@ struct SettingsPanel::Field {
     QString fallbackChoice;
     // When the default depends on other settings (the reader resolves it from them), what it is for `doc`.
     std::function<QString(const nlohmann::json& doc)> fallbackChoiceFor;
+    // An Int's default as the reader resolved it (a release's gpu_memory_utilization).
+    std::function<int()> fallbackFor;
     bool fallbackBool = false;
     // Widgets.
     QSlider* slider = nullptr;
@@ -408,9 +412,32 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                         {"none", "huggingface"}));
     addField(inferenceForm, intField("/inference/context_length", "Context length", 4096,
                                      "Tokens per sequence (prompt + output); an engine's max_model_len"));
+    // The engine's release: its defaults and what its budget counts (docs/serving.md, Engine versions).
+    for (const Engine engine : {Engine::Vllm, Engine::Sglang}) {
+        std::vector<std::pair<QString, QString>> releases;
+        for (const EngineVersion& v : engineVersions())
+            if (v.engine == engine)
+                releases.push_back({QString::fromUtf8(v.name), QString::fromUtf8(v.name)});
+        addField(inferenceForm,
+                 forEngines(choiceField("/inference/engine_version", "Release", std::move(releases),
+                                        newestEngineVersion(engine)->name,
+                                        "The engine's release: its default budget, what its profiled step "
+                                        "holds and whether it counts CUDA graphs (vLLM from 0.21)"),
+                            {engine == Engine::Vllm ? QStringLiteral("vllm") : QStringLiteral("sglang")}));
+    }
     addField(inferenceForm,
-             forEngines(percentField("/inference/gpu_memory_utilization", "GPU memory use (%)", 10, 100, 90,
-                                     "vLLM's gpu_memory_utilization: the share of the GPU it budgets"),
+             forEngines(percentField("/inference/gpu_memory_utilization", "GPU memory use (%)", 10, 100, 92,
+                                     "vLLM's gpu_memory_utilization: the share of the GPU it budgets (the "
+                                     "release's default when not set: 0.9 before 0.21, then 0.92)"),
+                        {"vllm"}));
+    m_fields.back()->fallbackFor = [this] {
+        return static_cast<int>(std::lround(m_doc->scenario().inference.gpuMemoryUtilization * 100));
+    };
+    addField(inferenceForm,
+             forEngines(boolField("/inference/cuda_graphs", "CUDA graphs",
+                                  "Unchecked: --enforce-eager, no graphs captured (from vLLM 0.21 their "
+                                  "estimate comes out of the KV cache's budget)",
+                                  true),
                         {"vllm"}));
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
@@ -576,8 +603,19 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
             f->combo->addItem(text, value);
         h->addWidget(f->combo, 1);
         connect(f->combo, &QComboBox::activated, this, [this, f](int i) {
-            if (!m_refreshing)
-                m_doc->setValue(f->pointer, f->combo->itemData(i).toString().toStdString());
+            if (m_refreshing)
+                return;
+            const std::string value = f->combo->itemData(i).toString().toStdString();
+            // A release names its engine: another engine drops it (the reader would refuse it), as one
+            // undo step.
+            const json& doc = m_doc->json();
+            if (f->pointer == QLatin1String("/inference/engine") && doc.contains("inference") &&
+                doc["inference"].is_object() && doc["inference"].contains("engine_version")) {
+                m_doc->applyPatch({{"inference", {{"engine", value}, {"engine_version", nullptr}}}},
+                                  tr("Engine"));
+                return;
+            }
+            m_doc->setValue(f->pointer, value);
         });
         break;
     }
@@ -633,7 +671,9 @@ void SettingsPanel::refresh() {
         const json* v = doc.contains(ptr) ? &doc.at(ptr) : nullptr;
         switch (f->kind) {
         case Field::Int: {
-            int value = v && v->is_number_integer() ? v->get<int>() : f->fallback;
+            int value = v && v->is_number_integer() ? v->get<int>()
+                        : f->fallbackFor            ? f->fallbackFor()
+                                                    : f->fallback;
             if (f->percent && v && v->is_number())
                 value = static_cast<int>(std::lround(v->get<double>() * 100));
             if (f->spin->value() != value || f->spin->minimum() > value)

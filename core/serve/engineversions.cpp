@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The serving engines' releases Headroom models, one row each; docs/serving.md ("Engine versions") names the
+// file and tag every value was read from, and the logged runs each row was checked against.
+#include "core/serve/engineversions.h"
+
+#include <array>
+
+namespace headroom {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+constexpr std::array<EngineVersion, 3> kVersions = {{
+    // vLLM 0.11 (V1 engine, GPUModelRunner): the budget is gpu_memory_utilization (0.9) x the GPU;
+    // profile_run's _dummy_sampler_run samples with top-k and top-p, so apply_top_k_top_p sorts the fp32
+    // logits: 38 bytes per (request, entry) (engines.cpp says which). CUDA graphs are captured after the
+    // pool is sized, outside the budget. Non-torch memory: 0.13 GiB on every TP-1 run of llm-d's
+    // measurements.
+    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner"},
+    // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
+    // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
+    // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
+    // Gumbel noise in a Triton kernel that keeps nothing per entry (vllm/v1/worker/gpu/sample/sampler.py,
+    // gumbel.py): 2 + 4 bytes per (request, entry). CUDA graph memory is estimated before the pool is
+    // sized and added to the profiled peak (gpu_worker.py determine_available_memory; the engine's own
+    // log says "default since v0.21.0"); the estimate itself depends on the model and the capture sizes
+    // (0.13 to 2.22 GiB in twelve logs), so the default is their median, 0.62 GiB, and a scenario gives
+    // its own from the log's "Estimated CUDA graph memory".
+    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner"},
+    // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
+    // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL
+    // existed, less the weights; the step and CUDA graphs live in what the fraction leaves.
+    {Engine::Sglang, "sglang 0.4", 0, 10, false, 0, 0, "ModelRunner"},
+}};
+
+} // namespace
+
+std::span<const EngineVersion> engineVersions() {
+    return kVersions;
+}
+
+const EngineVersion* findEngineVersion(Engine engine, const std::string& name) {
+    for (const EngineVersion& v : kVersions)
+        if (v.engine == engine && name == v.name)
+            return &v;
+    return nullptr;
+}
+
+const EngineVersion* newestEngineVersion(Engine engine) {
+    const EngineVersion* newest = nullptr;
+    for (const EngineVersion& v : kVersions) // rows run oldest to newest within an engine
+        if (v.engine == engine)
+            newest = &v;
+    return newest;
+}
+
+const EngineVersion* engineVersionOf(const Scenario& sc) {
+    const Engine e = sc.inference.engine;
+    if (e != Engine::Vllm && e != Engine::Sglang)
+        return nullptr;
+    if (const EngineVersion* v = findEngineVersion(e, sc.inference.engineVersion))
+        return v;
+    return newestEngineVersion(e);
+}
+
+} // namespace headroom

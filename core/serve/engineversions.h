@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/scenario.h"
+
+#include <span>
+#include <string>
+
+namespace headroom {
+
+// What a serving engine's release does that its budget depends on: one row per modelled release, each
+// value read from the file named in docs/serving.md ("Engine versions"). inference.engine_version names a
+// row; without it, the newest row of the engine.
+struct EngineVersion {
+    Engine engine = Engine::Vllm;
+    const char* name = ""; // as inference.engine_version spells it: "vllm 0.11"
+    // vLLM's gpu_memory_utilization when the scenario leaves it out.
+    double defaultUtilization = 0.9;
+    // Bytes per (request, vocabulary entry) alive at the profiled sampler step.
+    double samplerBytes = 0;
+    // Whether the engine estimates its CUDA graphs before sizing the pool and counts them in the profiled
+    // peak (vLLM from 0.21), or captures them afterwards, outside the budget.
+    bool cudaGraphsInBudget = false;
+    // The CUDA graph memory planned when the scenario does not give cuda_graph_gib (0 where the release
+    // does not count it).
+    double defaultCudaGraphBytes = 0;
+    // What the engine measures outside PyTorch at one GPU (cuBLAS workspaces and the like).
+    double nonTorchBytes = 0;
+    const char* modelRunner = ""; // which code profiled the step, for the text and the report
+};
+
+std::span<const EngineVersion> engineVersions();
+// The row inference.engine_version names for `engine`, or nothing.
+const EngineVersion* findEngineVersion(Engine engine, const std::string& name);
+// The newest modelled row of a serving engine (vLLM, SGLang); nothing for the others.
+const EngineVersion* newestEngineVersion(Engine engine);
+// The scenario's row: the one it names, else the newest of its engine; nothing without a serving engine.
+const EngineVersion* engineVersionOf(const Scenario& sc);
+
+} // namespace headroom
