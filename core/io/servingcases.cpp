@@ -204,21 +204,29 @@ std::string servingCasesMarkdown(const std::vector<ServingCaseResult>& results) 
         return s.str();
     };
     for (const char* role : {"fit", "validate"}) {
-        std::size_t n = 0, holding = 0, misses = 0;
+        std::size_t n = 0, within = 0, named = 0, unexplained = 0;
         for (const ServingCaseResult& r : results)
             if (r.c->role == role) {
                 ++n;
-                holding += r.holds() ? 1 : 0;
+                bool all = true;
                 for (const ServingPart& p : r.parts)
-                    misses += p.within ? 0 : 1;
+                    all = all && p.within;
+                within += all ? 1 : 0;
+                named += !all && r.holds() ? 1 : 0;
+                unexplained += r.holds() ? 0 : 1;
             }
         if (n == 0)
             continue;
         out << "**" << role << "**"
             << (std::string(role) == "fit" ? " (used to choose a rule or a constant)"
                                            : " (never used to choose one)")
-            << ": " << n << " run" << (n == 1 ? "" : "s") << ", " << holding << " within the bounds"
-            << (misses > 0 ? " or a named miss" : "") << "\n\n";
+            << ": " << n << " run" << (n == 1 ? "" : "s") << ", " << within
+            << " with every part within its bound";
+        if (named > 0)
+            out << ", " << named << " with named misses";
+        if (unexplained > 0)
+            out << ", " << unexplained << " with misses nobody has explained";
+        out << "\n\n";
         out << "| run | release | budget | weights | non-torch | profiled step | KV memory | KV tokens |\n"
             << "|---|---|---|---|---|---|---|---|\n";
         for (const ServingCaseResult& r : results) {
