@@ -124,12 +124,62 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
                 r.number("resid_pdrop", 0) > 0;
 }
 
+// Gemma 3's language model (transformers' Gemma3TextConfig, whose defaults fill what checkpoints leave out:
+// google/gemma-3-4b-it's text_config names only its width, depth, FFN, RoPE scaling and window). Llama's
+// layout with four norms per layer (input, post-attention, pre- and post-feedforward), per-head q/k
+// RMSNorm, tied embeddings and a 256-wide head by default.
+void readGemma3Text(const Reader& r, ModelSpec& m) {
+    m.hidden = r.integer("hidden_size", 1, kMaxDim, 2304);
+    m.layers = r.integer("num_hidden_layers", 1, kMaxLayers, 26);
+    m.heads = r.integer("num_attention_heads", 1, kMaxDim, 8);
+    m.kvHeads = r.integer("num_key_value_heads", 1, kMaxDim, 4);
+    if (m.heads % m.kvHeads != 0)
+        throw Error(r.at("num_key_value_heads"),
+                    "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
+    m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
+    m.ffn = r.integer("intermediate_size", 1, kMaxDim, 9216);
+    m.vocab = r.integer("vocab_size", 1, kMaxDim, 262208);
+    m.maxPositions = r.integer("max_position_embeddings", 1, 1LL << 30, 131072);
+    m.tiedEmbeddings = r.boolean("tie_word_embeddings", true);
+    m.gatedMlp = true;
+    m.normHasBias = false;
+    m.normsPerLayer = 4;
+    m.qkNorm = true;
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    m.dropout = r.number("attention_dropout", 0) > 0;
+}
+
+// A SigLIP vision tower (transformers' SiglipVisionConfig and modeling_siglip.py), one entry per parameter
+// tensor: the patch embedding (a convolution with its bias) and the position table, each encoder layer's
+// two LayerNorms, q, k, v and output projections with biases and its two-matrix MLP with biases, the final
+// LayerNorm, and the attention-pooling head when vision_use_head (SigLIP's default; Gemma 3 turns it off).
+std::vector<std::uint64_t> siglipTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 768));
+    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 3072));
+    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 12));
+    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
+    const u64 image = static_cast<u64>(r.integer("image_size", 1, 1 << 16, 224));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
+    if (patch > image)
+        throw Error(r.at("patch_size"), "is larger than image_size (" + std::to_string(image) + ")");
+    const u64 side = image / patch;
+    std::vector<u64> t = {h * channels * patch * patch, h, side * side * h};
+    for (u64 l = 0; l < layers; ++l)
+        for (u64 n : {h, h, h * h, h, h * h, h, h * h, h, h * h, h, h, h, h * ffn, ffn, ffn * h, h})
+            t.push_back(n);
+    t.insert(t.end(), {h, h});
+    if (r.boolean("vision_use_head", true))
+        t.insert(t.end(), {h, 3 * h * h, 3 * h, h * h, h, h, h, h * ffn, ffn, ffn * h, h});
+    return t;
+}
+
 } // namespace
 
 const std::vector<std::string>& supportedModelTypes() {
-    static const std::vector<std::string> types = {"gpt2",     "llama",       "mistral", "mixtral", "qwen2",
-                                                   "qwen3",    "qwen3_moe",   "gemma",   "gemma2",  "phi3",
-                                                   "gpt_neox", "deepseek_v3", "gpt_oss"};
+    static const std::vector<std::string> types = {
+        "gpt2",   "llama",  "mistral",     "mixtral", "qwen2",    "qwen3",       "qwen3_moe", "gemma",
+        "gemma2", "gemma3", "gemma3_text", "phi3",    "gpt_neox", "deepseek_v3", "gpt_oss"};
     return types;
 }
 
@@ -141,11 +191,16 @@ namespace {
 // not capped.
 void readSlidingWindows(const nlohmann::json& config, const std::string& path, ModelSpec& m) {
     auto w = config.find("sliding_window");
-    if (w == config.end() || w->is_null())
+    const bool gemma3 = m.modelType == "gemma3_text";
+    // Gemma3TextConfig's default window is 4,096 tokens (the checkpoints set 512 or 1,024).
+    static const nlohmann::json kGemma3Window = 4096;
+    const nlohmann::json* window = w == config.end() ? (gemma3 ? &kGemma3Window : nullptr) : &*w;
+    if (!window || window->is_null())
         return;
-    if (!w->is_number_integer() || w->get<long long>() < 1 || w->get<long long>() > (1LL << 30))
+    if (!window->is_number_integer() || window->get<long long>() < 1 ||
+        window->get<long long>() > (1LL << 30))
         throw Error(path.empty() ? "sliding_window" : path + ".sliding_window",
-                    "must be a positive whole number of tokens or null, got " + w->dump());
+                    "must be a positive whole number of tokens or null, got " + window->dump());
     const auto types = config.find("layer_types");
     std::vector<char> sliding(static_cast<std::size_t>(m.layers), 0);
     if (types != config.end() && !types->is_null()) {
@@ -161,10 +216,17 @@ void readSlidingWindows(const nlohmann::json& config, const std::string& path, M
     } else if (m.modelType == "gpt_oss" || m.modelType == "gemma2") {
         for (std::size_t i = 0; i < sliding.size(); ++i)
             sliding[i] = i % 2 == 0;
+    } else if (gemma3) {
+        // Gemma3TextConfig: layer i is global when (i + 1) is a multiple of sliding_window_pattern (6: five
+        // local layers to one global).
+        const Reader r(config, path);
+        const int pattern = r.integer("sliding_window_pattern", 1, kMaxLayers, 6);
+        for (std::size_t i = 0; i < sliding.size(); ++i)
+            sliding[i] = (i + 1) % static_cast<std::size_t>(pattern) != 0;
     } else {
         return;
     }
-    m.slidingWindow = static_cast<int>(w->get<long long>());
+    m.slidingWindow = static_cast<int>(window->get<long long>());
     m.slidingLayers = std::move(sliding);
 }
 } // namespace
@@ -222,6 +284,31 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
         m.normsPerLayer = 4; // input, post-attention, pre- and post-feedforward norms
         m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    } else if (t == "gemma3_text") {
+        readGemma3Text(r, m);
+    } else if (t == "gemma3") {
+        // Gemma3ForConditionalGeneration: the language model under text_config, a SigLIP tower under
+        // vision_config, and Gemma3MultiModalProjector between them (modeling_gemma3.py: its
+        // mm_input_projection_weight, vision width x text width, and mm_soft_emb_norm, an RMSNorm of the
+        // vision width).
+        for (const char* key : {"text_config", "vision_config"})
+            if (config.contains(key) && !config[key].is_object())
+                throw Error(r.at(key), "must be an object");
+        static const json kEmpty = json::object();
+        const json& text = config.contains("text_config") ? config["text_config"] : kEmpty;
+        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
+        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
+        const Reader tr(text, textPath), vr(vision, visionPath);
+        readGemma3Text(tr, m);
+        m.visionTensors = siglipTensors(vr);
+        const auto visionWidth = static_cast<std::uint64_t>(vr.integer("hidden_size", 1, kMaxDim, 768));
+        m.visionTensors.push_back(visionWidth * static_cast<std::uint64_t>(m.hidden));
+        m.visionTensors.push_back(visionWidth);
+        m.modelType = "gemma3_text"; // the sliding layers and the rest read as the language model's
+        readSlidingWindows(text, textPath, m);
+        m.modelType = "gemma3";
+        m.quantization = readQuantization(config, path);
+        return m;
     } else if (t == "mixtral") {
         readLlamaLike(r, m, false);
         m.experts = r.integer("num_local_experts", 1, 1 << 16);

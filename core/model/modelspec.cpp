@@ -178,10 +178,17 @@ template <typename F> static u64 sumOverLayers(const ModelSpec& m, F&& perLayer)
            (anyMoe >= 0 ? moeLayers * perLayer(m.layerParams(anyMoe)) : 0);
 }
 
+u64 ModelSpec::visionParams() const {
+    u64 n = 0;
+    for (u64 t : visionTensors)
+        n += t;
+    return n;
+}
+
 u64 ModelSpec::totalParameters() const {
     if (!known)
         return parametersOverride;
-    return embeddingParams() + lmHeadParams() + finalNormParams() +
+    return visionParams() + embeddingParams() + lmHeadParams() + finalNormParams() +
            sumOverLayers(*this, [](const LayerParams& p) { return p.total(); });
 }
 
@@ -244,13 +251,15 @@ std::vector<u64> ModelSpec::parameterTensors() const {
     if (normHasBias)
         add(h);
     add(lmHeadParams());
+    for (u64 v : visionTensors)
+        add(v);
     return t;
 }
 
 u64 ModelSpec::activeParameters() const {
     if (!known)
         return parametersOverride;
-    return embeddingParams() + lmHeadParams() + finalNormParams() +
+    return visionParams() + embeddingParams() + lmHeadParams() + finalNormParams() +
            sumOverLayers(*this, [](const LayerParams& p) { return p.active(); });
 }
 

@@ -94,6 +94,12 @@ struct ModelSpec {
     int qkRopeHeadDim = 0;
     int vHeadDim = 0;
 
+    // A multimodal checkpoint's vision tower and projector (Gemma 3's SigLIP), one entry per parameter
+    // tensor; empty for a text model. Kept 16-bit; on the first pipeline stage, split by tensor parallelism
+    // as vLLM's vision towers are.
+    std::vector<std::uint64_t> visionTensors;
+    std::uint64_t visionParams() const;
+
     // How the checkpoint stores its linear layers (quantization_config); Method::None: 16-bit.
     Quantization quantization;
 

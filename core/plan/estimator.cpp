@@ -151,6 +151,11 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         sp.dense += embeddingShard(m, t);
         sp.bytes += eb * embeddingShard(m, t);
         sp.largestUnit = std::max(sp.largestUnit, embeddingShard(m, t));
+        // A multimodal checkpoint's vision tower and projector feed the first stage; 16-bit, and split by
+        // tensor parallelism as vLLM's towers are (their linear layers are column/row parallel).
+        const double vision = static_cast<double>(m.visionParams()) / t;
+        sp.dense += vision;
+        sp.bytes += eb * vision;
     }
     if (stage == c.pipelineParallel - 1) {
         sp.dense += static_cast<double>(m.finalNormParams());

@@ -23,6 +23,7 @@ private slots:
     void tiedEmbeddingsCountOnce();
     void unknownFamilyNamesModelType();
     void badValuesNameTheKey();
+    void gemma3WithItsVisionTower();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -169,6 +170,86 @@ void TestParamCount::badValuesNameTheKey() {
     c = cfg;
     c["hidden_size"] = 4096.0; // a whole float is the integer it spells
     QCOMPARE(modelFromHfConfig(c).hidden, 4096);
+}
+
+// Gemma 3 (Gemma3ForConditionalGeneration): the keys google/gemma-3-4b-it's and google/gemma-3-27b-it's
+// config.json set, the rest Gemma3TextConfig's and SiglipVisionConfig's defaults. Expected counts:
+// keras-team/keras-hub keras_hub/src/models/gemma3/gemma3_presets.py, whose medgemma_4b (4,300,079,472) and
+// medgemma_instruct_27b (27,432,406,640) presets are Gemma 3 4B and 27B with Hugging Face's 262,208-entry
+// vocabulary, and whose gemma3_1b (999,885,952) and gemma3_27b_text (27,009,002,240) are text-only with
+// 262,144 entries.
+void TestParamCount::gemma3WithItsVisionTower() {
+    const json vision = {{"hidden_size", 1152},       {"image_size", 896},
+                         {"intermediate_size", 4304}, {"model_type", "siglip_vision_model"},
+                         {"num_attention_heads", 16}, {"num_hidden_layers", 27},
+                         {"patch_size", 14},          {"vision_use_head", false}};
+    json g4 = {{"model_type", "gemma3"},
+               {"mm_tokens_per_image", 256},
+               {"text_config",
+                {{"hidden_size", 2560},
+                 {"intermediate_size", 10240},
+                 {"model_type", "gemma3_text"},
+                 {"num_hidden_layers", 34},
+                 {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+                 {"sliding_window", 1024}}},
+               {"vision_config", vision}};
+    const ModelSpec m4 = modelFromHfConfig(g4);
+    QCOMPARE(m4.totalParameters(), 4300079472ULL);
+    // The tower by hand: patch embedding 1152 x 3 x 14 x 14 + 1152, positions (896 / 14)^2 x 1152, 27 layers
+    // of 4 x (1152^2 + 1152) + 2 x 1152 x 4304 + 4304 + 1152 + 2 x 2 x 1152, the final LayerNorm; the
+    // projector 1152 x 2560 + 1152.
+    const std::uint64_t tower =
+        1152ULL * 3 * 14 * 14 + 1152 + 64ULL * 64 * 1152 +
+        27ULL * (4 * (1152ULL * 1152 + 1152) + 2ULL * 1152 * 4304 + 4304 + 1152 + 4 * 1152) + 2 * 1152;
+    QCOMPARE(m4.visionParams(), tower + 1152ULL * 2560 + 1152);
+    std::uint64_t tensors = 0;
+    for (std::uint64_t t : m4.parameterTensors())
+        tensors += t;
+    QCOMPARE(tensors, m4.totalParameters());
+    // Five local layers to one global: layers 5, 11, ..., 29 attend to everything, the rest to 1,024 tokens.
+    QCOMPARE(m4.slidingWindow, 1024);
+    int global = 0;
+    for (int l = 0; l < m4.layers; ++l)
+        global += m4.isSlidingLayer(l) ? 0 : 1;
+    QCOMPARE(global, 5);
+    QVERIFY(!m4.isSlidingLayer(5) && m4.isSlidingLayer(6) && !m4.isSlidingLayer(29));
+    json g27 = g4;
+    g27["text_config"].update({{"head_dim", 128},
+                               {"hidden_size", 5376},
+                               {"intermediate_size", 21504},
+                               {"num_attention_heads", 32},
+                               {"num_hidden_layers", 62},
+                               {"num_key_value_heads", 16},
+                               {"query_pre_attn_scalar", 168}});
+    QCOMPARE(modelFromHfConfig(g27).totalParameters(), 27432406640ULL);
+    json text27 = g27["text_config"];
+    text27["vocab_size"] = 262144;
+    QCOMPARE(modelFromHfConfig(text27).totalParameters(), 27009002240ULL);
+    const json g1 = {{"model_type", "gemma3_text"},
+                     {"hidden_size", 1152},
+                     {"intermediate_size", 6912},
+                     {"num_hidden_layers", 26},
+                     {"num_attention_heads", 4},
+                     {"num_key_value_heads", 1},
+                     {"head_dim", 256},
+                     {"sliding_window", 512},
+                     {"vocab_size", 262144}};
+    QCOMPARE(modelFromHfConfig(g1).totalParameters(), 999885952ULL);
+    // layer_types, where a config gives them, decide instead; a bad vision width names its key.
+    json typed = g1;
+    typed["layer_types"] = json::array();
+    for (int l = 0; l < 26; ++l)
+        typed["layer_types"].push_back(l % 2 ? "full_attention" : "sliding_attention");
+    const ModelSpec alternating = modelFromHfConfig(typed);
+    QVERIFY(alternating.isSlidingLayer(0) && !alternating.isSlidingLayer(1));
+    json bad = g4;
+    bad["vision_config"]["hidden_size"] = -1;
+    try {
+        modelFromHfConfig(bad);
+        QFAIL("a negative vision width was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("vision_config.hidden_size"));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestParamCount)

@@ -91,6 +91,7 @@ private slots:
     void servingExamples();
     void vllmReleases();
     void servingLogs();
+    void gemma3Serving();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -672,6 +673,25 @@ void TestServing::servingLogs() {
     } catch (const Error& e) {
         QVERIFY2(QString::fromStdString(e.where()).endsWith("cases[0].logged_gib.kv"), e.what());
     }
+}
+
+void TestServing::gemma3Serving() {
+    // google/gemma-3-27b-it under vLLM on one H100: every weight 16-bit, its vision tower's included (2 bytes
+    // x 27,432,406,640); 16 KV heads of 128 in bf16 are 8 KiB per token and layer; ten of the 62 layers
+    // are global (5, 11, ..., 59) and 52 slide over 1,024 tokens, which vLLM's hybrid allocator pools as
+    // one full group and ceil(52 / 10) sliding groups of the same page.
+    const Scenario sc = scenarioFromJson(
+        inferenceDoc({{"preset", "google/gemma-3-27b-it"}},
+                     {{"engine", "vllm"}, {"engine_version", "vllm 0.11"}, {"context_length", 32768}},
+                     {{"gpu", "H100-SXM-80GB"}, {"gpu_memory_gib", 79.18}}));
+    const Estimate est = estimate(sc);
+    QCOMPARE(est.perGpu[Category::Weights], 2.0 * 27432406640);
+    const ServingEstimate& sv = est.serving;
+    QCOMPARE(sv.kvBytesPerToken, 8192.0 * 62);
+    const KvPool p = vllmKvPool(sv.availableBytes, 8192, 10, 52, 16, 32768, 1024, sv.stepTokens);
+    QCOMPARE(sv.kvCacheTokens, p.tokens);
+    QCOMPARE(sv.numBlocks, p.numBlocks);
+    QVERIFY(sv.kvCacheTokens > 0);
 }
 
 QTEST_APPLESS_MAIN(TestServing)
