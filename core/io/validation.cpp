@@ -153,7 +153,9 @@ ValidationCases loadValidationCases(const std::string& path) {
         } catch (const nlohmann::json::exception& e) {
             throw Error("", jsonExceptionText(e));
         }
-        if (!doc.is_object() || doc.value("schema", "") != kCasesSchema)
+        // value() would throw a JSON type_error on a schema that is not a string: compare only a string.
+        const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
+        if (!doc.is_object() || schema == doc.end() || !schema->is_string() || *schema != kCasesSchema)
             throw Error("schema", std::string("must be \"") + kCasesSchema + "\"");
         if (!doc.contains("cases") || !doc["cases"].is_array())
             throw Error("cases", "must be a list");

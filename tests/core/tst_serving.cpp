@@ -659,6 +659,14 @@ void TestServing::servingLogs() {
     QVERIFY(
         table.find("| Llama 3.1 8B Instruct, one A100 80GB, vLLM's defaults | vllm 0.31 | 72.91 / 72.91") !=
         std::string::npos);
+    // A schema that is not a string is refused as a bad schema (it once escaped as a JSON type error: a
+    // finding of fuzz_scenario).
+    try {
+        servingCasesFromJson(json::parse(R"({"schema": {"framework": "torchtitan"}})"), ".");
+        QFAIL("an object schema was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("schema"));
+    }
     // A file with an unknown part names where.
     QTemporaryDir dir;
     const QString bad = dir.filePath("cases.json");
