@@ -10,4 +10,8 @@ namespace headroom {
 // in place of each bad byte instead, so output never fails on what a file contained.
 std::string jsonText(const nlohmann::json& j, int indent = -1);
 
+// A document's "schema" is exactly `schema` (a string; any other type is a wrong schema, never a JSON
+// type error): throws Error at "schema" otherwise.
+void requireSchema(const nlohmann::json& doc, const char* schema);
+
 } // namespace headroom

@@ -95,10 +95,7 @@ ServingCase caseFromJson(const json& o, const std::string& at, const std::filesy
 } // namespace
 
 ServingCases servingCasesFromJson(const json& doc, const std::string& folder) {
-    // value() would throw a JSON type_error on a schema that is not a string: compare only a string.
-    const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
-    if (!doc.is_object() || schema == doc.end() || !schema->is_string() || *schema != kServingCasesSchema)
-        throw Error("schema", std::string("must be \"") + kServingCasesSchema + "\"");
+    requireSchema(doc, kServingCasesSchema);
     if (!doc.contains("cases") || !doc["cases"].is_array())
         throw Error("cases", "must be a list");
     ServingCases out;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/io/bytesformat.h"
+#include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 #include "core/trace/traceloadjob.h"
@@ -153,10 +154,7 @@ ValidationCases loadValidationCases(const std::string& path) {
         } catch (const nlohmann::json::exception& e) {
             throw Error("", jsonExceptionText(e));
         }
-        // value() would throw a JSON type_error on a schema that is not a string: compare only a string.
-        const auto schema = doc.is_object() ? doc.find("schema") : doc.end();
-        if (!doc.is_object() || schema == doc.end() || !schema->is_string() || *schema != kCasesSchema)
-            throw Error("schema", std::string("must be \"") + kCasesSchema + "\"");
+        requireSchema(doc, kCasesSchema);
         if (!doc.contains("cases") || !doc["cases"].is_array())
             throw Error("cases", "must be a list");
         ValidationCases out;
