@@ -26,8 +26,9 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
     s.stepMarkUs = stepMark ? us(*stepMark) : s.firstUs;
     s.peakAllocatedUs = s.firstUs;
     const std::int64_t t0 = d.time[0];
-    const double bucketsPerUnit = static_cast<double>(kProfileBuckets) /
-                                  (static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1);
+    // The last event may come a unit before the first (unsorted profiler times): no span, one bucket.
+    const double span = static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1;
+    const double bucketsPerUnit = span != 0 ? static_cast<double>(kProfileBuckets) / span : 0;
     std::int64_t allocated = s.initialAllocated, reserved = s.initialReserved;
     std::vector<std::int64_t> level(kProfileBuckets, s.initialAllocated); // after a bucket's last event
     std::vector<char> seen(kProfileBuckets, 0);
@@ -45,8 +46,9 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
         }
         // Times are not always sorted (profiler events): a bucket is clamped, never out of range.
         const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) * bucketsPerUnit;
-        const auto b =
-            static_cast<std::size_t>(std::clamp(at, 0.0, static_cast<double>(kProfileBuckets - 1)));
+        const auto b = at > 0 // false for NaN too: never cast one
+                           ? static_cast<std::size_t>(std::min(at, static_cast<double>(kProfileBuckets - 1)))
+                           : std::size_t{0};
         s.profile[b] = seen[b] ? std::max(s.profile[b], allocated) : allocated;
         seen[b] = 1;
         level[b] = allocated;

@@ -196,6 +196,7 @@ private slots:
     void bareSegmentListAndLegacyFree();
     void hostileOpcodesAreRejected();
     void hostileStructure();
+    void lastEventBeforeTheFirst();
     void truncationAtEveryByte();
     void sharedFramesAreNotCopied();
     void nvidiaSmiCsv();
@@ -445,6 +446,21 @@ void TestTraceReader::hostileOpcodesAreRejected() {
                             "cos\nsystem\n.",
                             14),
                 "byte 2: opcode GLOBAL");
+}
+
+void TestTraceReader::lastEventBeforeTheFirst() {
+    // A snapshot whose last event is a microsecond before its first: the profile's span is zero, which
+    // once made a bucket from NaN (a finding of fuzz_json; undefined behaviour, caught by the sanitizer
+    // build). Every event lands in the first bucket.
+    const TraceSummary s = summarize(readTrace(
+        R"({"segments": [], "device_traces": [[{"action": "segment_alloc", "addr": 1048576, "size": 4096,)"
+        R"( "stream": 0, "time_us": 1}, {"action": "alloc", "addr": 1048576, "size": 1000, "stream": 0,)"
+        R"( "time_us": 0, "frames": []}]]})"));
+    QCOMPARE(s.devices.size(), std::size_t(1));
+    const DeviceSummary& d = s.devices.front();
+    QVERIFY(!d.profile.empty());
+    for (std::int64_t v : d.profile) // one bucket holds both events, every later one what they left
+        QCOMPARE(v, d.profile.front());
 }
 
 void TestTraceReader::hostileStructure() {
