@@ -124,6 +124,54 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
                 r.number("resid_pdrop", 0) > 0;
 }
 
+// Qwen3-Next (transformers' Qwen3NextConfig, models/qwen3_next/configuration_qwen3_next.py, and its
+// modeling file): three Gated DeltaNet layers to one attention layer (layer i attends fully when (i + 1) is a
+// multiple of full_attention_interval, unless layer_types lists the kinds), the attention layers with
+// per-head q/k RMSNorm and an output gate that doubles q_proj, and MoE layers with one gated shared expert.
+void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) {
+    readLlamaLike(r, m, false);
+    m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
+    m.qkNorm = true;
+    m.attentionOutputGate = true;
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    m.experts = r.integer("num_experts", 1, 1 << 16, 512);
+    m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts, 10);
+    m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim, 512);
+    m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
+    m.denseLayers = r.intList("mlp_only_layers");
+    const int shared = r.integer("shared_expert_intermediate_size", 0, kMaxDim, 512);
+    if (shared % m.moeFfn != 0)
+        throw Error(r.at("shared_expert_intermediate_size"),
+                    "must be a multiple of moe_intermediate_size (" + std::to_string(m.moeFfn) + ")");
+    m.sharedExperts = shared / m.moeFfn;
+    m.sharedExpertGate = shared > 0;
+    m.linearKeyHeads = r.integer("linear_num_key_heads", 1, kMaxDim, 16);
+    m.linearValueHeads = r.integer("linear_num_value_heads", 1, kMaxDim, 32);
+    m.linearKeyHeadDim = r.integer("linear_key_head_dim", 1, kMaxDim, 128);
+    m.linearValueHeadDim = r.integer("linear_value_head_dim", 1, kMaxDim, 128);
+    m.linearConvKernel = r.integer("linear_conv_kernel_dim", 1, 64, 4);
+    std::vector<char> linear(static_cast<std::size_t>(m.layers), 0);
+    const auto types = config.find("layer_types");
+    if (types != config.end() && !types->is_null()) {
+        const std::string at = r.at("layer_types");
+        if (!types->is_array() || types->size() != linear.size())
+            throw Error(at, "must list one attention type per layer (" + std::to_string(m.layers) + ")");
+        for (std::size_t i = 0; i < linear.size(); ++i) {
+            const auto& kind = (*types)[i];
+            if (!kind.is_string() || (kind != "linear_attention" && kind != "full_attention"))
+                throw Error(at + "[" + std::to_string(i) + "]",
+                            "must be \"linear_attention\" or \"full_attention\", got " + kind.dump());
+            linear[i] = kind == "linear_attention";
+        }
+    } else {
+        const auto interval =
+            static_cast<std::size_t>(r.integer("full_attention_interval", 1, kMaxLayers, 4));
+        for (std::size_t i = 0; i < linear.size(); ++i)
+            linear[i] = (i + 1) % interval != 0;
+    }
+    m.linearLayers = std::move(linear);
+}
+
 // Gemma 3's language model (transformers' Gemma3TextConfig, whose defaults fill what checkpoints leave out:
 // google/gemma-3-4b-it's text_config names only its width, depth, FFN, RoPE scaling and window). Llama's
 // layout with four norms per layer (input, post-attention, pre- and post-feedforward), per-head q/k
@@ -179,7 +227,7 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
         "gpt2",   "llama",  "mistral",     "mixtral", "qwen2",    "qwen3",       "qwen3_moe", "gemma",
-        "gemma2", "gemma3", "gemma3_text", "phi3",    "gpt_neox", "deepseek_v3", "gpt_oss"};
+        "gemma2", "gemma3", "gemma3_text", "phi3",    "gpt_neox", "deepseek_v3", "gpt_oss",   "qwen3_next"};
     return types;
 }
 
@@ -330,6 +378,8 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
         m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
         m.denseLayers = r.intList("mlp_only_layers");
+    } else if (t == "qwen3_next") {
+        readQwen3Next(r, config, m);
     } else if (t == "gpt_neox") {
         m.hidden = r.integer("hidden_size", 1, kMaxDim);
         m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);

@@ -2,6 +2,7 @@
 #include "core/model/modelspec.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace headroom {
 
@@ -22,13 +23,48 @@ static u64 mlpParams(u64 h, u64 f, bool gated, bool bias) {
     return weights + biases;
 }
 
+// A Gated DeltaNet layer's parameter tensors (transformers' Qwen3NextGatedDeltaNet,
+// models/qwen3_next/modeling_qwen3_next.py): in_proj_qkvz (queries, keys, values and the output gate),
+// in_proj_ba (beta and the decay's input, one each per value head), the depthwise conv1d over queries, keys
+// and values (no bias), dt_bias and A_log per value head, the gated RMSNorm of one value head, out_proj.
+static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
+    const u64 h = static_cast<u64>(m.hidden);
+    const u64 keyDim = static_cast<u64>(m.linearKeyHeads) * static_cast<u64>(m.linearKeyHeadDim);
+    const u64 valueDim = static_cast<u64>(m.linearValueHeads) * static_cast<u64>(m.linearValueHeadDim);
+    const u64 nv = static_cast<u64>(m.linearValueHeads);
+    return {h * (2 * keyDim + 2 * valueDim),
+            h * 2 * nv,
+            (2 * keyDim + valueDim) * static_cast<u64>(m.linearConvKernel),
+            nv,
+            nv,
+            static_cast<u64>(m.linearValueHeadDim),
+            valueDim * h};
+}
+
+double ModelSpec::linearConvStateElements(int tensorParallel) const {
+    // vllm/model_executor/layers/mamba/mamba_utils.py, gated_delta_net_state_shape: conv_dim / tp channels
+    // by conv_kernel_size - 1 positions.
+    const double convDim =
+        2.0 * linearKeyHeads * linearKeyHeadDim + 1.0 * linearValueHeads * linearValueHeadDim;
+    return std::floor(convDim / std::max(1, tensorParallel)) * std::max(0, linearConvKernel - 1);
+}
+
+double ModelSpec::linearRecurrentStateElements(int tensorParallel) const {
+    // The same function's temporal state: num_v_heads / tp heads of head_v_dim x head_k_dim.
+    return std::floor(static_cast<double>(linearValueHeads) / std::max(1, tensorParallel)) *
+           linearValueHeadDim * linearKeyHeadDim;
+}
+
 LayerParams ModelSpec::layerParams(int layer) const {
     LayerParams p;
     if (!known)
         return p;
     const u64 h = static_cast<u64>(hidden);
     const u64 a = static_cast<u64>(heads);
-    if (mla) {
+    if (isLinearLayer(layer)) {
+        for (u64 n : linearAttentionTensors(*this))
+            p.attention += n;
+    } else if (mla) {
         const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
         const u64 q = qLoraRank > 0 ? h * static_cast<u64>(qLoraRank) + static_cast<u64>(qLoraRank) +
                                           static_cast<u64>(qLoraRank) * a * qHead
@@ -40,7 +76,7 @@ LayerParams ModelSpec::layerParams(int layer) const {
     } else {
         const u64 qDim = a * static_cast<u64>(headDim);
         const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
-        p.attention = h * qDim + 2 * h * kvDim + qDim * h;
+        p.attention = h * qDim * (attentionOutputGate ? 2 : 1) + 2 * h * kvDim + qDim * h;
         if (qkvBias)
             p.attention += qDim + 2 * kvDim;
         if (outBias) {
@@ -58,7 +94,8 @@ LayerParams ModelSpec::layerParams(int layer) const {
         p.experts = experts;
         p.activeExperts = expertsPerToken;
         p.perExpert = mlpParams(h, f, gatedMlp, mlpBias);
-        p.router = h * static_cast<u64>(experts) + (routerBias ? static_cast<u64>(experts) : 0);
+        p.router = h * static_cast<u64>(experts) + (routerBias ? static_cast<u64>(experts) : 0) +
+                   (sharedExpertGate ? h : 0);
         if (sharedExperts > 0) {
             p.denseMlp = mlpParams(h, f * static_cast<u64>(sharedExperts), gatedMlp, mlpBias);
             p.mlpWidth = moeFfn * sharedExperts;
@@ -99,7 +136,13 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         matrices += linear(module, out, in);
         matrixParams += out * in;
     };
-    if (mla) {
+    if (isLinearLayer(layer)) {
+        const u64 keyDim = static_cast<u64>(linearKeyHeads) * static_cast<u64>(linearKeyHeadDim);
+        const u64 valueDim = static_cast<u64>(linearValueHeads) * static_cast<u64>(linearValueHeadDim);
+        add("linear_attn.in_proj_qkvz", 2 * keyDim + 2 * valueDim, h);
+        add("linear_attn.in_proj_ba", 2 * static_cast<u64>(linearValueHeads), h);
+        add("linear_attn.out_proj", h, valueDim);
+    } else if (mla) {
         const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
         if (qLoraRank > 0) {
             add("self_attn.q_a_proj", static_cast<u64>(qLoraRank), h);
@@ -114,7 +157,7 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
     } else {
         const u64 qDim = a * static_cast<u64>(headDim);
         const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
-        add("self_attn.q_proj", qDim, h);
+        add("self_attn.q_proj", qDim * (attentionOutputGate ? 2 : 1), h);
         add("self_attn.k_proj", kvDim, h);
         add("self_attn.v_proj", kvDim, h);
         add("self_attn.o_proj", h, qDim);
@@ -163,19 +206,19 @@ u64 ModelSpec::finalNormParams() const {
 // A layer's parameters depend on its index only through whether it is a MoE layer: count each kind once.
 // (The estimator asks for the totals on every estimate, many times per slider tick.)
 template <typename F> static u64 sumOverLayers(const ModelSpec& m, F&& perLayer) {
-    u64 moeLayers = 0;
-    int anyDense = -1, anyMoe = -1;
+    // Kinds: MoE or dense, linear attention or not.
+    u64 count[4] = {0, 0, 0, 0};
+    int example[4] = {-1, -1, -1, -1};
     for (int l = 0; l < m.layers; ++l) {
-        if (m.isMoeLayer(l)) {
-            ++moeLayers;
-            anyMoe = anyMoe < 0 ? l : anyMoe;
-        } else {
-            anyDense = anyDense < 0 ? l : anyDense;
-        }
+        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
+        ++count[k];
+        example[k] = example[k] < 0 ? l : example[k];
     }
-    const u64 denseLayers = static_cast<u64>(m.layers) - moeLayers;
-    return (anyDense >= 0 ? denseLayers * perLayer(m.layerParams(anyDense)) : 0) +
-           (anyMoe >= 0 ? moeLayers * perLayer(m.layerParams(anyMoe)) : 0);
+    u64 sum = 0;
+    for (int k = 0; k < 4; ++k)
+        if (example[k] >= 0)
+            sum += count[k] * perLayer(m.layerParams(example[k]));
+    return sum;
 }
 
 u64 ModelSpec::visionParams() const {
@@ -215,12 +258,15 @@ std::vector<u64> ModelSpec::parameterTensors() const {
         add(static_cast<u64>(maxPositions) * h);
     for (int l = 0; l < layers; ++l) {
         const LayerParams p = layerParams(l);
-        if (mla) {
+        if (isLinearLayer(l)) {
+            for (u64 n : linearAttentionTensors(*this))
+                add(n);
+        } else if (mla) {
             add(p.attention);
         } else {
             const u64 qDim = static_cast<u64>(heads) * static_cast<u64>(headDim);
             const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
-            add(h * qDim), add(h * kvDim), add(h * kvDim), add(qDim * h);
+            add(h * qDim * (attentionOutputGate ? 2 : 1)), add(h * kvDim), add(h * kvDim), add(qDim * h);
             if (qkvBias)
                 add(qDim), add(kvDim), add(kvDim);
             if (outBias)
@@ -243,6 +289,8 @@ std::vector<u64> ModelSpec::parameterTensors() const {
                 mlp(static_cast<u64>(moeFfn));
             if (sharedExperts > 0)
                 mlp(static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts));
+            if (sharedExpertGate)
+                add(h);
         } else {
             mlp(static_cast<u64>(ffn));
         }

@@ -77,6 +77,27 @@ struct ModelSpec {
                slidingLayers[static_cast<std::size_t>(layer)] != 0;
     }
 
+    // Linear-attention layers of a hybrid model (Qwen3-Next's Gated DeltaNet): instead of keys and values
+    // they keep a fixed state per request, a short convolution's last kernel - 1 inputs and a recurrent
+    // state of value x key head size per value head. From the config's layer_types, else
+    // full_attention_interval. Empty: every layer is an attention layer.
+    std::vector<char> linearLayers; // one per layer, 1 = linear attention
+    int linearKeyHeads = 0;
+    int linearValueHeads = 0;
+    int linearKeyHeadDim = 0;
+    int linearValueHeadDim = 0;
+    int linearConvKernel = 0;
+    bool isLinearLayer(int layer) const {
+        return layer >= 0 && static_cast<std::size_t>(layer) < linearLayers.size() &&
+               linearLayers[static_cast<std::size_t>(layer)] != 0;
+    }
+    // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
+    // (its channels are the queries', keys' and values' widths) and the recurrent state's.
+    double linearConvStateElements(int tensorParallel) const;
+    double linearRecurrentStateElements(int tensorParallel) const;
+    bool attentionOutputGate = false; // q_proj also yields a sigmoid gate per head and channel (Qwen3-Next)
+    bool sharedExpertGate = false;    // a sigmoid gate, hidden -> 1, on the shared expert (Qwen3-Next)
+
     // Mixture of experts. Layers [0, firstDenseLayers) and those not on the moeLayerFreq grid are dense.
     int experts = 0;
     int expertsPerToken = 0;

@@ -24,6 +24,7 @@ private slots:
     void unknownFamilyNamesModelType();
     void badValuesNameTheKey();
     void gemma3WithItsVisionTower();
+    void qwen3NextHybridLayers();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -249,6 +250,54 @@ void TestParamCount::gemma3WithItsVisionTower() {
         QFAIL("a negative vision width was accepted");
     } catch (const Error& e) {
         QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("vision_config.hidden_size"));
+    }
+}
+
+void TestParamCount::qwen3NextHybridLayers() {
+    // Qwen/Qwen3-Next-80B-A3B-Instruct, counted by hand from transformers' modeling_qwen3_next.py:
+    // - 36 Gated DeltaNet layers: in_proj_qkvz 2048 x (2 x 16 x 128 + 2 x 32 x 128) = 25,165,824;
+    //   in_proj_ba 2048 x 64 = 131,072; conv1d (2 x 2048 + 4096) channels x 4 = 32,768; dt_bias and A_log
+    //   32 each; the gated norm 128; out_proj 4096 x 2048 = 8,388,608: 33,718,464.
+    // - 12 attention layers: q_proj with its output gate 2048 x 2 x 16 x 256 = 16,777,216; k and v 2048 x 512
+    //   each; o_proj 4096 x 2048; q and k norms 256 each: 27,263,488.
+    // - every layer: 512 experts x 3 x 2048 x 512 = 1,610,612,736, the router 2048 x 512, the shared expert
+    //   3 x 2048 x 512 and its gate 2048, two norms of 2048: 1,614,813,184.
+    // - embeddings and the untied head 2 x 151,936 x 2048, the final norm 2048.
+    const std::uint64_t linear = 25165824ull + 131072 + 32768 + 32 + 32 + 128 + 8388608;
+    const std::uint64_t attention = 16777216ull + 2 * 1048576 + 8388608 + 512;
+    const std::uint64_t perLayer = 1610612736ull + 1048576 + 3145728 + 2048 + 4096;
+    QCOMPARE(linear, 33718464ull);
+    QCOMPARE(attention, 27263488ull);
+    const std::uint64_t expected = 36 * linear + 12 * attention + 48 * perLayer + 2 * 151936ull * 2048 + 2048;
+    const ModelPreset* p = findModelPreset("Qwen/Qwen3-Next-80B-A3B-Instruct");
+    QVERIFY(p);
+    QCOMPARE(p->spec.totalParameters(), expected);
+    QCOMPARE(p->spec.totalParameters(), 79674391296ull);
+    // The tensors attribution matches against add up to the same, and every fourth layer attends.
+    std::uint64_t sum = 0;
+    for (std::uint64_t n : p->spec.parameterTensors())
+        sum += n;
+    QCOMPARE(sum, expected);
+    QVERIFY(p->spec.isLinearLayer(0) && p->spec.isLinearLayer(2) && !p->spec.isLinearLayer(3) &&
+            !p->spec.isLinearLayer(47));
+    // vLLM's state per request and layer at TP 2 (gated_delta_net_state_shape): the convolution's 8,192 / 2
+    // channels by 3 positions, the recurrent state's 16 heads of 128 x 128.
+    QCOMPARE(p->spec.linearConvStateElements(2), 4096.0 * 3);
+    QCOMPARE(p->spec.linearRecurrentStateElements(2), 16.0 * 128 * 128);
+    // layer_types, when given, decide the kinds, and a kind the reader does not know is named.
+    json cfg = p->config;
+    cfg["layer_types"] = json::array();
+    for (int i = 0; i < 48; ++i)
+        cfg["layer_types"].push_back(i < 24 ? "linear_attention" : "full_attention");
+    const ModelSpec half = modelFromHfConfig(cfg);
+    QCOMPARE(half.totalParameters(),
+             24 * linear + 24 * attention + 48 * perLayer + 2 * 151936ull * 2048 + 2048);
+    cfg["layer_types"][5] = "sliding_attention";
+    try {
+        modelFromHfConfig(cfg, "config.json");
+        QFAIL("an unknown layer kind was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.layer_types[5]"));
     }
 }
 

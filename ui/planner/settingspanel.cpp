@@ -26,6 +26,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -728,16 +729,18 @@ void SettingsPanel::refreshModel() {
     if (sc.mode == Mode::Training && sc.training.fineTuning.adapters())
         info += QStringLiteral(", <b>%1</b> trainable")
                     .arg(QString::fromStdString(formatCount(trainableParameters(sc))));
+    const auto linear = static_cast<int>(std::count(m.linearLayers.begin(), m.linearLayers.end(), 1));
     if (m.known)
         info +=
-            QStringLiteral("<br>%1: %2 layers, hidden %3, %4 heads (%5 KV)%6")
+            QStringLiteral("<br>%1: %2 layers%7, hidden %3, %4 heads (%5 KV)%6")
                 .arg(QString::fromStdString(m.modelType))
                 .arg(m.layers)
                 .arg(m.hidden)
                 .arg(m.heads)
                 .arg(m.mla ? QStringLiteral("MLA") : QString::number(m.kvHeads))
                 .arg(m.isMoe() ? QStringLiteral(", %1 of %2 experts").arg(m.expertsPerToken).arg(m.experts)
-                               : QString());
+                               : QString())
+                .arg(linear > 0 ? QStringLiteral(" (%1 linear attention)").arg(linear) : QString());
     else
         info += tr("<br>architecture unknown: activations are not estimated");
     m_modelInfo->setText(info);
