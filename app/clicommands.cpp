@@ -275,6 +275,10 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << formatCount(static_cast<unsigned long long>(std::max(0LL, sv.kvCacheTokens))) << " tokens ("
             << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
             << " bytes per token per GPU, blocks of " << sv.blockSize << ")\n";
+        if (sv.stateBytesPerRequest > 0)
+            out << "  linear-attention state: " << std::fixed << std::setprecision(1)
+                << sv.stateBytesPerRequest / 1048576.0 << std::defaultfloat
+                << " MiB per request per GPU, whatever its length\n";
         out << "  maximum concurrency for " << formatCount(static_cast<unsigned long long>(sv.requestLength))
             << " tokens per request: " << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x\n"
             << std::defaultfloat;
@@ -286,7 +290,12 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         if (sc.mode == Mode::Inference)
             out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))
                 << " tokens (" << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
-                << " bytes per token per GPU)\n";
+                << " bytes per token per GPU"
+                << (sv.stateBytesPerRequest > 0
+                        ? ", and " + std::to_string(std::llround(sv.stateBytesPerRequest / 1048576.0)) +
+                              " MiB of linear-attention state per request"
+                        : std::string())
+                << ")\n";
     }
     out << "  longest " << (sc.mode == Mode::Training ? "sequence" : "context")
         << " that fits: " << maxSequenceLength(sc) << "\n";

@@ -86,6 +86,7 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     if (est.mode == Mode::Inference) {
         const ServingEstimate& sv = est.serving;
         json inf = {{"kv_bytes_per_token", bytes(sv.kvBytesPerToken)},
+                    {"state_bytes_per_request", bytes(sv.stateBytesPerRequest)},
                     {"kv_cache_tokens", sv.kvCacheTokens},
                     {"max_concurrency", std::round(sv.maxConcurrency * 100) / 100},
                     {"request_length", sv.requestLength},

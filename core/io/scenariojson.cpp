@@ -804,6 +804,20 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
         sc.warnings.push_back(
             "the model is known only by its parameter count: activations, attention scores, "
             "logits, gather buffers and KV cache are not estimated (0)");
+    if (!sc.model.linearLayers.empty()) {
+        // What the hybrid models' linear-attention layers are modelled for: their weights everywhere, their
+        // state per request in vLLM's pool, transformers' generate and plain inference.
+        if (sc.mode == Mode::Training)
+            sc.warnings.push_back(
+                "model: the linear-attention (Gated DeltaNet) layers' activations are planned "
+                "as an attention layer's; what their chunked delta rule saves for the "
+                "backward is not modelled yet");
+        else if (sc.inference.engine == Engine::Sglang)
+            sc.warnings.push_back(
+                "model: SGLang keeps the linear-attention layers' states in a pool of its own "
+                "(--max-mamba-cache-size, --mamba-full-memory-ratio), which is not modelled "
+                "yet: the KV pool is planned for the attention layers alone");
+    }
     return sc;
 }
 

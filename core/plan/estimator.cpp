@@ -578,10 +578,11 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     const double kvPerToken = m.mla ? static_cast<double>(m.kvLoraRank + m.qkRopeHeadDim)
                                     : 2.0 * std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
     const double kvLayerBytes = kvPerToken * in.kvCacheBytes;
-    int fullLayers = 0, slidingLayers = 0;
+    int fullLayers = 0, slidingLayers = 0, linearLayers = 0;
     for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
-        (m.isSlidingLayer(l) ? slidingLayers : fullLayers) += 1;
-    sv.kvBytesPerToken = kvLayerBytes * st.layers;
+        (m.isLinearLayer(l) ? linearLayers : m.isSlidingLayer(l) ? slidingLayers : fullLayers) += 1;
+    sv.kvBytesPerToken = kvLayerBytes * (fullLayers + slidingLayers);
+    const int tp = c.tensorParallel;
 
     const double e = 2;
     const double heads = m.heads / t;
@@ -589,7 +590,16 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 
-    const InferenceShape shape{kvLayerBytes, fullLayers, slidingLayers, perToken};
+    const InferenceShape shape{kvLayerBytes,
+                               fullLayers,
+                               slidingLayers,
+                               perToken,
+                               linearLayers,
+                               m.linearConvStateElements(tp),
+                               m.linearRecurrentStateElements(tp)};
+    // A linear-attention layer's state per request, in the activations' dtype as vLLM keeps it
+    // (mamba_cache_dtype "auto"); transformers' generate keeps its recurrent state in fp32 (core/serve).
+    sv.stateBytesPerRequest = e * linearLayers * (shape.linearConvElements + shape.linearRecurrentElements);
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -598,7 +608,7 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         double window = std::min<double>(in.contextLength, m.slidingWindow);
         if (in.kvBlockSize > 0)
             window = std::ceil(window / in.kvBlockSize) * in.kvBlockSize;
-        st.kvCache = kvLayerBytes * (fullLayers * ctx + slidingLayers * window);
+        st.kvCache = kvLayerBytes * (fullLayers * ctx + slidingLayers * window) + sv.stateBytesPerRequest;
         // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
         const double chunk =
             in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;

@@ -51,7 +51,9 @@ struct OffloadInfo {
 // The KV-cache answer of an inference estimate (docs/formats.md section 3, "inference"). With a serving
 // engine it describes the pool the engine reserves; without one, the planned batch's own cache.
 struct ServingEstimate {
-    double kvBytesPerToken = 0;  // one token's keys and values on one GPU, every layer it holds
+    double kvBytesPerToken = 0; // one token's keys and values on one GPU, every layer it holds
+    // The linear-attention layers' state one request holds on one GPU, whatever its length (hybrid models).
+    double stateBytesPerRequest = 0;
     long long kvCacheTokens = 0; // tokens the KV cache holds, in whole blocks
     double maxConcurrency = 0;   // requests of requestLength tokens held at once
     int requestLength = 0;       // max_model_len, else context_length

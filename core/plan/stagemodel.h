@@ -60,6 +60,10 @@ struct InferenceShape {
     double kvLayerBytes = 0;
     int fullLayers = 0, slidingLayers = 0;
     double perTokenActivations = 0;
+    // Linear-attention layers (hybrid models): how many on this stage, and the elements of one layer's
+    // state per request on one GPU (the engines choose their dtypes).
+    int linearLayers = 0;
+    double linearConvElements = 0, linearRecurrentElements = 0;
 };
 
 // How a serving engine (or transformers' generate) sizes an inference stage: its step, budget, KV pool,

@@ -80,7 +80,8 @@ namespace {
 //   "colwise_rep" in the families' tensor-parallel plans).
 // Sampling processors (top-k/top-p) are not modelled: greedy decoding. The prefill's working set is the
 // batch's own, as without an engine; this replaces what the cache and the logits hold.
-void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int slidingLayers) {
+void huggingFaceGenerate(const Scenario& sc, StageModel& st, const InferenceShape& shape) {
+    const int fullLayers = shape.fullLayers, slidingLayers = shape.slidingLayers;
     const ModelSpec& m = sc.model;
     const InferenceSettings& in = sc.inference;
     const double t = sc.cluster.tensorParallel;
@@ -94,9 +95,14 @@ void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int
         keys = values = std::max(1.0, std::floor(m.kvHeads / t)) * m.headDim;
     }
     const double layerBytes = (keys + values) * in.kvCacheBytes;
-    st.serving.kvBytesPerToken = layerBytes * st.layers;
+    st.serving.kvBytesPerToken = layerBytes * (fullLayers + slidingLayers);
     const double window = std::min<double>(ctx, std::max(1, m.slidingWindow - 1));
-    st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window);
+    // A linear-attention layer's cache (transformers' Qwen3NextDynamicCache) keeps the convolution's state
+    // in the activations' dtype and the recurrent state as the chunked delta rule returns it, in fp32
+    // (modeling_qwen3_next.py, torch_chunk_gated_delta_rule).
+    st.serving.stateBytesPerRequest =
+        shape.linearLayers * (2.0 * shape.linearConvElements + 4.0 * shape.linearRecurrentElements);
+    st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window) + st.serving.stateBytesPerRequest;
     st.prefillKvExtra = layerBytes * slidingLayers * (ctx - window);
     st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);
     if (st.last)
@@ -108,7 +114,7 @@ void huggingFaceGenerate(const Scenario& sc, StageModel& st, int fullLayers, int
 void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st) {
     const InferenceSettings& in = sc.inference;
     if (in.engine == Engine::HuggingFace) {
-        huggingFaceGenerate(sc, st, shape.fullLayers, shape.slidingLayers);
+        huggingFaceGenerate(sc, st, shape);
         return;
     }
     if (in.engine != Engine::Vllm && in.engine != Engine::Sglang)
@@ -166,11 +172,16 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         sv.availableBytes = sv.budgetBytes - st.weights;
     }
     const int block = std::max(1, in.kvBlockSize);
-    sv.blockSize = block;
-    const KvPool pool =
-        vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block, sv.requestLength,
-                          m.slidingWindow, step)
-             : sglangKvPool(sv.availableBytes, kvLayerBytes, st.layers, block, sv.requestLength);
+    // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
+    // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py).
+    const LinearStateLayers linear{shape.linearLayers,
+                                   e * (shape.linearConvElements + shape.linearRecurrentElements)};
+    const KvPool pool = vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block,
+                                          sv.requestLength, m.slidingWindow, step, linear,
+                                          {version.tokensFromConcurrency, version.linearPagesPerRequest})
+                             : sglangKvPool(sv.availableBytes, kvLayerBytes, fullLayers + slidingLayers,
+                                            block, sv.requestLength);
+    sv.blockSize = pool.blockSize > 0 ? pool.blockSize : block;
     sv.numBlocks = pool.numBlocks;
     sv.blockBytes = pool.blockBytes;
     sv.poolBytes = pool.poolBytes;

@@ -16,8 +16,11 @@ constexpr std::array<EngineVersion, 3> kVersions = {{
     // profile_run's _dummy_sampler_run samples with top-k and top-p, so apply_top_k_top_p sorts the fp32
     // logits: 38 bytes per (request, entry) (engines.cpp says which). CUDA graphs are captured after the
     // pool is sized, outside the budget. Non-torch memory: 0.13 GiB on every TP-1 run of llm-d's
-    // measurements.
-    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner"},
+    // measurements. The log's "GPU KV cache size" divides the blocks evenly among the KV cache groups
+    // (kv_cache_utils.py _report_kv_cache_config, still so at 0.19: vllm-project/vllm issue #40691), and
+    // hybrid models with linear-attention layers run without prefix caching ("Hybrid or mamba-based model
+    // detected: disabling prefix caching", vllm/model_executor/models/config.py at 0.10.2).
+    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner", false, 1},
     // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
     // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
     // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
@@ -26,8 +29,11 @@ constexpr std::array<EngineVersion, 3> kVersions = {{
     // sized and added to the profiled peak (gpu_worker.py determine_available_memory; the engine's own
     // log says "default since v0.21.0"); the estimate itself depends on the model and the capture sizes
     // (0.13 to 2.22 GiB in twelve logs), so the default is their median, 0.62 GiB, and a scenario gives
-    // its own from the log's "Estimated CUDA graph memory".
-    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner"},
+    // its own from the log's "Estimated CUDA graph memory". "GPU KV cache size" is max concurrency x
+    // max_model_len (kv_cache_utils.py), and prefix caching covers hybrid models in mamba_cache_mode
+    // "align", which holds two pages of a request's state per group (vllm/config/cache.py,
+    // MambaSpec.max_memory_usage_bytes in vllm/v1/kv_cache_interface.py).
+    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner", true, 2},
     // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
     // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL
     // existed, less the weights; the step and CUDA graphs live in what the fraction leaves.

@@ -26,6 +26,11 @@ struct EngineVersion {
     // What the engine measures outside PyTorch at one GPU (cuBLAS workspaces and the like).
     double nonTorchBytes = 0;
     const char* modelRunner = ""; // which code profiled the step, for the text and the report
+    // "GPU KV cache size" from max concurrency x max_model_len rather than blocks / groups x block size.
+    bool tokensFromConcurrency = false;
+    // Pages a request holds in each group of linear-attention layers: 1 with prefix caching off for hybrid
+    // models, 2 in mamba_cache_mode "align".
+    int linearPagesPerRequest = 1;
 };
 
 std::span<const EngineVersion> engineVersions();

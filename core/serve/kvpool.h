@@ -11,10 +11,27 @@ struct KvPool {
     double blockBytes = 0;
     double poolBytes = 0;
     double maxConcurrency = 0; // requests of requestLength tokens
+    int blockSize = 0;         // tokens per block as the engine chose it (vLLM grows it for hybrid models)
 };
-// vLLM 0.11's arithmetic, sliding-window layers through its hybrid allocator.
+// The linear-attention layers of a hybrid model (Qwen3-Next's Gated DeltaNet), which vLLM pools as
+// MambaSpec layers: one page holds one request's whole state.
+struct LinearStateLayers {
+    int layers = 0;        // on this GPU
+    double stateBytes = 0; // one layer's state for one request: convolution + recurrent state
+};
+// What differs between vLLM releases in turning blocks into what the log says (engineversions.h).
+struct VllmPoolRules {
+    // "GPU KV cache size" as max concurrency x max_model_len (newer releases) instead of the blocks divided
+    // evenly among the KV cache groups times the block size (0.11 to at least 0.19).
+    bool tokensFromConcurrency = false;
+    // Pages a request holds in each linear-attention group: 1 without prefix caching (mamba_cache_mode
+    // "none"), 2 in "align" mode, the default once prefix caching applies to hybrid models.
+    int linearPagesPerRequest = 1;
+};
+// vLLM's arithmetic, sliding-window and linear-attention layers through its hybrid allocator.
 KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
-                  int blockSize, int requestLength, int slidingWindow, int stepTokens);
+                  int blockSize, int requestLength, int slidingWindow, int stepTokens,
+                  const LinearStateLayers& linear = {}, const VllmPoolRules& rules = {});
 // SGLang's: every layer caches every token, in pages of pageSize tokens.
 KvPool sglangKvPool(double availableBytes, double layerTokenBytes, int layers, int pageSize,
                     int requestLength);

@@ -92,6 +92,7 @@ private slots:
     void vllmReleases();
     void servingLogs();
     void gemma3Serving();
+    void linearAttentionState();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -278,8 +279,10 @@ void TestServing::vllmHybridPool() {
         inferenceDoc({{"preset", "openai/gpt-oss-20b"}}, {{"engine", "vllm"}, {"max_model_len", 16000}}, {}));
     const ServingEstimate& sv = estimate(sc).serving;
     QCOMPARE(sv.kvBytesPerToken, 24 * 2048.0);
-    const KvPool direct = vllmKvPool(sv.availableBytes, 2048, 12, 12, 16, 16000, 128, 8192);
+    // The newest release reports the pool as max concurrency x max_model_len.
+    const KvPool direct = vllmKvPool(sv.availableBytes, 2048, 12, 12, 16, 16000, 128, 8192, {}, {true, 2});
     QCOMPARE(sv.kvCacheTokens, direct.tokens);
+    QCOMPARE(direct.tokens, static_cast<long long>(std::floor(direct.maxConcurrency * 16000)));
     QCOMPARE(sv.maxConcurrency, direct.maxConcurrency);
 }
 
@@ -635,7 +638,7 @@ void TestServing::servingLogs() {
     // is stale).
     const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
     const std::vector<ServingCaseResult> results = runServingCases(cases);
-    QCOMPARE(results.size(), std::size_t(9));
+    QCOMPARE(results.size(), std::size_t(10));
     int named = 0;
     for (const ServingCaseResult& r : results) {
         QVERIFY2(r.holds(), qPrintable(QString::fromStdString(r.c->id)));
@@ -648,8 +651,8 @@ void TestServing::servingLogs() {
         }
     }
     // vLLM 0.31's step with graphs and its pool; Mistral-Small's vision tower, multimodal profile and pool;
-    // SGLang's pool.
-    QCOMPARE(named, 7);
+    // Qwen3-Next's non-torch memory at TP 2 and its KV memory; SGLang's pool.
+    QCOMPARE(named, 9);
     // The fit runs are vLLM 0.11's, from llm-d's measurements; each part's error as the table prints it.
     const ServingCaseResult& llama = results.front();
     QCOMPARE(llama.engineVersion, std::string("vllm 0.11"));
@@ -700,6 +703,63 @@ void TestServing::gemma3Serving() {
     QCOMPARE(sv.kvCacheTokens, p.tokens);
     QCOMPARE(sv.numBlocks, p.numBlocks);
     QVERIFY(sv.kvCacheTokens > 0);
+}
+
+void TestServing::linearAttentionState() {
+    // Qwen3-Next-80B-A3B-Instruct under vLLM 0.10.2 on two H200s (examples/serving/cases.json): 12 attention
+    // layers keep one KV head of 256 per rank, 2 x 256 x 2 bytes = 1,024 bytes a token; 36 Gated DeltaNet
+    // layers keep a state per request of (8,192 / 2) x 3 convolution values and 16 x 128 x 128 recurrent ones
+    // in bf16: 548,864 bytes. vLLM grows the attention block to 16 x ceil(548,864 / (16 x 1,024)) = 544
+    // tokens ("Setting attention block size to 544 tokens"), a page of 557,056 bytes (the state padded by
+    // 1.49%), and groups the layers 12 by 12: one attention group and three linear ones. The log's pool,
+    // 47,878,721,024 bytes, is floor(47,878,721,024 / (557,056 x 12)) = 7,162 blocks; it reported
+    // 7,162 // 4 x 544 = 973,760 tokens and, a request of 262,144 tokens holding 482 attention blocks and one
+    // page in each linear group, 7,162 / 485 = 14.77 requests at once.
+    const LinearStateLayers linear{36, 2.0 * (4096 * 3 + 16 * 128 * 128)};
+    QCOMPARE(linear.stateBytes, 548864.0);
+    const KvPool p = vllmKvPool(47878721024.0, 1024, 12, 0, 16, 262144, 0, 8192, linear, {false, 1});
+    QCOMPARE(p.blockSize, 544);
+    QCOMPARE(p.blockBytes, 557056.0 * 12);
+    QCOMPARE(p.numBlocks, 7162LL);
+    QCOMPARE(p.tokens, 973760LL);
+    QCOMPARE(p.maxConcurrency, 7162.0 / 485);
+    QCOMPARE(std::round(p.maxConcurrency * 100) / 100, 14.77);
+    // The newest rules: two pages per linear group in mamba_cache_mode "align", and the size reported as
+    // concurrency x max_model_len.
+    const KvPool align = vllmKvPool(47878721024.0, 1024, 12, 0, 16, 262144, 0, 8192, linear, {true, 2});
+    QCOMPARE(align.maxConcurrency, 7162.0 / 488);
+    QCOMPARE(align.tokens, static_cast<long long>(std::floor(7162.0 / 488 * 262144)));
+    // A block size asked for is the alignment: 128 x ceil(548,864 / (128 x 1,024)) = 640.
+    QCOMPARE(vllmKvPool(1e10, 1024, 12, 0, 128, 262144, 0, 8192, linear).blockSize, 640);
+
+    // Through the estimator: the state per request, no KV bytes per token for the linear layers, and the
+    // pool as above from what the budget leaves.
+    const Scenario sc = loadScenarioFile(HEADROOM_SOURCE_DIR
+                                         "/examples/serving/vllm-0.10-qwen3-next-80b-tp2-h200.headroom.json");
+    QVERIFY(sc.warnings.empty());
+    const ServingEstimate& sv = estimate(sc).serving;
+    QCOMPARE(sv.kvBytesPerToken, 12 * 1024.0);
+    QCOMPARE(sv.stateBytesPerRequest, 36 * 548864.0);
+    QCOMPARE(sv.blockSize, 544);
+    const KvPool direct = vllmKvPool(sv.availableBytes, 1024, 12, 0, 16, 262144, 0, sv.stepTokens, linear);
+    QCOMPARE(sv.kvCacheTokens, direct.tokens);
+    QCOMPARE(sv.numBlocks, direct.numBlocks);
+
+    // transformers' generate keeps the recurrent state in fp32 (one GPU: 8,192 x 3 bf16 and 32 x 128 x 128
+    // fp32 a layer) besides the 12 attention layers' keys and values of 2 heads.
+    const Scenario hf = scenarioFromJson(inferenceDoc({{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}},
+                                                      {{"engine", "huggingface"}, {"context_length", 4096}},
+                                                      {{"gpu", "H200-141GB"}, {"num_gpus", 2}}));
+    const Estimate he = estimate(hf);
+    QCOMPARE(he.serving.stateBytesPerRequest, 36 * (2.0 * 8192 * 3 + 4.0 * 32 * 128 * 128));
+    QCOMPARE(he.perGpu[Category::KvCache], 12 * 2.0 * 2 * 256 * 2 * 4096 + he.serving.stateBytesPerRequest);
+    // SGLang's state pool is not modelled, and says so.
+    const Scenario sg = scenarioFromJson(inferenceDoc(
+        {{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}}, {{"engine", "sglang"}, {"context_length", 4096}},
+        {{"gpu", "H200-141GB"}, {"num_gpus", 2}, {"tensor_parallel", 2}}));
+    QCOMPARE(sg.warnings.size(), std::size_t(1));
+    QVERIFY(sg.warnings.front().find("SGLang keeps the linear-attention layers' states") !=
+            std::string::npos);
 }
 
 QTEST_APPLESS_MAIN(TestServing)
