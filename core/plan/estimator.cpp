@@ -116,14 +116,14 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         // two bytes accounts for all but 0.1 and 0.3 GiB of it.
         loaded.scaleBytes = 2;
     const Quantization* quantised = weightsStayQuantised(sc) ? &loaded : nullptr;
-    // Layers come in at most two kinds (dense, MoE); compute each kind once. A quantised checkpoint's
-    // bytes depend on the layer's name only through modules_to_not_convert, which names layers by
-    // pattern, so one layer of each kind stands for the rest.
-    LayerParams kinds[2];
-    LayerBytes kindBytes[2];
-    bool have[2] = {false, false};
+    // Layers come in at most four kinds (dense or MoE, attention or linear attention); compute each kind
+    // once. A quantised checkpoint's bytes depend on the layer's name only through modules_to_not_convert,
+    // which names layers by pattern, so one layer of each kind stands for the rest.
+    LayerParams kinds[4];
+    LayerBytes kindBytes[4];
+    bool have[4] = {false, false, false, false};
     for (int l = first; l < first + count; ++l) {
-        const int k = m.isMoeLayer(l) ? 1 : 0;
+        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
         if (!have[k]) {
             kinds[k] = m.layerParams(l);
             if (inference)

@@ -36,15 +36,23 @@ std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer) {
     if (!m.known)
         return {};
     const LayerParams lp = m.layerParams(layer);
-    return layerLinears(m, lp.mlpWidth, lp.experts);
+    return layerLinears(m, lp.mlpWidth, lp.experts, m.isLinearLayer(layer));
 }
 
-std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts) {
+std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts, bool linearAttention) {
     std::vector<LinearShape> out;
     if (!m.known)
         return out;
     const u64 h = static_cast<u64>(m.hidden), a = static_cast<u64>(m.heads);
-    if (m.mla) {
+    if (linearAttention) {
+        // transformers' Qwen3NextGatedDeltaNet: its linear layers are named apart from attention's, so
+        // PEFT's q_proj/v_proj targets leave them alone.
+        const u64 keyDim = static_cast<u64>(m.linearKeyHeads) * static_cast<u64>(m.linearKeyHeadDim);
+        const u64 valueDim = static_cast<u64>(m.linearValueHeads) * static_cast<u64>(m.linearValueHeadDim);
+        out.push_back({"in_proj_qkvz", 2 * keyDim + 2 * valueDim, h});
+        out.push_back({"in_proj_ba", 2 * static_cast<u64>(m.linearValueHeads), h});
+        out.push_back({"out_proj", h, valueDim});
+    } else if (m.mla) {
         // DeepSeek's attention (transformers' DeepseekV3Attention): the query either direct or through its
         // low-rank pair, the compressed key-value projection with the shared rope part, its expansion.
         const u64 qHead = static_cast<u64>(m.qkNopeHeadDim + m.qkRopeHeadDim);
@@ -61,7 +69,7 @@ std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int expe
     } else {
         const u64 q = a * static_cast<u64>(m.headDim);
         const u64 kv = static_cast<u64>(m.kvHeads) * static_cast<u64>(m.headDim);
-        out.push_back({"q_proj", q, h});
+        out.push_back({"q_proj", q * (m.attentionOutputGate ? 2 : 1), h}); // Qwen3-Next's gate rides on q
         out.push_back({"k_proj", kv, h});
         out.push_back({"v_proj", kv, h});
         out.push_back({"o_proj", h, q});
@@ -112,12 +120,12 @@ FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool
     // their factor in the weights' dtype; bitsandbytes keeps it in fp32.
     const double secondLevel = sc.training.framework == Framework::Torchtune ? wb : 4;
     const double r = ft.rank;
-    // Layers come in at most two kinds (dense, MoE), alike in what fine-tuning adds: each kind is worked
-    // out once and counted per layer (as stageParams does).
-    FineTuneStage kinds[2];
-    bool have[2] = {false, false};
+    // Layers come in at most four kinds (dense or MoE, attention or linear attention), alike in what
+    // fine-tuning adds: each kind is worked out once and counted per layer (as stageParams does).
+    FineTuneStage kinds[4];
+    bool have[4] = {false, false, false, false};
     for (int l = firstLayer; l < firstLayer + layers; ++l) {
-        const int k = m.isMoeLayer(l) ? 1 : 0;
+        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
         if (!have[k]) {
             kinds[k] = layerKind(sc, l, secondLevel);
             have[k] = true;
@@ -166,7 +174,7 @@ FineTuneStage layerKind(const Scenario& sc, int layer, double secondLevel) {
     const double r = ft.rank;
     const LayerParams lp = m.layerParams(layer);
     double linearParameters = 0;
-    for (const LinearShape& lin : layerLinears(m, lp.mlpWidth, lp.experts)) {
+    for (const LinearShape& lin : layerLinears(m, layer)) {
         const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in);
         const double s = share(sc, lin);
         linearParameters += n * lin.copies;

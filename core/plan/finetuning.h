@@ -18,8 +18,10 @@ struct LinearShape {
 // The layer's linear layers (attention projections, the MLP's matrices, routed and shared experts'); an
 // architecture known only by its size has none.
 std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer);
-// The same for a layer whose dense MLP (or shared experts) is `mlpWidth` wide with `experts` routed experts.
-std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts);
+// The same for a layer whose dense MLP (or shared experts) is `mlpWidth` wide with `experts` routed experts,
+// and whose mixer is a linear-attention (Gated DeltaNet) one when `linearAttention`.
+std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts,
+                                      bool linearAttention = false);
 
 // Bytes of one out x in matrix as bitsandbytes stores it (bitsandbytes/functional.py quantize_4bit,
 // Int8Params): 4-bit NF4/FP4 packs two values per byte with one fp32 absmax per block of 64 and keeps its

@@ -53,16 +53,26 @@ std::span<const Named<BaseQuantization>> baseQuantizationNames() {
 }
 
 std::span<const NamedText> loraTargetNames() {
-    static constexpr NamedText t[] = {
-        {"q_proj", "q_proj"},       {"k_proj", "k_proj"},
-        {"v_proj", "v_proj"},       {"o_proj", "o_proj"},
-        {"gate_proj", "gate_proj"}, {"up_proj", "up_proj"},
-        {"down_proj", "down_proj"}, {"lm_head", "lm_head"},
-        {"output_proj", "o_proj"},  {"w1", "gate_proj"},
-        {"w3", "up_proj"},          {"w2", "down_proj"},
-        {"output", "lm_head"},      {"q_a_proj", "q_a_proj"},
-        {"q_b_proj", "q_b_proj"},   {"kv_a_proj_with_mqa", "kv_a_proj_with_mqa"},
-        {"kv_b_proj", "kv_b_proj"}};
+    static constexpr NamedText t[] = {{"q_proj", "q_proj"},
+                                      {"k_proj", "k_proj"},
+                                      {"v_proj", "v_proj"},
+                                      {"o_proj", "o_proj"},
+                                      {"gate_proj", "gate_proj"},
+                                      {"up_proj", "up_proj"},
+                                      {"down_proj", "down_proj"},
+                                      {"lm_head", "lm_head"},
+                                      {"output_proj", "o_proj"},
+                                      {"w1", "gate_proj"},
+                                      {"w3", "up_proj"},
+                                      {"w2", "down_proj"},
+                                      {"output", "lm_head"},
+                                      {"q_a_proj", "q_a_proj"},
+                                      {"q_b_proj", "q_b_proj"},
+                                      {"kv_a_proj_with_mqa", "kv_a_proj_with_mqa"},
+                                      {"kv_b_proj", "kv_b_proj"},
+                                      {"in_proj_qkvz", "in_proj_qkvz"},
+                                      {"in_proj_ba", "in_proj_ba"},
+                                      {"out_proj", "out_proj"}};
     return all(t);
 }
 

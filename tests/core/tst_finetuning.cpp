@@ -86,6 +86,7 @@ private slots:
     void publishedRuns_data();
     void publishedRuns();
     void publishedMedian();
+    void linearAttentionLayersAreNotTargeted();
 };
 
 void TestFineTuning::fourBitLayerToTheByte() {
@@ -387,6 +388,20 @@ void TestFineTuning::publishedMedian() {
                  "3.7 GiB beyond the plan) lift the median to 6.1%.",
                  Continue);
     QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
+}
+
+void TestFineTuning::linearAttentionLayersAreNotTargeted() {
+    // Qwen3-Next: PEFT's q_proj/v_proj match the 12 attention layers only (the Gated DeltaNet layers name
+    // theirs in_proj_qkvz, in_proj_ba, out_proj), and q_proj carries the output gate: 2 x 16 x 256 = 8,192
+    // outputs. Rank 16: 12 x 16 x ((2,048 + 8,192) + (2,048 + 512)) = 2,457,600 trainable.
+    json doc = trainingDoc({{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}});
+    doc["training"]["fine_tuning"] = {
+        {"method", "lora"}, {"rank", 16}, {"target_modules", {"q_proj", "v_proj"}}};
+    const Scenario sc = scenarioFromJson(doc);
+    QCOMPARE(trainableParameters(sc), std::uint64_t{12} * 16 * ((2048 + 8192) + (2048 + 512)));
+    // Targeting the linear layers' projections adapts the other 36: in_proj_qkvz 2,048 -> 12,288.
+    doc["training"]["fine_tuning"]["target_modules"] = {"in_proj_qkvz"};
+    QCOMPARE(trainableParameters(scenarioFromJson(doc)), std::uint64_t{36} * 16 * (2048 + 12288));
 }
 
 QTEST_GUILESS_MAIN(TestFineTuning)
