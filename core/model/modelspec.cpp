@@ -23,22 +23,30 @@ static u64 mlpParams(u64 h, u64 f, bool gated, bool bias) {
     return weights + biases;
 }
 
-// A Gated DeltaNet layer's parameter tensors (transformers' Qwen3NextGatedDeltaNet,
-// models/qwen3_next/modeling_qwen3_next.py): in_proj_qkvz (queries, keys, values and the output gate),
-// in_proj_ba (beta and the decay's input, one each per value head), the depthwise conv1d over queries, keys
-// and values (no bias), dt_bias and A_log per value head, the gated RMSNorm of one value head, out_proj.
+std::vector<ModelSpec::Matrix> ModelSpec::linearAttentionMatrices() const {
+    const u64 h = static_cast<u64>(hidden);
+    const u64 keyDim = static_cast<u64>(linearKeyHeads) * static_cast<u64>(linearKeyHeadDim);
+    const u64 valueDim = static_cast<u64>(linearValueHeads) * static_cast<u64>(linearValueHeadDim);
+    // in_proj_qkvz: queries, keys, values and the output gate; in_proj_ba: beta and the decay's input, one
+    // each per value head.
+    return {{"in_proj_qkvz", 2 * keyDim + 2 * valueDim, h},
+            {"in_proj_ba", 2 * static_cast<u64>(linearValueHeads), h},
+            {"out_proj", h, valueDim}};
+}
+
+// A Gated DeltaNet layer's parameter tensors (models/qwen3_next/modeling_qwen3_next.py): the projections,
+// the depthwise conv1d over queries, keys and values (no bias), dt_bias and A_log per value head, the gated
+// RMSNorm of one value head.
 static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
-    const u64 h = static_cast<u64>(m.hidden);
-    const u64 keyDim = static_cast<u64>(m.linearKeyHeads) * static_cast<u64>(m.linearKeyHeadDim);
-    const u64 valueDim = static_cast<u64>(m.linearValueHeads) * static_cast<u64>(m.linearValueHeadDim);
+    std::vector<u64> t;
+    for (const ModelSpec::Matrix& x : m.linearAttentionMatrices())
+        t.push_back(x.out * x.in);
     const u64 nv = static_cast<u64>(m.linearValueHeads);
-    return {h * (2 * keyDim + 2 * valueDim),
-            h * 2 * nv,
-            (2 * keyDim + valueDim) * static_cast<u64>(m.linearConvKernel),
-            nv,
-            nv,
-            static_cast<u64>(m.linearValueHeadDim),
-            valueDim * h};
+    const u64 convDim = 2 * static_cast<u64>(m.linearKeyHeads) * static_cast<u64>(m.linearKeyHeadDim) +
+                        nv * static_cast<u64>(m.linearValueHeadDim);
+    t.insert(t.end(), {convDim * static_cast<u64>(m.linearConvKernel), nv, nv,
+                       static_cast<u64>(m.linearValueHeadDim)});
+    return t;
 }
 
 double ModelSpec::linearConvStateElements(int tensorParallel) const {
@@ -137,11 +145,8 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         matrixParams += out * in;
     };
     if (isLinearLayer(layer)) {
-        const u64 keyDim = static_cast<u64>(linearKeyHeads) * static_cast<u64>(linearKeyHeadDim);
-        const u64 valueDim = static_cast<u64>(linearValueHeads) * static_cast<u64>(linearValueHeadDim);
-        add("linear_attn.in_proj_qkvz", 2 * keyDim + 2 * valueDim, h);
-        add("linear_attn.in_proj_ba", 2 * static_cast<u64>(linearValueHeads), h);
-        add("linear_attn.out_proj", h, valueDim);
+        for (const Matrix& x : linearAttentionMatrices())
+            add(std::string("linear_attn.") + x.name, x.out, x.in);
     } else if (mla) {
         const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
         if (qLoraRank > 0) {

@@ -91,6 +91,14 @@ struct ModelSpec {
         return layer >= 0 && static_cast<std::size_t>(layer) < linearLayers.size() &&
                linearLayers[static_cast<std::size_t>(layer)] != 0;
     }
+    // A Gated DeltaNet layer's projections (transformers' Qwen3NextGatedDeltaNet): module name under
+    // linear_attn, out and in features. The rest of its parameters (conv1d, dt_bias, A_log, the gated norm)
+    // are small and never quantised.
+    struct Matrix {
+        const char* name;
+        std::uint64_t out, in;
+    };
+    std::vector<Matrix> linearAttentionMatrices() const;
     // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.
     double linearConvStateElements(int tensorParallel) const;

@@ -590,16 +590,15 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 
-    const InferenceShape shape{kvLayerBytes,
-                               fullLayers,
-                               slidingLayers,
-                               perToken,
-                               linearLayers,
-                               m.linearConvStateElements(tp),
-                               m.linearRecurrentStateElements(tp)};
-    // A linear-attention layer's state per request, in the activations' dtype as vLLM keeps it
-    // (mamba_cache_dtype "auto"); transformers' generate keeps its recurrent state in fp32 (core/serve).
-    sv.stateBytesPerRequest = e * linearLayers * (shape.linearConvElements + shape.linearRecurrentElements);
+    InferenceShape shape{kvLayerBytes,
+                         fullLayers,
+                         slidingLayers,
+                         perToken,
+                         linearLayers,
+                         m.linearConvStateElements(tp),
+                         m.linearRecurrentStateElements(tp)};
+    shape.linearStateBytes = e * (shape.linearConvElements + shape.linearRecurrentElements);
+    sv.stateBytesPerRequest = linearLayers * shape.linearStateBytes;
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)

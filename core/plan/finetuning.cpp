@@ -47,11 +47,8 @@ std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int expe
     if (linearAttention) {
         // transformers' Qwen3NextGatedDeltaNet: its linear layers are named apart from attention's, so
         // PEFT's q_proj/v_proj targets leave them alone.
-        const u64 keyDim = static_cast<u64>(m.linearKeyHeads) * static_cast<u64>(m.linearKeyHeadDim);
-        const u64 valueDim = static_cast<u64>(m.linearValueHeads) * static_cast<u64>(m.linearValueHeadDim);
-        out.push_back({"in_proj_qkvz", 2 * keyDim + 2 * valueDim, h});
-        out.push_back({"in_proj_ba", 2 * static_cast<u64>(m.linearValueHeads), h});
-        out.push_back({"out_proj", h, valueDim});
+        for (const ModelSpec::Matrix& x : m.linearAttentionMatrices())
+            out.push_back({x.name, x.out, x.in});
     } else if (m.mla) {
         // DeepSeek's attention (transformers' DeepseekV3Attention): the query either direct or through its
         // low-rank pair, the compressed key-value projection with the shared rope part, its expansion.

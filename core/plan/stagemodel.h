@@ -61,9 +61,11 @@ struct InferenceShape {
     int fullLayers = 0, slidingLayers = 0;
     double perTokenActivations = 0;
     // Linear-attention layers (hybrid models): how many on this stage, and the elements of one layer's
-    // state per request on one GPU (the engines choose their dtypes).
+    // state per request on one GPU; linearStateBytes is that state in the activations' dtype, as vLLM keeps
+    // it (mamba_cache_dtype "auto"). transformers' generate keeps the recurrent part in fp32 (core/serve).
     int linearLayers = 0;
     double linearConvElements = 0, linearRecurrentElements = 0;
+    double linearStateBytes = 0;
 };
 
 // How a serving engine (or transformers' generate) sizes an inference stage: its step, budget, KV pool,

@@ -174,8 +174,7 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const int block = std::max(1, in.kvBlockSize);
     // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
     // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py).
-    const LinearStateLayers linear{shape.linearLayers,
-                                   e * (shape.linearConvElements + shape.linearRecurrentElements)};
+    const LinearStateLayers linear{shape.linearLayers, shape.linearStateBytes};
     const KvPool pool = vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block,
                                           sv.requestLength, m.slidingWindow, step, linear,
                                           {version.tokensFromConcurrency, version.linearPagesPerRequest})
