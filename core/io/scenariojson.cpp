@@ -621,9 +621,22 @@ void readInference(const json& doc, Scenario& sc) {
     i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens);
     i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
+    const std::string sampler = s.string("sampler", "pytorch");
+    if (sampler != "pytorch" && sampler != "flashinfer")
+        throw Error(s.at("sampler"), "'" + sampler + "' is not a sampler (\"pytorch\" or \"flashinfer\")");
+    i.flashinferSampler = sampler == "flashinfer";
+    if (i.flashinferSampler && i.engine == Engine::Vllm)
+        if (const EngineVersion* v = findEngineVersion(i.engine, i.engineVersion);
+            v && v->flashinferSamplerBytes <= 0)
+            sc.warnings.push_back("inference.sampler \"flashinfer\" does not change " + i.engineVersion +
+                                  "'s profiled step: its dummy sampler run never takes FlashInfer's path "
+                                  "(docs/serving.md, Engine versions)");
+    if (i.flashinferSampler && i.engine == Engine::Sglang)
+        sc.warnings.push_back("inference.sampler applies to vLLM: SGLang's sampler is planned as its own "
+                              "(docs/serving.md)");
     if (!engine)
         for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
-                                "max_num_seqs", "cuda_graphs", "engine_version", "cuda_graph_gib"})
+                                "max_num_seqs", "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");

@@ -52,7 +52,7 @@ bool hasNativeFp8(const std::string& gpu) {
         name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     // Compute capability below 8.9: Volta, Turing and Ampere.
     for (const char* older : {"V100", "T4", "A100", "A10", "A30", "A40", "A6000", "A5000", "A4000", "RTX-30",
-                              "RTX30", "3090", "3080", "2080"})
+                              "RTX30", "3090", "3080", "2080", "2060"})
         if (name.find(older) != std::string::npos)
             return false;
     return true;

@@ -185,6 +185,9 @@ struct InferenceSettings {
     int maxNumBatchedTokens = 0;       // tokens in one engine step (0: the engine's default)
     int maxNumSeqs = 0;                // requests in one step (0: the engine's default)
     bool cudaGraphs = true;            // false: --enforce-eager, no graphs captured
+    // inference.sampler "flashinfer": the engine samples with FlashInfer's kernels (vLLM logs "Using
+    // FlashInfer for top-p & top-k sampling"); "pytorch" (the default): its PyTorch sampler.
+    bool flashinferSampler = false;
     // A serving engine's release as inference.engine_version names it (core/serve/engineversions.h), the
     // newest modelled when not given; empty without an engine.
     std::string engineVersion;

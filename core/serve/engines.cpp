@@ -30,8 +30,16 @@ int engineStepTokens(const Scenario& sc) {
     const InferenceSettings& in = sc.inference;
     if (in.maxNumBatchedTokens > 0)
         return in.maxNumBatchedTokens;
-    if (in.engine == Engine::Vllm)
+    if (in.engine == Engine::Vllm) {
+        const EngineVersion* v = engineVersionOf(sc);
+        if (v && v->stepDefaults == StepDefaults::V0) {
+            // vllm/config.py SchedulerConfig.__post_init__ (V0): one prompt of max_model_len fits a step
+            // unless chunked prefill is on, which arg_utils.py turned on for contexts over 32K.
+            const int length = in.requestLength();
+            return length > 32768 ? 2048 : std::max(length, 2048);
+        }
         return vllmLargeDefaults(sc) ? 8192 : 2048;
+    }
     const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
     // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
     // 60 GiB, else 8192.
@@ -42,7 +50,11 @@ int engineMaxSeqs(const Scenario& sc) {
     const InferenceSettings& in = sc.inference;
     if (in.maxNumSeqs > 0)
         return in.maxNumSeqs;
-    return in.engine == Engine::Vllm && !vllmLargeDefaults(sc) ? 256 : 1024;
+    if (in.engine == Engine::Vllm) {
+        const EngineVersion* v = engineVersionOf(sc);
+        return (v && v->stepDefaults == StepDefaults::V0) || !vllmLargeDefaults(sc) ? 256 : 1024;
+    }
+    return 1024;
 }
 
 // SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
@@ -139,7 +151,10 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const EngineVersion& version = *engineVersionOf(sc);
     sv.engineVersion = version.name;
     // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
-    const double sampler = st.last ? static_cast<double>(seqs) * m.vocab * version.samplerBytes : 0;
+    const double samplerBytes = in.flashinferSampler && version.flashinferSamplerBytes > 0
+                                    ? version.flashinferSamplerBytes
+                                    : version.samplerBytes;
+    const double sampler = st.last ? static_cast<double>(seqs) * m.vocab * samplerBytes : 0;
     if (sampler > forward)
         st.logits = sampler;
     else

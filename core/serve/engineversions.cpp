@@ -11,7 +11,19 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-constexpr std::array<EngineVersion, 3> kVersions = {{
+constexpr std::array<EngineVersion, 4> kVersions = {{
+    // vLLM's V0 engine (LLMEngine with vllm/worker/worker.py and model_runner.py; the default up to 0.7, and
+    // what 0.8-0.10 run with VLLM_USE_V1=0 or on GPUs V1 does not support, such as Turing). Its log prints
+    // the budget in one line ("model weights take ...; non_torch_memory takes ...; PyTorch activation peak
+    // memory takes ...; the rest of the memory reserved for KV Cache is ..."), computed as V1 does:
+    // gpu_memory_utilization (0.9) x the GPU, less weights, the profiled peak and non-torch memory.
+    // ModelRunner.profile_run splits max_num_batched_tokens over max_num_seqs prompts and samples them with
+    // top_p 0.99 and top_k vocab - 1, so the sampler sorts the fp32 logits as V1's apply_top_k_top_p does
+    // (38 bytes per entry). The step's defaults are V0's scheduler's (StepDefaults::V0). CUDA graphs are
+    // captured after the pool is sized. The blocks are budget / (block x layers x bytes per token), one
+    // group, as in V1.
+    {Engine::Vllm, "vllm 0.8", 0.9, 38, false, 0, 0.13 * kGiB, "V0 ModelRunner", false, 1, StepDefaults::V0,
+     0},
     // vLLM 0.11 (V1 engine, GPUModelRunner): the budget is gpu_memory_utilization (0.9) x the GPU;
     // profile_run's _dummy_sampler_run samples with top-k and top-p, so apply_top_k_top_p sorts the fp32
     // logits: 38 bytes per (request, entry) (engines.cpp says which). CUDA graphs are captured after the
@@ -20,7 +32,13 @@ constexpr std::array<EngineVersion, 3> kVersions = {{
     // (kv_cache_utils.py _report_kv_cache_config, still so at 0.19: vllm-project/vllm issue #40691), and
     // hybrid models with linear-attention layers run without prefix caching ("Hybrid or mamba-based model
     // detected: disabling prefix caching", vllm/model_executor/models/config.py at 0.10.2).
-    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner", false, 1},
+    // When FlashInfer is installed the V1 sampler of 0.10-0.11 takes it (vllm/v1/sample/ops/
+    // topk_topp_sampler.py, flashinfer_sample): with top-k and top-p both set,
+    // top_k_top_p_sampling_from_logits masks the fp32 logits into a second fp32 tensor and takes their
+    // softmax, so the bf16 logits (2), the fp32 copy the sampler starts from (4), the masked logits (4) and
+    // the probabilities (4) are live: 14 bytes per entry, with no sort.
+    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner", false, 1,
+     StepDefaults::Chunked, 14},
     // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
     // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
     // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
@@ -33,7 +51,9 @@ constexpr std::array<EngineVersion, 3> kVersions = {{
     // max_model_len (kv_cache_utils.py), and prefix caching covers hybrid models in mamba_cache_mode
     // "align", which holds two pages of a request's state per group (vllm/config/cache.py,
     // MambaSpec.max_memory_usage_bytes in vllm/v1/kv_cache_interface.py).
-    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner", true, 2},
+    // No top-k or top-p in the profiled step, so FlashInfer's path is never taken.
+    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner", true, 2,
+     StepDefaults::Chunked, 0},
     // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
     // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL
     // existed, less the weights; the step and CUDA graphs live in what the fraction leaves.

@@ -10,6 +10,17 @@ namespace headroom {
 // What a serving engine's release does that its budget depends on: one row per modelled release, each
 // value read from the file named in docs/serving.md ("Engine versions"). inference.engine_version names a
 // row; without it, the newest row of the engine.
+// How a release sizes its profiled step when the scenario leaves max_num_batched_tokens and max_num_seqs out.
+enum class StepDefaults {
+    // V1 (and SGLang): chunked prefill always on; vLLM's OpenAI server takes 8,192 tokens and 1,024 requests
+    // on GPUs of 70 GiB or more that are not A100s, else 2,048 and 256.
+    Chunked,
+    // vLLM's V0 engine (vllm/config.py SchedulerConfig): without chunked prefill the step is one prefill of
+    // max(max_model_len, 2,048) tokens; chunked prefill, which V0 switched on for contexts over 32K, makes it
+    // 2,048. Always 256 requests.
+    V0,
+};
+
 struct EngineVersion {
     Engine engine = Engine::Vllm;
     const char* name = ""; // as inference.engine_version spells it: "vllm 0.11"
@@ -31,6 +42,11 @@ struct EngineVersion {
     // Pages a request holds in each group of linear-attention layers: 1 with prefix caching off for hybrid
     // models, 2 in mamba_cache_mode "align".
     int linearPagesPerRequest = 1;
+    StepDefaults stepDefaults = StepDefaults::Chunked;
+    // Bytes per (request, vocabulary entry) of the profiled sampler step when the engine samples with
+    // FlashInfer (its log says "Using FlashInfer for top-p & top-k sampling"; inference.sampler
+    // "flashinfer"); 0 where this release's profiled step never takes FlashInfer's path.
+    double flashinferSamplerBytes = 0;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -93,6 +93,7 @@ private slots:
     void servingLogs();
     void gemma3Serving();
     void linearAttentionState();
+    void v0StepAndFlashInferSampler();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -638,7 +639,7 @@ void TestServing::servingLogs() {
     // is stale).
     const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
     const std::vector<ServingCaseResult> results = runServingCases(cases);
-    QCOMPARE(results.size(), std::size_t(11));
+    QCOMPARE(results.size(), std::size_t(16));
     int named = 0;
     for (const ServingCaseResult& r : results) {
         QVERIFY2(r.holds(), qPrintable(QString::fromStdString(r.c->id)));
@@ -651,8 +652,9 @@ void TestServing::servingLogs() {
         }
     }
     // vLLM 0.31's step with graphs and its pool; Mistral-Small's vision tower, multimodal profile and pool;
-    // Qwen3-Next's non-torch memory at TP 2 and its KV memory; SGLang's pool.
-    QCOMPARE(named, 9);
+    // Qwen3-Next's non-torch memory at TP 2 and its KV memory; both SGLang pools; the V0 runs' tight pools
+    // (Qwen3-4B on 12 GB, Phi-4 at utilisation 0.15).
+    QCOMPARE(named, 12);
     // The fit runs are vLLM 0.11's, from llm-d's measurements; each part's error as the table prints it.
     const ServingCaseResult& llama = results.front();
     QCOMPARE(llama.engineVersion, std::string("vllm 0.11"));
@@ -760,6 +762,62 @@ void TestServing::linearAttentionState() {
     QCOMPARE(sg.warnings.size(), std::size_t(1));
     QVERIFY(sg.warnings.front().find("SGLang keeps the linear-attention layers' states") !=
             std::string::npos);
+}
+
+void TestServing::v0StepAndFlashInferSampler() {
+    // vLLM's V0 engine (engine_version "vllm 0.8"): without chunked prefill one step holds a whole prompt of
+    // max(max_model_len, 2,048) tokens, from 256 requests (vllm/config.py SchedulerConfig); past 32K tokens
+    // V0 turned chunked prefill on and the step is 2,048.
+    const json qwen = {{"preset", "Qwen/Qwen3-32B"}};
+    auto step = [&](int length) {
+        const ServingEstimate sv = estimate(scenarioFromJson(inferenceDoc(qwen,
+                                                                          {{"engine", "vllm"},
+                                                                           {"engine_version", "vllm 0.8"},
+                                                                           {"max_model_len", length},
+                                                                           {"context_length", length}},
+                                                                          {{"gpu", "H100-SXM-80GB"}})))
+                                       .serving;
+        return std::pair(sv.stepTokens, sv.maxNumSeqs);
+    };
+    QCOMPARE(step(1024), std::pair(2048, 256));
+    QCOMPARE(step(10000), std::pair(10000, 256));
+    QCOMPARE(step(40960), std::pair(2048, 256));
+    // V1 (0.11) on an H100 takes the OpenAI server's larger defaults instead.
+    const ServingEstimate v1 =
+        estimate(scenarioFromJson(inferenceDoc(
+                     qwen, {{"engine", "vllm"}, {"engine_version", "vllm 0.11"}, {"context_length", 10000}},
+                     {{"gpu", "H100-SXM-80GB"}})))
+            .serving;
+    QCOMPARE(v1.stepTokens, 8192);
+    QCOMPARE(v1.maxNumSeqs, 1024);
+
+    // FlashInfer's sampler (vllm/v1/sample/ops/topk_topp_sampler.py): the bf16 logits (2), the fp32 copy
+    // (4), the top-k-masked logits (4) and their softmax (4) for each of 256 requests x 151,936 entries,
+    // against 38 bytes when PyTorch sorts them. A step of 512 tokens keeps the forward far smaller, and its
+    // output hidden states (512 x 5,120 x 2 bytes) stay alive beside the sampler.
+    auto profiled = [&](const char* sampler, const char* version) {
+        const Scenario sc = scenarioFromJson(inferenceDoc(qwen,
+                                                          {{"engine", "vllm"},
+                                                           {"engine_version", version},
+                                                           {"sampler", sampler},
+                                                           {"max_num_batched_tokens", 512},
+                                                           {"context_length", 4096}},
+                                                          {{"gpu", "RTX-4090-24GB"}}));
+        return std::pair(estimate(sc).serving.profiledBytes, sc.warnings.size());
+    };
+    const double kept = 512.0 * 5120 * 2;
+    QCOMPARE(profiled("flashinfer", "vllm 0.11").first, 256.0 * 151936 * 14 + kept);
+    QCOMPARE(profiled("pytorch", "vllm 0.11").first, 256.0 * 151936 * 38 + kept);
+    // V0's dummy run never samples through FlashInfer: the setting is refused with a warning, not applied.
+    const auto v0 = profiled("flashinfer", "vllm 0.8");
+    QCOMPARE(v0.first, 256.0 * 151936 * 38 + kept);
+    QVERIFY(v0.second >= 1);
+    try {
+        scenarioFromJson(inferenceDoc(qwen, {{"engine", "vllm"}, {"sampler", "triton"}}, {{"gpu", "H100"}}));
+        QFAIL("an unknown sampler was accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString::fromStdString(e.where()).endsWith("inference.sampler"), e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestServing)
