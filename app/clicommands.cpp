@@ -266,6 +266,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << formatBytes(sv.budgetBaseBytes) << "); one step of "
             << formatCount(static_cast<unsigned long long>(sv.stepTokens)) << " tokens from " << sv.maxNumSeqs
             << " requests: " << formatBytes(sv.profiledBytes);
+        if (sv.flashinferSampler)
+            out << " (sampled with FlashInfer)";
         if (vllm)
             out << "; non-torch " << formatBytes(sv.nonTorchBytes);
         if (sv.cudaGraphBytes > 0)

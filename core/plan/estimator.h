@@ -59,7 +59,8 @@ struct ServingEstimate {
     int requestLength = 0;       // max_model_len, else context_length
     // Serving engines only.
     bool engine = false;
-    double budgetBytes = 0; // budgetFraction x budgetBaseBytes
+    bool flashinferSampler = false; // the profiled sampler is FlashInfer's (inference.sampler), not the sort
+    double budgetBytes = 0;         // budgetFraction x budgetBaseBytes
     double budgetFraction =
         0; // vLLM's gpu_memory_utilization, SGLang's mem_fraction_static (given or default)
     double budgetBaseBytes =

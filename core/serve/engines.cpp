@@ -151,9 +151,8 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const EngineVersion& version = *engineVersionOf(sc);
     sv.engineVersion = version.name;
     // Logits are gathered to the full vocabulary on every tensor-parallel rank of the last stage.
-    const double samplerBytes = in.flashinferSampler && version.flashinferSamplerBytes > 0
-                                    ? version.flashinferSamplerBytes
-                                    : version.samplerBytes;
+    sv.flashinferSampler = in.flashinferSampler && version.flashinferSamplerBytes > 0;
+    const double samplerBytes = sv.flashinferSampler ? version.flashinferSamplerBytes : version.samplerBytes;
     const double sampler = st.last ? static_cast<double>(seqs) * m.vocab * samplerBytes : 0;
     if (sampler > forward)
         st.logits = sampler;
