@@ -24,6 +24,12 @@ bool vllmLargeDefaults(const Scenario& sc) {
            sc.cluster.gpu.find("A100") == std::string::npos;
 }
 
+// Whether the scenario's vLLM release steps as the V0 engine did (engineversions.h, StepDefaults::V0).
+bool vllmV0Defaults(const Scenario& sc) {
+    const EngineVersion* v = engineVersionOf(sc);
+    return v && v->stepDefaults == StepDefaults::V0;
+}
+
 } // namespace
 
 int engineStepTokens(const Scenario& sc) {
@@ -31,8 +37,7 @@ int engineStepTokens(const Scenario& sc) {
     if (in.maxNumBatchedTokens > 0)
         return in.maxNumBatchedTokens;
     if (in.engine == Engine::Vllm) {
-        const EngineVersion* v = engineVersionOf(sc);
-        if (v && v->stepDefaults == StepDefaults::V0) {
+        if (vllmV0Defaults(sc)) {
             // vllm/config.py SchedulerConfig.__post_init__ (V0): one prompt of max_model_len fits a step
             // unless chunked prefill is on, which arg_utils.py turned on for contexts over 32K.
             const int length = in.requestLength();
@@ -50,11 +55,7 @@ int engineMaxSeqs(const Scenario& sc) {
     const InferenceSettings& in = sc.inference;
     if (in.maxNumSeqs > 0)
         return in.maxNumSeqs;
-    if (in.engine == Engine::Vllm) {
-        const EngineVersion* v = engineVersionOf(sc);
-        return (v && v->stepDefaults == StepDefaults::V0) || !vllmLargeDefaults(sc) ? 256 : 1024;
-    }
-    return 1024;
+    return in.engine == Engine::Vllm && (vllmV0Defaults(sc) || !vllmLargeDefaults(sc)) ? 256 : 1024;
 }
 
 // SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).

@@ -7,9 +7,6 @@
 
 namespace headroom {
 
-// What a serving engine's release does that its budget depends on: one row per modelled release, each
-// value read from the file named in docs/serving.md ("Engine versions"). inference.engine_version names a
-// row; without it, the newest row of the engine.
 // How a release sizes its profiled step when the scenario leaves max_num_batched_tokens and max_num_seqs out.
 enum class StepDefaults {
     // V1 (and SGLang): chunked prefill always on; vLLM's OpenAI server takes 8,192 tokens and 1,024 requests
@@ -21,6 +18,9 @@ enum class StepDefaults {
     V0,
 };
 
+// What a serving engine's release does that its budget depends on: one row per modelled release, each
+// value read from the file named in docs/serving.md ("Engine versions"). inference.engine_version names a
+// row; without it, the newest row of the engine.
 struct EngineVersion {
     Engine engine = Engine::Vllm;
     const char* name = ""; // as inference.engine_version spells it: "vllm 0.11"
