@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/scenariojson.h"
+
+#include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
 
 #include "core/io/jsontext.h"
@@ -775,6 +777,30 @@ nlohmann::json parseJsonText(const std::string& text) {
     }
 }
 
+namespace {
+
+// What Unsloth runs (docs/frameworks.md, "Unsloth"): one GPU or data-parallel copies, whole layers
+// checkpointed or none (use_gradient_checkpointing), its own attention kernels.
+void checkUnsloth(Scenario& sc) {
+    const ClusterSettings& c = sc.cluster;
+    const TrainingSettings& t = sc.training;
+    if (c.tensorParallel > 1 || c.pipelineParallel > 1 || c.contextParallel > 1 || c.expertParallel > 1)
+        throw Error("training.framework",
+                    "Unsloth trains on one GPU or data-parallel copies: tensor, pipeline, "
+                    "context and expert parallel must be 1");
+    if (t.checkpointing == Checkpointing::Selective || t.checkpointing == Checkpointing::SelectiveOp)
+        throw Error("training.activation_checkpointing",
+                    "Unsloth checkpoints whole layers (use_gradient_checkpointing): \"none\" or \"full\"");
+    if (t.attention == Attention::Eager)
+        sc.warnings.push_back("training.attention \"eager\": Unsloth runs its own attention (flash-attn, "
+                              "xformers or SDPA), planned as \"flash\" would be");
+    if (const std::string why = unslothFallback(sc); !why.empty())
+        sc.warnings.push_back("training.framework \"unsloth\": " + why +
+                              ", so the layers are planned as PEFT's (the huggingface profile's)");
+}
+
+} // namespace
+
 Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
     if (!doc.is_object())
         throw Error("", "a scenario must be a JSON object");
@@ -806,6 +832,8 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
         if (sc.mode == Mode::Training && sc.training.optimizerInBackward && sc.cluster.pipelineParallel > 1)
             throw Error("training.optimizer_in_backward",
                         "cannot step in the backward of a pipeline (pipeline_parallel > 1)");
+        if (sc.mode == Mode::Training && sc.training.framework == Framework::Unsloth)
+            checkUnsloth(sc);
         readOverheads(doc, sc);
         readCalibration(doc, sc);
     } catch (const json::exception& e) {

@@ -64,8 +64,11 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
         v.title = v.id;
     v.stack = stringField(c, at, "framework", true);
     v.role = stringField(c, at, "role", true, {"fit", "validate"});
-    v.metric = stringField(c, at, "metric", true, {"allocated", "reserved", "active"});
+    v.metric = stringField(c, at, "metric", true, {"allocated", "reserved", "active", "device"});
     v.lastStage = stringField(c, at, "stage", false, {"last", "max"}) == "last";
+    if (v.metric == "device" && v.lastStage)
+        throw Error(at + ".stage",
+                    "a device's use is planned for the busiest rank: \"max\" (or leave it out)");
     v.source = stringField(c, at, "source", true);
     v.scenarioPath = resolved(folder, stringField(c, at, "scenario", true));
     v.knownMiss = stringField(c, at, "open", false);
@@ -98,7 +101,11 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
 // The estimate's figure for the counter the run reported, on the rank it reported (Megatron logs the last
 // pipeline stage, which writes tensorboard; the others the busiest rank). "active" counts what allocated
 // counts while no block waits on another stream (record_stream), which the planned step never does.
+// "device" is the whole GPU's use (reserved, the CUDA context and NCCL): what a claim that a run fits on a
+// card of a given size measures.
 double estimatedFor(const ValidationCase& c, const Estimate& est) {
+    if (c.metric == "device")
+        return est.peakBytes;
     const bool reserved = c.metric == "reserved";
     if (c.lastStage && !est.ranks.empty())
         return reserved ? est.ranks.back().reservedBytes : est.ranks.back().allocatedBytes;

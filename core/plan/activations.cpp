@@ -37,6 +37,26 @@ RecomputeGroup recomputeGroup(const TrainingSettings& tr, int position, int stag
             static_cast<double>(std::min(tr.recomputeLayers, std::max(1, stageLayerCount)))};
 }
 
+std::string unslothFallback(const Scenario& sc) {
+    const FineTuning& ft = sc.training.fineTuning;
+    const ModelSpec& m = sc.model;
+    if (!ft.adapters())
+        return "full fine-tuning runs the model's own layers";
+    if (ft.method == FineTuneMethod::Dora)
+        return "DoRA runs PEFT's layers";
+    if (ft.dropout > 0)
+        return "its fast LoRA kernels need lora_dropout 0";
+    if (ft.baseQuantization == BaseQuantization::Int8)
+        return "an 8-bit base runs bitsandbytes' layers";
+    if (m.known && (!m.gatedMlp || m.mla || m.isMoe() || !m.linearLayers.empty()))
+        return "its fast LoRA kernels cover dense decoders with a gated MLP";
+    for (const char* module : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
+        if (!ft.targeted(module))
+            return "its fast LoRA kernels patch a layer whose q, k, v, o, gate, up and down projections all "
+                   "have adapters";
+    return {};
+}
+
 // Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
 LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing) {
     LayerActivations a;
@@ -73,6 +93,36 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     // the adapters' dtype or dropped out (then the 16-bit input is kept by nobody; the copy is counted
     // below).
     const FineTuning& ft = tr.fineTuning;
+    if (tr.framework == Framework::Unsloth && unslothFallback(sc).empty()) {
+        // Unsloth's decoder layer (unsloth/models/llama.py LlamaDecoderLayer_fast_forward and
+        // LlamaAttention_fast_forward, unsloth/kernels/fast_lora.py, rms_layernorm.py, rope_embedding.py
+        // at e3162dc5, January 2025; docs/frameworks.md, "Unsloth"). One GPU: no tensor parallelism.
+        const double q = sl * heads * dq, k = sl * kvHeads * dq, v = sl * kvHeads * dv, o = sl * heads * dv;
+        const double ff = sl * mlpWidth;
+        // Saved for the backward besides the layer's input (which the first norm keeps): the first norm's
+        // output (LoRA_QKV's X); Q, K and V, rotated in place, and the attention output, kept by the
+        // attention kernel (o_proj's LoRA_W keeps the same output); the residual sum and the second norm's
+        // output (Fast_RMS_Layernorm's and LoRA_MLP's X); the gate and up results e and g (LoRA_MLP keeps
+        // them, not their product); each norm's fp32 inverse RMS and the attention's fp32 log-sum-exp.
+        // The adapters keep nothing of their own: matmul_lora adds (X A)(s B) and the backward recomputes
+        // X A from X.
+        const double saved = e * (3 * sbh + q + k + v + o + 2 * ff) + 2 * 4 * sl + 4 * heads * sl;
+        // The backward's working set at its largest, in LoRA_MLP.backward: the incoming gradient and the
+        // rebuilt layer's output, then DW = matmul_lora(dY, down^T, ...), an f-wide result, and the f-wide
+        // product (dY B^T)(s A^T) that matmul_lora makes before adding it (`out += ...`). The SwiGLU
+        // backward then writes h, df and de over DW, e and g, and dX over X, in place.
+        const double working = e * (2 * sbh + 2 * ff);
+        if (checkpointing == Checkpointing::Full) {
+            // use_gradient_checkpointing: each layer keeps its input and is rebuilt in its backward
+            // ("unsloth" sends the inputs to the host as well: activation_offloading).
+            a.stored = e * sbh;
+            a.transient = saved + working;
+        } else {
+            a.stored = e * sbh + saved;
+            a.transient = working;
+        }
+        return a;
+    }
     const bool frozen = ft.adapters() && ft.baseQuantization != BaseQuantization::Int8;
     const double adapterInputBytes = tr.autocastBytes > 0 ? tr.autocastBytes : ft.adapterBytes;
     const bool ownCopy = ft.dropout > 0 || adapterInputBytes != ea;
@@ -119,7 +169,8 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     // `other`'s gradient alone: tools/autograd/derivatives.yaml, guarded in gen_variable_type.py).
     const Framework fw = tr.framework;
     const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
-                              fw == Framework::HuggingFace || fw == Framework::DeepSpeed;
+                              fw == Framework::HuggingFace || fw == Framework::DeepSpeed ||
+                              fw == Framework::Unsloth; // where PEFT's layers run (unslothFallback)
     if (eagerModules && e < 4 && !m.mla) {
         if (!tr.compile) {
             replicated += 2 * 4 * sbh; // two norms' fp32 copies

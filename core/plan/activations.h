@@ -3,6 +3,8 @@
 #include "core/plan/estimator.h"
 #include "core/plan/scenario.h"
 
+#include <string>
+
 namespace headroom {
 
 // How a layer is checkpointed (checkpoint_every, Megatron's block method), and Megatron's uniform
@@ -13,6 +15,12 @@ struct RecomputeGroup {
     double rebuilt = 1;
 };
 RecomputeGroup recomputeGroup(const TrainingSettings& tr, int position, int stageLayerCount);
+
+// Why Unsloth's own layers (its fast LoRA kernels) do not run for this scenario, or empty when they do:
+// unsloth/models/llama.py patch_peft_model patches a layer's attention and MLP with them only for LoRA
+// without dropout or DoRA on a 16-bit or 4-bit base, on every one of q, k, v, o, gate, up and down, in a
+// dense gated-MLP decoder. Otherwise PEFT's layers run, planned as the huggingface profile plans them.
+std::string unslothFallback(const Scenario& sc);
 
 // Per-sample activations of one layer kind (dense or MoE); multiply by the micro-batch size.
 LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpointing checkpointing);

@@ -224,6 +224,13 @@ struct LossBytes {
 
 LossBytes lossBytes(const TrainingSettings& tr) {
     const double chunks = 8; // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+    if (tr.framework == Framework::Unsloth &&
+        (tr.loss != LossKind::FusedLinear || 1.0 * tr.microBatchSize * tr.sequenceLength <= 1024))
+        // Unsloth computes the logits itself when asked to, and whenever a micro-batch has at most 1,024
+        // tokens (unsloth/models/llama.py: RETURN_LOGITS), in the model's dtype; its fast_cross_entropy_loss
+        // (unsloth/kernels/cross_entropy_loss.py) saves them with an fp32 log-sum-exp per token and writes
+        // the gradient into them in place (_cross_entropy_backward returns `logits`).
+        return {2, 2};
     if (tr.loss == LossKind::FusedLinear)
         // The output layer's matmul and the cross-entropy run together on a chunk of tokens at a time and
         // write the gradient of their input during the forward (Liger's fused_linear_cross_entropy_forward,

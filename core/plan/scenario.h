@@ -18,7 +18,7 @@ enum class Optimizer { AdamW, SgdMomentum, Adam8bit };
 enum class Checkpointing { None, Selective, SelectiveOp, Full };
 // What runs the training step (docs/formats.md section 2, training.framework); docs/frameworks.md says, op by
 // op and with the source files, what each profile changes.
-enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune };
+enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune, Unsloth };
 enum class Float8 { None, Tensorwise, Rowwise };
 enum class RecomputeMethod { EveryLayer, Uniform, Block };
 // How AdamW's step runs (torch.optim.AdamW foreach / fused, or one tensor at a time): what it allocates on
@@ -41,8 +41,12 @@ inline OptimizerImpl defaultOptimizerImpl(Framework f) {
                : OptimizerImpl::ForEach;
 }
 // torchtitan compiles its loss with the model since April 2025 (torchtitan bbb1b616e,
-// build_cross_entropy_loss): under compile the fp32 logits are never written.
+// build_cross_entropy_loss): under compile the fp32 logits are never written. Unsloth's causal-LM forward
+// hands the last hidden states and the output weight to Cut Cross-Entropy whenever labels are given
+// (unsloth/models/llama.py, fused_linear_cross_entropy; cut_cross_entropy is a dependency of unsloth_zoo).
 inline LossKind defaultLoss(Framework f, bool compile) {
+    if (f == Framework::Unsloth)
+        return LossKind::FusedLinear;
     return f == Framework::Torchtitan && compile ? LossKind::Fused : LossKind::Full;
 }
 enum class Attention { Eager, Flash };

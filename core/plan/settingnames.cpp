@@ -32,7 +32,8 @@ std::span<const Named<Framework>> frameworkNames() {
                                              {"megatron", Framework::Megatron, "Megatron-Core"},
                                              {"torchtitan", Framework::Torchtitan, "torchtitan (FSDP2)"},
                                              {"deepspeed", Framework::DeepSpeed, "DeepSpeed"},
-                                             {"torchtune", Framework::Torchtune, "torchtune"}};
+                                             {"torchtune", Framework::Torchtune, "torchtune"},
+                                             {"unsloth", Framework::Unsloth, "Unsloth"}};
     return all(t);
 }
 
