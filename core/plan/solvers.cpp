@@ -2,6 +2,7 @@
 #include "core/plan/solvers.h"
 
 #include "core/error.h"
+#include "core/plan/activations.h"
 #include "core/plan/estimator.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
@@ -207,8 +208,12 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                            [attention](Scenario& s) { s.training.fineTuning.targets = attention; }});
     }
     if (ft.adapters() && ft.adapterBytes > 2)
+        // Unsloth's kernels compute the adapters in the activations' dtype whatever theirs: only their
+        // gradients and states shrink; PEFT's layers also drop an fp32 copy of each adapted input.
         out.push_back({"bf16_adapters",
-                       "bf16 adapters (no fp32 copy of each adapted input)",
+                       t.framework == Framework::Unsloth && unslothFallback(sc).empty()
+                           ? "bf16 adapters (their gradients and optimizer states in bf16)"
+                           : "bf16 adapters (no fp32 copy of each adapted input)",
                        {{"training", {{"fine_tuning", {{"adapter_dtype", "bf16"}}}}}},
                        [](Scenario& s) { s.training.fineTuning.adapterBytes = 2; }});
     if (t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
