@@ -286,8 +286,12 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << std::defaultfloat;
         if (sv.availableBytes <= 0)
             out << "  no memory left for the KV cache: weights and the profiled step exceed the budget\n";
+        else if (sv.kvCacheTokens < sv.requestLength && sc.inference.engine == Engine::Sglang)
+            out << "  SGLang starts but takes requests of at most "
+                << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens - 1))
+                << " tokens (min(context_length, pool) - 1, scheduler.py max_req_input_len)\n";
         else if (sv.kvCacheTokens < sv.requestLength)
-            out << "  the pool cannot hold one request of max_model_len tokens\n";
+            out << "  the pool cannot hold one request of max_model_len tokens: vLLM refuses to start\n";
     } else {
         if (sc.mode == Mode::Inference)
             out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))

@@ -30,11 +30,15 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
         w.verdict = "Fits: " + bytes(est.headroomBytes()) + " headroom (" + fixed(used, 1) + "% of " +
                     bytes(est.capacityBytes) + " used)";
     else if (sv.engine && est.headroomBytes() >= 0) // the engine runs within its budget; its pool fails
-        w.verdict =
-            sv.availableBytes <= 0
-                ? "Does not fit: no memory left for the KV cache (" + bytes(-sv.availableBytes) + " short)"
-                : "Does not fit: the KV cache holds " + count(sv.kvCacheTokens) + " tokens, less than one " +
-                      count(sv.requestLength) + "-token request";
+        w.verdict = sv.availableBytes <= 0 ? "Does not fit: no memory left for the KV cache (" +
+                                                 bytes(-sv.availableBytes) + " short)"
+                    // SGLang starts and caps a request's input at the pool (scheduler.py: max_req_input_len =
+                    // min(context_len - 1, max_total_num_tokens - 1)); vLLM refuses to start.
+                    : sc.inference.engine == Engine::Sglang
+                        ? "Does not fit: SGLang caps requests at " + count(sv.kvCacheTokens - 1) +
+                              " tokens (its KV pool), not " + count(sv.requestLength)
+                        : "Does not fit: the KV cache holds " + count(sv.kvCacheTokens) +
+                              " tokens, less than one " + count(sv.requestLength) + "-token request";
     else
         w.verdict = "Does not fit: over by " + bytes(-est.headroomBytes()) + " (" + fixed(used, 1) + "% of " +
                     bytes(est.capacityBytes) + ")";

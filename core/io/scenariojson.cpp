@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -623,8 +624,9 @@ void readInference(const json& doc, Scenario& sc) {
     i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens);
     i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
-    const std::string sampler = s.string("sampler", "pytorch");
-    if (sampler != "pytorch" && sampler != "flashinfer")
+    const std::string sampler = s.string("sampler", samplerNames().front().name);
+    if (std::none_of(samplerNames().begin(), samplerNames().end(),
+                     [&](const NamedText& n) { return sampler == n.name; }))
         throw Error(s.at("sampler"), "'" + sampler + "' is not a sampler (\"pytorch\" or \"flashinfer\")");
     i.flashinferSampler = sampler == "flashinfer";
     if (i.flashinferSampler && i.engine == Engine::Vllm)
@@ -679,9 +681,17 @@ void readCluster(const json& doc, Scenario& sc) {
         c.capacityBytes = gpu->memoryBytes;
         c.pcieGBps = gpu->pcieGBps;
     }
-    if (gib)
-        c.capacityBytes = static_cast<std::uint64_t>(
-            std::llround(s.number("gpu_memory_gib", 0, 0.001, 1 << 20) * 1073741824.0));
+    if (gib) {
+        const double g = s.number("gpu_memory_gib", 0, 0.001, 1 << 20);
+        c.capacityBytes = static_cast<std::uint64_t>(std::llround(g * 1073741824.0));
+        // A GPU given by its memory alone is named by it, not by the default GPU's (the title, the setup
+        // line and the report print the name).
+        if (!s.find("gpu")) {
+            char name[48];
+            std::snprintf(name, sizeof name, "GPU-%gGiB", g);
+            c.gpu = name;
+        }
+    }
     c.pcieGBps = s.number("pcie_gb_per_s", c.pcieGBps, 0.001, 1e6);
     c.numGpus = s.integer("num_gpus", 1);
     c.gpusPerNode = s.integer("gpus_per_node", std::min(8, c.numGpus));
@@ -781,6 +791,27 @@ namespace {
 
 // What Unsloth runs (docs/frameworks.md, "Unsloth"): one GPU or data-parallel copies, whole layers
 // checkpointed or none (use_gradient_checkpointing), its own attention kernels.
+// An engine refuses to load FP8 weights on a GPU below its release's minimum (the quantisation config's
+// get_min_capability): the plan still sizes them, and says so.
+void checkEngineFp8(Scenario& sc) {
+    const InferenceSettings& in = sc.inference;
+    if (in.engine != Engine::Vllm && in.engine != Engine::Sglang)
+        return;
+    const bool fp8 = in.weightDtype == "fp8" ||
+                     (in.quantised && sc.model.quantization.method == Quantization::Method::Fp8);
+    const EngineVersion* version = engineVersionOf(sc);
+    const double cc = computeCapability(sc.cluster.gpu);
+    if (!fp8 || !version || cc >= version->fp8WeightsMinCapability)
+        return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%s: %s loads FP8 weights on compute capability %.1f and above, and %s is %.1f: the "
+                  "engine refuses them (its Fp8Config's minimum capability)",
+                  in.weightDtype == "fp8" ? "inference.weight_dtype fp8" : "model: an FP8 checkpoint",
+                  version->name, version->fp8WeightsMinCapability, sc.cluster.gpu.c_str(), cc);
+    sc.warnings.push_back(text);
+}
+
 void checkUnsloth(Scenario& sc) {
     const ClusterSettings& c = sc.cluster;
     const TrainingSettings& t = sc.training;
@@ -834,6 +865,8 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                         "cannot step in the backward of a pipeline (pipeline_parallel > 1)");
         if (sc.mode == Mode::Training && sc.training.framework == Framework::Unsloth)
             checkUnsloth(sc);
+        if (sc.mode == Mode::Inference)
+            checkEngineFp8(sc);
         readOverheads(doc, sc);
         readCalibration(doc, sc);
     } catch (const json::exception& e) {

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <utility>
 
 namespace headroom::data {
 std::string_view gpus_json();
@@ -27,6 +28,7 @@ const std::vector<GpuSpec>& gpuCatalogue() {
             s.name = g.at("name").get<std::string>();
             s.memoryBytes = g.at("memory_mib").get<std::uint64_t>() << 20;
             s.pcieGBps = g.at("pcie_gb_per_s").get<double>();
+            s.computeCapability = g.at("compute_capability").get<double>();
             s.aliases = g.value("aliases", std::vector<std::string>{});
             out.push_back(std::move(s));
         }
@@ -46,16 +48,40 @@ const GpuSpec* findGpu(const std::string& name) {
     return nullptr;
 }
 
-bool hasNativeFp8(const std::string& gpu) {
+// Whether `token` stands in `name` as a word of its own: "T4" in "TESLA-T4" but not in "RTX4080", "A10" in
+// "A10G" but not in "A100".
+static bool namesToken(const std::string& name, const std::string& token) {
+    for (std::size_t at = name.find(token); at != std::string::npos; at = name.find(token, at + 1)) {
+        const std::size_t end = at + token.size();
+        const bool digitFirst = std::isdigit(static_cast<unsigned char>(token.front())) != 0;
+        const bool startOk =
+            at == 0 || (digitFirst ? !std::isdigit(static_cast<unsigned char>(name[at - 1]))
+                                   : !std::isalnum(static_cast<unsigned char>(name[at - 1])));
+        const bool endOk = end == name.size() || !std::isdigit(static_cast<unsigned char>(name[end]));
+        if (startOk && endOk)
+            return true;
+    }
+    return false;
+}
+
+double computeCapability(const std::string& gpu) {
+    if (const GpuSpec* g = findGpu(gpu))
+        return g->computeCapability;
     std::string name;
     for (char c : gpu)
         name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    // Compute capability below 8.9: Volta, Turing and Ampere.
-    for (const char* older : {"V100", "T4", "A100", "A10", "A30", "A40", "A6000", "A5000", "A4000", "RTX-30",
-                              "RTX30", "3090", "3080", "2080", "2060"})
-        if (name.find(older) != std::string::npos)
-            return false;
-    return true;
+    static constexpr std::pair<const char*, double> kOlder[] = {
+        {"V100", 7.0}, {"T4", 7.5},   {"2080", 7.5}, {"2070", 7.5},  {"2060", 7.5},  {"A100", 8.0},
+        {"A30", 8.0},  {"A10", 8.6},  {"A40", 8.6},  {"A6000", 8.6}, {"A5000", 8.6}, {"A4000", 8.6},
+        {"3090", 8.6}, {"3080", 8.6}, {"3070", 8.6}, {"3060", 8.6}};
+    for (const auto& [older, cc] : kOlder)
+        if (namesToken(name, older))
+            return cc;
+    return 9.0;
+}
+
+bool hasNativeFp8(const std::string& gpu) {
+    return computeCapability(gpu) >= 8.9;
 }
 
 } // namespace headroom

@@ -10,6 +10,7 @@ struct GpuSpec {
     std::string name;
     std::uint64_t memoryBytes = 0; // memory.total as the driver reports it
     double pcieGBps = 0;           // host link, one direction, 10^9 bytes per second
+    double computeCapability = 0;  // CUDA's major.minor (8.0 for an A100); ROCm's gfx942 reads 9.4
     std::vector<std::string> aliases;
 };
 
@@ -17,6 +18,10 @@ struct GpuSpec {
 const std::vector<GpuSpec>& gpuCatalogue();
 // By name or alias, case-insensitively; nullptr when unknown.
 const GpuSpec* findGpu(const std::string& name);
+// The GPU's compute capability: the catalogue's, or for a name it does not list, its generation's when the
+// name says one (V100 7.0, T4 and RTX 20 7.5, A100 and RTX 30 8.x), else 9.0: a GPU Headroom does not know
+// is taken as a current one.
+double computeCapability(const std::string& gpu);
 // Whether the GPU computes with FP8 weights natively (compute capability 8.9 or above: Ada, Hopper,
 // Blackwell; and MI300, whose ROCm capability reads 9.4). A100s (8.0) and older do not. A name Headroom
 // does not know is taken as a current GPU, which does.

@@ -173,6 +173,11 @@ std::span<const NamedText> kvCacheDtypeNames() {
     return all(t);
 }
 
+std::span<const NamedText> samplerNames() {
+    static constexpr NamedText t[] = {{"pytorch", "PyTorch"}, {"flashinfer", "FlashInfer"}};
+    return all(t);
+}
+
 std::span<const IntRange> integerRanges() {
     static constexpr IntRange t[] = {
         {"/training/micro_batch_size", 1, 1 << 20, 1, 4096, true},

@@ -47,6 +47,10 @@ struct EngineVersion {
     // FlashInfer (its log says "Using FlashInfer for top-p & top-k sampling"; inference.sampler
     // "flashinfer"); 0 where this release's profiled step never takes FlashInfer's path.
     double flashinferSamplerBytes = 0;
+    // The lowest compute capability whose GPUs the release runs FP8 weights on (below it the engine refuses
+    // to load them): 8.0 where Ampere runs them weight-only through FP8 Marlin, 7.5 once Marlin ran on
+    // Turing (docs/serving.md, "Engine versions").
+    double fp8WeightsMinCapability = 8.0;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -2,8 +2,10 @@
 #include "core/serve/estimate.h"
 
 #include "core/error.h"
+#include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 #include "core/serve/engines.h"
+#include "core/serve/engineversions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,12 +32,17 @@ namespace {
 // Changes to a serving engine's settings; each is judged by the requests it lets run at once.
 std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
     std::vector<Change> out = inferenceChanges(sc);
-    // Batch and attention kind are not the engine's: it batches up to max_num_seqs and uses FlashAttention.
-    out.erase(
-        std::remove_if(out.begin(), out.end(),
-                       [](const Change& c) { return c.id == "halve_batch" || c.id == "flash_attention"; }),
-        out.end());
     const auto& in = sc.inference;
+    const EngineVersion* version = engineVersionOf(sc);
+    // Batch and attention kind are not the engine's: it batches up to max_num_seqs and uses FlashAttention.
+    // FP8 weights only where the release loads them on this GPU (engineversions.h).
+    const bool fp8Runs = !version || computeCapability(sc.cluster.gpu) >= version->fp8WeightsMinCapability;
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [fp8Runs](const Change& c) {
+                                 return c.id == "halve_batch" || c.id == "flash_attention" ||
+                                        (c.id == "fp8_weights" && !fp8Runs);
+                             }),
+              out.end());
     if (in.engine == Engine::Vllm && in.gpuMemoryUtilization < 0.95) {
         const double to = std::min(0.95, std::round((in.gpuMemoryUtilization + 0.05) * 100) / 100);
         out.push_back({"raise_gpu_memory_utilization",
@@ -65,13 +72,24 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        "max_num_seqs 256 (a smaller sampler step to profile)",
                        {{"inference", {{"max_num_seqs", 256}}}},
                        [](Scenario& s) { s.inference.maxNumSeqs = 256; }});
-    if (est.serving.stepTokens > 2048)
+    // V0 (vllm 0.8) refuses a step smaller than max_model_len unless chunked prefill is on, which it turns
+    // on by itself only past 32K tokens, where the step is 2,048 already (engines.cpp engineStepTokens).
+    if (est.serving.stepTokens > 2048 && !(version && version->stepDefaults == StepDefaults::V0))
         out.push_back({"max_num_batched_tokens_2048",
                        "max_num_batched_tokens 2048 (smaller prefill chunks)",
                        {{"inference", {{"max_num_batched_tokens", 2048}}}},
                        [](Scenario& s) { s.inference.maxNumBatchedTokens = 2048; }});
     const int len = in.requestLength();
-    if (len >= 2048)
+    if (len >= 2048 && in.engine == Engine::Sglang) // SGLang's name for it: --context-length
+        out.push_back({"halve_max_model_len",
+                       "context_length " + std::to_string(len / 2),
+                       {{"inference", {{"context_length", len / 2}}}},
+                       [len](Scenario& s) {
+                           s.inference.contextLength = len / 2;
+                           if (s.inference.maxModelLen > 0)
+                               s.inference.maxModelLen = len / 2;
+                       }});
+    else if (len >= 2048)
         out.push_back({"halve_max_model_len",
                        "max_model_len " + std::to_string(len / 2),
                        {{"inference", {{"max_model_len", len / 2}}}},

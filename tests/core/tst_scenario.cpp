@@ -55,6 +55,7 @@ private slots:
     void fileErrorsNameFileAndByte();
     void saveKeepsUnknownKeys();
     void unknownKeysAreReported();
+    void gpuGivenByMemoryAlone();
 };
 
 void TestScenario::contractExample() {
@@ -320,6 +321,22 @@ void TestScenario::unknownKeysAreReported() {
                  loadScenarioFile((HEADROOM_SOURCE_DIR + dir + "/" + f).toStdString()).warnings)
                 QVERIFY2(w.find("is not a setting") == std::string::npos,
                          (f.toStdString() + ": " + w).c_str());
+}
+
+// A cluster given only by gpu_memory_gib is named by that memory: the default GPU's name would put an
+// H100 in the title, the setup line and the report of a 24 GiB card.
+void TestScenario::gpuGivenByMemoryAlone() {
+    json doc = kContractExample;
+    doc["cluster"].erase("gpu");
+    doc["cluster"]["gpu_memory_gib"] = 23.5;
+    const Scenario sc = scenarioFromJson(doc);
+    QCOMPARE(sc.cluster.gpu, std::string("GPU-23.5GiB"));
+    QCOMPARE(sc.cluster.capacityBytes, std::uint64_t(23.5 * 1024) << 20);
+    // With a GPU named too, the name stays and the memory overrides the catalogue's.
+    doc["cluster"]["gpu"] = "A100-80GB";
+    const Scenario named = scenarioFromJson(doc);
+    QCOMPARE(named.cluster.gpu, std::string("A100-80GB"));
+    QCOMPARE(named.cluster.capacityBytes, std::uint64_t(23.5 * 1024) << 20);
 }
 
 QTEST_GUILESS_MAIN(TestScenario)

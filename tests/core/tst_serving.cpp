@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Inference serving: quantised checkpoints, the engines' KV pools, and their published figures.
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/io/estimatejson.h"
+#include "core/io/estimatewords.h"
 #include "core/io/servingcases.h"
 #include "core/model/presets.h"
+#include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 #include "core/serve/engineversions.h"
 #include "core/serve/estimate.h"
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -94,6 +98,7 @@ private slots:
     void gemma3Serving();
     void linearAttentionState();
     void v0StepAndFlashInferSampler();
+    void whatEachReleaseRuns();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -818,6 +823,77 @@ void TestServing::v0StepAndFlashInferSampler() {
     } catch (const Error& e) {
         QVERIFY2(QString::fromStdString(e.where()).endsWith("inference.sampler"), e.what());
     }
+}
+
+// What an engine's release runs on a GPU, and what it does when the pool is short: FP8 weights need compute
+// capability 8.0 (vLLM to 0.11, SGLang) or 7.5 (vLLM 0.31); V0 takes no step below max_model_len; SGLang
+// caps requests at the pool where vLLM refuses to start.
+void TestServing::whatEachReleaseRuns() {
+    // Compute capability: the catalogue's, else the generation a name says, else a current GPU's.
+    QCOMPARE(computeCapability("RTX-2060-12GB"), 7.5);
+    QCOMPARE(computeCapability("A100-SXM4-80GB"), 8.0); // an alias
+    QCOMPARE(computeCapability("Tesla-T4"), 7.5);
+    QCOMPARE(computeCapability("A10G"), 8.6);
+    QCOMPARE(computeCapability("RTX4080"), 9.0); // "T4" inside a longer name is not a T4
+    QCOMPARE(computeCapability("GPU-24GiB"), 9.0);
+
+    const json llama = {{"preset", "meta-llama/Llama-3.2-3B"}};
+    auto ids = [](const Scenario& sc) {
+        std::set<std::string> out;
+        for (const Saving& s : rankSavings(sc))
+            out.insert(s.id);
+        return out;
+    };
+    auto onTuring = [&](const char* version, const json& extra) {
+        json in = {{"engine", "vllm"}, {"engine_version", version}, {"context_length", 8192}};
+        in.merge_patch(extra);
+        return scenarioFromJson(inferenceDoc(llama, in, {{"gpu", "RTX-2060-12GB"}}));
+    };
+    auto warnsOfFp8 = [](const Scenario& sc) {
+        return std::any_of(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+            return w.find("loads FP8 weights on compute capability") != std::string::npos;
+        });
+    };
+    // An RTX 2060 (7.5): 0.11 loads no FP8 weights there, 0.31 does (Marlin on Turing).
+    QVERIFY(!ids(onTuring("vllm 0.11", json::object())).count("fp8_weights"));
+    QVERIFY(ids(onTuring("vllm 0.31", json::object())).count("fp8_weights"));
+    QVERIFY(warnsOfFp8(onTuring("vllm 0.11", {{"weight_dtype", "fp8"}})));
+    QVERIFY(!warnsOfFp8(onTuring("vllm 0.31", {{"weight_dtype", "fp8"}})));
+    QVERIFY(!warnsOfFp8(onTuring("vllm 0.11", json::object())));
+
+    // V0 with a 10,000-token max_model_len steps 10,000 tokens; a 2,048-token step would be refused.
+    const Scenario v0 = onTuring("vllm 0.8", {{"context_length", 10000}, {"max_model_len", 10000}});
+    QCOMPARE(estimate(v0).serving.stepTokens, 10000);
+    QVERIFY(!ids(v0).count("max_num_batched_tokens_2048"));
+    // V1 (0.11) on an H100 steps 8,192 and does offer the smaller step.
+    const Scenario v1 = scenarioFromJson(inferenceDoc(
+        llama, {{"engine", "vllm"}, {"engine_version", "vllm 0.11"}, {"context_length", 10000}}, {}));
+    QCOMPARE(estimate(v1).serving.stepTokens, 8192);
+    QVERIFY(ids(v1).count("max_num_batched_tokens_2048"));
+
+    // QwQ-32B at TP 4 on L4s under SGLang 0.4 with a 131,072-token context: the pool holds fewer tokens than
+    // the context, so SGLang starts with max_req_input_len = pool - 1 (scheduler.py) and the verdict says
+    // so; the shorter limit it offers is SGLang's own flag, context_length.
+    json doc = json::parse(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/serving/sglang-0.4-qwq-32b-tp4-l4.headroom.json"));
+    doc["inference"]["context_length"] = 131072;
+    const Scenario sg = scenarioFromJson(doc);
+    const Estimate e = estimate(sg);
+    QVERIFY(!e.fits);
+    QVERIFY(e.serving.kvCacheTokens > 0 && e.serving.kvCacheTokens < 131072);
+    const std::string verdict = describeEstimate(sg, e, ByteUnit::GiB, {}).verdict;
+    QVERIFY2(verdict.find("SGLang caps requests at " +
+                          formatCount(static_cast<unsigned long long>(e.serving.kvCacheTokens - 1)) +
+                          " tokens") != std::string::npos,
+             verdict.c_str());
+    bool shorter = false;
+    for (const Saving& s : rankSavings(sg))
+        if (s.id == "halve_max_model_len") {
+            shorter = true;
+            QCOMPARE(s.description, std::string("context_length 65536"));
+            QVERIFY(s.patch["inference"].contains("context_length"));
+        }
+    QVERIFY(shorter);
 }
 
 QTEST_APPLESS_MAIN(TestServing)

@@ -98,17 +98,11 @@ json fullInferenceScenario() {
 
 json fullServingScenario() {
     json doc = fullInferenceScenario();
-    doc["inference"] = {{"engine", "vllm"},
-                        {"engine_version", "vllm 0.11"},
-                        {"cuda_graphs", false},
-                        {"context_length", 16384},
-                        {"gpu_memory_utilization", 0.85},
-                        {"max_num_batched_tokens", 4096},
-                        {"max_num_seqs", 256},
-                        {"weight_dtype", "checkpoint"},
-                        {"kv_cache_dtype", "fp8"},
-                        {"kv_block_size", 32},
-                        {"attention", "flash"}};
+    doc["inference"] = {
+        {"engine", "vllm"},        {"engine_version", "vllm 0.11"},  {"cuda_graphs", false},
+        {"context_length", 16384}, {"gpu_memory_utilization", 0.85}, {"max_num_batched_tokens", 4096},
+        {"max_num_seqs", 256},     {"weight_dtype", "checkpoint"},   {"kv_cache_dtype", "fp8"},
+        {"kv_block_size", 32},     {"sampler", "flashinfer"},        {"attention", "flash"}};
     return doc;
 }
 
@@ -207,6 +201,7 @@ void TestMainWindow::settingsRoundTrip() {
         const bool engine = doc.at("inference").value("engine", "none") == "vllm";
         const json& inf = fromWidgets.at("inference");
         QCOMPARE(inf.contains("gpu_memory_utilization"), engine);
+        QCOMPARE(inf.contains("sampler"), engine); // vLLM's sampler kernels: a vLLM setting
         QCOMPARE(inf.contains("batch_size"), !engine);
         QVERIFY(!inf.contains("mem_fraction_static"));
     }

@@ -441,6 +441,13 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                   true),
                         {"vllm"}));
     addField(inferenceForm,
+             forEngines(choiceField("/inference/sampler", "Sampler", choicesOf(samplerNames()), "pytorch",
+                                    "Which kernels sample the profiled step's logits: FlashInfer's when the "
+                                    "log says \"Using FlashInfer for top-p & top-k sampling\" (14 bytes per "
+                                    "request and vocabulary entry, where PyTorch's sort keeps 38: vLLM "
+                                    "0.10-0.11)"),
+                        {"vllm"}));
+    addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
                                      "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
                         {"sglang"}));
@@ -478,6 +485,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                             QString::fromStdString(formatBytes(double(g.memoryBytes), ByteUnit::GiB, 1)))});
     addField(clusterForm, choiceField("/cluster/gpu", "GPU", gpus, "H100-SXM-80GB",
                                       "Usable memory as the driver reports it"));
+    // A file that gives gpu_memory_gib and no GPU: show the GPU the reader named for its memory.
+    m_fields.back()->fallbackChoiceFor = [this](const json&) {
+        return QString::fromStdString(m_doc->scenario().cluster.gpu);
+    };
     addField(clusterForm, intField("/cluster/num_gpus", "GPUs", 1,
                                    "All GPUs: data x tensor x pipeline x context parallel"));
     addField(clusterForm, intField("/cluster/gpus_per_node", "GPUs per node", 8, "For hybrid sharding"));
