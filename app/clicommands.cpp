@@ -973,10 +973,14 @@ int cmdGpus(const Args& a, std::ostream& out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& g : gpuCatalogue()) {
         if (a.json)
-            j.push_back({{"name", g.name}, {"memory_bytes", g.memoryBytes}, {"pcie_gb_per_s", g.pcieGBps}});
+            j.push_back({{"name", g.name},
+                         {"memory_bytes", g.memoryBytes},
+                         {"pcie_gb_per_s", g.pcieGBps},
+                         {"compute_capability", g.computeCapability}});
         else
             out << std::left << std::setw(20) << g.name << std::right
-                << formatBytes(static_cast<double>(g.memoryBytes)) << "\n";
+                << formatBytes(static_cast<double>(g.memoryBytes)) << "   compute capability " << std::fixed
+                << std::setprecision(1) << g.computeCapability << std::defaultfloat << "\n";
     }
     if (a.json)
         out << jsonText(j, 2) << "\n";

@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QXmlStreamReader>
+#include <map>
 #include <sstream>
 
 using namespace headroom;
@@ -224,6 +225,17 @@ void TestCli::params() {
     QCOMPARE(r.code, 0);
     QCOMPARE(json::parse(r.out)["parameters"].get<long long>(),
              ref["models"][4]["param_count"].get<long long>());
+    // The GPU catalogue with each GPU's compute capability (NVIDIA's tables: A100 8.0, H100 9.0, L4 8.9,
+    // RTX 2060 7.5), which decides what an engine release runs on it.
+    r = cli({"gpus", "--json"});
+    QCOMPARE(r.code, 0);
+    std::map<std::string, double> cc;
+    for (const json& g : json::parse(r.out))
+        cc[g.at("name").get<std::string>()] = g.at("compute_capability").get<double>();
+    QCOMPARE(cc.at("A100-80GB"), 8.0);
+    QCOMPARE(cc.at("H100-SXM-80GB"), 9.0);
+    QCOMPARE(cc.at("L4-24GB"), 8.9);
+    QCOMPARE(cc.at("RTX-2060-12GB"), 7.5);
 }
 
 void TestCli::timelineByCategory() {
