@@ -589,6 +589,10 @@ void readInference(const json& doc, Scenario& sc) {
         dtype(s, "kv_cache_dtype", defaultKvCacheDtype(i.weightDtype, i.weightBytes), i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
     i.attention = s.choice<Attention>("attention", d.attention, attentionNames());
+    if (i.attention == Attention::Xformers)
+        throw Error(s.at("attention"),
+                    "\"xformers\" is Unsloth's training attention; inference runs \"flash\" "
+                    "or \"eager\"");
 
     i.engine = s.choice<Engine>("engine", d.engine, engineNames());
     const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
@@ -825,6 +829,17 @@ void checkUnsloth(Scenario& sc) {
     if (t.attention == Attention::Eager)
         sc.warnings.push_back("training.attention \"eager\": Unsloth runs its own attention (flash-attn, "
                               "xformers or SDPA), planned as \"flash\" would be");
+    // unsloth/models/_utils.py: flash-attn only from compute capability 8 (HAS_FLASH_ATTENTION), xformers'
+    // path below it whatever is installed.
+    if (t.attention != Attention::Xformers && computeCapability(c.gpu) < 8.0) {
+        sc.training.attention = Attention::Xformers;
+        sc.warnings.push_back(
+            "training.attention: Unsloth runs flash-attn only on compute capability 8.0 and "
+            "above; " +
+            c.gpu +
+            " runs xformers' path, planned (K and V expanded to every "
+            "query head)");
+    }
     if (const std::string why = unslothFallback(sc); !why.empty())
         sc.warnings.push_back("training.framework \"unsloth\": " + why +
                               ", so the layers are planned as PEFT's (the huggingface profile's)");
@@ -865,6 +880,10 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                         "cannot step in the backward of a pipeline (pipeline_parallel > 1)");
         if (sc.mode == Mode::Training && sc.training.framework == Framework::Unsloth)
             checkUnsloth(sc);
+        else if (sc.mode == Mode::Training && sc.training.attention == Attention::Xformers)
+            throw Error("training.attention",
+                        "\"xformers\" is Unsloth's attention path (training.framework "
+                        "\"unsloth\"); the other frameworks run \"flash\" or \"eager\"");
         if (sc.mode == Mode::Inference)
             checkEngineFp8(sc);
         readOverheads(doc, sc);

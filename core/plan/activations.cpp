@@ -97,7 +97,11 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         // Unsloth's decoder layer (unsloth/models/llama.py LlamaDecoderLayer_fast_forward and
         // LlamaAttention_fast_forward, unsloth/kernels/fast_lora.py, rms_layernorm.py, rope_embedding.py
         // at e3162dc5, January 2025; docs/frameworks.md, "Unsloth"). One GPU: no tensor parallelism.
-        const double q = sl * heads * dq, k = sl * kvHeads * dq, v = sl * kvHeads * dv, o = sl * heads * dv;
+        // xformers' path (no flash-attn, or a GPU before Ampere) expands K and V to every query head and,
+        // for training, reshapes them into new tensors that memory_efficient_attention saves
+        // (LlamaAttention_fast_forward: K.expand(...) then K.reshape(bsz, kv_seq_len, n_heads, head_dim)).
+        const double kvSaved = tr.attention == Attention::Xformers ? heads : kvHeads;
+        const double q = sl * heads * dq, k = sl * kvSaved * dq, v = sl * kvSaved * dv, o = sl * heads * dv;
         const double ff = sl * mlpWidth;
         // Saved for the backward besides the layer's input (which the first norm keeps): the first norm's
         // output (LoRA_QKV's X); Q, K and V, rotated in place, and the attention output, kept by the
@@ -146,7 +150,7 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
     // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
     double split = ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
-    if (tr.attention == Attention::Flash)
+    if (tr.attention != Attention::Eager)
         split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
     // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
     // (Of these the product, or act(up), is the down projection's input.)

@@ -49,7 +49,10 @@ inline LossKind defaultLoss(Framework f, bool compile) {
         return LossKind::FusedLinear;
     return f == Framework::Torchtitan && compile ? LossKind::Fused : LossKind::Full;
 }
-enum class Attention { Eager, Flash };
+// Xformers: Unsloth's attention where flash-attn is not installed or the GPU is older than Ampere
+// (unsloth/models/_utils.py HAS_FLASH_ATTENTION); memory-efficient like Flash, but its GQA path expands K
+// and V to every query head (docs/frameworks.md, "Unsloth").
+enum class Attention { Eager, Flash, Xformers };
 enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
 enum class OffloadStep { Cpu, Gpu };
 

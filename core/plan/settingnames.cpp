@@ -120,7 +120,8 @@ std::span<const Named<Engine>> engineNames() {
 std::span<const Named<Attention>> attentionNames() {
     static constexpr Named<Attention> t[] = {{"flash", Attention::Flash, "FlashAttention / SDPA"},
                                              {"sdpa", Attention::Flash, nullptr},
-                                             {"eager", Attention::Eager, "eager (stores scores)"}};
+                                             {"eager", Attention::Eager, "eager (stores scores)"},
+                                             {"xformers", Attention::Xformers, "xformers (Unsloth)"}};
     return all(t);
 }
 

@@ -57,6 +57,13 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        "FlashAttention instead of eager attention",
                        {{"training", {{"attention", "flash"}}}},
                        [](Scenario& s) { s.training.attention = Attention::Flash; }});
+    // Unsloth takes flash-attn when it is installed on an Ampere or newer GPU, and its K and V are no
+    // longer expanded to every query head.
+    if (t.attention == Attention::Xformers && computeCapability(c.gpu) >= 8.0)
+        out.push_back({"flash_attn_installed",
+                       "Install flash-attn (Unsloth's xformers path expands K and V)",
+                       {{"training", {{"attention", "flash"}}}},
+                       [](Scenario& s) { s.training.attention = Attention::Flash; }});
     if (t.checkpointing == Checkpointing::None && t.framework == Framework::Torchtitan)
         out.push_back({"selective_checkpointing",
                        "Per-op selective activation checkpointing",

@@ -129,6 +129,13 @@ std::vector<std::pair<QString, QString>> choicesOf(std::span<const NamedText> na
     return out;
 }
 
+// xformers is Unsloth's training path only (the reader refuses it for inference).
+std::vector<std::pair<QString, QString>> inferenceAttention() {
+    auto out = choicesOf(attentionNames());
+    std::erase_if(out, [](const auto& c) { return c.first == QStringLiteral("xformers"); });
+    return out;
+}
+
 SettingsPanel::Field boolField(const char* pointer, const char* label, const char* tip,
                                bool fallback = false) {
     SettingsPanel::Field f;
@@ -320,7 +327,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "moves (torchtitan measured 0.2 GiB)"));
     addField(trainingForm,
              choiceField("/training/attention", "Attention", choicesOf(attentionNames()), "flash",
-                         "Eager attention keeps the s x s score, softmax and dropout tensors"));
+                         "Eager attention keeps the s x s score, softmax and dropout tensors; xformers is "
+                         "Unsloth's path without flash-attn (K and V expanded to every query head)"));
     layout->addWidget(m_training);
 
     // Fine-tuning (training.fine_tuning): which weights train, and how the frozen base is stored.
@@ -472,7 +480,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                             "SGLang 1)"),
                    {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
     addField(inferenceForm,
-             choiceField("/inference/attention", "Attention", choicesOf(attentionNames()), "flash", ""));
+             choiceField("/inference/attention", "Attention", inferenceAttention(), "flash", ""));
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
