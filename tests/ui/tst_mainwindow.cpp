@@ -3,6 +3,7 @@
 // item models under QAbstractItemModelTester, crash recovery, close confirmation, drag-and-drop imports.
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
+#include "core/plan/gpucatalogue.h"
 #include "core/plan/sweeps.h"
 #include "core/serve/estimate.h"
 #include "core/version.h"
@@ -75,7 +76,7 @@ json fullTrainingScenario() {
                    "optimizer_implementation": "for_loop", "optimizer_in_backward": false, "paged_optimizer": true,
                    "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
                                    "adapter_dtype": "fp32", "preference": "dpo"}},
-      "cluster": {"gpu": "H200-141GB", "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
+      "cluster": {"gpu": "H200-141GB", "gpu_memory_gib": 140.4013671875, "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
                   "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "prefetch": false, "expandable_segments": true},
@@ -89,7 +90,7 @@ json fullInferenceScenario() {
       "model": {"preset": "Qwen/Qwen3-30B-A3B"},
       "inference": {"engine": "none", "batch_size": 48, "context_length": 32768, "weight_dtype": "fp8",
                     "kv_cache_dtype": "fp8", "kv_block_size": 16, "attention": "flash"},
-      "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
+      "cluster": {"gpu": "H100-SXM-80GB", "gpu_memory_gib": 79.6474609375, "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
                   "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,
                   "offload_optimizer_step": "cpu", "virtual_pipeline_stages": 1, "prefetch": true, "expandable_segments": false},
@@ -121,6 +122,7 @@ private slots:
     void showsDefaultScenario();
     void settingsRoundTrip_data();
     void settingsRoundTrip();
+    void gpuMemoryField();
     void widgetsDriveTheDocument();
     void fineTuningGroup();
     void modeSwitchUsesTheReadersDefaults();
@@ -250,6 +252,36 @@ void TestMainWindow::fineTuningGroup() {
                      ->findChild<QCheckBox*>(QStringLiteral("/training/fine_tuning/target_modules#") + m)
                      ->isChecked(),
                  m);
+}
+
+void TestMainWindow::gpuMemoryField() {
+    // The GPU's memory in MiB, as nvidia-smi prints memory.total: by default the GPU's own, as the reader
+    // resolved it; set, it is written as gpu_memory_gib and plans that capacity; another GPU drops it.
+    auto w = window();
+    json doc = test::trainingDoc({{"preset", "meta-llama/Llama-3.2-3B"}});
+    doc["cluster"] = {{"gpu", "A100-80GB"}, {"num_gpus", 1}};
+    w->document()->reset(doc);
+    auto* mib = w->settingsPanel()->findChild<QSpinBox*>("/cluster/gpu_memory_gib#spin");
+    QVERIFY(mib);
+    const GpuSpec* a100 = findGpu("A100-80GB");
+    QVERIFY(a100);
+    QCOMPARE(mib->value(), static_cast<int>(std::lround(double(a100->memoryBytes) / 1048576.0)));
+    mib->setValue(15360); // a 15 GiB slice
+    QCOMPARE(w->document()->json()["cluster"]["gpu_memory_gib"].get<double>(), 15.0);
+    QCOMPARE(w->document()->scenario().cluster.capacityBytes, std::uint64_t{15} << 30);
+    auto* gpu = w->settingsPanel()->findChild<QComboBox*>("/cluster/gpu");
+    const int h100 = gpu->findData(QStringLiteral("H100-SXM-80GB"));
+    QVERIFY(h100 >= 0);
+    gpu->setCurrentIndex(h100);
+    emit gpu->activated(h100);
+    QVERIFY(!w->document()->json()["cluster"].contains("gpu_memory_gib"));
+    QCOMPARE(w->document()->scenario().cluster.capacityBytes, findGpu("H100-SXM-80GB")->memoryBytes);
+    QCOMPARE(mib->value(),
+             static_cast<int>(std::lround(double(findGpu("H100-SXM-80GB")->memoryBytes) / 1048576.0)));
+    w->document()->undoStack()->undo(); // one step: the A100 and its 15 GiB again
+    QCOMPARE(w->document()->json()["cluster"]["gpu"].get<std::string>(), std::string("A100-80GB"));
+    QCOMPARE(w->document()->json()["cluster"]["gpu_memory_gib"].get<double>(), 15.0);
+    QCOMPARE(mib->value(), 15360);
 }
 
 void TestMainWindow::widgetsDriveTheDocument() {

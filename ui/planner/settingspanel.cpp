@@ -59,7 +59,10 @@ struct SettingsPanel::Field {
     bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
     // Shown only when this holds for the document (settings that only mean something with another one).
     std::function<bool(const nlohmann::json& doc)> visibleWhen;
-    int percent = 0; // Int shown in percent, stored as a fraction (gpu_memory_utilization)
+    // An Int shown as this many times what the file stores: 100 for a fraction shown in percent
+    // (gpu_memory_utilization), 1024 for GiB shown in MiB, as nvidia-smi prints them (gpu_memory_gib).
+    int scale = 0;
+    json stored(int v) const { return scale ? json(double(v) / scale) : json(v); }
     // Shown only for these inference engines ("" = always); batch_size is for no engine only.
     QStringList engines;
 
@@ -83,9 +86,7 @@ struct SettingsPanel::Field {
     json widgetValue() const {
         switch (kind) {
         case Int:
-            if (percent)
-                return spin->value() / 100.0;
-            return spin->value();
+            return stored(spin->value());
         case Bool:
             return check->isChecked();
         case Choice:
@@ -176,7 +177,26 @@ SettingsPanel::Field percentField(const char* pointer, const char* label, int mi
     f.max = f.sliderMax = max;
     f.fallback = fallback;
     f.tip = QString::fromUtf8(tip);
-    f.percent = 1;
+    f.scale = 100;
+    return f;
+}
+
+// The GPU's memory in MiB (nvidia-smi's memory.total), stored as gpu_memory_gib; by default what the
+// reader resolved from the GPU named.
+SettingsPanel::Field gpuMemoryField(std::function<int()> resolved) {
+    SettingsPanel::Field f;
+    f.kind = SettingsPanel::Field::Int;
+    f.pointer = QStringLiteral("/cluster/gpu_memory_gib");
+    f.label = QStringLiteral("GPU memory (MiB)");
+    f.min = 1;
+    f.max = 1 << 24;
+    f.sliderMin = 1024;
+    f.sliderMax = 1 << 18;
+    f.log = true;
+    f.scale = 1024;
+    f.fallbackFor = std::move(resolved);
+    f.tip = QStringLiteral("memory.total as nvidia-smi prints it, for a GPU the list lacks or a MIG slice; "
+                           "the GPU's own by default (choosing a GPU resets it)");
     return f;
 }
 
@@ -497,6 +517,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->fallbackChoiceFor = [this](const json&) {
         return QString::fromStdString(m_doc->scenario().cluster.gpu);
     };
+    addField(clusterForm, gpuMemoryField([this] {
+                 return static_cast<int>(
+                     std::lround(double(m_doc->scenario().cluster.capacityBytes) / 1048576.0));
+             }));
     addField(clusterForm, intField("/cluster/num_gpus", "GPUs", 1,
                                    "All GPUs: data x tensor x pipeline x context parallel"));
     addField(clusterForm, intField("/cluster/gpus_per_node", "GPUs per node", 8, "For hybrid sharding"));
@@ -592,8 +616,7 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
                 f->spin->setValue(v);
             }
             // While dragged, every value is one undo step; keyboard and clicks are separate steps.
-            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v),
-                            f->slider->isSliderDown() ? m_dragKey : 0);
+            m_doc->setValue(f->pointer, f->stored(v), f->slider->isSliderDown() ? m_dragKey : 0);
         });
         connect(f->spin, &QSpinBox::valueChanged, this, [this, f](int v) {
             if (m_refreshing)
@@ -602,7 +625,7 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
                 const QSignalBlocker block(f->slider);
                 f->slider->setValue(f->toSlider(v));
             }
-            m_doc->setValue(f->pointer, f->percent ? json(v / 100.0) : json(v));
+            m_doc->setValue(f->pointer, f->stored(v));
         });
         break;
     }
@@ -629,6 +652,12 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
             // A release names its engine: another engine drops it (the reader would refuse it), as one
             // undo step.
             const json& doc = m_doc->json();
+            // Another GPU brings its own memory: a gpu_memory_gib given for the last one goes with it.
+            if (f->pointer == QLatin1String("/cluster/gpu") && doc.contains("cluster") &&
+                doc["cluster"].is_object() && doc["cluster"].contains("gpu_memory_gib")) {
+                m_doc->applyPatch({{"cluster", {{"gpu", value}, {"gpu_memory_gib", nullptr}}}}, tr("GPU"));
+                return;
+            }
             if (f->pointer == QLatin1String("/inference/engine") && doc.contains("inference") &&
                 doc["inference"].is_object() && doc["inference"].contains("engine_version")) {
                 m_doc->applyPatch({{"inference", {{"engine", value}, {"engine_version", nullptr}}}},
@@ -694,8 +723,8 @@ void SettingsPanel::refresh() {
             int value = v && v->is_number_integer() ? v->get<int>()
                         : f->fallbackFor            ? f->fallbackFor()
                                                     : f->fallback;
-            if (f->percent && v && v->is_number())
-                value = static_cast<int>(std::lround(v->get<double>() * 100));
+            if (f->scale && v && v->is_number())
+                value = static_cast<int>(std::lround(v->get<double>() * f->scale));
             if (f->spin->value() != value || f->spin->minimum() > value)
                 f->spin->setValue(value);
             if (!f->slider->isSliderDown())
