@@ -793,8 +793,6 @@ nlohmann::json parseJsonText(const std::string& text) {
 
 namespace {
 
-// What Unsloth runs (docs/frameworks.md, "Unsloth"): one GPU or data-parallel copies, whole layers
-// checkpointed or none (use_gradient_checkpointing), its own attention kernels.
 // An engine refuses to load FP8 weights on a GPU below its release's minimum (the quantisation config's
 // get_min_capability): the plan still sizes them, and says so.
 void checkEngineFp8(Scenario& sc) {
@@ -816,6 +814,8 @@ void checkEngineFp8(Scenario& sc) {
     sc.warnings.push_back(text);
 }
 
+// What Unsloth runs (docs/frameworks.md, "Unsloth"): one GPU or data-parallel copies, whole layers
+// checkpointed or none (use_gradient_checkpointing), its own attention kernels.
 void checkUnsloth(Scenario& sc) {
     const ClusterSettings& c = sc.cluster;
     const TrainingSettings& t = sc.training;
@@ -833,12 +833,11 @@ void checkUnsloth(Scenario& sc) {
     // path below it whatever is installed.
     if (t.attention != Attention::Xformers && computeCapability(c.gpu) < 8.0) {
         sc.training.attention = Attention::Xformers;
-        sc.warnings.push_back(
-            "training.attention: Unsloth runs flash-attn only on compute capability 8.0 and "
-            "above; " +
-            c.gpu +
-            " runs xformers' path, planned (K and V expanded to every "
-            "query head)");
+        sc.warnings.push_back("training.attention: Unsloth runs flash-attn only on compute capability 8.0 "
+                              "and above; " +
+                              c.gpu +
+                              " runs xformers' path, planned (K and V expanded to "
+                              "every query head)");
     }
     if (const std::string why = unslothFallback(sc); !why.empty())
         sc.warnings.push_back("training.framework \"unsloth\": " + why +
