@@ -62,6 +62,9 @@ struct SettingsPanel::Field {
     // An Int shown as this many times what the file stores: 100 for a fraction shown in percent
     // (gpu_memory_utilization), 1024 for GiB shown in MiB, as nvidia-smi prints them (gpu_memory_gib).
     int scale = 0;
+    // A choice's companion key in the same section, dropped when the choice changes: the engine's
+    // engine_version names that engine, and gpu_memory_gib was the last GPU's memory.
+    std::string clears;
     json stored(int v) const { return scale ? json(double(v) / scale) : json(v); }
     // Shown only for these inference engines ("" = always); batch_size is for no engine only.
     QStringList engines;
@@ -436,6 +439,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         choiceField("/inference/engine", "Engine", choicesOf(engineNames()), "none",
                     "A serving engine turns what its memory budget leaves after weights and one profiled "
                     "step into a KV-cache pool; without one, the batch's own cache is planned"));
+    m_fields.back()->clears = "engine_version"; // a release names its engine: the reader would refuse it
     addField(inferenceForm,
              forEngines(intField("/inference/batch_size", "Batch", 1, "Sequences served at once"),
                         {"none", "huggingface"}));
@@ -513,6 +517,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                             QString::fromStdString(formatBytes(double(g.memoryBytes), ByteUnit::GiB, 1)))});
     addField(clusterForm, choiceField("/cluster/gpu", "GPU", gpus, "H100-SXM-80GB",
                                       "Usable memory as the driver reports it"));
+    m_fields.back()->clears = "gpu_memory_gib"; // another GPU brings its own memory
     // A file that gives gpu_memory_gib and no GPU: show the GPU the reader named for its memory.
     m_fields.back()->fallbackChoiceFor = [this](const json&) {
         return QString::fromStdString(m_doc->scenario().cluster.gpu);
@@ -649,19 +654,14 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
             if (m_refreshing)
                 return;
             const std::string value = f->combo->itemData(i).toString().toStdString();
-            // A release names its engine: another engine drops it (the reader would refuse it), as one
-            // undo step.
+            // A choice that decides a companion setting drops it in the same undo step (the engine's
+            // release, the GPU's given memory).
             const json& doc = m_doc->json();
-            // Another GPU brings its own memory: a gpu_memory_gib given for the last one goes with it.
-            if (f->pointer == QLatin1String("/cluster/gpu") && doc.contains("cluster") &&
-                doc["cluster"].is_object() && doc["cluster"].contains("gpu_memory_gib")) {
-                m_doc->applyPatch({{"cluster", {{"gpu", value}, {"gpu_memory_gib", nullptr}}}}, tr("GPU"));
-                return;
-            }
-            if (f->pointer == QLatin1String("/inference/engine") && doc.contains("inference") &&
-                doc["inference"].is_object() && doc["inference"].contains("engine_version")) {
-                m_doc->applyPatch({{"inference", {{"engine", value}, {"engine_version", nullptr}}}},
-                                  tr("Engine"));
+            const json::json_pointer at(f->pointer.toStdString());
+            const std::string section = at.parent_pointer().back(), key = at.back();
+            if (!f->clears.empty() && doc.contains(section) && doc[section].is_object() &&
+                doc[section].contains(f->clears)) {
+                m_doc->applyPatch({{section, {{key, value}, {f->clears, nullptr}}}}, f->label);
                 return;
             }
             m_doc->setValue(f->pointer, value);
