@@ -270,6 +270,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << " (sampled with FlashInfer)";
         if (vllm)
             out << "; non-torch " << formatBytes(sv.nonTorchBytes);
+        if (sv.ncclSetupBytes > 0)
+            out << "; NCCL set up before the budget " << formatBytes(sv.ncclSetupBytes);
         if (sv.cudaGraphBytes > 0)
             out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes);
         out << "\n";
@@ -284,7 +286,11 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         out << "  maximum concurrency for " << formatCount(static_cast<unsigned long long>(sv.requestLength))
             << " tokens per request: " << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x\n"
             << std::defaultfloat;
-        if (sv.availableBytes <= 0)
+        if (sv.refusedAtStartup())
+            out << "  " << formatBytes(sv.freeAtStartupBytes)
+                << " free at start-up (the GPU less the CUDA context and NCCL) is less than the budget: vLLM "
+                   "refuses to start\n";
+        else if (sv.availableBytes <= 0)
             out << "  no memory left for the KV cache: weights and the profiled step exceed the budget\n";
         else if (sv.kvCacheTokens < sv.requestLength && sc.inference.engine == Engine::Sglang)
             out << "  SGLang starts but takes requests of at most "
@@ -323,8 +329,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << "    " << std::left << std::setw(56) << s.description << std::right
                 << (s.kvTokensGained >= 0 ? "+" : "-")
                 << formatCount(static_cast<unsigned long long>(std::llabs(s.kvTokensGained))) << " tokens, "
-                << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x -> " << s.concurrencyAfter
-                << "x" << std::defaultfloat << "\n";
+                << std::fixed << std::setprecision(2) << s.concurrencyAfter - s.concurrencyGained << "x -> "
+                << s.concurrencyAfter << "x" << std::defaultfloat << "\n";
     } else if (!savings.empty()) {
         out << "\n  single changes that save memory:\n";
         for (const auto& s : savings)

@@ -101,6 +101,9 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
             inf["budget_bytes"] = bytes(sv.budgetBytes);
             inf["profiled_step_bytes"] = bytes(sv.profiledBytes);
             inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);
+            inf["nccl_setup_bytes"] = bytes(sv.ncclSetupBytes);
+            if (sv.freeAtStartupBytes > 0)
+                inf["free_at_startup_bytes"] = bytes(sv.freeAtStartupBytes);
             inf["available_kv_bytes"] = bytes(sv.availableBytes);
             inf["kv_pool_bytes"] = bytes(sv.poolBytes);
             inf["num_blocks"] = sv.numBlocks;

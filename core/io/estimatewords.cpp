@@ -29,6 +29,9 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
     if (est.fits)
         w.verdict = "Fits: " + bytes(est.headroomBytes()) + " headroom (" + fixed(used, 1) + "% of " +
                     bytes(est.capacityBytes) + " used)";
+    else if (sv.refusedAtStartup())
+        w.verdict = "Does not fit: vLLM refuses to start (" + bytes(sv.freeAtStartupBytes) +
+                    " free at start-up, budget " + bytes(sv.budgetBytes) + ")";
     else if (sv.engine && est.headroomBytes() >= 0) // the engine runs within its budget; its pool fails
         w.verdict = sv.availableBytes <= 0 ? "Does not fit: no memory left for the KV cache (" +
                                                  bytes(-sv.availableBytes) + " short)"

@@ -972,7 +972,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         // (vLLM refuses to start otherwise: "max seq len ... is larger than the maximum number of tokens
         // that can be stored in KV cache").
         est.fits = est.fits && est.serving.availableBytes > 0 &&
-                   est.serving.kvCacheTokens >= est.serving.requestLength;
+                   est.serving.kvCacheTokens >= est.serving.requestLength && !est.serving.refusedAtStartup();
         est.maxMicroBatchSize = static_cast<long long>(std::floor(std::max(0.0, est.serving.maxConcurrency)));
     }
     return est;

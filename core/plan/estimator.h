@@ -67,6 +67,14 @@ struct ServingEstimate {
         0; // what it is a fraction of: vLLM the GPU, SGLang what was free after CUDA and NCCL
     double profiledBytes = 0; // the engine's step: vLLM profiles it inside its budget, SGLang leaves room
     double nonTorchBytes = 0; // NCCL, cuBLAS and other memory outside PyTorch's allocator
+    // NCCL's communicators set up before the engine's start-up snapshot and unused by its profiled step (a
+    // pipeline's, under vLLM from 0.11): on the GPU, but outside the budget's parts, as the CUDA context is.
+    double ncclSetupBytes = 0;
+    // What is free at that snapshot (the GPU less the CUDA context and ncclSetupBytes) where the release
+    // refuses to start with less than its budget free; 0 where it does not check.
+    double freeAtStartupBytes = 0;
+    // Whether the engine refuses to start because less than its budget is free at start-up.
+    bool refusedAtStartup() const { return freeAtStartupBytes > 0 && freeAtStartupBytes < budgetBytes; }
     // The engine's CUDA graphs, where its release counts them in the budget (vLLM from 0.21); 0 otherwise.
     double cudaGraphBytes = 0;
     std::string engineVersion; // the release whose rules sized it (core/serve/engineversions.h)

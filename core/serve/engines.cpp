@@ -166,13 +166,24 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         // vllm/v1/worker/gpu_worker.py determine_available_memory: the budget minus weights, the
         // profiled peak and non-torch memory is the KV cache. From 0.21 the profiled peak includes the
         // CUDA graphs' estimate (engineversions.cpp); --enforce-eager (cuda_graphs false) captures none.
-        sv.nonTorchBytes = version.nonTorchBytes + st.communication;
+        // NCCL's communicators (inferenceStage: one allowance each). Where the release sets them up before
+        // its start-up snapshot, a pipeline's stays outside the budget: the profile run never sends or
+        // receives (engineversions.h). Tensor and expert parallelism's collectives run in the profiled
+        // forward and count as non-torch memory (0.54-0.55 GiB at TP 2 in llm-d's 0.11 runs).
+        const bool pipeline = c.pipelineParallel > 1;
+        sv.ncclSetupBytes = version.communicatorsBeforeSnapshot && pipeline
+                                ? static_cast<double>(sc.overheads.ncclBytesPerCommunicator)
+                                : 0;
+        sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes;
         if (version.cudaGraphsInBudget && in.cudaGraphs)
             sv.cudaGraphBytes = in.cudaGraphBytes >= 0 ? in.cudaGraphBytes : version.defaultCudaGraphBytes;
-        st.communication = sv.nonTorchBytes;
+        // The stacked bar's non-torch part is all the GPU holds outside PyTorch besides the context.
+        st.communication = sv.nonTorchBytes + sv.ncclSetupBytes;
         sv.budgetFraction = in.gpuMemoryUtilization;
         sv.budgetBaseBytes = capacity;
         sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
+        if (version.checksFreeAtStartup)
+            sv.freeAtStartupBytes = std::max(1.0, capacity - st.cudaContext - sv.ncclSetupBytes);
         sv.availableBytes =
             sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes - sv.cudaGraphBytes;
     } else {

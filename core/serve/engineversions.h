@@ -51,6 +51,16 @@ struct EngineVersion {
     // to load them): 8.0 where Ampere runs them weight-only through FP8 Marlin, 7.5 once Marlin ran on
     // Turing (docs/serving.md, "Engine versions").
     double fp8WeightsMinCapability = 8.0;
+    // The worker sets up its communicators before it takes its start-up memory snapshot (vllm-project/vllm
+    // #25359, merged for v0.11.0): what NCCL allocates then sits outside the budget's parts, as the CUDA
+    // context does, and only the collectives the profiled step runs add non-torch memory. Tensor and
+    // expert parallelism reduce and exchange inside the forward; a pipeline's communicator sends and
+    // receives between steps, which the profile run never does. The V0 worker took its snapshot first, so
+    // every communicator counted.
+    bool communicatorsBeforeSnapshot = false;
+    // The worker refuses to start when less than the budget is free at that snapshot (V1's gpu_worker.py
+    // init_device: "Free memory on device ... on startup is less than desired GPU memory utilization").
+    bool checksFreeAtStartup = false;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -43,7 +43,16 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                                         (c.id == "fp8_weights" && !fp8Runs);
                              }),
               out.end());
-    if (in.engine == Engine::Vllm && in.gpuMemoryUtilization < 0.95) {
+    // A budget larger than what is free at start-up: the highest utilisation that starts.
+    if (est.serving.refusedAtStartup()) {
+        const double to =
+            std::floor(est.serving.freeAtStartupBytes / est.serving.budgetBaseBytes * 100) / 100;
+        out.push_back(
+            {"lower_gpu_memory_utilization",
+             "gpu_memory_utilization " + std::to_string(to).substr(0, 4) + " (what is free at start-up)",
+             {{"inference", {{"gpu_memory_utilization", to}}}},
+             [to](Scenario& s) { s.inference.gpuMemoryUtilization = to; }});
+    } else if (in.engine == Engine::Vllm && in.gpuMemoryUtilization < 0.95) {
         const double to = std::min(0.95, std::round((in.gpuMemoryUtilization + 0.05) * 100) / 100);
         out.push_back({"raise_gpu_memory_utilization",
                        "gpu_memory_utilization " + std::to_string(to).substr(0, 4),
@@ -107,6 +116,13 @@ std::vector<Saving> rankSavings(const Scenario& sc) {
     const double before = current.peakBytes;
     std::vector<Saving> out;
     const Scenario base = sc.settingsCopy();
+    // An engine that does not start serves nothing.
+    const auto served = [](const Estimate& e) {
+        return e.serving.refusedAtStartup() ? 0.0 : e.serving.maxConcurrency;
+    };
+    const auto tokens = [](const Estimate& e) {
+        return e.serving.refusedAtStartup() ? 0LL : e.serving.kvCacheTokens;
+    };
     {
         for (auto& ch : engineChanges(sc, current)) {
             Scenario changed = base;
@@ -117,13 +133,13 @@ std::vector<Saving> rankSavings(const Scenario& sc) {
                 continue;
             }
             const Estimate after = estimate(changed);
-            const double gain = after.serving.maxConcurrency - current.serving.maxConcurrency;
+            const double gain = served(after) - served(current);
             if (gain <= 1e-9)
                 continue;
             Saving s{ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits};
             s.serving = true;
             s.kvTokensAfter = after.serving.kvCacheTokens;
-            s.kvTokensGained = after.serving.kvCacheTokens - current.serving.kvCacheTokens;
+            s.kvTokensGained = tokens(after) - tokens(current);
             s.concurrencyAfter = after.serving.maxConcurrency;
             s.concurrencyGained = gain;
             out.push_back(std::move(s));

@@ -99,6 +99,7 @@ private slots:
     void linearAttentionState();
     void v0StepAndFlashInferSampler();
     void whatEachReleaseRuns();
+    void communicatorsAndStartup();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -894,6 +895,84 @@ void TestServing::whatEachReleaseRuns() {
             QVERIFY(s.patch["inference"].contains("context_length"));
         }
     QVERIFY(shorter);
+}
+
+void TestServing::communicatorsAndStartup() {
+    // Llama 3.1 70B over two pipeline stages of H100s. Headroom's NCCL allowance is 384 MiB a communicator
+    // and the releases' non-torch memory 0.13 GiB.
+    const double perCommunicator = 384.0 * 1048576;
+    const json llama70 = {{"preset", "meta-llama/Meta-Llama-3-70B"}};
+    auto plan = [&](const char* version, int tp, int pp, double utilization) {
+        const json in = {{"engine", "vllm"},
+                         {"engine_version", version},
+                         {"context_length", 8192},
+                         {"gpu_memory_utilization", utilization}};
+        return scenarioFromJson(inferenceDoc(
+            llama70, in, {{"num_gpus", tp * pp}, {"tensor_parallel", tp}, {"pipeline_parallel", pp}}));
+    };
+    // vLLM 0.11 sets its communicators up before the start-up snapshot (#25359) and its profile run never
+    // sends or receives between stages: the pipeline's communicator is outside the budget's parts, so the
+    // non-torch memory in the budget is the release's 0.13 GiB alone (the issue's logs: 0.07 at PP > 1).
+    const Scenario pp2 = plan("vllm 0.11", 1, 2, 0.9);
+    const Estimate e = estimate(pp2);
+    QCOMPARE(e.serving.nonTorchBytes, 0.13 * kGiB);
+    QCOMPARE(e.serving.ncclSetupBytes, perCommunicator);
+    // ... but it is on the GPU: the bar's non-torch part holds both, and the KV cache gets the budget less
+    // weights, step and the 0.13 GiB.
+    QCOMPARE(e.perGpu[Category::CommunicationBuffers], 0.13 * kGiB + perCommunicator);
+    QCOMPARE(e.serving.availableBytes,
+             0.9 * e.capacityBytes - e.perGpu[Category::Weights] - e.serving.profiledBytes - 0.13 * kGiB);
+    // What is free at that snapshot: the GPU less the CUDA context (512 MiB) and the communicator.
+    QCOMPARE(e.serving.freeAtStartupBytes, e.capacityBytes - 512.0 * 1048576 - perCommunicator);
+    // The V0 worker took its snapshot before setting up NCCL: there the communicator is non-torch memory.
+    const Estimate v0 = estimate(plan("vllm 0.8", 1, 2, 0.9));
+    QCOMPARE(v0.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator);
+    QCOMPARE(v0.serving.ncclSetupBytes, 0.0);
+    QCOMPARE(v0.serving.freeAtStartupBytes, 0.0); // V0 makes no such check
+    // Tensor parallelism's all-reduces run in the profiled forward: that allowance stays in non-torch
+    // memory under every release (0.54-0.55 GiB measured at TP 2 on llm-d's 0.11 runs).
+    const Estimate tp2 = estimate(plan("vllm 0.11", 2, 1, 0.9));
+    QCOMPARE(tp2.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator);
+    QCOMPARE(tp2.serving.ncclSetupBytes, 0.0);
+    // Both: the pipeline's is outside, the tensor-parallel one's inside.
+    const Estimate both = estimate(plan("vllm 0.31", 2, 2, 0.92));
+    QCOMPARE(both.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator);
+    QCOMPARE(both.serving.ncclSetupBytes, perCommunicator);
+
+    // A budget above what is free at start-up: V1 refuses to start ("Free memory on device ... on startup is
+    // less than desired GPU memory utilization"). H100: 79.65 GiB; free 79.65 - 0.5 - 0.375 = 78.77 GiB,
+    // below 0.99 x 79.65 = 78.85.
+    const Scenario greedy = plan("vllm 0.11", 1, 2, 0.99);
+    const Estimate g = estimate(greedy);
+    QVERIFY(g.serving.budgetBytes > g.serving.freeAtStartupBytes);
+    QVERIFY(g.serving.refusedAtStartup());
+    QVERIFY(!g.fits);
+    const std::string verdict = describeEstimate(greedy, g, ByteUnit::GiB, {}).verdict;
+    QVERIFY2(verdict.find("vLLM refuses to start") != std::string::npos, verdict.c_str());
+    // The one utilisation change offered is the highest that starts, floor(78.77 / 79.65, 2) = 0.98, and
+    // applying its patch gives a plan that starts and serves.
+    bool lower = false;
+    for (const Saving& s : rankSavings(greedy)) {
+        QVERIFY(s.id != "raise_gpu_memory_utilization");
+        if (s.id != "lower_gpu_memory_utilization")
+            continue;
+        lower = true;
+        QCOMPARE(s.patch["inference"]["gpu_memory_utilization"].get<double>(), 0.98);
+        json doc = inferenceDoc(llama70,
+                                {{"engine", "vllm"},
+                                 {"engine_version", "vllm 0.11"},
+                                 {"context_length", 8192},
+                                 {"gpu_memory_utilization", 0.99}},
+                                {{"num_gpus", 2}, {"pipeline_parallel", 2}});
+        doc.merge_patch(s.patch);
+        const Estimate after = estimate(scenarioFromJson(doc));
+        QVERIFY(!after.serving.refusedAtStartup());
+        QVERIFY(after.fits);
+        QCOMPARE(s.concurrencyAfter, after.serving.maxConcurrency);
+    }
+    QVERIFY(lower);
+    // Without the pipeline the same utilisation starts: the context alone leaves 79.15 GiB free.
+    QVERIFY(!estimate(plan("vllm 0.11", 2, 1, 0.99)).serving.refusedAtStartup());
 }
 
 QTEST_APPLESS_MAIN(TestServing)
