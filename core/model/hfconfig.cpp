@@ -197,6 +197,93 @@ void readGemma3Text(const Reader& r, ModelSpec& m) {
     m.dropout = r.number("attention_dropout", 0) > 0;
 }
 
+// Llama 4's language model (transformers' Llama4TextConfig and modeling_llama4.py): Llama's attention without
+// biases (the q/k L2 norm has no weights), MoE layers of routed experts (one per token), a shared expert of
+// the experts' width and a bias-free router, every interleave_moe_layer_step-th layer sparse (Scout: all,
+// Maverick: every other; moe_layers lists them when given) and the rest dense at intermediate_size_mlp.
+// Three layers in four use chunked local attention (no_rope_layers: a layer with RoPE attends within chunks
+// of attention_chunk_size tokens; every fourth has no RoPE and attends to everything; layer_types names
+// them in newer configs).
+void readLlama4Text(const Reader& r, const nlohmann::json& config, ModelSpec& m) {
+    readLlamaLike(r, m, false);
+    m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    m.moeFfn = m.ffn; // intermediate_size is the experts' (and the shared expert's) width
+    m.ffn = r.integer("intermediate_size_mlp", 1, kMaxDim, 16384);
+    m.experts = r.integer("num_local_experts", 1, 1 << 16, 16);
+    m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts, 1);
+    m.sharedExperts = 1;
+    m.fusedExperts = true; // gate_up_proj [experts, hidden, 2 x width] and down_proj [experts, width, hidden]
+    if (r.has("moe_layers")) {
+        const std::vector<int> moe = r.intList("moe_layers");
+        for (int l = 0; l < m.layers; ++l)
+            if (std::find(moe.begin(), moe.end(), l) == moe.end())
+                m.denseLayers.push_back(l);
+    } else {
+        // transformers: moe_layers = range(step - 1, layers, step), which is isMoeLayer's grid.
+        m.moeLayerFreq = r.integer("interleave_moe_layer_step", 1, kMaxLayers, 1);
+    }
+    const auto chunk = config.find("attention_chunk_size");
+    if (chunk != config.end() && chunk->is_null())
+        return; // no chunked attention: every layer attends to the whole context
+    const int chunkSize = r.integer("attention_chunk_size", 1, 1LL << 30, 8192);
+    std::vector<char> chunked(static_cast<std::size_t>(m.layers), 0);
+    const auto types = config.find("layer_types");
+    const auto noRope = config.find("no_rope_layers");
+    if (types != config.end() && !types->is_null()) {
+        const std::string at = r.at("layer_types");
+        if (!types->is_array() || types->size() != chunked.size())
+            throw Error(at, "must list one attention type per layer (" + std::to_string(m.layers) + ")");
+        for (std::size_t i = 0; i < chunked.size(); ++i) {
+            const auto& kind = (*types)[i];
+            if (!kind.is_string() || (kind != "chunked_attention" && kind != "full_attention"))
+                throw Error(at + "[" + std::to_string(i) + "]",
+                            "must be \"chunked_attention\" or \"full_attention\", got " + kind.dump());
+            chunked[i] = kind == "chunked_attention";
+        }
+    } else if (noRope != config.end() && noRope->is_array() && !noRope->empty()) {
+        // 1: the layer uses RoPE, and so chunked attention; 0: NoPE, global.
+        const std::vector<int> flags = r.intList("no_rope_layers");
+        if (flags.size() != chunked.size())
+            throw Error(r.at("no_rope_layers"),
+                        "must give one 0 or 1 per layer (" + std::to_string(m.layers) + ")");
+        for (std::size_t i = 0; i < chunked.size(); ++i)
+            chunked[i] = flags[i] != 0;
+    } else {
+        // An empty or absent no_rope_layers: transformers' default, every fourth layer without RoPE.
+        for (std::size_t i = 0; i < chunked.size(); ++i)
+            chunked[i] = (i + 1) % 4 != 0;
+    }
+    m.slidingWindow = chunkSize;
+    m.slidingLayers = std::move(chunked);
+    m.chunkedAttention = true;
+}
+
+// Llama 4's vision tower (transformers' Llama4VisionModel), one entry per parameter tensor: the unfolded
+// patch projection (no bias), the class embedding and position table, the LayerNorms before and after, each
+// encoder layer's q, k, v and output projections with biases, its two-matrix MLP with biases and two
+// LayerNorms, and the pixel-shuffle adapter's two bias-free matrices (Llama4VisionMLP2).
+std::vector<std::uint64_t> llama4VisionTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 768));
+    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 5632));
+    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 34));
+    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
+    const u64 image = static_cast<u64>(r.integer("image_size", 1, 1 << 16, 448));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
+    const u64 projectorIn = static_cast<u64>(r.integer("projector_input_dim", 1, kMaxDim, 4096));
+    const u64 projectorOut = static_cast<u64>(r.integer("projector_output_dim", 1, kMaxDim, 4096));
+    if (patch > image)
+        throw Error(r.at("patch_size"), "is larger than image_size (" + std::to_string(image) + ")");
+    const u64 side = image / patch;
+    std::vector<u64> t = {channels * patch * patch * h, h, (side * side + 1) * h, h, h, h, h};
+    for (u64 l = 0; l < layers; ++l)
+        for (u64 n : {h * h, h, h * h, h, h * h, h, h * h, h, h * ffn, ffn, ffn * h, h, h, h, h, h})
+            t.push_back(n);
+    t.insert(t.end(), {ffn * projectorIn, projectorOut * projectorOut});
+    return t;
+}
+
 // A SigLIP vision tower (transformers' SiglipVisionConfig and modeling_siglip.py), one entry per parameter
 // tensor: the patch embedding (a convolution with its bias) and the position table, each encoder layer's
 // two LayerNorms, q, k, v and output projections with biases and its two-matrix MLP with biases, the final
@@ -226,8 +313,9 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",   "llama",  "mistral",     "mixtral", "qwen2",    "qwen3",       "qwen3_moe", "gemma",
-        "gemma2", "gemma3", "gemma3_text", "phi3",    "gpt_neox", "deepseek_v3", "gpt_oss",   "qwen3_next"};
+        "gpt2",      "llama",       "mistral", "mixtral",    "qwen2",       "qwen3",
+        "qwen3_moe", "gemma",       "gemma2",  "gemma3",     "gemma3_text", "phi3",
+        "gpt_neox",  "deepseek_v3", "gpt_oss", "qwen3_next", "llama4"}; // llama4_text: its text_config alone
     return types;
 }
 
@@ -355,6 +443,33 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.modelType = "gemma3_text"; // the sliding layers and the rest read as the language model's
         readSlidingWindows(text, textPath, m);
         m.modelType = "gemma3";
+        m.quantization = readQuantization(config, path);
+        return m;
+    } else if (t == "llama4_text") {
+        readLlama4Text(r, config, m);
+        m.quantization = readQuantization(config, path);
+        return m;
+    } else if (t == "llama4") {
+        // Llama4ForConditionalGeneration: the language model under text_config, the vision tower under
+        // vision_config and Llama4MultiModalProjector's one bias-free matrix, vision_output_dim x text width.
+        for (const char* key : {"text_config", "vision_config"})
+            if (config.contains(key) && !config[key].is_object())
+                throw Error(r.at(key), "must be an object");
+        if (!config.contains("text_config"))
+            throw Error(r.at("text_config"), "required for model_type 'llama4' but missing");
+        static const json kEmpty = json::object();
+        const json& text = config["text_config"];
+        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
+        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
+        const Reader tr(text, textPath), vr(vision, visionPath);
+        readLlama4Text(tr, text, m);
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", tr.boolean("tie_word_embeddings", false));
+        if (config.contains("vision_config")) {
+            m.visionTensors = llama4VisionTensors(vr);
+            m.visionTensors.push_back(
+                static_cast<std::uint64_t>(vr.integer("vision_output_dim", 1, kMaxDim, 7680)) *
+                static_cast<std::uint64_t>(m.hidden));
+        }
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "mixtral") {

@@ -290,8 +290,13 @@ std::vector<u64> ModelSpec::parameterTensors() const {
             add(h * static_cast<u64>(experts));
             if (routerBias)
                 add(static_cast<u64>(experts));
-            for (int e = 0; e < experts; ++e)
-                mlp(static_cast<u64>(moeFfn));
+            if (fusedExperts) {
+                add(static_cast<u64>(experts) * h * static_cast<u64>(moeFfn) * (gatedMlp ? 2 : 1));
+                add(static_cast<u64>(experts) * static_cast<u64>(moeFfn) * h);
+            } else {
+                for (int e = 0; e < experts; ++e)
+                    mlp(static_cast<u64>(moeFfn));
+            }
             if (sharedExperts > 0)
                 mlp(static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts));
             if (sharedExpertGate)

@@ -72,6 +72,11 @@ struct ModelSpec {
     // starting with a sliding layer). Empty: every layer attends to the whole context.
     int slidingWindow = 0;
     std::vector<char> slidingLayers; // one per layer, 1 = sliding
+    // The local layers are Llama 4's chunked attention instead (attention_chunk_size in slidingWindow): a
+    // token attends to the earlier tokens of its own chunk of slidingWindow tokens, never further back,
+    // so a layer needs at most one chunk of keys and values; the engines pool such layers apart
+    // (core/serve) or, in some releases, not at all.
+    bool chunkedAttention = false;
     bool isSlidingLayer(int layer) const {
         return slidingWindow > 0 && layer >= 0 && static_cast<std::size_t>(layer) < slidingLayers.size() &&
                slidingLayers[static_cast<std::size_t>(layer)] != 0;
@@ -113,6 +118,9 @@ struct ModelSpec {
     int moeFfn = 0;
     int firstDenseLayers = 0;
     int moeLayerFreq = 1;
+    // The routed experts are stored as two batched tensors per layer, every expert's gate and up projections
+    // in one and their down projections in another (Llama 4's Llama4TextExperts), not one module each.
+    bool fusedExperts = false;
     std::vector<int> denseLayers; // explicit dense layers (Qwen3 mlp_only_layers)
 
     // Multi-head latent attention (DeepSeek V2/V3).

@@ -201,11 +201,18 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
     // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py).
     const LinearStateLayers linear{shape.linearLayers, shape.linearStateBytes};
-    const KvPool pool = vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, fullLayers, slidingLayers, block,
-                                          sv.requestLength, m.slidingWindow, step, linear,
-                                          {version.tokensFromConcurrency, version.linearPagesPerRequest})
-                             : sglangKvPool(sv.availableBytes, kvLayerBytes, fullLayers + slidingLayers,
-                                            block, sv.requestLength);
+    // Chunked local attention (Llama 4): pooled apart where the release's hybrid allocator takes such layers
+    // (engineversions.h), else cached in full like every other layer.
+    const bool chunkedInFull = m.chunkedAttention && !version.poolsChunkedLayers;
+    const bool chunkedApart = m.chunkedAttention && !chunkedInFull;
+    const int pooledFull = chunkedInFull ? fullLayers + slidingLayers : fullLayers;
+    const int pooledLocal = chunkedInFull ? 0 : slidingLayers;
+    const KvPool pool =
+        vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, pooledFull, pooledLocal, block, sv.requestLength,
+                          m.slidingWindow, step, linear,
+                          {version.tokensFromConcurrency, version.linearPagesPerRequest, chunkedApart})
+             : sglangKvPool(sv.availableBytes, kvLayerBytes, fullLayers + slidingLayers, block,
+                            sv.requestLength);
     sv.blockSize = pool.blockSize > 0 ? pool.blockSize : block;
     sv.numBlocks = pool.numBlocks;
     sv.blockBytes = pool.blockBytes;

@@ -25,7 +25,7 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // FP8 weights from compute capability 8.0 (Fp8Config.get_min_capability; Ampere weight-only through FP8
     // Marlin since vllm-project/vllm #5975, 0.5.1), as in 0.11.
     {Engine::Vllm, "vllm 0.8", 0.9, 38, false, 0, 0.13 * kGiB, "V0 ModelRunner", false, 1, StepDefaults::V0,
-     0, 8.0, false, false},
+     0, 8.0, false, false, false},
     // vLLM 0.11 (V1 engine, GPUModelRunner): the budget is gpu_memory_utilization (0.9) x the GPU;
     // profile_run's _dummy_sampler_run samples with top-k and top-p, so apply_top_k_top_p sorts the fp32
     // logits: 38 bytes per (request, entry) (engines.cpp says which). CUDA graphs are captured after the
@@ -42,7 +42,7 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // The worker sets its communicators up before the start-up snapshot (#25359) and refuses to start with
     // less than the budget free then.
     {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner", false, 1,
-     StepDefaults::Chunked, 14, 8.0, true, true},
+     StepDefaults::Chunked, 14, 8.0, true, true, false},
     // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
     // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
     // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
@@ -58,14 +58,14 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // No top-k or top-p in the profiled step, so FlashInfer's path is never taken. FP8 weights run on Turing
     // (7.5) as well: vllm-project/vllm #29901 (merged 2025-12-02) ported Marlin's kernels to it.
     {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner", true, 2,
-     StepDefaults::Chunked, 0, 7.5, true, true},
+     StepDefaults::Chunked, 0, 7.5, true, true, true},
     // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
     // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL
     // existed, less the weights; the step and CUDA graphs live in what the fraction leaves. FP8 weights
     // from compute capability 8.0 (python/sglang/srt/layers/quantization/fp8.py Fp8Config.
     // get_min_capability; Marlin below 8.9).
     {Engine::Sglang, "sglang 0.4", 0, 10, false, 0, 0, "ModelRunner", false, 1, StepDefaults::Chunked, 0, 8.0,
-     false, false},
+     false, false, false},
 }};
 
 } // namespace

@@ -61,6 +61,11 @@ struct EngineVersion {
     // The worker refuses to start when less than the budget is free at that snapshot (V1's gpu_worker.py
     // init_device: "Free memory on device ... on startup is less than desired GPU memory utilization").
     bool checksFreeAtStartup = false;
+    // Whether the hybrid allocator pools chunked local attention layers (Llama 4) apart, one chunk a request.
+    // vllm-project/vllm #21761 (0.10.1) switched the hybrid allocator off for such models unless
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (a latency regression), so every layer caches the
+    // whole context; #29627 made that the default again.
+    bool poolsChunkedLayers = false;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -54,9 +54,14 @@ KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers,
         p.blockBytes = block * layerTokenBytes * g;
         p.numBlocks = wholeUnits(availableBytes, p.blockBytes);
         p.tokens = p.numBlocks / (fullGroups + slidingGroups + linearGroups) * block;
-        const double window = std::min<double>(slidingWindow - 1.0 + stepTokens, request);
+        // Chunked local attention (ChunkedLocalAttentionSpec.max_memory_usage_bytes): one chunk plus the
+        // step's tokens, cdiv(min(chunk + step, max_model_len), block).
+        const double local =
+            rules.chunkedLocal
+                ? std::ceil(std::min<double>(slidingWindow + 1.0 * stepTokens, request) / block)
+                : std::ceil(std::min<double>(slidingWindow - 1.0 + stepTokens, request) / block) + 1;
         const double perRequest =
-            fullGroups * std::ceil(request / block) + slidingGroups * (std::ceil(window / block) + 1) +
+            fullGroups * std::ceil(request / block) + slidingGroups * local +
             linearGroups * static_cast<double>(std::max(1, rules.linearPagesPerRequest));
         p.maxConcurrency = static_cast<double>(p.numBlocks) / perRequest;
     } else {

@@ -27,8 +27,12 @@ struct VllmPoolRules {
     // Pages a request holds in each linear-attention group: 1 without prefix caching (mamba_cache_mode
     // "none"), 2 in "align" mode, the default once prefix caching applies to hybrid models.
     int linearPagesPerRequest = 1;
+    // The local layers are chunked attention (Llama 4), not sliding windows: a request holds one chunk plus
+    // the step's tokens in them (ChunkedLocalAttentionSpec), with no block for a window that straddles one.
+    bool chunkedLocal = false;
 };
-// vLLM's arithmetic, sliding-window and linear-attention layers through its hybrid allocator.
+// vLLM's arithmetic, sliding-window (or chunked) and linear-attention layers through its hybrid allocator;
+// `slidingWindow` is the chunk for chunked layers.
 KvPool vllmKvPool(double availableBytes, double layerTokenBytes, int fullLayers, int slidingLayers,
                   int blockSize, int requestLength, int slidingWindow, int stepTokens,
                   const LinearStateLayers& linear = {}, const VllmPoolRules& rules = {});

@@ -25,6 +25,7 @@ private slots:
     void badValuesNameTheKey();
     void gemma3WithItsVisionTower();
     void qwen3NextHybridLayers();
+    void llama4ChunkedAndInterleaved();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -298,6 +299,87 @@ void TestParamCount::qwen3NextHybridLayers() {
         QFAIL("an unknown layer kind was accepted");
     } catch (const Error& e) {
         QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.layer_types[5]"));
+    }
+}
+
+void TestParamCount::llama4ChunkedAndInterleaved() {
+    // Llama 4, counted by hand from transformers' modeling_llama4.py and checked against the totals the
+    // Hugging Face Hub reports for meta-llama/Llama-4-Scout-17B-16E-Instruct (108,641,793,536) and
+    // Llama-4-Maverick-17B-128E-Instruct (401,583,781,376):
+    // - attention per layer: q and o 5120 x 5120, k and v 5120 x 1024, no biases; the q/k L2 norm has no
+    //   weights: 62,914,560;
+    // - an expert 3 x 5120 x 8192 = 125,829,120 (gate_up_proj and down_proj slices), the shared expert the
+    //   same, the router 5120 x experts; a dense layer 3 x 5120 x 16,384; two norms of 5120;
+    // - embeddings and the untied head 2 x 202,048 x 5120, the final norm;
+    // - the vision tower: patch projection 588 x 1408, class embedding, 577 positions x 1408, two LayerNorms,
+    //   34 layers of four 1408 x 1408 projections with biases, fc1/fc2 1408 x 5632 with biases and two
+    //   LayerNorms (23,807,872 each), the adapter's 5632 x 4096 and 4096 x 4096, the projector 4096 x 5120.
+    const std::uint64_t attention = 2 * 5120ull * 5120 + 2 * 5120ull * 1024;
+    const std::uint64_t expert = 3 * 5120ull * 8192;
+    const std::uint64_t norms = 2 * 5120;
+    const std::uint64_t outer = 2 * 202048ull * 5120 + 5120;
+    const std::uint64_t visionLayer =
+        4 * (1408ull * 1408 + 1408) + 2 * 1408ull * 5632 + 5632 + 1408 + 4 * 1408;
+    QCOMPARE(visionLayer, 23807872ull);
+    const std::uint64_t vision = 588ull * 1408 + 1408 + 577ull * 1408 + 4 * 1408 + 34 * visionLayer +
+                                 5632ull * 4096 + 4096ull * 4096 + 4096ull * 5120;
+    const std::uint64_t scout = 48 * (attention + norms + 17 * expert + 5120 * 16) + outer + vision;
+    const std::uint64_t maverick = 24 * (attention + norms + 129 * expert + 5120 * 128) +
+                                   24 * (attention + norms + 3 * 5120ull * 16384) + outer + vision;
+    QCOMPARE(scout, 108641793536ull);
+    QCOMPARE(maverick, 401583781376ull);
+    const ModelPreset* s = findModelPreset("meta-llama/Llama-4-Scout-17B-16E-Instruct");
+    const ModelPreset* mv = findModelPreset("meta-llama/Llama-4-Maverick-17B-128E-Instruct");
+    QVERIFY(s && mv);
+    QCOMPARE(s->spec.totalParameters(), scout);
+    QCOMPARE(mv->spec.totalParameters(), maverick);
+    QCOMPARE(s->spec.visionParams(), vision);
+    // Every Scout layer is sparse; Maverick's odd layers are (interleave_moe_layer_step 2).
+    QVERIFY(s->spec.isMoeLayer(0) && s->spec.isMoeLayer(47));
+    QVERIFY(!mv->spec.isMoeLayer(0) && mv->spec.isMoeLayer(1) && !mv->spec.isMoeLayer(46) &&
+            mv->spec.isMoeLayer(47));
+    // Chunked attention of 8,192 tokens in three layers of four; every fourth layer (NoPE) is global.
+    QVERIFY(s->spec.chunkedAttention);
+    QCOMPARE(s->spec.slidingWindow, 8192);
+    QCOMPARE(std::count(s->spec.slidingLayers.begin(), s->spec.slidingLayers.end(), 1), 36);
+    QVERIFY(s->spec.isSlidingLayer(0) && s->spec.isSlidingLayer(2) && !s->spec.isSlidingLayer(3) &&
+            !s->spec.isSlidingLayer(47));
+    // The experts are two batched tensors a layer, as a trace shows them, and the tensors add up.
+    const std::vector<std::uint64_t> tensors = s->spec.parameterTensors();
+    QCOMPARE(std::count(tensors.begin(), tensors.end(), 16 * 5120ull * 2 * 8192), 48);
+    QCOMPARE(std::count(tensors.begin(), tensors.end(), 16 * 8192ull * 5120), 48);
+    std::uint64_t sum = 0;
+    for (std::uint64_t n : tensors)
+        sum += n;
+    QCOMPARE(sum, scout);
+    // no_rope_layers and layer_types, when given, decide which layers are chunked; a null chunk size makes
+    // every layer global; moe_layers lists the sparse layers.
+    json text = s->config["text_config"];
+    text["no_rope_layers"] = json::array();
+    for (int i = 0; i < 48; ++i)
+        text["no_rope_layers"].push_back(i < 40 ? 1 : 0);
+    const ModelSpec forty = modelFromHfConfig(text);
+    QCOMPARE(std::count(forty.slidingLayers.begin(), forty.slidingLayers.end(), 1), 40);
+    text["layer_types"] = json::array();
+    for (int i = 0; i < 48; ++i)
+        text["layer_types"].push_back(i % 2 ? "full_attention" : "chunked_attention");
+    const ModelSpec typed = modelFromHfConfig(text);
+    QVERIFY(typed.isSlidingLayer(0) && !typed.isSlidingLayer(1));
+    text["attention_chunk_size"] = nullptr;
+    QVERIFY(!modelFromHfConfig(text).chunkedAttention);
+    json listed = s->config["text_config"];
+    listed["moe_layers"] = {0, 5};
+    const ModelSpec two = modelFromHfConfig(listed);
+    QVERIFY(two.isMoeLayer(0) && two.isMoeLayer(5) && !two.isMoeLayer(1));
+    json bad = s->config;
+    bad["text_config"]["layer_types"] = json::array();
+    for (int i = 0; i < 48; ++i)
+        bad["text_config"]["layer_types"].push_back(i == 7 ? "sliding_attention" : "full_attention");
+    try {
+        modelFromHfConfig(bad, "config.json");
+        QFAIL("an unknown layer kind was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.text_config.layer_types[7]"));
     }
 }
 

@@ -100,6 +100,7 @@ private slots:
     void v0StepAndFlashInferSampler();
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
+    void chunkedAttentionByRelease();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -570,6 +571,11 @@ void TestServing::servingExamples() {
         loadScenarioFile((dir + "serve-llama2-7b-gptq-rtx4090.headroom.json").toStdString());
     QVERIFY(gptq.inference.quantised);
     QVERIFY(estimate(gptq).perGpu[Category::Weights] < 4.0e9); // 6.7B parameters at about half a byte
+    // Llama 4 Scout on four H100s: the newest vLLM pools its chunked layers apart
+    // (chunkedAttentionByRelease).
+    const Estimate scout =
+        estimate(loadScenarioFile((dir + "serve-llama4-scout-vllm-4xh100.headroom.json").toStdString()));
+    QVERIFY(scout.fits && scout.serving.maxConcurrency > 8);
 }
 
 void TestServing::vllmReleases() {
@@ -973,6 +979,39 @@ void TestServing::communicatorsAndStartup() {
     QVERIFY(lower);
     // Without the pipeline the same utilisation starts: the context alone leaves 79.15 GiB free.
     QVERIFY(!estimate(plan("vllm 0.11", 2, 1, 0.99)).serving.refusedAtStartup());
+}
+
+void TestServing::chunkedAttentionByRelease() {
+    // Llama 4 Scout at TP 4 on H100s, 131,072-token requests: 12 global layers and 36 with chunked attention
+    // of 8,192 tokens; one token's keys and values in one layer on one GPU: 2 KV heads x 128 x 2 x 2 bytes.
+    const double layerBytes = 2 * 128 * 2 * 2;
+    auto plan = [&](const char* version) {
+        return estimate(scenarioFromJson(
+            inferenceDoc({{"preset", "meta-llama/Llama-4-Scout-17B-16E-Instruct"}},
+                         {{"engine", "vllm"}, {"engine_version", version}, {"context_length", 131072}},
+                         {{"num_gpus", 4}, {"tensor_parallel", 4}})));
+    };
+    // vLLM 0.11 switches the hybrid allocator off for chunked local attention (#21761): one group of all 48
+    // layers, blocks of 16 tokens, a request needs 131,072 / 16 of them.
+    const Estimate old = plan("vllm 0.11");
+    const ServingEstimate& o = old.serving;
+    QCOMPARE(o.blockBytes, 16 * layerBytes * 48);
+    QCOMPARE(o.numBlocks, static_cast<long long>(std::floor(o.availableBytes / (16 * layerBytes * 48))));
+    QCOMPARE(o.kvCacheTokens, o.numBlocks * 16);
+    QCOMPARE(o.maxConcurrency, static_cast<double>(o.numBlocks) / 8192);
+    // vLLM 0.31 pools them apart: groups of 12 layers (one global, three chunked) share blocks of 12 layers;
+    // a request needs 8,192 blocks in the global group and cdiv(8,192 + the step's 8,192, 16) = 1,024 in
+    // each chunked one (ChunkedLocalAttentionSpec).
+    const Estimate now = plan("vllm 0.31");
+    const ServingEstimate& n = now.serving;
+    QCOMPARE(n.stepTokens, 8192);
+    QCOMPARE(n.blockBytes, 16 * layerBytes * 12);
+    QCOMPARE(n.numBlocks, static_cast<long long>(std::floor(n.availableBytes / (16 * layerBytes * 12))));
+    QCOMPARE(n.maxConcurrency, static_cast<double>(n.numBlocks) / (8192 + 3 * 1024));
+    // The same memory serves 48 / (12 + 36 x 2,048 / 131,072 x 8) = 2.9 times the requests.
+    QVERIFY(n.maxConcurrency / n.availableBytes > 2.9 * o.maxConcurrency / o.availableBytes);
+    // A request no longer than a chunk needs the same blocks either way.
+    QVERIFY(now.fits && old.fits);
 }
 
 QTEST_APPLESS_MAIN(TestServing)

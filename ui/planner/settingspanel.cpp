@@ -788,7 +788,11 @@ void SettingsPanel::refreshModel() {
                 .arg(m.mla ? QStringLiteral("MLA") : QString::number(m.kvHeads))
                 .arg(m.isMoe() ? QStringLiteral(", %1 of %2 experts").arg(m.expertsPerToken).arg(m.experts)
                                : QString())
-                .arg(linear > 0 ? QStringLiteral(" (%1 linear attention)").arg(linear) : QString());
+                .arg(linear > 0 ? QStringLiteral(" (%1 linear attention)").arg(linear)
+                     : m.chunkedAttention
+                         ? QStringLiteral(" (%1 chunked attention)")
+                               .arg(std::count(m.slidingLayers.begin(), m.slidingLayers.end(), 1))
+                         : QString());
     else
         info += tr("<br>architecture unknown: activations are not estimated");
     m_modelInfo->setText(info);
