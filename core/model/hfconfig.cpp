@@ -284,6 +284,23 @@ std::vector<std::uint64_t> llama4VisionTensors(const Reader& r) {
     return t;
 }
 
+// Pixtral's vision tower (transformers' PixtralVisionModel): the patch convolution without bias, an RMSNorm
+// before the transformer, and per layer an attention and an FFN RMSNorm, q, k, v and output projections and
+// a gated MLP, none with biases (its 2-D RoPE is a buffer).
+std::vector<std::uint64_t> pixtralTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1024));
+    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 4096));
+    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 24));
+    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
+    std::vector<u64> t = {h * channels * patch * patch, h};
+    for (u64 l = 0; l < layers; ++l)
+        for (u64 n : {h, h * h, h * h, h * h, h * h, h, h * ffn, h * ffn, ffn * h})
+            t.push_back(n);
+    return t;
+}
+
 // A SigLIP vision tower (transformers' SiglipVisionConfig and modeling_siglip.py), one entry per parameter
 // tensor: the patch embedding (a convolution with its bias) and the position table, each encoder layer's
 // two LayerNorms, q, k, v and output projections with biases and its two-matrix MLP with biases, the final
@@ -313,9 +330,9 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",      "llama",       "mistral", "mixtral",    "qwen2",       "qwen3",
-        "qwen3_moe", "gemma",       "gemma2",  "gemma3",     "gemma3_text", "phi3",
-        "gpt_neox",  "deepseek_v3", "gpt_oss", "qwen3_next", "llama4"}; // llama4_text: its text_config alone
+        "gpt2",    "llama",      "mistral", "mixtral",     "qwen2", "qwen3",    "qwen3_moe",
+        "gemma",   "gemma2",     "gemma3",  "gemma3_text", "phi3",  "gpt_neox", "deepseek_v3",
+        "gpt_oss", "qwen3_next", "llama4",  "mistral3"}; // llama4_text: its text_config alone
     return types;
 }
 
@@ -470,6 +487,35 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
                 static_cast<std::uint64_t>(vr.integer("vision_output_dim", 1, kMaxDim, 7680)) *
                 static_cast<std::uint64_t>(m.hidden));
         }
+        m.quantization = readQuantization(config, path);
+        return m;
+    } else if (t == "mistral3") {
+        // Mistral3ForConditionalGeneration (Mistral Small 3.1 and 3.2): a Mistral language model under
+        // text_config, a Pixtral tower under vision_config and Mistral3MultiModalProjector: an RMSNorm of the
+        // vision width, the patch merger's vision width x spatial_merge_size^2 -> vision width, and two
+        // linears to the text width (with biases when multimodal_projector_bias).
+        for (const char* key : {"text_config", "vision_config"})
+            if (config.contains(key) && !config[key].is_object())
+                throw Error(r.at(key), "must be an object");
+        if (!config.contains("text_config"))
+            throw Error(r.at("text_config"), "required for model_type 'mistral3' but missing");
+        static const json kEmpty = json::object();
+        const json& text = config["text_config"];
+        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
+        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
+        const Reader tr(text, textPath), vr(vision, visionPath);
+        readLlamaLike(tr, m, false);
+        m.qkvBias = m.outBias = tr.boolean("attention_bias", false);
+        m.mlpBias = tr.boolean("mlp_bias", false);
+        m.visionTensors = pixtralTensors(vr);
+        const auto v = static_cast<std::uint64_t>(vr.integer("hidden_size", 1, kMaxDim, 1024));
+        const auto h = static_cast<std::uint64_t>(m.hidden);
+        const auto merge = static_cast<std::uint64_t>(r.integer("spatial_merge_size", 1, 64, 2));
+        const bool bias = r.boolean("multimodal_projector_bias", false);
+        m.visionTensors.insert(m.visionTensors.end(), {v, v * merge * merge * v, v * h, h * h});
+        if (bias)
+            m.visionTensors.insert(m.visionTensors.end(), {h, h});
+        readSlidingWindows(text, textPath, m);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "mixtral") {

@@ -26,6 +26,7 @@ private slots:
     void gemma3WithItsVisionTower();
     void qwen3NextHybridLayers();
     void llama4ChunkedAndInterleaved();
+    void mistral3WithPixtral();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -380,6 +381,40 @@ void TestParamCount::llama4ChunkedAndInterleaved() {
         QFAIL("an unknown layer kind was accepted");
     } catch (const Error& e) {
         QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.text_config.layer_types[7]"));
+    }
+}
+
+void TestParamCount::mistral3WithPixtral() {
+    // Mistral-Small-3.2-24B-Instruct-2506 by hand from transformers' modeling_mistral3.py and
+    // modeling_pixtral.py, against keras-hub's mistral3 preset and the Hub (24,011,361,280):
+    // - the language model: embeddings and untied head 2 x 131,072 x 5120; per layer q and o 5120 x 4096, k
+    // and
+    //   v 5120 x 1024, the MLP 3 x 5120 x 32,768, two norms; the final norm;
+    // - Pixtral: the patch convolution 3 x 14 x 14 x 1024 and ln_pre; per layer two norms of 1024, four
+    //   1024 x 1024 projections and a gated MLP 3 x 1024 x 4096, no biases;
+    // - the projector: a norm of 1024, the patch merger 4096 x 1024, linear_1 1024 x 5120, linear_2 5120 x
+    // 5120.
+    const std::uint64_t text =
+        2 * 131072ull * 5120 +
+        40 * (2 * 5120ull * 4096 + 2 * 5120ull * 1024 + 3 * 5120ull * 32768 + 2 * 5120) + 5120;
+    const std::uint64_t pixtral =
+        588ull * 1024 + 1024 + 24 * (2 * 1024 + 4 * 1024ull * 1024 + 3 * 1024ull * 4096);
+    const std::uint64_t projector = 1024 + 4096ull * 1024 + 1024ull * 5120 + 5120ull * 5120;
+    QCOMPARE(text + pixtral + projector, 24011361280ull);
+    const ModelPreset* p = findModelPreset("mistralai/Mistral-Small-3.2-24B-Instruct-2506");
+    QVERIFY(p);
+    QCOMPARE(p->spec.totalParameters(), text + pixtral + projector);
+    QCOMPARE(p->spec.visionParams(), pixtral + projector);
+    // multimodal_projector_bias adds the two linears' biases; a text_config that is not an object is named.
+    json cfg = p->config;
+    cfg["multimodal_projector_bias"] = true;
+    QCOMPARE(modelFromHfConfig(cfg).totalParameters(), text + pixtral + projector + 2 * 5120);
+    cfg["text_config"] = 3;
+    try {
+        modelFromHfConfig(cfg, "config.json");
+        QFAIL("a number was accepted as text_config");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.text_config"));
     }
 }
 
