@@ -901,9 +901,12 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
         // state per request in vLLM's pool, transformers' generate and plain inference.
         if (sc.mode == Mode::Training)
             sc.warnings.push_back(
-                "model: the linear-attention (Gated DeltaNet) layers' activations are planned "
-                "as an attention layer's; what their chunked delta rule saves for the "
-                "backward is not modelled yet");
+                sc.model.linearKind == ModelSpec::LinearKind::Mamba2
+                    ? "model: the Mamba-2 layers' activations are planned as an attention layer's; what "
+                      "their chunked scan saves for the backward is not modelled yet"
+                    : "model: the linear-attention (Gated DeltaNet) layers' activations are planned "
+                      "as an attention layer's; what their chunked delta rule saves for the "
+                      "backward is not modelled yet");
         else if (sc.inference.engine == Engine::Sglang)
             sc.warnings.push_back(
                 "model: SGLang keeps the linear-attention layers' states in a pool of its own "

@@ -172,6 +172,60 @@ void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) 
     m.linearLayers = std::move(linear);
 }
 
+// IBM Granite 4.0's hybrid models (transformers' GraniteMoeHybridConfig and modular_granitemoehybrid.py):
+// each layer mixes with a Mamba-2 mixer (BambaMixer) or with attention, as layer_types says (all Mamba
+// without it), and then runs the MoE (GraniteMoeMoE: every expert's gate and up projections in one batched
+// tensor and the down projections in another, a bias-free router) beside a shared MLP of
+// shared_intermediate_size; with no experts the shared MLP alone. No positional embedding by default.
+void readGraniteMoeHybrid(const Reader& r, const nlohmann::json& config, ModelSpec& m) {
+    readLlamaLike(r, m, false);
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    m.experts = r.integer("num_local_experts", 0, 1 << 16, 8);
+    const int shared = r.integer("shared_intermediate_size", 0, kMaxDim, 1024);
+    if (m.experts > 0) {
+        m.moeFfn = m.ffn;
+        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts, 2);
+        m.fusedExperts = true;
+        m.sharedExperts = shared > 0 ? 1 : 0;
+        m.sharedFfn = shared;
+    } else {
+        m.ffn = shared; // the shared MLP is the layer's only MLP
+    }
+    m.linearKind = ModelSpec::LinearKind::Mamba2;
+    const int expand = r.integer("mamba_expand", 1, 64, 2);
+    m.mambaInner = expand * m.hidden;
+    m.mambaHeads = r.integer("mamba_n_heads", 1, kMaxDim, 128);
+    if (m.mambaInner % m.mambaHeads != 0)
+        throw Error(r.at("mamba_n_heads"),
+                    "must divide mamba_expand x hidden_size (" + std::to_string(m.mambaInner) + ")");
+    const auto head = config.find("mamba_d_head");
+    const bool autoHead = head == config.end() || head->is_null() || (head->is_string() && *head == "auto");
+    m.mambaHeadDim = autoHead ? m.mambaInner / m.mambaHeads : r.integer("mamba_d_head", 1, kMaxDim);
+    if (m.mambaHeadDim * m.mambaHeads != m.mambaInner)
+        throw Error(r.at("mamba_d_head"), "times mamba_n_heads must be mamba_expand x hidden_size (" +
+                                              std::to_string(m.mambaInner) + ")");
+    m.mambaGroups = r.integer("mamba_n_groups", 1, kMaxDim, 1);
+    m.mambaStateSize = r.integer("mamba_d_state", 1, kMaxDim, 256);
+    m.linearConvKernel = r.integer("mamba_d_conv", 1, 64, 4);
+    m.mambaConvBias = r.boolean("mamba_conv_bias", true);
+    m.mambaProjBias = r.boolean("mamba_proj_bias", false);
+    std::vector<char> mamba(static_cast<std::size_t>(m.layers), 1);
+    const auto types = config.find("layer_types");
+    if (types != config.end() && !types->is_null()) {
+        const std::string at = r.at("layer_types");
+        if (!types->is_array() || types->size() != mamba.size())
+            throw Error(at, "must list one layer type per layer (" + std::to_string(m.layers) + ")");
+        for (std::size_t i = 0; i < mamba.size(); ++i) {
+            const auto& kind = (*types)[i];
+            if (!kind.is_string() || (kind != "mamba" && kind != "attention"))
+                throw Error(at + "[" + std::to_string(i) + "]",
+                            "must be \"mamba\" or \"attention\", got " + kind.dump());
+            mamba[i] = kind == "mamba";
+        }
+    }
+    m.linearLayers = std::move(mamba);
+}
+
 // Gemma 3's language model (transformers' Gemma3TextConfig, whose defaults fill what checkpoints leave out:
 // google/gemma-3-4b-it's text_config names only its width, depth, FFN, RoPE scaling and window). Llama's
 // layout with four norms per layer (input, post-attention, pre- and post-feedforward), per-head q/k
@@ -330,9 +384,10 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",    "llama",      "mistral", "mixtral",     "qwen2", "qwen3",    "qwen3_moe",
-        "gemma",   "gemma2",     "gemma3",  "gemma3_text", "phi3",  "gpt_neox", "deepseek_v3",
-        "gpt_oss", "qwen3_next", "llama4",  "mistral3"}; // llama4_text: its text_config alone
+        "gpt2",        "llama",     "mistral",  "mixtral",         "qwen2",
+        "qwen3",       "qwen3_moe", "gemma",    "gemma2",          "gemma3",
+        "gemma3_text", "phi3",      "gpt_neox", "deepseek_v3",     "gpt_oss",
+        "qwen3_next",  "llama4",    "mistral3", "granitemoehybrid"}; // and llama4_text
     return types;
 }
 
@@ -518,6 +573,8 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         readSlidingWindows(text, textPath, m);
         m.quantization = readQuantization(config, path);
         return m;
+    } else if (t == "granitemoehybrid") {
+        readGraniteMoeHybrid(r, config, m);
     } else if (t == "mixtral") {
         readLlamaLike(r, m, false);
         m.experts = r.integer("num_local_experts", 1, 1 << 16);

@@ -23,8 +23,21 @@ static u64 mlpParams(u64 h, u64 f, bool gated, bool bias) {
     return weights + biases;
 }
 
+double ModelSpec::mambaConvChannels(int tensorParallel) const {
+    const int tp = std::max(1, tensorParallel);
+    const int groups = mambaGroups % tp == 0 ? mambaGroups : mambaGroups + (tp - mambaGroups);
+    return std::floor((static_cast<double>(mambaInner) + 2.0 * groups * mambaStateSize) / tp);
+}
+
 std::vector<ModelSpec::Matrix> ModelSpec::linearAttentionMatrices() const {
     const u64 h = static_cast<u64>(hidden);
+    if (linearKind == LinearKind::Mamba2) {
+        // BambaMixer: in_proj yields the gate (inner), the convolution's input (inner + 2 x groups x state)
+        // and one time step per head.
+        const u64 inner = static_cast<u64>(mambaInner);
+        const u64 conv = inner + 2 * static_cast<u64>(mambaGroups) * static_cast<u64>(mambaStateSize);
+        return {{"in_proj", inner + conv + static_cast<u64>(mambaHeads), h}, {"out_proj", h, inner}};
+    }
     const u64 keyDim = static_cast<u64>(linearKeyHeads) * static_cast<u64>(linearKeyHeadDim);
     const u64 valueDim = static_cast<u64>(linearValueHeads) * static_cast<u64>(linearValueHeadDim);
     // in_proj_qkvz: queries, keys, values and the output gate; in_proj_ba: beta and the decay's input, one
@@ -39,6 +52,23 @@ std::vector<ModelSpec::Matrix> ModelSpec::linearAttentionMatrices() const {
 // RMSNorm of one value head.
 static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
     std::vector<u64> t;
+    if (m.linearKind == ModelSpec::LinearKind::Mamba2) {
+        // BambaMixer's parameters: in_proj (and its bias), the depthwise conv1d (and its bias), dt_bias,
+        // A_log and D per head, the gated RMSNorm of the inner width, out_proj (and its bias).
+        const std::vector<ModelSpec::Matrix> mx = m.linearAttentionMatrices();
+        const u64 heads = static_cast<u64>(m.mambaHeads), inner = static_cast<u64>(m.mambaInner);
+        const u64 conv = static_cast<u64>(m.mambaConvChannels(1));
+        t.push_back(mx[0].out * mx[0].in);
+        if (m.mambaProjBias)
+            t.push_back(mx[0].out);
+        t.push_back(conv * static_cast<u64>(m.linearConvKernel));
+        if (m.mambaConvBias)
+            t.push_back(conv);
+        t.insert(t.end(), {heads, heads, heads, inner, mx[1].out * mx[1].in});
+        if (m.mambaProjBias)
+            t.push_back(mx[1].out);
+        return t;
+    }
     for (const ModelSpec::Matrix& x : m.linearAttentionMatrices())
         t.push_back(x.out * x.in);
     const u64 nv = static_cast<u64>(m.linearValueHeads);
@@ -50,6 +80,8 @@ static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
 }
 
 double ModelSpec::linearConvStateElements(int tensorParallel) const {
+    if (linearKind == LinearKind::Mamba2) // mamba2_state_shape: (conv_kernel - 1, conv_dim / tp)
+        return mambaConvChannels(tensorParallel) * std::max(0, linearConvKernel - 1);
     // vllm/model_executor/layers/mamba/mamba_utils.py, gated_delta_net_state_shape: conv_dim / tp channels
     // by conv_kernel_size - 1 positions.
     const double convDim =
@@ -58,6 +90,9 @@ double ModelSpec::linearConvStateElements(int tensorParallel) const {
 }
 
 double ModelSpec::linearRecurrentStateElements(int tensorParallel) const {
+    if (linearKind == LinearKind::Mamba2) // (num_heads / tp, head_dim, state_size)
+        return std::floor(static_cast<double>(mambaHeads) / std::max(1, tensorParallel)) * mambaHeadDim *
+               mambaStateSize;
     // The same function's temporal state: num_v_heads / tp heads of head_v_dim x head_k_dim.
     return std::floor(static_cast<double>(linearValueHeads) / std::max(1, tensorParallel)) *
            linearValueHeadDim * linearKeyHeadDim;
@@ -105,8 +140,8 @@ LayerParams ModelSpec::layerParams(int layer) const {
         p.router = h * static_cast<u64>(experts) + (routerBias ? static_cast<u64>(experts) : 0) +
                    (sharedExpertGate ? h : 0);
         if (sharedExperts > 0) {
-            p.denseMlp = mlpParams(h, f * static_cast<u64>(sharedExperts), gatedMlp, mlpBias);
-            p.mlpWidth = moeFfn * sharedExperts;
+            p.denseMlp = mlpParams(h, static_cast<u64>(sharedExpertWidth()), gatedMlp, mlpBias);
+            p.mlpWidth = sharedExpertWidth();
         }
     } else {
         p.denseMlp = mlpParams(h, static_cast<u64>(ffn), gatedMlp, mlpBias);
@@ -146,7 +181,7 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
     };
     if (isLinearLayer(layer)) {
         for (const Matrix& x : linearAttentionMatrices())
-            add(std::string("linear_attn.") + x.name, x.out, x.in);
+            add(std::string(linearModule()) + "." + x.name, x.out, x.in);
     } else if (mla) {
         const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
         if (qLoraRank > 0) {
@@ -183,8 +218,7 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
     if (p.isMoe()) {
         b.perExpert = mlp("mlp.experts.0", static_cast<u64>(moeFfn), p.perExpert);
         if (sharedExperts > 0)
-            b.denseMlp = mlp("mlp.shared_experts", static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts),
-                             p.denseMlp);
+            b.denseMlp = mlp("mlp.shared_experts", static_cast<u64>(sharedExpertWidth()), p.denseMlp);
     } else if (p.denseMlp > 0) {
         b.denseMlp = mlp("mlp", static_cast<u64>(ffn), p.denseMlp);
     }
@@ -298,7 +332,7 @@ std::vector<u64> ModelSpec::parameterTensors() const {
                     mlp(static_cast<u64>(moeFfn));
             }
             if (sharedExperts > 0)
-                mlp(static_cast<u64>(moeFfn) * static_cast<u64>(sharedExperts));
+                mlp(static_cast<u64>(sharedExpertWidth()));
             if (sharedExpertGate)
                 add(h);
         } else {

@@ -87,6 +87,24 @@ struct ModelSpec {
     // state of value x key head size per value head. From the config's layer_types, else
     // full_attention_interval. Empty: every layer is an attention layer.
     std::vector<char> linearLayers; // one per layer, 1 = linear attention
+    // Which mixer the linear layers are: Qwen3-Next's Gated DeltaNet, or a Mamba-2 mixer (IBM Granite 4.0's
+    // hybrid models, transformers' BambaMixer): in_proj to the gate, the convolution's channels and one
+    // time step per head, a depthwise convolution over inner + 2 x groups x state channels, dt_bias, A_log
+    // and D per head, a gated RMSNorm of the inner width and out_proj; its state per request is the
+    // convolution's last kernel - 1 inputs and heads x head size x state size.
+    enum class LinearKind { GatedDeltaNet, Mamba2 };
+    LinearKind linearKind = LinearKind::GatedDeltaNet;
+    int mambaHeads = 0;
+    int mambaHeadDim = 0;
+    int mambaStateSize = 0;
+    int mambaGroups = 1;
+    int mambaInner = 0; // mamba_expand x hidden
+    bool mambaConvBias = true;
+    bool mambaProjBias = false;
+    // The convolution's channels of a Mamba-2 mixer on one of `tensorParallel` ranks: vLLM gives every rank
+    // all the groups its heads need (a single group is replicated, mamba_utils.py
+    // extra_groups_for_head_shards).
+    double mambaConvChannels(int tensorParallel) const;
     int linearKeyHeads = 0;
     int linearValueHeads = 0;
     int linearKeyHeadDim = 0;
@@ -104,6 +122,8 @@ struct ModelSpec {
         std::uint64_t out, in;
     };
     std::vector<Matrix> linearAttentionMatrices() const;
+    // The linear layer's module under the decoder layer: "linear_attn" (Qwen3-Next) or "mamba" (Granite).
+    const char* linearModule() const { return linearKind == LinearKind::Mamba2 ? "mamba" : "linear_attn"; }
     // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.
     double linearConvStateElements(int tensorParallel) const;
@@ -115,6 +135,10 @@ struct ModelSpec {
     int experts = 0;
     int expertsPerToken = 0;
     int sharedExperts = 0;
+    // The shared experts' combined width when it is not sharedExperts x moeFfn (Granite's
+    // shared_intermediate_size); 0: sharedExperts x moeFfn.
+    int sharedFfn = 0;
+    int sharedExpertWidth() const { return sharedFfn > 0 ? sharedFfn : sharedExperts * moeFfn; }
     int moeFfn = 0;
     int firstDenseLayers = 0;
     int moeLayerFreq = 1;

@@ -241,8 +241,11 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         };
         if (moe) {
             mm.push_back(m.experts);
-            for (int i = 0; i < m.sharedExperts; ++i)
-                mlp(m.moeFfn);
+            if (m.sharedFfn > 0)
+                mlp(m.sharedFfn);
+            else
+                for (int i = 0; i < m.sharedExperts; ++i)
+                    mlp(m.moeFfn);
         } else {
             mlp(mlpWidth);
         }

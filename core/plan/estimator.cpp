@@ -593,7 +593,7 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
 
     const double e = 2;
     const double heads = m.heads / t;
-    const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExperts * m.moeFfn : m.ffn;
+    const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExpertWidth() : m.ffn;
     const double perToken =
         e * (2.0 * m.hidden + 2 * heads * m.headDim + kvPerToken + (m.gatedMlp ? 3.0 : 2.0) * width / t);
 

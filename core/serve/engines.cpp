@@ -113,8 +113,14 @@ void huggingFaceGenerate(const Scenario& sc, StageModel& st, const InferenceShap
     // A linear-attention layer's cache (transformers' Qwen3NextDynamicCache) keeps the convolution's state
     // in the activations' dtype and the recurrent state as the chunked delta rule returns it, in fp32
     // (modeling_qwen3_next.py, torch_chunk_gated_delta_rule).
+    // A Mamba-2 layer's (HybridMambaAttentionDynamicCache, modeling_bamba.py) keeps both in the model's
+    // dtype, the convolution's state over the whole kernel rather than kernel - 1 inputs.
     st.serving.stateBytesPerRequest =
-        shape.linearLayers * (2.0 * shape.linearConvElements + 4.0 * shape.linearRecurrentElements);
+        m.linearKind == ModelSpec::LinearKind::Mamba2
+            ? shape.linearLayers * 2.0 *
+                  (m.mambaConvChannels(sc.cluster.tensorParallel) * m.linearConvKernel +
+                   shape.linearRecurrentElements)
+            : shape.linearLayers * (2.0 * shape.linearConvElements + 4.0 * shape.linearRecurrentElements);
     st.kvCache = layerBytes * (fullLayers * ctx + slidingLayers * window) + st.serving.stateBytesPerRequest;
     st.prefillKvExtra = layerBytes * slidingLayers * (ctx - window);
     st.decodeKvTransient = std::max(keys, values) * in.kvCacheBytes * (fullLayers > 0 ? ctx : window);

@@ -101,6 +101,7 @@ private slots:
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
     void chunkedAttentionByRelease();
+    void mamba2StateInThePool();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -1012,6 +1013,50 @@ void TestServing::chunkedAttentionByRelease() {
     QVERIFY(n.maxConcurrency / n.availableBytes > 2.9 * o.maxConcurrency / o.availableBytes);
     // A request no longer than a chunk needs the same blocks either way.
     QVERIFY(now.fits && old.fits);
+}
+
+void TestServing::mamba2StateInThePool() {
+    // granite-4.0-h-small's shape (tst_paramcount::graniteMamba2Hybrid) served by vLLM 0.11 on one H200 with
+    // 32,768-token requests. A Mamba-2 layer's state per request (mamba2_state_shape, bf16): 3 x 8,448
+    // convolution inputs and 128 x 64 x 128, 2 x 1,073,920 = 2,147,840 bytes; an attention layer's keys and
+    // values 2 x 8 x 128 x 2 = 4,096 bytes a token. vLLM grows the attention block in steps of 16 until a
+    // page holds a state: ceil(2,147,840 / (16 x 4,096)) x 16 = 528 tokens; 4 attention layers and 36 Mamba
+    // layers make groups of 4 (one attention group, nine Mamba groups) sharing blocks of 528 x 4,096 x 4
+    // bytes, and a request holds ceil(32,768 / 528) = 63 blocks plus one page in each Mamba group.
+    json model = {{"model_type", "granitemoehybrid"},
+                  {"hidden_size", 4096},
+                  {"intermediate_size", 768},
+                  {"num_hidden_layers", 40},
+                  {"num_attention_heads", 32},
+                  {"num_key_value_heads", 8},
+                  {"num_local_experts", 72},
+                  {"num_experts_per_tok", 10},
+                  {"shared_intermediate_size", 1536},
+                  {"mamba_n_heads", 128},
+                  {"mamba_d_head", 64},
+                  {"mamba_d_state", 128},
+                  {"mamba_d_conv", 4},
+                  {"mamba_n_groups", 1},
+                  {"mamba_expand", 2},
+                  {"tie_word_embeddings", true},
+                  {"vocab_size", 100352}};
+    model["layer_types"] = json::array();
+    for (int i = 0; i < 40; ++i)
+        model["layer_types"].push_back(i % 10 == 5 ? "attention" : "mamba");
+    const Estimate e = estimate(scenarioFromJson(
+        inferenceDoc(model, {{"engine", "vllm"}, {"engine_version", "vllm 0.11"}, {"context_length", 32768}},
+                     {{"gpu", "H200-141GB"}})));
+    const ServingEstimate& sv = e.serving;
+    QCOMPARE(sv.stateBytesPerRequest, 36 * 2147840.0);
+    QCOMPARE(sv.blockSize, 528);
+    QCOMPARE(sv.blockBytes, 528 * 4096.0 * 4);
+    QCOMPARE(sv.numBlocks, static_cast<long long>(std::floor(sv.availableBytes / (528 * 4096.0 * 4))));
+    QCOMPARE(sv.maxConcurrency, static_cast<double>(sv.numBlocks) / (63 + 9));
+    // transformers' generate (HybridMambaAttentionDynamicCache) keeps the convolution's whole kernel, in
+    // bf16.
+    json hf = inferenceDoc(model, {{"engine", "huggingface"}, {"context_length", 1024}}, {});
+    QCOMPARE(estimate(scenarioFromJson(hf)).serving.stateBytesPerRequest,
+             36 * 2.0 * (4.0 * 8448 + 128.0 * 64 * 128));
 }
 
 QTEST_APPLESS_MAIN(TestServing)

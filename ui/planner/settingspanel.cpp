@@ -788,7 +788,10 @@ void SettingsPanel::refreshModel() {
                 .arg(m.mla ? QStringLiteral("MLA") : QString::number(m.kvHeads))
                 .arg(m.isMoe() ? QStringLiteral(", %1 of %2 experts").arg(m.expertsPerToken).arg(m.experts)
                                : QString())
-                .arg(linear > 0 ? QStringLiteral(" (%1 linear attention)").arg(linear)
+                .arg(linear > 0 ? (m.linearKind == ModelSpec::LinearKind::Mamba2
+                                       ? QStringLiteral(" (%1 Mamba-2)")
+                                       : QStringLiteral(" (%1 linear attention)"))
+                                      .arg(linear)
                      : m.chunkedAttention
                          ? QStringLiteral(" (%1 chunked attention)")
                                .arg(std::count(m.slidingLayers.begin(), m.slidingLayers.end(), 1))
