@@ -172,6 +172,27 @@ void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) 
     m.linearLayers = std::move(linear);
 }
 
+// A multimodal config's language model (text_config) and vision tower (vision_config), each an object when
+// given; a part left out reads as an empty object (the family's defaults), unless the text is required.
+struct MultimodalParts {
+    MultimodalParts(const Reader& r, const nlohmann::json& config, bool textRequired)
+        : textPath(r.at("text_config")), visionPath(r.at("vision_config")) {
+        for (const char* key : {"text_config", "vision_config"})
+            if (config.contains(key) && !config[key].is_object())
+                throw Error(r.at(key), "must be an object");
+        if (textRequired && !config.contains("text_config"))
+            throw Error(textPath, "required for model_type '" + r.modelType() + "' but missing");
+        static const nlohmann::json kEmpty = nlohmann::json::object();
+        text = config.contains("text_config") ? &config["text_config"] : &kEmpty;
+        vision = config.contains("vision_config") ? &config["vision_config"] : &kEmpty;
+        hasVision = config.contains("vision_config");
+    }
+    const nlohmann::json* text = nullptr;
+    const nlohmann::json* vision = nullptr;
+    std::string textPath, visionPath;
+    bool hasVision = false;
+};
+
 // IBM Granite 4.0's hybrid models (transformers' GraniteMoeHybridConfig and modular_granitemoehybrid.py):
 // each layer mixes with a Mamba-2 mixer (BambaMixer) or with attention, as layer_types says (all Mamba
 // without it), and then runs the MoE (GraniteMoeMoE: every expert's gate and up projections in one batched
@@ -499,13 +520,9 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // vision_config, and Gemma3MultiModalProjector between them (modeling_gemma3.py: its
         // mm_input_projection_weight, vision width x text width, and mm_soft_emb_norm, an RMSNorm of the
         // vision width).
-        for (const char* key : {"text_config", "vision_config"})
-            if (config.contains(key) && !config[key].is_object())
-                throw Error(r.at(key), "must be an object");
-        static const json kEmpty = json::object();
-        const json& text = config.contains("text_config") ? config["text_config"] : kEmpty;
-        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
-        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
+        const MultimodalParts parts(r, config, false);
+        const json &text = *parts.text, &vision = *parts.vision;
+        const std::string &textPath = parts.textPath, &visionPath = parts.visionPath;
         const Reader tr(text, textPath), vr(vision, visionPath);
         readGemma3Text(tr, m);
         m.visionTensors = siglipTensors(vr);
@@ -524,19 +541,12 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
     } else if (t == "llama4") {
         // Llama4ForConditionalGeneration: the language model under text_config, the vision tower under
         // vision_config and Llama4MultiModalProjector's one bias-free matrix, vision_output_dim x text width.
-        for (const char* key : {"text_config", "vision_config"})
-            if (config.contains(key) && !config[key].is_object())
-                throw Error(r.at(key), "must be an object");
-        if (!config.contains("text_config"))
-            throw Error(r.at("text_config"), "required for model_type 'llama4' but missing");
-        static const json kEmpty = json::object();
-        const json& text = config["text_config"];
-        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
-        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
-        const Reader tr(text, textPath), vr(vision, visionPath);
+        const MultimodalParts parts(r, config, true);
+        const json& text = *parts.text;
+        const Reader tr(text, parts.textPath), vr(*parts.vision, parts.visionPath);
         readLlama4Text(tr, text, m);
         m.tiedEmbeddings = r.boolean("tie_word_embeddings", tr.boolean("tie_word_embeddings", false));
-        if (config.contains("vision_config")) {
+        if (parts.hasVision) {
             m.visionTensors = llama4VisionTensors(vr);
             m.visionTensors.push_back(
                 static_cast<std::uint64_t>(vr.integer("vision_output_dim", 1, kMaxDim, 7680)) *
@@ -549,16 +559,9 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // text_config, a Pixtral tower under vision_config and Mistral3MultiModalProjector: an RMSNorm of the
         // vision width, the patch merger's vision width x spatial_merge_size^2 -> vision width, and two
         // linears to the text width (with biases when multimodal_projector_bias).
-        for (const char* key : {"text_config", "vision_config"})
-            if (config.contains(key) && !config[key].is_object())
-                throw Error(r.at(key), "must be an object");
-        if (!config.contains("text_config"))
-            throw Error(r.at("text_config"), "required for model_type 'mistral3' but missing");
-        static const json kEmpty = json::object();
-        const json& text = config["text_config"];
-        const json& vision = config.contains("vision_config") ? config["vision_config"] : kEmpty;
-        const std::string textPath = r.at("text_config"), visionPath = r.at("vision_config");
-        const Reader tr(text, textPath), vr(vision, visionPath);
+        const MultimodalParts parts(r, config, true);
+        const json& text = *parts.text;
+        const Reader tr(text, parts.textPath), vr(*parts.vision, parts.visionPath);
         readLlamaLike(tr, m, false);
         m.qkvBias = m.outBias = tr.boolean("attention_bias", false);
         m.mlpBias = tr.boolean("mlp_bias", false);
@@ -570,7 +573,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.visionTensors.insert(m.visionTensors.end(), {v, v * merge * merge * v, v * h, h * h});
         if (bias)
             m.visionTensors.insert(m.visionTensors.end(), {h, h});
-        readSlidingWindows(text, textPath, m);
+        readSlidingWindows(text, parts.textPath, m);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "granitemoehybrid") {
