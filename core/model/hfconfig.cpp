@@ -334,23 +334,36 @@ void readLlama4Text(const Reader& r, const nlohmann::json& config, ModelSpec& m)
     m.chunkedAttention = true;
 }
 
+// A vision tower's shape as its config gives it, each key defaulting to the family's config class.
+struct TowerShape {
+    std::uint64_t hidden, ffn, layers, channels, image, patch;
+};
+TowerShape towerShape(const Reader& r, const TowerShape& defaults) {
+    const auto get = [&](const char* key, long long hi, std::uint64_t fallback) {
+        return static_cast<std::uint64_t>(r.integer(key, 1, hi, static_cast<int>(fallback)));
+    };
+    TowerShape t{get("hidden_size", kMaxDim, defaults.hidden),
+                 get("intermediate_size", kMaxDim, defaults.ffn),
+                 get("num_hidden_layers", kMaxLayers, defaults.layers),
+                 get("num_channels", 64, defaults.channels),
+                 get("image_size", 1 << 16, defaults.image),
+                 get("patch_size", 1 << 16, defaults.patch)};
+    if (t.patch > t.image)
+        throw Error(r.at("patch_size"), "is larger than image_size (" + std::to_string(t.image) + ")");
+    return t;
+}
+
 // Llama 4's vision tower (transformers' Llama4VisionModel), one entry per parameter tensor: the unfolded
 // patch projection (no bias), the class embedding and position table, the LayerNorms before and after, each
 // encoder layer's q, k, v and output projections with biases, its two-matrix MLP with biases and two
 // LayerNorms, and the pixel-shuffle adapter's two bias-free matrices (Llama4VisionMLP2).
 std::vector<std::uint64_t> llama4VisionTensors(const Reader& r) {
     using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 768));
-    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 5632));
-    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 34));
-    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
-    const u64 image = static_cast<u64>(r.integer("image_size", 1, 1 << 16, 448));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
+    const TowerShape s = towerShape(r, {768, 5632, 34, 3, 448, 14});
+    const u64 h = s.hidden, ffn = s.ffn, layers = s.layers, channels = s.channels, patch = s.patch;
     const u64 projectorIn = static_cast<u64>(r.integer("projector_input_dim", 1, kMaxDim, 4096));
     const u64 projectorOut = static_cast<u64>(r.integer("projector_output_dim", 1, kMaxDim, 4096));
-    if (patch > image)
-        throw Error(r.at("patch_size"), "is larger than image_size (" + std::to_string(image) + ")");
-    const u64 side = image / patch;
+    const u64 side = s.image / patch;
     std::vector<u64> t = {channels * patch * patch * h, h, (side * side + 1) * h, h, h, h, h};
     for (u64 l = 0; l < layers; ++l)
         for (u64 n : {h * h, h, h * h, h, h * h, h, h * h, h, h * ffn, ffn, ffn * h, h, h, h, h, h})
@@ -364,13 +377,10 @@ std::vector<std::uint64_t> llama4VisionTensors(const Reader& r) {
 // a gated MLP, none with biases (its 2-D RoPE is a buffer).
 std::vector<std::uint64_t> pixtralTensors(const Reader& r) {
     using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1024));
-    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 4096));
-    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 24));
-    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
-    std::vector<u64> t = {h * channels * patch * patch, h};
-    for (u64 l = 0; l < layers; ++l)
+    const TowerShape s = towerShape(r, {1024, 4096, 24, 3, 1024, 16});
+    const u64 h = s.hidden, ffn = s.ffn;
+    std::vector<u64> t = {h * s.channels * s.patch * s.patch, h};
+    for (u64 l = 0; l < s.layers; ++l)
         for (u64 n : {h, h * h, h * h, h * h, h * h, h, h * ffn, h * ffn, ffn * h})
             t.push_back(n);
     return t;
@@ -382,14 +392,9 @@ std::vector<std::uint64_t> pixtralTensors(const Reader& r) {
 // LayerNorm, and the attention-pooling head when vision_use_head (SigLIP's default; Gemma 3 turns it off).
 std::vector<std::uint64_t> siglipTensors(const Reader& r) {
     using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 768));
-    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 3072));
-    const u64 layers = static_cast<u64>(r.integer("num_hidden_layers", 1, kMaxLayers, 12));
-    const u64 channels = static_cast<u64>(r.integer("num_channels", 1, 64, 3));
-    const u64 image = static_cast<u64>(r.integer("image_size", 1, 1 << 16, 224));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
-    if (patch > image)
-        throw Error(r.at("patch_size"), "is larger than image_size (" + std::to_string(image) + ")");
+    const TowerShape s = towerShape(r, {768, 3072, 12, 3, 224, 16});
+    const u64 h = s.hidden, ffn = s.ffn, layers = s.layers, channels = s.channels, image = s.image,
+              patch = s.patch;
     const u64 side = image / patch;
     std::vector<u64> t = {h * channels * patch * patch, h, side * side * h};
     for (u64 l = 0; l < layers; ++l)
