@@ -124,6 +124,26 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
                 r.number("resid_pdrop", 0) > 0;
 }
 
+// A layer_types list of two kinds, one flag per layer (1: `flagged`, 0: `other`), into `out`; false when the
+// config has no list (the family's pattern then decides).
+bool readTwoKindLayers(const Reader& r, const nlohmann::json& config, const char* flagged, const char* other,
+                       std::vector<char>& out) {
+    const auto types = config.find("layer_types");
+    if (types == config.end() || types->is_null())
+        return false;
+    const std::string at = r.at("layer_types");
+    if (!types->is_array() || types->size() != out.size())
+        throw Error(at, "must list one layer type per layer (" + std::to_string(out.size()) + ")");
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const auto& kind = (*types)[i];
+        if (!kind.is_string() || (kind != flagged && kind != other))
+            throw Error(at + "[" + std::to_string(i) + "]",
+                        std::string("must be \"") + flagged + "\" or \"" + other + "\", got " + kind.dump());
+        out[i] = kind == flagged;
+    }
+    return true;
+}
+
 // Qwen3-Next (transformers' Qwen3NextConfig, models/qwen3_next/configuration_qwen3_next.py, and its
 // modeling file): three Gated DeltaNet layers to one attention layer (layer i attends fully when (i + 1) is a
 // multiple of full_attention_interval, unless layer_types lists the kinds), the attention layers with
@@ -151,19 +171,7 @@ void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) 
     m.linearValueHeadDim = r.integer("linear_value_head_dim", 1, kMaxDim, 128);
     m.linearConvKernel = r.integer("linear_conv_kernel_dim", 1, 64, 4);
     std::vector<char> linear(static_cast<std::size_t>(m.layers), 0);
-    const auto types = config.find("layer_types");
-    if (types != config.end() && !types->is_null()) {
-        const std::string at = r.at("layer_types");
-        if (!types->is_array() || types->size() != linear.size())
-            throw Error(at, "must list one attention type per layer (" + std::to_string(m.layers) + ")");
-        for (std::size_t i = 0; i < linear.size(); ++i) {
-            const auto& kind = (*types)[i];
-            if (!kind.is_string() || (kind != "linear_attention" && kind != "full_attention"))
-                throw Error(at + "[" + std::to_string(i) + "]",
-                            "must be \"linear_attention\" or \"full_attention\", got " + kind.dump());
-            linear[i] = kind == "linear_attention";
-        }
-    } else {
+    if (!readTwoKindLayers(r, config, "linear_attention", "full_attention", linear)) {
         const auto interval =
             static_cast<std::size_t>(r.integer("full_attention_interval", 1, kMaxLayers, 4));
         for (std::size_t i = 0; i < linear.size(); ++i)
@@ -230,20 +238,8 @@ void readGraniteMoeHybrid(const Reader& r, const nlohmann::json& config, ModelSp
     m.linearConvKernel = r.integer("mamba_d_conv", 1, 64, 4);
     m.mambaConvBias = r.boolean("mamba_conv_bias", true);
     m.mambaProjBias = r.boolean("mamba_proj_bias", false);
-    std::vector<char> mamba(static_cast<std::size_t>(m.layers), 1);
-    const auto types = config.find("layer_types");
-    if (types != config.end() && !types->is_null()) {
-        const std::string at = r.at("layer_types");
-        if (!types->is_array() || types->size() != mamba.size())
-            throw Error(at, "must list one layer type per layer (" + std::to_string(m.layers) + ")");
-        for (std::size_t i = 0; i < mamba.size(); ++i) {
-            const auto& kind = (*types)[i];
-            if (!kind.is_string() || (kind != "mamba" && kind != "attention"))
-                throw Error(at + "[" + std::to_string(i) + "]",
-                            "must be \"mamba\" or \"attention\", got " + kind.dump());
-            mamba[i] = kind == "mamba";
-        }
-    }
+    std::vector<char> mamba(static_cast<std::size_t>(m.layers), 1); // all Mamba without layer_types
+    readTwoKindLayers(r, config, "mamba", "attention", mamba);
     m.linearLayers = std::move(mamba);
 }
 
@@ -303,31 +299,21 @@ void readLlama4Text(const Reader& r, const nlohmann::json& config, ModelSpec& m)
         return; // no chunked attention: every layer attends to the whole context
     const int chunkSize = r.integer("attention_chunk_size", 1, 1LL << 30, 8192);
     std::vector<char> chunked(static_cast<std::size_t>(m.layers), 0);
-    const auto types = config.find("layer_types");
     const auto noRope = config.find("no_rope_layers");
-    if (types != config.end() && !types->is_null()) {
-        const std::string at = r.at("layer_types");
-        if (!types->is_array() || types->size() != chunked.size())
-            throw Error(at, "must list one attention type per layer (" + std::to_string(m.layers) + ")");
-        for (std::size_t i = 0; i < chunked.size(); ++i) {
-            const auto& kind = (*types)[i];
-            if (!kind.is_string() || (kind != "chunked_attention" && kind != "full_attention"))
-                throw Error(at + "[" + std::to_string(i) + "]",
-                            "must be \"chunked_attention\" or \"full_attention\", got " + kind.dump());
-            chunked[i] = kind == "chunked_attention";
+    if (!readTwoKindLayers(r, config, "chunked_attention", "full_attention", chunked)) {
+        if (noRope != config.end() && noRope->is_array() && !noRope->empty()) {
+            // 1: the layer uses RoPE, and so chunked attention; 0: NoPE, global.
+            const std::vector<int> flags = r.intList("no_rope_layers");
+            if (flags.size() != chunked.size())
+                throw Error(r.at("no_rope_layers"),
+                            "must give one 0 or 1 per layer (" + std::to_string(m.layers) + ")");
+            for (std::size_t i = 0; i < chunked.size(); ++i)
+                chunked[i] = flags[i] != 0;
+        } else {
+            // An empty or absent no_rope_layers: transformers' default, every fourth layer without RoPE.
+            for (std::size_t i = 0; i < chunked.size(); ++i)
+                chunked[i] = (i + 1) % 4 != 0;
         }
-    } else if (noRope != config.end() && noRope->is_array() && !noRope->empty()) {
-        // 1: the layer uses RoPE, and so chunked attention; 0: NoPE, global.
-        const std::vector<int> flags = r.intList("no_rope_layers");
-        if (flags.size() != chunked.size())
-            throw Error(r.at("no_rope_layers"),
-                        "must give one 0 or 1 per layer (" + std::to_string(m.layers) + ")");
-        for (std::size_t i = 0; i < chunked.size(); ++i)
-            chunked[i] = flags[i] != 0;
-    } else {
-        // An empty or absent no_rope_layers: transformers' default, every fourth layer without RoPE.
-        for (std::size_t i = 0; i < chunked.size(); ++i)
-            chunked[i] = (i + 1) % 4 != 0;
     }
     m.slidingWindow = chunkSize;
     m.slidingLayers = std::move(chunked);
