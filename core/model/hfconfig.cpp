@@ -44,6 +44,13 @@ public:
                 return integer(k, lo, hi);
         throw Error(at(*keys.begin()), "required for model_type '" + modelType() + "' but missing");
     }
+    // First key present among alternatives, else the fallback.
+    int integerOr(std::initializer_list<const char*> keys, long long lo, long long hi, int fallback) const {
+        for (const char* k : keys)
+            if (has(k))
+                return integer(k, lo, hi);
+        return fallback;
+    }
     bool boolean(const std::string& key, bool fallback) const {
         auto it = m_cfg.find(key);
         if (it == m_cfg.end() || it->is_null())
@@ -372,6 +379,29 @@ std::vector<std::uint64_t> pixtralTensors(const Reader& r) {
     return t;
 }
 
+// Qwen2.5-VL's vision tower (transformers' Qwen2_5_VisionTransformerPretrainedModel): the patch embedding, a
+// bias-free Conv3d over temporal_patch_size frames of patch_size squares; per block two RMSNorms, the fused
+// qkv projection and the output projection with biases, a gated MLP with biases; and the patch merger, an
+// RMSNorm and two linears with biases from hidden x spatial_merge_size^2 to out_hidden_size.
+std::vector<std::uint64_t> qwen25VisionTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1280));
+    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 3420));
+    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 32));
+    const u64 channels = static_cast<u64>(r.integerOr({"in_channels", "in_chans"}, 1, 64, 3));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
+    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
+    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
+    const u64 out = static_cast<u64>(r.integer("out_hidden_size", 1, kMaxDim, 3584));
+    std::vector<u64> t = {channels * frames * patch * patch * h};
+    for (u64 b = 0; b < depth; ++b)
+        for (u64 n : {h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, h * ffn, ffn, ffn * h, h})
+            t.push_back(n);
+    const u64 merged = h * merge * merge;
+    t.insert(t.end(), {h, merged * merged, merged, merged * out, out});
+    return t;
+}
+
 // A SigLIP vision tower (transformers' SiglipVisionConfig and modeling_siglip.py), one entry per parameter
 // tensor: the patch embedding (a convolution with its bias) and the position table, each encoder layer's
 // two LayerNorms, q, k, v and output projections with biases and its two-matrix MLP with biases, the final
@@ -396,10 +426,10 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",        "llama",     "mistral",  "mixtral",         "qwen2",
-        "qwen3",       "qwen3_moe", "gemma",    "gemma2",          "gemma3",
-        "gemma3_text", "phi3",      "gpt_neox", "deepseek_v3",     "gpt_oss",
-        "qwen3_next",  "llama4",    "mistral3", "granitemoehybrid"}; // and llama4_text
+        "gpt2",        "llama",     "mistral",  "mixtral",          "qwen2",
+        "qwen3",       "qwen3_moe", "gemma",    "gemma2",           "gemma3",
+        "gemma3_text", "phi3",      "gpt_neox", "deepseek_v3",      "gpt_oss",
+        "qwen3_next",  "llama4",    "mistral3", "granitemoehybrid", "qwen2_5_vl"}; // and llama4_text
     return types;
 }
 
@@ -565,6 +595,19 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         if (bias)
             m.visionTensors.insert(m.visionTensors.end(), {h, h});
         readSlidingWindows(text, parts.textPath, m);
+        m.quantization = readQuantization(config, path);
+        return m;
+    } else if (t == "qwen2_5_vl") {
+        // Qwen2_5_VLForConditionalGeneration: Qwen2's language model (q/k/v biases), its keys at the top of
+        // the config or, in newer ones, under text_config; the vision tower under vision_config.
+        const MultimodalParts parts(r, config, false);
+        const bool nested = config.contains("text_config");
+        const Reader tr(nested ? *parts.text : config, nested ? parts.textPath : path);
+        const Reader vr(*parts.vision, parts.visionPath);
+        readLlamaLike(tr, m, false);
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
+        m.qkvBias = true;
+        m.visionTensors = qwen25VisionTensors(vr);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "granitemoehybrid") {

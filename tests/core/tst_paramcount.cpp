@@ -29,6 +29,7 @@ private slots:
     void llama4ChunkedAndInterleaved();
     void mistral3WithPixtral();
     void graniteMamba2Hybrid();
+    void qwen25VlTower();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -512,6 +513,35 @@ void TestParamCount::graniteMamba2Hybrid() {
     } catch (const Error& e) {
         QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.layer_types[2]"));
     }
+}
+
+void TestParamCount::qwen25VlTower() {
+    // Qwen/Qwen2.5-VL-7B-Instruct: 8,292,166,656 parameters on the Hub, its visual module 676,550,144 (a
+    // public fine-tuning script prints both), the rest Qwen2.5-7B's 7,615,616,512. The tower by hand from
+    // transformers' modeling_qwen2_5_vl.py: the Conv3d patch embedding 3 x 2 x 14 x 14 x 1280 without bias;
+    // 32 blocks of two RMSNorms of 1280, qkv 1280 x 3840 and proj 1280 x 1280 with biases, and a gated MLP
+    // 1280 x 3420 (gate, up) and 3420 x 1280 with biases; the merger's RMSNorm of 1280 and its two linears
+    // 5120 x 5120 and 5120 x 3584 with biases.
+    const std::uint64_t block = 2 * 1280 + 1280ull * 3840 + 3840 + 1280ull * 1280 + 1280 +
+                                2 * (1280ull * 3420 + 3420) + 3420ull * 1280 + 1280;
+    const std::uint64_t vision =
+        3 * 2 * 14 * 14 * 1280ull + 32 * block + 1280 + 5120ull * 5120 + 5120 + 5120ull * 3584 + 3584;
+    QCOMPARE(vision, 676550144ull);
+    const ModelPreset* p = findModelPreset("Qwen/Qwen2.5-VL-7B-Instruct");
+    QVERIFY(p);
+    QCOMPARE(p->spec.visionParams(), vision);
+    QCOMPARE(p->spec.totalParameters(), 8292166656ull);
+    QCOMPARE(p->spec.totalParameters() - vision, findModelPreset("Qwen/Qwen2.5-7B")->spec.totalParameters());
+    // Newer configs put the language model's keys under text_config: the same count.
+    json nested = p->config;
+    json text = json::object();
+    for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                            "num_key_value_heads", "vocab_size", "max_position_embeddings"}) {
+        text[key] = nested[key];
+        nested.erase(key);
+    }
+    nested["text_config"] = text;
+    QCOMPARE(modelFromHfConfig(nested).totalParameters(), 8292166656ull);
 }
 
 QTEST_GUILESS_MAIN(TestParamCount)
