@@ -326,7 +326,7 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     if (!savings.empty() && sv.engine) {
         out << "\n  single changes that serve more requests at once:\n";
         for (const auto& s : savings)
-            out << "    " << std::left << std::setw(56) << s.description << std::right
+            out << "    " << std::left << std::setw(55) << s.description << ' ' << std::right
                 << (s.kvTokensGained >= 0 ? "+" : "-")
                 << formatCount(static_cast<unsigned long long>(std::llabs(s.kvTokensGained))) << " tokens, "
                 << std::fixed << std::setprecision(2) << s.concurrencyAfter - s.concurrencyGained << "x -> "

@@ -633,6 +633,19 @@ void readInference(const json& doc, Scenario& sc) {
                      [&](const NamedText& n) { return sampler == n.name; }))
         throw Error(s.at("sampler"), "'" + sampler + "' is not a sampler (\"pytorch\" or \"flashinfer\")");
     i.flashinferSampler = sampler == "flashinfer";
+    const std::string chunked = s.string("chunked_layers", chunkedLayerNames().front().name);
+    if (std::none_of(chunkedLayerNames().begin(), chunkedLayerNames().end(),
+                     [&](const NamedText& n) { return chunked == n.name; }))
+        throw Error(s.at("chunked_layers"),
+                    "'" + chunked + "' is not a choice (\"release\", \"pooled\" or \"full\")");
+    i.poolChunkedLayers = chunked == "pooled" ? 1 : chunked == "full" ? 0 : -1;
+    const EngineVersion* release = engine ? findEngineVersion(i.engine, i.engineVersion) : nullptr;
+    const bool hybridAllocator =
+        i.engine == Engine::Vllm && release && release->stepDefaults != StepDefaults::V0;
+    if (i.poolChunkedLayers >= 0 && engine && !hybridAllocator)
+        sc.warnings.push_back(
+            "inference.chunked_layers applies to vLLM's V1 engine, whose hybrid allocator pools "
+            "layer kinds apart; it changes nothing here");
     if (i.flashinferSampler && i.engine == Engine::Vllm)
         if (const EngineVersion* v = findEngineVersion(i.engine, i.engineVersion);
             v && v->flashinferSamplerBytes <= 0)
@@ -643,8 +656,9 @@ void readInference(const json& doc, Scenario& sc) {
         sc.warnings.push_back("inference.sampler applies to vLLM: SGLang's sampler is planned as its own "
                               "(docs/serving.md)");
     if (!engine)
-        for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
-                                "max_num_seqs", "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler"})
+        for (const char* key :
+             {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
+              "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler", "chunked_layers"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");

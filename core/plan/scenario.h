@@ -199,6 +199,10 @@ struct InferenceSettings {
     // newest modelled when not given; empty without an engine.
     std::string engineVersion;
     double cudaGraphBytes = -1; // inference.cuda_graph_gib in bytes; -1: the release's default
+    // inference.chunked_layers: whether vLLM's hybrid allocator pools chunked-attention layers (Llama 4)
+    // apart; -1 ("release"): as the release does, 1 ("pooled"):
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, 0 ("full"): =0, every layer cached in full.
+    int poolChunkedLayers = -1;
     int requestLength() const { return maxModelLen > 0 ? maxModelLen : contextLength; }
 };
 

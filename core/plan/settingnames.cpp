@@ -179,6 +179,12 @@ std::span<const NamedText> samplerNames() {
     return all(t);
 }
 
+std::span<const NamedText> chunkedLayerNames() {
+    static constexpr NamedText t[] = {
+        {"release", "as the release does"}, {"pooled", "pooled apart"}, {"full", "cached in full"}};
+    return all(t);
+}
+
 std::span<const IntRange> integerRanges() {
     static constexpr IntRange t[] = {
         {"/training/micro_batch_size", 1, 1 << 20, 1, 4096, true},

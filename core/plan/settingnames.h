@@ -42,6 +42,8 @@ std::span<const NamedText> autocastNames();
 std::span<const NamedText> weightDtypeNames(); // "checkpoint" first: as the checkpoint stores them
 std::span<const NamedText> kvCacheDtypeNames();
 std::span<const NamedText> samplerNames(); // inference.sampler: "pytorch" (the default) first
+// inference.chunked_layers: "release" (the default: as the engine release does), "pooled", "full".
+std::span<const NamedText> chunkedLayerNames();
 // LoRA target names as PEFT writes them, each `label` the canonical name (q_proj ... down_proj, lm_head) with
 // torchtune's spellings as aliases (output_proj, w1, w3, w2, output); "all-linear" is expanded by the reader.
 std::span<const NamedText> loraTargetNames();

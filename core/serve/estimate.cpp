@@ -76,6 +76,15 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        "--enforce-eager: no CUDA graphs (slower decoding)",
                        {{"inference", {{"cuda_graphs", false}}}},
                        [](Scenario& s) { s.inference.cudaGraphs = false; }});
+    // vLLM's hybrid allocator pools chunked-attention layers apart where the environment allows it (0.11
+    // turned it off by default for a latency regression, vllm #21761); V0 has no hybrid allocator.
+    if (in.engine == Engine::Vllm && sc.model.chunkedAttention && version &&
+        version->stepDefaults != StepDefaults::V0 &&
+        !(in.poolChunkedLayers >= 0 ? in.poolChunkedLayers == 1 : version->poolsChunkedLayers))
+        out.push_back({"pool_chunked_layers",
+                       "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1",
+                       {{"inference", {{"chunked_layers", "pooled"}}}},
+                       [](Scenario& s) { s.inference.poolChunkedLayers = 1; }});
     if (in.engine == Engine::Vllm && est.serving.maxNumSeqs > 256)
         out.push_back({"max_num_seqs_256",
                        "max_num_seqs 256 (a smaller sampler step to profile)",

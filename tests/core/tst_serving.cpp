@@ -1011,8 +1011,43 @@ void TestServing::chunkedAttentionByRelease() {
     QCOMPARE(n.maxConcurrency, static_cast<double>(n.numBlocks) / (8192 + 3 * 1024));
     // The same memory serves 48 / (12 + 36 x 2,048 / 131,072 x 8) = 2.9 times the requests.
     QVERIFY(n.maxConcurrency / n.availableBytes > 2.9 * o.maxConcurrency / o.availableBytes);
-    // A request no longer than a chunk needs the same blocks either way.
     QVERIFY(now.fits && old.fits);
+    // inference.chunked_layers overrides the release: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 on
+    // 0.11 pools the chunked layers as 0.31 does, =0 on 0.31 caches them in full.
+    auto with = [&](const char* version, const char* chunked) {
+        return scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Llama-4-Scout-17B-16E-Instruct"}},
+                                             {{"engine", "vllm"},
+                                              {"engine_version", version},
+                                              {"context_length", 131072},
+                                              {"chunked_layers", chunked}},
+                                             {{"num_gpus", 4}, {"tensor_parallel", 4}}));
+    };
+    const ServingEstimate pooled = estimate(with("vllm 0.11", "pooled")).serving;
+    QCOMPARE(pooled.blockBytes, 16 * layerBytes * 12);
+    QCOMPARE(pooled.maxConcurrency, static_cast<double>(pooled.numBlocks) / (8192 + 3 * 1024));
+    QCOMPARE(estimate(with("vllm 0.31", "full")).serving.blockBytes, 16 * layerBytes * 48);
+    // What would serve more offers the variable where the release does not pool them, and its patch gives
+    // the pooled plan.
+    auto offered = [](const Scenario& sc) {
+        for (const Saving& s : rankSavings(sc))
+            if (s.id == "pool_chunked_layers")
+                return s;
+        return Saving{};
+    };
+    const Saving lever = offered(with("vllm 0.11", "release"));
+    QCOMPARE(lever.id, std::string("pool_chunked_layers"));
+    QCOMPARE(lever.concurrencyAfter, pooled.maxConcurrency);
+    QCOMPARE(lever.patch["inference"]["chunked_layers"].get<std::string>(), std::string("pooled"));
+    QVERIFY(offered(with("vllm 0.31", "release")).id.empty());
+    // V0 has no hybrid allocator: the setting warns and changes nothing; an unknown value is named.
+    const Scenario v0 = with("vllm 0.8", "pooled");
+    QCOMPARE(v0.warnings.size(), std::size_t(1));
+    try {
+        with("vllm 0.11", "sometimes");
+        QFAIL("an unknown chunked_layers was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("inference.chunked_layers"));
+    }
 }
 
 void TestServing::mamba2StateInThePool() {

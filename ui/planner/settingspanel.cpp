@@ -479,6 +479,16 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "request and vocabulary entry, where PyTorch's sort keeps 38: vLLM "
                                     "0.10-0.11)"),
                         {"vllm"}));
+    addField(
+        inferenceForm,
+        forEngines(choiceField("/inference/chunked_layers", "Chunked layers", choicesOf(chunkedLayerNames()),
+                               "release",
+                               "Llama 4's chunked-attention layers: pooled apart by vLLM's hybrid allocator "
+                               "(one chunk a request) or cached in full. 0.11 caches them in full unless "
+                               "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1; later releases pool "
+                               "them"),
+                   {"vllm"}));
+    m_fields.back()->visibleWhen = [this](const json&) { return m_doc->scenario().model.chunkedAttention; };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
                                      "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
@@ -704,7 +714,7 @@ void SettingsPanel::refresh() {
         Field* f = field.get();
         if (f->trainingOnly)
             f->form->setRowVisible(f->row, training);
-        if (f->visibleWhen)
+        if (f->visibleWhen && f->engines.isEmpty())
             f->form->setRowVisible(f->row, training && f->visibleWhen(doc));
         if (!f->engines.isEmpty()) {
             const json* engine =
@@ -714,7 +724,8 @@ void SettingsPanel::refresh() {
             const QString name = engine && engine->is_string()
                                      ? QString::fromStdString(engine->get<std::string>())
                                      : QStringLiteral("none");
-            f->form->setRowVisible(f->row, f->engines.contains(name));
+            f->form->setRowVisible(f->row,
+                                   f->engines.contains(name) && (!f->visibleWhen || f->visibleWhen(doc)));
         }
         const json::json_pointer ptr(f->pointer.toStdString());
         const json* v = doc.contains(ptr) ? &doc.at(ptr) : nullptr;
