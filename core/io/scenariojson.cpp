@@ -640,9 +640,7 @@ void readInference(const json& doc, Scenario& sc) {
                     "'" + chunked + "' is not a choice (\"release\", \"pooled\" or \"full\")");
     i.poolChunkedLayers = chunked == "pooled" ? 1 : chunked == "full" ? 0 : -1;
     const EngineVersion* release = engine ? findEngineVersion(i.engine, i.engineVersion) : nullptr;
-    const bool hybridAllocator =
-        i.engine == Engine::Vllm && release && release->stepDefaults != StepDefaults::V0;
-    if (i.poolChunkedLayers >= 0 && engine && !hybridAllocator)
+    if (i.poolChunkedLayers >= 0 && engine && !(release && hasHybridAllocator(*release)))
         sc.warnings.push_back(
             "inference.chunked_layers applies to vLLM's V1 engine, whose hybrid allocator pools "
             "layer kinds apart; it changes nothing here");

@@ -209,10 +209,7 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const LinearStateLayers linear{shape.linearLayers, shape.linearStateBytes};
     // Chunked local attention (Llama 4): pooled apart where the release's hybrid allocator takes such layers
     // (engineversions.h), else cached in full like every other layer.
-    const bool pools = in.poolChunkedLayers >= 0 && version.stepDefaults != StepDefaults::V0
-                           ? in.poolChunkedLayers == 1
-                           : version.poolsChunkedLayers;
-    const bool chunkedInFull = m.chunkedAttention && !pools;
+    const bool chunkedInFull = m.chunkedAttention && !poolsChunkedLayers(version, in);
     const bool chunkedApart = m.chunkedAttention && !chunkedInFull;
     const int pooledFull = chunkedInFull ? fullLayers + slidingLayers : fullLayers;
     const int pooledLocal = chunkedInFull ? 0 : slidingLayers;

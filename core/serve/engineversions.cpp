@@ -74,6 +74,15 @@ std::span<const EngineVersion> engineVersions() {
     return kVersions;
 }
 
+bool hasHybridAllocator(const EngineVersion& v) {
+    return v.engine == Engine::Vllm && v.stepDefaults != StepDefaults::V0;
+}
+
+bool poolsChunkedLayers(const EngineVersion& v, const InferenceSettings& in) {
+    return in.poolChunkedLayers >= 0 && hasHybridAllocator(v) ? in.poolChunkedLayers == 1
+                                                              : v.poolsChunkedLayers;
+}
+
 const EngineVersion* findEngineVersion(Engine engine, const std::string& name) {
     for (const EngineVersion& v : kVersions)
         if (v.engine == engine && name == v.name)

@@ -69,6 +69,12 @@ struct EngineVersion {
 };
 
 std::span<const EngineVersion> engineVersions();
+// Whether the release allocates its KV cache through V1's hybrid allocator, which pools layer kinds apart
+// (vLLM's V1 rows; the V0 engine's block manager has none).
+bool hasHybridAllocator(const EngineVersion& v);
+// Whether vLLM pools chunked-attention layers apart under these settings: inference.chunked_layers where the
+// release has the hybrid allocator, else the release's default.
+bool poolsChunkedLayers(const EngineVersion& v, const InferenceSettings& in);
 // The row inference.engine_version names for `engine`, or nothing.
 const EngineVersion* findEngineVersion(Engine engine, const std::string& name);
 // The newest modelled row of a serving engine (vLLM, SGLang); nothing for the others.

@@ -78,9 +78,8 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        [](Scenario& s) { s.inference.cudaGraphs = false; }});
     // vLLM's hybrid allocator pools chunked-attention layers apart where the environment allows it (0.11
     // turned it off by default for a latency regression, vllm #21761); V0 has no hybrid allocator.
-    if (in.engine == Engine::Vllm && sc.model.chunkedAttention && version &&
-        version->stepDefaults != StepDefaults::V0 &&
-        !(in.poolChunkedLayers >= 0 ? in.poolChunkedLayers == 1 : version->poolsChunkedLayers))
+    if (sc.model.chunkedAttention && version && hasHybridAllocator(*version) &&
+        !poolsChunkedLayers(*version, in))
         out.push_back({"pool_chunked_layers",
                        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1",
                        {{"inference", {{"chunked_layers", "pooled"}}}},
