@@ -237,7 +237,7 @@ void readGraniteMoeHybrid(const Reader& r, const nlohmann::json& config, ModelSp
     const auto head = config.find("mamba_d_head");
     const bool autoHead = head == config.end() || head->is_null() || (head->is_string() && *head == "auto");
     m.mambaHeadDim = autoHead ? m.mambaInner / m.mambaHeads : r.integer("mamba_d_head", 1, kMaxDim);
-    if (m.mambaHeadDim * m.mambaHeads != m.mambaInner)
+    if (static_cast<long long>(m.mambaHeadDim) * m.mambaHeads != m.mambaInner) // no int overflow
         throw Error(r.at("mamba_d_head"), "times mamba_n_heads must be mamba_expand x hidden_size (" +
                                               std::to_string(m.mambaInner) + ")");
     m.mambaGroups = r.integer("mamba_n_groups", 1, kMaxDim, 1);

@@ -25,7 +25,8 @@ static u64 mlpParams(u64 h, u64 f, bool gated, bool bias) {
 
 double ModelSpec::mambaConvChannels(int tensorParallel) const {
     const int tp = std::max(1, tensorParallel);
-    const int groups = mambaGroups % tp == 0 ? mambaGroups : mambaGroups + (tp - mambaGroups);
+    // vLLM adds tp - n_groups groups when the ranks do not divide them (only a single group can be split so).
+    const int groups = mambaGroups % tp == 0 ? mambaGroups : tp;
     return std::floor((static_cast<double>(mambaInner) + 2.0 * groups * mambaStateSize) / tp);
 }
 
