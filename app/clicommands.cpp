@@ -270,6 +270,9 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << " (sampled with FlashInfer)";
         if (vllm)
             out << "; non-torch " << formatBytes(sv.nonTorchBytes);
+        if (sv.nvlsBytes > 0)
+            out << (vllm ? " (NCCL's NVLS buffers " : "; NCCL's NVLS buffers ") << formatBytes(sv.nvlsBytes)
+                << (vllm ? ")" : "");
         if (sv.ncclSetupBytes > 0)
             out << "; NCCL set up before the budget " << formatBytes(sv.ncclSetupBytes);
         if (sv.cudaGraphBytes > 0)

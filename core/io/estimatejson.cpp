@@ -102,6 +102,7 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
             inf["profiled_step_bytes"] = bytes(sv.profiledBytes);
             inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);
             inf["nccl_setup_bytes"] = bytes(sv.ncclSetupBytes);
+            inf["nvls_bytes"] = bytes(sv.nvlsBytes);
             if (sv.freeAtStartupBytes > 0)
                 inf["free_at_startup_bytes"] = bytes(sv.freeAtStartupBytes);
             inf["available_kv_bytes"] = bytes(sv.availableBytes);

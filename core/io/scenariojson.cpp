@@ -639,6 +639,8 @@ void readInference(const json& doc, Scenario& sc) {
         throw Error(s.at("chunked_layers"),
                     "'" + chunked + "' is not a choice (\"release\", \"pooled\" or \"full\")");
     i.poolChunkedLayers = chunked == "pooled" ? 1 : chunked == "full" ? 0 : -1;
+    if (s.find("nccl_nvls"))
+        i.ncclNvls = s.boolean("nccl_nvls", true) ? 1 : 0;
     const EngineVersion* release = engine ? findEngineVersion(i.engine, i.engineVersion) : nullptr;
     if (i.poolChunkedLayers >= 0 && engine && !(release && hasHybridAllocator(*release)))
         sc.warnings.push_back(
@@ -656,7 +658,7 @@ void readInference(const json& doc, Scenario& sc) {
     if (!engine)
         for (const char* key :
              {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
-              "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler", "chunked_layers"})
+              "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");

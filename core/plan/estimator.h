@@ -77,6 +77,10 @@ struct ServingEstimate {
     bool refusedAtStartup() const { return freeAtStartupBytes > 0 && freeAtStartupBytes < budgetBytes; }
     // The engine's CUDA graphs, where its release counts them in the budget (vLLM from 0.21); 0 otherwise.
     double cudaGraphBytes = 0;
+    // NCCL's NVLink SHARP buffers for the tensor-parallel communicator (more than two GPUs of an NVSwitch
+    // system), part of nonTorchBytes under vLLM and of what SGLang finds taken; 0 where NCCL never sets them
+    // up (engines.cpp nvlsBufferBytes).
+    double nvlsBytes = 0;
     std::string engineVersion; // the release whose rules sized it (core/serve/engineversions.h)
     double availableBytes = 0; // what the engine hands to the KV cache (may be negative: no room)
     double poolBytes = 0;      // the KV cache as allocated, whole blocks

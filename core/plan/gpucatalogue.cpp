@@ -29,6 +29,7 @@ const std::vector<GpuSpec>& gpuCatalogue() {
             s.memoryBytes = g.at("memory_mib").get<std::uint64_t>() << 20;
             s.pcieGBps = g.at("pcie_gb_per_s").get<double>();
             s.computeCapability = g.at("compute_capability").get<double>();
+            s.nvlinkSwitch = g.value("nvlink_switch", false);
             s.aliases = g.value("aliases", std::vector<std::string>{});
             out.push_back(std::move(s));
         }
@@ -82,6 +83,11 @@ double computeCapability(const std::string& gpu) {
 
 bool hasNativeFp8(const std::string& gpu) {
     return computeCapability(gpu) >= 8.9;
+}
+
+bool hasNvlinkSharp(const std::string& gpu) {
+    const GpuSpec* g = findGpu(gpu);
+    return g && g->nvlinkSwitch && g->computeCapability >= 9.0;
 }
 
 } // namespace headroom

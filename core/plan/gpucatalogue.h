@@ -11,6 +11,7 @@ struct GpuSpec {
     std::uint64_t memoryBytes = 0; // memory.total as the driver reports it
     double pcieGBps = 0;           // host link, one direction, 10^9 bytes per second
     double computeCapability = 0;  // CUDA's major.minor (8.0 for an A100); ROCm's gfx942 reads 9.4
+    bool nvlinkSwitch = false;     // sold in NVSwitch systems (HGX): NVLink SHARP from compute capability 9.0
     std::vector<std::string> aliases;
 };
 
@@ -26,5 +27,10 @@ double computeCapability(const std::string& gpu);
 // Blackwell; and MI300, whose ROCm capability reads 9.4). A100s (8.0) and older do not. A name Headroom
 // does not know is taken as a current GPU, which does.
 bool hasNativeFp8(const std::string& gpu);
+// Whether NCCL can reduce in the NVSwitches between GPUs of this kind (NVLink SHARP, "NVLS"): an NVSwitch
+// system of compute capability 9.0 or above (NCCL's src/graph/search.cc skips the NVLS pattern without an
+// NVS node or below SM 90). Only GPUs the catalogue lists as sold in such systems: PCIe and NVL boards, and
+// names it does not know, are taken as without.
+bool hasNvlinkSharp(const std::string& gpu);
 
 } // namespace headroom

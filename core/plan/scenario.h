@@ -203,6 +203,10 @@ struct InferenceSettings {
     // apart; -1 ("release"): as the release does, 1 ("pooled"):
     // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, 0 ("full"): =0, every layer cached in full.
     int poolChunkedLayers = -1;
+    // inference.nccl_nvls: whether NCCL may reduce through NVLink SHARP (NCCL_NVLS_ENABLE); -1: the engine's
+    // default (vLLM leaves NCCL's own, which uses it; SGLang sets NCCL_NVLS_ENABLE=0 unless
+    // --enable-nccl-nvls), 1: on, 0: off.
+    int ncclNvls = -1;
     int requestLength() const { return maxModelLen > 0 ? maxModelLen : contextLength; }
 };
 

@@ -3,6 +3,7 @@
 // engine's own source (docs/serving.md names the versions and files).
 #include "core/serve/engines.h"
 
+#include "core/plan/gpucatalogue.h"
 #include "core/serve/engineversions.h"
 #include "core/serve/kvpool.h"
 
@@ -28,6 +29,44 @@ bool vllmLargeDefaults(const Scenario& sc) {
 bool vllmV0Defaults(const Scenario& sc) {
     const EngineVersion* v = engineVersionOf(sc);
     return v && v->stepDefaults == StepDefaults::V0;
+}
+
+// NCCL's NVLink SHARP (NVLS) buffers on each GPU of the tensor-parallel communicator, where NCCL sets them
+// up: src/transport/nvls.cc ncclNvlsBufferSetup allocates nvlsChannels x 2 x the per-step buffer (the
+// release's nvlsBytesPerChannelHead) for each of nHeads heads, one head per GPU of the communicator on
+// the node (src/graph/connect.cc; NCCL's own log: "NVLS comm ... nHeads 8 ... nvlsPerRankSize 201326592
+// nvlsTotalSize 1610612736"). nvlsChannels is NVLS_NCHANNELS_SM90 (16), or from NCCL 2.27 on Blackwell in
+// one node NVLS_NCHANNELS_SM100_NVL (24). NCCL only takes NVLS on NVSwitch systems of compute capability
+// 9.0 or above (src/graph/search.cc), and vLLM measured it in use only for more than two GPUs
+// (vllm-project/vllm #9699); a communicator spanning nodes (NVLS tree) is not modelled.
+double nvlsBufferBytes(const Scenario& sc, const EngineVersion& v) {
+    const ClusterSettings& c = sc.cluster;
+    const int tp = c.tensorParallel;
+    const bool on = sc.inference.ncclNvls >= 0 ? sc.inference.ncclNvls == 1 : v.nvlsByDefault;
+    if (!on || tp <= 2 || tp > c.gpusPerNode || !hasNvlinkSharp(c.gpu))
+        return 0;
+    const int channels = v.ncclConnectsOnFirstUse && computeCapability(c.gpu) >= 10 ? 24 : 16;
+    return channels * v.nvlsBytesPerChannelHead * std::min(tp, 32);
+}
+
+// The largest all-reduce vLLM keeps off NCCL at this TP size: its custom all-reduce and its symmetric-memory
+// all-reduce take smaller messages (vllm/distributed/device_communicators/all_reduce_utils.py,
+// CUSTOM_ALL_REDUCE_MAX_SIZES and SYMM_MEM_ALL_REDUCE_MAX_SIZES, "9.0" and "10.0"; cuda_communicator.py
+// tries them before pynccl). 0 for TP sizes neither table lists: NCCL reduces everything.
+double vllmInHouseAllReduceBytes(double computeCapability, int tp) {
+    constexpr double kMiB = 1048576.0;
+    const bool blackwell = computeCapability >= 10;
+    switch (tp) {
+    case 2:
+        return (blackwell ? 8 : 64) * kMiB;
+    case 4:
+        return 32 * kMiB;
+    case 6:
+    case 8:
+        return (blackwell ? 128 : 64) * kMiB;
+    default:
+        return 0;
+    }
 }
 
 } // namespace
@@ -180,7 +219,16 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         sv.ncclSetupBytes = version.communicatorsBeforeSnapshot && pipeline
                                 ? static_cast<double>(sc.overheads.ncclBytesPerCommunicator)
                                 : 0;
-        sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes;
+        // NVLS: V0's NCCL (2.21) sets its buffers up with the communicator, after V0's snapshot; from 2.22
+        // NCCL connects them at the first all-reduce it runs through them, which is the profiled step's
+        // when that step's all-reduce (its tokens x hidden in the compute dtype) is too large for vLLM's own
+        // all-reduces, and never otherwise: no later step is larger.
+        double nvls = nvlsBufferBytes(sc, version);
+        if (nvls > 0 && version.ncclConnectsOnFirstUse &&
+            step * m.hidden * e < vllmInHouseAllReduceBytes(computeCapability(c.gpu), c.tensorParallel))
+            nvls = 0;
+        sv.nvlsBytes = nvls;
+        sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes + nvls;
         if (version.cudaGraphsInBudget && in.cudaGraphs)
             sv.cudaGraphBytes = in.cudaGraphBytes >= 0 ? in.cudaGraphBytes : version.defaultCudaGraphBytes;
         // The stacked bar's non-torch part is all the GPU holds outside PyTorch besides the context.
@@ -197,6 +245,10 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA
         // context and NCCL's communicators existed (model_runner.py: min_per_gpu_memory). So the fraction
         // applies to that, and the weights come out of it.
+        // NVLS, where --enable-nccl-nvls turns it on: torch 2.5's NCCL (2.21) sets it up with the
+        // communicator, before SGLang measures what is free.
+        sv.nvlsBytes = nvlsBufferBytes(sc, version);
+        st.communication += sv.nvlsBytes;
         sv.nonTorchBytes = st.communication;
         sv.budgetFraction = sglangStaticFraction(sc);
         sv.budgetBaseBytes = capacity - st.cudaContext - st.communication;

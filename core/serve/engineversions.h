@@ -66,6 +66,16 @@ struct EngineVersion {
     // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (a latency regression), so every layer caches the
     // whole context; #29627 made that the default again.
     bool poolsChunkedLayers = false;
+    // NCCL's NVLink SHARP (NVLS) buffers on each GPU per (channel, head), as the NCCL the release's PyTorch
+    // ships lays them out (src/transport/nvls.cc ncclNvlsBufferSetup): 2 x (NCCL_STEPS 8 x the 128 KiB
+    // chunk + a 2 MiB credit area) = 6 MiB up to NCCL 2.21, 2 x 8 x 128 KiB = 2 MiB from 2.22.
+    double nvlsBytesPerChannelHead = 0;
+    // NCCL connects an algorithm's buffers at its first collective rather than when the communicator is
+    // created (NCCL_RUNTIME_CONNECT, on by default from 2.22: src/init.cc, src/group.cc).
+    bool ncclConnectsOnFirstUse = false;
+    // Whether the engine leaves NVLS on (vLLM leaves NCCL_NVLS_ENABLE alone; SGLang sets it to 0 unless
+    // --enable-nccl-nvls).
+    bool nvlsByDefault = true;
 };
 
 std::span<const EngineVersion> engineVersions();

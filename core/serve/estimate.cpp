@@ -76,6 +76,12 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        "--enforce-eager: no CUDA graphs (slower decoding)",
                        {{"inference", {{"cuda_graphs", false}}}},
                        [](Scenario& s) { s.inference.cudaGraphs = false; }});
+    // NCCL's NVLink SHARP buffers go with NCCL_NVLS_ENABLE=0, at the cost of large all-reduces' speed.
+    if (est.serving.nvlsBytes > 0)
+        out.push_back({"disable_nccl_nvls",
+                       "NCCL_NVLS_ENABLE=0 (slower large all-reduces)",
+                       {{"inference", {{"nccl_nvls", false}}}},
+                       [](Scenario& s) { s.inference.ncclNvls = 0; }});
     // vLLM's hybrid allocator pools chunked-attention layers apart where the environment allows it (0.11
     // turned it off by default for a latency regression, vllm #21761); V0 has no hybrid allocator.
     if (sc.model.chunkedAttention && version && hasHybridAllocator(*version) &&

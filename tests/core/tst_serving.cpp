@@ -100,6 +100,7 @@ private slots:
     void v0StepAndFlashInferSampler();
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
+    void nvlsBuffersOnNvswitchSystems();
     void chunkedAttentionByRelease();
     void mamba2StateInThePool();
 };
@@ -980,6 +981,83 @@ void TestServing::communicatorsAndStartup() {
     QVERIFY(lower);
     // Without the pipeline the same utilisation starts: the context alone leaves 79.15 GiB free.
     QVERIFY(!estimate(plan("vllm 0.11", 2, 1, 0.99)).serving.refusedAtStartup());
+}
+
+void TestServing::nvlsBuffersOnNvswitchSystems() {
+    // NCCL's NVLink SHARP buffers, by hand from src/transport/nvls.cc (ncclNvlsBufferSetup): nvlsChannels x 2
+    // x the per-step buffer, for each head, one head per GPU of the tensor-parallel communicator. Llama 3 70B
+    // (hidden 8,192) at vLLM's 8,192-token step on H100 SXMs: the step's all-reduce is 8,192 x 8,192 x 2 =
+    // 128 MiB, above what vLLM's own all-reduces take (32 MiB at TP 4, 64 at TP 8), so NCCL runs it and
+    // connects NVLS during the profile: non-torch memory.
+    const double mib = 1048576.0;
+    const double perCommunicator = 384 * mib;
+    auto plan = [](const json& model, const json& inference, const char* gpu, int tp) {
+        return scenarioFromJson(
+            inferenceDoc(model, inference, {{"gpu", gpu}, {"num_gpus", tp}, {"tensor_parallel", tp}}));
+    };
+    const json llama70 = {{"preset", "meta-llama/Meta-Llama-3-70B"}};
+    auto vllm = [](const char* version) {
+        return json{{"engine", "vllm"}, {"engine_version", version}, {"context_length", 8192}};
+    };
+    // NCCL 2.27 (vLLM 0.11 and 0.31 pin torch 2.8 and later): 16 channels x 2 x (8 steps x 128 KiB) = 32 MiB
+    // a head.
+    const Estimate tp4 = estimate(plan(llama70, vllm("vllm 0.31"), "H100-SXM-80GB", 4));
+    QCOMPARE(tp4.serving.nvlsBytes, 4 * 32 * mib);
+    QCOMPARE(tp4.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator + 4 * 32 * mib);
+    const Estimate tp8 = estimate(plan(llama70, vllm("vllm 0.11"), "H100-SXM-80GB", 8));
+    QCOMPARE(tp8.serving.nvlsBytes, 8 * 32 * mib);
+    // V0 (vllm 0.8 pins torch 2.6, NCCL 2.21): 16 x 2 x (1 MiB + a 2 MiB credit area) = 96 MiB a head, set
+    // up with the communicator, after V0's snapshot.
+    const Estimate v0 = estimate(plan(llama70, vllm("vllm 0.8"), "H100-SXM-80GB", 8));
+    QCOMPARE(v0.serving.nvlsBytes, 8 * 96 * mib);
+    QCOMPARE(v0.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator + 8 * 96 * mib);
+    // Blackwell in one node, from NCCL 2.27: 24 channels (NVLS_NCHANNELS_SM100_NVL). vLLM's own all-reduces
+    // take up to 128 MiB at TP 8 there, and the step's is 128 MiB: not below, so NCCL's.
+    QCOMPARE(estimate(plan(llama70, vllm("vllm 0.31"), "B200-180GB", 8)).serving.nvlsBytes, 8 * 24 * 2 * mib);
+    // None on two GPUs (vllm-project/vllm #9699), on A100s (SM 80) or on PCIe H100s (no NVSwitch).
+    QCOMPARE(estimate(plan(llama70, vllm("vllm 0.31"), "H100-SXM-80GB", 2)).serving.nvlsBytes, 0.0);
+    QCOMPARE(estimate(plan(llama70, vllm("vllm 0.31"), "A100-80GB", 8)).serving.nvlsBytes, 0.0);
+    QCOMPARE(estimate(plan(llama70, vllm("vllm 0.31"), "H100-PCIe-80GB", 8)).serving.nvlsBytes, 0.0);
+    // A step whose all-reduce vLLM keeps: Qwen3-0.6B (hidden 1,024) at TP 4 all-reduces 8,192 x 1,024 x 2 =
+    // 16 MiB, below 32: NCCL never reduces, so from NCCL 2.22 it never connects NVLS...
+    const json qwen = {{"preset", "Qwen/Qwen3-0.6B"}};
+    QCOMPARE(estimate(plan(qwen, vllm("vllm 0.31"), "H100-SXM-80GB", 4)).serving.nvlsBytes, 0.0);
+    // ... where NCCL 2.21 set it up with the communicator whatever ran through it.
+    QCOMPARE(estimate(plan(qwen, vllm("vllm 0.8"), "H100-SXM-80GB", 4)).serving.nvlsBytes, 4 * 96 * mib);
+
+    // NCCL_NVLS_ENABLE=0 (inference.nccl_nvls false) frees them; What would serve more offers it, and its
+    // patch gives that plan.
+    json off = vllm("vllm 0.11");
+    off["nccl_nvls"] = false;
+    const Estimate without = estimate(plan(llama70, off, "H100-SXM-80GB", 8));
+    QCOMPARE(without.serving.nvlsBytes, 0.0);
+    QCOMPARE(without.serving.availableBytes, tp8.serving.availableBytes + 8 * 32 * mib);
+    const Scenario tp8Scenario = plan(llama70, vllm("vllm 0.11"), "H100-SXM-80GB", 8);
+    bool offered = false;
+    for (const Saving& s : rankSavings(tp8Scenario))
+        if (s.id == "disable_nccl_nvls") {
+            offered = true;
+            QCOMPARE(s.patch["inference"]["nccl_nvls"].get<bool>(), false);
+        }
+    QVERIFY(offered);
+
+    // SGLang sets NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls (inference.nccl_nvls true); with it, torch
+    // 2.5's NCCL 2.21 sets the 96 MiB a head up before SGLang measures what is free, so the fraction applies
+    // to that much less.
+    const json sglang = {{"engine", "sglang"}, {"context_length", 8192}};
+    const Estimate sgDefault = estimate(plan(llama70, sglang, "H100-SXM-80GB", 8));
+    QCOMPARE(sgDefault.serving.nvlsBytes, 0.0);
+    json sglangNvls = sglang;
+    sglangNvls["nccl_nvls"] = true;
+    const Estimate sgNvls = estimate(plan(llama70, sglangNvls, "H100-SXM-80GB", 8));
+    QCOMPARE(sgNvls.serving.nvlsBytes, 8 * 96 * mib);
+    QCOMPARE(sgNvls.serving.budgetBaseBytes, sgDefault.serving.budgetBaseBytes - 8 * 96 * mib);
+    // Without an engine the setting only warns.
+    const Scenario plain =
+        plan(llama70, {{"context_length", 8192}, {"nccl_nvls", false}}, "H100-SXM-80GB", 8);
+    QVERIFY(std::any_of(plain.warnings.begin(), plain.warnings.end(), [](const std::string& w) {
+        return w.find("inference.nccl_nvls only applies to a serving engine") != std::string::npos;
+    }));
 }
 
 void TestServing::chunkedAttentionByRelease() {
