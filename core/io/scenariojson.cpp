@@ -525,11 +525,15 @@ void readTraining(const json& doc, Scenario& sc) {
                     "a step in the backward drops each gradient, so gradient_accumulation_steps must be 1");
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
-    if (t.framework == Framework::Torchtune && !t.bytesOverridden && t.precision == "bf16" &&
-        t.optimizer == Optimizer::AdamW)
-        // torchtune trains bf16 weights with torch.optim.AdamW, whose exp_avg and exp_avg_sq are
-        // zeros_like(param): bf16 too (torch/optim/adamw.py _init_group). (The contract's "bf16" preset keeps
-        // fp32 states elsewhere; fine-tuning's adapters take their states from the adapters' dtype.)
+    if ((t.framework == Framework::Torchtune || t.framework == Framework::HuggingFace ||
+         t.framework == Framework::Unsloth) &&
+        !t.bytesOverridden && t.precision == "bf16" && t.optimizer == Optimizer::AdamW)
+        // torchtune's recipes, and Hugging Face's Trainer or a plain loop over a model loaded in bf16 without
+        // autocast (PEFT's method_comparison/MetaMathQA/run.py, Unsloth), step the bf16 weights themselves
+        // with torch.optim.AdamW, whose exp_avg and exp_avg_sq are zeros_like(param): bf16 too
+        // (torch/optim/adamw.py _init_group). (The contract's "bf16" preset keeps fp32 states where the
+        // framework keeps an optimizer of its own: DeepSpeed's BF16_Optimizer, Megatron's; fine-tuning's
+        // adapters take their states from the adapters' dtype.)
         t.bytes.optimizerStates = 4;
     if (t.loss == LossKind::Chunked && t.framework != Framework::Torchtune)
         // Only torchtune's recipes have CEWithChunkedOutputLoss; elsewhere the loss keeps its logits, and a

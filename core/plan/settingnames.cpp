@@ -149,7 +149,7 @@ std::span<const NamedText> precisionNames() {
     static constexpr NamedText t[] = {{"bf16_mixed", "bf16 mixed (2+2+4+8 B)"},
                                       {"bf16_mixed_fp32_grads", "bf16, fp32 grads (2+4+4+8)"},
                                       {"fp16_mixed", "fp16 mixed (2+2+4+8)"},
-                                      {"bf16", "pure bf16 (2+2+0+8)"},
+                                      {"bf16", "pure bf16 (2+2+0+4 or 8)"},
                                       {"fp32", "fp32 (4+4+0+8)"}};
     return all(t);
 }
