@@ -402,6 +402,52 @@ std::vector<std::uint64_t> qwen25VisionTensors(const Reader& r) {
     return t;
 }
 
+// Qwen3-VL's vision tower (transformers' Qwen3VLVisionModel, modeling_qwen3_vl.py): the patch embedding, a
+// Conv3d over temporal_patch_size frames of patch_size squares with its bias, and a learned position table of
+// num_position_embeddings; per block two LayerNorms, the fused qkv projection and the output projection with
+// biases, and a two-matrix MLP with biases; the patch merger (a LayerNorm over the hidden size, then linears
+// from hidden x spatial_merge_size^2 to itself and to out_hidden_size, with biases); and one more merger per
+// deepstack_visual_indexes entry, whose LayerNorm is over the merged width (use_postshuffle_norm).
+std::vector<std::uint64_t> qwen3VisionTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1152));
+    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 4304));
+    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 27));
+    const u64 channels = static_cast<u64>(r.integer("in_channels", 1, 64, 3));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
+    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
+    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
+    const u64 out = static_cast<u64>(r.integer("out_hidden_size", 1, kMaxDim, 3584));
+    const u64 positions = static_cast<u64>(r.integer("num_position_embeddings", 1, 1 << 24, 2304));
+    const std::size_t deepstack = r.intList("deepstack_visual_indexes").size();
+    std::vector<u64> t = {channels * frames * patch * patch * h, h, positions * h};
+    for (u64 b = 0; b < depth; ++b)
+        for (u64 n : {h, h, h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, ffn * h, h})
+            t.push_back(n);
+    const u64 merged = h * merge * merge;
+    t.insert(t.end(), {h, h, merged * merged, merged, merged * out, out});
+    for (std::size_t i = 0; i < deepstack; ++i)
+        t.insert(t.end(), {merged, merged, merged * merged, merged, merged * out, out});
+    return t;
+}
+
+// Qwen3's language model (transformers' Qwen3Config, Qwen3MoeConfig, and the text_config of Qwen3-VL and
+// Qwen3-VL-MoE): Llama's layout with per-head q/k RMSNorm; with experts, a bias-free router over
+// num_experts of moe_intermediate_size, every decoder_sparse_step-th layer but those of mlp_only_layers.
+void readQwen3Text(const Reader& r, ModelSpec& m, bool moe) {
+    readLlamaLike(r, m, false);
+    m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
+    m.qkNorm = true;
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    if (!moe)
+        return;
+    m.experts = r.integer("num_experts", 1, 1 << 16);
+    m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
+    m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
+    m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
+    m.denseLayers = r.intList("mlp_only_layers");
+}
+
 // A SigLIP vision tower (transformers' SiglipVisionConfig and modeling_siglip.py), one entry per parameter
 // tensor: the patch embedding (a convolution with its bias) and the position table, each encoder layer's
 // two LayerNorms, q, k, v and output projections with biases and its two-matrix MLP with biases, the final
@@ -426,10 +472,11 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",        "llama",     "mistral",  "mixtral",          "qwen2",
-        "qwen3",       "qwen3_moe", "gemma",    "gemma2",           "gemma3",
-        "gemma3_text", "phi3",      "gpt_neox", "deepseek_v3",      "gpt_oss",
-        "qwen3_next",  "llama4",    "mistral3", "granitemoehybrid", "qwen2_5_vl"}; // and llama4_text
+        "gpt2",        "llama",       "mistral",  "mixtral",          "qwen2",
+        "qwen3",       "qwen3_moe",   "gemma",    "gemma2",           "gemma3",
+        "gemma3_text", "phi3",        "gpt_neox", "deepseek_v3",      "gpt_oss",
+        "qwen3_next",  "llama4",      "mistral3", "granitemoehybrid", "qwen2_5_vl",
+        "qwen3_vl",    "qwen3_vl_moe"}; // and llama4_text
     return types;
 }
 
@@ -617,22 +664,23 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.experts = r.integer("num_local_experts", 1, 1 << 16);
         m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
         m.moeFfn = m.ffn;
-    } else if (t == "qwen3") {
-        // Qwen3 dense (transformers' Qwen3Config): Llama's layout with per-head q/k RMSNorm.
-        readLlamaLike(r, m, false);
-        m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
-        m.qkNorm = true;
-        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
-    } else if (t == "qwen3_moe") {
-        readLlamaLike(r, m, false);
-        m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
-        m.qkNorm = true;
-        m.qkvBias = m.outBias = r.boolean("attention_bias", false);
-        m.experts = r.integer("num_experts", 1, 1 << 16);
-        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
-        m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
-        m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
-        m.denseLayers = r.intList("mlp_only_layers");
+    } else if (t == "qwen3" || t == "qwen3_moe") {
+        readQwen3Text(r, m, t == "qwen3_moe");
+    } else if (t == "qwen3_vl" || t == "qwen3_vl_moe") {
+        // Qwen3VLForConditionalGeneration and Qwen3VLMoeForConditionalGeneration: Qwen3's language model
+        // under text_config (the MoE one's experts as two batched tensors per layer,
+        // Qwen3VLMoeTextExperts) and the vision tower under vision_config.
+        const MultimodalParts parts(r, config, true);
+        const Reader tr(*parts.text, parts.textPath);
+        const Reader vr(*parts.vision, parts.visionPath);
+        const bool moe = t == "qwen3_vl_moe";
+        readQwen3Text(tr, m, moe);
+        m.fusedExperts = moe;
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
+        if (parts.hasVision)
+            m.visionTensors = qwen3VisionTensors(vr);
+        m.quantization = readQuantization(config, path);
+        return m;
     } else if (t == "qwen3_next") {
         readQwen3Next(r, config, m);
     } else if (t == "gpt_neox") {

@@ -30,6 +30,7 @@ private slots:
     void mistral3WithPixtral();
     void graniteMamba2Hybrid();
     void qwen25VlTower();
+    void qwen3VlTowerAndDeepstack();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -546,3 +547,54 @@ void TestParamCount::qwen25VlTower() {
 
 QTEST_GUILESS_MAIN(TestParamCount)
 #include "tst_paramcount.moc"
+
+void TestParamCount::qwen3VlTowerAndDeepstack() {
+    // Qwen/Qwen3-VL-8B-Instruct: 8,767,123,696 parameters on the Hub (its safetensors total; public scripts
+    // assert the same sum of numel). By hand from transformers' modeling_qwen3_vl.py. The tower: a Conv3d
+    // 3 x 2 x 16 x 16 x 1152 with bias, a position table of 2,304 x 1152; 27 blocks of two LayerNorms (weight
+    // and bias), qkv 1152 x 3456 and proj 1152 x 1152 with biases, fc1 1152 x 4304 and fc2 4304 x 1152 with
+    // biases; the merger's LayerNorm of 1152 and its linears 4608 x 4608 and 4608 x 4096 with biases; three
+    // deepstack mergers (deepstack_visual_indexes [8, 16, 24]) whose LayerNorm is over 4608.
+    const std::uint64_t h = 1152, f = 4304, merged = 4 * h;
+    const std::uint64_t block = 4 * h + 3 * h * h + 3 * h + h * h + h + h * f + f + f * h + h;
+    auto merger = [&](std::uint64_t norm, std::uint64_t out) {
+        return 2 * norm + merged * merged + merged + merged * out + out;
+    };
+    const std::uint64_t tower8 =
+        3 * 2 * 16 * 16 * h + h + 2304 * h + 27 * block + merger(h, 4096) + 3 * merger(merged, 4096);
+    QCOMPARE(tower8, 576388336ull);
+    // The language model: Qwen3's layout at hidden 4096 (32 heads of 128, 8 KV heads, q/k norms), MLP 12,288,
+    // 36 layers, 151,936 entries, embeddings and output untied.
+    const std::uint64_t layer8 =
+        2 * 4096ull * 4096 + 2 * 4096ull * 1024 + 2 * 128 + 3 * 4096ull * 12288 + 2 * 4096;
+    const std::uint64_t text8 = 2 * 151936ull * 4096 + 36 * layer8 + 4096;
+    QCOMPARE(text8 + tower8, 8767123696ull);
+    const ModelPreset* p8 = findModelPreset("Qwen/Qwen3-VL-8B-Instruct");
+    QVERIFY(p8);
+    QCOMPARE(p8->spec.visionParams(), tower8);
+    QCOMPARE(p8->spec.totalParameters(), 8767123696ull);
+
+    // Qwen/Qwen3-VL-30B-A3B-Instruct: 31,070,754,032 on the Hub. The same tower with its mergers ending at
+    // 2048; Qwen3-MoE's language model: hidden 2048, 32 heads of 128 and 4 KV heads, 48 layers of 128
+    // experts of 768 (three matrices each, batched) behind a 2048 x 128 router.
+    const std::uint64_t tower30 =
+        3 * 2 * 16 * 16 * h + h + 2304 * h + 27 * block + merger(h, 2048) + 3 * merger(merged, 2048);
+    const std::uint64_t layer30 =
+        2 * 2048ull * 4096 + 2 * 2048ull * 512 + 2 * 128 + 2048ull * 128 + 128 * 3 * 2048ull * 768 + 2 * 2048;
+    const std::uint64_t text30 = 2 * 151936ull * 2048 + 48 * layer30 + 2048;
+    QCOMPARE(text30 + tower30, 31070754032ull);
+    const ModelPreset* p30 = findModelPreset("Qwen/Qwen3-VL-30B-A3B-Instruct");
+    QVERIFY(p30);
+    QCOMPARE(p30->spec.visionParams(), tower30);
+    QCOMPARE(p30->spec.totalParameters(), 31070754032ull);
+    QVERIFY(p30->spec.fusedExperts); // PEFT's q_proj-style names do not reach the batched experts
+    // A Qwen3-VL config without text_config is refused with the field named.
+    json flat = p8->config;
+    flat.erase("text_config");
+    try {
+        modelFromHfConfig(flat);
+        QFAIL("accepted a qwen3_vl config without text_config");
+    } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("text_config") != std::string::npos, e.what());
+    }
+}

@@ -809,6 +809,10 @@ void SettingsPanel::refreshModel() {
                          : QString());
     else
         info += tr("<br>architecture unknown: activations are not estimated");
+    // A multimodal checkpoint's vision tower (and projector) is in the count; say how much of it.
+    if (m.visionParams() > 0)
+        info +=
+            QStringLiteral(", vision tower %1").arg(QString::fromStdString(formatCount(m.visionParams())));
     m_modelInfo->setText(info);
 }
 
