@@ -419,7 +419,15 @@ std::vector<std::uint64_t> qwen3VisionTensors(const Reader& r) {
     const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
     const u64 out = static_cast<u64>(r.integer("out_hidden_size", 1, kMaxDim, 3584));
     const u64 positions = static_cast<u64>(r.integer("num_position_embeddings", 1, 1 << 24, 2304));
-    const std::size_t deepstack = r.intList("deepstack_visual_indexes").size();
+    // Each entry names a block whose output gets its own merger: at most one per block.
+    const std::vector<int> taps = r.intList("deepstack_visual_indexes");
+    for (std::size_t i = 0; i < taps.size(); ++i)
+        if (static_cast<u64>(taps[i]) >= depth)
+            throw Error(r.at("deepstack_visual_indexes") + "[" + std::to_string(i) + "]",
+                        "names block " + std::to_string(taps[i]) + " of a tower of " + std::to_string(depth));
+    if (taps.size() > depth)
+        throw Error(r.at("deepstack_visual_indexes"), "has more entries than the tower has blocks");
+    const std::size_t deepstack = taps.size();
     std::vector<u64> t = {channels * frames * patch * patch * h, h, positions * h};
     for (u64 b = 0; b < depth; ++b)
         for (u64 n : {h, h, h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, ffn * h, h})

@@ -588,6 +588,15 @@ void TestParamCount::qwen3VlTowerAndDeepstack() {
     QCOMPARE(p30->spec.visionParams(), tower30);
     QCOMPARE(p30->spec.totalParameters(), 31070754032ull);
     QVERIFY(p30->spec.fusedExperts); // PEFT's q_proj-style names do not reach the batched experts
+    // A deepstack tap past the tower's last block is refused, naming the entry.
+    json badTap = p8->config;
+    badTap["vision_config"]["deepstack_visual_indexes"] = {8, 27};
+    try {
+        modelFromHfConfig(badTap);
+        QFAIL("accepted a deepstack index past the tower");
+    } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("deepstack_visual_indexes[1]") != std::string::npos, e.what());
+    }
     // A Qwen3-VL config without text_config is refused with the field named.
     json flat = p8->config;
     flat.erase("text_config");
