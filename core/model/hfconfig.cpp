@@ -402,6 +402,33 @@ std::vector<std::uint64_t> qwen25VisionTensors(const Reader& r) {
     return t;
 }
 
+// Qwen2-VL's vision tower (transformers' Qwen2VisionTransformerPretrainedModel, modeling_qwen2_vl.py): the
+// patch embedding, a bias-free Conv3d over temporal_patch_size frames of patch_size squares, embed_dim wide;
+// per block two LayerNorms, the fused qkv projection and the output projection with biases, and a
+// two-matrix MLP of embed_dim x mlp_ratio with biases; the patch merger, a LayerNorm and two linears with
+// biases from embed_dim x spatial_merge_size^2 to itself and to hidden_size (the language model's width).
+std::vector<std::uint64_t> qwen2VisionTensors(const Reader& r) {
+    using u64 = std::uint64_t;
+    const u64 h = static_cast<u64>(r.integer("embed_dim", 1, kMaxDim, 1280));
+    const double ratio = r.number("mlp_ratio", 4);
+    if (!(ratio > 0 && ratio <= 64))
+        throw Error(r.at("mlp_ratio"), "must be above 0 and at most 64");
+    const auto ffn = static_cast<u64>(static_cast<double>(h) * ratio); // int(dim * mlp_ratio)
+    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 32));
+    const u64 channels = static_cast<u64>(r.integerOr({"in_channels", "in_chans"}, 1, 64, 3));
+    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
+    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
+    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
+    const u64 out = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 3584));
+    std::vector<u64> t = {channels * frames * patch * patch * h};
+    for (u64 b = 0; b < depth; ++b)
+        for (u64 n : {h, h, h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, ffn * h, h})
+            t.push_back(n);
+    const u64 merged = h * merge * merge;
+    t.insert(t.end(), {h, h, merged * merged, merged, merged * out, out});
+    return t;
+}
+
 // Qwen3-VL's vision tower (transformers' Qwen3VLVisionModel, modeling_qwen3_vl.py): the patch embedding, a
 // Conv3d over temporal_patch_size frames of patch_size squares with its bias, and a learned position table of
 // num_position_embeddings; per block two LayerNorms, the fused qkv projection and the output projection with
@@ -480,11 +507,11 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",        "llama",       "mistral",  "mixtral",          "qwen2",
-        "qwen3",       "qwen3_moe",   "gemma",    "gemma2",           "gemma3",
-        "gemma3_text", "phi3",        "gpt_neox", "deepseek_v3",      "gpt_oss",
-        "qwen3_next",  "llama4",      "mistral3", "granitemoehybrid", "qwen2_5_vl",
-        "qwen3_vl",    "qwen3_vl_moe"}; // and llama4_text
+        "gpt2",        "llama",     "mistral",     "mixtral",          "qwen2",
+        "qwen3",       "qwen3_moe", "gemma",       "gemma2",           "gemma3",
+        "gemma3_text", "phi3",      "gpt_neox",    "deepseek_v3",      "gpt_oss",
+        "qwen3_next",  "llama4",    "mistral3",    "granitemoehybrid", "qwen2_5_vl",
+        "qwen2_vl",    "qwen3_vl",  "qwen3_vl_moe"}; // and llama4_text
     return types;
 }
 
@@ -652,9 +679,10 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         readSlidingWindows(text, parts.textPath, m);
         m.quantization = readQuantization(config, path);
         return m;
-    } else if (t == "qwen2_5_vl") {
-        // Qwen2_5_VLForConditionalGeneration: Qwen2's language model (q/k/v biases), its keys at the top of
-        // the config or, in newer ones, under text_config; the vision tower under vision_config.
+    } else if (t == "qwen2_5_vl" || t == "qwen2_vl") {
+        // Qwen2_5_VLForConditionalGeneration and Qwen2VLForConditionalGeneration: Qwen2's language model
+        // (q/k/v biases), its keys at the top of the config or, in newer ones, under text_config; the vision
+        // tower under vision_config.
         const MultimodalParts parts(r, config, false);
         const bool nested = config.contains("text_config");
         const Reader tr(nested ? *parts.text : config, nested ? parts.textPath : path);
@@ -662,7 +690,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         readLlamaLike(tr, m, false);
         m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
         m.qkvBias = true;
-        m.visionTensors = qwen25VisionTensors(vr);
+        m.visionTensors = t == "qwen2_vl" ? qwen2VisionTensors(vr) : qwen25VisionTensors(vr);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "granitemoehybrid") {

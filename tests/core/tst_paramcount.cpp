@@ -31,6 +31,7 @@ private slots:
     void graniteMamba2Hybrid();
     void qwen25VlTower();
     void qwen3VlTowerAndDeepstack();
+    void qwen2VlTower();
 };
 
 void TestParamCount::referenceModelsExact_data() {
@@ -606,4 +607,41 @@ void TestParamCount::qwen3VlTowerAndDeepstack() {
     } catch (const Error& e) {
         QVERIFY2(std::string(e.what()).find("text_config") != std::string::npos, e.what());
     }
+}
+
+void TestParamCount::qwen2VlTower() {
+    // Qwen/Qwen2-VL-7B-Instruct: 8,291,375,616 parameters per its safetensors metadata. Its language model is
+    // Qwen2-7B's shape, the same 7,615,616,512 as Qwen2.5-VL-7B's. The tower by hand from transformers'
+    // modeling_qwen2_vl.py: the bias-free Conv3d 3 x 2 x 14 x 14 x 1280; 32 blocks of two LayerNorms (weight
+    // and bias), qkv 1280 x 3840 and proj 1280 x 1280 with biases, fc1 1280 x 5120 (mlp_ratio 4) and fc2 with
+    // biases; the merger's LayerNorm of 1280 and its linears 5120 x 5120 and 5120 x 3584 with biases.
+    const std::uint64_t h = 1280, f = 4 * h, merged = 4 * h;
+    const std::uint64_t block = 4 * h + 3 * h * h + 3 * h + h * h + h + h * f + f + f * h + h;
+    auto tower = [&](std::uint64_t out) {
+        return 3 * 2 * 14 * 14 * h + 32 * block + 2 * h + merged * merged + merged + merged * out + out;
+    };
+    QCOMPARE(tower(3584), 675759104ull);
+    const ModelPreset* p = findModelPreset("Qwen/Qwen2-VL-7B-Instruct");
+    QVERIFY(p);
+    QCOMPARE(p->spec.visionParams(), tower(3584));
+    QCOMPARE(p->spec.totalParameters(), 8291375616ull);
+    QCOMPARE(p->spec.totalParameters() - tower(3584),
+             findModelPreset("Qwen/Qwen2.5-VL-7B-Instruct")->spec.totalParameters() - 676550144ull);
+    // Qwen2-VL-2B-Instruct, 2,208,985,600 on the Hub: Qwen2-1.5B's language model (hidden 1536, 28 layers of
+    // 12 heads and 2 KV heads of 128 with q/k/v biases, MLP 8960, 151,936 entries tied) and the same tower
+    // merging into 1536.
+    json small = p->config;
+    for (auto [key, value] : {std::pair<const char*, int>{"hidden_size", 1536},
+                              {"intermediate_size", 8960},
+                              {"num_attention_heads", 12},
+                              {"num_key_value_heads", 2},
+                              {"vocab_size", 151936}})
+        small[key] = value;
+    small["tie_word_embeddings"] = true;
+    small["vision_config"]["hidden_size"] = 1536;
+    const std::uint64_t layer =
+        1536ull * 1536 + 1536 + 2 * (1536ull * 256 + 256) + 1536ull * 1536 + 3 * 1536ull * 8960 + 2 * 1536;
+    const std::uint64_t lm = 151936ull * 1536 + 28 * layer + 1536;
+    QCOMPARE(lm + tower(1536), 2208985600ull);
+    QCOMPARE(modelFromHfConfig(small).totalParameters(), 2208985600ull);
 }
