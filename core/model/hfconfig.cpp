@@ -379,91 +379,102 @@ std::vector<std::uint64_t> pixtralTensors(const Reader& r) {
     return t;
 }
 
-// Qwen2.5-VL's vision tower (transformers' Qwen2_5_VisionTransformerPretrainedModel): the patch embedding, a
-// bias-free Conv3d over temporal_patch_size frames of patch_size squares; per block two RMSNorms, the fused
-// qkv projection and the output projection with biases, a gated MLP with biases; and the patch merger, an
-// RMSNorm and two linears with biases from hidden x spatial_merge_size^2 to out_hidden_size.
-std::vector<std::uint64_t> qwen25VisionTensors(const Reader& r) {
+// What the Qwen vision towers share (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): a Conv3d patch embedding over
+// temporal_patch_size frames of patch_size squares into the tower's width; depth blocks of two norms, the
+// fused qkv and the output projection with biases and an MLP with biases; a patch merger, a norm and two
+// linears with biases from width x spatial_merge_size^2 to itself and to the language model's width. The
+// keys naming the widths differ between them.
+struct QwenTower {
+    std::uint64_t width = 0, ffn = 0, depth = 0, channels = 0, patch = 0, frames = 0, merge = 0, out = 0;
+    bool layerNorm = false; // LayerNorm (weight and bias) rather than RMSNorm
+    bool gatedMlp = false;  // gate, up and down rather than two matrices
+    bool convBias = false;
+    std::uint64_t positions = 0; // a learned position table's rows
+    std::size_t deepstack = 0;   // further mergers, their LayerNorm over the merged width
+};
+
+QwenTower readQwenTower(const Reader& r, const char* widthKey, std::uint64_t width, const char* outKey,
+                        std::uint64_t patch, std::uint64_t depth) {
     using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1280));
-    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 3420));
-    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 32));
-    const u64 channels = static_cast<u64>(r.integerOr({"in_channels", "in_chans"}, 1, 64, 3));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
-    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
-    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
-    const u64 out = static_cast<u64>(r.integer("out_hidden_size", 1, kMaxDim, 3584));
-    std::vector<u64> t = {channels * frames * patch * patch * h};
-    for (u64 b = 0; b < depth; ++b)
-        for (u64 n : {h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, h * ffn, ffn, ffn * h, h})
-            t.push_back(n);
-    const u64 merged = h * merge * merge;
-    t.insert(t.end(), {h, merged * merged, merged, merged * out, out});
+    QwenTower s;
+    s.width = static_cast<u64>(r.integer(widthKey, 1, kMaxDim, static_cast<long long>(width)));
+    s.depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, static_cast<long long>(depth)));
+    s.channels = static_cast<u64>(r.integerOr({"in_channels", "in_chans"}, 1, 64, 3));
+    s.patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, static_cast<long long>(patch)));
+    s.frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
+    s.merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
+    s.out = static_cast<u64>(r.integer(outKey, 1, kMaxDim, 3584));
+    return s;
+}
+
+std::vector<std::uint64_t> qwenTowerTensors(const QwenTower& s) {
+    using u64 = std::uint64_t;
+    const u64 h = s.width, f = s.ffn, merged = h * s.merge * s.merge;
+    std::vector<u64> t = {s.channels * s.frames * s.patch * s.patch * h};
+    if (s.convBias)
+        t.push_back(h);
+    if (s.positions > 0)
+        t.push_back(s.positions * h);
+    const std::vector<u64> norm = s.layerNorm ? std::vector<u64>{h, h} : std::vector<u64>{h};
+    for (u64 b = 0; b < s.depth; ++b) {
+        for (int i = 0; i < 2; ++i)
+            t.insert(t.end(), norm.begin(), norm.end());
+        t.insert(t.end(), {3 * h * h, 3 * h, h * h, h});
+        if (s.gatedMlp)
+            t.insert(t.end(), {h * f, f, h * f, f, f * h, h});
+        else
+            t.insert(t.end(), {h * f, f, f * h, h});
+    }
+    t.insert(t.end(), norm.begin(), norm.end());
+    t.insert(t.end(), {merged * merged, merged, merged * s.out, s.out});
+    for (std::size_t i = 0; i < s.deepstack; ++i)
+        t.insert(t.end(), {merged, merged, merged * merged, merged, merged * s.out, s.out});
     return t;
 }
 
-// Qwen2-VL's vision tower (transformers' Qwen2VisionTransformerPretrainedModel, modeling_qwen2_vl.py): the
-// patch embedding, a bias-free Conv3d over temporal_patch_size frames of patch_size squares, embed_dim wide;
-// per block two LayerNorms, the fused qkv projection and the output projection with biases, and a
-// two-matrix MLP of embed_dim x mlp_ratio with biases; the patch merger, a LayerNorm and two linears with
-// biases from embed_dim x spatial_merge_size^2 to itself and to hidden_size (the language model's width).
+// Qwen2.5-VL's tower (transformers' Qwen2_5_VisionTransformerPretrainedModel): a bias-free patch embedding,
+// RMSNorms and a gated MLP of intermediate_size; its width is hidden_size, the merger's out_hidden_size.
+std::vector<std::uint64_t> qwen25VisionTensors(const Reader& r) {
+    QwenTower s = readQwenTower(r, "hidden_size", 1280, "out_hidden_size", 14, 32);
+    s.ffn = static_cast<std::uint64_t>(r.integer("intermediate_size", 1, kMaxDim, 3420));
+    s.gatedMlp = true;
+    return qwenTowerTensors(s);
+}
+
+// Qwen2-VL's tower (transformers' Qwen2VisionTransformerPretrainedModel, modeling_qwen2_vl.py): a bias-free
+// patch embedding, LayerNorms and a two-matrix MLP of int(embed_dim x mlp_ratio); its width is embed_dim, and
+// hidden_size is the merger's output (the language model's width).
 std::vector<std::uint64_t> qwen2VisionTensors(const Reader& r) {
-    using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("embed_dim", 1, kMaxDim, 1280));
+    QwenTower s = readQwenTower(r, "embed_dim", 1280, "hidden_size", 14, 32);
     const double ratio = r.number("mlp_ratio", 4);
     if (!(ratio > 0 && ratio <= 64))
         throw Error(r.at("mlp_ratio"), "must be above 0 and at most 64");
-    const auto ffn = static_cast<u64>(static_cast<double>(h) * ratio); // int(dim * mlp_ratio)
-    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 32));
-    const u64 channels = static_cast<u64>(r.integerOr({"in_channels", "in_chans"}, 1, 64, 3));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 14));
-    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
-    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
-    const u64 out = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 3584));
-    std::vector<u64> t = {channels * frames * patch * patch * h};
-    for (u64 b = 0; b < depth; ++b)
-        for (u64 n : {h, h, h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, ffn * h, h})
-            t.push_back(n);
-    const u64 merged = h * merge * merge;
-    t.insert(t.end(), {h, h, merged * merged, merged, merged * out, out});
-    return t;
+    s.ffn = static_cast<std::uint64_t>(static_cast<double>(s.width) * ratio); // int(dim * mlp_ratio)
+    s.layerNorm = true;
+    return qwenTowerTensors(s);
 }
 
-// Qwen3-VL's vision tower (transformers' Qwen3VLVisionModel, modeling_qwen3_vl.py): the patch embedding, a
-// Conv3d over temporal_patch_size frames of patch_size squares with its bias, and a learned position table of
-// num_position_embeddings; per block two LayerNorms, the fused qkv projection and the output projection with
-// biases, and a two-matrix MLP with biases; the patch merger (a LayerNorm over the hidden size, then linears
-// from hidden x spatial_merge_size^2 to itself and to out_hidden_size, with biases); and one more merger per
-// deepstack_visual_indexes entry, whose LayerNorm is over the merged width (use_postshuffle_norm).
+// Qwen3-VL's tower (transformers' Qwen3VLVisionModel, modeling_qwen3_vl.py): a patch embedding with its bias
+// and a learned position table of num_position_embeddings, LayerNorms and a two-matrix MLP of
+// intermediate_size, and besides the merger one more per deepstack_visual_indexes entry, whose LayerNorm is
+// over the merged width (use_postshuffle_norm).
 std::vector<std::uint64_t> qwen3VisionTensors(const Reader& r) {
-    using u64 = std::uint64_t;
-    const u64 h = static_cast<u64>(r.integer("hidden_size", 1, kMaxDim, 1152));
-    const u64 ffn = static_cast<u64>(r.integer("intermediate_size", 1, kMaxDim, 4304));
-    const u64 depth = static_cast<u64>(r.integer("depth", 1, kMaxLayers, 27));
-    const u64 channels = static_cast<u64>(r.integer("in_channels", 1, 64, 3));
-    const u64 patch = static_cast<u64>(r.integer("patch_size", 1, 1 << 16, 16));
-    const u64 frames = static_cast<u64>(r.integer("temporal_patch_size", 1, 64, 2));
-    const u64 merge = static_cast<u64>(r.integer("spatial_merge_size", 1, 64, 2));
-    const u64 out = static_cast<u64>(r.integer("out_hidden_size", 1, kMaxDim, 3584));
-    const u64 positions = static_cast<u64>(r.integer("num_position_embeddings", 1, 1 << 24, 2304));
+    QwenTower s = readQwenTower(r, "hidden_size", 1152, "out_hidden_size", 16, 27);
+    s.ffn = static_cast<std::uint64_t>(r.integer("intermediate_size", 1, kMaxDim, 4304));
+    s.layerNorm = true;
+    s.convBias = true;
+    s.positions = static_cast<std::uint64_t>(r.integer("num_position_embeddings", 1, 1 << 24, 2304));
     // Each entry names a block whose output gets its own merger: at most one per block.
     const std::vector<int> taps = r.intList("deepstack_visual_indexes");
     for (std::size_t i = 0; i < taps.size(); ++i)
-        if (static_cast<u64>(taps[i]) >= depth)
+        if (static_cast<std::uint64_t>(taps[i]) >= s.depth)
             throw Error(r.at("deepstack_visual_indexes") + "[" + std::to_string(i) + "]",
-                        "names block " + std::to_string(taps[i]) + " of a tower of " + std::to_string(depth));
-    if (taps.size() > depth)
+                        "names block " + std::to_string(taps[i]) + " of a tower of " +
+                            std::to_string(s.depth));
+    if (taps.size() > s.depth)
         throw Error(r.at("deepstack_visual_indexes"), "has more entries than the tower has blocks");
-    const std::size_t deepstack = taps.size();
-    std::vector<u64> t = {channels * frames * patch * patch * h, h, positions * h};
-    for (u64 b = 0; b < depth; ++b)
-        for (u64 n : {h, h, h, h, 3 * h * h, 3 * h, h * h, h, h * ffn, ffn, ffn * h, h})
-            t.push_back(n);
-    const u64 merged = h * merge * merge;
-    t.insert(t.end(), {h, h, merged * merged, merged, merged * out, out});
-    for (std::size_t i = 0; i < deepstack; ++i)
-        t.insert(t.end(), {merged, merged, merged * merged, merged, merged * out, out});
-    return t;
+    s.deepstack = taps.size();
+    return qwenTowerTensors(s);
 }
 
 // Qwen3's language model (transformers' Qwen3Config, Qwen3MoeConfig, and the text_config of Qwen3-VL and
