@@ -139,6 +139,7 @@ private slots:
     void dropScenarioAndConfig();
     void unitsAndLegend();
     void servingShowsTokensAndRequests();
+    void nvlsCheckBoxWhereNcclCanUseIt();
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
     void presentationMode();
@@ -210,6 +211,38 @@ void TestMainWindow::settingsRoundTrip() {
     // And the preset combo shows the model.
     QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("preset")->currentData().toString(),
              QString::fromStdString(doc["model"]["preset"].get<std::string>()));
+}
+
+void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
+    // The NCCL NVLS box shows for more than two GPUs of an NVSwitch system in the tensor-parallel group,
+    // checked as vLLM leaves NCCL; unchecking it writes nccl_nvls false and the plan's NVLS buffers go (TP 4
+    // of H100 SXMs under NCCL 2.27: 4 x 32 MiB).
+    auto w = window();
+    json doc = {
+        {"schema", "headroom.scenario/1"},
+        {"name", "nvls"},
+        {"model", {{"preset", "meta-llama/Meta-Llama-3-70B"}}},
+        {"inference", {{"engine", "vllm"}, {"engine_version", "vllm 0.31"}, {"context_length", 8192}}},
+        {"cluster", {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 4}, {"tensor_parallel", 4}}}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QCheckBox* nvls = nullptr;
+    for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
+        if (b->isVisibleTo(w->settingsPanel()))
+            nvls = b;
+    QVERIFY(nvls);
+    QVERIFY(nvls->isChecked());
+    QCOMPARE(w->document()->estimate().serving.nvlsBytes, 4 * 32 * 1048576.0);
+    nvls->setChecked(false);
+    QCOMPARE(w->document()->json()["inference"]["nccl_nvls"].get<bool>(), false);
+    QVERIFY(w->waitForPlanner());
+    QCOMPARE(w->document()->estimate().serving.nvlsBytes, 0.0);
+    // Two GPUs: NCCL takes no NVLS there, and the box goes.
+    doc["cluster"]["num_gpus"] = 2;
+    doc["cluster"]["tensor_parallel"] = 2;
+    w->document()->reset(doc);
+    for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
+        QVERIFY(!b->isVisibleTo(w->settingsPanel()));
 }
 
 void TestMainWindow::fineTuningGroup() {

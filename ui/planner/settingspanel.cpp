@@ -472,6 +472,22 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                   "estimate comes out of the KV cache's budget)",
                                   true),
                         {"vllm"}));
+    // NCCL's NVLink SHARP buffers (docs/serving.md, Tensor parallelism on NVSwitch systems): offered where
+    // they can exist, more than two GPUs of an NVSwitch system in the tensor-parallel group; vLLM leaves them
+    // on, SGLang off.
+    for (const bool vllm : {true, false}) {
+        addField(inferenceForm,
+                 forEngines(boolField("/inference/nccl_nvls", "NCCL NVLS",
+                                      "NCCL's NVLink SHARP buffers for the tensor-parallel all-reduces: "
+                                      "unchecked is NCCL_NVLS_ENABLE=0 (SGLang's default unless "
+                                      "--enable-nccl-nvls)",
+                                      vllm),
+                            {vllm ? QStringLiteral("vllm") : QStringLiteral("sglang")}));
+        m_fields.back()->visibleWhen = [this](const json&) {
+            const ClusterSettings& c = m_doc->scenario().cluster;
+            return c.tensorParallel > 2 && hasNvlinkSharp(c.gpu);
+        };
+    }
     addField(inferenceForm,
              forEngines(choiceField("/inference/sampler", "Sampler", choicesOf(samplerNames()), "pytorch",
                                     "Which kernels sample the profiled step's logits: FlashInfer's when the "
