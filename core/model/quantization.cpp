@@ -82,7 +82,7 @@ double Quantization::matrixBytes(std::uint64_t out, std::uint64_t in) const {
         if (blockRows > 0 && blockCols > 0)
             return n + 4 * ceilDiv(out, static_cast<std::uint64_t>(blockRows)) *
                            ceilDiv(in, static_cast<std::uint64_t>(blockCols));
-        return n + 2.0 * static_cast<double>(out); // one 16-bit scale per output channel
+        return n + channelScaleBytes * static_cast<double>(out); // one scale per output channel
     case Method::Int: {
         const double groups = groupSize > 0 ? ceilDiv(in, static_cast<std::uint64_t>(groupSize)) : 1;
         const double packed = n * bits / 8;
@@ -166,6 +166,13 @@ Quantization readQuantization(const json& config, const std::string& path) {
             q.blockRows = static_cast<int>((*b)[0].get<long long>());
             q.blockCols = static_cast<int>((*b)[1].get<long long>());
         }
+    } else if (q.name == "fbgemm_fp8") {
+        // transformers' integrations/fbgemm_fp8.py (FbgemmFp8Linear, and FbgemmFp8Llama4TextExperts for
+        // Llama 4's batched experts): float8_e4m3fn weights, a float32 scale per output row; the
+        // activation_scale_ub is one scalar.
+        q.method = Quantization::Method::Fp8;
+        q.bits = 8;
+        q.channelScaleBytes = 4;
     } else if (q.name == "gptq" || q.name == "awq") {
         q.method = Quantization::Method::Int;
         q.bits = intIn(c, "bits", 4, 2, 8, at);
@@ -219,10 +226,11 @@ Quantization readQuantization(const json& config, const std::string& path) {
             q.bits = 8;
         }
     } else {
-        throw Error(at + ".quant_method",
-                    "unknown quantisation '" + q.name +
-                        "' (known: mxfp4, fp8, gptq, awq, compressed-tensors, bitsandbytes); give "
-                        "inference.weight_dtype to plan it with a uniform dtype");
+        throw Error(
+            at + ".quant_method",
+            "unknown quantisation '" + q.name +
+                "' (known: mxfp4, fp8, fbgemm_fp8, gptq, awq, compressed-tensors, bitsandbytes); give "
+                "inference.weight_dtype to plan it with a uniform dtype");
     }
     return q;
 }

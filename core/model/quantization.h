@@ -11,7 +11,10 @@ namespace headroom {
 // layouts are those the checkpoints ship (see docs/quantization.md for the files they were read from):
 //  - mxfp4 (gpt-oss): 4-bit values packed two per byte plus one uint8 scale per 32 values along the input;
 //  - fp8 (DeepSeek-V3, Qwen3-FP8): one byte per value plus one fp32 scale per block (weight_block_size),
-//    or per output channel when no block is given (compressed-tensors "channel" strategy);
+//    or per output channel when no block is given (compressed-tensors "channel" strategy, a 16-bit scale);
+//  - fbgemm_fp8 (Meta's FP8 checkpoints: Llama 3.1 405B, Llama 4 Maverick): one byte per value and one fp32
+//    scale per output row (transformers' FbgemmFp8Linear weight_scale [out, 1] in float32, vLLM's
+//    FBGEMMFp8Config);
 //  - gptq / awq: `bits`-bit values packed in int32, per group of `group_size` inputs an fp16 scale and a
 //    packed zero point; GPTQ adds an int32 g_idx per input.
 // Embeddings, the LM head, norms, biases and routers stay in the checkpoint's 16-bit dtype, as do the
@@ -26,6 +29,7 @@ struct Quantization {
     int blockCols = 0;
     bool gIdx = false;             // GPTQ's act-order index (one int32 per input)
     double scaleBytes = 1;         // Mxfp4: bytes per 32-value scale (1 in the checkpoint)
+    double channelScaleBytes = 2;  // Fp8 per output channel: bytes per scale (fbgemm_fp8 stores fp32)
     std::vector<std::string> skip; // module patterns left unquantised
 
     bool active() const { return method != Method::None; }

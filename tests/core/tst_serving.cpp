@@ -203,6 +203,17 @@ void TestServing::badQuantizationConfig() {
     QVERIFY(error({{"quant_method", "gptq"}, {"bits", 3000}}).contains("bits"));
     QVERIFY(error({{"quant_method", "awq"}, {"modules_to_not_convert", "lm_head"}})
                 .contains("modules_to_not_convert"));
+    // Meta's FP8 checkpoints (fbgemm_fp8) are read, not refused: the same fp8 values as the
+    // compressed-tensors channel layout, with fp32 row scales where that one stores 16-bit ones. Llama 3 70B
+    // with the LM head left in bf16: 2 more bytes per output row of every quantised matrix, 80 layers of q
+    // (8,192), k and v (1,024 each), o (8,192), gate and up (28,672 each) and down (8,192) rows.
+    json fbgemm = llama70Fp8();
+    fbgemm["quantization_config"] = {{"quant_method", "fbgemm_fp8"},
+                                     {"activation_scale_ub", 1200.0},
+                                     {"modules_to_not_convert", {"lm_head"}}};
+    QVERIFY(error(fbgemm["quantization_config"]).isEmpty());
+    const double rows = 80.0 * (8192 + 1024 + 1024 + 8192 + 28672 + 28672 + 8192);
+    QCOMPARE(weightBytes(fbgemm) - weightBytes(llama70Fp8()), 2 * rows);
 }
 
 void TestServing::vllmMeasuredRuns_data() {
