@@ -216,12 +216,19 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         add(module + ".down_proj", h, width);
         return matrices + elementBytes * static_cast<double>(params - matrixParams);
     };
+    // Module names as the checkpoint writes them, for modules_to_not_convert: Llama 4's decoder layer calls
+    // its MLP feed_forward (transformers' modeling_llama4.py: Llama4TextMoe's experts and shared_expert, or
+    // Llama4TextMLP), every other family mlp.
+    const bool llama4 = modelType == "llama4" || modelType == "llama4_text";
+    const std::string ffnModule = llama4 ? "feed_forward" : "mlp";
     if (p.isMoe()) {
-        b.perExpert = mlp("mlp.experts.0", static_cast<u64>(moeFfn), p.perExpert);
+        b.perExpert =
+            mlp(ffnModule + (llama4 ? ".experts" : ".experts.0"), static_cast<u64>(moeFfn), p.perExpert);
         if (sharedExperts > 0)
-            b.denseMlp = mlp("mlp.shared_experts", static_cast<u64>(sharedExpertWidth()), p.denseMlp);
+            b.denseMlp = mlp(ffnModule + (llama4 ? ".shared_expert" : ".shared_experts"),
+                             static_cast<u64>(sharedExpertWidth()), p.denseMlp);
     } else if (p.denseMlp > 0) {
-        b.denseMlp = mlp("mlp", static_cast<u64>(ffn), p.denseMlp);
+        b.denseMlp = mlp(ffnModule, static_cast<u64>(ffn), p.denseMlp);
     }
     return b;
 }

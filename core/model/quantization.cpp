@@ -4,6 +4,8 @@
 #include "core/error.h"
 
 #include <cmath>
+#include <string_view>
+#include <utility>
 
 namespace headroom {
 
@@ -149,6 +151,18 @@ Quantization readQuantization(const json& config, const std::string& path) {
     for (const char* key : {"ignored_layers", "ignore"})
         for (auto& s : stringList(c, key, at))
             q.skip.push_back(std::move(s));
+    // A multimodal checkpoint names its language model's modules under language_model
+    // ("language_model.model.layers.3.self_attn", or "model.language_model.layers.3..." in transformers'
+    // newer layout); Headroom's names are the text model's ("model.layers.3.self_attn").
+    for (std::string& p : q.skip)
+        for (const auto& [from, to] :
+             {std::pair<std::string_view, std::string_view>{"language_model.model.", "model."},
+              {"model.language_model.", "model."},
+              {"language_model.", ""}})
+            if (p.rfind(from, 0) == 0) {
+                p = std::string(to) + p.substr(from.size());
+                break;
+            }
     if (q.name == "mxfp4") {
         q.method = Quantization::Method::Mxfp4;
         q.bits = 4;

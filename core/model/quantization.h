@@ -18,7 +18,8 @@ namespace headroom {
 //  - gptq / awq: `bits`-bit values packed in int32, per group of `group_size` inputs an fp16 scale and a
 //    packed zero point; GPTQ adds an int32 g_idx per input.
 // Embeddings, the LM head, norms, biases and routers stay in the checkpoint's 16-bit dtype, as do the
-// modules the config lists in modules_to_not_convert / ignored_layers / ignore.
+// modules the config lists in modules_to_not_convert / ignored_layers / ignore (a multimodal checkpoint's
+// language_model prefix read as the text model's names).
 struct Quantization {
     enum class Method { None, Mxfp4, Fp8, Int };
     Method method = Method::None;

@@ -214,6 +214,21 @@ void TestServing::badQuantizationConfig() {
     QVERIFY(error(fbgemm["quantization_config"]).isEmpty());
     const double rows = 80.0 * (8192 + 1024 + 1024 + 8192 + 28672 + 28672 + 8192);
     QCOMPARE(weightBytes(fbgemm) - weightBytes(llama70Fp8()), 2 * rows);
+    // Llama 4's skip list names the language model's modules under language_model and its MLP feed_forward
+    // (modeling_llama4.py). Scout in fbgemm_fp8 with attention and the shared expert left in bf16: per layer,
+    // each of those matrices costs 2 bytes a value instead of 1 and a 4-byte row scale, n - 4 x out more:
+    // q and o 5120 x 5120, k and v 1024 x 5120; the shared expert's gate and up 8192 x 5120, down 5120 x
+    // 8192; all 48 layers are MoE layers with a shared expert.
+    json scout = findModelPreset("meta-llama/Llama-4-Scout-17B-16E-Instruct")->config;
+    scout["quantization_config"] = {{"quant_method", "fbgemm_fp8"},
+                                    {"modules_to_not_convert", {"vision_model"}}};
+    const double allFp8 = weightBytes(scout);
+    scout["quantization_config"]["modules_to_not_convert"] = {
+        "language_model.model.layers.*.self_attn", "language_model.model.layers.*.feed_forward.shared_expert",
+        "vision_model"};
+    const double attention = 2 * (5120.0 * 5120 - 4 * 5120) + 2 * (1024.0 * 5120 - 4 * 1024);
+    const double shared = 3 * 8192.0 * 5120 - 4 * (8192 + 8192 + 5120);
+    QCOMPARE(weightBytes(scout) - allFp8, 48 * (attention + shared));
 }
 
 void TestServing::vllmMeasuredRuns_data() {
