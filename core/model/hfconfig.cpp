@@ -202,6 +202,9 @@ struct MultimodalParts {
         vision = config.contains("vision_config") ? &config["vision_config"] : &kEmpty;
         hasVision = config.contains("vision_config");
     }
+    // Readers of the two parts, naming their keys under text_config and vision_config.
+    Reader textReader() const { return Reader(*text, textPath); }
+    Reader visionReader() const { return Reader(*vision, visionPath); }
     const nlohmann::json* text = nullptr;
     const nlohmann::json* vision = nullptr;
     std::string textPath, visionPath;
@@ -635,16 +638,14 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // mm_input_projection_weight, vision width x text width, and mm_soft_emb_norm, an RMSNorm of the
         // vision width).
         const MultimodalParts parts(r, config, false);
-        const json &text = *parts.text, &vision = *parts.vision;
-        const std::string &textPath = parts.textPath, &visionPath = parts.visionPath;
-        const Reader tr(text, textPath), vr(vision, visionPath);
+        const Reader tr = parts.textReader(), vr = parts.visionReader();
         readGemma3Text(tr, m);
         m.visionTensors = siglipTensors(vr);
         const auto visionWidth = static_cast<std::uint64_t>(vr.integer("hidden_size", 1, kMaxDim, 768));
         m.visionTensors.push_back(visionWidth * static_cast<std::uint64_t>(m.hidden));
         m.visionTensors.push_back(visionWidth);
         m.modelType = "gemma3_text"; // the sliding layers and the rest read as the language model's
-        readSlidingWindows(text, textPath, m);
+        readSlidingWindows(*parts.text, parts.textPath, m);
         m.modelType = "gemma3";
         m.quantization = readQuantization(config, path);
         return m;
@@ -656,9 +657,8 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // Llama4ForConditionalGeneration: the language model under text_config, the vision tower under
         // vision_config and Llama4MultiModalProjector's one bias-free matrix, vision_output_dim x text width.
         const MultimodalParts parts(r, config, true);
-        const json& text = *parts.text;
-        const Reader tr(text, parts.textPath), vr(*parts.vision, parts.visionPath);
-        readLlama4Text(tr, text, m);
+        const Reader tr = parts.textReader(), vr = parts.visionReader();
+        readLlama4Text(tr, *parts.text, m);
         m.tiedEmbeddings = r.boolean("tie_word_embeddings", tr.boolean("tie_word_embeddings", false));
         if (parts.hasVision) {
             m.visionTensors = llama4VisionTensors(vr);
@@ -674,8 +674,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // vision width, the patch merger's vision width x spatial_merge_size^2 -> vision width, and two
         // linears to the text width (with biases when multimodal_projector_bias).
         const MultimodalParts parts(r, config, true);
-        const json& text = *parts.text;
-        const Reader tr(text, parts.textPath), vr(*parts.vision, parts.visionPath);
+        const Reader tr = parts.textReader(), vr = parts.visionReader();
         readLlamaLike(tr, m, false);
         m.qkvBias = m.outBias = tr.boolean("attention_bias", false);
         m.mlpBias = tr.boolean("mlp_bias", false);
@@ -687,7 +686,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.visionTensors.insert(m.visionTensors.end(), {v, v * merge * merge * v, v * h, h * h});
         if (bias)
             m.visionTensors.insert(m.visionTensors.end(), {h, h});
-        readSlidingWindows(text, parts.textPath, m);
+        readSlidingWindows(*parts.text, parts.textPath, m);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "qwen2_5_vl" || t == "qwen2_vl") {
@@ -696,8 +695,8 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // tower under vision_config.
         const MultimodalParts parts(r, config, false);
         const bool nested = config.contains("text_config");
-        const Reader tr(nested ? *parts.text : config, nested ? parts.textPath : path);
-        const Reader vr(*parts.vision, parts.visionPath);
+        const Reader tr = nested ? parts.textReader() : Reader(config, path);
+        const Reader vr = parts.visionReader();
         readLlamaLike(tr, m, false);
         m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
         m.qkvBias = true;
@@ -718,8 +717,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         // under text_config (the MoE one's experts as two batched tensors per layer,
         // Qwen3VLMoeTextExperts) and the vision tower under vision_config.
         const MultimodalParts parts(r, config, true);
-        const Reader tr(*parts.text, parts.textPath);
-        const Reader vr(*parts.vision, parts.visionPath);
+        const Reader tr = parts.textReader(), vr = parts.visionReader();
         const bool moe = t == "qwen3_vl_moe";
         readQwen3Text(tr, m, moe);
         m.fusedExperts = moe;

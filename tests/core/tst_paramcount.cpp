@@ -13,6 +13,20 @@
 using namespace headroom;
 using nlohmann::json;
 
+namespace {
+
+// Where the reader refuses a config (Error::where), or "(accepted)".
+QString refusedAt(const json& cfg, const std::string& path = {}) {
+    try {
+        modelFromHfConfig(cfg, path);
+    } catch (const Error& e) {
+        return QString::fromStdString(e.where());
+    }
+    return QStringLiteral("(accepted)");
+}
+
+} // namespace
+
 class TestParamCount : public QObject {
     Q_OBJECT
 private slots:
@@ -256,12 +270,7 @@ void TestParamCount::gemma3WithItsVisionTower() {
     QVERIFY(alternating.isSlidingLayer(0) && !alternating.isSlidingLayer(1));
     json bad = g4;
     bad["vision_config"]["hidden_size"] = -1;
-    try {
-        modelFromHfConfig(bad);
-        QFAIL("a negative vision width was accepted");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("vision_config.hidden_size"));
-    }
+    QCOMPARE(refusedAt(bad), QStringLiteral("vision_config.hidden_size"));
 }
 
 void TestParamCount::qwen3NextHybridLayers() {
@@ -304,12 +313,7 @@ void TestParamCount::qwen3NextHybridLayers() {
     QCOMPARE(half.totalParameters(),
              24 * linear + 24 * attention + 48 * perLayer + 2 * 151936ull * 2048 + 2048);
     cfg["layer_types"][5] = "sliding_attention";
-    try {
-        modelFromHfConfig(cfg, "config.json");
-        QFAIL("an unknown layer kind was accepted");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.layer_types[5]"));
-    }
+    QCOMPARE(refusedAt(cfg, "config.json"), QStringLiteral("config.json.layer_types[5]"));
 }
 
 void TestParamCount::llama4ChunkedAndInterleaved() {
@@ -385,12 +389,7 @@ void TestParamCount::llama4ChunkedAndInterleaved() {
     bad["text_config"]["layer_types"] = json::array();
     for (int i = 0; i < 48; ++i)
         bad["text_config"]["layer_types"].push_back(i == 7 ? "sliding_attention" : "full_attention");
-    try {
-        modelFromHfConfig(bad, "config.json");
-        QFAIL("an unknown layer kind was accepted");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.text_config.layer_types[7]"));
-    }
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.text_config.layer_types[7]"));
 }
 
 void TestParamCount::mistral3WithPixtral() {
@@ -419,12 +418,7 @@ void TestParamCount::mistral3WithPixtral() {
     cfg["multimodal_projector_bias"] = true;
     QCOMPARE(modelFromHfConfig(cfg).totalParameters(), text + pixtral + projector + 2 * 5120);
     cfg["text_config"] = 3;
-    try {
-        modelFromHfConfig(cfg, "config.json");
-        QFAIL("a number was accepted as text_config");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.text_config"));
-    }
+    QCOMPARE(refusedAt(cfg, "config.json"), QStringLiteral("config.json.text_config"));
 }
 
 void TestParamCount::graniteMamba2Hybrid() {
@@ -501,20 +495,10 @@ void TestParamCount::graniteMamba2Hybrid() {
     // A head size that does not multiply out, and a layer kind the reader does not know, are named.
     json bad = tiny;
     bad["mamba_d_head"] = 100;
-    try {
-        modelFromHfConfig(bad, "config.json");
-        QFAIL("a head size that does not fit the inner width was accepted");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.mamba_d_head"));
-    }
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.mamba_d_head"));
     bad = tiny;
     bad["layer_types"][2] = "moe";
-    try {
-        modelFromHfConfig(bad, "config.json");
-        QFAIL("an unknown layer kind was accepted");
-    } catch (const Error& e) {
-        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("config.json.layer_types[2]"));
-    }
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.layer_types[2]"));
 }
 
 void TestParamCount::qwen25VlTower() {
@@ -596,21 +580,11 @@ void TestParamCount::qwen3VlTowerAndDeepstack() {
     // A deepstack tap past the tower's last block is refused, naming the entry.
     json badTap = p8->config;
     badTap["vision_config"]["deepstack_visual_indexes"] = {8, 27};
-    try {
-        modelFromHfConfig(badTap);
-        QFAIL("accepted a deepstack index past the tower");
-    } catch (const Error& e) {
-        QVERIFY2(std::string(e.what()).find("deepstack_visual_indexes[1]") != std::string::npos, e.what());
-    }
+    QCOMPARE(refusedAt(badTap), QStringLiteral("vision_config.deepstack_visual_indexes[1]"));
     // A Qwen3-VL config without text_config is refused with the field named.
     json flat = p8->config;
     flat.erase("text_config");
-    try {
-        modelFromHfConfig(flat);
-        QFAIL("accepted a qwen3_vl config without text_config");
-    } catch (const Error& e) {
-        QVERIFY2(std::string(e.what()).find("text_config") != std::string::npos, e.what());
-    }
+    QCOMPARE(refusedAt(flat), QStringLiteral("text_config"));
 }
 
 void TestParamCount::qwen2VlTower() {
