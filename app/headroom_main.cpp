@@ -18,11 +18,24 @@
 // headroom [FILE...] | headroom --screenshot OUT.png [--size WxH] [--drawing D] [FILE...]: scenarios and
 // traces
 int main(int argc, char** argv) {
-    // A screenshot needs no display: fall back to the offscreen platform when none is set.
-    for (int i = 1; i < argc; ++i)
-        if (QByteArray(argv[i]) == "--screenshot" && qEnvironmentVariableIsEmpty("DISPLAY") &&
-            qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-            qputenv("QT_QPA_PLATFORM", "offscreen");
+    // A screenshot, --help and --version need no display: fall back to the offscreen platform when none is
+    // set. Without one, Qt would abort on a headless server; say what to run instead.
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        bool headless = false;
+        for (int i = 1; i < argc; ++i) {
+            const QByteArray arg(argv[i]);
+            headless = headless || arg == "--screenshot" || arg == "--help" || arg == "-h" ||
+                       arg == "--help-all" || arg == "--version" || arg == "-v";
+        }
+        if (!headless) {
+            std::fprintf(stderr, "error: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
+                                 "unset); use headroom-cli for the command line, or headroom --screenshot "
+                                 "OUT.png [FILE] to render the window without one\n");
+            return 2;
+        }
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
 
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Headroom"));
