@@ -275,8 +275,14 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
                 << (vllm ? ")" : "");
         if (sv.ncclSetupBytes > 0)
             out << "; NCCL set up before the budget " << formatBytes(sv.ncclSetupBytes);
-        if (sv.cudaGraphBytes > 0)
-            out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes);
+        if (sv.cudaGraphBytes > 0 && sv.cudaGraphsBeyondBudget)
+            out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes)
+                << " captured after the pool, beyond the budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)";
+        else if (sv.cudaGraphBytes > 0)
+            out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes)
+                << " estimated in the budget (the same pool without the estimate: gpu_memory_utilization "
+                << std::fixed << std::setprecision(4) << sv.utilizationForTheSamePool() << std::defaultfloat
+                << ")";
         out << "\n";
         out << "  KV cache pool: " << formatBytes(sv.poolBytes) << " = "
             << formatCount(static_cast<unsigned long long>(std::max(0LL, sv.kvCacheTokens))) << " tokens ("
@@ -328,9 +334,13 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     const auto savings = rankSavings(sc);
     if (!savings.empty() && sv.engine) {
         out << "\n  single changes that serve more requests at once:\n";
+        // One column for the figures: as wide as the longest change (an environment variable's name).
+        std::size_t width = 55;
         for (const auto& s : savings)
-            out << "    " << std::left << std::setw(55) << s.description << ' ' << std::right
-                << (s.kvTokensGained >= 0 ? "+" : "-")
+            width = std::max(width, s.description.size());
+        for (const auto& s : savings)
+            out << "    " << std::left << std::setw(static_cast<int>(width)) << s.description << ' '
+                << std::right << (s.kvTokensGained >= 0 ? "+" : "-")
                 << formatCount(static_cast<unsigned long long>(std::llabs(s.kvTokensGained))) << " tokens, "
                 << std::fixed << std::setprecision(2) << s.concurrencyAfter - s.concurrencyGained << "x -> "
                 << s.concurrencyAfter << "x" << std::defaultfloat << "\n";

@@ -632,6 +632,7 @@ void readInference(const json& doc, Scenario& sc) {
     i.maxNumBatchedTokens = s.integer("max_num_batched_tokens", d.maxNumBatchedTokens);
     i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
+    i.cudaGraphEstimate = s.boolean("cuda_graph_estimate", d.cudaGraphEstimate);
     const std::string sampler = s.string("sampler", samplerNames().front().name);
     if (std::none_of(samplerNames().begin(), samplerNames().end(),
                      [&](const NamedText& n) { return sampler == n.name; }))
@@ -656,13 +657,19 @@ void readInference(const json& doc, Scenario& sc) {
             sc.warnings.push_back("inference.sampler \"flashinfer\" does not change " + i.engineVersion +
                                   "'s profiled step: its dummy sampler run never takes FlashInfer's path "
                                   "(docs/serving.md, Engine versions)");
+    if (s.find("cuda_graph_estimate") && engine && !(release && release->cudaGraphsInBudget))
+        sc.warnings.push_back(
+            "inference.cuda_graph_estimate applies to releases that estimate their CUDA graphs "
+            "inside the budget (vLLM from 0.21: vllm 0.31); " +
+            std::string(release ? release->name : i.engineVersion.c_str()) +
+            " sizes its pool without them whatever it says");
     if (i.flashinferSampler && i.engine == Engine::Sglang)
         sc.warnings.push_back("inference.sampler applies to vLLM: SGLang's sampler is planned as its own "
                               "(docs/serving.md)");
     if (!engine)
-        for (const char* key :
-             {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
-              "cuda_graphs", "engine_version", "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
+        for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
+                                "max_num_seqs", "cuda_graphs", "cuda_graph_estimate", "engine_version",
+                                "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");

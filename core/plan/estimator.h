@@ -75,8 +75,19 @@ struct ServingEstimate {
     double freeAtStartupBytes = 0;
     // Whether the engine refuses to start because less than its budget is free at start-up.
     bool refusedAtStartup() const { return freeAtStartupBytes > 0 && freeAtStartupBytes < budgetBytes; }
-    // The engine's CUDA graphs, where its release counts them in the budget (vLLM from 0.21); 0 otherwise.
+    // The engine's CUDA graphs, where its release estimates them (vLLM from 0.21); 0 otherwise. Inside the
+    // budget unless cudaGraphsBeyondBudget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0): then the pool takes
+    // their share and the graphs, captured after it, hold that much beyond the budget.
     double cudaGraphBytes = 0;
+    bool cudaGraphsBeyondBudget = false;
+    // The gpu_memory_utilization that leaves the same pool without the estimate in the budget (before 0.21,
+    // or with the estimate off): what vLLM's own start-up log advises ("To maintain the same effective KV
+    // cache size as before, increase --gpu-memory-utilization to ..."; gpu_worker.py).
+    double utilizationForTheSamePool() const {
+        return budgetBaseBytes > 0 && !cudaGraphsBeyondBudget
+                   ? budgetFraction + cudaGraphBytes / budgetBaseBytes
+                   : budgetFraction;
+    }
     // NCCL's NVLink SHARP buffers for the tensor-parallel communicator (more than two GPUs of an NVSwitch
     // system), part of nonTorchBytes under vLLM and of what SGLang finds taken; 0 where NCCL never sets them
     // up (engines.cpp nvlsBufferBytes).

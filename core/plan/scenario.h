@@ -192,6 +192,10 @@ struct InferenceSettings {
     int maxNumBatchedTokens = 0;       // tokens in one engine step (0: the engine's default)
     int maxNumSeqs = 0;                // requests in one step (0: the engine's default)
     bool cudaGraphs = true;            // false: --enforce-eager, no graphs captured
+    // inference.cuda_graph_estimate: false is VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, where a release
+    // that estimates its graphs inside the budget (vLLM from 0.21) sizes the pool without the estimate and
+    // captures the graphs after it, beyond gpu_memory_utilization, as releases before 0.21 did.
+    bool cudaGraphEstimate = true;
     // inference.sampler "flashinfer": the engine samples with FlashInfer's kernels (vLLM logs "Using
     // FlashInfer for top-p & top-k sampling"); "pytorch" (the default): its PyTorch sampler.
     bool flashinferSampler = false;

@@ -229,8 +229,13 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
             nvls = 0;
         sv.nvlsBytes = nvls;
         sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes + nvls;
-        if (version.cudaGraphsInBudget && in.cudaGraphs)
+        if (version.cudaGraphsInBudget && in.cudaGraphs) {
             sv.cudaGraphBytes = in.cudaGraphBytes >= 0 ? in.cudaGraphBytes : version.defaultCudaGraphBytes;
+            // VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (envs.py; gpu_worker.py determine_available_memory
+            // then adds no estimate to the profiled peak): the pool is sized as before 0.21 and the graphs,
+            // captured after it (capture_model), hold their memory beyond the budget.
+            sv.cudaGraphsBeyondBudget = !in.cudaGraphEstimate;
+        }
         // The stacked bar's non-torch part is all the GPU holds outside PyTorch besides the context.
         st.communication = sv.nonTorchBytes + sv.ncclSetupBytes;
         sv.budgetFraction = in.gpuMemoryUtilization;
@@ -238,8 +243,8 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
         if (version.checksFreeAtStartup)
             sv.freeAtStartupBytes = std::max(1.0, capacity - st.cudaContext - sv.ncclSetupBytes);
-        sv.availableBytes =
-            sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes - sv.cudaGraphBytes;
+        sv.availableBytes = sv.budgetBytes - st.weights - sv.profiledBytes - sv.nonTorchBytes -
+                            (sv.cudaGraphsBeyondBudget ? 0 : sv.cudaGraphBytes);
     } else {
         // SGLang's profile_max_num_token: rest = free memory after loading the weights - total x (1 -
         // mem_fraction_static), where "total" is what init_torch_distributed measured free once the CUDA

@@ -76,6 +76,15 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        "--enforce-eager: no CUDA graphs (slower decoding)",
                        {{"inference", {{"cuda_graphs", false}}}},
                        [](Scenario& s) { s.inference.cudaGraphs = false; }});
+    // The same release with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 sizes the pool without the graphs'
+    // estimate and captures them beyond the budget: more tokens, while the GPU has the room above
+    // gpu_memory_utilization for them (the estimate is the engine's, and its own log compares it with what
+    // the capture took).
+    if (in.engine == Engine::Vllm && est.serving.cudaGraphBytes > 0 && !est.serving.cudaGraphsBeyondBudget)
+        out.push_back({"cuda_graph_estimate_off",
+                       "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (graphs past the budget)",
+                       {{"inference", {{"cuda_graph_estimate", false}}}},
+                       [](Scenario& s) { s.inference.cudaGraphEstimate = false; }});
     // NCCL's NVLink SHARP buffers go with NCCL_NVLS_ENABLE=0, at the cost of large all-reduces' speed.
     if (est.serving.nvlsBytes > 0)
         out.push_back({"disable_nccl_nvls",
@@ -148,7 +157,8 @@ std::vector<Saving> rankSavings(const Scenario& sc) {
             }
             const Estimate after = estimate(changed);
             const double gain = served(after) - served(current);
-            if (gain <= 1e-9)
+            // A change that takes the GPU past its memory (graphs beyond the budget) serves nothing.
+            if (gain <= 1e-9 || (current.fits && !after.fits))
                 continue;
             Saving s{ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits};
             s.serving = true;

@@ -101,6 +101,7 @@ private slots:
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
     void nvlsBuffersOnNvswitchSystems();
+    void cudaGraphEstimateOutsideTheBudget();
     void chunkedAttentionByRelease();
     void mamba2StateInThePool();
 };
@@ -1007,6 +1008,50 @@ void TestServing::communicatorsAndStartup() {
     QVERIFY(lower);
     // Without the pipeline the same utilisation starts: the context alone leaves 79.15 GiB free.
     QVERIFY(!estimate(plan("vllm 0.11", 2, 1, 0.99)).serving.refusedAtStartup());
+}
+
+void TestServing::cudaGraphEstimateOutsideTheBudget() {
+    // vLLM from 0.21 adds its CUDA graphs' estimate to the profiled peak; its start-up log then says which
+    // utilisation would leave the same pool without it. A public log (qwen3.8-27b on a 119.63 GiB GPU):
+    // "The current --gpu-memory-utilization=0.9200 is equivalent to --gpu-memory-utilization=0.9038 without
+    // CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase
+    // --gpu-memory-utilization to 0.9362", with "Estimated CUDA graph memory: 1.94 GiB total".
+    const json model = {{"preset", "meta-llama/Llama-3.1-8B"}};
+    json in = {{"engine", "vllm"},
+               {"engine_version", "vllm 0.31"},
+               {"context_length", 131072},
+               {"cuda_graph_gib", 1.94},
+               {"gpu_memory_utilization", 0.92}};
+    const json cluster = {{"gpu_memory_gib", 119.63}, {"num_gpus", 1}};
+    const Estimate on = estimate(scenarioFromJson(inferenceDoc(model, in, cluster)));
+    QVERIFY(on.serving.cudaGraphBytes > 0 && !on.serving.cudaGraphsBeyondBudget);
+    QCOMPARE(std::round(on.serving.utilizationForTheSamePool() * 10000) / 10000, 0.9362);
+    // VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: the pool gets the estimate's 1.94 GiB back, the graphs
+    // stay on the GPU (captured after the pool), so the peak rises by what the pool grew.
+    in["cuda_graph_estimate"] = false;
+    const Estimate off = estimate(scenarioFromJson(inferenceDoc(model, in, cluster)));
+    QVERIFY(off.serving.cudaGraphsBeyondBudget);
+    QCOMPARE(off.serving.availableBytes - on.serving.availableBytes, 1.94 * kGiB);
+    QCOMPARE(off.serving.cudaGraphBytes, on.serving.cudaGraphBytes);
+    QCOMPARE(off.peakBytes - on.peakBytes, off.serving.poolBytes - on.serving.poolBytes);
+    // 1.94 GiB at 131,072 bytes a token (32 layers x 8 KV heads x 128 x 2 x bf16) is 15,892.48 tokens:
+    // 993 or 994 blocks of 16, as the remainder of the old pool falls.
+    const long long gained = off.serving.kvCacheTokens - on.serving.kvCacheTokens;
+    QVERIFY2(gained == 993 * 16 || gained == 994 * 16, qPrintable(QString::number(gained)));
+    QCOMPARE(off.serving.utilizationForTheSamePool(), 0.92);
+    // The savings offer it, and the releases that size their pool without the graphs ignore it with a
+    // warning.
+    in.erase("cuda_graph_estimate");
+    bool offered = false;
+    for (const Saving& s : rankSavings(scenarioFromJson(inferenceDoc(model, in, cluster))))
+        offered = offered || s.id == "cuda_graph_estimate_off";
+    QVERIFY(offered);
+    in["engine_version"] = "vllm 0.11";
+    in.erase("cuda_graph_gib");
+    in["cuda_graph_estimate"] = false;
+    const Scenario old = scenarioFromJson(inferenceDoc(model, in, cluster));
+    QVERIFY(!old.warnings.empty() && old.warnings.back().find("cuda_graph_estimate") != std::string::npos);
+    QCOMPARE(estimate(old).serving.cudaGraphBytes, 0.0);
 }
 
 void TestServing::nvlsBuffersOnNvswitchSystems() {

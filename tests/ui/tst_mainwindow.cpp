@@ -140,6 +140,7 @@ private slots:
     void unitsAndLegend();
     void servingShowsTokensAndRequests();
     void nvlsCheckBoxWhereNcclCanUseIt();
+    void cudaGraphEstimateCheckBox();
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
     void presentationMode();
@@ -243,6 +244,40 @@ void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
     w->document()->reset(doc);
     for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
         QVERIFY(!b->isVisibleTo(w->settingsPanel()));
+}
+
+void TestMainWindow::cudaGraphEstimateCheckBox() {
+    // vLLM 0.31 estimates its CUDA graphs inside the budget: the box shows, checked; unchecking it writes
+    // cuda_graph_estimate false and the pool takes the estimate (0.5 GiB here) back. Under --enforce-eager
+    // and under 0.11, which sizes its pool without the graphs, the box goes.
+    auto w = window();
+    json doc = {{"schema", "headroom.scenario/1"},
+                {"name", "graphs"},
+                {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                {"inference",
+                 {{"engine", "vllm"},
+                  {"engine_version", "vllm 0.31"},
+                  {"context_length", 8192},
+                  {"cuda_graph_gib", 0.5}}},
+                {"cluster", {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 1}}}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    auto* box = w->settingsPanel()->findChild<QCheckBox*>("/inference/cuda_graph_estimate");
+    QVERIFY(box);
+    QVERIFY(box->isVisibleTo(w->settingsPanel()));
+    QVERIFY(box->isChecked());
+    const double before = w->document()->estimate().serving.availableBytes;
+    box->setChecked(false);
+    QCOMPARE(w->document()->json()["inference"]["cuda_graph_estimate"].get<bool>(), false);
+    QVERIFY(w->waitForPlanner());
+    QCOMPARE(w->document()->estimate().serving.availableBytes - before, 0.5 * test::kGiB);
+    doc["inference"]["cuda_graphs"] = false;
+    w->document()->reset(doc);
+    QVERIFY(!box->isVisibleTo(w->settingsPanel()));
+    doc["inference"]["cuda_graphs"] = true;
+    doc["inference"]["engine_version"] = "vllm 0.11";
+    w->document()->reset(doc);
+    QVERIFY(!box->isVisibleTo(w->settingsPanel()));
 }
 
 void TestMainWindow::fineTuningGroup() {

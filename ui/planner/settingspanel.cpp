@@ -472,6 +472,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                   "estimate comes out of the KV cache's budget)",
                                   true),
                         {"vllm"}));
+    // Where the release estimates its graphs inside the budget (vLLM from 0.21), the engine's own switch
+    // for that estimate; shown while graphs are captured.
+    addField(inferenceForm,
+             forEngines(boolField("/inference/cuda_graph_estimate", "CUDA graph estimate in budget",
+                                  "Unchecked: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, the pool is sized "
+                                  "without the graphs' estimate and they are captured after it, beyond "
+                                  "gpu_memory_utilization",
+                                  true),
+                        {"vllm"}));
+    m_fields.back()->visibleWhen = [this](const json&) {
+        const EngineVersion* v = engineVersionOf(m_doc->scenario());
+        return v && v->cudaGraphsInBudget && m_doc->scenario().inference.cudaGraphs;
+    };
     // NCCL's NVLink SHARP buffers (docs/serving.md, Tensor parallelism on NVSwitch systems): offered where
     // they can exist, more than two GPUs of an NVSwitch system in the tensor-parallel group; vLLM leaves them
     // on, SGLang off.
