@@ -399,13 +399,14 @@ void readFineTuning(const Section& training, Scenario& sc) {
         !(*s.find("target_modules")).is_string()) {
         // A name the architecture has no layer of adapts nothing (MLA has no q_proj with a query rank,
         // a plain MLP no gate_proj): said, not silently planned.
-        // Every layer of a kind has the same linear layers: a dense one and the first MoE one stand for all.
-        std::vector<LinearShape> linears = layerLinears(sc.model, 0);
+        // Every layer of a kind has the same linear layers: one of each kind stands for all.
+        std::vector<LinearShape> linears;
+        bool seen[ModelSpec::kLayerKinds] = {};
         for (int l = 0; l < sc.model.layers; ++l)
-            if (sc.model.isMoeLayer(l)) {
-                const std::vector<LinearShape> moe = layerLinears(sc.model, l);
-                linears.insert(linears.end(), moe.begin(), moe.end());
-                break;
+            if (!seen[sc.model.layerKind(l)]) {
+                seen[sc.model.layerKind(l)] = true;
+                const std::vector<LinearShape> kind = layerLinears(sc.model, l);
+                linears.insert(linears.end(), kind.begin(), kind.end());
             }
         for (const std::string& t : f.targets) {
             bool found = t == "lm_head";
@@ -633,6 +634,14 @@ void readInference(const json& doc, Scenario& sc) {
     i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
     i.cudaGraphEstimate = s.boolean("cuda_graph_estimate", d.cudaGraphEstimate);
+    if (const std::string ssm = s.string("mamba_ssm_cache_dtype", "auto"); ssm != "auto") {
+        i.mambaSsmCacheBytes = ssm == "float32" ? 4 : ssm == "float16" || ssm == "bfloat16" ? 2 : -1;
+        if (i.mambaSsmCacheBytes < 0)
+            throw Error(s.at("mamba_ssm_cache_dtype"),
+                        "'" + ssm +
+                            "' is not a dtype vLLM takes here (\"auto\", \"float32\", \"float16\" or "
+                            "\"bfloat16\")");
+    }
     const std::string sampler = s.string("sampler", samplerNames().front().name);
     if (std::none_of(samplerNames().begin(), samplerNames().end(),
                      [&](const NamedText& n) { return sampler == n.name; }))
@@ -668,8 +677,8 @@ void readInference(const json& doc, Scenario& sc) {
                               "(docs/serving.md)");
     if (!engine)
         for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
-                                "max_num_seqs", "cuda_graphs", "cuda_graph_estimate", "engine_version",
-                                "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
+                                "max_num_seqs", "cuda_graphs", "cuda_graph_estimate", "mamba_ssm_cache_dtype",
+                                "engine_version", "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");
@@ -938,6 +947,10 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                 "(--max-mamba-cache-size, --mamba-full-memory-ratio), which is not modelled "
                 "yet: the KV pool is planned for the attention layers alone");
     }
+    if (!sc.model.blockParts.empty() && sc.mode == Mode::Training)
+        sc.warnings.push_back("model: each of Nemotron-H's blocks (a mixer or an MLP alone) is planned in "
+                              "training as a whole layer's activations, an over-estimate until its blocks "
+                              "are modelled apart");
     return sc;
 }
 

@@ -253,6 +253,105 @@ void readGraniteMoeHybrid(const Reader& r, const nlohmann::json& config, ModelSp
     m.linearLayers = std::move(mamba);
 }
 
+// NVIDIA's Nemotron-H (NemotronHForCausalLM: the checkpoints' configuration_nemotron_h.py and
+// modeling_nemotron_h.py, as transformers' models/nemotron_h has them): a stack of blocks, each one norm and
+// then one mixer or MLP, spelt by hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP, "E" MoE) or
+// listed by layers_block_type ("mamba", "attention", "mlp", "moe"). Attention has no positional embedding;
+// MLPs are up_proj and down_proj around a squared ReLU (no gate); the Mamba-2 mixer is NemotronHMamba2Mixer,
+// mamba_num_heads x mamba_head_dim channels wide (not mamba_expand x hidden), with BambaMixer's tensors;
+// the MoE blocks route to non-gated experts beside a shared one, with a DeepSeek-style router whose
+// e_score_correction_bias is a buffer. Embeddings are untied.
+void readNemotronH(const Reader& r, const nlohmann::json& config, ModelSpec& m) {
+    readLlamaLike(r, m, false);
+    m.gatedMlp = false;
+    m.normsPerLayer = 1;
+    m.qkvBias = m.outBias = r.boolean("attention_bias", false);
+    m.mlpBias = r.boolean("mlp_bias", false);
+    // One letter per block, from either spelling.
+    std::string blocks;
+    const std::string where =
+        r.has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type";
+    if (r.has("hybrid_override_pattern")) {
+        const auto& p = config.at("hybrid_override_pattern");
+        if (!p.is_string())
+            throw Error(r.at(where), "must be a string of M, *, - and E, one per layer");
+        blocks = p.get<std::string>();
+    } else if (r.has("layers_block_type")) {
+        const auto& list = config.at("layers_block_type");
+        if (!list.is_array())
+            throw Error(r.at(where), "must list one block type per layer");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const auto& kind = list[i];
+            const char letter = !kind.is_string()     ? '?'
+                                : kind == "mamba"     ? 'M'
+                                : kind == "attention" ? '*'
+                                : kind == "mlp"       ? '-'
+                                : kind == "moe"       ? 'E'
+                                                      : '?';
+            if (letter == '?')
+                throw Error(r.at(where) + "[" + std::to_string(i) + "]",
+                            "must be \"mamba\", \"attention\", \"mlp\" or \"moe\", got " + kind.dump());
+            blocks += letter;
+        }
+    } else {
+        throw Error(r.at("hybrid_override_pattern"),
+                    "required for model_type 'nemotron_h' (or layers_block_type) but missing");
+    }
+    if (blocks.size() != static_cast<std::size_t>(m.layers))
+        throw Error(r.at(where), "has " + std::to_string(blocks.size()) +
+                                     " blocks where num_hidden_layers is " + std::to_string(m.layers));
+    m.blockParts.assign(blocks.size(), 3);
+    m.linearLayers.assign(blocks.size(), 0);
+    bool moe = false;
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const char b = blocks[i];
+        if (b != 'M' && b != '*' && b != '-' && b != 'E')
+            throw Error(r.at(where) + "[" + std::to_string(i) + "]",
+                        std::string("must be M, *, - or E, got '") + b + "'");
+        m.blockParts[i] = b == 'M' || b == '*' ? 1 : 2;
+        m.linearLayers[i] = b == 'M';
+        moe = moe || b == 'E';
+        if (b != 'E')
+            m.denseLayers.push_back(static_cast<int>(i));
+    }
+    if (moe) {
+        if (r.has("moe_latent_size"))
+            throw Error(r.at("moe_latent_size"), "latent MoE projections are not modelled yet");
+        m.experts = r.integer("n_routed_experts", 1, 1 << 16);
+        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts);
+        m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim);
+        const int shared = r.integer("n_shared_experts", 0, 64, 1);
+        m.sharedExperts = shared > 0 ? 1 : 0;
+        m.sharedFfn = shared > 0 ? r.integer("moe_shared_expert_intermediate_size", 1, kMaxDim) : 0;
+    } else {
+        m.denseLayers.clear();
+    }
+    m.linearKind = ModelSpec::LinearKind::Mamba2;
+    m.mambaHeads = r.integer("mamba_num_heads", 1, kMaxDim);
+    m.mambaHeadDim = r.integer("mamba_head_dim", 1, kMaxDim);
+    if (static_cast<long long>(m.mambaHeads) * m.mambaHeadDim > kMaxDim) // no int overflow below
+        throw Error(r.at("mamba_head_dim"),
+                    "times mamba_num_heads must be at most " + std::to_string(kMaxDim));
+    m.mambaInner = m.mambaHeads * m.mambaHeadDim;
+    m.mambaGroups = r.integerOr({"n_groups", "mamba_n_groups"}, 1, kMaxDim, 8);
+    if (m.mambaHeads % m.mambaGroups != 0)
+        throw Error(r.at("n_groups"), "must divide mamba_num_heads (" + std::to_string(m.mambaHeads) + ")");
+    m.mambaStateSize = r.integerOr({"ssm_state_size", "mamba_d_state"}, 1, kMaxDim, 128);
+    m.linearConvKernel = r.integerOr({"conv_kernel", "mamba_d_conv"}, 1, 64, 4);
+    m.mambaConvBias = r.boolean(r.has("use_conv_bias") ? "use_conv_bias" : "mamba_conv_bias", true);
+    m.mambaProjBias = r.boolean(r.has("use_bias") ? "use_bias" : "mamba_proj_bias", false);
+    if (r.has("mamba_ssm_cache_dtype")) {
+        const auto& d = config.at("mamba_ssm_cache_dtype");
+        m.mambaSsmCacheBytes = d == "float32"                      ? 4
+                               : d == "float16" || d == "bfloat16" ? 2
+                               : d == "auto"                       ? 0
+                                                                   : -1;
+        if (m.mambaSsmCacheBytes < 0)
+            throw Error(r.at("mamba_ssm_cache_dtype"),
+                        "must be \"auto\", \"float32\", \"float16\" or \"bfloat16\", got " + d.dump());
+    }
+}
+
 // Gemma 3's language model (transformers' Gemma3TextConfig, whose defaults fill what checkpoints leave out:
 // google/gemma-3-4b-it's text_config names only its width, depth, FFN, RoPE scaling and window). Llama's
 // layout with four norms per layer (input, post-attention, pre- and post-feedforward), per-head q/k
@@ -521,11 +620,11 @@ std::vector<std::uint64_t> siglipTensors(const Reader& r) {
 
 const std::vector<std::string>& supportedModelTypes() {
     static const std::vector<std::string> types = {
-        "gpt2",        "llama",     "mistral",     "mixtral",          "qwen2",
-        "qwen3",       "qwen3_moe", "gemma",       "gemma2",           "gemma3",
-        "gemma3_text", "phi3",      "gpt_neox",    "deepseek_v3",      "gpt_oss",
-        "qwen3_next",  "llama4",    "mistral3",    "granitemoehybrid", "qwen2_5_vl",
-        "qwen2_vl",    "qwen3_vl",  "qwen3_vl_moe"}; // and llama4_text
+        "gpt2",        "llama",     "mistral",      "mixtral",          "qwen2",
+        "qwen3",       "qwen3_moe", "gemma",        "gemma2",           "gemma3",
+        "gemma3_text", "phi3",      "gpt_neox",     "deepseek_v3",      "gpt_oss",
+        "qwen3_next",  "llama4",    "mistral3",     "granitemoehybrid", "qwen2_5_vl",
+        "qwen2_vl",    "qwen3_vl",  "qwen3_vl_moe", "nemotron_h"}; // and llama4_text
     return types;
 }
 
@@ -705,6 +804,8 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         return m;
     } else if (t == "granitemoehybrid") {
         readGraniteMoeHybrid(r, config, m);
+    } else if (t == "nemotron_h") {
+        readNemotronH(r, config, m);
     } else if (t == "mixtral") {
         readLlamaLike(r, m, false);
         m.experts = r.integer("num_local_experts", 1, 1 << 16);

@@ -105,7 +105,9 @@ LayerParams ModelSpec::layerParams(int layer) const {
         return p;
     const u64 h = static_cast<u64>(hidden);
     const u64 a = static_cast<u64>(heads);
-    if (isLinearLayer(layer)) {
+    if (!hasMixer(layer)) {
+        // An MLP block (Nemotron-H): no mixer.
+    } else if (isLinearLayer(layer)) {
         for (u64 n : linearAttentionTensors(*this))
             p.attention += n;
     } else if (mla) {
@@ -133,7 +135,9 @@ LayerParams ModelSpec::layerParams(int layer) const {
             p.attention += a;
     }
     p.norms = static_cast<u64>(normsPerLayer) * (normHasBias ? 2 * h : h);
-    if (isMoeLayer(layer)) {
+    if (!hasMlp(layer)) {
+        // A mixer block (Nemotron-H): no MLP.
+    } else if (isMoeLayer(layer)) {
         const u64 f = static_cast<u64>(moeFfn);
         p.experts = experts;
         p.activeExperts = expertsPerToken;
@@ -180,7 +184,9 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         matrices += linear(module, out, in);
         matrixParams += out * in;
     };
-    if (isLinearLayer(layer)) {
+    if (!hasMixer(layer)) {
+        // An MLP block: no mixer.
+    } else if (isLinearLayer(layer)) {
         for (const Matrix& x : linearAttentionMatrices())
             add(std::string(linearModule()) + "." + x.name, x.out, x.in);
     } else if (mla) {
@@ -250,19 +256,19 @@ u64 ModelSpec::finalNormParams() const {
     return !known ? 0 : (normHasBias ? 2 : 1) * static_cast<u64>(hidden);
 }
 
-// A layer's parameters depend on its index only through whether it is a MoE layer: count each kind once.
+// A layer's parameters depend on its index only through its kind (layerKind): count each kind once.
 // (The estimator asks for the totals on every estimate, many times per slider tick.)
 template <typename F> static u64 sumOverLayers(const ModelSpec& m, F&& perLayer) {
-    // Kinds: MoE or dense, linear attention or not.
-    u64 count[4] = {0, 0, 0, 0};
-    int example[4] = {-1, -1, -1, -1};
+    u64 count[ModelSpec::kLayerKinds] = {};
+    int example[ModelSpec::kLayerKinds];
+    std::fill(std::begin(example), std::end(example), -1);
     for (int l = 0; l < m.layers; ++l) {
-        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
+        const int k = m.layerKind(l);
         ++count[k];
         example[k] = example[k] < 0 ? l : example[k];
     }
     u64 sum = 0;
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < ModelSpec::kLayerKinds; ++k)
         if (example[k] >= 0)
             sum += count[k] * perLayer(m.layerParams(example[k]));
     return sum;
@@ -305,7 +311,9 @@ std::vector<u64> ModelSpec::parameterTensors() const {
         add(static_cast<u64>(maxPositions) * h);
     for (int l = 0; l < layers; ++l) {
         const LayerParams p = layerParams(l);
-        if (isLinearLayer(l)) {
+        if (!hasMixer(l)) {
+            // An MLP block: no mixer.
+        } else if (isLinearLayer(l)) {
             for (u64 n : linearAttentionTensors(*this))
                 add(n);
         } else if (mla) {
@@ -343,7 +351,7 @@ std::vector<u64> ModelSpec::parameterTensors() const {
                 mlp(static_cast<u64>(sharedExpertWidth()));
             if (sharedExpertGate)
                 add(h);
-        } else {
+        } else if (hasMlp(l)) {
             mlp(static_cast<u64>(ffn));
         }
     }

@@ -101,6 +101,9 @@ struct ModelSpec {
     int mambaInner = 0; // mamba_expand x hidden
     bool mambaConvBias = true;
     bool mambaProjBias = false;
+    // The config's mamba_ssm_cache_dtype in bytes (NVIDIA's Nemotron-H checkpoints say "float32"); 0: not
+    // given. vLLM's NemotronH hook takes it for the recurrent state (core/serve).
+    int mambaSsmCacheBytes = 0;
     // The convolution's channels of a Mamba-2 mixer on one of `tensorParallel` ranks: vLLM gives every rank
     // all the groups its heads need (a single group is replicated, mamba_utils.py
     // extra_groups_for_head_shards).
@@ -128,6 +131,23 @@ struct ModelSpec {
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.
     double linearConvStateElements(int tensorParallel) const;
     double linearRecurrentStateElements(int tensorParallel) const;
+    // Layers that are half a decoder layer (Nemotron-H's blocks: a norm, then one Mamba-2 mixer, attention,
+    // MLP or MoE): per layer, 1 = the mixer (attention, or linear when isLinearLayer) alone, 2 = the MLP (or
+    // MoE) alone; empty, or 3: both, as every other family has.
+    std::vector<char> blockParts;
+    bool hasMixer(int layer) const { return (blockPartsOf(layer) & 1) != 0; }
+    bool hasMlp(int layer) const { return (blockPartsOf(layer) & 2) != 0; }
+    int blockPartsOf(int layer) const {
+        return layer >= 0 && static_cast<std::size_t>(layer) < blockParts.size()
+                   ? blockParts[static_cast<std::size_t>(layer)]
+                   : 3;
+    }
+    // Layers differ in at most these ways: MoE or dense, linear attention or not, and which parts they have.
+    // Counting each kind once is how the totals stay cheap (the estimator asks many times per slider tick).
+    static constexpr int kLayerKinds = 12;
+    int layerKind(int layer) const {
+        return (isMoeLayer(layer) ? 1 : 0) + (isLinearLayer(layer) ? 2 : 0) + 4 * (blockPartsOf(layer) % 3);
+    }
     bool attentionOutputGate = false; // q_proj also yields a sigmoid gate per head and channel (Qwen3-Next)
     bool sharedExpertGate = false;    // a sigmoid gate, hidden -> 1, on the shared expert (Qwen3-Next)
 

@@ -116,14 +116,15 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         // two bytes accounts for all but 0.1 and 0.3 GiB of it.
         loaded.scaleBytes = 2;
     const Quantization* quantised = weightsStayQuantised(sc) ? &loaded : nullptr;
-    // Layers come in at most four kinds (dense or MoE, attention or linear attention); compute each kind
-    // once. A quantised checkpoint's bytes depend on the layer's name only through modules_to_not_convert,
-    // which names layers by pattern, so one layer of each kind stands for the rest.
-    LayerParams kinds[4];
-    LayerBytes kindBytes[4];
-    bool have[4] = {false, false, false, false};
+    // Layers come in a few kinds (ModelSpec::layerKind: dense or MoE, attention or linear attention, whole
+    // or half a layer); compute each kind once. A quantised checkpoint's bytes depend on the layer's name
+    // only through modules_to_not_convert, which names layers by pattern, so one layer of each kind stands
+    // for the rest.
+    LayerParams kinds[ModelSpec::kLayerKinds];
+    LayerBytes kindBytes[ModelSpec::kLayerKinds];
+    bool have[ModelSpec::kLayerKinds] = {};
     for (int l = first; l < first + count; ++l) {
-        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
+        const int k = m.layerKind(l);
         if (!have[k]) {
             kinds[k] = m.layerParams(l);
             if (inference)
@@ -473,14 +474,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     if (m.known) {
         // Per layer kind (dense, MoE) and whether this layer is checkpointed: with checkpoint_every N only
         // every N-th layer is (torchtitan's selective_ac_option "N").
-        LayerActivations kinds[4];
-        bool have[4] = {false, false, false, false};
+        LayerActivations kinds[2 * ModelSpec::kLayerKinds];
+        bool have[2 * ModelSpec::kLayerKinds] = {};
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
             const RecomputeGroup recompute = recomputeGroup(tr, l - st.firstLayer, st.layers);
             const Checkpointing mode = layerCheckpointing(tr, l, l - st.firstLayer);
-            const int k = (m.isMoeLayer(l) ? 1 : 0) + (mode == tr.checkpointing ? 0 : 2);
+            const int k = 2 * m.layerKind(l) + (mode == tr.checkpointing ? 0 : 1);
             if (!have[k]) {
-                kinds[k] = perSample(sc, k % 2 == 1, m.layerParams(l).mlpWidth, mode);
+                kinds[k] = perSample(sc, m.isMoeLayer(l), m.layerParams(l).mlpWidth, mode);
                 have[k] = true;
             }
             st.activations += recompute.keepsInput ? kinds[k].stored : 0;
@@ -587,7 +588,8 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     const double kvLayerBytes = kvPerToken * in.kvCacheBytes;
     int fullLayers = 0, slidingLayers = 0, linearLayers = 0;
     for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
-        (m.isLinearLayer(l) ? linearLayers : m.isSlidingLayer(l) ? slidingLayers : fullLayers) += 1;
+        if (m.hasMixer(l)) // an MLP block (Nemotron-H) caches nothing
+            (m.isLinearLayer(l) ? linearLayers : m.isSlidingLayer(l) ? slidingLayers : fullLayers) += 1;
     sv.kvBytesPerToken = kvLayerBytes * (fullLayers + slidingLayers);
     const int tp = c.tensorParallel;
 

@@ -36,15 +36,18 @@ std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer) {
     if (!m.known)
         return {};
     const LayerParams lp = m.layerParams(layer);
-    return layerLinears(m, lp.mlpWidth, lp.experts, m.isLinearLayer(layer));
+    return layerLinears(m, lp.mlpWidth, lp.experts, m.isLinearLayer(layer), m.hasMixer(layer));
 }
 
-std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts, bool linearAttention) {
+std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts, bool linearAttention,
+                                      bool mixer) {
     std::vector<LinearShape> out;
     if (!m.known)
         return out;
     const u64 h = static_cast<u64>(m.hidden), a = static_cast<u64>(m.heads);
-    if (linearAttention) {
+    if (!mixer) {
+        // An MLP block: its linear layers are the MLP's alone.
+    } else if (linearAttention) {
         // transformers' Qwen3NextGatedDeltaNet: its linear layers are named apart from attention's, so
         // PEFT's q_proj/v_proj targets leave them alone.
         for (const ModelSpec::Matrix& x : m.linearAttentionMatrices())
@@ -117,12 +120,12 @@ FineTuneStage fineTuneStage(const Scenario& sc, int firstLayer, int layers, bool
     // their factor in the weights' dtype; bitsandbytes keeps it in fp32.
     const double secondLevel = sc.training.framework == Framework::Torchtune ? wb : 4;
     const double r = ft.rank;
-    // Layers come in at most four kinds (dense or MoE, attention or linear attention), alike in what
+    // Layers come in a few kinds (ModelSpec::layerKind), alike in what
     // fine-tuning adds: each kind is worked out once and counted per layer (as stageParams does).
-    FineTuneStage kinds[4];
-    bool have[4] = {false, false, false, false};
+    FineTuneStage kinds[ModelSpec::kLayerKinds];
+    bool have[ModelSpec::kLayerKinds] = {};
     for (int l = firstLayer; l < firstLayer + layers; ++l) {
-        const int k = (m.isMoeLayer(l) ? 1 : 0) + (m.isLinearLayer(l) ? 2 : 0);
+        const int k = m.layerKind(l);
         if (!have[k]) {
             kinds[k] = layerKind(sc, l, secondLevel);
             have[k] = true;

@@ -19,9 +19,10 @@ struct LinearShape {
 // architecture known only by its size has none.
 std::vector<LinearShape> layerLinears(const ModelSpec& m, int layer);
 // The same for a layer whose dense MLP (or shared experts) is `mlpWidth` wide with `experts` routed experts,
-// and whose mixer is a linear-attention (Gated DeltaNet) one when `linearAttention`.
+// and whose mixer is a linear-attention (Gated DeltaNet) one when `linearAttention`, or none at all without
+// `mixer` (Nemotron-H's MLP blocks).
 std::vector<LinearShape> layerLinears(const ModelSpec& m, int mlpWidth, int experts,
-                                      bool linearAttention = false);
+                                      bool linearAttention = false, bool mixer = true);
 
 // Bytes of one out x in matrix as bitsandbytes stores it (bitsandbytes/functional.py quantize_4bit,
 // Int8Params): 4-bit NF4/FP4 packs two values per byte with one fp32 absmax per block of 64 and keeps its

@@ -196,6 +196,9 @@ struct InferenceSettings {
     // that estimates its graphs inside the budget (vLLM from 0.21) sizes the pool without the estimate and
     // captures the graphs after it, beyond gpu_memory_utilization, as releases before 0.21 did.
     bool cudaGraphEstimate = true;
+    // inference.mamba_ssm_cache_dtype (vLLM's --mamba-ssm-cache-dtype) in bytes: the Mamba-2 layers'
+    // recurrent state; 0 ("auto"): the model's dtype, or what vLLM's NemotronH hook picks for Nemotron-H.
+    int mambaSsmCacheBytes = 0;
     // inference.sampler "flashinfer": the engine samples with FlashInfer's kernels (vLLM logs "Using
     // FlashInfer for top-p & top-k sampling"); "pytorch" (the default): its PyTorch sampler.
     bool flashinferSampler = false;

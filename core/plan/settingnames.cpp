@@ -179,6 +179,12 @@ std::span<const NamedText> samplerNames() {
     return all(t);
 }
 
+std::span<const NamedText> mambaSsmCacheDtypeNames() {
+    static constexpr NamedText t[] = {
+        {"auto", "auto"}, {"float32", "float32"}, {"bfloat16", "bfloat16"}, {"float16", "float16"}};
+    return all(t);
+}
+
 std::span<const NamedText> chunkedLayerNames() {
     static constexpr NamedText t[] = {
         {"release", "as the release does"}, {"pooled", "pooled apart"}, {"full", "cached in full"}};

@@ -44,6 +44,9 @@ std::span<const NamedText> kvCacheDtypeNames();
 std::span<const NamedText> samplerNames(); // inference.sampler: "pytorch" (the default) first
 // inference.chunked_layers: "release" (the default: as the engine release does), "pooled", "full".
 std::span<const NamedText> chunkedLayerNames();
+// inference.mamba_ssm_cache_dtype: "auto" (the default: the model's dtype, or vLLM's NemotronH hook's), then
+// the dtypes vLLM's --mamba-ssm-cache-dtype takes.
+std::span<const NamedText> mambaSsmCacheDtypeNames();
 // LoRA target names as PEFT writes them, each `label` the canonical name (q_proj ... down_proj, lm_head) with
 // torchtune's spellings as aliases (output_proj, w1, w3, w2, output); "all-linear" is expanded by the reader.
 std::span<const NamedText> loraTargetNames();

@@ -262,8 +262,19 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     }
     const int block = std::max(1, in.kvBlockSize);
     // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
-    // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py).
-    const LinearStateLayers linear{shape.linearLayers, shape.linearStateBytes};
+    // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py),
+    // unless --mamba-ssm-cache-dtype names the recurrent state's, or vLLM's NemotronH hook does for a
+    // Nemotron-H model: the checkpoint's mamba_ssm_cache_dtype, else the release's default.
+    double linearStateBytes = shape.linearStateBytes;
+    if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2 && shape.linearLayers > 0) {
+        int ssm = in.mambaSsmCacheBytes;
+        if (ssm == 0 && m.modelType == "nemotron_h")
+            ssm = m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes : version.nemotronHSsmCacheBytes;
+        if (ssm > 0)
+            linearStateBytes = e * shape.linearConvElements + ssm * shape.linearRecurrentElements;
+    }
+    sv.stateBytesPerRequest = shape.linearLayers * linearStateBytes;
+    const LinearStateLayers linear{shape.linearLayers, linearStateBytes};
     // Chunked local attention (Llama 4): pooled apart where the release's hybrid allocator takes such layers
     // (engineversions.h), else cached in full like every other layer.
     const bool chunkedInFull = m.chunkedAttention && !poolsChunkedLayers(version, in);

@@ -27,8 +27,26 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // Marlin since vllm-project/vllm #5975, 0.5.1), as in 0.11.
     // NCCL: 0.8 pins torch 2.6.0, which ships NCCL 2.21.5: NVLS buffers of 6 MiB per (channel, head), set up
     // with the communicator, after V0's snapshot: non-torch memory.
-    {Engine::Vllm, "vllm 0.8", 0.9, 38, false, 0, 0.13 * kGiB, "V0 ModelRunner", false, 1, StepDefaults::V0,
-     0, 8.0, false, false, false, 6 * kMiB, false, true},
+    {Engine::Vllm,
+     "vllm 0.8",
+     0.9,
+     38,
+     false,
+     0,
+     0.13 * kGiB,
+     "V0 ModelRunner",
+     false,
+     1,
+     StepDefaults::V0,
+     0,
+     8.0,
+     false,
+     false,
+     false,
+     6 * kMiB,
+     false,
+     true,
+     2},
     // vLLM 0.11 (V1 engine, GPUModelRunner): the budget is gpu_memory_utilization (0.9) x the GPU;
     // profile_run's _dummy_sampler_run samples with top-k and top-p, so apply_top_k_top_p sorts the fp32
     // logits: 38 bytes per (request, entry) (engines.cpp says which). CUDA graphs are captured after the
@@ -45,8 +63,26 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // The worker sets its communicators up before the start-up snapshot (#25359) and refuses to start with
     // less than the budget free then. It pins torch 2.8.0, which ships NCCL 2.27.3: NVLS buffers of 2 MiB
     // per (channel, head), connected by the first collective NCCL runs through them.
-    {Engine::Vllm, "vllm 0.11", 0.9, 38, false, 0, 0.13 * kGiB, "V1 GPUModelRunner", false, 1,
-     StepDefaults::Chunked, 14, 8.0, true, true, false, 2 * kMiB, true, true},
+    {Engine::Vllm,
+     "vllm 0.11",
+     0.9,
+     38,
+     false,
+     0,
+     0.13 * kGiB,
+     "V1 GPUModelRunner",
+     false,
+     1,
+     StepDefaults::Chunked,
+     14,
+     8.0,
+     true,
+     true,
+     false,
+     2 * kMiB,
+     true,
+     true,
+     2},
     // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
     // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
     // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
@@ -61,9 +97,28 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // MambaSpec.max_memory_usage_bytes in vllm/v1/kv_cache_interface.py).
     // No top-k or top-p in the profiled step, so FlashInfer's path is never taken. FP8 weights run on Turing
     // (7.5) as well: vllm-project/vllm #29901 (merged 2025-12-02) ported Marlin's kernels to it. Its
-    // PyTorch ships an NCCL from 2.27 on: NVLS as in 0.11.
-    {Engine::Vllm, "vllm 0.31", 0.92, 6, true, 0.62 * kGiB, 0.13 * kGiB, "V2 model runner", true, 2,
-     StepDefaults::Chunked, 0, 7.5, true, true, true, 2 * kMiB, true, true},
+    // PyTorch ships an NCCL from 2.27 on: NVLS as in 0.11. Nemotron-H's recurrent state is float32 by
+    // default (#39032).
+    {Engine::Vllm,
+     "vllm 0.31",
+     0.92,
+     6,
+     true,
+     0.62 * kGiB,
+     0.13 * kGiB,
+     "V2 model runner",
+     true,
+     2,
+     StepDefaults::Chunked,
+     0,
+     7.5,
+     true,
+     true,
+     true,
+     2 * kMiB,
+     true,
+     true,
+     4},
     // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
     // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL
     // existed, less the weights; the step and CUDA graphs live in what the fraction leaves. FP8 weights
@@ -71,8 +126,26 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
     // get_min_capability; Marlin below 8.9). NVLS off unless --enable-nccl-nvls (sgl-project/sglang #631,
     // #3502: NCCL_NVLS_ENABLE from that flag); torch 2.5's NCCL 2.21.5 would set its buffers up with the
     // communicator, before SGLang measures what is free.
-    {Engine::Sglang, "sglang 0.4", 0, 10, false, 0, 0, "ModelRunner", false, 1, StepDefaults::Chunked, 0, 8.0,
-     false, false, false, 6 * kMiB, false, false},
+    {Engine::Sglang,
+     "sglang 0.4",
+     0,
+     10,
+     false,
+     0,
+     0,
+     "ModelRunner",
+     false,
+     1,
+     StepDefaults::Chunked,
+     0,
+     8.0,
+     false,
+     false,
+     false,
+     6 * kMiB,
+     false,
+     false,
+     2},
 }};
 
 } // namespace

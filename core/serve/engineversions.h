@@ -76,6 +76,11 @@ struct EngineVersion {
     // Whether the engine leaves NVLS on (vLLM leaves NCCL_NVLS_ENABLE alone; SGLang sets it to 0 unless
     // --enable-nccl-nvls).
     bool nvlsByDefault = true;
+    // Bytes per element of a Nemotron-H model's Mamba-2 recurrent state when neither the scenario nor the
+    // checkpoint's config names mamba_ssm_cache_dtype: vLLM's NemotronHForCausalLMConfig hook
+    // (vllm/model_executor/models/config.py) took float16 until vllm-project/vllm #39032 (2026-04-05) made it
+    // float32; V0 keeps the model's dtype.
+    int nemotronHSsmCacheBytes = 2;
 };
 
 std::span<const EngineVersion> engineVersions();

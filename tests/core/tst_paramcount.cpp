@@ -43,6 +43,7 @@ private slots:
     void llama4ChunkedAndInterleaved();
     void mistral3WithPixtral();
     void graniteMamba2Hybrid();
+    void nemotronHBlocks();
     void qwen25VlTower();
     void qwen3VlTowerAndDeepstack();
     void qwen2VlTower();
@@ -499,6 +500,84 @@ void TestParamCount::graniteMamba2Hybrid() {
     bad = tiny;
     bad["layer_types"][2] = "moe";
     QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.layer_types[2]"));
+}
+
+void TestParamCount::nemotronHBlocks() {
+    // nvidia/NVIDIA-Nemotron-Nano-9B-v2: 8,888,227,328 parameters in the Hub's safetensors metadata (a public
+    // model registry quotes it beside the config). By hand from modeling_nemotron_h.py, 56 blocks of one
+    // norm (4,480) and one part, as hybrid_override_pattern spells them:
+    // - 27 Mamba-2 mixers (M): 128 heads x 80 = 10,240 channels, 8 groups of state 128, so the convolution
+    //   runs over 10,240 + 2 x 8 x 128 = 12,288 channels; in_proj 4,480 x (10,240 + 12,288 + 128), conv1d
+    //   12,288 x 4 and its bias, dt_bias, A_log and D of 128 each, the gated norm 10,240, out_proj
+    //   10,240 x 4,480, no projection biases;
+    // - 4 attention blocks (*): q and o 4,480 x 5,120 (40 heads of 128), k and v 4,480 x 1,024;
+    // - 25 MLP blocks (-): up and down 4,480 x 15,680 around a squared ReLU, no gate;
+    // - untied 131,072-entry embeddings and head, the final norm.
+    const std::uint64_t norm = 4480;
+    const std::uint64_t mamba =
+        4480ull * (10240 + 12288 + 128) + 12288 * 4 + 12288 + 3 * 128 + 10240 + 10240ull * 4480 + norm;
+    const std::uint64_t attention = 2 * 4480ull * 5120 + 2 * 4480ull * 1024 + norm;
+    const std::uint64_t mlp = 2 * 4480ull * 15680 + norm;
+    const std::uint64_t total = 27 * mamba + 4 * attention + 25 * mlp + 2 * 131072ull * 4480 + norm;
+    QCOMPARE(total, 8888227328ull);
+    const ModelPreset* p = findModelPreset("nvidia/NVIDIA-Nemotron-Nano-9B-v2");
+    QVERIFY(p);
+    const ModelSpec& m = p->spec;
+    QCOMPARE(m.totalParameters(), total);
+    std::uint64_t sum = 0;
+    for (std::uint64_t n : m.parameterTensors())
+        sum += n;
+    QCOMPARE(sum, total);
+    // Block 0 is a mixer, block 1 an MLP, block 14 attends.
+    QVERIFY(m.isLinearLayer(0) && m.hasMixer(0) && !m.hasMlp(0));
+    QVERIFY(!m.hasMixer(1) && m.hasMlp(1) && !m.isLinearLayer(1));
+    QVERIFY(!m.isLinearLayer(14) && m.hasMixer(14) && !m.hasMlp(14));
+    QCOMPARE(m.layerParams(14).total(), attention);
+    QCOMPARE(m.layerParams(1).total(), mlp);
+    // transformers' own spelling, layers_block_type, reads the same.
+    json listed = p->config;
+    listed.erase("hybrid_override_pattern");
+    listed["layers_block_type"] = json::array();
+    for (char b : p->config["hybrid_override_pattern"].get<std::string>())
+        listed["layers_block_type"].push_back(b == 'M' ? "mamba" : b == '*' ? "attention" : "mlp");
+    QCOMPARE(modelFromHfConfig(listed).totalParameters(), total);
+    // MoE blocks (E, as NVIDIA-Nemotron-3-Nano spells them): by hand for a small config, 4 blocks "ME*E" of
+    // hidden 64: each E has 8 non-gated experts of 32 (up 64 x 32, down 32 x 64), a shared expert of 48,
+    // the router 8 x 64 (its e_score_correction_bias is a buffer) and the norm.
+    json moe = {{"model_type", "nemotron_h"},
+                {"hidden_size", 64},
+                {"intermediate_size", 128},
+                {"num_hidden_layers", 4},
+                {"num_attention_heads", 4},
+                {"num_key_value_heads", 2},
+                {"head_dim", 16},
+                {"vocab_size", 256},
+                {"hybrid_override_pattern", "ME*E"},
+                {"mamba_num_heads", 4},
+                {"mamba_head_dim", 16},
+                {"n_groups", 2},
+                {"ssm_state_size", 16},
+                {"conv_kernel", 4},
+                {"n_routed_experts", 8},
+                {"num_experts_per_tok", 2},
+                {"moe_intermediate_size", 32},
+                {"moe_shared_expert_intermediate_size", 48},
+                {"n_shared_experts", 1}};
+    const std::uint64_t tinyMamba = 64ull * (64 + 128 + 4) + 128 * 4 + 128 + 3 * 4 + 64 + 64ull * 64 + 64;
+    const std::uint64_t tinyAttention = 2 * 64ull * 64 + 2 * 64ull * 32 + 64;
+    const std::uint64_t tinyMoe = 8 * 2 * 64ull * 32 + 2 * 64ull * 48 + 8 * 64 + 64;
+    const ModelSpec small = modelFromHfConfig(moe);
+    QCOMPARE(small.totalParameters(), tinyMamba + tinyAttention + 2 * tinyMoe + 2 * 256ull * 64 + 64);
+    QCOMPARE(small.activeParameters(), small.totalParameters() - 2 * 6 * 2 * 64ull * 32);
+    // A block letter or a length that does not match is named.
+    json bad = moe;
+    bad["hybrid_override_pattern"] = "ME*X";
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.hybrid_override_pattern[3]"));
+    bad["hybrid_override_pattern"] = "ME*";
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.hybrid_override_pattern"));
+    bad = listed;
+    bad["layers_block_type"][3] = "conv";
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.layers_block_type[3]"));
 }
 
 void TestParamCount::qwen25VlTower() {

@@ -104,6 +104,7 @@ private slots:
     void cudaGraphEstimateOutsideTheBudget();
     void chunkedAttentionByRelease();
     void mamba2StateInThePool();
+    void nemotronHStateAndBlocks();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -1241,6 +1242,56 @@ void TestServing::mamba2StateInThePool() {
     json hf = inferenceDoc(model, {{"engine", "huggingface"}, {"context_length", 1024}}, {});
     QCOMPARE(estimate(scenarioFromJson(hf)).serving.stateBytesPerRequest,
              36 * 2.0 * (4.0 * 8448 + 128.0 * 64 * 128));
+}
+
+void TestServing::nemotronHStateAndBlocks() {
+    // nvidia/NVIDIA-Nemotron-Nano-9B-v2 (27 Mamba-2 blocks, 4 attention blocks, 25 MLP blocks that cache
+    // nothing) served by vLLM on one A10G with 131,072-token requests, as its model card runs it. Keys and
+    // values: 4 layers x 2 x 8 x 128 x 2 bytes = 16,384 a token. A Mamba-2 block's state per request
+    // (mamba2_state_shape): 3 x 12,288 convolution inputs in bf16 (73,728 bytes) and 128 x 80 x 128 recurrent
+    // elements in what vLLM's NemotronH hook picks: float32 from #39032 (vllm 0.31: 5,242,880 bytes), float16
+    // before it (vllm 0.11: 2,621,440), unless the config or --mamba-ssm-cache-dtype names one.
+    const json model = {{"preset", "nvidia/NVIDIA-Nemotron-Nano-9B-v2"}};
+    auto serve = [&](json in) {
+        in["engine"] = "vllm";
+        in["context_length"] = 131072;
+        return estimate(scenarioFromJson(inferenceDoc(model, in, {{"gpu", "A10G-24GB"}}))).serving;
+    };
+    const ServingEstimate v31 = serve({{"engine_version", "vllm 0.31"}});
+    QCOMPARE(v31.kvBytesPerToken, 16384.0);
+    QCOMPARE(v31.stateBytesPerRequest, 27 * (73728.0 + 5242880.0));
+    // The attention block grows in steps of 16 tokens until a page (16 x 4,096 bytes a layer) holds a
+    // block's state: ceil(5,316,608 / 65,536) = 82 steps, 1,312 tokens. The 27 Mamba blocks make 7 groups of
+    // the 4 attention layers' size (one padded); a request takes ceil(131,072 / 1,312) = 100 attention
+    // blocks and, with prefix caching in mamba_cache_mode "align", two pages in each Mamba group.
+    QCOMPARE(v31.blockSize, 1312);
+    QCOMPARE(v31.blockBytes, 1312 * 4096.0 * 4);
+    QCOMPARE(v31.maxConcurrency, static_cast<double>(v31.numBlocks) / (100 + 2 * 7));
+    const ServingEstimate v11 = serve({{"engine_version", "vllm 0.11"}});
+    QCOMPARE(v11.stateBytesPerRequest, 27 * (73728.0 + 2621440.0));
+    QCOMPARE(v11.blockSize, 672); // ceil(2,695,168 / 65,536) = 42 steps
+    // --mamba-ssm-cache-dtype float32, as the model card's command gives it, and the same from a config
+    // that says so (NVIDIA's later checkpoints do).
+    QCOMPARE(
+        serve({{"engine_version", "vllm 0.11"}, {"mamba_ssm_cache_dtype", "float32"}}).stateBytesPerRequest,
+        v31.stateBytesPerRequest);
+    json said = findModelPreset("nvidia/NVIDIA-Nemotron-Nano-9B-v2")->config;
+    said["mamba_ssm_cache_dtype"] = "float32";
+    QCOMPARE(
+        estimate(scenarioFromJson(inferenceDoc(
+                     said, {{"engine", "vllm"}, {"engine_version", "vllm 0.11"}, {"context_length", 131072}},
+                     {{"gpu", "A10G-24GB"}})))
+            .serving.stateBytesPerRequest,
+        v31.stateBytesPerRequest);
+    QCOMPARE(serve({{"mamba_ssm_cache_dtype", "bfloat16"}}).stateBytesPerRequest, v11.stateBytesPerRequest);
+    // A dtype vLLM does not take is named.
+    bool refused = false;
+    try {
+        serve({{"mamba_ssm_cache_dtype", "fp8"}});
+    } catch (const Error& e) {
+        refused = std::string(e.what()).find("mamba_ssm_cache_dtype") != std::string::npos;
+    }
+    QVERIFY(refused);
 }
 
 QTEST_APPLESS_MAIN(TestServing)

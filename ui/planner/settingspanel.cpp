@@ -518,6 +518,18 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                "them"),
                    {"vllm"}));
     m_fields.back()->visibleWhen = [this](const json&) { return m_doc->scenario().model.chunkedAttention; };
+    addField(
+        inferenceForm,
+        forEngines(choiceField("/inference/mamba_ssm_cache_dtype", "Mamba state dtype",
+                               choicesOf(mambaSsmCacheDtypeNames()), "auto",
+                               "vLLM's --mamba-ssm-cache-dtype: the Mamba-2 layers' recurrent state per "
+                               "request. auto is the model's dtype, or for Nemotron-H the checkpoint's "
+                               "or the release's (float32 since vLLM #39032, April 2026; float16 before)"),
+                   {"vllm"}));
+    m_fields.back()->visibleWhen = [this](const json&) {
+        const ModelSpec& m = m_doc->scenario().model;
+        return m.linearKind == ModelSpec::LinearKind::Mamba2 && !m.linearLayers.empty();
+    };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
                                      "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
@@ -818,7 +830,25 @@ void SettingsPanel::refreshModel() {
         info += QStringLiteral(", <b>%1</b> trainable")
                     .arg(QString::fromStdString(formatCount(trainableParameters(sc))));
     const auto linear = static_cast<int>(std::count(m.linearLayers.begin(), m.linearLayers.end(), 1));
-    if (m.known)
+    // Nemotron-H's blocks are half layers: say what they are rather than "layers".
+    int attending = 0, mlps = 0;
+    for (int l = 0; l < m.layers && !m.blockParts.empty(); ++l) {
+        attending += m.hasMixer(l) && !m.isLinearLayer(l);
+        mlps += !m.hasMixer(l);
+    }
+    if (m.known && !m.blockParts.empty())
+        info +=
+            QStringLiteral("<br>%1: %2 blocks (%3 Mamba-2, %4 attention, %5 %6), hidden %7, %8 heads (%9 KV)")
+                .arg(QString::fromStdString(m.modelType))
+                .arg(m.layers)
+                .arg(linear)
+                .arg(attending)
+                .arg(mlps)
+                .arg(m.isMoe() ? QStringLiteral("MLP or MoE") : QStringLiteral("MLP"))
+                .arg(m.hidden)
+                .arg(m.heads)
+                .arg(m.kvHeads);
+    else if (m.known)
         info +=
             QStringLiteral("<br>%1: %2 layers%7, hidden %3, %4 heads (%5 KV)%6")
                 .arg(QString::fromStdString(m.modelType))
