@@ -223,7 +223,9 @@ struct LossBytes {
     double backward = 0;
 };
 
-LossBytes lossBytes(const TrainingSettings& tr) {
+// `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
+// (train.py: enable_loss_parallel unless --training.disable_loss_parallel).
+LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
     const double chunks = 8; // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
     if (tr.framework == Framework::Unsloth &&
         (tr.loss != LossKind::FusedLinear || 1.0 * tr.microBatchSize * tr.sequenceLength <= 1024))
@@ -284,6 +286,13 @@ LossBytes lossBytes(const TrainingSettings& tr) {
             return {4 + 4 + 4, 4 + 4 + 4 + 4};
         [[fallthrough]];
     case Framework::Torchtitan:
+        if (tr.framework == Framework::Torchtitan && tensorParallel > 1 && tr.loss == LossKind::Full)
+            // loss_parallel (torch/distributed/tensor/parallel/loss.py) runs log-softmax and nll on the
+            // vocabulary shards by hand: _log_softmax makes shifted = x - max and exp(shifted) beside the
+            // fp32 copy x, then the result; the fused backward (_nll_loss_and_log_softmax_backward) returns
+            // (zeros_like(x) + exp(x)) * grad_output, so the saved result, grad_input, exp(x) and their sum
+            // live together. The bf16 logits go before the backward (`del pred`).
+            return {2 + 4 + 4 + 4, 4 + 4 + 4 + 4};
         // cross_entropy(pred.float(), ...) on bf16 logits the caller still holds: bf16, the fp32 copy
         // and the saved log-softmax; the caller drops the bf16 logits before backward (`del pred`;
         // transformers' outputs go out of scope), whose start holds the saved log-softmax and the two
@@ -511,10 +520,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // backward.
             // Under autocast the head's input is saved as its 16-bit copy and the head writes 16-bit
             // logits, which the loss (on the fp32 list) upcasts: both copies live.
-            const LossBytes loss = lossBytes(tr);
+            const LossBytes loss = lossBytes(tr, c.tensorParallel);
+            // With sequence parallelism torchtitan's output layer (DTensor's ColwiseParallel from Shard(1))
+            // all-gathers the final norm's output and the matmul saves the gathered tensor: the whole
+            // sequence on every rank. Megatron's saves its shard and gathers again in the backward
+            // (LinearWithGradAccumulationAndAsyncCommunication).
+            const double headDiv = tr.framework == Framework::Torchtitan ? 1 : spDiv;
             st.logits =
-                (tr.activationBytes + (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes)) * sl *
-                    m.hidden / spDiv +
+                tr.activationBytes * sl * m.hidden / spDiv +
+                (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes) * sl * m.hidden / headDiv +
                 loss.forward * sl * m.vocab / c.tensorParallel;
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).

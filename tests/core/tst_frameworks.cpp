@@ -109,6 +109,8 @@ const std::vector<std::string> kFitRuns = {
     "torchtune-llama3.2-3b-compile",
     "torchtune-llama3.2-3b-chunked-loss",
     "torchtune-llama3.2-3b-full-ac",
+    // A validate run until loss_parallel and the gathered head input were read from source because of it.
+    "torchtitan-llama3-70b-fsdp32-tp8-full-ac",
     // Megatron-LM CI tests that were validate runs until Megatron's fused cross-entropy was modelled on them.
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
@@ -117,7 +119,6 @@ const std::vector<std::string> kFitRuns = {
 // arguments by examples/published/megatron_ci.py): checked as a set against the targets, never one by one,
 // and never tuned for (a constant changed to pass one moves it to the fit runs above).
 const std::vector<std::string> kValidateRuns = {
-    "torchtitan-llama3-70b-fsdp32-tp8-full-ac",
     "torchtune-llama3.2-3b-optimizer-in-backward",
     "torchtune-llama3.2-3b-activation-offloading",
     "torchtune-llama3.2-3b-adamw8bit",
@@ -262,19 +263,27 @@ const std::vector<std::string> kValidateRuns = {
     "1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone_dgx_a100_1N8G",
 };
-// The known misses, by name, with their reasons: each is an expected failure (counted by scripts/test), and
-// an unexpected pass once the profile closes it. Nothing else may miss.
-const std::map<std::string, const char*> kKnownMisses = {
+// The known misses, by name, with their |error| when last looked at and their reasons: each is an expected
+// failure (counted by scripts/test), and an unexpected pass once the profile closes it; none may get worse by
+// more than half a point. Nothing else may miss.
+struct KnownMiss {
+    double recorded;
+    const char* reason;
+};
+const std::map<std::string, KnownMiss> kKnownMisses = {
     {"torchtitan-llama3-8b-fsdp8-sac-op",
-     "Eager blocks reserve 5.4 GiB more than the same run compiled (Table 1), and 5.0 GiB on 128 GPUs "
-     "(Table 3); the source read so far keeps the same tensors either way, so the profile gives the compiled "
-     "figure for both."},
+     {0.063, "Eager blocks reserve 5.4 GiB more than the same run compiled (Table 1), and 5.0 GiB on 128 "
+             "GPUs (Table 3); the source read so far keeps the same tensors either way, so the profile "
+             "gives the compiled figure for both."}},
+    {"torchtitan-llama3-70b-fsdp32-tp8-full-ac",
+     {0.122, "12% under, 8.8 GiB: loss_parallel's four fp32 vocabulary shards and the output layer's "
+             "gathered input are planned (torch's tensor/parallel/loss.py, DTensor's ColwiseParallel); "
+             "the rest of what the 70B run reserves at its loss is not read yet."}},
 };
 // The validate runs beyond the 12% target, with their |error| when they were last looked at: none may get
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
 const std::map<std::string, double> kValidateMisses = {
-    {"torchtitan-llama3-70b-fsdp32-tp8-full-ac", 0.257},
     {"torchtune-llama3.2-3b-adamw8bit", 0.184},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2", 0.121},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss", 0.121},
@@ -326,9 +335,9 @@ void TestFrameworks::publishedPeaks() {
     // cases.json explains the same misses to its readers ("open"); the list here decides.
     QCOMPARE(!r->c->knownMiss.empty(), kKnownMisses.count(id.toStdString()) == 1);
     if (const auto miss = kKnownMisses.find(id.toStdString()); miss != kKnownMisses.end()) {
-        // Within 8% still, and an unexpected pass (XPASS) once the profile closes the gap.
-        QVERIFY2(std::abs(r->error()) <= 0.08, qPrintable(what));
-        QEXPECT_FAIL("", miss->second, Continue);
+        // No worse than recorded, and an unexpected pass (XPASS) once the profile closes the gap.
+        QVERIFY2(std::abs(r->error()) <= miss->second.recorded + 0.005, qPrintable(what));
+        QEXPECT_FAIL("", miss->second.reason, Continue);
     }
     QVERIFY2(std::abs(r->error()) <= 0.05, qPrintable(what));
 }
@@ -354,8 +363,8 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
 void TestFrameworks::validateRunsAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::newRow("allocated") << QStringLiteral("allocated"); // Megatron's mem-max-allocated-bytes
-    QTest::newRow("reserved") << QStringLiteral("reserved");   // torchtitan's max reserved
     QTest::newRow("active") << QStringLiteral("active");       // torchtune's peak memory active
+    // No validate run reports reserved memory since torchtitan's 70B run became a fit run (2026-11-25).
 }
 
 void TestFrameworks::validateRunsAgainstTheTargets() {
@@ -399,17 +408,7 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                                     .arg(100 * e, 0, 'f', 1)
                                     .arg(100 * miss->second, 0, 'f', 1)));
     }
-    // Read after the run was added, and not acted on (a rule chosen on it would make it a fit run): with
-    // TP, torchtitan's loss runs under loss_parallel (torch/distributed/tensor/parallel/loss.py), whose
-    // backward holds four fp32 logits shards at once (the saved log-softmax, zeros_like, its exp, their
-    // sum) where the profile plans about three: 7.3 GiB of the 18.5 missing.
-    const char* reservedMiss =
-        "One reserved run so far, torchtitan's 70B FSDP 32 x TP 8 (Table 4), 26% under: the plan's peak is "
-        "at the loss (20 GiB of layer inputs, 24 GiB of vocabulary-parallel logits); loss_parallel's "
-        "temporaries explain 7.3 GiB of the 18.5 GiB missing, the rest is not read yet.";
-    if (counter == QLatin1String("reserved"))
-        QEXPECT_FAIL("reserved", reservedMiss, Continue);
-    else if (counter == QLatin1String("active"))
+    if (counter == QLatin1String("active"))
         QEXPECT_FAIL(
             "active",
             "torchtune's rows with the optimizer step in the backward are 6.7% (1.5 GiB) under: "
@@ -419,9 +418,7 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
             "chosen on these rows.",
             Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
-    if (counter == QLatin1String("reserved"))
-        QEXPECT_FAIL("reserved", reservedMiss, Continue);
-    else if (counter == QLatin1String("active"))
+    if (counter == QLatin1String("active"))
         QEXPECT_FAIL("active",
                      "torchtune's + 8-bit AdamW row is 18% under: the table ran torchao's AdamW8bit, whose "
                      "step is a torch.compile'd function per parameter, not bitsandbytes' kernel the "
