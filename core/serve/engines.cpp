@@ -8,6 +8,7 @@
 #include "core/serve/kvpool.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -86,7 +87,10 @@ int engineStepTokens(const Scenario& sc) {
     }
     const double gib = static_cast<double>(sc.cluster.capacityBytes) / kGiB;
     // SGLang's chunked_prefill_size (python/sglang/srt/server_args.py): 2048 below 35 GiB, 4096 below
-    // 60 GiB, else 8192.
+    // 60 GiB, else 8192; from #10975 16,384 from 160 GiB (B200, MI300X).
+    const EngineVersion* v = engineVersionOf(sc);
+    if (v && v->sglangFractionFromMemory && gib >= 160)
+        return 16384;
     return gib < 35 ? 2048 : gib < 60 ? 4096 : 8192;
 }
 
@@ -97,12 +101,40 @@ int engineMaxSeqs(const Scenario& sc) {
     return in.engine == Engine::Vllm && (vllmV0Defaults(sc) || !vllmLargeDefaults(sc)) ? 256 : 1024;
 }
 
-// SGLang's default mem_fraction_static by tensor-parallel size (server_args.py, v0.4).
+// SGLang's default mem_fraction_static (server_args.py): by tensor-parallel size in 0.4; from 0.5 what the
+// GPU's memory leaves once the prefill's activations, the CUDA graphs and tensor parallelism are set aside
+// (_handle_gpu_memory_settings, engineversions.cpp), in MiB as SGLang reads the GPU (nvidia-smi's total).
 double sglangStaticFraction(const Scenario& sc) {
     if (sc.inference.memFractionStatic > 0)
         return sc.inference.memFractionStatic;
     const int tp = sc.cluster.tensorParallel;
-    return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+    const EngineVersion* v = engineVersionOf(sc);
+    if (!v || !v->sglangFractionFromMemory)
+        return tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+    const double gpu = static_cast<double>(sc.cluster.capacityBytes) / 1048576.0;
+    const int chunk = engineStepTokens(sc);
+    const int graphBatch = gpu < 20 * 1024    ? 8
+                           : gpu < 35 * 1024  ? (tp < 4 ? 24 : 80)
+                           : gpu < 60 * 1024  ? (tp < 4 ? 32 : 160)
+                           : gpu < 160 * 1024 ? (tp < 4 ? 256 : 512)
+                                              : 512;
+    double reserved =
+        512 + std::max(chunk, 2048) * 1.5 + graphBatch * 2.0 + tp * sc.cluster.pipelineParallel / 8.0 * 1024;
+    if (v->sglangPiecewiseGraphs) {
+        // _generate_piecewise_cuda_graph_tokens up to piecewise_cuda_graph_max_tokens, the chunked prefill
+        // size (2,048 for MLA models, #15927): 4-32 by 4, 48-256 by 16, 288-512 by 32, 640-4,096 by 128,
+        // then by 256; 8 MiB of non-torch memory each.
+        const int most = sc.model.mla ? 2048 : chunk;
+        int sizes = 0;
+        for (auto [from, to, step] : {std::array{4, 32, 4}, std::array{48, 256, 16}, std::array{288, 512, 32},
+                                      std::array{640, 4096, 128}, std::array{4352, 1 << 30, 256}})
+            for (int s = from; s <= std::min(to, most); s += step)
+                ++sizes;
+        reserved += 8.0 * sizes;
+    }
+    if (gpu > 60 * 1024)
+        reserved = std::max(reserved, 10.0 * 1024);
+    return std::round((gpu - reserved) / gpu * 1000) / 1000;
 }
 
 namespace {

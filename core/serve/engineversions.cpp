@@ -12,7 +12,7 @@ namespace {
 constexpr double kGiB = 1073741824.0;
 constexpr double kMiB = 1048576.0;
 
-constexpr std::array<EngineVersion, 4> kVersions = {{
+constexpr std::array<EngineVersion, 5> kVersions = {{
     // vLLM's V0 engine (LLMEngine with vllm/worker/worker.py and model_runner.py; the default up to 0.7, and
     // what 0.8-0.10 run with VLLM_USE_V1=0 or on GPUs V1 does not support, such as Turing). Its log prints
     // the budget in one line ("model weights take ...; non_torch_memory takes ...; PyTorch activation peak
@@ -107,6 +107,25 @@ constexpr std::array<EngineVersion, 4> kVersions = {{
      .modelRunner = "ModelRunner",
      .nvlsBytesPerChannelHead = 6 * kMiB,
      .nvlsByDefault = false},
+    // SGLang 0.5 as of 2026 (python/sglang/srt/server_args.py at 11e7c9e0, June 2026): the pool is sized as
+    // in 0.4 (model_runner_kv_cache_mixin.py profile_max_num_token: the fraction of what was free once the
+    // context and NCCL existed, less the weights), but the default fraction comes from the GPU's memory
+    // (#10975, September 2025): chunked_prefill_size 2,048 below 35 GiB, 4,096 below 60, 8,192 below 160,
+    // else 16,384, and cuda_graph_max_bs by bucket and TP; then reserved = 512 MiB + 1.5 MiB a prefill token
+    // + 2 MiB a graph batch + TP x PP / 8 GiB + 8 MiB per piecewise graph token size (default since #16331,
+    // January 2026), at least 10 GiB above 60 GiB of GPU, and the fraction is (GPU - reserved) / GPU to
+    // three places. Checked against sgl-project/sglang issue #29092 (Qwen3-32B on an H100: 0.828). Its
+    // PyTorch ships an NCCL from 2.27 on (2 MiB NVLS buffers per channel and head, off unless
+    // --enable-nccl-nvls).
+    {.engine = Engine::Sglang,
+     .name = "sglang 0.5",
+     .defaultUtilization = 0,
+     .samplerBytes = 10,
+     .modelRunner = "ModelRunner",
+     .nvlsBytesPerChannelHead = 2 * kMiB,
+     .nvlsByDefault = false,
+     .sglangFractionFromMemory = true,
+     .sglangPiecewiseGraphs = true},
 }};
 
 } // namespace

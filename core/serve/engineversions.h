@@ -81,6 +81,14 @@ struct EngineVersion {
     // (vllm/model_executor/models/config.py) took float16 until vllm-project/vllm #39032 (2026-04-05) made it
     // float32; V0 keeps the model's dtype.
     int nemotronHSsmCacheBytes = 2;
+    // SGLang: mem_fraction_static by default from the GPU's memory (server_args.py
+    // _handle_gpu_memory_settings, sgl-project/sglang #10975): chunked_prefill_size and cuda_graph_max_bs by
+    // memory bucket, then what they and tensor parallelism need kept out of the fraction; false: by
+    // tensor-parallel size alone (0.4).
+    bool sglangFractionFromMemory = false;
+    // SGLang's piecewise CUDA graphs on by default (#16331), whose non-torch memory the default fraction
+    // keeps out as 8 MiB per captured token size.
+    bool sglangPiecewiseGraphs = false;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -351,12 +351,33 @@ void TestServing::sglangPool() {
         est.capacityBytes - est.perGpu[Category::CudaContext] - est.perGpu[Category::CommunicationBuffers];
     QCOMPARE(est.serving.budgetBytes, 0.93 * freeAtInit);
     QVERIFY(std::abs(est.serving.availableBytes - (0.93 * freeAtInit - est.perGpu[Category::Weights])) < 1);
-    // Its default fraction follows the tensor-parallel size (0.85 at TP 4).
-    const Scenario dflt = scenarioFromJson(
-        inferenceDoc(qwen235(), {{"engine", "sglang"}}, {{"num_gpus", 4}, {"tensor_parallel", 4}}));
+    // 0.4's default fraction follows the tensor-parallel size (0.85 at TP 4).
+    const Scenario dflt =
+        scenarioFromJson(inferenceDoc(qwen235(), {{"engine", "sglang"}, {"engine_version", "sglang 0.4"}},
+                                      {{"num_gpus", 4}, {"tensor_parallel", 4}}));
     QCOMPARE(estimate(dflt).serving.budgetBytes, 0.85 * freeAtInit);
-    // A higher fraction is offered from the one in use: 0.85 + 0.03 (the budget over the GPU's size, 0.84
-    // here, is not that fraction). The FP8 checkpoint of the example, whose weights leave a pool.
+    // 0.5's comes from the GPU's memory (server_args.py _handle_gpu_memory_settings). By hand for an H100
+    // (nvidia-smi: 81,559 MiB) at TP 1: chunked_prefill_size 8,192, cuda_graph_max_bs 256, and 74 piecewise
+    // graph sizes up to 8,192 (8 + 14 + 8 + 28 + 16): reserved = 512 + 8,192 x 1.5 + 256 x 2 + 1 / 8 x 1,024
+    // + 74 x 8 = 14,032 MiB, and (81,559 - 14,032) / 81,559 = 0.828, the fraction sgl-project/sglang issue
+    // #29092 found SGLang using for Qwen3-32B on an H100. At TP 4, cuda_graph_max_bs 512 and 512 MiB for
+    // tensor parallelism: 14,928 MiB, 0.817.
+    const json qwen32 = {{"preset", "Qwen/Qwen3-32B"}};
+    QCOMPARE(
+        estimate(scenarioFromJson(inferenceDoc(qwen32, {{"engine", "sglang"}}, {}))).serving.budgetFraction,
+        0.828);
+    QCOMPARE(estimate(dflt).serving.engineVersion, std::string("sglang 0.4"));
+    json tp4 = inferenceDoc(qwen235(), {{"engine", "sglang"}}, {{"num_gpus", 4}, {"tensor_parallel", 4}});
+    QCOMPARE(estimate(scenarioFromJson(tp4)).serving.budgetFraction, 0.817);
+    // Above 160 GiB (a B200: 183,359 MiB) the prefill chunk is 16,384 tokens and cuda_graph_max_bs 512: 512 +
+    // 24,576 + 1,024 + 128 + 8 x 106 piecewise sizes (the 74 up to 8,192 and 32 more by 256 to 16,384) =
+    // 27,088 MiB, and (183,359 - 27,088) / 183,359 = 0.852.
+    QCOMPARE(estimate(scenarioFromJson(inferenceDoc(qwen32, {{"engine", "sglang"}}, {{"gpu", "B200-180GB"}})))
+                 .serving.budgetFraction,
+             0.852);
+    // A higher fraction is offered from the one in use: 0.4's 0.85 at TP 4 + 0.03 (the budget over the GPU's
+    // size, 0.84 here, is not that fraction). The FP8 checkpoint of the example (its log is 0.4's), whose
+    // weights leave a pool.
     json fp8 =
         loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json")
             .document;
@@ -1116,7 +1137,7 @@ void TestServing::nvlsBuffersOnNvswitchSystems() {
     // SGLang sets NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls (inference.nccl_nvls true); with it, torch
     // 2.5's NCCL 2.21 sets the 96 MiB a head up before SGLang measures what is free, so the fraction applies
     // to that much less.
-    const json sglang = {{"engine", "sglang"}, {"context_length", 8192}};
+    const json sglang = {{"engine", "sglang"}, {"engine_version", "sglang 0.4"}, {"context_length", 8192}};
     const Estimate sgDefault = estimate(plan(llama70, sglang, "H100-SXM-80GB", 8));
     QCOMPARE(sgDefault.serving.nvlsBytes, 0.0);
     json sglangNvls = sglang;

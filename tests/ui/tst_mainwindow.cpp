@@ -770,7 +770,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
         emit engine->activated(sglang);
         QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
         QVERIFY(!w->document()->json()["inference"].contains("engine_version"));
-        QCOMPARE(w->document()->scenario().inference.engineVersion, std::string("sglang 0.4"));
+        QCOMPARE(w->document()->scenario().inference.engineVersion, std::string("sglang 0.5"));
         w->document()->undoStack()->undo();
         QCOMPARE(w->document()->json()["inference"]["engine_version"].get<std::string>(),
                  std::string("vllm 0.11"));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/settingspanel.h"
 
+#include "core/serve/engines.h"
 #include "core/serve/engineversions.h"
 
 #include "core/plan/finetuning.h"
@@ -532,8 +533,13 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
-                                     "SGLang's mem_fraction_static: weights + KV pool; 0 = SGLang's default"),
+                                     "SGLang's mem_fraction_static: weights + KV pool (the release's default "
+                                     "when not set: by TP size in 0.4, from the GPU's memory in 0.5)"),
                         {"sglang"}));
+    // Unset, the box shows the release's default as the planner resolved it.
+    m_fields.back()->fallbackFor = [this] {
+        return static_cast<int>(std::lround(sglangStaticFraction(m_doc->scenario()) * 100));
+    };
     addField(inferenceForm,
              forEngines(intField("/inference/max_num_batched_tokens", "Tokens per step", 0,
                                  "max_num_batched_tokens / chunked_prefill_size; 0 = the engine's default"),
