@@ -292,6 +292,11 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << "  linear-attention state: " << std::fixed << std::setprecision(1)
                 << sv.stateBytesPerRequest / 1048576.0 << std::defaultfloat
                 << " MiB per request per GPU, whatever its length\n";
+        if (sv.stateSlots > 0)
+            out << "  state pool (mamba_full_memory_ratio " << sc.inference.mambaFullMemoryRatio
+                << "): " << formatCount(static_cast<unsigned long long>(sv.stateSlots))
+                << " requests' states, "
+                << formatBytes(static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest) << "\n";
         out << "  maximum concurrency for " << formatCount(static_cast<unsigned long long>(sv.requestLength))
             << " tokens per request: " << std::fixed << std::setprecision(2) << sv.maxConcurrency << "x\n"
             << std::defaultfloat;

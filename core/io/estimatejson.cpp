@@ -99,6 +99,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
             inf["engine_version"] = sv.engineVersion;
             inf["cuda_graph_bytes"] = bytes(sv.cudaGraphBytes);
             inf["cuda_graphs_in_budget"] = sv.cudaGraphBytes > 0 && !sv.cudaGraphsBeyondBudget;
+            if (sv.stateSlots > 0)
+                inf["state_slots"] = sv.stateSlots;
             inf["budget_bytes"] = bytes(sv.budgetBytes);
             inf["profiled_step_bytes"] = bytes(sv.profiledBytes);
             inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);

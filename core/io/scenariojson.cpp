@@ -634,6 +634,7 @@ void readInference(const json& doc, Scenario& sc) {
     i.maxNumSeqs = s.integer("max_num_seqs", d.maxNumSeqs);
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
     i.cudaGraphEstimate = s.boolean("cuda_graph_estimate", d.cudaGraphEstimate);
+    i.mambaFullMemoryRatio = s.number("mamba_full_memory_ratio", d.mambaFullMemoryRatio, 0.01, 100);
     if (const std::string ssm = s.string("mamba_ssm_cache_dtype", "auto"); ssm != "auto") {
         i.mambaSsmCacheBytes = ssm == "float32" ? 4 : ssm == "float16" || ssm == "bfloat16" ? 2 : -1;
         if (i.mambaSsmCacheBytes < 0)
@@ -676,9 +677,10 @@ void readInference(const json& doc, Scenario& sc) {
         sc.warnings.push_back("inference.sampler applies to vLLM: SGLang's sampler is planned as its own "
                               "(docs/serving.md)");
     if (!engine)
-        for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens",
-                                "max_num_seqs", "cuda_graphs", "cuda_graph_estimate", "mamba_ssm_cache_dtype",
-                                "engine_version", "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
+        for (const char* key :
+             {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens", "max_num_seqs",
+              "cuda_graphs", "cuda_graph_estimate", "mamba_ssm_cache_dtype", "mamba_full_memory_ratio",
+              "engine_version", "cuda_graph_gib", "sampler", "chunked_layers", "nccl_nvls"})
             if (s.find(key))
                 sc.warnings.push_back(std::string("inference.") + key +
                                       " only applies to a serving engine (inference.engine vllm or sglang)");
@@ -941,11 +943,12 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                     : "model: the linear-attention (Gated DeltaNet) layers' activations are planned "
                       "as an attention layer's; what their chunked delta rule saves for the "
                       "backward is not modelled yet");
-        else if (sc.inference.engine == Engine::Sglang)
+        else if (const EngineVersion* v = findEngineVersion(sc.inference.engine, sc.inference.engineVersion);
+                 sc.inference.engine == Engine::Sglang && !(v && v->sglangStatePool))
             sc.warnings.push_back(
                 "model: SGLang keeps the linear-attention layers' states in a pool of its own "
-                "(--max-mamba-cache-size, --mamba-full-memory-ratio), which is not modelled "
-                "yet: the KV pool is planned for the attention layers alone");
+                "(--max-mamba-cache-size, --mamba-full-memory-ratio), modelled from sglang 0.5 on: "
+                "here the KV pool is planned for the attention layers alone");
     }
     if (!sc.model.blockParts.empty() && sc.mode == Mode::Training)
         sc.warnings.push_back("model: each of Nemotron-H's blocks (a mixer or an MLP alone) is planned in "

@@ -887,7 +887,9 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
                 sv.maxConcurrency *= ratio;
                 sv.numBlocks = least.numBlocks;
             }
-            sv.poolBytes = static_cast<double>(sv.numBlocks) * sv.blockBytes;
+            // SGLang 0.5's state pool for hybrid models sits beside the blocks (core/serve engines.cpp).
+            sv.poolBytes = static_cast<double>(sv.numBlocks) * sv.blockBytes +
+                           static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest;
             u.kvCache = sv.poolBytes;
         }
         est.serving = least;

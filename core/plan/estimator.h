@@ -54,6 +54,9 @@ struct ServingEstimate {
     double kvBytesPerToken = 0; // one token's keys and values on one GPU, every layer it holds
     // The linear-attention layers' state one request holds on one GPU, whatever its length (hybrid models).
     double stateBytesPerRequest = 0;
+    // SGLang 0.5's state pool for those layers (max_mamba_cache_size): requests whose states it holds; 0
+    // where the states share the KV pool (vLLM) or are not pooled apart.
+    long long stateSlots = 0;
     long long kvCacheTokens = 0; // tokens the KV cache holds, in whole blocks
     double maxConcurrency = 0;   // requests of requestLength tokens held at once
     int requestLength = 0;       // max_model_len, else context_length

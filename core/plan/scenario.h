@@ -199,6 +199,9 @@ struct InferenceSettings {
     // inference.mamba_ssm_cache_dtype (vLLM's --mamba-ssm-cache-dtype) in bytes: the Mamba-2 layers'
     // recurrent state; 0 ("auto"): the model's dtype, or what vLLM's NemotronH hook picks for Nemotron-H.
     int mambaSsmCacheBytes = 0;
+    // inference.mamba_full_memory_ratio (SGLang's --mamba-full-memory-ratio): a hybrid model's state pool
+    // against its KV pool, from SGLang 0.5.
+    double mambaFullMemoryRatio = 0.9;
     // inference.sampler "flashinfer": the engine samples with FlashInfer's kernels (vLLM logs "Using
     // FlashInfer for top-p & top-k sampling"); "pytorch" (the default): its PyTorch sampler.
     bool flashinferSampler = false;

@@ -298,6 +298,11 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     // unless --mamba-ssm-cache-dtype names the recurrent state's, or vLLM's NemotronH hook does for a
     // Nemotron-H model: the checkpoint's mamba_ssm_cache_dtype, else the release's default.
     double linearStateBytes = shape.linearStateBytes;
+    if (!vllm && version.sglangStatePool && shape.linearLayers > 0) {
+        // SGLang 0.5: convolution states in bf16, recurrent ones in float32 unless said otherwise.
+        const int ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : 4;
+        linearStateBytes = 2.0 * shape.linearConvElements + ssm * shape.linearRecurrentElements;
+    }
     if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2 && shape.linearLayers > 0) {
         int ssm = in.mambaSsmCacheBytes;
         if (ssm == 0 && m.modelType == "nemotron_h")
@@ -313,12 +318,27 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const bool chunkedApart = m.chunkedAttention && !chunkedInFull;
     const int pooledFull = chunkedInFull ? fullLayers + slidingLayers : fullLayers;
     const int pooledLocal = chunkedInFull ? 0 : slidingLayers;
-    const KvPool pool =
+    // SGLang 0.5's state pool comes first (model_runner_kv_cache_mixin.py, the ratio-based branch when
+    // neither --max-mamba-cache-size nor --disable-radix-cache with --max-running-requests is given): its
+    // budget is ratio / (1 + ratio) of the rest, in whole requests' states; the KV pool gets what is left.
+    double kvAvailable = sv.availableBytes;
+    if (!vllm && version.sglangStatePool && shape.linearLayers > 0 && sv.stateBytesPerRequest > 0 &&
+        sv.availableBytes > 0) {
+        const double ratio = in.mambaFullMemoryRatio;
+        const double slots = std::floor(sv.availableBytes * ratio / (1 + ratio) / sv.stateBytesPerRequest);
+        sv.stateSlots = static_cast<long long>(std::min(slots, 1e15));
+        kvAvailable -= static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest;
+    }
+    KvPool pool =
         vllm ? vllmKvPool(sv.availableBytes, kvLayerBytes, pooledFull, pooledLocal, block, sv.requestLength,
                           m.slidingWindow, step, linear,
                           {version.tokensFromConcurrency, version.linearPagesPerRequest, chunkedApart})
-             : sglangKvPool(sv.availableBytes, kvLayerBytes, fullLayers + slidingLayers, block,
-                            sv.requestLength);
+             : sglangKvPool(kvAvailable, kvLayerBytes, fullLayers + slidingLayers, block, sv.requestLength);
+    if (sv.stateSlots > 0) {
+        // A request needs a state slot as well as its tokens; the pool on the GPU holds both.
+        pool.maxConcurrency = std::min(pool.maxConcurrency, static_cast<double>(sv.stateSlots));
+        pool.poolBytes += static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest;
+    }
     sv.blockSize = pool.blockSize > 0 ? pool.blockSize : block;
     sv.numBlocks = pool.numBlocks;
     sv.blockBytes = pool.blockBytes;

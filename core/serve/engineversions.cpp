@@ -125,7 +125,8 @@ constexpr std::array<EngineVersion, 5> kVersions = {{
      .nvlsBytesPerChannelHead = 2 * kMiB,
      .nvlsByDefault = false,
      .sglangFractionFromMemory = true,
-     .sglangPiecewiseGraphs = true},
+     .sglangPiecewiseGraphs = true,
+     .sglangStatePool = true},
 }};
 
 } // namespace

@@ -89,6 +89,11 @@ struct EngineVersion {
     // SGLang's piecewise CUDA graphs on by default (#16331), whose non-torch memory the default fraction
     // keeps out as 8 MiB per captured token size.
     bool sglangPiecewiseGraphs = false;
+    // SGLang keeps a hybrid model's linear-attention states in a pool of their own, sized before the KV
+    // pool from mamba_full_memory_ratio (model_runner_kv_cache_mixin.py): its requests' states take
+    // ratio / (1 + ratio) of what the fraction leaves, in bf16 with the recurrent part in float32 unless
+    // the config or --mamba-ssm-dtype says otherwise (configs/mamba_utils.py mamba2_state_dtype).
+    bool sglangStatePool = false;
 };
 
 std::span<const EngineVersion> engineVersions();

@@ -105,6 +105,7 @@ private slots:
     void chunkedAttentionByRelease();
     void mamba2StateInThePool();
     void nemotronHStateAndBlocks();
+    void sglangStatePool();
 };
 
 void TestServing::mxfp4CheckpointsMatchTheirFiles() {
@@ -818,10 +819,11 @@ void TestServing::linearAttentionState() {
     const Estimate he = estimate(hf);
     QCOMPARE(he.serving.stateBytesPerRequest, 36 * (2.0 * 8192 * 3 + 4.0 * 32 * 128 * 128));
     QCOMPARE(he.perGpu[Category::KvCache], 12 * 2.0 * 2 * 256 * 2 * 4096 + he.serving.stateBytesPerRequest);
-    // SGLang's state pool is not modelled, and says so.
-    const Scenario sg = scenarioFromJson(inferenceDoc(
-        {{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}}, {{"engine", "sglang"}, {"context_length", 4096}},
-        {{"gpu", "H200-141GB"}, {"num_gpus", 2}, {"tensor_parallel", 2}}));
+    // sglang 0.4's state pool is not modelled, and says so (0.5's is: sglangStatePool).
+    const Scenario sg = scenarioFromJson(
+        inferenceDoc({{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}},
+                     {{"engine", "sglang"}, {"engine_version", "sglang 0.4"}, {"context_length", 4096}},
+                     {{"gpu", "H200-141GB"}, {"num_gpus", 2}, {"tensor_parallel", 2}}));
     QCOMPARE(sg.warnings.size(), std::size_t(1));
     QVERIFY(sg.warnings.front().find("SGLang keeps the linear-attention layers' states") !=
             std::string::npos);
@@ -1313,6 +1315,48 @@ void TestServing::nemotronHStateAndBlocks() {
         refused = std::string(e.what()).find("mamba_ssm_cache_dtype") != std::string::npos;
     }
     QVERIFY(refused);
+}
+
+void TestServing::sglangStatePool() {
+    // SGLang 0.5 pools a hybrid model's linear-attention states apart (model_runner_kv_cache_mixin.py):
+    // with --mamba-full-memory-ratio r (0.9), r / (1 + r) of what the fraction leaves holds whole requests'
+    // states, and the KV pool of the attention layers gets the rest. Qwen3-Next-80B-A3B at TP 2 on H200s,
+    // by hand: a Gated DeltaNet layer's state on one rank is (2 x 16 x 128 + 32 x 128) / 2 = 4,096
+    // convolution channels x 3 in bf16 and 16 x 128 x 128 recurrent elements in float32 (SGLang's default,
+    // configs/mamba_utils.py): 24,576 + 1,048,576 bytes, 36 such layers; the 12 attention layers keep one KV
+    // head of 256 a rank, 2 x 256 x 2 = 1,024 bytes a token and layer.
+    const json next = {{"preset", "Qwen/Qwen3-Next-80B-A3B-Instruct"}};
+    const json in = {{"engine", "sglang"}, {"engine_version", "sglang 0.5"}, {"context_length", 262144}};
+    const json cluster = {{"gpu", "H200-141GB"}, {"num_gpus", 2}, {"tensor_parallel", 2}};
+    const Scenario sc = scenarioFromJson(inferenceDoc(next, in, cluster));
+    QVERIFY(std::none_of(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+        return w.find("pool of its own") != std::string::npos;
+    }));
+    const ServingEstimate sv = estimate(sc).serving;
+    const double perRequest = 36 * (4096.0 * 3 * 2 + 16.0 * 128 * 128 * 4);
+    QCOMPARE(sv.stateBytesPerRequest, perRequest);
+    const long long held = static_cast<long long>(std::floor(sv.availableBytes * 0.9 / 1.9 / perRequest));
+    QCOMPARE(sv.stateSlots, held);
+    QCOMPARE(sv.kvBytesPerToken, 12 * 1024.0);
+    const long long tokens =
+        static_cast<long long>(std::floor((sv.availableBytes - held * perRequest) / (12 * 1024.0)));
+    QCOMPARE(sv.kvCacheTokens, tokens);
+    QCOMPARE(sv.maxConcurrency, std::min(static_cast<double>(tokens) / 262144, static_cast<double>(held)));
+    // Both pools are on the GPU: the plan's pool is the tokens' bytes and the states'.
+    QCOMPARE(sv.poolBytes, tokens * 12 * 1024.0 + held * perRequest);
+    // A smaller ratio gives the KV pool more; sglang 0.4 pools nothing apart and says so.
+    json lower = in;
+    lower["mamba_full_memory_ratio"] = 0.5;
+    const ServingEstimate half = estimate(scenarioFromJson(inferenceDoc(next, lower, cluster))).serving;
+    QCOMPARE(half.stateSlots,
+             static_cast<long long>(std::floor(half.availableBytes * 0.5 / 1.5 / perRequest)));
+    QVERIFY(half.kvCacheTokens > sv.kvCacheTokens);
+    json old = in;
+    old["engine_version"] = "sglang 0.4";
+    const Scenario v04 = scenarioFromJson(inferenceDoc(next, old, cluster));
+    QCOMPARE(estimate(v04).serving.stateSlots, 0LL);
+    QVERIFY(std::any_of(v04.warnings.begin(), v04.warnings.end(),
+                        [](const std::string& w) { return w.find("pool of its own") != std::string::npos; }));
 }
 
 QTEST_APPLESS_MAIN(TestServing)
