@@ -519,17 +519,24 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                "them"),
                    {"vllm"}));
     m_fields.back()->visibleWhen = [this](const json&) { return m_doc->scenario().model.chunkedAttention; };
-    addField(
-        inferenceForm,
-        forEngines(choiceField("/inference/mamba_ssm_cache_dtype", "Mamba state dtype",
-                               choicesOf(mambaSsmCacheDtypeNames()), "auto",
-                               "vLLM's --mamba-ssm-cache-dtype: the Mamba-2 layers' recurrent state per "
-                               "request. auto is the model's dtype, or for Nemotron-H the checkpoint's "
-                               "or the release's (float32 since vLLM #39032, April 2026; float16 before)"),
-                   {"vllm"}));
+    addField(inferenceForm,
+             forEngines(choiceField("/inference/mamba_ssm_cache_dtype", "Mamba state dtype",
+                                    choicesOf(mambaSsmCacheDtypeNames()), "auto",
+                                    "The linear-attention layers' recurrent state per request: vLLM's "
+                                    "--mamba-ssm-cache-dtype (auto: the model's dtype, or for Nemotron-H the "
+                                    "checkpoint's or the release's, float32 since vLLM #39032, April 2026, "
+                                    "float16 before), SGLang's --mamba-ssm-dtype (auto: float32)"),
+                        {"vllm", "sglang"}));
     m_fields.back()->visibleWhen = [this](const json&) {
-        const ModelSpec& m = m_doc->scenario().model;
-        return m.linearKind == ModelSpec::LinearKind::Mamba2 && !m.linearLayers.empty();
+        const Scenario& sc = m_doc->scenario();
+        const ModelSpec& m = sc.model;
+        if (m.linearLayers.empty())
+            return false;
+        if (sc.inference.engine == Engine::Sglang) {
+            const EngineVersion* v = engineVersionOf(sc);
+            return v && v->sglangStatePool;
+        }
+        return m.linearKind == ModelSpec::LinearKind::Mamba2;
     };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
