@@ -335,8 +335,12 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
                           {version.tokensFromConcurrency, version.linearPagesPerRequest, chunkedApart})
              : sglangKvPool(kvAvailable, kvLayerBytes, fullLayers + slidingLayers, block, sv.requestLength);
     if (sv.stateSlots > 0) {
-        // A request needs a state slot as well as its tokens; the pool on the GPU holds both.
-        pool.maxConcurrency = std::min(pool.maxConcurrency, static_cast<double>(sv.stateSlots));
+        // A running request needs state slots as well as its tokens: _resolve_max_num_reqs caps the
+        // requests at max_mamba_cache_size // _calculate_mamba_ratio(), 3 with the radix cache and the
+        // default no_buffer strategy (the slot being computed and what the radix cache keeps of it). The
+        // pool on the GPU holds both kinds.
+        pool.maxConcurrency =
+            std::min(pool.maxConcurrency, std::floor(static_cast<double>(sv.stateSlots) / 3));
         pool.poolBytes += static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest;
     }
     sv.blockSize = pool.blockSize > 0 ? pool.blockSize : block;

@@ -1341,7 +1341,15 @@ void TestServing::sglangStatePool() {
     const long long tokens =
         static_cast<long long>(std::floor((sv.availableBytes - held * perRequest) / (12 * 1024.0)));
     QCOMPARE(sv.kvCacheTokens, tokens);
-    QCOMPARE(sv.maxConcurrency, std::min(static_cast<double>(tokens) / 262144, static_cast<double>(held)));
+    // Requests run at once: the pool's, and max_mamba_cache_size // 3 (_calculate_mamba_ratio with the
+    // radix cache and the no_buffer strategy, _resolve_max_num_reqs).
+    QCOMPARE(sv.maxConcurrency, std::min(static_cast<double>(tokens) / 262144, std::floor(held / 3.0)));
+    json shortRequests = in;
+    shortRequests["context_length"] = 1024;
+    QCOMPARE(
+        estimate(scenarioFromJson(inferenceDoc(next, shortRequests, cluster))).serving.maxConcurrency,
+        std::floor(estimate(scenarioFromJson(inferenceDoc(next, shortRequests, cluster))).serving.stateSlots /
+                   3.0));
     // Both pools are on the GPU: the plan's pool is the tokens' bytes and the states'.
     QCOMPARE(sv.poolBytes, tokens * 12 * 1024.0 + held * perRequest);
     // A smaller ratio gives the KV pool more; sglang 0.4 pools nothing apart and says so.
