@@ -128,8 +128,8 @@ double sglangStaticFraction(const Scenario& sc) {
         int sizes = 0;
         for (auto [from, to, step] : {std::array{4, 32, 4}, std::array{48, 256, 16}, std::array{288, 512, 32},
                                       std::array{640, 4096, 128}, std::array{4352, 1 << 30, 256}})
-            for (int s = from; s <= std::min(to, most); s += step)
-                ++sizes;
+            if (const int last = std::min(to, most); last >= from)
+                sizes += (last - from) / step + 1;
         reserved += 8.0 * sizes;
     }
     if (gpu > 60 * 1024)
