@@ -85,6 +85,24 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
                        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (graphs past the budget)",
                        {{"inference", {{"cuda_graph_estimate", false}}}},
                        [](Scenario& s) { s.inference.cudaGraphEstimate = false; }});
+    // SGLang 0.5 splits a hybrid model's rest between its state pool and its KV pool by
+    // --mamba-full-memory-ratio: half the ratio gives long requests more tokens, twice it short ones more
+    // states (only a change that serves more is listed).
+    if (est.serving.stateSlots > 0)
+        for (const double to : {in.mambaFullMemoryRatio / 2, in.mambaFullMemoryRatio * 2}) {
+            const double r = std::round(to * 100) / 100;
+            std::string text = std::to_string(r);
+            text = text.substr(0, text.find_last_not_of('0') + 1);
+            if (text.back() == '.')
+                text.pop_back();
+            out.push_back(
+                {r < in.mambaFullMemoryRatio ? "lower_mamba_full_memory_ratio"
+                                             : "raise_mamba_full_memory_ratio",
+                 "mamba_full_memory_ratio " + text +
+                     (r < in.mambaFullMemoryRatio ? " (more KV cache, fewer states)" : " (more states)"),
+                 {{"inference", {{"mamba_full_memory_ratio", r}}}},
+                 [r](Scenario& s) { s.inference.mambaFullMemoryRatio = r; }});
+        }
     // NCCL's NVLink SHARP buffers go with NCCL_NVLS_ENABLE=0, at the cost of large all-reduces' speed.
     if (est.serving.nvlsBytes > 0)
         out.push_back({"disable_nccl_nvls",

@@ -1359,6 +1359,17 @@ void TestServing::sglangStatePool() {
     QCOMPARE(half.stateSlots,
              static_cast<long long>(std::floor(half.availableBytes * 0.5 / 1.5 / perRequest)));
     QVERIFY(half.kvCacheTokens > sv.kvCacheTokens);
+    // What would serve more: a lower ratio where tokens bind (262,144-token requests), a higher one where the
+    // states do (1,024-token requests).
+    auto offered = [&](const json& inference, const std::string& id) {
+        for (const Saving& s : rankSavings(scenarioFromJson(inferenceDoc(next, inference, cluster))))
+            if (s.id == id)
+                return true;
+        return false;
+    };
+    QVERIFY(offered(in, "lower_mamba_full_memory_ratio"));
+    QVERIFY(!offered(in, "raise_mamba_full_memory_ratio"));
+    QVERIFY(offered(shortRequests, "raise_mamba_full_memory_ratio"));
     json old = in;
     old["engine_version"] = "sglang 0.4";
     const Scenario v04 = scenarioFromJson(inferenceDoc(next, old, cluster));
