@@ -569,6 +569,22 @@ void TestParamCount::nemotronHBlocks() {
     const ModelSpec small = modelFromHfConfig(moe);
     QCOMPARE(small.totalParameters(), tinyMamba + tinyAttention + 2 * tinyMoe + 2 * 256ull * 64 + 64);
     QCOMPARE(small.activeParameters(), small.totalParameters() - 2 * 6 * 2 * 64ull * 32);
+    // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16: 31,577,937,344 parameters in its safetensors index
+    // ("total_parameters"; the fp32 e_score_correction_bias buffers are the 11,776 bytes its total_size holds
+    // beyond 2 bytes a parameter). By hand, 23 M, 23 E and 6 * blocks of hidden 2,688: the mixer of 64 heads
+    // x 64 (4,096 channels, 8 groups of state 128: 6,144 convolution channels); 128 routed experts of 1,856
+    // and a shared one of 3,712, non-gated, with the router; 32 query heads and 2 KV heads of 128.
+    const std::uint64_t h = 2688;
+    const std::uint64_t nanoMamba = h * (4096 + 6144 + 64) + 6144 * 4 + 6144 + 3 * 64 + 4096 + 4096 * h + h;
+    const std::uint64_t nanoMoe = 128 * 2 * h * 1856 + 2 * h * 3712 + 128 * h + h;
+    const std::uint64_t nanoAttention = 2 * h * 4096 + 2 * h * 256 + h;
+    const std::uint64_t nano = 23 * nanoMamba + 23 * nanoMoe + 6 * nanoAttention + 2 * 131072 * h + h;
+    QCOMPARE(nano, 31577937344ull);
+    const ModelPreset* n3 = findModelPreset("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+    QVERIFY(n3);
+    QCOMPARE(n3->spec.totalParameters(), nano);
+    // Active: 6 of the 128 routed experts (NVIDIA's "3.6B including embeddings").
+    QCOMPARE(n3->spec.activeParameters(), nano - 23 * 122 * 2 * h * 1856);
     // A block letter or a length that does not match is named.
     json bad = moe;
     bad["hybrid_override_pattern"] = "ME*X";
