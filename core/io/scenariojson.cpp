@@ -635,14 +635,14 @@ void readInference(const json& doc, Scenario& sc) {
     i.cudaGraphs = s.boolean("cuda_graphs", d.cudaGraphs);
     i.cudaGraphEstimate = s.boolean("cuda_graph_estimate", d.cudaGraphEstimate);
     i.mambaFullMemoryRatio = s.number("mamba_full_memory_ratio", d.mambaFullMemoryRatio, 0.01, 100);
-    if (const std::string ssm = s.string("mamba_ssm_cache_dtype", "auto"); ssm != "auto") {
-        i.mambaSsmCacheBytes = ssm == "float32" ? 4 : ssm == "float16" || ssm == "bfloat16" ? 2 : -1;
-        if (i.mambaSsmCacheBytes < 0)
-            throw Error(s.at("mamba_ssm_cache_dtype"),
-                        "'" + ssm +
-                            "' is not a dtype vLLM takes here (\"auto\", \"float32\", \"float16\" or "
-                            "\"bfloat16\")");
-    }
+    // The names vLLM's --mamba-ssm-cache-dtype and SGLang's --mamba-ssm-dtype take (the panel's choices).
+    const std::string ssm = s.string("mamba_ssm_cache_dtype", mambaSsmCacheDtypeNames().front().name);
+    if (std::none_of(mambaSsmCacheDtypeNames().begin(), mambaSsmCacheDtypeNames().end(),
+                     [&](const NamedText& n) { return ssm == n.name; }))
+        throw Error(s.at("mamba_ssm_cache_dtype"), "'" + ssm +
+                                                       "' is not a state dtype the engines take (\"auto\", "
+                                                       "\"float32\", \"bfloat16\" or \"float16\")");
+    i.mambaSsmCacheBytes = ssm == "auto" ? 0 : static_cast<int>(dtypeBytes().at(ssm));
     const std::string sampler = s.string("sampler", samplerNames().front().name);
     if (std::none_of(samplerNames().begin(), samplerNames().end(),
                      [&](const NamedText& n) { return sampler == n.name; }))

@@ -297,19 +297,17 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py),
     // unless --mamba-ssm-cache-dtype names the recurrent state's, or vLLM's NemotronH hook does for a
     // Nemotron-H model: the checkpoint's mamba_ssm_cache_dtype, else the release's default.
-    double linearStateBytes = shape.linearStateBytes;
-    if (!vllm && version.sglangStatePool && shape.linearLayers > 0) {
-        // SGLang 0.5: convolution states in bf16, recurrent ones in float32 unless said otherwise.
-        const int ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : 4;
-        linearStateBytes = 2.0 * shape.linearConvElements + ssm * shape.linearRecurrentElements;
-    }
-    if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2 && shape.linearLayers > 0) {
-        int ssm = in.mambaSsmCacheBytes;
+    // SGLang 0.5 keeps the recurrent state in float32 unless said otherwise, the convolution's in bf16.
+    int ssm = 0; // bytes per recurrent element; 0: as the shape has it (the model's dtype)
+    if (!vllm && version.sglangStatePool)
+        ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : 4;
+    else if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2) {
+        ssm = in.mambaSsmCacheBytes;
         if (ssm == 0 && m.modelType == "nemotron_h")
             ssm = m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes : version.nemotronHSsmCacheBytes;
-        if (ssm > 0)
-            linearStateBytes = e * shape.linearConvElements + ssm * shape.linearRecurrentElements;
     }
+    const double linearStateBytes =
+        ssm > 0 ? e * shape.linearConvElements + ssm * shape.linearRecurrentElements : shape.linearStateBytes;
     sv.stateBytesPerRequest = shape.linearLayers * linearStateBytes;
     const LinearStateLayers linear{shape.linearLayers, linearStateBytes};
     // Chunked local attention (Llama 4): pooled apart where the release's hybrid allocator takes such layers
@@ -339,8 +337,9 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         // requests at max_mamba_cache_size // _calculate_mamba_ratio(), 3 with the radix cache and the
         // default no_buffer strategy (the slot being computed and what the radix cache keeps of it). The
         // pool on the GPU holds both kinds.
-        pool.maxConcurrency =
-            std::min(pool.maxConcurrency, std::floor(static_cast<double>(sv.stateSlots) / 3));
+        constexpr double kSlotsPerRunningRequest = 3; // MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+        pool.maxConcurrency = std::min(
+            pool.maxConcurrency, std::floor(static_cast<double>(sv.stateSlots) / kSlotsPerRunningRequest));
         pool.poolBytes += static_cast<double>(sv.stateSlots) * sv.stateBytesPerRequest;
     }
     sv.blockSize = pool.blockSize > 0 ? pool.blockSize : block;

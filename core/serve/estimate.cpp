@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 namespace headroom {
@@ -91,14 +92,12 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
     if (est.serving.stateSlots > 0)
         for (const double to : {in.mambaFullMemoryRatio / 2, in.mambaFullMemoryRatio * 2}) {
             const double r = std::round(to * 100) / 100;
-            std::string text = std::to_string(r);
-            text = text.substr(0, text.find_last_not_of('0') + 1);
-            if (text.back() == '.')
-                text.pop_back();
+            std::ostringstream text; // 0.45, 1.8: as few digits as the value needs
+            text << r;
             out.push_back(
                 {r < in.mambaFullMemoryRatio ? "lower_mamba_full_memory_ratio"
                                              : "raise_mamba_full_memory_ratio",
-                 "mamba_full_memory_ratio " + text +
+                 "mamba_full_memory_ratio " + text.str() +
                      (r < in.mambaFullMemoryRatio ? " (more KV cache, fewer states)" : " (more states)"),
                  {{"inference", {{"mamba_full_memory_ratio", r}}}},
                  [r](Scenario& s) { s.inference.mambaFullMemoryRatio = r; }});
