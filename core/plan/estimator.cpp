@@ -426,6 +426,23 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.gatherForward = prefetch * unit * weightBytesPerParameter;
         st.gatherBackward =
             prefetch * unit * weightBytesPerParameter + (tr.fineTuning.adapters() ? 0 : unit * b.gradients);
+        if (tr.framework == Framework::HuggingFace && m.known) {
+            // FSDP1, as Accelerate and Answer.AI's fsdp_qlora wrap a model (each decoder layer a unit, the
+            // rest the root): the root's unsharded flat parameter (embeddings, final norm, head, 16-bit as
+            // no quantiser touches them) is not freed after the forward
+            // (torch/distributed/fsdp/_runtime_utils.py _post_forward_reshard: `not state._is_root`) and
+            // a frozen one only at the backward's final callback (_catch_all_reshard): the whole step. It
+            // is a buffer of its own beside the shard the weights count.
+            const double t = c.tensorParallel;
+            double root = 0;
+            if (stage == 0)
+                root += embeddingShard(m, t);
+            if (st.last)
+                root += static_cast<double>(m.finalNormParams()) +
+                        (!m.tiedEmbeddings || p > 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0);
+            st.gatherForward += b.weights * root;
+            st.gatherBackward += b.weights * root;
+        }
     } else if (shardsGradients(c)) {
         // Unsharded gradients awaiting reduce-scatter (a frozen base has none).
         st.gatherBackward = tr.fineTuning.adapters() ? 0 : unit * b.gradients;
