@@ -364,7 +364,8 @@ void TestFineTuning::fsdp1RootStaysGathered() {
     json doc = trainingDoc({{"preset", "meta-llama/Llama-2-7b-hf"}});
     doc["training"]["framework"] = "huggingface";
     doc["training"]["precision"] = "bf16";
-    doc["training"]["fine_tuning"] = {{"method", "lora"}, {"rank", 8}, {"target_modules", {"q_proj", "v_proj"}}};
+    doc["training"]["fine_tuning"] = {
+        {"method", "lora"}, {"rank", 8}, {"target_modules", {"q_proj", "v_proj"}}};
     doc["cluster"]["num_gpus"] = 2;
     doc["cluster"]["data_parallel"] = "fsdp";
     const double layers = 2 * 2 * 202383360.0;
