@@ -112,7 +112,8 @@ private:
 };
 
 // Shapes shared by the Llama-like families (llama, mistral, mixtral, qwen2, qwen3_moe, gemma2, phi3).
-void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
+// intermediate_size is required unless `ffnDefault` is 0 or more (0: left for the caller to set).
+void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault, int ffnDefault = -1) {
     m.hidden = r.integer("hidden_size", 1, kMaxDim);
     m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);
     m.heads = r.integer("num_attention_heads", 1, kMaxDim);
@@ -121,7 +122,9 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
         throw Error(r.at("num_key_value_heads"),
                     "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
     m.headDim = r.integer("head_dim", 1, kMaxDim, m.hidden / m.heads);
-    m.ffn = r.integer("intermediate_size", 1, kMaxDim);
+    m.ffn = ffnDefault < 0
+                ? r.integer("intermediate_size", 1, kMaxDim)
+                : (r.has("intermediate_size") ? r.integer("intermediate_size", 1, kMaxDim) : ffnDefault);
     m.vocab = r.integer("vocab_size", 1, kMaxDim);
     m.maxPositions = r.integer("max_position_embeddings", 1, 1LL << 30, 0);
     m.tiedEmbeddings = r.boolean("tie_word_embeddings", tiedDefault);
@@ -129,6 +132,18 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault) {
     m.normHasBias = false;
     m.dropout = r.number("attention_dropout", 0) > 0 || r.number("hidden_dropout", 0) > 0 ||
                 r.number("resid_pdrop", 0) > 0;
+}
+
+// A recurrent state's dtype a checkpoint declares (Nemotron-H's mamba_ssm_cache_dtype, Qwen3.5's
+// mamba_ssm_dtype), in bytes; 0 when absent or "auto".
+int readStateDtype(const Reader& r, const nlohmann::json& config, const char* key) {
+    if (!r.has(key))
+        return 0;
+    const auto& d = config.at(key);
+    const int bytes = d == "float32" ? 4 : d == "float16" || d == "bfloat16" ? 2 : d == "auto" ? 0 : -1;
+    if (bytes < 0)
+        throw Error(r.at(key), "must be \"auto\", \"float32\", \"float16\" or \"bfloat16\", got " + d.dump());
+    return bytes;
 }
 
 // A layer_types list of two kinds, one flag per layer (1: `flagged`, 0: `other`), into `out`; false when the
@@ -155,23 +170,39 @@ bool readTwoKindLayers(const Reader& r, const nlohmann::json& config, const char
 // modeling file): three Gated DeltaNet layers to one attention layer (layer i attends fully when (i + 1) is a
 // multiple of full_attention_interval, unless layer_types lists the kinds), the attention layers with
 // per-head q/k RMSNorm and an output gate that doubles q_proj, and MoE layers with one gated shared expert.
-void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) {
-    readLlamaLike(r, m, false);
+// Qwen3.5 and 3.6's language model is the same (models/qwen3_5 and qwen3_5_moe, whose text configs derive
+// from Qwen3NextConfig; the DeltaNet's input projections are split into in_proj_qkv, in_proj_z, in_proj_b and
+// in_proj_a, the same parameters): `family` says which defaults apply and whether there are experts.
+enum class Qwen3NextFamily { Next, Qwen35Dense, Qwen35Moe };
+
+void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m, Qwen3NextFamily family) {
+    const bool qwen35Moe = family == Qwen3NextFamily::Qwen35Moe;
+    // Qwen3_5MoeTextConfig drops intermediate_size: every layer is sparse there.
+    readLlamaLike(r, m, false, qwen35Moe ? 0 : -1);
     m.headDim = r.integer("head_dim", 1, kMaxDim, 256);
     m.qkNorm = true;
     m.attentionOutputGate = true;
     m.qkvBias = m.outBias = r.boolean("attention_bias", false);
-    m.experts = r.integer("num_experts", 1, 1 << 16, 512);
-    m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts, 10);
-    m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim, 512);
-    m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
-    m.denseLayers = r.intList("mlp_only_layers");
-    const int shared = r.integer("shared_expert_intermediate_size", 0, kMaxDim, 512);
-    if (shared % m.moeFfn != 0)
-        throw Error(r.at("shared_expert_intermediate_size"),
-                    "must be a multiple of moe_intermediate_size (" + std::to_string(m.moeFfn) + ")");
-    m.sharedExperts = shared / m.moeFfn;
-    m.sharedExpertGate = shared > 0;
+    if (family != Qwen3NextFamily::Qwen35Dense) {
+        m.experts = r.integer("num_experts", 1, 1 << 16, qwen35Moe ? 256 : 512);
+        m.expertsPerToken = r.integer("num_experts_per_tok", 1, m.experts, qwen35Moe ? 8 : 10);
+        m.moeFfn = r.integer("moe_intermediate_size", 1, kMaxDim, 512);
+        if (qwen35Moe) {
+            // Qwen3_5MoeDecoderLayer always runs the sparse block (the config pops mlp_only_layers).
+            if (m.ffn == 0)
+                m.ffn = m.moeFfn;
+            m.fusedExperts = true; // Qwen3_5MoeExperts: gate_up_proj and down_proj, one tensor each
+        } else {
+            m.moeLayerFreq = r.integer("decoder_sparse_step", 1, kMaxLayers, 1);
+            m.denseLayers = r.intList("mlp_only_layers");
+        }
+        const int shared = r.integer("shared_expert_intermediate_size", 0, kMaxDim, 512);
+        if (shared % m.moeFfn != 0)
+            throw Error(r.at("shared_expert_intermediate_size"),
+                        "must be a multiple of moe_intermediate_size (" + std::to_string(m.moeFfn) + ")");
+        m.sharedExperts = shared / m.moeFfn;
+        m.sharedExpertGate = shared > 0;
+    }
     m.linearKeyHeads = r.integer("linear_num_key_heads", 1, kMaxDim, 16);
     m.linearValueHeads = r.integer("linear_num_value_heads", 1, kMaxDim, 32);
     m.linearKeyHeadDim = r.integer("linear_key_head_dim", 1, kMaxDim, 128);
@@ -185,6 +216,10 @@ void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m) 
             linear[i] = (i + 1) % interval != 0;
     }
     m.linearLayers = std::move(linear);
+    // Qwen3.5's checkpoints keep the DeltaNet's recurrent state in float32 (mamba_ssm_dtype), which vLLM's
+    // Qwen3.5 hook takes when --mamba-ssm-cache-dtype is left at auto (model_executor/models/config.py).
+    if (family != Qwen3NextFamily::Next)
+        m.mambaSsmCacheBytes = readStateDtype(r, config, "mamba_ssm_dtype");
 }
 
 // A multimodal config's language model (text_config) and vision tower (vision_config), each an object when
@@ -340,16 +375,7 @@ void readNemotronH(const Reader& r, const nlohmann::json& config, ModelSpec& m) 
     m.linearConvKernel = r.integerOr({"conv_kernel", "mamba_d_conv"}, 1, 64, 4);
     m.mambaConvBias = r.boolean(r.has("use_conv_bias") ? "use_conv_bias" : "mamba_conv_bias", true);
     m.mambaProjBias = r.boolean(r.has("use_bias") ? "use_bias" : "mamba_proj_bias", false);
-    if (r.has("mamba_ssm_cache_dtype")) {
-        const auto& d = config.at("mamba_ssm_cache_dtype");
-        m.mambaSsmCacheBytes = d == "float32"                      ? 4
-                               : d == "float16" || d == "bfloat16" ? 2
-                               : d == "auto"                       ? 0
-                                                                   : -1;
-        if (m.mambaSsmCacheBytes < 0)
-            throw Error(r.at("mamba_ssm_cache_dtype"),
-                        "must be \"auto\", \"float32\", \"float16\" or \"bfloat16\", got " + d.dump());
-    }
+    m.mambaSsmCacheBytes = readStateDtype(r, config, "mamba_ssm_cache_dtype");
 }
 
 // Gemma 3's language model (transformers' Gemma3TextConfig, whose defaults fill what checkpoints leave out:
@@ -560,14 +586,14 @@ std::vector<std::uint64_t> qwen2VisionTensors(const Reader& r) {
 // and a learned position table of num_position_embeddings, LayerNorms and a two-matrix MLP of
 // intermediate_size, and besides the merger one more per deepstack_visual_indexes entry, whose LayerNorm is
 // over the merged width (use_postshuffle_norm).
-std::vector<std::uint64_t> qwen3VisionTensors(const Reader& r) {
+std::vector<std::uint64_t> qwen3VisionTensors(const Reader& r, bool deepstack) {
     QwenTower s = readQwenTower(r, "hidden_size", 1152, "out_hidden_size", 16, 27);
     s.ffn = static_cast<std::uint64_t>(r.integer("intermediate_size", 1, kMaxDim, 4304));
     s.layerNorm = true;
     s.convBias = true;
     s.positions = static_cast<std::uint64_t>(r.integer("num_position_embeddings", 1, 1 << 24, 2304));
     // Each entry names a block whose output gets its own merger: at most one per block.
-    const std::vector<int> taps = r.intList("deepstack_visual_indexes");
+    const std::vector<int> taps = deepstack ? r.intList("deepstack_visual_indexes") : std::vector<int>{};
     for (std::size_t i = 0; i < taps.size(); ++i)
         if (static_cast<std::uint64_t>(taps[i]) >= s.depth)
             throw Error(r.at("deepstack_visual_indexes") + "[" + std::to_string(i) + "]",
@@ -624,7 +650,8 @@ const std::vector<std::string>& supportedModelTypes() {
         "qwen3",       "qwen3_moe", "gemma",        "gemma2",           "gemma3",
         "gemma3_text", "phi3",      "gpt_neox",     "deepseek_v3",      "gpt_oss",
         "qwen3_next",  "llama4",    "mistral3",     "granitemoehybrid", "qwen2_5_vl",
-        "qwen2_vl",    "qwen3_vl",  "qwen3_vl_moe", "nemotron_h"}; // and llama4_text
+        "qwen2_vl",    "qwen3_vl",  "qwen3_vl_moe", "nemotron_h",       "qwen3_5",
+        "qwen3_5_moe"}; // and llama4_text, qwen3_5_text, qwen3_5_moe_text
     return types;
 }
 
@@ -824,11 +851,28 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
         m.fusedExperts = moe;
         m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
         if (parts.hasVision)
-            m.visionTensors = qwen3VisionTensors(vr);
+            m.visionTensors = qwen3VisionTensors(vr, true);
         m.quantization = readQuantization(config, path);
         return m;
     } else if (t == "qwen3_next") {
-        readQwen3Next(r, config, m);
+        readQwen3Next(r, config, m, Qwen3NextFamily::Next);
+    } else if (t == "qwen3_5" || t == "qwen3_5_moe" || t == "qwen3_5_text" || t == "qwen3_5_moe_text") {
+        // Qwen3.5 and 3.6 (Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration): Qwen3-Next's
+        // language model under text_config (or at the top in a text-only config), dense MLPs or experts, and
+        // a vision tower that is Qwen3-VL's without its DeepStack mergers (modeling_qwen3_5.py
+        // Qwen3_5VisionModel). The checkpoints' multi-token-prediction layer (mtp.*) is not part of the model
+        // transformers builds, and vLLM loads it only for speculative decoding: not counted.
+        const MultimodalParts parts(r, config, false);
+        const bool nested = config.contains("text_config");
+        const Reader tr = nested ? parts.textReader() : Reader(config, path);
+        const bool moe = t.rfind("qwen3_5_moe", 0) == 0;
+        readQwen3Next(tr, nested ? *parts.text : config, m,
+                      moe ? Qwen3NextFamily::Qwen35Moe : Qwen3NextFamily::Qwen35Dense);
+        m.tiedEmbeddings = r.boolean("tie_word_embeddings", m.tiedEmbeddings);
+        if (parts.hasVision)
+            m.visionTensors = qwen3VisionTensors(parts.visionReader(), false);
+        m.quantization = readQuantization(config, path);
+        return m;
     } else if (t == "gpt_neox") {
         m.hidden = r.integer("hidden_size", 1, kMaxDim);
         m.layers = r.integer("num_hidden_layers", 1, kMaxLayers);

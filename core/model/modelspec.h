@@ -101,8 +101,9 @@ struct ModelSpec {
     int mambaInner = 0; // mamba_expand x hidden
     bool mambaConvBias = true;
     bool mambaProjBias = false;
-    // The config's mamba_ssm_cache_dtype in bytes (NVIDIA's Nemotron-H checkpoints say "float32"); 0: not
-    // given. vLLM's NemotronH hook takes it for the recurrent state (core/serve).
+    // The recurrent state's dtype the config declares, in bytes: Nemotron-H's mamba_ssm_cache_dtype (NVIDIA's
+    // checkpoints say "float32"), Qwen3.5's mamba_ssm_dtype; 0: not given. vLLM's NemotronH and Qwen3.5 hooks
+    // take it for the recurrent state (core/serve).
     int mambaSsmCacheBytes = 0;
     // The convolution's channels of a Mamba-2 mixer on one of `tensorParallel` ranks: vLLM gives every rank
     // all the groups its heads need (a single group is replicated, mamba_utils.py

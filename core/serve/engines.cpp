@@ -295,17 +295,21 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     const int block = std::max(1, in.kvBlockSize);
     // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
     // (mamba_cache_dtype and mamba_ssm_cache_dtype "auto", vllm/model_executor/layers/mamba/mamba_utils.py),
-    // unless --mamba-ssm-cache-dtype names the recurrent state's, or vLLM's NemotronH hook does for a
-    // Nemotron-H model: the checkpoint's mamba_ssm_cache_dtype, else the release's default.
-    // SGLang 0.5 keeps the recurrent state in float32 unless said otherwise, the convolution's in bf16.
+    // unless --mamba-ssm-cache-dtype names the recurrent state's, or a model's hook does: NemotronH's, the
+    // checkpoint's mamba_ssm_cache_dtype, else the release's default; Qwen3.5's
+    // (vllm/model_executor/models/config.py, and qwen3_5.py get_mamba_state_dtype_from_config), the
+    // checkpoint's mamba_ssm_dtype. SGLang 0.5 keeps the recurrent state in float32 unless said otherwise,
+    // the convolution's in bf16.
     int ssm = 0; // bytes per recurrent element; 0: as the shape has it (the model's dtype)
+    const bool qwen35 = m.modelType.rfind("qwen3_5", 0) == 0;
     if (!vllm && version.sglangStatePool)
         ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : 4;
     else if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2) {
         ssm = in.mambaSsmCacheBytes;
         if (ssm == 0 && m.modelType == "nemotron_h")
             ssm = m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes : version.nemotronHSsmCacheBytes;
-    }
+    } else if (vllm && qwen35)
+        ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : m.mambaSsmCacheBytes;
     const double linearStateBytes =
         ssm > 0 ? e * shape.linearConvElements + ssm * shape.linearRecurrentElements : shape.linearStateBytes;
     sv.stateBytesPerRequest = shape.linearLayers * linearStateBytes;

@@ -40,6 +40,7 @@ private slots:
     void badValuesNameTheKey();
     void gemma3WithItsVisionTower();
     void qwen3NextHybridLayers();
+    void qwen35TextAndTower();
     void llama4ChunkedAndInterleaved();
     void mistral3WithPixtral();
     void graniteMamba2Hybrid();
@@ -315,6 +316,116 @@ void TestParamCount::qwen3NextHybridLayers() {
              24 * linear + 24 * attention + 48 * perLayer + 2 * 151936ull * 2048 + 2048);
     cfg["layer_types"][5] = "sliding_attention";
     QCOMPARE(refusedAt(cfg, "config.json"), QStringLiteral("config.json.layer_types[5]"));
+}
+
+void TestParamCount::qwen35TextAndTower() {
+    // Qwen3.5 and 3.6 (model_type qwen3_5_moe): Qwen3-Next's language model under text_config and Qwen3-VL's
+    // vision tower without DeepStack mergers. The fields are Qwen3.5-35B-A3B's config.json as published
+    // (40 layers of width 2048, three Gated DeltaNet layers to one attention layer, 256 experts of 512 with a
+    // shared one, vocabulary 248,320, no intermediate_size, a multi-token-prediction layer transformers
+    // does not build), counted by hand from transformers' modeling_qwen3_5_moe.py:
+    // - a DeltaNet layer: in_proj_qkv 2048 x (2 x 16 x 128 + 32 x 128), in_proj_z 2048 x 4096, in_proj_b and
+    //   in_proj_a 2048 x 32 each, conv1d 8192 x 4, dt_bias and A_log 32 each, the gated norm 128, out_proj
+    //   4096 x 2048: 33,718,464 (Qwen3-Next's, split into four projections);
+    // - an attention layer: q_proj with its gate 2048 x 2 x 16 x 256, k and v 2048 x 512, o_proj 4096 x 2048,
+    //   q and k norms 256: 27,263,488;
+    // - every layer: 256 experts x 3 x 2048 x 512, the router 2048 x 256, the shared expert 3 x 2048 x 512
+    //   and its gate 2048, two norms of 2048: 808,982,528;
+    // - embeddings and the untied head 2 x 248,320 x 2048, the final norm 2048;
+    // - the tower: the patch convolution 3 x 2 x 16 x 16 x 1152 and its bias, 2304 positions x 1152, 27
+    // blocks
+    //   (two LayerNorms, qkv 1152 x 3456 and proj 1152 x 1152 with biases, fc1/fc2 1152 x 4304 with biases:
+    //   15,239,504 each), the merger's LayerNorm over 1152, fc1 4608 x 4608 and fc2 4608 x 2048 with biases.
+    const json cfg = json::parse(R"({
+      "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+      "tie_word_embeddings": false,
+      "text_config": {"model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 248320,
+        "max_position_embeddings": 262144, "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+        "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128, "num_experts": 256, "num_experts_per_tok": 8,
+        "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "mtp_num_hidden_layers": 1},
+      "vision_config": {"deepstack_visual_indexes": [], "depth": 27, "hidden_size": 1152, "in_channels": 3,
+        "intermediate_size": 4304, "num_heads": 16, "num_position_embeddings": 2304, "out_hidden_size": 2048,
+        "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2}})");
+    const std::uint64_t linear = 16777216ull + 8388608 + 2 * 65536 + 32768 + 32 + 32 + 128 + 8388608;
+    const std::uint64_t attention = 16777216ull + 2 * 1048576 + 8388608 + 512;
+    const std::uint64_t perLayer = 805306368ull + 524288 + 3145728 + 2048 + 4096;
+    QCOMPARE(linear, 33718464ull);
+    QCOMPARE(perLayer, 808982528ull);
+    const std::uint64_t text = 30 * linear + 10 * attention + 40 * perLayer + 2 * 248320ull * 2048 + 2048;
+    const std::uint64_t block = 2 * 2304 + (1152ull * 3456 + 3456) + (1152ull * 1152 + 1152) +
+                                (1152ull * 4304 + 4304) + (4304ull * 1152 + 1152);
+    QCOMPARE(block, 15239504ull);
+    const std::uint64_t tower = 3ull * 2 * 16 * 16 * 1152 + 1152 + 2304ull * 1152 + 27 * block + 2304 +
+                                (4608ull * 4608 + 4608) + (4608ull * 2048 + 2048);
+    const ModelSpec m = modelFromHfConfig(cfg);
+    QCOMPARE(m.totalParameters(), text + tower);
+    QCOMPARE(m.totalParameters(), 35107181936ull);
+    QCOMPARE(m.visionParams(), tower);
+    QVERIFY(m.isLinearLayer(0) && !m.isLinearLayer(3) && m.isLinearLayer(38) && !m.isLinearLayer(39));
+    // vLLM's per-request state at TP 1: 8,192 channels x 3 positions, 32 heads of 128 x 128.
+    QCOMPARE(m.linearConvStateElements(1), 8192.0 * 3);
+    QCOMPARE(m.linearRecurrentStateElements(1), 32.0 * 128 * 128);
+
+    // A Qwen3.5-MoE checkpoint built from Qwen3.5-4B's backbone (hidden 2560, 32 layers, 16 query and 4 KV
+    // heads of 256, tied embeddings, its vision tower: Qwen3-VL-4B's 24 blocks of width 1024 and FFN 4096)
+    // with 8 experts and a shared one, top 2 (kshitijthakkar/qwen3.5-moe-4.7B-d4B, README at b8aa0f3e): its
+    // card prints 4,540,002,816 parameters, 3,030,053,376 active. The expert width is the difference of the
+    // two over 6 idle experts x 32 layers x 3 x 2560: 1,024.
+    json small = cfg;
+    small["tie_word_embeddings"] = true;
+    json& t = small["text_config"];
+    t["hidden_size"] = 2560;
+    t["num_hidden_layers"] = 32;
+    t["num_key_value_heads"] = 4;
+    t["num_experts"] = 8;
+    t["num_experts_per_tok"] = 2;
+    t["moe_intermediate_size"] = t["shared_expert_intermediate_size"] =
+        (4540002816 - 3030053376) / (6 * 32 * 3 * 2560);
+    QCOMPARE(t["moe_intermediate_size"].get<int>(), 1024);
+    json& v = small["vision_config"];
+    v["depth"] = 24;
+    v["hidden_size"] = 1024;
+    v["intermediate_size"] = 4096;
+    v["out_hidden_size"] = 2560;
+    const ModelSpec s = modelFromHfConfig(small);
+    QCOMPARE(s.totalParameters(), 4540002816ull);
+    QCOMPARE(s.activeParameters(), 3030053376ull);
+    // The presets: Qwen3.5-35B-A3B is the config above; Qwen3.5-4B is that checkpoint's backbone with a
+    // 9,216-wide MLP (its published FFN) where the MoE block was: 8 experts and the shared one of 1,024, the
+    // router and the shared expert's gate (70,801,920 a layer) out, 3 x 2560 x 9216 in.
+    const ModelPreset* big = findModelPreset("Qwen/Qwen3.5-35B-A3B");
+    const ModelPreset* four = findModelPreset("Qwen/Qwen3.5-4B");
+    QVERIFY(big && four);
+    QCOMPARE(big->spec.totalParameters(), text + tower);
+    QCOMPARE(big->spec.mambaSsmCacheBytes, 4); // the checkpoint's mamba_ssm_dtype, float32
+    const std::uint64_t moeBlock = 9 * 3 * 2560ull * 1024 + 2560 * 8 + 2560;
+    QCOMPARE(moeBlock, 70801920ull);
+    QCOMPARE(four->spec.totalParameters(), 4540002816ull - 32 * moeBlock + 32 * (3 * 2560ull * 9216));
+    QCOMPARE(four->spec.totalParameters(), 4539265536ull);
+
+    // The dense family (qwen3_5, Qwen3_5ForConditionalGeneration) has an MLP of intermediate_size in every
+    // layer and needs it; the text-only spelling reads the same keys at the top.
+    json dense = json::parse(R"({"model_type": "qwen3_5_text", "hidden_size": 256, "num_hidden_layers": 4,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 1000,
+      "intermediate_size": 512, "tie_word_embeddings": true, "linear_num_key_heads": 2,
+      "linear_num_value_heads": 4, "linear_key_head_dim": 32, "linear_value_head_dim": 32})");
+    // DeltaNet: qkv 256 x (2 x 64 + 128), z 256 x 128, b and a 256 x 4, conv 256 x 4, 4 + 4, norm 32, out
+    // 128 x 256; attention: q 256 x 2 x 128, k and v 256 x 64, o 128 x 256, norms 64 + 64; MLP 3 x 256 x 512;
+    // two norms a layer, the tied embedding 1000 x 256 and the final norm.
+    const std::uint64_t dn = 256ull * 256 + 256 * 128 + 2 * 256 * 4 + 256 * 4 + 8 + 32 + 128 * 256;
+    const std::uint64_t at = 256ull * 256 + 2 * 256 * 64 + 128 * 256 + 128;
+    QCOMPARE(modelFromHfConfig(dense).totalParameters(),
+             3 * dn + at + 4 * (3 * 256ull * 512 + 512) + 1000ull * 256 + 256);
+    dense.erase("intermediate_size");
+    QCOMPARE(refusedAt(dense, "config.json"), QStringLiteral("config.json.intermediate_size"));
+    json bad = cfg;
+    bad["text_config"]["layer_types"] = json::array({"linear_attention"});
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.text_config.layer_types"));
+    bad = cfg;
+    bad["vision_config"] = 3;
+    QCOMPARE(refusedAt(bad, "config.json"), QStringLiteral("config.json.vision_config"));
 }
 
 void TestParamCount::llama4ChunkedAndInterleaved() {

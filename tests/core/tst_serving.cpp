@@ -105,6 +105,7 @@ private slots:
     void chunkedAttentionByRelease();
     void mamba2StateInThePool();
     void nemotronHStateAndBlocks();
+    void qwen35StateFromItsConfig();
     void sglangStatePool();
 };
 
@@ -1265,6 +1266,43 @@ void TestServing::mamba2StateInThePool() {
     json hf = inferenceDoc(model, {{"engine", "huggingface"}, {"context_length", 1024}}, {});
     QCOMPARE(estimate(scenarioFromJson(hf)).serving.stateBytesPerRequest,
              36 * 2.0 * (4.0 * 8448 + 128.0 * 64 * 128));
+}
+
+void TestServing::qwen35StateFromItsConfig() {
+    // Qwen3.5-35B-A3B (examples/serve-qwen3.5-35b-a3b-vllm-h200.headroom.json, its config's fields) served by
+    // vLLM on one H200. Keys and values: 10 attention layers x 2 x 2 KV heads x 256 x 2 bytes = 20,480 a
+    // token. Each of the 30 Gated DeltaNet layers keeps per request 3 x 8,192 convolution inputs in bf16
+    // (49,152 bytes) and 32 x 128 x 128 recurrent elements in the checkpoint's mamba_ssm_dtype, float32
+    // (2,097,152 bytes), as vLLM's Qwen3.5 hook takes it.
+    const Scenario sc =
+        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/serve-qwen3.5-35b-a3b-vllm-h200.headroom.json");
+    QCOMPARE(sc.model.mambaSsmCacheBytes, 4);
+    const ServingEstimate s = estimate(sc).serving;
+    QCOMPARE(s.kvBytesPerToken, 20480.0);
+    QCOMPARE(s.stateBytesPerRequest, 30 * (49152.0 + 2097152.0));
+    // The attention block grows in steps of 16 tokens (16 x 2,048 bytes a layer) until a page holds a layer's
+    // state: ceil(2,146,304 / 32,768) = 66 steps, 1,056 tokens.
+    QCOMPARE(s.blockSize, 1056);
+    // --mamba-ssm-cache-dtype bfloat16 overrides the checkpoint (vLLM warns and takes the flag).
+    json doc = nlohmann::json::parse(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/serve-qwen3.5-35b-a3b-vllm-h200.headroom.json"));
+    doc["inference"]["mamba_ssm_cache_dtype"] = "bfloat16";
+    const ServingEstimate half = estimate(scenarioFromJson(doc)).serving;
+    QCOMPARE(half.stateBytesPerRequest, 30 * (49152.0 + 1048576.0));
+    QCOMPARE(half.blockSize, 544); // ceil(1,097,728 / 32,768) = 34 steps
+    // A config that says nothing keeps the model's dtype; one that names a dtype vLLM does not know is
+    // refused.
+    doc["inference"].erase("mamba_ssm_cache_dtype");
+    doc["model"]["text_config"].erase("mamba_ssm_dtype");
+    QCOMPARE(estimate(scenarioFromJson(doc)).serving.stateBytesPerRequest, half.stateBytesPerRequest);
+    doc["model"]["text_config"]["mamba_ssm_dtype"] = "float8";
+    bool refused = false;
+    try {
+        scenarioFromJson(doc);
+    } catch (const Error& e) {
+        refused = std::string(e.what()).find("text_config.mamba_ssm_dtype") != std::string::npos;
+    }
+    QVERIFY(refused);
 }
 
 void TestServing::nemotronHStateAndBlocks() {

@@ -525,7 +525,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "The linear-attention layers' recurrent state per request: vLLM's "
                                     "--mamba-ssm-cache-dtype (auto: the model's dtype, or for Nemotron-H the "
                                     "checkpoint's or the release's, float32 since vLLM #39032, April 2026, "
-                                    "float16 before), SGLang's --mamba-ssm-dtype (auto: float32)"),
+                                    "float16 before; for Qwen3.5 the checkpoint's mamba_ssm_dtype), SGLang's "
+                                    "--mamba-ssm-dtype (auto: float32)"),
                         {"vllm", "sglang"}));
     m_fields.back()->visibleWhen = [this](const json&) {
         const Scenario& sc = m_doc->scenario();
@@ -536,7 +537,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
             const EngineVersion* v = engineVersionOf(sc);
             return v && v->sglangStatePool;
         }
-        return m.linearKind == ModelSpec::LinearKind::Mamba2;
+        // vLLM takes the flag for Mamba-2 mixers and, through its Qwen3.5 hook, for Qwen3.5's DeltaNet.
+        return m.linearKind == ModelSpec::LinearKind::Mamba2 || m.modelType.rfind("qwen3_5", 0) == 0;
     };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
