@@ -216,6 +216,7 @@ void readQwen3Next(const Reader& r, const nlohmann::json& config, ModelSpec& m, 
             linear[i] = (i + 1) % interval != 0;
     }
     m.linearLayers = std::move(linear);
+    m.splitDeltaNetProjections = family != Qwen3NextFamily::Next;
     // Qwen3.5's checkpoints keep the DeltaNet's recurrent state in float32 (mamba_ssm_dtype), which vLLM's
     // Qwen3.5 hook takes when --mamba-ssm-cache-dtype is left at auto (model_executor/models/config.py).
     if (family != Qwen3NextFamily::Next)

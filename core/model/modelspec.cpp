@@ -42,10 +42,17 @@ std::vector<ModelSpec::Matrix> ModelSpec::linearAttentionMatrices() const {
     const u64 keyDim = static_cast<u64>(linearKeyHeads) * static_cast<u64>(linearKeyHeadDim);
     const u64 valueDim = static_cast<u64>(linearValueHeads) * static_cast<u64>(linearValueHeadDim);
     // in_proj_qkvz: queries, keys, values and the output gate; in_proj_ba: beta and the decay's input, one
-    // each per value head.
-    return {{"in_proj_qkvz", 2 * keyDim + 2 * valueDim, h},
-            {"in_proj_ba", 2 * static_cast<u64>(linearValueHeads), h},
-            {"out_proj", h, valueDim}};
+    // each per value head. Qwen3.5 keeps the four apart (modeling_qwen3_5.py Qwen3_5GatedDeltaNet:
+    // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), the same parameters.
+    const u64 vh = static_cast<u64>(linearValueHeads);
+    if (splitDeltaNetProjections)
+        return {{"in_proj_qkv", 2 * keyDim + valueDim, h},
+                {"in_proj_z", valueDim, h},
+                {"in_proj_b", vh, h},
+                {"in_proj_a", vh, h},
+                {"out_proj", h, valueDim}};
+    return {
+        {"in_proj_qkvz", 2 * keyDim + 2 * valueDim, h}, {"in_proj_ba", 2 * vh, h}, {"out_proj", h, valueDim}};
 }
 
 // A Gated DeltaNet layer's parameter tensors (models/qwen3_next/modeling_qwen3_next.py): the projections,
@@ -184,30 +191,39 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         matrices += linear(module, out, in);
         matrixParams += out * in;
     };
+    // Module names as the checkpoint writes them, for modules_to_not_convert: Nemotron-H calls every block's
+    // part its mixer (modeling_nemotron_h.py: NemotronHBlock.mixer), Llama 4 its MLP feed_forward
+    // (modeling_llama4.py: Llama4TextMoe's experts and shared_expert, or Llama4TextMLP); the Qwen3-Next
+    // family's shared expert is singular, DeepSeek's plural.
+    const bool nemotronH = modelType == "nemotron_h";
+    const bool llama4 = modelType == "llama4" || modelType == "llama4_text";
+    const std::string attnModule = nemotronH ? "mixer" : "self_attn";
+    const std::string ffnModule = nemotronH ? "mixer" : llama4 ? "feed_forward" : "mlp";
+    const bool singularShared = llama4 || sharedExpertGate;
     if (!hasMixer(layer)) {
         // An MLP block: no mixer.
     } else if (isLinearLayer(layer)) {
         for (const Matrix& x : linearAttentionMatrices())
-            add(std::string(linearModule()) + "." + x.name, x.out, x.in);
+            add((nemotronH ? std::string("mixer") : std::string(linearModule())) + "." + x.name, x.out, x.in);
     } else if (mla) {
         const u64 qHead = static_cast<u64>(qkNopeHeadDim + qkRopeHeadDim);
         if (qLoraRank > 0) {
-            add("self_attn.q_a_proj", static_cast<u64>(qLoraRank), h);
-            add("self_attn.q_b_proj", a * qHead, static_cast<u64>(qLoraRank));
+            add(attnModule + ".q_a_proj", static_cast<u64>(qLoraRank), h);
+            add(attnModule + ".q_b_proj", a * qHead, static_cast<u64>(qLoraRank));
         } else {
-            add("self_attn.q_proj", a * qHead, h);
+            add(attnModule + ".q_proj", a * qHead, h);
         }
-        add("self_attn.kv_a_proj_with_mqa", static_cast<u64>(kvLoraRank + qkRopeHeadDim), h);
-        add("self_attn.kv_b_proj", a * static_cast<u64>(qkNopeHeadDim + vHeadDim),
+        add(attnModule + ".kv_a_proj_with_mqa", static_cast<u64>(kvLoraRank + qkRopeHeadDim), h);
+        add(attnModule + ".kv_b_proj", a * static_cast<u64>(qkNopeHeadDim + vHeadDim),
             static_cast<u64>(kvLoraRank));
-        add("self_attn.o_proj", h, a * static_cast<u64>(vHeadDim));
+        add(attnModule + ".o_proj", h, a * static_cast<u64>(vHeadDim));
     } else {
         const u64 qDim = a * static_cast<u64>(headDim);
         const u64 kvDim = static_cast<u64>(kvHeads) * static_cast<u64>(headDim);
-        add("self_attn.q_proj", qDim * (attentionOutputGate ? 2 : 1), h);
-        add("self_attn.k_proj", kvDim, h);
-        add("self_attn.v_proj", kvDim, h);
-        add("self_attn.o_proj", h, qDim);
+        add(attnModule + ".q_proj", qDim * (attentionOutputGate ? 2 : 1), h);
+        add(attnModule + ".k_proj", kvDim, h);
+        add(attnModule + ".v_proj", kvDim, h);
+        add(attnModule + ".o_proj", h, qDim);
     }
     // Biases, q/k norms, sinks and the latent norms stay 16-bit.
     b.attention = matrices + elementBytes * static_cast<double>(p.attention - matrixParams);
@@ -222,16 +238,11 @@ LayerBytes ModelSpec::layerBytes(int layer, double elementBytes, const Quantizat
         add(module + ".down_proj", h, width);
         return matrices + elementBytes * static_cast<double>(params - matrixParams);
     };
-    // Module names as the checkpoint writes them, for modules_to_not_convert: Llama 4's decoder layer calls
-    // its MLP feed_forward (transformers' modeling_llama4.py: Llama4TextMoe's experts and shared_expert, or
-    // Llama4TextMLP), every other family mlp.
-    const bool llama4 = modelType == "llama4" || modelType == "llama4_text";
-    const std::string ffnModule = llama4 ? "feed_forward" : "mlp";
     if (p.isMoe()) {
         b.perExpert =
             mlp(ffnModule + (llama4 ? ".experts" : ".experts.0"), static_cast<u64>(moeFfn), p.perExpert);
         if (sharedExperts > 0)
-            b.denseMlp = mlp(ffnModule + (llama4 ? ".shared_expert" : ".shared_experts"),
+            b.denseMlp = mlp(ffnModule + (singularShared ? ".shared_expert" : ".shared_experts"),
                              static_cast<u64>(sharedExpertWidth()), p.denseMlp);
     } else if (p.denseMlp > 0) {
         b.denseMlp = mlp(ffnModule, static_cast<u64>(ffn), p.denseMlp);

@@ -127,6 +127,9 @@ struct ModelSpec {
     };
     std::vector<Matrix> linearAttentionMatrices() const;
     // The linear layer's module under the decoder layer: "linear_attn" (Qwen3-Next) or "mamba" (Granite).
+    // Qwen3.5's Gated DeltaNet stores in_proj_qkv, in_proj_z, in_proj_b and in_proj_a where Qwen3-Next fuses
+    // them into in_proj_qkvz and in_proj_ba: the same parameters, other tensors and module names.
+    bool splitDeltaNetProjections = false;
     const char* linearModule() const { return linearKind == LinearKind::Mamba2 ? "mamba" : "linear_attn"; }
     // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.

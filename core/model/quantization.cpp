@@ -3,7 +3,9 @@
 
 #include "core/error.h"
 
+#include <cctype>
 #include <cmath>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -38,6 +40,38 @@ bool globMatch(const std::string& pattern, const std::string& name) {
     while (p < pattern.size() && pattern[p] == '*')
         ++p;
     return p == pattern.size();
+}
+
+// A regular expression of the subset checkpoints' ignore lists use, as a glob over the whole name:
+// re.match anchors at the start, "$" at the end (without it the pattern is a prefix: a trailing '*'); ".*"
+// is any run, "\\." and '.' a dot (module names separate with dots only). nullopt for anything else
+// (classes, groups, alternatives, counts), which the caller reads by its last name.
+std::optional<std::string> regexAsGlob(std::string_view re) {
+    std::string glob;
+    bool anchored = false;
+    if (!re.empty() && re.front() == '^')
+        re.remove_prefix(1);
+    if (!re.empty() && re.back() == '$' && (re.size() < 2 || re[re.size() - 2] != '\\')) {
+        anchored = true;
+        re.remove_suffix(1);
+    }
+    for (std::size_t i = 0; i < re.size(); ++i) {
+        const char c = re[i];
+        if (c == '.' && i + 1 < re.size() && re[i + 1] == '*') {
+            glob += '*';
+            ++i;
+        } else if (c == '\\' && i + 1 < re.size() && re[i + 1] == '.') {
+            glob += '.';
+            ++i;
+        } else if (c == '.' || std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
+            glob += c;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (!anchored)
+        glob += '*';
+    return glob;
 }
 
 std::vector<std::string> stringList(const json& q, const char* key, const std::string& at) {
@@ -96,15 +130,64 @@ double Quantization::matrixBytes(std::uint64_t out, std::uint64_t in) const {
     return 2 * n;
 }
 
-bool Quantization::skips(const std::string& module) const {
+namespace {
+// The layer a dotted name is in, when it says one: "model.layers.12.mlp" -> 12; -1 otherwise (a pattern
+// with a wildcard there, or a module outside the layers).
+int layerOf(std::string_view name) {
+    constexpr std::string_view key = "model.layers.";
+    if (name.rfind(key, 0) != 0)
+        return -1;
+    const std::size_t start = key.size();
+    std::size_t i = start;
+    int n = 0;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && i - start < 9)
+        n = n * 10 + (name[i++] - '0');
+    if (i == start || (i < name.size() && name[i] != '.'))
+        return -1;
+    return n;
+}
+} // namespace
+
+void Quantization::indexSkips() {
+    layerSkip.clear();
+    generalSkip.clear();
     for (const std::string& p : skip) {
+        const int l = layerOf(p);
+        if (l >= 0)
+            layerSkip[l].push_back(p);
+        else
+            generalSkip.push_back(p);
+    }
+}
+
+bool Quantization::skips(const std::string& module) const {
+    // Not indexed (a Quantization built by hand): every pattern.
+    if (generalSkip.empty() && layerSkip.empty())
+        return matchesAny(skip, module);
+    if (matchesAny(generalSkip, module))
+        return true;
+    const int l = layerOf(module);
+    const auto named = l >= 0 ? layerSkip.find(l) : layerSkip.end();
+    return named != layerSkip.end() && matchesAny(named->second, module);
+}
+
+bool Quantization::matchesAny(const std::vector<std::string>& patterns, const std::string& module) {
+    for (const std::string& p : patterns) {
         if (p.empty())
             continue;
         // A pattern names a module or one of its parents: "lm_head", "model.layers.*.self_attn".
         if (globMatch(p, module) || globMatch(p + ".*", module))
             return true;
-        // compressed-tensors also writes "re:" regular expressions; the common ones end in the module name.
+        // compressed-tensors also writes "re:" regular expressions, matched from the start of a linear
+        // layer's own name (re.match; vLLM's should_ignore_layer, llm-compressor's ignore). Those built of
+        // literals, ".*", "\\." and "$" (".*linear_attn.*", ".*mlp.gate$") are read exactly; others by the
+        // name they end in.
         if (p.rfind("re:", 0) == 0) {
+            if (const std::optional<std::string> g = regexAsGlob(p.substr(3))) {
+                if (globMatch(*g, module))
+                    return true;
+                continue;
+            }
             std::string tail = p.substr(3);
             while (!tail.empty() && (tail.back() == '$'))
                 tail.pop_back();
@@ -153,16 +236,19 @@ Quantization readQuantization(const json& config, const std::string& path) {
             q.skip.push_back(std::move(s));
     // A multimodal checkpoint names its language model's modules under language_model
     // ("language_model.model.layers.3.self_attn", or "model.language_model.layers.3..." in transformers'
-    // newer layout); Headroom's names are the text model's ("model.layers.3.self_attn").
+    // newer layout), Nemotron-H under backbone ("backbone.layers.3.mixer"); Headroom's names are the text
+    // model's ("model.layers.3.self_attn").
     for (std::string& p : q.skip)
         for (const auto& [from, to] :
              {std::pair<std::string_view, std::string_view>{"language_model.model.", "model."},
               {"model.language_model.", "model."},
-              {"language_model.", ""}})
+              {"language_model.", ""},
+              {"backbone.", "model."}})
             if (p.rfind(from, 0) == 0) {
                 p = std::string(to) + p.substr(from.size());
                 break;
             }
+    q.indexSkips();
     if (q.name == "mxfp4") {
         q.method = Quantization::Method::Mxfp4;
         q.bits = 4;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,12 +33,20 @@ struct Quantization {
     double scaleBytes = 1;         // Mxfp4: bytes per 32-value scale (1 in the checkpoint)
     double channelScaleBytes = 2;  // Fp8 per output channel: bytes per scale (fbgemm_fp8 stores fp32)
     std::vector<std::string> skip; // module patterns left unquantised
+    // The patterns that name one layer ("model.layers.12.mlp.gate"), by that layer; the rest name any.
+    // Built by indexSkips (readQuantization calls it): a layer only meets the patterns that can match it.
+    std::map<int, std::vector<std::string>> layerSkip;
+    std::vector<std::string> generalSkip;
+    void indexSkips();
+    // Whether some pattern names this layer alone: its bytes may differ from others of its kind.
+    bool namesLayer(int layer) const { return layerSkip.count(layer) > 0; }
 
     bool active() const { return method != Method::None; }
     // Bytes of one out x in weight matrix stored this way (its bias is counted by the caller).
     double matrixBytes(std::uint64_t out, std::uint64_t in) const;
     // Whether the module with this dotted Hugging Face name is left unquantised.
     bool skips(const std::string& module) const;
+    static bool matchesAny(const std::vector<std::string>& patterns, const std::string& module);
     std::string label() const; // "mxfp4", "fp8 block 128x128", "gptq int4 g128"
 };
 

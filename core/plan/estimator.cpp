@@ -118,18 +118,24 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
     const Quantization* quantised = weightsStayQuantised(sc) ? &loaded : nullptr;
     // Layers come in a few kinds (ModelSpec::layerKind: dense or MoE, attention or linear attention, whole
     // or half a layer); compute each kind once. A quantised checkpoint's bytes depend on the layer's name
-    // only through modules_to_not_convert, which names layers by pattern, so one layer of each kind stands
-    // for the rest.
+    // only through its skip list: a layer the list names by number is weighed alone, and one it does not
+    // stands for the rest of its kind.
     LayerParams kinds[ModelSpec::kLayerKinds];
     LayerBytes kindBytes[ModelSpec::kLayerKinds];
-    bool have[ModelSpec::kLayerKinds] = {};
+    bool have[ModelSpec::kLayerKinds] = {}, haveBytes[ModelSpec::kLayerKinds] = {};
+    LayerBytes named;
     for (int l = first; l < first + count; ++l) {
         const int k = m.layerKind(l);
         if (!have[k]) {
             kinds[k] = m.layerParams(l);
-            if (inference)
-                kindBytes[k] = m.layerBytes(l, eb, quantised);
             have[k] = true;
+        }
+        const bool alone = inference && quantised && quantised->namesLayer(l);
+        if (alone)
+            named = m.layerBytes(l, eb, quantised);
+        else if (inference && !haveBytes[k]) {
+            kindBytes[k] = m.layerBytes(l, eb, quantised);
+            haveBytes[k] = true;
         }
         const LayerParams& lp = kinds[k];
         const double replicated = static_cast<double>(lp.replicatedBiases);
@@ -141,7 +147,7 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         sp.largestUnit = std::max(sp.largestUnit, dense + experts);
         sp.largestLayer = std::max(sp.largestLayer, dense + experts);
         if (inference) {
-            const LayerBytes& lb = kindBytes[k];
+            const LayerBytes& lb = alone ? named : kindBytes[k];
             sp.bytes += (lb.attention + lb.denseMlp + lb.router) / t + lb.norms +
                         lb.perExpert * lb.experts / expertDiv;
         }

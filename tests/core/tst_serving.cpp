@@ -81,6 +81,7 @@ private slots:
     void gptqAndOverrides();
     void gptqCheckpointsMatchTheirFiles();
     void badQuantizationConfig();
+    void skipListsInTheCheckpointsNames();
     void vllmMeasuredRuns_data();
     void vllmMeasuredRuns();
     void vllmPoolArithmeticFromLogs();
@@ -233,6 +234,44 @@ void TestServing::badQuantizationConfig() {
     const double attention = 2 * (5120.0 * 5120 - 4 * 5120) + 2 * (1024.0 * 5120 - 4 * 1024);
     const double shared = 3 * 8192.0 * 5120 - 4 * (8192 + 8192 + 5120);
     QCOMPARE(weightBytes(scout) - allFp8, 48 * (attention + shared));
+}
+
+void TestServing::skipListsInTheCheckpointsNames() {
+    // Skip lists name modules as each checkpoint writes them. Qwen3.5-35B-A3B in compressed-tensors FP8
+    // (one byte a value and a 16-bit scale per output row) with llm-compressor's Qwen3.5-MoE ignore list
+    // (examples/quantization_w8a8_fp8/qwen3_5_moe.py): its "re:.*linear_attn.*" keeps every Gated DeltaNet
+    // projection in bf16, n - 2 x out more bytes each: in_proj_qkv 8192 x 2048, in_proj_z 4096 x 2048,
+    // in_proj_b and in_proj_a 32 x 2048, out_proj 2048 x 4096, in 30 layers. "re:.*mlp\\.shared_expert$"
+    // names the shared expert itself, not its gate_proj (re.match on a linear layer's own name), and
+    // "re:.*mlp.gate$" the router, not gate_proj.
+    json q35 = findModelPreset("Qwen/Qwen3.5-35B-A3B")->config;
+    json ct = llama70Fp8()["quantization_config"];
+    ct["ignore"] = {"lm_head"};
+    q35["quantization_config"] = ct;
+    const double plain = weightBytes(q35);
+    q35["quantization_config"]["ignore"] = {"re:.*lm_head",
+                                            "re:visual.*",
+                                            "re:model.visual.*",
+                                            "re:.*mlp.gate$",
+                                            "re:.*embed_tokens$",
+                                            "re:.*shared_expert_gate$",
+                                            "re:.*mlp\\.shared_expert$",
+                                            "re:.*linear_attn.*"};
+    const double n = 8192.0 * 2048 + 4096.0 * 2048 + 2 * 32.0 * 2048 + 2048.0 * 4096;
+    const double rows = 8192.0 + 4096 + 2 * 32 + 2048;
+    QCOMPARE(weightBytes(q35) - plain, 30 * (n - 2 * rows));
+    // The same projections by name, as transformers' modules_to_not_convert lists them.
+    q35["quantization_config"]["ignore"] = {"lm_head", "model.language_model.layers.0.linear_attn.in_proj_b",
+                                            "model.language_model.layers.0.linear_attn.in_proj_a"};
+    QCOMPARE(weightBytes(q35) - plain, 2 * (32.0 * 2048 - 2 * 32));
+    // Nemotron-H names every block's part its mixer under backbone: block 0 is a Mamba-2 mixer, whose
+    // in_proj (10,240 gate + 12,288 convolution inputs + 128 time steps, from 4,480) and out_proj (4,480 from
+    // 10,240) stay bf16 when the list names it.
+    json nano = findModelPreset("nvidia/NVIDIA-Nemotron-Nano-9B-v2")->config;
+    nano["quantization_config"] = ct;
+    const double nanoPlain = weightBytes(nano);
+    nano["quantization_config"]["ignore"] = {"lm_head", "backbone.layers.0.mixer"};
+    QCOMPARE(weightBytes(nano) - nanoPlain, (22656.0 * 4480 - 2 * 22656) + (4480.0 * 10240 - 2 * 4480));
 }
 
 void TestServing::vllmMeasuredRuns_data() {
