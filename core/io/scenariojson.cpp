@@ -351,9 +351,10 @@ void readFineTuning(const Section& training, Scenario& sc) {
         if (v->is_string() && v->get<std::string>() == "all-linear" && targets)
             // PEFT's "all-linear": every linear layer but the output head.
             return std::vector<std::string>{
-                "q_proj",    "k_proj",       "v_proj",     "o_proj",   "gate_proj",
-                "up_proj",   "down_proj",    "q_a_proj",   "q_b_proj", "kv_a_proj_with_mqa",
-                "kv_b_proj", "in_proj_qkvz", "in_proj_ba", "out_proj"};
+                "q_proj",    "k_proj",       "v_proj",     "o_proj",      "gate_proj",
+                "up_proj",   "down_proj",    "q_a_proj",   "q_b_proj",    "kv_a_proj_with_mqa",
+                "kv_b_proj", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z",
+                "in_proj_b", "in_proj_a",    "out_proj"};
         if (!v->is_array())
             throw Error(s.at(key), targets ? "must be a list of module names or \"all-linear\""
                                            : "must be a list of module names");

@@ -73,6 +73,10 @@ std::span<const NamedText> loraTargetNames() {
                                       {"kv_b_proj", "kv_b_proj"},
                                       {"in_proj_qkvz", "in_proj_qkvz"},
                                       {"in_proj_ba", "in_proj_ba"},
+                                      {"in_proj_qkv", "in_proj_qkv"},
+                                      {"in_proj_z", "in_proj_z"},
+                                      {"in_proj_b", "in_proj_b"},
+                                      {"in_proj_a", "in_proj_a"},
                                       {"out_proj", "out_proj"}};
     return all(t);
 }

@@ -437,6 +437,18 @@ void TestFineTuning::linearAttentionLayersAreNotTargeted() {
     // Targeting the linear layers' projections adapts the other 36: in_proj_qkvz 2,048 -> 12,288.
     doc["training"]["fine_tuning"]["target_modules"] = {"in_proj_qkvz"};
     QCOMPARE(trainableParameters(scenarioFromJson(doc)), std::uint64_t{36} * 16 * (2048 + 12288));
+    // Qwen3.5 keeps the DeltaNet's projections apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), which
+    // "all-linear" adapts with the rest. Qwen3.5-4B (hidden 2560, FFN 9216), rank 16: 24 DeltaNet layers of
+    // qkv 2560 -> 8192, z 2560 -> 4096, b and a 2560 -> 32, out_proj 4096 -> 2560; 8 attention layers of
+    // q 2560 -> 8192 (with its gate), k and v 2560 -> 1024, o 4096 -> 2560; 32 MLPs of 2560 <-> 9216 three
+    // times.
+    json q35 = trainingDoc({{"preset", "Qwen/Qwen3.5-4B"}});
+    q35["training"]["fine_tuning"] = {{"method", "lora"}, {"rank", 16}, {"target_modules", "all-linear"}};
+    const std::uint64_t deltaNet = (2560 + 8192) + (2560 + 4096) + 2 * (2560 + 32) + (4096 + 2560);
+    const std::uint64_t attention = (2560 + 8192) + 2 * (2560 + 1024) + (4096 + 2560);
+    const std::uint64_t mlp = 3 * (2560 + 9216);
+    QCOMPARE(trainableParameters(scenarioFromJson(q35)), 16 * (24 * deltaNet + 8 * attention + 32 * mlp));
+    QCOMPARE(trainableParameters(scenarioFromJson(q35)), std::uint64_t{32464896});
 }
 
 namespace {
