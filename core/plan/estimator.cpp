@@ -175,6 +175,21 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
     return sp;
 }
 
+// What FSDP's root unit holds on one GPU of a stage when only the decoder layers are wrapped: the
+// embeddings on the first stage, the final norm and an untied head (or a tied one's copy across stages) on
+// the last.
+double rootUnitParams(const Scenario& sc, int stage, bool last) {
+    const ModelSpec& m = sc.model;
+    const double t = sc.cluster.tensorParallel;
+    double root = stage == 0 ? embeddingShard(m, t) : 0;
+    if (last)
+        root +=
+            static_cast<double>(m.finalNormParams()) + (!m.tiedEmbeddings || sc.cluster.pipelineParallel > 1
+                                                            ? static_cast<double>(m.vocab) * m.hidden / t
+                                                            : 0);
+    return root;
+}
+
 // AdamW's step besides its states (torch/optim/adamw.py, _multi_tensor_adamw and _single_tensor_adamw):
 // foreach computes the denominator as a list, one tensor per parameter (torch._foreach_sqrt of exp_avg_sq,
 // then divided and incremented in place), so a whole state's worth lives during the update; one tensor at a
@@ -439,13 +454,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // (torch/distributed/fsdp/_runtime_utils.py _post_forward_reshard: `not state._is_root`) and
             // a frozen one only at the backward's final callback (_catch_all_reshard): the whole step. It
             // is a buffer of its own beside the shard the weights count.
-            const double t = c.tensorParallel;
-            double root = 0;
-            if (stage == 0)
-                root += embeddingShard(m, t);
-            if (st.last)
-                root += static_cast<double>(m.finalNormParams()) +
-                        (!m.tiedEmbeddings || p > 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0);
+            const double root = rootUnitParams(sc, stage, st.last);
             st.gatherForward += b.weights * root;
             st.gatherBackward += b.weights * root;
         }
@@ -581,13 +590,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // layer is not resharded after its forward. Each layer's all-gather output is allocated on the
         // all-gather stream, so the allocator keeps a block of the largest of them cached on that stream,
         // reserved but not allocated at the peak.
-        const double t = c.tensorParallel;
-        double root = 0;
-        if (stage == 0)
-            root += embeddingShard(m, t);
-        if (st.last)
-            root += static_cast<double>(m.finalNormParams()) +
-                    (!m.tiedEmbeddings || p > 1 ? static_cast<double>(m.vocab) * m.hidden / t : 0);
+        const double root = rootUnitParams(sc, stage, st.last);
         const double layer = sp.largestLayer;
         const double gb = b.weights; // MixedPrecisionPolicy(param_dtype=bf16)
         st.gatherForward = gb * (root + layer);
