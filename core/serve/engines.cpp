@@ -303,7 +303,11 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     int ssm = 0; // bytes per recurrent element; 0: as the shape has it (the model's dtype)
     const bool qwen35 = m.modelType.rfind("qwen3_5", 0) == 0;
     if (!vllm && version.sglangStatePool)
-        ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : 4;
+        // mamba2_state_dtype (python/sglang/srt/configs/mamba_utils.py): SGLANG_MAMBA_SSM_DTYPE, else the
+        // config's mamba_ssm_dtype (Qwen3.5's, in text_config), else float32.
+        ssm = in.mambaSsmCacheBytes > 0            ? in.mambaSsmCacheBytes
+              : qwen35 && m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes
+                                                   : 4;
     else if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2) {
         ssm = in.mambaSsmCacheBytes;
         if (ssm == 0 && m.modelType == "nemotron_h")

@@ -1334,6 +1334,13 @@ void TestServing::qwen35StateFromItsConfig() {
     doc["inference"].erase("mamba_ssm_cache_dtype");
     doc["model"]["text_config"].erase("mamba_ssm_dtype");
     QCOMPARE(estimate(scenarioFromJson(doc)).serving.stateBytesPerRequest, half.stateBytesPerRequest);
+    // SGLang 0.5 takes the config's mamba_ssm_dtype too (mamba_utils.py mamba2_state_dtype), float32 when
+    // it says nothing.
+    doc["inference"]["engine"] = "sglang";
+    QCOMPARE(estimate(scenarioFromJson(doc)).serving.stateBytesPerRequest, s.stateBytesPerRequest);
+    doc["model"]["text_config"]["mamba_ssm_dtype"] = "bfloat16";
+    QCOMPARE(estimate(scenarioFromJson(doc)).serving.stateBytesPerRequest, half.stateBytesPerRequest);
+    doc["inference"]["engine"] = "vllm";
     doc["model"]["text_config"]["mamba_ssm_dtype"] = "float8";
     bool refused = false;
     try {
