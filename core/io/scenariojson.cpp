@@ -396,10 +396,7 @@ void readFineTuning(const Section& training, Scenario& sc) {
     f.modulesToSave = names("modules_to_save", {}, false);
     if (f.adapters() && f.targets.empty())
         throw Error(s.at("target_modules"), "names no module: the adapters would train nothing");
-    if (f.adapters() && sc.model.known && s.find("target_modules") &&
-        !(*s.find("target_modules")).is_string()) {
-        // A name the architecture has no layer of adapts nothing (MLA has no q_proj with a query rank,
-        // a plain MLP no gate_proj): said, not silently planned.
+    if (f.adapters() && sc.model.known && s.find("target_modules")) {
         // Every layer of a kind has the same linear layers: one of each kind stands for all.
         std::vector<LinearShape> linears;
         bool seen[ModelSpec::kLayerKinds] = {};
@@ -409,13 +406,20 @@ void readFineTuning(const Section& training, Scenario& sc) {
                 const std::vector<LinearShape> kind = layerLinears(sc.model, l);
                 linears.insert(linears.end(), kind.begin(), kind.end());
             }
-        for (const std::string& t : f.targets) {
-            bool found = t == "lm_head";
-            for (const LinearShape& lin : linears)
-                found = found || lin.name == t;
-            if (!found)
-                sc.warnings.push_back("training.fine_tuning.target_modules: the model has no " + t +
-                                      " layer; it adapts nothing");
+        auto has = [&](const std::string& t) {
+            return std::any_of(linears.begin(), linears.end(),
+                               [&](const LinearShape& lin) { return lin.name == t; });
+        };
+        if ((*s.find("target_modules")).is_string()) {
+            // "all-linear", as PEFT resolves it: the linear layers this model has, by name.
+            std::erase_if(f.targets, [&](const std::string& t) { return !has(t); });
+        } else {
+            // A name the architecture has no layer of adapts nothing (MLA has no q_proj with a query rank,
+            // a plain MLP no gate_proj): said, not silently planned.
+            for (const std::string& t : f.targets)
+                if (t != "lm_head" && !has(t))
+                    sc.warnings.push_back("training.fine_tuning.target_modules: the model has no " + t +
+                                          " layer; it adapts nothing");
         }
     }
     if (f.adapters() && !sc.model.known)

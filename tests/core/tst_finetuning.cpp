@@ -449,6 +449,12 @@ void TestFineTuning::linearAttentionLayersAreNotTargeted() {
     const std::uint64_t mlp = 3 * (2560 + 9216);
     QCOMPARE(trainableParameters(scenarioFromJson(q35)), 16 * (24 * deltaNet + 8 * attention + 32 * mlp));
     QCOMPARE(trainableParameters(scenarioFromJson(q35)), std::uint64_t{32464896});
+    // "all-linear" resolves to the names this model has, as PEFT finds them, so the plan and the report
+    // list those and no other family's.
+    const std::vector<std::string> resolved = {"q_proj",    "k_proj",    "v_proj",    "o_proj",
+                                               "gate_proj", "up_proj",   "down_proj", "in_proj_qkv",
+                                               "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"};
+    QVERIFY(scenarioFromJson(q35).training.fineTuning.targets == resolved);
 }
 
 namespace {
