@@ -87,6 +87,10 @@ static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
     return t;
 }
 
+bool ModelSpec::vllmTakesSsmDtype() const {
+    return linearKind == LinearKind::Mamba2 || isQwen35();
+}
+
 double ModelSpec::linearConvStateElements(int tensorParallel) const {
     if (linearKind == LinearKind::Mamba2) // mamba2_state_shape: (conv_kernel - 1, conv_dim / tp)
         return mambaConvChannels(tensorParallel) * std::max(0, linearConvKernel - 1);

@@ -130,6 +130,11 @@ struct ModelSpec {
     // Qwen3.5's Gated DeltaNet stores in_proj_qkv, in_proj_z, in_proj_b and in_proj_a where Qwen3-Next fuses
     // them into in_proj_qkvz and in_proj_ba: the same parameters, other tensors and module names.
     bool splitDeltaNetProjections = false;
+    // Whether vLLM's --mamba-ssm-cache-dtype (and a dtype the checkpoint declares) decides the recurrent
+    // state: every Mamba-2 mixer, and Qwen3.5's DeltaNet through its model hook
+    // (vllm/model_executor/models/config.py); Qwen3-Next's keeps the model's dtype.
+    bool vllmTakesSsmDtype() const;
+    bool isQwen35() const { return modelType.rfind("qwen3_5", 0) == 0; }
     const char* linearModule() const { return linearKind == LinearKind::Mamba2 ? "mamba" : "linear_attn"; }
     // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.

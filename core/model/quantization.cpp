@@ -146,32 +146,8 @@ int layerOf(std::string_view name) {
         return -1;
     return n;
 }
-} // namespace
 
-void Quantization::indexSkips() {
-    layerSkip.clear();
-    generalSkip.clear();
-    for (const std::string& p : skip) {
-        const int l = layerOf(p);
-        if (l >= 0)
-            layerSkip[l].push_back(p);
-        else
-            generalSkip.push_back(p);
-    }
-}
-
-bool Quantization::skips(const std::string& module) const {
-    // Not indexed (a Quantization built by hand): every pattern.
-    if (generalSkip.empty() && layerSkip.empty())
-        return matchesAny(skip, module);
-    if (matchesAny(generalSkip, module))
-        return true;
-    const int l = layerOf(module);
-    const auto named = l >= 0 ? layerSkip.find(l) : layerSkip.end();
-    return named != layerSkip.end() && matchesAny(named->second, module);
-}
-
-bool Quantization::matchesAny(const std::vector<std::string>& patterns, const std::string& module) {
+bool matchesAny(const std::vector<std::string>& patterns, const std::string& module) {
     for (const std::string& p : patterns) {
         if (p.empty())
             continue;
@@ -199,6 +175,27 @@ bool Quantization::matchesAny(const std::vector<std::string>& patterns, const st
         }
     }
     return false;
+}
+} // namespace
+
+void Quantization::indexSkips() {
+    layerSkip.clear();
+    generalSkip.clear();
+    for (const std::string& p : skip) {
+        const int l = layerOf(p);
+        if (l >= 0)
+            layerSkip[l].push_back(p);
+        else
+            generalSkip.push_back(p);
+    }
+}
+
+bool Quantization::skips(const std::string& module) const {
+    if (matchesAny(generalSkip, module))
+        return true;
+    const int l = layerOf(module);
+    const auto named = l >= 0 ? layerSkip.find(l) : layerSkip.end();
+    return named != layerSkip.end() && matchesAny(named->second, module);
 }
 
 std::string Quantization::label() const {

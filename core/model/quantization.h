@@ -32,9 +32,9 @@ struct Quantization {
     bool gIdx = false;             // GPTQ's act-order index (one int32 per input)
     double scaleBytes = 1;         // Mxfp4: bytes per 32-value scale (1 in the checkpoint)
     double channelScaleBytes = 2;  // Fp8 per output channel: bytes per scale (fbgemm_fp8 stores fp32)
-    std::vector<std::string> skip; // module patterns left unquantised
-    // The patterns that name one layer ("model.layers.12.mlp.gate"), by that layer; the rest name any.
-    // Built by indexSkips (readQuantization calls it): a layer only meets the patterns that can match it.
+    std::vector<std::string> skip; // module patterns left unquantised, as read
+    // The same patterns, those that name one layer ("model.layers.12.mlp.gate") by that layer and the rest
+    // apart: skips() reads these, so indexSkips() follows any change to `skip` (readQuantization calls it).
     std::map<int, std::vector<std::string>> layerSkip;
     std::vector<std::string> generalSkip;
     void indexSkips();
@@ -46,7 +46,6 @@ struct Quantization {
     double matrixBytes(std::uint64_t out, std::uint64_t in) const;
     // Whether the module with this dotted Hugging Face name is left unquantised.
     bool skips(const std::string& module) const;
-    static bool matchesAny(const std::vector<std::string>& patterns, const std::string& module);
     std::string label() const; // "mxfp4", "fp8 block 128x128", "gptq int4 g128"
 };
 

@@ -301,19 +301,17 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
     // checkpoint's mamba_ssm_dtype. SGLang 0.5 keeps the recurrent state in float32 unless said otherwise,
     // the convolution's in bf16.
     int ssm = 0; // bytes per recurrent element; 0: as the shape has it (the model's dtype)
-    const bool qwen35 = m.modelType.rfind("qwen3_5", 0) == 0;
     if (!vllm && version.sglangStatePool)
         // mamba2_state_dtype (python/sglang/srt/configs/mamba_utils.py): SGLANG_MAMBA_SSM_DTYPE, else the
         // config's mamba_ssm_dtype (Qwen3.5's, in text_config), else float32.
-        ssm = in.mambaSsmCacheBytes > 0            ? in.mambaSsmCacheBytes
-              : qwen35 && m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes
-                                                   : 4;
-    else if (vllm && m.linearKind == ModelSpec::LinearKind::Mamba2) {
-        ssm = in.mambaSsmCacheBytes;
-        if (ssm == 0 && m.modelType == "nemotron_h")
-            ssm = m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes : version.nemotronHSsmCacheBytes;
-    } else if (vllm && qwen35)
+        ssm = in.mambaSsmCacheBytes > 0                  ? in.mambaSsmCacheBytes
+              : m.isQwen35() && m.mambaSsmCacheBytes > 0 ? m.mambaSsmCacheBytes
+                                                         : 4;
+    else if (vllm && m.vllmTakesSsmDtype()) {
         ssm = in.mambaSsmCacheBytes > 0 ? in.mambaSsmCacheBytes : m.mambaSsmCacheBytes;
+        if (ssm == 0 && m.modelType == "nemotron_h")
+            ssm = version.nemotronHSsmCacheBytes;
+    }
     const double linearStateBytes =
         ssm > 0 ? e * shape.linearConvElements + ssm * shape.linearRecurrentElements : shape.linearStateBytes;
     sv.stateBytesPerRequest = shape.linearLayers * linearStateBytes;

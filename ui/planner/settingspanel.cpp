@@ -537,8 +537,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
             const EngineVersion* v = engineVersionOf(sc);
             return v && v->sglangStatePool;
         }
-        // vLLM takes the flag for Mamba-2 mixers and, through its Qwen3.5 hook, for Qwen3.5's DeltaNet.
-        return m.linearKind == ModelSpec::LinearKind::Mamba2 || m.modelType.rfind("qwen3_5", 0) == 0;
+        return m.vllmTakesSsmDtype();
     };
     addField(inferenceForm,
              forEngines(percentField("/inference/mem_fraction_static", "Static memory (%)", 0, 100, 0,
