@@ -509,6 +509,14 @@ void CachingAllocatorModel::garbageCollect(std::size_t at) {
     }
 }
 
+std::uint64_t CachingAllocatorModel::freeBytes(std::int64_t stream, bool small) const {
+    const std::set<Key>& p = m_free[small ? 1 : 0];
+    std::uint64_t sum = 0;
+    for (auto it = p.lower_bound({stream, 0, 0}); it != p.end() && std::get<0>(*it) == stream; ++it)
+        sum += std::get<1>(*it);
+    return sum;
+}
+
 std::uint64_t CachingAllocatorModel::largestFreeBlock() const {
     // The free sets are ordered by (stream, size, address): each stream's largest block is its last, so
     // this costs a lookup per stream, not a walk over every free block.

@@ -77,6 +77,9 @@ public:
     std::uint64_t reserved() const { return m_reserved; }
     std::uint64_t allocated() const { return m_allocated; }
     std::uint64_t largestFreeBlock() const;
+    // The bytes cached (reserved, not allocated) for `stream` in the small or the large pool: what that
+    // stream's next requests of that kind can take without a new segment.
+    std::uint64_t freeBytes(std::int64_t stream, bool small) const;
     const std::vector<AllocatorEvent>& events() const { return m_events; }
 
 private:

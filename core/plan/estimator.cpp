@@ -3,6 +3,7 @@
 
 #include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
+#include "core/plan/fsdp1pools.h"
 #include "core/plan/stagemodel.h"
 
 #include "core/plan/gpucatalogue.h"
@@ -463,6 +464,22 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.gatherBackward = tr.fineTuning.adapters() ? 0 : unit * b.gradients;
     }
 
+    // FSDP1 under the huggingface profile, sharded or NO_SHARD, wrapping a PEFT model: what the wrap leaves
+    // cached and the side streams keep (core/plan/fsdp1pools.h).
+    const bool fsdp1NoShard = c.dataParallelName == "fsdp_no_shard";
+    if (tr.framework == Framework::HuggingFace && m.known && tr.fineTuning.adapters() && !c.offloadParameters &&
+        (shardsWeights(c) || fsdp1NoShard)) {
+        const double trainable = st.withoutOffload.gradients * (shardsGradients(c) ? group : 1);
+        const double statesPerByte =
+            tr.pagedOptimizer || trainable <= 0 ? 0 : st.optimizer * (shardsOptimizer(c) ? group : 1) / trainable;
+        const Fsdp1Pools pools = fsdp1Pools(sc, st.firstLayer, st.layers, stage == 0, st.last,
+                                            shardsWeights(c) ? static_cast<int>(group) : 1,
+                                            static_cast<int>(prefetch), statesPerByte, 1);
+        st.fsdp1 = pools.replayed;
+        st.fsdp1Reserved = pools.reserved;
+        st.fsdp1Reusable = pools.reusable;
+    }
+
     st.communication =
         static_cast<double>(communicators(c)) * static_cast<double>(sc.overheads.ncclBytesPerCommunicator);
     st.nonTorch = st.communication;
@@ -473,8 +490,10 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.nonTorch += st.pagedStates;
     }
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
-        !sc.overheads.ddpGradientAsBucketView)
-        st.communication += allGradientBytes; // DDP's flat buckets copy every gradient
+        !sc.overheads.ddpGradientAsBucketView && !fsdp1NoShard)
+        // DDP's flat buckets copy every gradient; FSDP1's NO_SHARD all-reduces each flat parameter's
+        // gradient in place (torch/distributed/fsdp/_runtime_utils.py _reduce_grad_no_shard).
+        st.communication += allGradientBytes;
     if (tr.framework == Framework::DeepSpeed && shardsOptimizer(c)) {
         // DeepSpeed's ZeRO (deepspeed/runtime/zero/stage_1_and_2.py setup_buckets, stage3.py): gradients are
         // copied into a contiguous bucket of reduce_bucket_size elements in the gradients' dtype, allocated
@@ -808,6 +827,20 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     }
     managed -= st.pagedStates;
     b[Category::AllocatorOverhead] = st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits;
+    if (st.fsdp1) {
+        // The replay's segments hold the model states and the gathers; the rest (activations, logits,
+        // temporaries, the unsharded gradients) is allocated on the compute stream, first out of what the
+        // wrap left cached there, and only beyond it in segments of its own.
+        double held = 0;
+        for (Category cat : {Category::Weights, Category::Gradients, Category::MasterWeights,
+                             Category::OptimizerStates, Category::GatherBuffers})
+            held += b[cat];
+        const double transient = std::max(0.0, managed - held);
+        const double reserved =
+            st.fsdp1Reserved +
+            std::max(0.0, (1 + st.allocatorFraction) * transient + st.cachedLogits - st.fsdp1Reusable);
+        b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
+    }
     return b;
 }
 
@@ -940,11 +973,13 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
                 stagePeak = total;
                 se.peak = b;
                 se.peakPhase = c.phase;
-                // What PyTorch's counters would show at this peak: reserved (allocated plus what the
-                // caching allocator holds besides) and allocated. Neither counts the CUDA context or NCCL.
-                se.reservedBytes = total - b[Category::CudaContext] - st.nonTorch;
-                se.allocatedBytes = se.reservedBytes - b[Category::AllocatorOverhead];
             }
+            // What PyTorch's peak counters would show: the most reserved (allocated plus what the caching
+            // allocator holds besides) and the most allocated over the step, which need not be at the same
+            // point. Neither counts the CUDA context or NCCL.
+            const double reserved = total - b[Category::CudaContext] - st.nonTorch;
+            se.reservedBytes = std::max(se.reservedBytes, reserved);
+            se.allocatedBytes = std::max(se.allocatedBytes, reserved - b[Category::AllocatorOverhead]);
             const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning).total();
             const double slope = memoryAt(unit, c.phase, c.x, c.layerRunning).total() - intercept;
             if (slope > 0)

@@ -34,7 +34,7 @@ struct StageEstimate {
     Breakdown peak; // this stage's GPUs at their own peak
     Phase peakPhase = Phase::Forward;
     double inFlightMicroBatches = 0;
-    double allocatedBytes = 0;          // at this stage's peak, as torch.cuda.max_memory_allocated() counts
+    double allocatedBytes = 0;          // the most over the step, as torch.cuda.max_memory_allocated() counts
     double reservedBytes = 0;           // and as max_memory_reserved() does
     double optimizerTemporaryBytes = 0; // what the optimizer step allocates besides its states (modelled)
     double autocastCopyBytes = 0;       // autocast's 16-bit weight copies (in activations), all of them

@@ -38,6 +38,11 @@ struct StageModel {
     double pagedStates = 0;   // optimizer states in unified memory (a paged optimizer): in nonTorch too
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
+    // FSDP1's wrap replayed through the allocator (core/plan/fsdp1pools.h): what it, the states, gradients
+    // and gathers reserve, and what of the compute stream's cache the step's own tensors can take. Reserved
+    // is then that plus whatever of those tensors the cache cannot hold.
+    bool fsdp1 = false;
+    double fsdp1Reserved = 0, fsdp1Reusable = 0;
     double offloadedActivations = 0; // per sample: saved activations held in host memory instead
     double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
     double current = 1;              // the part of that which the micro-batch being computed is

@@ -10,7 +10,7 @@ cd "$root"
 # Room: the rooms it may include (besides itself and core's ground: core/*.h).
 declare -A allowed=(
   [core/model]=""
-  [core/plan]="core/model"
+  [core/plan]="core/model core/allocator:model"
   [core/serve]="core/model core/plan"
   [core/trace/formats]="core/trace:event-store"
   [core/trace]="core/trace/formats"
@@ -24,6 +24,8 @@ declare -A allowed=(
   [ui]="core/* ui/common ui/planner ui/traceview ui/compare"
 )
 # The event store (core/trace/trace.h) is what the readers fill: the one file of trace/ that formats/ uses.
+# The caching allocator's model (core/allocator/cachingallocator.h, standard library only) is the one file of
+# allocator/ that plan/ uses: the estimate replays FSDP1's wrap through it (core/plan/fsdp1pools).
 room_of() { # the room of a file (or an include's path), in $room; no subshell, it runs per include
   room=${1%/*}
 }
@@ -44,6 +46,7 @@ while IFS=: read -r file line target; do
     case $a in
     core/\*) [[ $to == core* ]] && ok=1 ;;
     core/trace:event-store) [[ $target == core/trace/trace.h ]] && ok=1 ;;
+    core/allocator:model) [[ $target == core/allocator/cachingallocator.h ]] && ok=1 ;;
     *) [[ $to == "$a" ]] && ok=1 ;;
     esac
   done

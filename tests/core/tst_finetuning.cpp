@@ -9,6 +9,7 @@
 #include "core/io/validation.h"
 #include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
+#include "core/plan/fsdp1pools.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
@@ -58,14 +59,14 @@ const Validation& runs() {
 
 // The runs beyond 10%, with their reasons: expected failures, counted by scripts/test.
 const std::map<std::string, const char*> kMisses = {
-    {"answerai-llama2-7b-q512",
-     "Answer.AI's FSDP1 runs reserve 0.4 to 1.4 GiB beyond the plan: the source logs 3.72 GiB reserved "
-     "after wrapping the QLoRA model, before any step (the plan's weights are 2.07 GiB a GPU), so loading "
-     "leaves a pool the step's gathers (on FSDP's unshard stream) do not reuse; the same runs' allocated "
-     "figures are within 3%."},
-    {"answerai-llama2-7b-q4", "As the 512-token run: 1.4 GiB reserved beyond the plan."},
-    {"answerai-llama2-7b-l6", "3.1 GiB reserved beyond the plan, twice the other rows' gap: not read."},
-    {"answerai-llama2-7b-ddpq8", "NO_SHARD keeps 2.4 GiB reserved beyond the plan: not read."},
+    {"answerai-llama2-7b-l6",
+     "3.1 GiB reserved beyond the plan, where batch 4 of the same run is 1.3 GiB beyond it: 2.6 GiB more "
+     "a sample measured against 1.7 planned, and against 1.6 measured between the QLoRA rows of batch 4 "
+     "and 10 that run the same code. Not read."},
+    {"answerai-llama2-7b-ddpq8",
+     "NO_SHARD at batch 8: 2.5 GiB reserved beyond the plan with the wrap replayed, as the sharded rows "
+     "at batch 4 and 6 are 1.1 to 3.1 GiB beyond it while batch 1 is within 0.1 GiB: what grows with the "
+     "batch beyond the plan's logits and activations was not read."},
     {"unsloth-llama3.1-8b-qlora-24gb",
      "Unsloth's table grows by 1 GiB per 4,718.9 tokens (222.2 KiB a token); the layers read from Unsloth's "
      "source keep 172.1 KiB a token at the backward's peak (193.8 KiB with the allocator's 3% and the "
@@ -93,6 +94,7 @@ private slots:
     void pagedStatesLeavePytorchsCounters();
     void dpoKeepsAReference();
     void fsdp1RootStaysGathered();
+    void fsdp1WrapLeavesAPool();
     void publishedRuns_data();
     void publishedRuns();
     void publishedMedian();
@@ -377,6 +379,40 @@ void TestFineTuning::fsdp1RootStaysGathered() {
     QCOMPARE(at(scenarioFromJson(doc), Phase::Backward)[Category::GatherBuffers], layers);
 }
 
+void TestFineTuning::fsdp1WrapLeavesAPool() {
+    // Answer.AI's benchmark of fsdp_qlora (AnswerDotAI/fsdp_qlora 05ed9f2, benchmarks_03_2024.md, the 3090
+    // case study) states two reserved figures that are not peaks the published cases compare, and that the
+    // replay of FSDP1's wrap (core/plan/fsdp1pools.h) must reproduce.
+    // 1. Llama 2 7B in QLoRA on two GPUs is "actually about 3.72GiB (see reserved_after_model_wrap)" a
+    //    GPU once wrapped, where its shard of weights and adapters is 2.07 GiB: the rest is what the wrap
+    //    freed and the allocator kept.
+    const Scenario q =
+        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/answerai-llama2-7b-q512.headroom.json");
+    const double stateBytes = 1; // bf16 AdamW states for bf16 adapters: 2 x 2 bytes a 2-byte parameter
+    const Fsdp1Pools pools = fsdp1Pools(q, 0, 32, true, true, 2, 2, 2 * stateBytes, 1);
+    const double logged = 3.72 * (1ull << 30);
+    QVERIFY2(std::abs(pools.wrapped / logged - 1) <= 0.01,
+             qPrintable(QString("after the wrap %1 GiB, logged 3.72").arg(pools.wrapped / (1ull << 30))));
+    // 2. LoRA at 512 and 2048 tokens: "the reported peak reserved memory for both 512 and 2048 context
+    //    length is roughly the same" (10.24 and 10.22 GiB) while their allocated peaks are 8.28 and 9.16
+    //    GiB: the longer run's activations fit in what the wrap left cached.
+    auto reserved = [](const char* name) {
+        return estimate(loadScenarioFile(std::string(HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/") +
+                                         name + ".headroom.json"))
+            .reservedPeakBytes;
+    };
+    const double r512 = reserved("answerai-llama2-7b-l512"), r2048 = reserved("answerai-llama2-7b-l2048");
+    const double gib = 1ull << 30;
+    QVERIFY2(std::abs(r512 / (10.24 * gib) - 1) <= 0.05, qPrintable(QString::number(r512 / gib)));
+    QVERIFY2(std::abs(r2048 / (10.22 * gib) - 1) <= 0.05, qPrintable(QString::number(r2048 / gib)));
+    QVERIFY2(std::abs(r2048 / r512 - 1) <= 0.01, qPrintable(QString::number((r2048 - r512) / gib)));
+    qInfo().noquote() << QStringLiteral("FSDP1 wrap: %1 GiB reserved once wrapped (logged 3.72); LoRA "
+                                        "reserves %2 GiB at 512 tokens, %3 GiB at 2048 (10.24, 10.22)")
+                             .arg(pools.wrapped / gib, 0, 'f', 2)
+                             .arg(r512 / gib, 0, 'f', 2)
+                             .arg(r2048 / gib, 0, 'f', 2);
+}
+
 void TestFineTuning::publishedRuns_data() {
     QTest::addColumn<QString>("id");
     std::map<std::string, int> stacks;
@@ -417,11 +453,6 @@ void TestFineTuning::publishedMedian() {
                              .arg(100 * median(nullptr), 0, 'f', 1)
                              .arg(100 * median("fit"), 0, 'f', 1)
                              .arg(100 * median("validate"), 0, 'f', 1);
-    QEXPECT_FAIL("",
-                 "The four Answer.AI reserved runs beyond 10% (the pool FSDP1's loading leaves, 1.4 to "
-                 "3.1 GiB beyond the plan) and Unsloth's long-context rows (15% fewer bytes a token than "
-                 "its table) lift the median to 5.8%.",
-                 Continue);
     QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
 }
 

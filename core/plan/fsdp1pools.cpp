@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// FSDP1's wrap and its streams, replayed through the caching allocator's model. Read at torch 2.2 (what
+// Answer.AI's benchmarks of March 2024 ran): torch/distributed/fsdp/_init_utils.py
+// (_init_param_handle_from_module), _flat_param.py (FlatParamHandle: flatten_tensors_into_flat_param,
+// shard, _get_shard, _alloc_padded_unsharded_flat_param), _runtime_utils.py (_unshard on the unshard
+// stream, _reduce_grad on the post-backward stream), torch/csrc/distributed/c10d/comm.cpp
+// (broadcast_coalesced) and torch/distributed/utils.py (_sync_params_and_buffers).
+#include "core/plan/fsdp1pools.h"
+
+#include "core/allocator/cachingallocator.h"
+#include "core/plan/finetuning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <vector>
+
+namespace headroom {
+
+namespace {
+
+using u64 = std::uint64_t;
+
+// The allocator's streams: the compute (default) stream, FSDP's unshard stream (every all-gather's output is
+// allocated there) and its post-backward stream (the reduce-scatter's output, the sharded gradient).
+constexpr std::int64_t kDefault = 0, kUnshard = 1, kPostBackward = 2;
+// _sync_params_and_buffers' PARAM_BROADCAST_BUCKET_SIZE (torch/distributed/fsdp/_init_utils.py).
+constexpr double kBroadcastBucket = 250.0 * 1024 * 1024;
+
+struct Unit {
+    std::vector<double> tensors; // each parameter's bytes, in the module's order
+    std::vector<double> beside;  // moved with the unit, not flattened (bitsandbytes' quant_state)
+    bool trainable = false;
+    int layer = -1; // the decoder layer it belongs to (-1: the root)
+};
+
+u64 bytes(double b) {
+    return static_cast<u64>(std::ceil(std::max(0.0, b)));
+}
+
+class Replay {
+public:
+    Replay(bool expandable, int shards) : m_a([&] {
+        AllocatorSettings s;
+        s.expandableSegments = expandable;
+        return s;
+    }()), m_shards(std::max(1, shards)) {}
+
+    // One unit's FSDP construction on rank 0: its parameters moved to the GPU one by one
+    // (_move_module_to_device), broadcast in flattened buckets of at least 250 MiB with two in flight
+    // (broadcast_coalesced: a bucket closes once it reaches the size; each is flatten_dense_tensors'
+    // copy), flattened into one FlatParameter (torch.cat), rank 0's shard cloned from it (_get_shard) and
+    // the flat storage freed (shard: _resize_(0)); the original parameters go when the constructor's
+    // list of them does. Returns the shard's bytes.
+    double wrap(const Unit& u) {
+        std::vector<u64> moved;
+        for (double t : u.tensors)
+            moved.push_back(malloc(t, kDefault));
+        for (double t : u.beside)
+            malloc(t, kDefault); // kept: the quantisation state stays whole on every rank
+        std::deque<u64> inFlight;
+        double bucket = 0, flat = 0;
+        auto send = [&] {
+            if (inFlight.size() >= 2) {
+                m_a.free(inFlight.front(), 0);
+                inFlight.pop_front();
+            }
+            inFlight.push_back(malloc(bucket, kDefault));
+            bucket = 0;
+        };
+        for (double t : u.tensors) {
+            bucket += t;
+            flat += t;
+            if (bucket >= kBroadcastBucket)
+                send();
+        }
+        if (bucket > 0)
+            send();
+        for (u64 b : inFlight)
+            m_a.free(b, 0);
+        const u64 whole = malloc(flat, kDefault);
+        // NO_SHARD keeps the flat parameter whole (shard: `if not self.uses_sharded_strategy`).
+        const double shard = m_shards == 1 ? flat : std::ceil(flat / m_shards);
+        if (m_shards > 1) {
+            malloc(shard, kDefault);
+            m_a.free(whole, 0);
+        }
+        for (u64 p : moved)
+            m_a.free(p, 0);
+        return shard;
+    }
+
+    u64 malloc(double b, std::int64_t stream) {
+        // No device limit is set, so the model never fails a request.
+        return m_a.malloc(std::max<u64>(1, bytes(b)), stream, 0).value_or(0);
+    }
+    int shards() const { return m_shards; }
+    const CachingAllocatorModel& allocator() const { return m_a; }
+
+private:
+    CachingAllocatorModel m_a;
+    int m_shards;
+};
+
+// The units of one stage in the order FSDP1's auto-wrap constructs them (post-order: a layer's adapters
+// before the layer, the root last).
+std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage) {
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = sc.training.fineTuning;
+    const double wb = sc.training.bytes.weights, ab = ft.adapterBytes;
+    const double t = std::max(1, sc.cluster.tensorParallel);
+    const double r = ft.rank;
+    std::vector<Unit> out;
+    for (int l = firstLayer; l < firstLayer + layers; ++l) {
+        Unit layer;
+        layer.layer = l;
+        double linear = 0;
+        for (const LinearShape& lin : layerLinears(m, l)) {
+            // A routed expert's matrices are one tensor for all the layer's experts, as transformers now
+            // stores them (and a tensor per expert would not change the buckets, the flat parameter or
+            // its shard, only how the moved ones pack).
+            const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in), k = lin.copies;
+            linear += n * k;
+            if (ft.adapters() && ft.targeted(lin.name)) {
+                out.push_back({{k * r * static_cast<double>(lin.in) * ab / t}, {}, true, l});
+                out.push_back({{k * static_cast<double>(lin.out) * r * ab / t}, {}, true, l});
+                if (ft.method == FineTuneMethod::Dora)
+                    out.push_back({{k * static_cast<double>(lin.out) * ab / t}, {}, true, l});
+            }
+            switch (ft.baseQuantization) {
+            case BaseQuantization::None:
+                layer.tensors.push_back(k * wb * n / t);
+                break;
+            case BaseQuantization::Int8:
+                layer.tensors.push_back(k * n / t);
+                layer.beside.push_back(k * (int8Bytes(lin.out, lin.in) - n) / t);
+                break;
+            case BaseQuantization::Nf4:
+            case BaseQuantization::Fp4: {
+                // Params4bit's packed values in the FlatParameter (quant_storage); absmax and the codes
+                // beside it.
+                const double packed = std::ceil(n / 2);
+                layer.tensors.push_back(k * packed / t);
+                layer.beside.push_back(k * (fourBitBytes(lin.out, lin.in, ft.doubleQuantization) - packed) / t);
+                break;
+            }
+            }
+        }
+        // Norms, biases and routers, after the projections (a decoder layer registers its attention and
+        // MLP before its norms).
+        const double rest = static_cast<double>(m.layerParams(l).total()) - linear;
+        if (rest > 0)
+            layer.tensors.push_back(wb * rest / t);
+        out.push_back(std::move(layer));
+    }
+    Unit root;
+    const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
+    if (firstStage)
+        root.tensors.push_back(wb * static_cast<double>(m.embeddingParams()) / t);
+    if (lastStage) {
+        root.tensors.push_back(wb * static_cast<double>(m.finalNormParams()));
+        if (!m.tiedEmbeddings || sc.cluster.pipelineParallel > 1)
+            root.tensors.push_back(wb * vocabShard);
+    }
+    for (const std::string& saved : ft.modulesToSave)
+        if ((saved == "lm_head" && lastStage) || (saved == "embed_tokens" && firstStage))
+            out.push_back({{wb * vocabShard}, {}, true, -1});
+    if (!root.tensors.empty())
+        out.push_back(std::move(root));
+    return out;
+}
+
+} // namespace
+
+Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage,
+                      int shards, int gathered, double statesPerByte, double gradientsPerByte) {
+    Fsdp1Pools p;
+    if (!sc.model.known)
+        return p;
+    const std::vector<Unit> all = units(sc, firstLayer, layers, firstStage, lastStage);
+    // The model's sizes come from a file: a model beyond a pebibyte on one GPU (no GPU holds one) is not
+    // replayed, so no size or sum reaches the allocator's arithmetic near its 64-bit limit.
+    constexpr double kLargest = 1125899906842624.0;
+    double sum = 0;
+    for (const Unit& u : all) {
+        for (double t : u.tensors)
+            sum += t;
+        for (double t : u.beside)
+            sum += t;
+    }
+    if (!(sum <= kLargest))
+        return p;
+    Replay replay(sc.cluster.expandableSegments, shards);
+    std::vector<double> shardBytes;
+    for (const Unit& u : all)
+        shardBytes.push_back(replay.wrap(u));
+    const double w = replay.shards();
+    p.wrapped = static_cast<double>(replay.allocator().reserved());
+    // The step's own: the optimizer's states, zeros_like each trainable shard (torch/optim/adamw.py
+    // _init_group), on the compute stream; each sharded gradient, allocated by the reduce-scatter on the
+    // post-backward stream (_reduce_grad: new_sharded_grad) and kept as the parameter's .grad.
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!all[i].trainable)
+            continue;
+        if (statesPerByte > 0) {
+            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
+            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
+        }
+        // NO_SHARD all-reduces the gradient autograd computed, in place (_reduce_grad_no_shard).
+        if (gradientsPerByte > 0)
+            replay.malloc(shardBytes[i] * gradientsPerByte, replay.shards() > 1 ? kPostBackward : kDefault);
+    }
+    p.replayed = true;
+    if (replay.shards() == 1) { // nothing is gathered
+        const CachingAllocatorModel& a = replay.allocator();
+        p.reserved = static_cast<double>(a.reserved());
+        p.allocated = static_cast<double>(a.allocated());
+        p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
+        return p;
+    }
+    // The gathered parameters, each unit's padded unsharded FlatParameter allocated on the unshard stream:
+    // the root's for the whole step, and `gathered` decoder layers (the largest) with their adapters'.
+    std::vector<double> layerGather(static_cast<std::size_t>(std::max(0, layers)), 0.0);
+    double root = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const double whole = shardBytes[i] * w;
+        if (all[i].layer < 0 && !all[i].trainable)
+            root = whole;
+        else if (all[i].layer >= firstLayer)
+            layerGather[static_cast<std::size_t>(all[i].layer - firstLayer)] += whole;
+    }
+    if (root > 0)
+        replay.malloc(root, kUnshard);
+    int largest = 0;
+    for (std::size_t l = 0; l < layerGather.size(); ++l)
+        if (layerGather[l] > layerGather[static_cast<std::size_t>(largest)])
+            largest = static_cast<int>(l);
+    for (int g = 0; g < gathered && !layerGather.empty(); ++g)
+        for (std::size_t i = 0; i < all.size(); ++i)
+            if (all[i].layer == firstLayer + largest)
+                replay.malloc(shardBytes[i] * w, kUnshard);
+    const CachingAllocatorModel& a = replay.allocator();
+    p.reserved = static_cast<double>(a.reserved());
+    p.allocated = static_cast<double>(a.allocated());
+    p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
+    return p;
+}
+
+} // namespace headroom

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/scenario.h"
+
+namespace headroom {
+
+// What FSDP1 (torch.distributed.fsdp.FullyShardedDataParallel) leaves in PyTorch's caching allocator when it
+// wraps a PEFT model that sits in host memory, and the pools its side streams keep through a step, as
+// Accelerate and Answer.AI's fsdp_qlora wrap one: every trainable leaf (lora_A, lora_B, DoRA's magnitude) a
+// unit of its own, each decoder layer a unit, the rest (embeddings, final norm, head) the root. Replayed
+// through the allocator model (core/allocator/cachingallocator.h); docs/frameworks.md cites each step.
+struct Fsdp1Pools {
+    bool replayed = false; // false for a model known only by its size, or one too large to replay
+    double wrapped = 0;   // reserved once the model is wrapped, before any step (fsdp_qlora logs it)
+    double reserved = 0;  // segments after the wrap, the optimizer's states, the gradients and the gathers
+    double allocated = 0; // what of them is in use: the shards, states, gradients and gathered parameters
+    double reusable = 0;  // the default stream's cached large blocks, which the step's own tensors can take
+};
+
+// Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers); `gathered`: how many decoder
+// layers are unsharded at once besides the root (2 with backward prefetch). `statesPerByte` and
+// `gradientsPerByte`: the optimizer states' and the gradients' bytes per trainable parameter byte as the
+// allocator holds them (0 for states outside it: paged or offloaded).
+Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage,
+                      int shards, int gathered, double statesPerByte, double gradientsPerByte);
+
+} // namespace headroom
