@@ -467,11 +467,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // FSDP1 under the huggingface profile, sharded or NO_SHARD, wrapping a PEFT model: what the wrap leaves
     // cached and the side streams keep (core/plan/fsdp1pools.h).
     const bool fsdp1NoShard = c.dataParallelName == "fsdp_no_shard";
-    if (tr.framework == Framework::HuggingFace && m.known && tr.fineTuning.adapters() && !c.offloadParameters &&
-        (shardsWeights(c) || fsdp1NoShard)) {
+    if (tr.framework == Framework::HuggingFace && m.known && tr.fineTuning.adapters() &&
+        !c.offloadParameters && (shardsWeights(c) || fsdp1NoShard)) {
         const double trainable = st.withoutOffload.gradients * (shardsGradients(c) ? group : 1);
-        const double statesPerByte =
-            tr.pagedOptimizer || trainable <= 0 ? 0 : st.optimizer * (shardsOptimizer(c) ? group : 1) / trainable;
+        const double statesPerByte = tr.pagedOptimizer || trainable <= 0
+                                         ? 0
+                                         : st.optimizer * (shardsOptimizer(c) ? group : 1) / trainable;
         const Fsdp1Pools pools = fsdp1Pools(sc, st.firstLayer, st.layers, stage == 0, st.last,
                                             shardsWeights(c) ? static_cast<int>(group) : 1,
                                             static_cast<int>(prefetch), statesPerByte, 1);
@@ -836,9 +837,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                              Category::OptimizerStates, Category::GatherBuffers})
             held += b[cat];
         const double transient = std::max(0.0, managed - held);
-        const double reserved =
-            st.fsdp1Reserved +
-            std::max(0.0, (1 + st.allocatorFraction) * transient + st.cachedLogits - st.fsdp1Reusable);
+        const double reserved = st.fsdp1Reserved + std::max(0.0, (1 + st.allocatorFraction) * transient +
+                                                                     st.cachedLogits - st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
     }
     return b;

@@ -40,11 +40,13 @@ u64 bytes(double b) {
 
 class Replay {
 public:
-    Replay(bool expandable, int shards) : m_a([&] {
-        AllocatorSettings s;
-        s.expandableSegments = expandable;
-        return s;
-    }()), m_shards(std::max(1, shards)) {}
+    Replay(bool expandable, int shards)
+        : m_a([&] {
+              AllocatorSettings s;
+              s.expandableSegments = expandable;
+              return s;
+          }()),
+          m_shards(std::max(1, shards)) {}
 
     // One unit's FSDP construction on rank 0: its parameters moved to the GPU one by one
     // (_move_module_to_device), broadcast in flattened buckets of at least 250 MiB with two in flight
@@ -141,7 +143,8 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
                 // beside it.
                 const double packed = std::ceil(n / 2);
                 layer.tensors.push_back(k * packed / t);
-                layer.beside.push_back(k * (fourBitBytes(lin.out, lin.in, ft.doubleQuantization) - packed) / t);
+                layer.beside.push_back(k * (fourBitBytes(lin.out, lin.in, ft.doubleQuantization) - packed) /
+                                       t);
                 break;
             }
             }

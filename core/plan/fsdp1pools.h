@@ -11,10 +11,10 @@ namespace headroom {
 // through the allocator model (core/allocator/cachingallocator.h); docs/frameworks.md cites each step.
 struct Fsdp1Pools {
     bool replayed = false; // false for a model known only by its size, or one too large to replay
-    double wrapped = 0;   // reserved once the model is wrapped, before any step (fsdp_qlora logs it)
-    double reserved = 0;  // segments after the wrap, the optimizer's states, the gradients and the gathers
-    double allocated = 0; // what of them is in use: the shards, states, gradients and gathered parameters
-    double reusable = 0;  // the default stream's cached large blocks, which the step's own tensors can take
+    double wrapped = 0;    // reserved once the model is wrapped, before any step (fsdp_qlora logs it)
+    double reserved = 0;   // segments after the wrap, the optimizer's states, the gradients and the gathers
+    double allocated = 0;  // what of them is in use: the shards, states, gradients and gathered parameters
+    double reusable = 0;   // the default stream's cached large blocks, which the step's own tensors can take
 };
 
 // Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers); `gathered`: how many decoder

@@ -386,8 +386,8 @@ void TestFineTuning::fsdp1WrapLeavesAPool() {
     // 1. Llama 2 7B in QLoRA on two GPUs is "actually about 3.72GiB (see reserved_after_model_wrap)" a
     //    GPU once wrapped, where its shard of weights and adapters is 2.07 GiB: the rest is what the wrap
     //    freed and the allocator kept.
-    const Scenario q =
-        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/answerai-llama2-7b-q512.headroom.json");
+    const Scenario q = loadScenarioFile(
+        HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/answerai-llama2-7b-q512.headroom.json");
     const double stateBytes = 1; // bf16 AdamW states for bf16 adapters: 2 x 2 bytes a 2-byte parameter
     const Fsdp1Pools pools = fsdp1Pools(q, 0, 32, true, true, 2, 2, 2 * stateBytes, 1);
     const double logged = 3.72 * (1ull << 30);
