@@ -922,7 +922,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
     est.ranks.reserve(static_cast<std::size_t>(stages));
 
     // Memory is linear in the batch at every candidate point, so the largest batch that fits follows
-    // exactly from two evaluations: intercept + slope x batch <= capacity.
+    // exactly from two evaluations: intercept + slope x batch <= capacity (FSDP1's replayed wrap aside).
     double maxBatch = static_cast<double>(kMaxBatchSearched);
     double worst = -1;
     std::vector<StageModel> units;
@@ -980,6 +980,26 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
             const double reserved = total - b[Category::CudaContext] - st.nonTorch;
             se.reservedBytes = std::max(se.reservedBytes, reserved);
             se.allocatedBytes = std::max(se.allocatedBytes, reserved - b[Category::AllocatorOverhead]);
+            if (unit.fsdp1) {
+                // What FSDP1's wrap left cached takes the first of the batch's tensors: memory is the
+                // largest of a few lines in the batch, convex, so the batches that fit run from 0 to a
+                // largest one, found by bisection.
+                auto fits = [&](double n) {
+                    return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning).total() <=
+                           est.capacityBytes;
+                };
+                if (!fits(0)) {
+                    maxBatch = 0;
+                } else if (!fits(maxBatch)) {
+                    double lo = 0, hi = maxBatch;
+                    while (hi - lo > 1) {
+                        const double mid = std::floor((lo + hi) / 2);
+                        (fits(mid) ? lo : hi) = mid;
+                    }
+                    maxBatch = lo;
+                }
+                return;
+            }
             const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning).total();
             const double slope = memoryAt(unit, c.phase, c.x, c.layerRunning).total() - intercept;
             if (slope > 0)

@@ -406,6 +406,14 @@ void TestFineTuning::fsdp1WrapLeavesAPool() {
     QVERIFY2(std::abs(r512 / (10.24 * gib) - 1) <= 0.05, qPrintable(QString::number(r512 / gib)));
     QVERIFY2(std::abs(r2048 / (10.22 * gib) - 1) <= 0.05, qPrintable(QString::number(r2048 / gib)));
     QVERIFY2(std::abs(r2048 / r512 - 1) <= 0.01, qPrintable(QString::number((r2048 - r512) / gib)));
+    // The cache takes the first of a larger batch's tensors, so memory is no longer one line in the batch:
+    // the largest micro-batch said to fit does, and one more does not.
+    Scenario atMost = q;
+    atMost.training.microBatchSize = static_cast<int>(estimate(q).maxMicroBatchSize);
+    QVERIFY(atMost.training.microBatchSize > 1);
+    QVERIFY(estimate(atMost).fits);
+    atMost.training.microBatchSize += 1;
+    QVERIFY(!estimate(atMost).fits);
     qInfo().noquote() << QStringLiteral("FSDP1 wrap: %1 GiB reserved once wrapped (logged 3.72); LoRA "
                                         "reserves %2 GiB at 512 tokens, %3 GiB at 2048 (10.24, 10.22)")
                              .arg(pools.wrapped / gib, 0, 'f', 2)
