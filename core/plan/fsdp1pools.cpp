@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace headroom {
@@ -173,6 +175,9 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
     return out;
 }
 
+Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, int gathered,
+                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers);
+
 } // namespace
 
 Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage,
@@ -191,9 +196,42 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         for (double t : u.beside)
             sum += t;
     }
-    if (!(sum <= kLargest))
+    if (!(sum <= kLargest) || !std::isfinite(statesPerByte) || !std::isfinite(gradientsPerByte))
         return p;
-    Replay replay(sc.cluster.expandableSegments, shards);
+    // The replay depends on nothing the batch or the sequence changes, and a sweep or a slider asks for
+    // the same one many times: the last few are kept, keyed by everything the replay reads.
+    std::vector<double> key{static_cast<double>(shards), static_cast<double>(gathered), statesPerByte,
+                            gradientsPerByte, sc.cluster.expandableSegments ? 1.0 : 0.0};
+    for (const Unit& u : all) {
+        key.push_back(static_cast<double>(u.tensors.size()));
+        key.insert(key.end(), u.tensors.begin(), u.tensors.end());
+        key.push_back(static_cast<double>(u.beside.size()));
+        key.insert(key.end(), u.beside.begin(), u.beside.end());
+        key.push_back(u.trainable ? 1.0 : 0.0);
+        key.push_back(static_cast<double>(u.layer - firstLayer));
+    }
+    static std::mutex mutex;
+    static std::map<std::vector<double>, Fsdp1Pools> kept;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (auto it = kept.find(key); it != kept.end())
+            return it->second;
+    }
+    p = replayUnits(all, sc.cluster.expandableSegments, shards, gathered, statesPerByte, gradientsPerByte,
+                    firstLayer, layers);
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (kept.size() >= 16)
+        kept.clear();
+    kept.emplace(std::move(key), p);
+    return p;
+}
+
+namespace {
+
+Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, int gathered,
+                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
+    Fsdp1Pools p;
+    Replay replay(expandable, shards);
     std::vector<double> shardBytes;
     for (const Unit& u : all)
         shardBytes.push_back(replay.wrap(u));
@@ -248,5 +286,7 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
     p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
     return p;
 }
+
+} // namespace
 
 } // namespace headroom
