@@ -113,6 +113,7 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
     const FineTuning& ft = sc.training.fineTuning;
     const double wb = sc.training.bytes.weights, ab = ft.adapterBytes;
     const double t = std::max(1, sc.cluster.tensorParallel);
+    const double ep = std::max(1, sc.cluster.expertParallel);
     const double r = ft.rank;
     std::vector<Unit> out;
     for (int l = firstLayer; l < firstLayer + layers; ++l) {
@@ -123,8 +124,10 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
             // A routed expert's matrices are one tensor for all the layer's experts, as transformers now
             // stores them (and a tensor per expert would not change the buckets, the flat parameter or
             // its shard, only how the moved ones pack).
-            const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in), k = lin.copies;
-            linear += n * k;
+            // Routed experts are split by expert parallelism too (finetuning.cpp's share()).
+            const double n = static_cast<double>(lin.out) * static_cast<double>(lin.in);
+            const double k = lin.copies > 1 ? lin.copies / ep : lin.copies;
+            linear += n * lin.copies;
             if (ft.adapters() && ft.targeted(lin.name)) {
                 out.push_back({{k * r * static_cast<double>(lin.in) * ab / t}, {}, true, l});
                 out.push_back({{k * static_cast<double>(lin.out) * r * ab / t}, {}, true, l});
