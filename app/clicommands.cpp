@@ -255,6 +255,10 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << gib(est.allocatedPeakBytes) << "  (torch.cuda.max_memory_allocated)\n"
             << "  " << std::left << std::setw(26) << "  PyTorch reserved" << std::right
             << gib(est.reservedPeakBytes) << "  (torch.cuda.max_memory_reserved)\n";
+    if (est.wrappedReservedBytes() > 0)
+        // What fsdp_qlora logs as reserved_after_model_wrap: the replay of FSDP1's wrap, before any step.
+        out << "  " << std::left << std::setw(26) << "    once wrapped" << std::right
+            << gib(est.wrappedReservedBytes()) << "  (reserved after FSDP1 wraps the model, before a step)\n";
     const ServingEstimate& sv = est.serving;
     out << "  " << std::left << std::setw(26) << (est.headroomBytes() >= 0 ? "Headroom" : "Over by")
         << std::right << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT")

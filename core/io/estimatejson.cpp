@@ -46,6 +46,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     // max_memory_reserved): frameworks log one or the other, never the CUDA context or NCCL.
     out["allocated_peak_bytes"] = bytes(est.allocatedPeakBytes);
     out["reserved_peak_bytes"] = bytes(est.reservedPeakBytes);
+    if (est.wrappedReservedBytes() > 0) // FSDP1 with a PEFT model: reserved once wrapped, before any step
+        out["wrapped_reserved_bytes"] = bytes(est.wrappedReservedBytes());
     out["capacity_bytes"] = capacity;
     out["headroom_bytes"] = capacity - peak;
     // An engine also needs room in its pool for one request of the longest length it accepts.
@@ -67,6 +69,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
         j["reserved_peak_bytes"] = bytes(r.reservedBytes);
         if (r.frozenWeightBytes > 0)
             j["frozen_weight_bytes"] = bytes(r.frozenWeightBytes);
+        if (r.wrappedReservedBytes > 0)
+            j["wrapped_reserved_bytes"] = bytes(r.wrappedReservedBytes);
         ranks.push_back(std::move(j));
     }
     out["ranks"] = std::move(ranks);

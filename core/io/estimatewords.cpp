@@ -72,7 +72,10 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
         // What the user's own logs show: frameworks print PyTorch's counters, which leave out the CUDA
         // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
         l += " — PyTorch would report " + bytes(est.allocatedPeakBytes) + " allocated, " +
-             bytes(est.reservedPeakBytes) + " reserved";
+             bytes(est.reservedPeakBytes) + " reserved" +
+             (est.wrappedReservedBytes() > 0
+                  ? " (" + bytes(est.wrappedReservedBytes()) + " once FSDP wraps the model)"
+                  : std::string());
     if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
         l += " — offload moves " +
              bytes(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)) +

@@ -479,6 +479,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.fsdp1 = pools.replayed;
         st.fsdp1Reserved = pools.reserved;
         st.fsdp1Reusable = pools.reusable;
+        st.fsdp1Wrapped = pools.wrapped;
     }
 
     st.communication =
@@ -965,6 +966,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         se.optimizerTemporaryBytes = st.optimizerTemp;
         se.autocastCopyBytes = st.castWeights;
         se.frozenWeightBytes = st.frozenWeights;
+        se.wrappedReservedBytes = st.fsdp1 ? st.fsdp1Wrapped : 0;
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);

@@ -39,6 +39,9 @@ struct StageEstimate {
     double optimizerTemporaryBytes = 0; // what the optimizer step allocates besides its states (modelled)
     double autocastCopyBytes = 0;       // autocast's 16-bit weight copies (in activations), all of them
     double frozenWeightBytes = 0; // fine-tuning: the frozen base's part of the weights (the rest trains)
+    // FSDP1 with a PEFT model: what PyTorch has reserved once the model is wrapped, before any step (the
+    // replay of core/plan/fsdp1pools.h; fsdp_qlora logs it as reserved_after_model_wrap). 0 otherwise.
+    double wrappedReservedBytes = 0;
 };
 
 struct OffloadInfo {
@@ -132,6 +135,11 @@ struct Estimate {
     double optimizerTemporaryBytes() const {
         const auto i = static_cast<std::size_t>(mostLoadedStage);
         return i < ranks.size() ? ranks[i].optimizerTemporaryBytes : 0;
+    }
+    // FSDP1 with a PEFT model: the most-loaded stage's reserved bytes once wrapped (0 otherwise).
+    double wrappedReservedBytes() const {
+        const auto i = static_cast<std::size_t>(mostLoadedStage);
+        return i < ranks.size() ? ranks[i].wrappedReservedBytes : 0;
     }
     // Fine-tuning with adapters: the frozen base's part of the most-loaded stage's weights (0 otherwise).
     double frozenWeightBytes() const {
