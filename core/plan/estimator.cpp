@@ -468,9 +468,10 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // cached and the side streams keep (core/plan/fsdp1pools.h).
     const bool fsdp1NoShard = c.dataParallelName == "fsdp_no_shard";
     if (tr.framework == Framework::HuggingFace && m.known && tr.fineTuning.adapters() &&
-        !c.offloadParameters && (shardsWeights(c) || fsdp1NoShard)) {
+        (shardsWeights(c) || fsdp1NoShard)) {
         const double trainable = st.withoutOffload.gradients * (shardsGradients(c) ? group : 1);
-        const double statesPerByte = tr.pagedOptimizer || trainable <= 0
+        // CPUOffload(offload_params=True) steps the optimizer in host memory, where the shards are.
+        const double statesPerByte = tr.pagedOptimizer || trainable <= 0 || c.offloadParameters
                                          ? 0
                                          : st.optimizer * (shardsOptimizer(c) ? group : 1) / trainable;
         const Fsdp1Pools pools = fsdp1Pools(sc, st.firstLayer, st.layers, stage == 0, st.last,
@@ -480,6 +481,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.fsdp1Reserved = pools.reserved;
         st.fsdp1Reusable = pools.reusable;
         st.fsdp1Wrapped = pools.wrapped;
+        if (pools.replayed && pools.unflattened > 0) {
+            // bitsandbytes' quantisation state is no parameter: FSDP neither shards nor offloads it, so each
+            // rank keeps it whole on the GPU (the stage's weights counted a 1/group share of it).
+            const double kept = pools.unflattened * (c.offloadParameters             ? 1
+                                                     : shardsWeights(c) && group > 1 ? 1 - 1 / group
+                                                                                     : 0);
+            st.weights += kept;
+            st.frozenWeights += kept;
+        }
     }
 
     st.communication =

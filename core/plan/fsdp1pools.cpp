@@ -26,6 +26,9 @@ using u64 = std::uint64_t;
 // The allocator's streams: the compute (default) stream, FSDP's unshard stream (every all-gather's output is
 // allocated there) and its post-backward stream (the reduce-scatter's output, the sharded gradient).
 constexpr std::int64_t kDefault = 0, kUnshard = 1, kPostBackward = 2;
+// With CPUOffload, the pre-unshard stream copies a unit's shard from host memory before its all-gather
+// (FlatParamHandle.pre_unshard: flat_param_to(device)).
+constexpr std::int64_t kPreUnshard = 3;
 // _sync_params_and_buffers' PARAM_BROADCAST_BUCKET_SIZE (torch/distributed/fsdp/_init_utils.py).
 constexpr double kBroadcastBucket = 250.0 * 1024 * 1024;
 
@@ -42,13 +45,13 @@ u64 bytes(double b) {
 
 class Replay {
 public:
-    Replay(bool expandable, int shards)
+    Replay(bool expandable, int shards, bool offload)
         : m_a([&] {
               AllocatorSettings s;
               s.expandableSegments = expandable;
               return s;
           }()),
-          m_shards(std::max(1, shards)) {}
+          m_shards(std::max(1, shards)), m_offload(offload) {}
 
     // One unit's FSDP construction on rank 0: its parameters moved to the GPU one by one
     // (_move_module_to_device), broadcast in flattened buckets of at least 250 MiB with two in flight
@@ -85,10 +88,15 @@ public:
         const u64 whole = malloc(flat, kDefault);
         // NO_SHARD keeps the flat parameter whole (shard: `if not self.uses_sharded_strategy`).
         const double shard = m_shards == 1 ? flat : std::ceil(flat / m_shards);
+        u64 kept = whole;
         if (m_shards > 1) {
-            malloc(shard, kDefault);
+            kept = malloc(shard, kDefault);
             m_a.free(whole, 0);
         }
+        // CPUOffload(offload_params=True): _init_param_handle_from_params moves the shard to host memory
+        // as soon as it is made (handle.flat_param_to(cpu)).
+        if (m_offload)
+            m_a.free(kept, 0);
         for (u64 p : moved)
             m_a.free(p, 0);
         return shard;
@@ -99,11 +107,14 @@ public:
         return m_a.malloc(std::max<u64>(1, bytes(b)), stream, 0).value_or(0);
     }
     int shards() const { return m_shards; }
+    bool offload() const { return m_offload; }
+    void free(u64 address) { m_a.free(address, 0); }
     const CachingAllocatorModel& allocator() const { return m_a; }
 
 private:
     CachingAllocatorModel m_a;
     int m_shards;
+    bool m_offload;
 };
 
 // The units of one stage in the order FSDP1's auto-wrap constructs them (post-order: a layer's adapters
@@ -178,7 +189,7 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
     return out;
 }
 
-Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, int gathered,
+Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
                        double statesPerByte, double gradientsPerByte, int firstLayer, int layers);
 
 } // namespace
@@ -203,8 +214,13 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         return p;
     // The replay depends on nothing the batch or the sequence changes, and a sweep or a slider asks for
     // the same one many times: the last few are kept, keyed by everything the replay reads.
-    std::vector<double> key{static_cast<double>(shards), static_cast<double>(gathered), statesPerByte,
-                            gradientsPerByte, sc.cluster.expandableSegments ? 1.0 : 0.0};
+    const bool offload = sc.cluster.offloadParameters;
+    std::vector<double> key{static_cast<double>(shards),
+                            static_cast<double>(gathered),
+                            statesPerByte,
+                            gradientsPerByte,
+                            sc.cluster.expandableSegments ? 1.0 : 0.0,
+                            offload ? 1.0 : 0.0};
     for (const Unit& u : all) {
         key.push_back(static_cast<double>(u.tensors.size()));
         key.insert(key.end(), u.tensors.begin(), u.tensors.end());
@@ -220,8 +236,8 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         if (auto it = kept.find(key); it != kept.end())
             return it->second;
     }
-    p = replayUnits(all, sc.cluster.expandableSegments, shards, gathered, statesPerByte, gradientsPerByte,
-                    firstLayer, layers);
+    p = replayUnits(all, sc.cluster.expandableSegments, shards, offload, gathered, statesPerByte,
+                    gradientsPerByte, firstLayer, layers);
     const std::lock_guard<std::mutex> lock(mutex);
     if (kept.size() >= 16)
         kept.clear();
@@ -231,10 +247,13 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
 
 namespace {
 
-Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, int gathered,
+Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
                        double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
     Fsdp1Pools p;
-    Replay replay(expandable, shards);
+    for (const Unit& u : all)
+        for (double t : u.beside)
+            p.unflattened += t;
+    Replay replay(expandable, shards, offload);
     std::vector<double> shardBytes;
     for (const Unit& u : all)
         shardBytes.push_back(replay.wrap(u));
@@ -243,9 +262,16 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
     // The step's own: the optimizer's states, zeros_like each trainable shard (torch/optim/adamw.py
     // _init_group), on the compute stream; each sharded gradient, allocated by the reduce-scatter on the
     // post-backward stream (_reduce_grad: new_sharded_grad) and kept as the parameter's .grad.
+    // Under CPUOffload both live in host memory (the optimizer steps there); each sharded gradient passes
+    // through the post-backward stream on its way (_offload_grad), so that stream keeps the largest.
+    double largestGradient = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
         if (!all[i].trainable)
             continue;
+        if (offload) {
+            largestGradient = std::max(largestGradient, shardBytes[i] * gradientsPerByte);
+            continue;
+        }
         if (statesPerByte > 0) {
             replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
             replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
@@ -254,6 +280,8 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
         if (gradientsPerByte > 0)
             replay.malloc(shardBytes[i] * gradientsPerByte, replay.shards() > 1 ? kPostBackward : kDefault);
     }
+    if (largestGradient > 0)
+        replay.free(replay.malloc(largestGradient, kPostBackward));
     p.replayed = true;
     if (replay.shards() == 1) { // nothing is gathered
         const CachingAllocatorModel& a = replay.allocator();
@@ -273,8 +301,16 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
         else if (all[i].layer >= firstLayer)
             layerGather[static_cast<std::size_t>(all[i].layer - firstLayer)] += whole;
     }
+    // Under CPUOffload each unit's shard is first copied to the GPU on the pre-unshard stream and freed
+    // once the all-gather has read it.
+    auto gather = [&](double whole) {
+        const u64 copy = offload ? replay.malloc(whole / w, kPreUnshard) : 0;
+        replay.malloc(whole, kUnshard);
+        if (offload)
+            replay.free(copy);
+    };
     if (root > 0)
-        replay.malloc(root, kUnshard);
+        gather(root);
     int largest = 0;
     for (std::size_t l = 0; l < layerGather.size(); ++l)
         if (layerGather[l] > layerGather[static_cast<std::size_t>(largest)])
@@ -282,7 +318,7 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
     for (int g = 0; g < gathered && !layerGather.empty(); ++g)
         for (std::size_t i = 0; i < all.size(); ++i)
             if (all[i].layer == firstLayer + largest)
-                replay.malloc(shardBytes[i] * w, kUnshard);
+                gather(shardBytes[i] * w);
     const CachingAllocatorModel& a = replay.allocator();
     p.reserved = static_cast<double>(a.reserved());
     p.allocated = static_cast<double>(a.allocated());

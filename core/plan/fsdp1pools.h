@@ -15,9 +15,13 @@ struct Fsdp1Pools {
     double reserved = 0;   // segments after the wrap, the optimizer's states, the gradients and the gathers
     double allocated = 0;  // what of them is in use: the shards, states, gradients and gathered parameters
     double reusable = 0;   // the default stream's cached large blocks, which the step's own tensors can take
+    // Moved to the GPU with the units but outside their flat parameters (bitsandbytes' quantisation state):
+    // whole on every rank, and on the GPU even under CPUOffload.
+    double unflattened = 0;
 };
 
-// Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers); `gathered`: how many decoder
+// Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers), its shards in host memory under
+// cluster.offload_parameters (CPUOffload(offload_params=True)); `gathered`: how many decoder
 // layers are unsharded at once besides the root (2 with backward prefetch). `statesPerByte` and
 // `gradientsPerByte`: the optimizer states' and the gradients' bytes per trainable parameter byte as the
 // allocator holds them (0 for states outside it: paged or offloaded).
