@@ -490,6 +490,10 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.weights += kept;
             st.frozenWeights += kept;
         }
+        if (pools.replayed) {
+            st.weights += pools.buffers;
+            st.frozenWeights += pools.buffers;
+        }
     }
 
     st.communication =

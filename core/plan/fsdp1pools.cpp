@@ -35,6 +35,7 @@ constexpr double kBroadcastBucket = 250.0 * 1024 * 1024;
 struct Unit {
     std::vector<double> tensors; // each parameter's bytes, in the module's order
     std::vector<double> beside;  // moved with the unit, not flattened (bitsandbytes' quant_state)
+    std::vector<double> buffers; // the module's buffers: moved with it, never sharded nor offloaded
     bool trainable = false;
     int layer = -1; // the decoder layer it belongs to (-1: the root)
 };
@@ -65,6 +66,8 @@ public:
             moved.push_back(malloc(t, kDefault));
         for (double t : u.beside)
             malloc(t, kDefault); // kept: the quantisation state stays whole on every rank
+        for (double t : u.buffers)
+            malloc(t, kDefault);
         std::deque<u64> inFlight;
         double bucket = 0, flat = 0;
         auto send = [&] {
@@ -140,10 +143,10 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
             const double k = lin.copies > 1 ? lin.copies / ep : lin.copies;
             linear += n * lin.copies;
             if (ft.adapters() && ft.targeted(lin.name)) {
-                out.push_back({{k * r * static_cast<double>(lin.in) * ab / t}, {}, true, l});
-                out.push_back({{k * static_cast<double>(lin.out) * r * ab / t}, {}, true, l});
+                out.push_back({{k * r * static_cast<double>(lin.in) * ab / t}, {}, {}, true, l});
+                out.push_back({{k * static_cast<double>(lin.out) * r * ab / t}, {}, {}, true, l});
                 if (ft.method == FineTuneMethod::Dora)
-                    out.push_back({{k * static_cast<double>(lin.out) * ab / t}, {}, true, l});
+                    out.push_back({{k * static_cast<double>(lin.out) * ab / t}, {}, {}, true, l});
             }
             switch (ft.baseQuantization) {
             case BaseQuantization::None:
@@ -167,6 +170,15 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
         }
         // Norms, biases and routers, after the projections (a decoder layer registers its attention and
         // MLP before its norms).
+        // transformers before 4.38 gives every attention layer its own rotary embedding, which caches cos
+        // and sin for max_position_embeddings positions as buffers (LlamaRotaryEmbedding._set_cos_sin_cache,
+        // MistralRotaryEmbedding: register_buffer("cos_cached", ...), persistent=False) in the default dtype
+        // the model was built in: fp32 when a quantised base is built from its config (fsdp_qlora's loader),
+        // the weights' dtype when the model is loaded or cast to it.
+        if (sc.training.versionBefore(4, 38) && !m.learnedPositions && m.maxPositions > 0 && m.hasMixer(l) &&
+            !m.isLinearLayer(l))
+            layer.buffers.push_back(2.0 * m.maxPositions * m.headDim *
+                                    (ft.baseQuantization != BaseQuantization::None ? 4.0 : wb));
         const double rest = static_cast<double>(m.layerParams(l).total()) - linear;
         if (rest > 0)
             layer.tensors.push_back(wb * rest / t);
@@ -183,7 +195,7 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
     }
     for (const std::string& saved : ft.modulesToSave)
         if ((saved == "lm_head" && lastStage) || (saved == "embed_tokens" && firstStage))
-            out.push_back({{wb * vocabShard}, {}, true, -1});
+            out.push_back({{wb * vocabShard}, {}, {}, true, -1});
     if (!root.tensors.empty())
         out.push_back(std::move(root));
     return out;
@@ -209,6 +221,8 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
             sum += t;
         for (double t : u.beside)
             sum += t;
+        for (double t : u.buffers)
+            sum += t;
     }
     if (!(sum <= kLargest) || !std::isfinite(statesPerByte) || !std::isfinite(gradientsPerByte))
         return p;
@@ -226,6 +240,8 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         key.insert(key.end(), u.tensors.begin(), u.tensors.end());
         key.push_back(static_cast<double>(u.beside.size()));
         key.insert(key.end(), u.beside.begin(), u.beside.end());
+        key.push_back(static_cast<double>(u.buffers.size()));
+        key.insert(key.end(), u.buffers.begin(), u.buffers.end());
         key.push_back(u.trainable ? 1.0 : 0.0);
         key.push_back(static_cast<double>(u.layer - firstLayer));
     }
@@ -250,9 +266,12 @@ namespace {
 Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
                        double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
     Fsdp1Pools p;
-    for (const Unit& u : all)
+    for (const Unit& u : all) {
         for (double t : u.beside)
             p.unflattened += t;
+        for (double t : u.buffers)
+            p.buffers += t;
+    }
     Replay replay(expandable, shards, offload);
     std::vector<double> shardBytes;
     for (const Unit& u : all)

@@ -18,6 +18,9 @@ struct Fsdp1Pools {
     // Moved to the GPU with the units but outside their flat parameters (bitsandbytes' quantisation state):
     // whole on every rank, and on the GPU even under CPUOffload.
     double unflattened = 0;
+    // The modules' buffers the replay moves (transformers' cached rotary tables before 4.38): whole on
+    // every rank and in no count of the weights.
+    double buffers = 0;
 };
 
 // Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers), its shards in host memory under

@@ -58,23 +58,24 @@ const Validation& runs() {
 
 // The runs beyond 10%, with their reasons: expected failures, counted by scripts/test.
 const std::map<std::string, const char*> kMisses = {
-    {"answerai-llama2-7b-q4", "1.4 GiB reserved beyond the plan (a fit run); the QLoRA rows at batch 1 are "
-                              "0.4 GiB beyond it, at batch "
-                              "10 1.1: what grows with the batch beyond the plan's logits was not read."},
+    {"answerai-llama2-7b-q4",
+     "1.3 GiB reserved beyond the plan (a fit run), where the QLoRA rows at batch 1 are 0.2 to 0.3 GiB "
+     "beyond "
+     "it and batch 10 1.0: what grows with the batch beyond the plan's logits was not read."},
     {"answerai-llama2-70b-qo2",
-     "FSDP1 with CPUOffload(offload_params=True): 3.7 GiB reserved beyond the plan, which replays the wrap "
-     "with "
-     "every shard sent to host memory, keeps bitsandbytes' quantisation state on the GPU (no parameter: 1.0 "
-     "GiB for 70B) and copies each unit's shard back on the pre-unshard stream; the rest is not read."},
-    {"answerai-yi34b-qo4", "As the 70B CPU-offload row: 3.3 GiB reserved beyond the plan."},
+     "FSDP1 with CPUOffload(offload_params=True): 3.4 GiB reserved beyond the plan, which replays the wrap "
+     "with every shard sent to host memory, keeps bitsandbytes' quantisation state (no parameter: 1.0 GiB "
+     "for 70B) and the cached rotary tables (0.3 GiB) on the GPU, and copies each unit's shard back on the "
+     "pre-unshard stream: the rest is not read."},
+    {"answerai-yi34b-qo4", "As the 70B CPU-offload row: 3.1 GiB reserved beyond the plan."},
     {"answerai-llama2-7b-l6",
-     "3.1 GiB reserved beyond the plan, where batch 4 of the same run is 1.3 GiB beyond it: 2.6 GiB more "
+     "3.1 GiB reserved beyond the plan, where batch 4 of the same run is 1.2 GiB beyond it: 2.6 GiB more "
      "a sample measured against 1.7 planned, and against 1.6 measured between the QLoRA rows of batch 4 "
      "and 10 that run the same code. Not read."},
     {"answerai-llama2-7b-ddpq8",
-     "NO_SHARD at batch 8: 2.9 GiB reserved beyond the plan with the wrap replayed, where the sharded rows "
-     "at batch 4 to 10 are 1.1 to 3.1 GiB beyond it and batch 1 0.4: what grows with the batch beyond the "
-     "plan's logits and activations was not read."},
+     "NO_SHARD at batch 8: 2.7 GiB reserved beyond the plan with the wrap replayed, where the sharded rows "
+     "at batch 4 to 10 are 1.0 to 3.1 GiB beyond it and batch 1 0.2 to 0.3: what grows with the batch "
+     "beyond the plan's logits and activations was not read."},
     {"answerai-llama2-7b-lo10",
      "FSDP1 with CPUOffload, LoRA at batch 10: 4.4 GiB reserved beyond the plan, as LoRA's rows grow by 2.2 "
      "to 2.6 GiB a sample where the plan (and the QLoRA rows of the same code) grow by 1.7: not read."},
@@ -403,10 +404,10 @@ void TestFineTuning::fsdp1WrapLeavesAPool() {
     const double logged = 3.72 * (1ull << 30);
     QEXPECT_FAIL(
         "",
-        "The replay reserves 3.48 GiB, 0.24 GiB less than the log, once the quantisation state is "
-        "bitsandbytes' double-quantised one that fsdp_qlora builds (Linear4bit's compress_statistics "
-        "defaults to True). What else rank 0 holds after loading (the state's small blocks, packed as "
-        "the loading threads left them around the freed temporaries of quantize_4bit) is not replayed.",
+        "The replay reserves 3.62 GiB, 0.10 GiB less than the log, with bitsandbytes' double-quantised "
+        "state (Linear4bit's compress_statistics defaults to True) and transformers 4.37's cached rotary "
+        "tables. What else rank 0 holds after loading (the state's small blocks, packed as the loading "
+        "threads left them around quantize_4bit's freed temporaries) is not replayed.",
         Continue);
     QVERIFY2(std::abs(wrapped / logged - 1) <= 0.01,
              qPrintable(QString("after the wrap %1 GiB, logged 3.72").arg(wrapped / (1ull << 30))));
@@ -435,13 +436,16 @@ void TestFineTuning::fsdp1WrapLeavesAPool() {
     //    quantisation state is no parameter and stays whole on each GPU: for Llama 2 70B in NF4 with double
     //    quantisation, per matrix of n values a uint8 absmax per 64, an fp32 scale per 256 of those, the fp32
     //    offset and the two 16-entry fp32 codes (68 bytes); q and o are 8192 x 8192, k and v 1024 x 8192,
-    //    gate, up and down 28672 x 8192, in each of 80 layers.
+    //    gate, up and down 28672 x 8192, in each of 80 layers. Beside them, transformers 4.37's rotary
+    //    embedding in each attention layer caches cos and sin for 4,096 positions of 128 in fp32 (buffers,
+    //    which FSDP neither shards nor offloads; fsdp_qlora builds the QLoRA model from its config, in fp32).
     auto state = [](double n) { return n / 64 + 4 * std::ceil(n / 64 / 256) + 68; };
     const double layer = 2 * state(8192.0 * 8192) + 2 * state(1024.0 * 8192) + 3 * state(28672.0 * 8192);
     const Estimate offloaded = estimate(loadScenarioFile(
         HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/answerai-llama2-70b-qo2.headroom.json"));
-    QCOMPARE(offloaded.perGpu[Category::Weights], 80 * layer);
-    QCOMPARE(offloaded.frozenWeightBytes(), 80 * layer);
+    const double rotary = 2 * 4096 * 128 * 4.0;
+    QCOMPARE(offloaded.perGpu[Category::Weights], 80 * (layer + rotary));
+    QCOMPARE(offloaded.frozenWeightBytes(), 80 * (layer + rotary));
     qInfo().noquote() << QStringLiteral("FSDP1 wrap: %1 GiB reserved once wrapped (logged 3.72); LoRA "
                                         "reserves %2 GiB at 512 tokens, %3 GiB at 2048 (10.24, 10.22)")
                              .arg(wrapped / gib, 0, 'f', 2)
@@ -491,9 +495,9 @@ void TestFineTuning::publishedMedian() {
                              .arg(100 * median("validate"), 0, 'f', 1);
     QEXPECT_FAIL(
         "",
-        "The Answer.AI rows are 5 to 25% under (the misses above: growth with the batch, CPU offload, "
-        "0.24 GiB more reserved after loading than the replay), with Unsloth's long-context rows: the "
-        "median of the 38 runs is 6.1%.",
+        "The Answer.AI rows beyond batch 1 and with CPU offload are up to 23% under (the misses above: "
+        "growth with the batch, CPU offload), with Unsloth's long-context rows: the median of the 38 runs "
+        "is 5.3%.",
         Continue);
     QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
 }
