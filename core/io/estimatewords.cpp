@@ -73,9 +73,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
         // context and NCCL (torchtitan and torchtune: reserved; Megatron: allocated).
         l += " — PyTorch would report " + bytes(est.allocatedPeakBytes) + " allocated, " +
              bytes(est.reservedPeakBytes) + " reserved" +
-             (est.wrappedReservedBytes() > 0
-                  ? " (" + bytes(est.wrappedReservedBytes()) + " once FSDP wraps the model)"
-                  : std::string());
+             (est.wrappedReservedBytes() > 0 ? " (" + bytes(est.wrappedReservedBytes()) + " once wrapped)"
+                                             : std::string());
     if (c.offloadOptimizer || c.offloadParameters || est.offload.cpuBytesPerGpu > 0)
         l += " — offload moves " +
              bytes(std::max(est.offload.hostToDeviceBytes, est.offload.deviceToHostBytes)) +

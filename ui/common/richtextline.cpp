@@ -44,6 +44,8 @@ void RichTextLine::setText(const QString& html) {
     m_text.setText(html);
     m_text.prepare(QTransform(), font());
     setAccessibleName(plainOf(html));
+    // The widget keeps its height: a line longer than the window is wide shows whole on hover.
+    setToolTip(plainOf(html));
     update();
 }
 
