@@ -481,18 +481,16 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.fsdp1Reserved = pools.reserved;
         st.fsdp1Reusable = pools.reusable;
         st.fsdp1Wrapped = pools.wrapped;
-        if (pools.replayed && pools.unflattened > 0) {
-            // bitsandbytes' quantisation state is no parameter: FSDP neither shards nor offloads it, so each
-            // rank keeps it whole on the GPU (the stage's weights counted a 1/group share of it).
-            const double kept = pools.unflattened * (c.offloadParameters             ? 1
-                                                     : shardsWeights(c) && group > 1 ? 1 - 1 / group
-                                                                                     : 0);
+        if (pools.replayed) {
+            // What FSDP neither shards nor offloads is whole on every rank: bitsandbytes' quantisation state
+            // (no parameter; the stage's weights counted a 1/group share of it) and the modules' buffers
+            // (counted nowhere else).
+            const double stateShare = c.offloadParameters             ? 1
+                                      : shardsWeights(c) && group > 1 ? 1 - 1 / group
+                                                                      : 0;
+            const double kept = pools.unflattened * stateShare + pools.buffers;
             st.weights += kept;
             st.frozenWeights += kept;
-        }
-        if (pools.replayed) {
-            st.weights += pools.buffers;
-            st.frozenWeights += pools.buffers;
         }
     }
 
@@ -980,7 +978,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         se.optimizerTemporaryBytes = st.optimizerTemp;
         se.autocastCopyBytes = st.castWeights;
         se.frozenWeightBytes = st.frozenWeights;
-        se.wrappedReservedBytes = st.fsdp1 ? st.fsdp1Wrapped : 0;
+        se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         double stagePeak = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);

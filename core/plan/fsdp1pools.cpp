@@ -110,7 +110,7 @@ public:
         return m_a.malloc(std::max<u64>(1, bytes(b)), stream, 0).value_or(0);
     }
     int shards() const { return m_shards; }
-    bool offload() const { return m_offload; }
+    bool offloaded() const { return m_offload; }
     void free(u64 address) { m_a.free(address, 0); }
     const CachingAllocatorModel& allocator() const { return m_a; }
 
@@ -168,8 +168,6 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
             }
             }
         }
-        // Norms, biases and routers, after the projections (a decoder layer registers its attention and
-        // MLP before its norms).
         // transformers before 4.38 gives every attention layer its own rotary embedding, which caches cos
         // and sin for max_position_embeddings positions as buffers (LlamaRotaryEmbedding._set_cos_sin_cache,
         // MistralRotaryEmbedding: register_buffer("cos_cached", ...), persistent=False) in the default dtype
@@ -179,6 +177,8 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
             !m.isLinearLayer(l))
             layer.buffers.push_back(2.0 * m.maxPositions * m.headDim *
                                     (ft.baseQuantization != BaseQuantization::None ? 4.0 : wb));
+        // Norms, biases and routers, after the projections (a decoder layer registers its attention and
+        // MLP before its norms).
         const double rest = static_cast<double>(m.layerParams(l).total()) - linear;
         if (rest > 0)
             layer.tensors.push_back(wb * rest / t);
@@ -201,8 +201,87 @@ std::vector<Unit> units(const Scenario& sc, int firstLayer, int layers, bool fir
     return out;
 }
 
+// The gathered parameters of a sharded step, each unit's padded unsharded FlatParameter allocated on the
+// unshard stream: the root's for the whole step, and `gathered` decoder layers (the largest) with their
+// adapters'.
+void gatherForTheStep(Replay& replay, const std::vector<Unit>& all, const std::vector<double>& shardBytes,
+                      int gathered, int firstLayer, int layers) {
+    const double w = replay.shards();
+    const bool offload = replay.offloaded();
+    std::vector<double> layerGather(static_cast<std::size_t>(std::max(0, layers)), 0.0);
+    double root = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const double whole = shardBytes[i] * w;
+        if (all[i].layer < 0 && !all[i].trainable)
+            root = whole;
+        else if (all[i].layer >= firstLayer)
+            layerGather[static_cast<std::size_t>(all[i].layer - firstLayer)] += whole;
+    }
+    // Under CPUOffload each unit's shard is first copied to the GPU on the pre-unshard stream and freed
+    // once the all-gather has read it.
+    auto gather = [&](double whole) {
+        const u64 copy = offload ? replay.malloc(whole / w, kPreUnshard) : 0;
+        replay.malloc(whole, kUnshard);
+        if (offload)
+            replay.free(copy);
+    };
+    if (root > 0)
+        gather(root);
+    int largest = 0;
+    for (std::size_t l = 0; l < layerGather.size(); ++l)
+        if (layerGather[l] > layerGather[static_cast<std::size_t>(largest)])
+            largest = static_cast<int>(l);
+    for (int g = 0; g < gathered && !layerGather.empty(); ++g)
+        for (std::size_t i = 0; i < all.size(); ++i)
+            if (all[i].layer == firstLayer + largest)
+                gather(shardBytes[i] * w);
+}
+
 Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
-                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers);
+                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
+    Fsdp1Pools p;
+    for (const Unit& u : all) {
+        for (double t : u.beside)
+            p.unflattened += t;
+        for (double t : u.buffers)
+            p.buffers += t;
+    }
+    Replay replay(expandable, shards, offload);
+    std::vector<double> shardBytes;
+    for (const Unit& u : all)
+        shardBytes.push_back(replay.wrap(u));
+    p.wrapped = static_cast<double>(replay.allocator().reserved());
+    // The step's own: the optimizer's states, zeros_like each trainable shard (torch/optim/adamw.py
+    // _init_group), on the compute stream; each sharded gradient, allocated by the reduce-scatter on the
+    // post-backward stream (_reduce_grad: new_sharded_grad) and kept as the parameter's .grad.
+    // Under CPUOffload both live in host memory (the optimizer steps there); each sharded gradient passes
+    // through the post-backward stream on its way (_offload_grad), so that stream keeps the largest.
+    double largestGradient = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!all[i].trainable)
+            continue;
+        if (offload) {
+            largestGradient = std::max(largestGradient, shardBytes[i] * gradientsPerByte);
+            continue;
+        }
+        if (statesPerByte > 0) {
+            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
+            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
+        }
+        // NO_SHARD all-reduces the gradient autograd computed, in place (_reduce_grad_no_shard).
+        if (gradientsPerByte > 0)
+            replay.malloc(shardBytes[i] * gradientsPerByte, replay.shards() > 1 ? kPostBackward : kDefault);
+    }
+    if (largestGradient > 0)
+        replay.free(replay.malloc(largestGradient, kPostBackward));
+    if (replay.shards() > 1) // NO_SHARD gathers nothing
+        gatherForTheStep(replay, all, shardBytes, gathered, firstLayer, layers);
+    const CachingAllocatorModel& a = replay.allocator();
+    p.replayed = true;
+    p.reserved = static_cast<double>(a.reserved());
+    p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
+    return p;
+}
 
 } // namespace
 
@@ -260,91 +339,5 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
     kept.emplace(std::move(key), p);
     return p;
 }
-
-namespace {
-
-Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
-                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
-    Fsdp1Pools p;
-    for (const Unit& u : all) {
-        for (double t : u.beside)
-            p.unflattened += t;
-        for (double t : u.buffers)
-            p.buffers += t;
-    }
-    Replay replay(expandable, shards, offload);
-    std::vector<double> shardBytes;
-    for (const Unit& u : all)
-        shardBytes.push_back(replay.wrap(u));
-    const double w = replay.shards();
-    p.wrapped = static_cast<double>(replay.allocator().reserved());
-    // The step's own: the optimizer's states, zeros_like each trainable shard (torch/optim/adamw.py
-    // _init_group), on the compute stream; each sharded gradient, allocated by the reduce-scatter on the
-    // post-backward stream (_reduce_grad: new_sharded_grad) and kept as the parameter's .grad.
-    // Under CPUOffload both live in host memory (the optimizer steps there); each sharded gradient passes
-    // through the post-backward stream on its way (_offload_grad), so that stream keeps the largest.
-    double largestGradient = 0;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        if (!all[i].trainable)
-            continue;
-        if (offload) {
-            largestGradient = std::max(largestGradient, shardBytes[i] * gradientsPerByte);
-            continue;
-        }
-        if (statesPerByte > 0) {
-            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
-            replay.malloc(shardBytes[i] * statesPerByte / 2, kDefault);
-        }
-        // NO_SHARD all-reduces the gradient autograd computed, in place (_reduce_grad_no_shard).
-        if (gradientsPerByte > 0)
-            replay.malloc(shardBytes[i] * gradientsPerByte, replay.shards() > 1 ? kPostBackward : kDefault);
-    }
-    if (largestGradient > 0)
-        replay.free(replay.malloc(largestGradient, kPostBackward));
-    p.replayed = true;
-    if (replay.shards() == 1) { // nothing is gathered
-        const CachingAllocatorModel& a = replay.allocator();
-        p.reserved = static_cast<double>(a.reserved());
-        p.allocated = static_cast<double>(a.allocated());
-        p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
-        return p;
-    }
-    // The gathered parameters, each unit's padded unsharded FlatParameter allocated on the unshard stream:
-    // the root's for the whole step, and `gathered` decoder layers (the largest) with their adapters'.
-    std::vector<double> layerGather(static_cast<std::size_t>(std::max(0, layers)), 0.0);
-    double root = 0;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        const double whole = shardBytes[i] * w;
-        if (all[i].layer < 0 && !all[i].trainable)
-            root = whole;
-        else if (all[i].layer >= firstLayer)
-            layerGather[static_cast<std::size_t>(all[i].layer - firstLayer)] += whole;
-    }
-    // Under CPUOffload each unit's shard is first copied to the GPU on the pre-unshard stream and freed
-    // once the all-gather has read it.
-    auto gather = [&](double whole) {
-        const u64 copy = offload ? replay.malloc(whole / w, kPreUnshard) : 0;
-        replay.malloc(whole, kUnshard);
-        if (offload)
-            replay.free(copy);
-    };
-    if (root > 0)
-        gather(root);
-    int largest = 0;
-    for (std::size_t l = 0; l < layerGather.size(); ++l)
-        if (layerGather[l] > layerGather[static_cast<std::size_t>(largest)])
-            largest = static_cast<int>(l);
-    for (int g = 0; g < gathered && !layerGather.empty(); ++g)
-        for (std::size_t i = 0; i < all.size(); ++i)
-            if (all[i].layer == firstLayer + largest)
-                gather(shardBytes[i] * w);
-    const CachingAllocatorModel& a = replay.allocator();
-    p.reserved = static_cast<double>(a.reserved());
-    p.allocated = static_cast<double>(a.allocated());
-    p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
-    return p;
-}
-
-} // namespace
 
 } // namespace headroom

@@ -13,7 +13,6 @@ struct Fsdp1Pools {
     bool replayed = false; // false for a model known only by its size, or one too large to replay
     double wrapped = 0;    // reserved once the model is wrapped, before any step (fsdp_qlora logs it)
     double reserved = 0;   // segments after the wrap, the optimizer's states, the gradients and the gathers
-    double allocated = 0;  // what of them is in use: the shards, states, gradients and gathered parameters
     double reusable = 0;   // the default stream's cached large blocks, which the step's own tensors can take
     // Moved to the GPU with the units but outside their flat parameters (bitsandbytes' quantisation state):
     // whole on every rank, and on the GPU even under CPUOffload.
