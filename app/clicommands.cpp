@@ -279,6 +279,11 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
                 << (vllm ? ")" : "");
         if (sv.ncclSetupBytes > 0)
             out << "; NCCL set up before the budget " << formatBytes(sv.ncclSetupBytes);
+        if (sv.loadReservedBytes > 0)
+            // What SGLang logs as the load's "mem usage": the weights and the allocator's segments round them.
+            out << "; the load holds " << formatBytes(est.perGpu[Category::Weights] + sv.loadReservedBytes)
+                << " (" << formatBytes(sv.loadReservedBytes)
+                << " of it allocator segments and the rotary table, beyond the weights)";
         if (sv.cudaGraphBytes > 0 && sv.cudaGraphsBeyondBudget)
             out << "; CUDA graphs " << formatBytes(sv.cudaGraphBytes)
                 << " captured after the pool, beyond the budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)";

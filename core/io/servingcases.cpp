@@ -150,8 +150,9 @@ std::vector<ServingCaseResult> runServingCases(const ServingCases& cases) {
         r.engineVersion = sv.engineVersion;
         // vLLM's "peak activation" holds its CUDA graph estimate where the release counts it.
         const double profiled = sv.profiledBytes + sv.cudaGraphBytes;
-        const double planned[] = {sv.budgetBytes, est.perGpu[Category::Weights], sv.nonTorchBytes, profiled,
-                                  sv.availableBytes};
+        // SGLang's "mem usage" after the load counts the allocator's segments, not the tensors in them.
+        const double weights = est.perGpu[Category::Weights] + sv.loadReservedBytes;
+        const double planned[] = {sv.budgetBytes, weights, sv.nonTorchBytes, profiled, sv.availableBytes};
         const double logged[] = {c.budget, c.weights, c.nonTorch, c.profiled, c.availableKv};
         for (std::size_t i = 0; i < std::size(kParts); ++i) {
             if (logged[i] < 0)

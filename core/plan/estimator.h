@@ -98,6 +98,10 @@ struct ServingEstimate {
     // system), part of nonTorchBytes under vLLM and of what SGLang finds taken; 0 where NCCL never sets them
     // up (engines.cpp nvlsBufferBytes).
     double nvlsBytes = 0;
+    // SGLang: what loading the weights holds beyond their bytes (the caching allocator's segment slack and
+    // the rotary table, core/serve/loadreserve.h), part of the "mem usage" its log prints and out of its
+    // pool.
+    double loadReservedBytes = 0;
     std::string engineVersion; // the release whose rules sized it (core/serve/engineversions.h)
     double availableBytes = 0; // what the engine hands to the KV cache (may be negative: no room)
     double poolBytes = 0;      // the KV cache as allocated, whole blocks

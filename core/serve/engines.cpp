@@ -6,6 +6,7 @@
 #include "core/plan/gpucatalogue.h"
 #include "core/serve/engineversions.h"
 #include "core/serve/kvpool.h"
+#include "core/serve/loadreserve.h"
 
 #include <algorithm>
 #include <array>
@@ -290,7 +291,11 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
         sv.budgetFraction = sglangStaticFraction(sc);
         sv.budgetBaseBytes = capacity - st.cudaContext - st.communication;
         sv.budgetBytes = sv.budgetFraction * sv.budgetBaseBytes;
-        sv.availableBytes = sv.budgetBytes - st.weights;
+        // SGLang measures what its load used as free memory lost (torch.cuda.mem_get_info after
+        // empty_cache), which counts the caching allocator's segments, not the tensors in them.
+        sv.loadReservedBytes = loadReservedBytes(sc, st.firstLayer, st.layers, st.firstLayer == 0, st.last);
+        st.reservedExtra += sv.loadReservedBytes;
+        sv.availableBytes = sv.budgetBytes - st.weights - sv.loadReservedBytes;
     }
     const int block = std::max(1, in.kvBlockSize);
     // A linear-attention layer's state per request as vLLM keeps it: both parts in the model's dtype
