@@ -5,6 +5,7 @@
 #include "core/plan/finetuning.h"
 #include "core/plan/fsdp1pools.h"
 #include "core/plan/stagemodel.h"
+#include "core/plan/unslothreplay.h"
 
 #include "core/plan/gpucatalogue.h"
 
@@ -631,6 +632,15 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // their fp32 copy for the reduce-scatter (reduce_dtype=float32).
         st.gatherBackward = gb * root + layer * (prefetch * gb + b.gradients + 4);
         st.reservedExtra = gb * std::max(root, prefetch * layer);
+    }
+    if (tr.framework == Framework::Unsloth && m.known && st.layers > 0) {
+        // Unsloth's checkpointed layers, replayed op by op through the caching allocator
+        // (core/plan/unslothreplay.h): their tensors reserve what the replay finds, in place of the fraction
+        // that stands for the allocator elsewhere.
+        const StepReplay replay = unslothStepReplay(sc, st.layers, m.layerParams(st.firstLayer).mlpWidth);
+        if (replay.replayed)
+            st.reservedExtra +=
+                std::max(0.0, replay.reserved - replay.allocated - st.allocatorFraction * replay.allocated);
     }
     return st;
 }

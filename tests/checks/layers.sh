@@ -25,8 +25,8 @@ declare -A allowed=(
 )
 # The event store (core/trace/trace.h) is what the readers fill: the one file of trace/ that formats/ uses.
 # The caching allocator's model (core/allocator/cachingallocator.h, standard library only) is the one file of
-# allocator/ that plan/ and serve/ use: the estimate replays FSDP1's wrap (core/plan/fsdp1pools) and a serving
-# engine's load (core/serve/loadreserve) through it.
+# allocator/ that plan/ and serve/ use: the estimate replays FSDP1's wrap (core/plan/fsdp1pools), Unsloth's
+# checkpointed layers (core/plan/unslothreplay) and a serving engine's load (core/serve/loadreserve) through it.
 room_of() { # the room of a file (or an include's path), in $room; no subshell, it runs per include
   room=${1%/*}
 }

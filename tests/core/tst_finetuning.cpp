@@ -9,6 +9,7 @@
 #include "core/io/validation.h"
 #include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
+#include "core/plan/unslothreplay.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/tracesummary.h"
@@ -79,15 +80,6 @@ const std::map<std::string, const char*> kMisses = {
     {"answerai-llama2-7b-lo10",
      "FSDP1 with CPUOffload, LoRA at batch 10: 4.4 GiB reserved beyond the plan, as LoRA's rows grow by 2.2 "
      "to 2.6 GiB a sample where the plan (and the QLoRA rows of the same code) grow by 1.7: not read."},
-    {"unsloth-llama3.1-8b-qlora-24gb",
-     "Unsloth's table grows by 1 GiB per 4,718.9 tokens (222.2 KiB a token); the layers read from Unsloth's "
-     "source keep 172.1 KiB a token at the backward's peak (193.8 KiB with the allocator's 3% and the "
-     "offloaded inputs): the table is 15% above the plan per token, and 18% above it in the 70B rows. Not "
-     "found in the source read; the two gaps grow as the model's query heads beyond its KV heads (12.3 KiB "
-     "of them would be xformers' expanded K and V, if flash-attn was not installed)."},
-    {"unsloth-llama3.1-8b-qlora-40gb", "As the 24 GB row: 15% fewer bytes a token than Unsloth's table."},
-    {"unsloth-llama3.1-8b-qlora-48gb", "As the 24 GB row: 15% fewer bytes a token than Unsloth's table."},
-    {"unsloth-llama3.1-8b-qlora-80gb", "As the 24 GB row: 15% fewer bytes a token than Unsloth's table."},
 };
 
 } // namespace
@@ -112,6 +104,7 @@ private slots:
     void publishedMedian();
     void linearAttentionLayersAreNotTargeted();
     void unslothLayersByHand();
+    void unslothStepReplayed();
     void unslothReaderChecks();
 };
 
@@ -496,8 +489,8 @@ void TestFineTuning::publishedMedian() {
     QEXPECT_FAIL(
         "",
         "The Answer.AI rows beyond batch 1 and with CPU offload are up to 23% under (the misses above: "
-        "growth with the batch, CPU offload), with Unsloth's long-context rows: the median of the 38 runs "
-        "is 5.3%.",
+        "growth with the batch, CPU offload), and Unsloth's long-context rows 5.5 to 7.9%: the median of the "
+        "38 runs is 5.3%.",
         Continue);
     QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
 }
@@ -550,6 +543,44 @@ json unslothLlama8b(int sequence) {
 }
 
 } // namespace
+
+void TestFineTuning::unslothStepReplayed() {
+    // The step through the caching allocator (core/plan/unslothreplay.cpp), Unsloth's table's 80 GB row:
+    // Llama 3.1 8B, QLoRA r32 on every projection, 342,733 tokens, inputs offloaded. The most it holds is in
+    // LoRA_MLP.backward, once matmul_lora has made DW and is adding (dY B^T)(s A^T) into it: dY, the
+    // rebuilt layer's input and output, the first norm's output, the residual sum and the second norm's
+    // output (6 x 4096); Q and the attention output (2 x 4096), K and V (2 x 1024); e, g, DW and the
+    // product being added (4 x 14336); X A (32): 92,192 values, 184,384 bytes; two fp32 inverse RMS (8) and
+    // the fp32 log-sum-exp per head (128): 184,520 bytes a token; and the scaled cast of the fp32 adapter
+    // (s * B.to(bf16)), 32 x 14336 x 2 bytes, whatever the length.
+    json doc = unslothLlama8b(342733);
+    doc["training"]["activation_offloading"] = true;
+    doc["training"]["optimizer"] = "adam8bit";
+    doc["cluster"] = {{"gpu_memory_gib", 80}, {"num_gpus", 1}};
+    const Scenario sc = scenarioFromJson(doc);
+    const StepReplay replay = unslothStepReplay(sc, 32, 14336);
+    QVERIFY(replay.replayed);
+    QCOMPARE(replay.allocated, 342733.0 * 184520 + 32.0 * 14336 * 2);
+    // The segments around them: ascending addresses, tensors of five widths freed in another order than they
+    // came. No constant; what it comes to is 8.9% beyond the tensors here.
+    QVERIFY(replay.reserved > replay.allocated);
+    qInfo().noquote() << QStringLiteral("Unsloth 8B at 342,733 tokens: %1 GiB allocated, %2 GiB reserved")
+                             .arg(replay.allocated / kGiB, 0, 'f', 2)
+                             .arg(replay.reserved / kGiB, 0, 'f', 2);
+    // In the estimate the layers' tensors reserve what the replay found instead of the 3% that stands for
+    // the allocator elsewhere: the overhead at the peak is 3% of the rest plus the replay's slack.
+    const Estimate est = estimate(sc);
+    double managed = 0;
+    for (Category c : {Category::Weights, Category::Gradients, Category::MasterWeights,
+                       Category::OptimizerStates, Category::Temporaries, Category::Activations,
+                       Category::AttentionScores, Category::Logits, Category::GatherBuffers})
+        managed += est.perGpu[c];
+    QVERIFY(std::abs(est.perGpu[Category::AllocatorOverhead] -
+                     (0.03 * managed + replay.reserved - replay.allocated - 0.03 * replay.allocated)) < 1);
+    // Without Unsloth's kernels (lora_dropout > 0 runs PEFT's layers) nothing is replayed.
+    doc["training"]["fine_tuning"]["dropout"] = 0.05;
+    QVERIFY(!unslothStepReplay(scenarioFromJson(doc), 32, 14336).replayed);
+}
 
 void TestFineTuning::unslothLayersByHand() {
     // Llama 3.1 8B under Unsloth's kernels (unsloth/kernels/fast_lora.py at e3162dc5), per token in bf16:
