@@ -16,6 +16,9 @@ namespace {
 
 using u64 = std::uint64_t;
 
+// More layers than any published model has (Llama 3.1 405B: 126).
+constexpr int kMaxReplayedLayers = 512;
+
 // The tensors the program names. Each is allocated and freed by name; a name is reused once freed.
 enum Id : int {
     In, // the layer's input (the rebuilt layer's X0 in the backward)
@@ -306,7 +309,11 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
     // on the GPU, the inputs shape where every layer's tensors land, and every layer is replayed.
     if (offload)
         layers = std::min(layers, 2);
-    if (!(d.s > 0 && d.s * d.f * d.e < 1e15))
+    // A scenario file can ask for anything: sizes past any GPU, or more layers than any model has, are not
+    // replayed (the fraction stands), so neither the sizes nor the time can run away.
+    const double widest = std::max({d.h, d.q, d.kv, d.f, d.heads, d.r});
+    if (!(d.s > 0 && widest > 0 && d.s * widest * 4 < 1e15 && d.h * std::max(d.q, d.f) * 2 < 1e15) ||
+        layers > kMaxReplayedLayers)
         return out;
     // The replay reads nothing else; a sweep asks for the same one many times.
     const std::vector<double> key{d.s,

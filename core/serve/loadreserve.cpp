@@ -168,7 +168,8 @@ std::vector<Step> loadOrder(const Scenario& sc, int firstLayer, int layers, bool
 } // namespace
 
 double loadReservedBytes(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage) {
-    if (!sc.model.known || layers < 0)
+    // More layers than any published model has are not replayed (a scenario file can ask for 100,000).
+    if (!sc.model.known || layers < 0 || layers > 512)
         return 0;
     double buffers = 0;
     const std::vector<Step> steps = loadOrder(sc, firstLayer, layers, firstStage, lastStage, buffers);
