@@ -9,12 +9,12 @@
 
 #include "core/allocator/cachingallocator.h"
 #include "core/plan/finetuning.h"
+#include "core/recentresults.h"
 
 #include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <vector>
 
 namespace headroom {
@@ -324,20 +324,11 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         key.push_back(u.trainable ? 1.0 : 0.0);
         key.push_back(static_cast<double>(u.layer - firstLayer));
     }
-    static std::mutex mutex;
-    static std::map<std::vector<double>, Fsdp1Pools> kept;
-    {
-        const std::lock_guard<std::mutex> lock(mutex);
-        if (auto it = kept.find(key); it != kept.end())
-            return it->second;
-    }
-    p = replayUnits(all, sc.cluster.expandableSegments, shards, offload, gathered, statesPerByte,
-                    gradientsPerByte, firstLayer, layers);
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (kept.size() >= 16)
-        kept.clear();
-    kept.emplace(std::move(key), p);
-    return p;
+    static RecentResults<Fsdp1Pools> kept;
+    return kept.get(std::move(key), [&] {
+        return replayUnits(all, sc.cluster.expandableSegments, shards, offload, gathered, statesPerByte,
+                           gradientsPerByte, firstLayer, layers);
+    });
 }
 
 } // namespace headroom

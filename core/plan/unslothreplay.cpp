@@ -3,11 +3,10 @@
 
 #include "core/allocator/cachingallocator.h"
 #include "core/plan/activations.h"
+#include "core/recentresults.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <vector>
 
 namespace headroom {
@@ -316,69 +315,62 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
         layers > kMaxReplayedLayers)
         return out;
     // The replay reads nothing else; a sweep asks for the same one many times.
-    const std::vector<double> key{d.s,
-                                  d.h,
-                                  d.q,
-                                  d.kv,
-                                  d.f,
-                                  d.heads,
-                                  d.r,
-                                  d.e,
-                                  d.quantised ? 1.0 : 0.0,
-                                  d.doubleQuant ? 1.0 : 0.0,
-                                  d.castAdapters ? 1.0 : 0.0,
-                                  offload ? 1.0 : 0.0,
-                                  static_cast<double>(layers)};
-    static std::mutex mutex;
-    static std::map<std::vector<double>, StepReplay> kept;
-    {
-        const std::lock_guard<std::mutex> lock(mutex);
-        if (auto it = kept.find(key); it != kept.end())
-            return it->second;
-    }
-    // The checkpointed inputs: Unsloth_Offloaded_Gradient_Checkpointer sends each to the host and brings
-    // it back for the layer's backward; torch's reentrant checkpoint keeps each on the GPU. Ids from kIds on
-    // name those kept.
-    Program p(offload ? 0 : layers);
-    p.alloc(In, d.e * d.s * d.h); // the embeddings' output
-    for (int l = 0; l < layers; ++l) {
-        if (!offload)
-            p.rename(In, kIds + l);
-        layerForward(p, d, false);
-        if (offload)
+    std::vector<double> key{d.s,
+                            d.h,
+                            d.q,
+                            d.kv,
+                            d.f,
+                            d.heads,
+                            d.r,
+                            d.e,
+                            d.quantised ? 1.0 : 0.0,
+                            d.doubleQuant ? 1.0 : 0.0,
+                            d.castAdapters ? 1.0 : 0.0,
+                            offload ? 1.0 : 0.0,
+                            static_cast<double>(layers)};
+    static RecentResults<StepReplay> kept;
+    return kept.get(key, [&] {
+        // The checkpointed inputs: Unsloth_Offloaded_Gradient_Checkpointer sends each to the host and brings
+        // it back for the layer's backward; torch's reentrant checkpoint keeps each on the GPU. Ids from kIds
+        // on name those kept.
+        Program p(offload ? 0 : layers);
+        p.alloc(In, d.e * d.s * d.h); // the embeddings' output
+        for (int l = 0; l < layers; ++l) {
+            if (!offload)
+                p.rename(In, kIds + l);
+            layerForward(p, d, false);
+            if (offload)
+                p.free(In);
+            p.rename(H2, In);
+        }
+        // The final norm (its input and inverse RMS saved) and Cut Cross-Entropy's forward, which keeps the
+        // normed states, an fp32 log-sum-exp per token and the valid rows as int32; its backward writes the
+        // normed states' gradient, which the norm's backward overwrites in place.
+        norm(p, d, Fn, Fr);
+        p.alloc(Ce, 4 * d.s);
+        p.alloc(Cv, 4 * d.s);
+        p.alloc(Dy, d.e * d.s * d.h);
+        for (int id : {Fn, Fr, Ce, Cv, In})
+            p.free(id);
+        for (int l = layers - 1; l >= 0; --l) {
+            if (offload)
+                p.alloc(In, d.e * d.s * d.h);
+            else
+                p.rename(kIds + l, In);
+            layerForward(p, d, true);
+            layerBackward(p, d);
+            // Y2's storage is In's .grad, the next layer's dY; the rebuilt output, the input and dY go.
+            p.free(H2);
             p.free(In);
-        p.rename(H2, In);
-    }
-    // The final norm (its input and inverse RMS saved) and Cut Cross-Entropy's forward, which keeps the
-    // normed states, an fp32 log-sum-exp per token and the valid rows as int32; its backward writes the
-    // normed states' gradient, which the norm's backward overwrites in place.
-    norm(p, d, Fn, Fr);
-    p.alloc(Ce, 4 * d.s);
-    p.alloc(Cv, 4 * d.s);
-    p.alloc(Dy, d.e * d.s * d.h);
-    for (int id : {Fn, Fr, Ce, Cv, In})
-        p.free(id);
-    for (int l = layers - 1; l >= 0; --l) {
-        if (offload)
-            p.alloc(In, d.e * d.s * d.h);
-        else
-            p.rename(kIds + l, In);
-        layerForward(p, d, true);
-        layerBackward(p, d);
-        // Y2's storage is In's .grad, the next layer's dY; the rebuilt output, the input and dY go.
-        p.free(H2);
-        p.free(In);
-        p.free(Dy);
-        p.rename(Y2, Dy);
-    }
-    out.replayed = true;
-    out.allocated = p.peakAllocated();
-    out.reserved = p.peakReserved();
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (kept.size() >= 16)
-        kept.clear();
-    kept.emplace(key, out);
-    return out;
+            p.free(Dy);
+            p.rename(Y2, Dy);
+        }
+        StepReplay r;
+        r.replayed = true;
+        r.allocated = p.peakAllocated();
+        r.reserved = p.peakReserved();
+        return r;
+    });
 }
 
 } // namespace headroom

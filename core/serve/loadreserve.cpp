@@ -4,11 +4,10 @@
 #include "core/allocator/cachingallocator.h"
 #include "core/plan/estimator.h"
 #include "core/plan/finetuning.h"
+#include "core/recentresults.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -186,41 +185,33 @@ double loadReservedBytes(const Scenario& sc, int firstLayer, int layers, bool fi
         key.push_back(s.bytes);
         key.push_back(s.freeOf);
     }
-    static std::mutex mutex;
-    static std::map<std::vector<double>, double> kept;
-    {
-        const std::lock_guard<std::mutex> lock(mutex);
-        if (auto it = kept.find(key); it != kept.end())
-            return it->second;
-    }
-    CachingAllocatorModel a{AllocatorSettings{}};
-    std::vector<u64> at(steps.size(), 0);
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-        const Step& s = steps[i];
-        if (s.freeOf >= 0) {
-            a.free(at[static_cast<std::size_t>(s.freeOf)], i);
-            continue;
+    static RecentResults<double> kept;
+    return kept.get(std::move(key), [&] {
+        CachingAllocatorModel a{AllocatorSettings{}};
+        std::vector<u64> at(steps.size(), 0);
+        for (std::size_t i = 0; i < steps.size(); ++i) {
+            const Step& s = steps[i];
+            if (s.freeOf >= 0) {
+                a.free(at[static_cast<std::size_t>(s.freeOf)], i);
+                continue;
+            }
+            at[i] = a.malloc(std::max<u64>(1, static_cast<u64>(std::llround(s.bytes))), 0, i).value_or(0);
         }
-        at[i] = a.malloc(std::max<u64>(1, static_cast<u64>(std::llround(s.bytes))), 0, i).value_or(0);
-    }
-    // get_available_gpu_memory empties the cache first: segments with no live block go back to the driver.
-    a.emptyCache(steps.size());
-    // What the load holds beyond the parameters' bytes: the segments' slack (the allocator's own count of
-    // allocated bytes includes a block's unsplit remainder, so the tensors' sizes are summed here), and the
-    // rotary table, which is a buffer and no parameter.
-    double live = 0;
-    for (std::size_t i = 0; i < steps.size(); ++i)
-        if (steps[i].freeOf < 0)
-            live += steps[i].bytes;
-    for (const Step& s : steps)
-        if (s.freeOf >= 0)
-            live -= steps[static_cast<std::size_t>(s.freeOf)].bytes;
-    const double result = static_cast<double>(a.reserved()) - (live - buffers);
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (kept.size() >= 16)
-        kept.clear();
-    kept.emplace(std::move(key), result);
-    return result;
+        // get_available_gpu_memory empties the cache first: segments with no live block go back to the
+        // driver.
+        a.emptyCache(steps.size());
+        // What the load holds beyond the parameters' bytes: the segments' slack (the allocator's own count of
+        // allocated bytes includes a block's unsplit remainder, so the tensors' sizes are summed here), and
+        // the rotary table, which is a buffer and no parameter.
+        double live = 0;
+        for (std::size_t i = 0; i < steps.size(); ++i)
+            if (steps[i].freeOf < 0)
+                live += steps[i].bytes;
+        for (const Step& s : steps)
+            if (s.freeOf >= 0)
+                live -= steps[static_cast<std::size_t>(s.freeOf)].bytes;
+        return static_cast<double>(a.reserved()) - (live - buffers);
+    });
 }
 
 } // namespace headroom
