@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -101,6 +102,7 @@ struct Shape {
     bool quantised = false;    // a 4-bit base: fast_dequantize makes each weight for its matmul
     bool doubleQuant = false;  // and its absmax first
     bool castAdapters = false; // fp32 adapters cast to the compute dtype for each matmul
+    bool expanded = false;     // xformers' path: K and V copied out to every query head for the kernel
 };
 
 // `out += (X @ A.to(dtype)) @ (s * B.to(dtype))`, X tokens x cols and the result tokens x rows: each
@@ -170,7 +172,17 @@ void layerForward(Program& p, const Shape& d, bool grad) {
     matmulLora(p, d, Q, d.q, d.h); // LoRA_QKV
     matmulLora(p, d, K, d.kv, d.h);
     matmulLora(p, d, V, d.kv, d.h);
-    p.alloc(O, d.e * d.s * d.q); // flash_attn_func: the output and its log-sum-exp
+    if (grad && d.expanded && d.kv < d.q) {
+        // xformers' path needing gradients: K.expand(...).reshape(...) copies K and V out to every query
+        // head, and the rotated originals go with their last reference (without gradients they stay
+        // expanded views).
+        for (auto [id, wide] : {std::pair{K, Dke}, std::pair{V, Dve}}) {
+            p.alloc(wide, d.e * d.s * d.q);
+            p.free(id);
+            p.rename(wide, id);
+        }
+    }
+    p.alloc(O, d.e * d.s * d.q); // the attention kernel's output and its log-sum-exp
     p.alloc(Lse, 4 * d.heads * d.s);
     if (!grad)
         p.free(Lse);
@@ -241,12 +253,16 @@ void layerBackward(Program& p, const Shape& d) {
     // flash-attn's backward (flash_attn_interface.py FlashAttnFunc.backward, csrc mha_bwd): dq, dk, dv,
     // softmax_d and the fp32 dq accumulator; under grouped-query attention dk and dv at every query head,
     // summed into dk and dv before it returns.
+    // xformers' path (its flash_bwd on Ampere and newer, cutlass's kernel before, whose fp32 gradient
+    // accumulator is planned alike) gets K and V at every query head: its dk and dv are that wide, and the
+    // expand's backward sums them down to the KV heads.
+    const bool wide = d.expanded && d.kv < d.q;
     p.alloc(Dq, d.e * d.s * d.q);
-    p.alloc(Dk, d.e * d.s * d.kv);
-    p.alloc(Dv, d.e * d.s * d.kv);
+    p.alloc(Dk, d.e * d.s * (wide ? d.q : d.kv));
+    p.alloc(Dv, d.e * d.s * (wide ? d.q : d.kv));
     p.alloc(Sd, 4 * d.heads * d.s);
     p.alloc(Acc, 4 * d.s * d.q);
-    if (d.kv < d.q) {
+    if (d.kv < d.q && !wide) {
         p.alloc(Dke, d.e * d.s * d.q);
         p.alloc(Dve, d.e * d.s * d.q);
         p.free(Dke);
@@ -254,6 +270,13 @@ void layerBackward(Program& p, const Shape& d) {
     }
     p.free(Acc);
     p.free(Sd);
+    if (wide) {
+        for (auto [id, sum] : {std::pair{Dk, Dke}, std::pair{Dv, Dve}}) {
+            p.alloc(sum, d.e * d.s * d.kv);
+            p.free(id);
+            p.rename(sum, id);
+        }
+    }
     for (int id : {Q, K, V, O, Lse, Do})
         p.free(id);
     // The rotation's backward is in place. LoRA_QKV.backward: three adapters' gradients, then dX over X
@@ -286,7 +309,7 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
     const TrainingSettings& tr = sc.training;
     const ModelSpec& m = sc.model;
     if (tr.framework != Framework::Unsloth || !unslothFallback(sc).empty() || !m.known || layers <= 0 ||
-        tr.checkpointing != Checkpointing::Full || tr.attention != Attention::Flash || mlpWidth <= 0)
+        tr.checkpointing != Checkpointing::Full || tr.attention == Attention::Eager || mlpWidth <= 0)
         return out;
     const FineTuning& ft = tr.fineTuning;
     Shape d;
@@ -302,6 +325,7 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
         ft.baseQuantization == BaseQuantization::Nf4 || ft.baseQuantization == BaseQuantization::Fp4;
     d.doubleQuant = d.quantised && ft.doubleQuantization;
     d.castAdapters = ft.adapterBytes != d.e;
+    d.expanded = tr.attention == Attention::Xformers;
     const bool offload = tr.activationOffloading;
     // With the inputs offloaded a layer's forward and backward leave the allocator as they found it, so two
     // layers give the whole step's figures (checked against all of them for Llama 3.1 8B and 3.3 70B); kept
@@ -326,6 +350,7 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
                             d.quantised ? 1.0 : 0.0,
                             d.doubleQuant ? 1.0 : 0.0,
                             d.castAdapters ? 1.0 : 0.0,
+                            d.expanded ? 1.0 : 0.0,
                             offload ? 1.0 : 0.0,
                             static_cast<double>(layers)};
     static RecentResults<StepReplay> kept;

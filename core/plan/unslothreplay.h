@@ -4,13 +4,14 @@
 
 namespace headroom {
 
-// PyTorch's caching allocator through one step of Unsloth's own layers (its fast LoRA kernels, flash-attn)
+// PyTorch's caching allocator through one step of Unsloth's own layers (its fast LoRA kernels, flash-attn or
+// xformers)
 // under checkpointing, use_gradient_checkpointing True or "unsloth": every layer's forward without
 // gradients, then from the last layer back each layer's rebuild and backward, tensor by tensor as
-// unsloth/kernels/fast_lora.py, rms_layernorm.py, utils.py (fast_dequantize, matmul_lora), flash-attn's
-// backward and the autograd engine allocate and free them (docs/frameworks.md, "Unsloth"), replayed through
-// core/allocator/cachingallocator.h. The weights, states and adapters are not in it: they sit in segments of
-// their own from before the step.
+// unsloth/kernels/fast_lora.py, rms_layernorm.py, utils.py (fast_dequantize, matmul_lora), the attention
+// kernel's backward and the autograd engine allocate and free them (docs/frameworks.md, "Unsloth"), replayed
+// through core/allocator/cachingallocator.h. The weights, states and adapters are not in it: they sit in
+// segments of their own from before the step.
 struct StepReplay {
     bool replayed = false; // false where Unsloth's kernels do not run, or without checkpointing
     double allocated = 0;  // the most the step's tensors hold at once

@@ -577,6 +577,13 @@ void TestFineTuning::unslothStepReplayed() {
         managed += est.perGpu[c];
     QVERIFY(std::abs(est.perGpu[Category::AllocatorOverhead] -
                      (0.03 * managed + replay.reserved - replay.allocated - 0.03 * replay.allocated)) < 1);
+    // xformers' path (no flash-attn, or a GPU before Ampere) saves K and V copied out to all 32 query heads:
+    // 2 x (4096 - 1024) values more at the same point, 196,808 bytes a token.
+    json xformers = doc;
+    xformers["training"]["attention"] = "xformers";
+    const StepReplay wide = unslothStepReplay(scenarioFromJson(xformers), 32, 14336);
+    QVERIFY(wide.replayed);
+    QCOMPARE(wide.allocated, 342733.0 * 196808 + 32.0 * 14336 * 2);
     // Without Unsloth's kernels (lora_dropout > 0 runs PEFT's layers) nothing is replayed.
     doc["training"]["fine_tuning"]["dropout"] = 0.05;
     QVERIFY(!unslothStepReplay(scenarioFromJson(doc), 32, 14336).replayed);
