@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/plan/unslothreplay.h"
 
-#include "core/allocator/cachingallocator.h"
 #include "core/plan/activations.h"
+#include "core/plan/tensorprogram.h"
 #include "core/recentresults.h"
 
 #include <algorithm>
@@ -60,40 +60,7 @@ enum Id : int {
     kIds
 };
 
-class Program {
-public:
-    // `kept`: names beyond kIds for the checkpointed inputs kept on the GPU (kIds + layer).
-    explicit Program(int kept)
-        : m_a(AllocatorSettings{}), m_at(static_cast<std::size_t>(kIds + kept), 0),
-          m_size(static_cast<std::size_t>(kIds + kept), 0) {}
-    void alloc(int id, double bytes) {
-        const auto p = m_a.malloc(std::max<u64>(1, static_cast<u64>(std::llround(bytes))), 0, 0);
-        m_at[static_cast<std::size_t>(id)] = p.value_or(0);
-        m_size[static_cast<std::size_t>(id)] = bytes;
-        m_live += bytes;
-        m_peakAllocated = std::max(m_peakAllocated, m_live);
-        m_peakReserved = std::max(m_peakReserved, static_cast<double>(m_a.reserved()));
-    }
-    void free(int id) {
-        m_a.free(m_at[static_cast<std::size_t>(id)], 0);
-        m_live -= m_size[static_cast<std::size_t>(id)];
-        m_size[static_cast<std::size_t>(id)] = 0;
-    }
-    // `to` now names what `from` named (a gradient written over a saved tensor's storage).
-    void rename(int from, int to) {
-        m_at[static_cast<std::size_t>(to)] = m_at[static_cast<std::size_t>(from)];
-        m_size[static_cast<std::size_t>(to)] = m_size[static_cast<std::size_t>(from)];
-        m_size[static_cast<std::size_t>(from)] = 0;
-    }
-    double peakAllocated() const { return m_peakAllocated; }
-    double peakReserved() const { return m_peakReserved; }
-
-private:
-    CachingAllocatorModel m_a;
-    std::vector<u64> m_at;
-    std::vector<double> m_size;
-    double m_live = 0, m_peakAllocated = 0, m_peakReserved = 0;
-};
+using Program = TensorProgram;
 
 struct Shape {
     double s = 0; // tokens in the micro-batch
@@ -358,7 +325,8 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
         // The checkpointed inputs: Unsloth_Offloaded_Gradient_Checkpointer sends each to the host and brings
         // it back for the layer's backward; torch's reentrant checkpoint keeps each on the GPU. Ids from kIds
         // on name those kept.
-        Program p(offload ? 0 : layers);
+        CachingAllocatorModel allocator{AllocatorSettings{}};
+        Program p(allocator, kIds + (offload ? 0 : layers));
         p.alloc(In, d.e * d.s * d.h); // the embeddings' output
         for (int l = 0; l < layers; ++l) {
             if (!offload)

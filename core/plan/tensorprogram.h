@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/allocator/cachingallocator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace headroom {
+
+// A step's tensors through the caching allocator's model, each allocated and freed by a name (a small
+// integer the caller chooses) on one stream, the most allocated and reserved recorded. The replays of the
+// estimate (core/plan/unslothreplay.cpp, fsdp1pools.cpp) write the order their frameworks' code makes and
+// drops tensors in these terms.
+class TensorProgram {
+public:
+    TensorProgram(CachingAllocatorModel& a, int names, std::int64_t stream = 0)
+        : m_a(a), m_stream(stream), m_at(static_cast<std::size_t>(names), 0),
+          m_size(static_cast<std::size_t>(names), 0) {}
+    void alloc(int id, double bytes) {
+        const auto i = static_cast<std::size_t>(id);
+        const auto p = m_a.malloc(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes))),
+                                  m_stream, 0);
+        m_at[i] = p.value_or(0);
+        m_size[i] = bytes;
+        m_live += bytes;
+        m_peakAllocated = std::max(m_peakAllocated, m_live);
+        m_peakReserved = std::max(m_peakReserved, static_cast<double>(m_a.reserved()));
+    }
+    void free(int id) {
+        const auto i = static_cast<std::size_t>(id);
+        m_a.free(m_at[i], 0);
+        m_live -= m_size[i];
+        m_size[i] = 0;
+    }
+    // `to` now names what `from` named (a gradient written over a saved tensor's storage).
+    void rename(int from, int to) {
+        m_at[static_cast<std::size_t>(to)] = m_at[static_cast<std::size_t>(from)];
+        m_size[static_cast<std::size_t>(to)] = m_size[static_cast<std::size_t>(from)];
+        m_size[static_cast<std::size_t>(from)] = 0;
+    }
+    double peakAllocated() const { return m_peakAllocated; } // the program's own tensors
+    double peakReserved() const { return m_peakReserved; }   // the whole allocator's segments
+
+private:
+    CachingAllocatorModel& m_a;
+    std::int64_t m_stream;
+    std::vector<std::uint64_t> m_at;
+    std::vector<double> m_size;
+    double m_live = 0, m_peakAllocated = 0, m_peakReserved = 0;
+};
+
+} // namespace headroom
