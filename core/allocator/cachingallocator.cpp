@@ -68,11 +68,14 @@ void CachingAllocatorModel::insertFree(std::uint64_t address) {
     Block& b = m_blocks.at(address);
     b.freedAt = m_gcClock;
     pool(b.small).insert({b.stream, b.size, address});
+    if (wholeSegment(address))
+        m_wholeFree.insert(address);
 }
 
 void CachingAllocatorModel::eraseFree(std::uint64_t address) {
     const Block& b = m_blocks.at(address);
     pool(b.small).erase({b.stream, b.size, address});
+    m_wholeFree.erase(address);
 }
 
 void CachingAllocatorModel::addSegment(std::uint64_t address, std::uint64_t size, std::int64_t stream,
@@ -219,6 +222,7 @@ std::optional<std::uint64_t> CachingAllocatorModel::freeBlock(std::uint64_t size
             return std::nullopt;
     }
     p.erase(it);
+    m_wholeFree.erase(address);
     return address;
 }
 
@@ -429,18 +433,25 @@ void CachingAllocatorModel::releaseCached(std::size_t at) {
     // every block that is a whole segment back to the driver: the smallest first, not the lowest address.
     // An expandable segment's free pages are unmapped after the pool's whole segments (release_blocks
     // gathers them into to_unmap first); the model unmaps the free pages at a segment's end.
+    // The whole free segments are indexed as blocks enter and leave the pools (m_wholeFree), so a release
+    // near the device's limit need not walk every free block; they go in the pool's order.
     for (const bool small : {false, true}) {
-        std::vector<std::uint64_t> whole;
-        for (const Key& k : pool(small))
-            if (wholeSegment(std::get<2>(k)))
-                whole.push_back(std::get<2>(k));
-        for (std::uint64_t a : whole)
-            releaseSegment(a, at);
+        std::vector<Key> whole;
+        for (std::uint64_t base : m_wholeFree) {
+            const Block& b = m_blocks.at(base);
+            if (b.small == small)
+                whole.push_back({b.stream, b.size, base});
+        }
+        std::sort(whole.begin(), whole.end());
+        for (const Key& k : whole)
+            releaseSegment(std::get<2>(k), at);
         unmapExpandableTails(small, at);
     }
 }
 
 void CachingAllocatorModel::unmapExpandableTails(bool small, std::size_t at) {
+    if (!m_s.expandableSegments)
+        return; // no expandable segment to unmap
     for (auto& [base, seg] : m_segments) {
         if (!seg.expandable || seg.size == 0 || seg.small != small)
             continue;

@@ -125,6 +125,7 @@ private:
     std::map<std::uint64_t, Block> m_blocks;     // every block by address
     std::map<std::uint64_t, Segment> m_segments; // by base address
     std::set<Key> m_free[2];                     // large, small
+    std::set<std::uint64_t> m_wholeFree;         // free blocks that are whole (non-expandable) segments
     std::uint64_t m_reserved = 0, m_allocated = 0;
     std::uint64_t m_low = UINT64_MAX, m_high = 0; // address range used so far
     std::uint64_t m_gcClock = 0;
