@@ -328,6 +328,50 @@ LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
     }
 }
 
+// The training step the FSDP1 replay runs after the wrap (core/plan/peftstep.h), where it is the code
+// that file reads: transformers before 4.46 with a dense, gated, attention-only decoder, PEFT's LoRA (not
+// DoRA), reentrant checkpointing of every layer, SDPA, the full loss, one stage holding the whole model.
+std::optional<PeftStepShape> peftStep(const Scenario& sc, int layers, bool wholeModel) {
+    const TrainingSettings& tr = sc.training;
+    const ModelSpec& m = sc.model;
+    const FineTuning& ft = tr.fineTuning;
+    if (!wholeModel || !m.known || m.mla || m.isMoe() || !m.gatedMlp || !m.linearLayers.empty() ||
+        m.learnedPositions || !tr.versionBefore(4, 46) || ft.method == FineTuneMethod::Dora ||
+        ft.baseQuantization == BaseQuantization::Int8 || tr.checkpointing != Checkpointing::Full ||
+        tr.checkpointEvery > 1 || tr.attention == Attention::Eager || tr.loss != LossKind::Full ||
+        tr.activationOffloading || tr.autocastBytes > 0 || sc.cluster.tensorParallel != 1 ||
+        sc.cluster.contextParallel != 1 || layers > 128)
+        return std::nullopt;
+    PeftStepShape d;
+    d.sequence = tr.sequenceLength;
+    d.tokens = static_cast<double>(tr.microBatchSize) * tr.sequenceLength;
+    d.hidden = m.hidden;
+    d.q = static_cast<double>(m.heads) * m.headDim;
+    d.kv = static_cast<double>(m.kvHeads) * m.headDim;
+    d.ffn = m.ffn;
+    d.heads = m.heads;
+    d.headDim = m.headDim;
+    d.vocab = m.vocab;
+    d.rank = ft.rank;
+    d.bytes = tr.activationBytes;
+    d.adapterBytes = ft.adapterBytes;
+    const char* modules[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+    for (int i = 0; i < 7; ++i)
+        d.targets[i] = ft.targeted(modules[i]);
+    d.dropout = ft.dropout > 0;
+    d.quantised =
+        ft.baseQuantization == BaseQuantization::Nf4 || ft.baseQuantization == BaseQuantization::Fp4;
+    d.doubleQuant = d.quantised && ft.doubleQuantization;
+    // A quantised base is built from its config in fp32 (fsdp_qlora's loader): its rotary cache too.
+    d.ropeCast = d.quantised && tr.versionBefore(4, 38);
+    d.layers = layers;
+    d.loss = true;
+    const double widest = std::max({d.hidden, d.q, d.ffn, d.vocab, d.rank});
+    if (!(d.tokens > 0 && d.tokens * widest * 4 < 1e15))
+        return std::nullopt;
+    return d;
+}
+
 StageModel trainingStage(const Scenario& sc, int stage) {
     StageModel st;
     const ModelSpec& m = sc.model;
@@ -475,13 +519,19 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         const double statesPerByte = tr.pagedOptimizer || trainable <= 0 || c.offloadParameters
                                          ? 0
                                          : st.optimizer * (shardsOptimizer(c) ? group : 1) / trainable;
-        const Fsdp1Pools pools = fsdp1Pools(sc, st.firstLayer, st.layers, stage == 0, st.last,
-                                            shardsWeights(c) ? static_cast<int>(group) : 1,
-                                            static_cast<int>(prefetch), statesPerByte, 1);
+        const std::optional<PeftStepShape> step = peftStep(sc, st.layers, stage == 0 && st.last);
+        const Fsdp1Pools pools = fsdp1Pools(
+            sc, st.firstLayer, st.layers, stage == 0, st.last, shardsWeights(c) ? static_cast<int>(group) : 1,
+            static_cast<int>(prefetch), statesPerByte, 1, step ? &*step : nullptr,
+            // What the driver can give PyTorch: the GPU less the CUDA context and NCCL's communicators.
+            static_cast<double>(c.capacityBytes) - st.cudaContext -
+                static_cast<double>(communicators(c)) *
+                    static_cast<double>(sc.overheads.ncclBytesPerCommunicator));
         st.fsdp1 = pools.replayed;
         st.fsdp1Reserved = pools.reserved;
         st.fsdp1Reusable = pools.reusable;
         st.fsdp1Wrapped = pools.wrapped;
+        st.fsdp1StepReserved = pools.stepReserved;
         if (pools.replayed) {
             // What FSDP neither shards nor offloads is whole on every rank: bitsandbytes' quantisation state
             // (no parameter; the stage's weights counted a 1/group share of it) and the modules' buffers
@@ -860,8 +910,13 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                              Category::OptimizerStates, Category::GatherBuffers})
             held += b[cat];
         const double transient = std::max(0.0, managed - held);
-        const double reserved = st.fsdp1Reserved + std::max(0.0, (1 + st.allocatorFraction) * transient +
-                                                                     st.cachedLogits - st.fsdp1Reusable);
+        // With the step replayed, its segments at their most: what a step reserves stays reserved through
+        // the next ones (the allocator never hands a segment back unless asked to).
+        const double reserved =
+            st.fsdp1StepReserved > 0
+                ? st.fsdp1StepReserved
+                : st.fsdp1Reserved + std::max(0.0, (1 + st.allocatorFraction) * transient + st.cachedLogits -
+                                                       st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
     }
     return b;
@@ -909,7 +964,7 @@ std::optional<Scenario> megatronPadded(const Scenario& sc) {
     return out;
 }
 
-Estimate estimateResolved(const Scenario& sc, EngineSizer engine);
+Estimate estimateResolved(const Scenario& sc, EngineSizer engine, bool searchBatch = true);
 std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer engine, int stage,
                                                  int pointsPerPhase);
 
@@ -921,6 +976,12 @@ Estimate estimateWith(const Scenario& sc, EngineSizer engine) {
     return estimateResolved(sc, engine);
 }
 
+Estimate estimatePeakWith(const Scenario& sc, EngineSizer engine) {
+    if (const auto padded = megatronPadded(sc))
+        return estimateResolved(*padded, engine, false);
+    return estimateResolved(sc, engine, false);
+}
+
 std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer engine, int stage,
                                              int pointsPerPhase) {
     if (const auto padded = megatronPadded(sc))
@@ -930,7 +991,7 @@ std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer eng
 
 namespace {
 
-Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
+Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatch) {
     Estimate est;
     est.mode = sc.mode;
     est.parameters = sc.model.totalParameters();
@@ -989,12 +1050,16 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
         se.autocastCopyBytes = st.castWeights;
         se.frozenWeightBytes = st.frozenWeights;
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
-        double stagePeak = -1;
+        double stagePeak = -1, stageAllocated = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);
             const double total = b.total();
-            if (total > stagePeak) {
+            // A replayed step reserves the same at every point (its segments stay): the peak is then
+            // where the most is allocated.
+            const double allocated = total - b[Category::AllocatorOverhead];
+            if (total > stagePeak || (total == stagePeak && allocated > stageAllocated)) {
                 stagePeak = total;
+                stageAllocated = allocated;
                 se.peak = b;
                 se.peakPhase = c.phase;
             }
@@ -1004,6 +1069,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
             const double reserved = total - b[Category::CudaContext] - st.nonTorch;
             se.reservedBytes = std::max(se.reservedBytes, reserved);
             se.allocatedBytes = std::max(se.allocatedBytes, reserved - b[Category::AllocatorOverhead]);
+            if (unit.fsdp1StepReserved > 0)
+                return; // the step's replay depends on the batch: searched below
             if (unit.fsdp1) {
                 // What FSDP1's wrap left cached takes the first of the batch's tensors: memory is the
                 // largest of a few lines in the batch, convex, so the batches that fit run from 0 to a
@@ -1031,6 +1098,33 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer) {
             else if (intercept > est.capacityBytes)
                 maxBatch = 0;
         });
+        if (unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training && searchBatch) {
+            // The step replayed at each batch asked (core/plan/peftstep.h): doubling until one does not fit,
+            // then bisection between the last two.
+            auto fits = [&](double n) {
+                if (n <= 0)
+                    return true;
+                Scenario probe = sc.settingsCopy();
+                probe.training.microBatchSize = static_cast<int>(n);
+                const StageModel m = withBatch(stageModel(probe, s, sizer), n);
+                bool ok = true;
+                forEachCandidate(sc.mode, [&](const Candidate& c) {
+                    ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning).total() <= est.capacityBytes;
+                });
+                return ok;
+            };
+            double lo = 0, hi = 1;
+            while (hi <= maxBatch && fits(hi)) {
+                lo = hi;
+                hi *= 2;
+            }
+            hi = std::min(hi, maxBatch + 1);
+            while (hi - lo > 1) {
+                const double mid = std::floor((lo + hi) / 2);
+                (fits(mid) ? lo : hi) = mid;
+            }
+            maxBatch = std::min(maxBatch, lo);
+        }
         if (stagePeak > worst) {
             worst = stagePeak;
             est.reservedPeakBytes = se.reservedBytes;

@@ -161,6 +161,9 @@ using EngineSizer = void (*)(const Scenario& sc, const InferenceShape& shape, St
 // sizeEngine); without it they hold what they hold before any engine. Everything outside core/plan calls
 // core/serve/estimate.h's estimate(), which passes the engines.
 Estimate estimateWith(const Scenario& sc, EngineSizer engine);
+// The same without the search for the largest micro-batch that fits where it costs a replay per batch tried
+// (FSDP1's step, core/plan/peftstep.h): for the solvers, which ask only whether a changed plan fits.
+Estimate estimatePeakWith(const Scenario& sc, EngineSizer engine);
 
 struct TimelinePoint {
     Phase phase = Phase::Forward;

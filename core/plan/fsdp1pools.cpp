@@ -15,6 +15,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -46,10 +47,13 @@ u64 bytes(double b) {
 
 class Replay {
 public:
-    Replay(bool expandable, int shards, bool offload)
+    // `device`: what the driver can give PyTorch (0: unlimited); near it the allocator frees its cached
+    // segments and retries before it fails, as PyTorch's does.
+    Replay(bool expandable, int shards, bool offload, double device)
         : m_a([&] {
               AllocatorSettings s;
               s.expandableSegments = expandable;
+              s.deviceMemory = bytes(device);
               return s;
           }()),
           m_shards(std::max(1, shards)), m_offload(offload) {}
@@ -113,6 +117,7 @@ public:
     bool offloaded() const { return m_offload; }
     void free(u64 address) { m_a.free(address, 0); }
     const CachingAllocatorModel& allocator() const { return m_a; }
+    CachingAllocatorModel& allocator() { return m_a; }
 
 private:
     CachingAllocatorModel m_a;
@@ -238,7 +243,8 @@ void gatherForTheStep(Replay& replay, const std::vector<Unit>& all, const std::v
 }
 
 Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards, bool offload, int gathered,
-                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers) {
+                       double statesPerByte, double gradientsPerByte, int firstLayer, int layers,
+                       const PeftStepShape* step, double device) {
     Fsdp1Pools p;
     for (const Unit& u : all) {
         for (double t : u.beside)
@@ -246,7 +252,9 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
         for (double t : u.buffers)
             p.buffers += t;
     }
-    Replay replay(expandable, shards, offload);
+    // The wrap alone is replayed without a limit (its figures are what it leaves, limit or not); the step,
+    // which can come close to the GPU's memory, on the device's.
+    Replay replay(expandable, shards, offload, step ? device : 0);
     std::vector<double> shardBytes;
     for (const Unit& u : all)
         shardBytes.push_back(replay.wrap(u));
@@ -276,17 +284,24 @@ Fsdp1Pools replayUnits(const std::vector<Unit>& all, bool expandable, int shards
         replay.free(replay.malloc(largestGradient, kPostBackward));
     if (replay.shards() > 1) // NO_SHARD gathers nothing
         gatherForTheStep(replay, all, shardBytes, gathered, firstLayer, layers);
-    const CachingAllocatorModel& a = replay.allocator();
+    const CachingAllocatorModel& a = std::as_const(replay).allocator();
     p.replayed = true;
     p.reserved = static_cast<double>(a.reserved());
     p.reusable = static_cast<double>(a.freeBytes(kDefault, false));
+    if (step) {
+        // The step's tensors on the compute stream, first out of what the wrap left cached there.
+        const StepPeaks peaks = replayPeftStep(replay.allocator(), *step);
+        p.stepReserved = peaks.reserved;
+        p.stepAllocated = peaks.allocated;
+    }
     return p;
 }
 
 } // namespace
 
 Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage,
-                      int shards, int gathered, double statesPerByte, double gradientsPerByte) {
+                      int shards, int gathered, double statesPerByte, double gradientsPerByte,
+                      const PeftStepShape* step, double device) {
     Fsdp1Pools p;
     if (!sc.model.known)
         return p;
@@ -324,10 +339,19 @@ Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool first
         key.push_back(u.trainable ? 1.0 : 0.0);
         key.push_back(static_cast<double>(u.layer - firstLayer));
     }
+    if (step) {
+        const PeftStepShape& d = *step;
+        key.insert(key.end(), {d.tokens, d.sequence, d.hidden, d.q, d.kv, d.ffn, d.heads, d.headDim, d.vocab,
+                               d.rank, d.bytes, d.adapterBytes, d.dropout ? 1.0 : 0.0,
+                               d.quantised ? 1.0 : 0.0, d.doubleQuant ? 1.0 : 0.0, d.ropeCast ? 1.0 : 0.0,
+                               static_cast<double>(d.layers), d.loss ? 1.0 : 0.0, device});
+        for (bool target : d.targets)
+            key.push_back(target ? 1.0 : 0.0);
+    }
     static RecentResults<Fsdp1Pools> kept;
     return kept.get(std::move(key), [&] {
         return replayUnits(all, sc.cluster.expandableSegments, shards, offload, gathered, statesPerByte,
-                           gradientsPerByte, firstLayer, layers);
+                           gradientsPerByte, firstLayer, layers, step, device);
     });
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/plan/peftstep.h"
 #include "core/plan/scenario.h"
 
 namespace headroom {
@@ -20,6 +21,10 @@ struct Fsdp1Pools {
     // The modules' buffers the replay moves (transformers' cached rotary tables before 4.38): whole on
     // every rank and in no count of the weights.
     double buffers = 0;
+    // With a step to replay (fsdp1Pools' `step`): the segments at their most through one training step run
+    // after all of the above in the same allocator, and the step's own tensors at their most.
+    double stepReserved = 0;
+    double stepAllocated = 0;
 };
 
 // Rank 0 of `shards` ranks holding layers [firstLayer, firstLayer + layers), its shards in host memory under
@@ -27,7 +32,11 @@ struct Fsdp1Pools {
 // layers are unsharded at once besides the root (2 with backward prefetch). `statesPerByte` and
 // `gradientsPerByte`: the optimizer states' and the gradients' bytes per trainable parameter byte as the
 // allocator holds them (0 for states outside it: paged or offloaded).
+// `step`: the training step to replay after them on the compute stream (core/plan/peftstep.h), or null;
+// `device`: the bytes the driver can give PyTorch on that GPU, which bounds the step's replay as the real
+// allocator is bounded (it frees its cached segments and retries before it fails).
 Fsdp1Pools fsdp1Pools(const Scenario& sc, int firstLayer, int layers, bool firstStage, bool lastStage,
-                      int shards, int gathered, double statesPerByte, double gradientsPerByte);
+                      int shards, int gathered, double statesPerByte, double gradientsPerByte,
+                      const PeftStepShape* step = nullptr, double device = 0);
 
 } // namespace headroom

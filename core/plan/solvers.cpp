@@ -28,13 +28,33 @@ long long maxSequenceLength(const Scenario& sc, EstimateFn estimate, long long l
         }
         return estimate(probe).fits;
     };
-    // Memory grows monotonically with the sequence, so bisect over multiples of the step.
-    long long lo = 0, hi = limit / step;
+    // Memory grows monotonically with the sequence, so bisect over multiples of the step, between bounds
+    // found by doubling or halving from the scenario's own length (fewer estimates than from the whole
+    // range: a replayed estimate costs milliseconds).
+    const long long top = limit / step;
     if (!fits(step))
         return 0;
-    lo = 1;
-    if (fits(hi * step))
-        return hi * step;
+    const long long own = std::clamp<long long>(
+        (sc.mode == Mode::Training ? sc.training.sequenceLength : sc.inference.contextLength) / step, 1, top);
+    long long lo = 1, hi = top;
+    if (fits(own * step)) {
+        lo = own;
+        while (lo < top) {
+            const long long next = std::min(top, lo * 2);
+            if (!fits(next * step)) {
+                hi = next;
+                break;
+            }
+            lo = next;
+        }
+        if (lo == top)
+            return top * step;
+    } else {
+        hi = own;
+        while (hi / 2 > 1 && !fits(hi / 2 * step))
+            hi /= 2;
+        lo = std::max(1LL, hi / 2);
+    }
     while (hi - lo > 1) {
         const long long mid = lo + (hi - lo) / 2;
         (fits(mid * step) ? lo : hi) = mid;

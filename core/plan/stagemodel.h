@@ -44,6 +44,7 @@ struct StageModel {
     bool fsdp1 = false;
     double fsdp1Reserved = 0, fsdp1Reusable = 0;
     double fsdp1Wrapped = 0;         // reserved once wrapped, before any step
+    double fsdp1StepReserved = 0;    // reserved at its most through a replayed step (0: not replayed)
     double offloadedActivations = 0; // per sample: saved activations held in host memory instead
     double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
     double current = 1;              // the part of that which the micro-batch being computed is

@@ -17,38 +17,50 @@ class TensorProgram {
 public:
     TensorProgram(CachingAllocatorModel& a, int names, std::int64_t stream = 0)
         : m_a(a), m_stream(stream), m_at(static_cast<std::size_t>(names), 0),
-          m_size(static_cast<std::size_t>(names), 0) {}
+          m_size(static_cast<std::size_t>(names), 0), m_held(static_cast<std::size_t>(names), 0) {}
     void alloc(int id, double bytes) {
         const auto i = static_cast<std::size_t>(id);
-        const auto p = m_a.malloc(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes))),
-                                  m_stream, 0);
+        const auto request = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
+        const auto p = m_a.malloc(request, m_stream, 0);
         m_at[i] = p.value_or(0);
-        m_size[i] = bytes;
-        m_live += bytes;
-        m_peakAllocated = std::max(m_peakAllocated, m_live);
-        m_peakReserved = std::max(m_peakReserved, static_cast<double>(m_a.reserved()));
+        m_held[i] = p ? 1 : 0;
+        m_size[i] = p ? bytes : 0;
+        m_live += m_size[i];
+        m_peakAllocated = std::max(m_peakAllocated, m_live + (p ? 0 : bytes));
+        // Out of memory even after the cache was released: what it would have taken is the figure, so a
+        // plan that needs more than the device says so.
+        m_peakReserved = std::max(m_peakReserved, static_cast<double>(m_a.reserved()) +
+                                                      (p ? 0.0 : static_cast<double>(request)));
+        m_outOfMemory = m_outOfMemory || !p;
     }
     void free(int id) {
         const auto i = static_cast<std::size_t>(id);
-        m_a.free(m_at[i], 0);
+        if (m_held[i]) // a request that failed holds nothing
+            m_a.free(m_at[i], 0);
         m_live -= m_size[i];
         m_size[i] = 0;
+        m_held[i] = 0;
     }
     // `to` now names what `from` named (a gradient written over a saved tensor's storage).
     void rename(int from, int to) {
         m_at[static_cast<std::size_t>(to)] = m_at[static_cast<std::size_t>(from)];
         m_size[static_cast<std::size_t>(to)] = m_size[static_cast<std::size_t>(from)];
+        m_held[static_cast<std::size_t>(to)] = m_held[static_cast<std::size_t>(from)];
         m_size[static_cast<std::size_t>(from)] = 0;
+        m_held[static_cast<std::size_t>(from)] = 0;
     }
     double peakAllocated() const { return m_peakAllocated; } // the program's own tensors
     double peakReserved() const { return m_peakReserved; }   // the whole allocator's segments
+    bool outOfMemory() const { return m_outOfMemory; }       // a request failed at the device's limit
 
 private:
     CachingAllocatorModel& m_a;
     std::int64_t m_stream;
     std::vector<std::uint64_t> m_at;
     std::vector<double> m_size;
+    std::vector<char> m_held;
     double m_live = 0, m_peakAllocated = 0, m_peakReserved = 0;
+    bool m_outOfMemory = false;
 };
 
 } // namespace headroom

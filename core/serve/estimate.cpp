@@ -20,12 +20,16 @@ Estimate estimate(const Scenario& sc) {
     return estimateWith(sc, &sizeEngine);
 }
 
+Estimate estimatePeak(const Scenario& sc) {
+    return estimatePeakWith(sc, &sizeEngine);
+}
+
 std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase) {
     return phaseTimelineWith(sc, &sizeEngine, stage, pointsPerPhase);
 }
 
 long long maxSequenceLength(const Scenario& sc, long long limit) {
-    return maxSequenceLength(sc, &estimate, limit);
+    return maxSequenceLength(sc, &estimatePeak, limit);
 }
 
 namespace {
@@ -151,7 +155,7 @@ std::vector<Change> engineChanges(const Scenario& sc, const Estimate& est) {
 std::vector<Saving> rankSavings(const Scenario& sc) {
     if (sc.mode != Mode::Inference ||
         (sc.inference.engine != Engine::Vllm && sc.inference.engine != Engine::Sglang))
-        return rankPlanSavings(sc, &estimate);
+        return rankPlanSavings(sc, &estimatePeak);
     const Estimate current = estimate(sc);
     const double before = current.peakBytes;
     std::vector<Saving> out;

@@ -8,6 +8,9 @@ namespace headroom {
 // The estimate of any scenario: core/plan's for training and for inference, with the serving engines of
 // core/serve (engines.h) sizing the inference stages that name one. What every room above plan calls.
 Estimate estimate(const Scenario& sc);
+// The same without the largest micro-batch's search where a replay makes it costly (plan's
+// estimatePeakWith): what the solvers judge changed plans by.
+Estimate estimatePeak(const Scenario& sc);
 // One pipeline stage's memory through one step (plan's phaseTimelineWith, with the engines).
 std::vector<TimelinePoint> phaseTimeline(const Scenario& sc, int stage, int pointsPerPhase = 32);
 // The longest sequence (or context) that fits (plan's solver, judged by this estimate).

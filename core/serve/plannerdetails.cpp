@@ -11,12 +11,12 @@ PlannerDetails plannerDetails(const Scenario& sc, const Estimate& est, SweepVari
     d.savings = rankSavings(sc);
     cancel.check();
     if (sc.mode == Mode::Training)
-        d.strategies = strategyEstimates(sc, &estimate);
+        d.strategies = strategyEstimates(sc, &estimatePeak);
     else
         d.serving = servingCurve(sc);
     cancel.check();
     if (!est.serving.engine)
-        d.sweep = computeSweep(sc, est, sweep, &estimate, cancel);
+        d.sweep = computeSweep(sc, est, sweep, &estimatePeak, cancel);
     return d;
 }
 

@@ -9,6 +9,7 @@
 #include "core/io/validation.h"
 #include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
+#include "core/plan/peftstep.h"
 #include "core/plan/unslothreplay.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
@@ -59,27 +60,11 @@ const Validation& runs() {
 
 // The runs beyond 10%, with their reasons: expected failures, counted by scripts/test.
 const std::map<std::string, const char*> kMisses = {
-    {"answerai-llama2-7b-q4",
-     "1.3 GiB reserved beyond the plan (a fit run), where the QLoRA rows at batch 1 are 0.2 to 0.3 GiB "
-     "beyond "
-     "it and batch 10 1.0: what grows with the batch beyond the plan's logits was not read."},
     {"answerai-llama2-70b-qo2",
-     "FSDP1 with CPUOffload(offload_params=True): 3.4 GiB reserved beyond the plan, which replays the wrap "
-     "with every shard sent to host memory, keeps bitsandbytes' quantisation state (no parameter: 1.0 GiB "
-     "for 70B) and the cached rotary tables (0.3 GiB) on the GPU, and copies each unit's shard back on the "
-     "pre-unshard stream: the rest is not read."},
-    {"answerai-yi34b-qo4", "As the 70B CPU-offload row: 3.1 GiB reserved beyond the plan."},
-    {"answerai-llama2-7b-l6",
-     "3.1 GiB reserved beyond the plan, where batch 4 of the same run is 1.2 GiB beyond it: 2.6 GiB more "
-     "a sample measured against 1.7 planned, and against 1.6 measured between the QLoRA rows of batch 4 "
-     "and 10 that run the same code. Not read."},
-    {"answerai-llama2-7b-ddpq8",
-     "NO_SHARD at batch 8: 2.7 GiB reserved beyond the plan with the wrap replayed, where the sharded rows "
-     "at batch 4 to 10 are 1.0 to 3.1 GiB beyond it and batch 1 0.2 to 0.3: what grows with the batch "
-     "beyond the plan's logits and activations was not read."},
-    {"answerai-llama2-7b-lo10",
-     "FSDP1 with CPUOffload, LoRA at batch 10: 4.4 GiB reserved beyond the plan, as LoRA's rows grow by 2.2 "
-     "to 2.6 GiB a sample where the plan (and the QLoRA rows of the same code) grow by 1.7: not read."},
+     "FSDP1 with CPUOffload(offload_params=True), with the wrap and the step replayed: 1.6 GiB reserved "
+     "beyond the plan (3.4 before the step was replayed). The replay keeps bitsandbytes' quantisation state "
+     "(no parameter: 1.0 GiB for 70B) and the cached rotary tables (0.3 GiB) on the GPU and copies each "
+     "unit's shard back on the pre-unshard stream; what else 70B's offloaded units hold is not read."},
 };
 
 } // namespace
@@ -105,6 +90,7 @@ private slots:
     void linearAttentionLayersAreNotTargeted();
     void unslothLayersByHand();
     void unslothStepReplayed();
+    void peftStepByHand();
     void unslothReaderChecks();
 };
 
@@ -474,6 +460,7 @@ void TestFineTuning::publishedRuns() {
 
 void TestFineTuning::publishedMedian() {
     // The target: the median of all runs within 5%. Computed here; each role's is reported.
+    // (5.3% before FSDP1's step was replayed through the allocator, core/plan/peftstep.h.)
     auto median = [](const char* role) {
         std::vector<double> errors;
         for (const CaseResult& r : runs().results)
@@ -486,12 +473,6 @@ void TestFineTuning::publishedMedian() {
                              .arg(100 * median(nullptr), 0, 'f', 1)
                              .arg(100 * median("fit"), 0, 'f', 1)
                              .arg(100 * median("validate"), 0, 'f', 1);
-    QEXPECT_FAIL(
-        "",
-        "The Answer.AI rows beyond batch 1 and with CPU offload are up to 23% under (the misses above: "
-        "growth with the batch, CPU offload), and Unsloth's long-context rows 5.5 to 7.9%: the median of the "
-        "38 runs is 5.3%.",
-        Continue);
     QVERIFY2(median(nullptr) <= 0.05, qPrintable(QString::number(100 * median(nullptr), 'f', 2) + "%"));
 }
 
@@ -543,6 +524,46 @@ json unslothLlama8b(int sequence) {
 }
 
 } // namespace
+
+void TestFineTuning::peftStepByHand() {
+    // Answer.AI's LoRA run of Llama 2 7B, one sample of 2,048 tokens (core/plan/peftstep.cpp): the most the
+    // step's own tensors hold is when log_softmax's backward has written its gradient, before nll's goes:
+    // every layer's checkpointed input (32 x 2,048 x 4,096 x 2 bytes), the final norm's saved fp32 input
+    // and inverse RMS (2,048 x 4,096 x 4 + 2,048 x 4), and four fp32 tensors of the logits' size: the
+    // output's fp32 logits (fsdp_qlora keeps the output until the backward is done), log_softmax's output,
+    // nll's gradient and log_softmax's (4 x 4 x 2,048 x 32,000).
+    PeftStepShape d;
+    d.tokens = d.sequence = 2048;
+    d.hidden = d.q = d.kv = 4096;
+    d.ffn = 11008;
+    d.heads = 32;
+    d.headDim = 128;
+    d.vocab = 32000;
+    d.rank = 64;
+    for (int m : {0, 1, 2, 4, 5, 6}) // q, k, v, gate, up, down: fsdp_qlora's "all"
+        d.targets[m] = true;
+    d.dropout = true;
+    d.layers = 32;
+    d.loss = true;
+    CachingAllocatorModel unlimited{AllocatorSettings{}};
+    const StepPeaks peaks = replayPeftStep(unlimited, d);
+    QCOMPARE(peaks.allocated, 32.0 * 2048 * 4096 * 2 + 2048.0 * 4096 * 4 + 2048.0 * 4 + 16.0 * 2048 * 32000);
+    QVERIFY(peaks.reserved > peaks.allocated);
+    // The same step on a device that cannot hold what it reserves unbounded (31% beyond the tensors): the
+    // allocator releases its cached segments and retries before it fails, as PyTorch's does, and the step
+    // runs within the device, reserving less.
+    AllocatorSettings device;
+    device.deviceMemory = static_cast<std::uint64_t>(peaks.allocated * 1.2);
+    CachingAllocatorModel bounded{device};
+    const StepPeaks tight = replayPeftStep(bounded, d);
+    QCOMPARE(tight.allocated, peaks.allocated);
+    QVERIFY(tight.reserved <= static_cast<double>(device.deviceMemory));
+    QVERIFY(tight.reserved < peaks.reserved);
+    // Less than the tensors need: out of memory, and the figure says by how much it would have needed more.
+    device.deviceMemory = static_cast<std::uint64_t>(peaks.allocated * 0.9);
+    CachingAllocatorModel small{device};
+    QVERIFY(replayPeftStep(small, d).reserved > static_cast<double>(device.deviceMemory));
+}
 
 void TestFineTuning::unslothStepReplayed() {
     // The step through the caching allocator (core/plan/unslothreplay.cpp), Unsloth's table's 80 GB row:

@@ -219,7 +219,7 @@ std::unique_ptr<QChart> secondChart(const Scenario& sc, const Estimate& est) {
         auto chart = std::make_unique<SweepChart>();
         chart->setStyle(ChartStyle{});
         chart->setVariable(SweepVariable::SequenceLength);
-        chart->setSweep(computeSweep(sc, est, SweepVariable::SequenceLength, &estimate), sc, est);
+        chart->setSweep(computeSweep(sc, est, SweepVariable::SequenceLength, &estimatePeak), sc, est);
         return chart;
     }
     if (sc.mode == Mode::Training) {
