@@ -36,12 +36,12 @@ int main() {
         "estimates, default scenario (%s); target < 1000 ns\"}\n",
         median(perCall), sc.name.c_str());
 
-    // A 1,000-point sweep over micro-batch size 1..1000: the median of 15, in ms.
-    auto sweep = [&](Scenario probe) {
+    // A sweep over micro-batch size 1..points (1,000 unless said): the median of `reps` (15), in ms.
+    auto sweep = [&](Scenario probe, int points = 1000, int reps = 15) {
         std::vector<double> ms;
-        for (int rep = 0; rep < 15; ++rep) {
+        for (int rep = 0; rep < reps; ++rep) {
             const auto t0 = Clock::now();
-            for (int b = 1; b <= 1000; ++b) {
+            for (int b = 1; b <= points; ++b) {
                 probe.training.microBatchSize = b;
                 sink = sink + estimatePeak(probe).peakBytes;
             }
@@ -103,21 +103,13 @@ int main() {
         {"target_modules", {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"}}};
     step["cluster"]["gpu_memory_gib"] = 24;
     Scenario stepped = scenarioFromJson(step);
-    std::vector<double> ms;
-    for (int rep = 0; rep < 5; ++rep) {
-        const auto t0 = Clock::now();
-        for (int b = 1; b <= 64; ++b) {
-            stepped.training.microBatchSize = b;
-            sink = sink + estimatePeak(stepped).peakBytes;
-        }
-        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    }
+    const double stepSweep = sweep(stepped, 64, 5);
     std::printf(
         "{\"metric\": \"sweep_64_fsdp1_step_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": "
         "\"median of 5 sweeps over micro-batch 1..64 of Llama 2 7B QLoRA under FSDP1 on 24 GB GPUs, the "
         "step replayed at each\"}\n",
-        median(ms));
-    ms.clear();
+        stepSweep);
+    std::vector<double> ms;
     stepped.training.microBatchSize = 10;
     for (int rep = 0; rep < 5; ++rep) {
         // A rank of its own each time, so that no replay is found kept from an earlier one.

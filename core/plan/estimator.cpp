@@ -991,6 +991,25 @@ std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer eng
 
 namespace {
 
+// The largest whole n in [0, limit] with fits(n), where fits holds from 0 up to some n and not beyond:
+// doubling from 1 until one does not fit, then bisection between the last two, so few calls when each is
+// costly (a replayed step).
+template <typename Fits> double largestFitting(Fits&& fits, double limit) {
+    if (!fits(0))
+        return 0;
+    double lo = 0, hi = 1;
+    while (hi <= limit && fits(hi)) {
+        lo = hi;
+        hi *= 2;
+    }
+    hi = std::min(hi, limit + 1);
+    while (hi - lo > 1) {
+        const double mid = std::floor((lo + hi) / 2);
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
 Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatch) {
     Estimate est;
     est.mode = sc.mode;
@@ -1075,20 +1094,12 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 // What FSDP1's wrap left cached takes the first of the batch's tensors: memory is the
                 // largest of a few lines in the batch, convex, so the batches that fit run from 0 to a
                 // largest one, found by bisection.
-                auto fits = [&](double n) {
-                    return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning).total() <=
-                           est.capacityBytes;
-                };
-                if (!fits(0)) {
-                    maxBatch = 0;
-                } else if (!fits(maxBatch)) {
-                    double lo = 0, hi = maxBatch;
-                    while (hi - lo > 1) {
-                        const double mid = std::floor((lo + hi) / 2);
-                        (fits(mid) ? lo : hi) = mid;
-                    }
-                    maxBatch = lo;
-                }
+                maxBatch = largestFitting(
+                    [&](double n) {
+                        return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning).total() <=
+                               est.capacityBytes;
+                    },
+                    maxBatch);
                 return;
             }
             const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning).total();
@@ -1099,31 +1110,21 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 maxBatch = 0;
         });
         if (unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training && searchBatch) {
-            // The step replayed at each batch asked (core/plan/peftstep.h): doubling until one does not fit,
-            // then bisection between the last two.
-            auto fits = [&](double n) {
-                if (n <= 0)
-                    return true;
-                Scenario probe = sc.settingsCopy();
-                probe.training.microBatchSize = static_cast<int>(n);
-                const StageModel m = withBatch(stageModel(probe, s, sizer), n);
-                bool ok = true;
-                forEachCandidate(sc.mode, [&](const Candidate& c) {
-                    ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning).total() <= est.capacityBytes;
-                });
-                return ok;
-            };
-            double lo = 0, hi = 1;
-            while (hi <= maxBatch && fits(hi)) {
-                lo = hi;
-                hi *= 2;
-            }
-            hi = std::min(hi, maxBatch + 1);
-            while (hi - lo > 1) {
-                const double mid = std::floor((lo + hi) / 2);
-                (fits(mid) ? lo : hi) = mid;
-            }
-            maxBatch = std::min(maxBatch, lo);
+            // The step replayed at each batch asked (core/plan/peftstep.h).
+            maxBatch = largestFitting(
+                [&](double n) {
+                    if (n <= 0)
+                        return true;
+                    Scenario probe = sc.settingsCopy();
+                    probe.training.microBatchSize = static_cast<int>(n);
+                    const StageModel m = withBatch(stageModel(probe, s, sizer), n);
+                    bool ok = true;
+                    forEachCandidate(sc.mode, [&](const Candidate& c) {
+                        ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning).total() <= est.capacityBytes;
+                    });
+                    return ok;
+                },
+                maxBatch);
         }
         if (stagePeak > worst) {
             worst = stagePeak;
