@@ -4,11 +4,13 @@
 #include "core/checkednumbers.h"
 #include "core/compare/comparison.h"
 #include "core/serve/estimate.h"
+#include "core/trace/frames.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace headroom {
@@ -125,21 +127,45 @@ EstimatedParts estimatedParts(Scenario sc) {
 // batch x heads (on this rank) x query tokens x key tokens x 1, 2 or 4 bytes (a mask, the activations'
 // dtype, fp32), as the caching allocator rounds them (512 bytes). A size that is also one of a
 // tokens-linear tensor (batch x tokens x hidden, FFN, QKV or vocabulary width) is counted apart.
-void splitBySize(const Scenario& sc, const Attribution& at, RunMeasurement& m) {
+// The sizes of one run's tensors: batch x tokens x width (b·s·width) and the scores, batch x heads on this
+// rank x query tokens x key tokens (b·a·s²), as the caching allocator rounds them (512 bytes).
+struct RunShape {
+    double b = 0, queries = 0, keys = 0, heads = 0;
+    explicit RunShape(const Scenario& sc) {
+        const bool training = sc.mode == Mode::Training;
+        b = training ? sc.training.microBatchSize : sc.inference.batchSize;
+        keys = training ? sc.training.sequenceLength : sc.inference.contextLength;
+        queries = training || sc.inference.prefillChunk <= 0
+                      ? keys
+                      : std::min<double>(sc.inference.prefillChunk, keys);
+        heads = static_cast<double>(sc.model.heads) / std::max(1, sc.cluster.tensorParallel);
+    }
+    static double rounded(double bytes) { return std::ceil(bytes / 512) * 512; }
+    double scores(double dtype) const { return rounded(b * heads * queries * keys * dtype); }
+    double linear(double width, double dtype) const { return rounded(b * queries * width * dtype); }
+};
+
+std::string siteOf(const Trace& trace, std::uint32_t stack) {
+    const std::size_t user = topUserFrame(trace, stack);
+    return user == std::string::npos ? std::string() : frameText(trace, trace.stacks[stack][user]);
+}
+
+// Which of the transient bytes at the loss peak are the attention scores' copies, from the tensors' sizes:
+// batch x heads (on this rank) x query tokens x key tokens x 1, 2 or 4 bytes (a mask, the activations'
+// dtype, fp32), as the caching allocator rounds them (512 bytes). A size that is also one of a
+// tokens-linear tensor (batch x tokens x hidden, FFN, QKV or vocabulary width) is counted apart, and kept
+// with the line that allocated it.
+void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, RunMeasurement& m) {
     const ModelSpec& md = sc.model;
     if (!md.known || md.heads <= 0)
         return;
-    const bool training = sc.mode == Mode::Training;
-    const double b = training ? sc.training.microBatchSize : sc.inference.batchSize;
-    const double keys = training ? sc.training.sequenceLength : sc.inference.contextLength;
-    const double queries =
-        training || sc.inference.prefillChunk <= 0 ? keys : std::min<double>(sc.inference.prefillChunk, keys);
-    const double heads = static_cast<double>(md.heads) / std::max(1, sc.cluster.tensorParallel);
-    const double dtypes[] = {1, sc.activationDtypeBytes(), 4};
-    const double widths[] = {static_cast<double>(md.hidden), static_cast<double>(md.ffn),
-                             static_cast<double>(md.vocab),
-                             static_cast<double>(md.heads + 2 * md.kvHeads) * md.headDim};
-    auto rounded = [](double bytes) { return std::ceil(bytes / 512) * 512; };
+    const RunShape shape(sc);
+    const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
+    const std::pair<const char*, double> widths[] = {
+        {"b·s·h", static_cast<double>(md.hidden)},
+        {"b·s·f", static_cast<double>(md.ffn)},
+        {"b·s·V", static_cast<double>(md.vocab)},
+        {"b·s·(a+2g)·d", static_cast<double>(md.heads + 2 * md.kvHeads) * md.headDim}};
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
         case MeasuredCategory::Weights:
@@ -152,16 +178,124 @@ void splitBySize(const Scenario& sc, const Attribution& at, RunMeasurement& m) {
             break;
         }
         const double size = static_cast<double>(a.allocation.size);
-        bool scores = false, linear = false;
-        for (const double d : dtypes) {
-            scores = scores || size == rounded(b * heads * queries * keys * d);
-            for (const double w : widths)
-                linear = linear || size == rounded(b * queries * w * d);
+        RunMeasurement::AmbiguousTensor t;
+        for (const int d : dtypes) {
+            if (size == shape.scores(d) &&
+                std::find(t.scoresBytes.begin(), t.scoresBytes.end(), d) == t.scoresBytes.end())
+                t.scoresBytes.push_back(d);
+            for (const auto& [symbol, w] : widths)
+                if (size == shape.linear(w, d))
+                    t.linear.push_back({symbol, w, d});
         }
-        if (scores && linear)
+        if (!t.scoresBytes.empty() && !t.linear.empty()) {
             m.ambiguous = saturatingAdd(m.ambiguous, a.allocation.size);
-        else if (scores)
+            t.site = siteOf(trace, a.allocation.stack);
+            t.size = a.allocation.size;
+            m.ambiguousTensors.push_back(std::move(t));
+        } else if (!t.scoresBytes.empty()) {
             m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
+        }
+    }
+}
+
+// Every size the lines in `sites` allocated over a run's trace.
+std::map<std::string, std::set<std::int64_t>> sizesAt(const Trace& trace, const TraceIndex& index,
+                                                      const std::set<std::string>& sites) {
+    std::map<std::string, std::set<std::int64_t>> out;
+    if (sites.empty())
+        return out;
+    const DeviceTrace& d = index.device();
+    std::unordered_map<std::uint32_t, const std::string*> siteOfStack; // nullptr: not one of `sites`
+    for (std::size_t e = 0; e < d.entries(); ++e) {
+        if (d.action[e] != TraceAction::Alloc)
+            continue;
+        auto [it, fresh] = siteOfStack.try_emplace(d.stack[e], nullptr);
+        if (fresh)
+            if (const auto s = sites.find(siteOf(trace, d.stack[e])); s != sites.end())
+                it->second = &*s;
+        if (it->second)
+            out[*it->second].insert(d.size[e]);
+    }
+    return out;
+}
+
+// Two runs of one code at different lengths tell a tokens-squared tensor from a tokens-linear one of the
+// same size: the line that allocated it allocates, in the other run, the size one reading gives there and
+// not the other's (the CS336 forward's softmax at 256 tokens: 16 MiB, b·a·s² in fp32 and b·s·f in fp32;
+// the same line at 128 tokens allocates 4 MiB, b·a·s², where b·s·f would be 8). What is told apart leaves
+// `ambiguous`, for `quadratic` or for the tokens-linear rest, and its row of the loss peak's table takes the
+// shape it was found to have. Nothing is guessed: a line the other runs never reached, a run where both
+// readings give one size again, or a line that allocated both sizes leaves the tensor ambiguous.
+void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<RunMeasurement>& measured) {
+    std::set<std::string> sites;
+    for (const RunMeasurement& m : measured)
+        for (const auto& t : m.ambiguousTensors)
+            if (!t.site.empty())
+                sites.insert(t.site);
+    if (sites.empty())
+        return;
+    std::vector<std::map<std::string, std::set<std::int64_t>>> sizes;
+    for (const CalibrationInput& in : runs)
+        sizes.push_back(sizesAt(*in.trace, *in.index, sites));
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        RunMeasurement& m = measured[i];
+        std::vector<RunMeasurement::AmbiguousTensor> still;
+        for (auto& t : m.ambiguousTensors) {
+            int verdict = 0; // 1 scores, -1 tokens-linear, 0 not told
+            const RunMeasurement::AmbiguousTensor::Linear* as = nullptr;
+            for (std::size_t j = 0; j < runs.size() && !t.site.empty(); ++j) {
+                const auto at = sizes[j].find(t.site);
+                if (j == i || at == sizes[j].end())
+                    continue;
+                const RunShape other(*runs[j].scenario);
+                std::set<std::int64_t> scores, linear;
+                for (const int d : t.scoresBytes)
+                    scores.insert(static_cast<std::int64_t>(other.scores(d)));
+                for (const auto& l : t.linear)
+                    linear.insert(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)));
+                bool sawScores = false, sawLinear = false, overlap = false;
+                for (const std::int64_t s : scores)
+                    overlap = overlap || linear.count(s) > 0,
+                    sawScores = sawScores || at->second.count(s) > 0;
+                for (const auto& l : t.linear)
+                    if (at->second.count(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)))) {
+                        sawLinear = true;
+                        as = &l;
+                    }
+                if (overlap || sawScores == sawLinear)
+                    continue;
+                const int v = sawScores ? 1 : -1;
+                verdict = verdict == 0 || verdict == v ? v : 2;
+            }
+            if (verdict != 1 && verdict != -1) {
+                still.push_back(std::move(t));
+                continue;
+            }
+            m.ambiguous -= t.size;
+            if (verdict == 1)
+                m.quadratic = saturatingAdd(m.quadratic, t.size);
+            // The loss peak's table: one tensor of the row that named both shapes takes the one it has.
+            auto& rows = m.atLoss.rows;
+            const auto both = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
+                return r.each == t.size && r.dtypeBytes == 0 && r.count > 0;
+            });
+            if (both == rows.end())
+                continue;
+            const std::string shape = verdict == 1 ? "b·a·s²" : as->symbol;
+            const int bytes = verdict == 1 ? t.scoresBytes.front() : as->dtypeBytes;
+            if (--both->count == 0)
+                rows.erase(both);
+            const auto row = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
+                return r.each == t.size && r.shape == shape && r.dtypeBytes == bytes;
+            });
+            if (row != rows.end())
+                ++row->count;
+            else
+                rows.push_back({shape, bytes, t.size, 1});
+        }
+        m.ambiguousTensors = std::move(still);
+        std::stable_sort(m.atLoss.rows.begin(), m.atLoss.rows.end(),
+                         [](const TensorRow& x, const TensorRow& y) { return x.bytes() > y.bytes(); });
     }
 }
 
@@ -181,7 +315,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.kvCache = at.of(MeasuredCategory::KvCache);
     m.transient = at.total - modelState(at) - m.workspaces - m.kvCache;
     m.total = at.total;
-    splitBySize(*run.scenario, at, m);
+    splitBySize(*run.scenario, *run.trace, at, m);
     m.atLoss = tensorTable(*run.scenario, at, step);
     if (step < n) {
         m.hasStep = true;
@@ -205,6 +339,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         parts.push_back(estimatedParts(*in.scenario));
         grows.push_back(static_cast<double>(measured.back().transient) - parts.back().fixed);
     }
+    resolveAcrossRuns(runs, measured);
     // The activation dtype of the runs `use` picks (0 when they differ): what the scores' factor is keyed by.
     auto runsDtype = [&](auto use) {
         double dtype = -1;

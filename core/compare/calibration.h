@@ -26,6 +26,20 @@ struct RunMeasurement {
     // the attention scores' copies, told apart by their sizes; `ambiguous` when a size is also that of a
     // tokens-linear tensor (fp32 FFN outputs are b x s x 4h x 4 bytes, as fp32 scores are at s = 4h / heads).
     std::int64_t quadratic = 0, ambiguous = 0;
+    // The ambiguous tensors one by one, with the line of the user's code that allocated each (its top user
+    // frame): calibrating on runs of other lengths tells them apart there, by the size that line allocated.
+    struct AmbiguousTensor {
+        std::string site; // "name (file:line)"; empty when the trace recorded no stack
+        std::int64_t size = 0;
+        std::vector<int> scoresBytes; // the dtype widths that make the size b·a·s²
+        struct Linear {
+            const char* symbol = "";
+            double width = 0;
+            int dtypeBytes = 0;
+        };
+        std::vector<Linear> linear; // the tokens-linear shapes (b·s·width) of the same size
+    };
+    std::vector<AmbiguousTensor> ambiguousTensors;
     std::int64_t kvCache = 0;
     std::int64_t workspaces = 0;
     bool hasStep = false;         // the run records an optimizer step
