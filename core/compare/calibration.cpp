@@ -105,9 +105,9 @@ EstimatedParts estimatedParts(Scenario sc) {
     const Estimate est = estimate(sc);
     const int stage = est.mostLoadedStage;
     for (const TimelinePoint& t : phaseTimeline(sc, stage, 2)) {
-        const bool loss = sc.mode == Mode::Training
-                              ? (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
-                              : (t.phase == Phase::Prefill && t.progress >= 1);
+        const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0 &&
+                                                       !t.layerRunning && !t.headRunning)
+                                                    : (t.phase == Phase::Prefill && t.progress >= 1);
         if (!loss)
             continue;
         // Autocast's weight copies do not grow with tokens: they are taken out of what the factors scale.

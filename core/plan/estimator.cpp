@@ -248,8 +248,11 @@ struct LossBytes {
 
 // `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
 // (train.py: enable_loss_parallel unless --training.disable_loss_parallel).
+// torchtune's CEWithChunkedOutputLoss(num_output_chunks=8): the model's output layer runs on as many chunks.
+constexpr double kTorchtuneOutputChunks = 8;
+
 LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
-    const double chunks = 8; // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+    const double chunks = kTorchtuneOutputChunks;
     if (tr.framework == Framework::Unsloth &&
         (tr.loss != LossKind::FusedLinear || 1.0 * tr.microBatchSize * tr.sequenceLength <= 1024))
         // Unsloth computes the logits itself when asked to, and whenever a micro-batch has at most 1,024
@@ -642,10 +645,28 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // sequence on every rank. Megatron's saves its shard and gathers again in the backward
             // (LinearWithGradAccumulationAndAsyncCommunication).
             const double headDiv = tr.framework == Framework::Torchtitan ? 1 : spDiv;
-            st.logits =
-                tr.activationBytes * sl * m.hidden / spDiv +
-                (tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes) * sl * m.hidden / headDiv +
-                loss.forward * sl * m.vocab / c.tensorParallel;
+            const double logitBytes = tr.autocastBytes > 0 ? tr.autocastBytes : tr.activationBytes;
+            const double headInputs =
+                tr.activationBytes * sl * m.hidden / spDiv + logitBytes * sl * m.hidden / headDiv;
+            st.logits = headInputs + loss.forward * sl * m.vocab / c.tensorParallel;
+            // The head's own backward comes after the loss's, before any layer's (autograd's ready queue
+            // takes the highest sequence number first, and the loss's nodes were made last): it reads the
+            // logits' gradient in the logits' dtype (the loss's fp32 copies are gone) and writes its weight's
+            // gradient, vocabulary x hidden, unsharded until FSDP reduces it. torchtune's chunked loss runs
+            // the head on each chunk (TransformerDecoder with num_output_chunks): every chunk's loss backward
+            // runs first, then the chunks' matmuls, each writing a whole weight gradient that the engine adds
+            // to the sum so far (torch/csrc/autograd/input_buffer.cpp, in place): two alive from the second
+            // chunk on, next to the other chunks' gradients. A frozen head (adapters), Megatron's (written
+            // into its fp32 main_grad buffer) and a fused linear cross-entropy (the head's gradient made in
+            // the forward) have no such moment.
+            const bool chunked = tr.framework == Framework::Torchtune && tr.loss == LossKind::Chunked;
+            if (!tr.fineTuning.adapters() && tr.framework != Framework::Megatron &&
+                tr.framework != Framework::Unsloth && tr.loss != LossKind::FusedLinear) {
+                st.headGradient = b.gradients * m.vocab * m.hidden / c.tensorParallel;
+                st.headGradientCopies = chunked ? 2 : 1;
+                st.headLogitsGradient = headInputs + logitBytes * sl * m.vocab / c.tensorParallel *
+                                                         (chunked ? 1 - 1 / kTorchtuneOutputChunks : 1);
+            }
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).
             st.logitsGradient = (loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
@@ -782,10 +803,12 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.
-        for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                          &st.logitsGradient, &st.cachedLogits, &st.offloadedActivations})
+        for (double* v :
+             {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
+              &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations})
             *v *= 2;
-    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.decodeActivations})
+    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
+                      &st.decodeActivations})
         *v *= c.linear;
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
     const bool scoresFit =
@@ -812,16 +835,19 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
-    for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                      &st.logitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
-                      &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
+    for (double* v :
+         {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
+          &st.headLogitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
+          &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
         *v *= batch;
     return st;
 }
 
 // `layerRunning`: at x = 1 of the forward or x = 0 of the backward, whether it is the last (first) layer
-// that runs, with its transients, rather than the loss, with the logits.
-Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunning = false) {
+// that runs, with its transients, rather than the loss, with the logits. `headRunning`: at x = 0 of the
+// backward, the head's backward between the two (the loss's when the head has none).
+Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunning = false,
+                   bool headRunning = false) {
     Breakdown b;
     b[Category::Weights] = st.weights;
     b[Category::MasterWeights] = st.master;
@@ -867,6 +893,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
         // The loss's backward runs before any layer's: only what the forward had gathered.
         b[Category::GatherBuffers] = loss ? st.gatherForward : st.gatherBackward;
+        if (loss && headRunning && st.headGradient > 0) {
+            // The head's backward: the logits' gradient it reads and the weight gradients it writes, beside
+            // the gradients earlier micro-batches left.
+            b[Category::Logits] = st.headLogitsGradient;
+            b[Category::Gradients] = (st.stepInBackward ? 0 : g0) + st.headGradientCopies * st.headGradient;
+        }
         break;
     }
     case Phase::Optimizer:
@@ -926,13 +958,14 @@ struct Candidate {
     Phase phase;
     double x;
     bool layerRunning = false;
+    bool headRunning = false;
 };
 // The points where a step's memory can peak: the last layer's forward (its transients), the loss at the
 // end of the forward and at the start of the backward, the first layer's backward (all activations, its
 // recomputation and gathered gradients), the end of the backward and the optimizer step.
-constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true}, {Phase::Forward, 1},
-                                             {Phase::Backward, 0},      {Phase::Backward, 0, true},
-                                             {Phase::Backward, 1},      {Phase::Optimizer, 1}};
+constexpr Candidate kTrainingCandidates[] = {
+    {Phase::Forward, 1, true},  {Phase::Forward, 1},  {Phase::Backward, 0}, {Phase::Backward, 0, false, true},
+    {Phase::Backward, 0, true}, {Phase::Backward, 1}, {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
 
 template <typename F> void forEachCandidate(Mode mode, F&& f) {
@@ -1071,7 +1104,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         double stagePeak = -1, stageAllocated = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
-            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning);
+            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning);
             const double total = b.total();
             // A replayed step reserves the same at every point (its segments stay): the peak is then
             // where the most is allocated.
@@ -1096,14 +1129,15 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 // largest one, found by bisection.
                 maxBatch = largestFitting(
                     [&](double n) {
-                        return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning).total() <=
-                               est.capacityBytes;
+                        return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning, c.headRunning)
+                                   .total() <= est.capacityBytes;
                     },
                     maxBatch);
                 return;
             }
-            const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning).total();
-            const double slope = memoryAt(unit, c.phase, c.x, c.layerRunning).total() - intercept;
+            const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning).total();
+            const double slope =
+                memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning).total() - intercept;
             if (slope > 0)
                 maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
             else if (intercept > est.capacityBytes)
@@ -1120,7 +1154,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                     const StageModel m = withBatch(stageModel(probe, s, sizer), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {
-                        ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning).total() <= est.capacityBytes;
+                        ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning).total() <=
+                                       est.capacityBytes;
                     });
                     return ok;
                 },
@@ -1213,6 +1248,8 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
             if (ph == Phase::Forward && i == pointsPerPhase - 1)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
             out.push_back({ph, x, memoryAt(st, ph, x), false});
+            if (ph == Phase::Backward && i == 0 && st.headGradient > 0)
+                out.push_back({ph, x, memoryAt(st, ph, x, false, true), false, true});
             if (ph == Phase::Backward && i == 0)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
         }

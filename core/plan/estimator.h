@@ -173,6 +173,8 @@ struct TimelinePoint {
     // At the forward's end and the backward's start there are two points: the last (first) layer running,
     // with its transients, and the loss, with the logits.
     bool layerRunning = false;
+    // At the backward's start, a third: the head's backward, after the loss's and before any layer's.
+    bool headRunning = false;
 };
 // Memory of one pipeline stage's GPU through one step (training: forward, backward, optimizer;
 // inference: prefill, decode), `pointsPerPhase` samples each, and in training one more at each side of the

@@ -23,6 +23,10 @@ struct StageModel {
     // Per sample (withBatch scales them) for all layers of the stage.
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
     double logits = 0, logitsGradient = 0;
+    // The head's backward, between the loss's and the last layer's: the logits' gradient it reads (per
+    // sample) and its weight's gradient it writes, `headGradientCopies` of them alive (core/plan
+    // estimator.cpp, trainingStage). 0: not a moment of its own.
+    double headLogitsGradient = 0, headGradient = 0, headGradientCopies = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer

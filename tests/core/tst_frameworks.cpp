@@ -111,6 +111,10 @@ const std::vector<std::string> kFitRuns = {
     "torchtune-llama3.2-3b-full-ac",
     // A validate run until loss_parallel and the gathered head input were read from source because of it.
     "torchtitan-llama3-70b-fsdp32-tp8-full-ac",
+    // Validate runs until the head's backward was modelled because they were 6.7% under.
+    "torchtune-llama3.2-3b-optimizer-in-backward",
+    "torchtune-llama3.2-3b-activation-offloading",
+    "torchtune-llama3.2-3b-adamw8bit",
     // Megatron-LM CI tests that were validate runs until Megatron's fused cross-entropy was modelled on them.
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
@@ -119,9 +123,6 @@ const std::vector<std::string> kFitRuns = {
 // arguments by examples/published/megatron_ci.py): checked as a set against the targets, never one by one,
 // and never tuned for (a constant changed to pass one moves it to the fit runs above).
 const std::vector<std::string> kValidateRuns = {
-    "torchtune-llama3.2-3b-optimizer-in-backward",
-    "torchtune-llama3.2-3b-activation-offloading",
-    "torchtune-llama3.2-3b-adamw8bit",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_fim_dataset",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files",
     "megatron-ci-gpt3_mcore_te_tp1_pp1_frozen_resume_torch_dist_dist_optimizer",
@@ -275,6 +276,18 @@ const std::map<std::string, KnownMiss> kKnownMisses = {
      {0.063, "Eager blocks reserve 5.4 GiB more than the same run compiled (Table 1), and 5.0 GiB on 128 "
              "GPUs (Table 3); the source read so far keeps the same tensors either way, so the profile "
              "gives the compiled figure for both."}},
+    {"torchtune-llama3.2-3b-chunked-loss",
+     {0.066,
+      "6.6% over, 2.9 GiB: the head's backward (two gradients of the tied weight beside seven of the "
+      "eight chunks' logit gradients) is where this uncheckpointed run peaks in the plan; the plan was "
+      "already 4.4% (1.9 GiB) over at the loss, so what it keeps for the compiled layers without "
+      "checkpointing is too much, and by how much is not read yet."}},
+    {"torchtune-llama3.2-3b-adamw8bit",
+     {0.129, "13% under, 2.3 GiB: the table ran torchao's AdamW8bit, whose step is a torch.compile'd "
+             "function per parameter (torchao/prototype/low_bit_optim/adam.py single_param_adam: states "
+             "dequantised to fp32, the update in fp32), not bitsandbytes' kernel the scenario's adam8bit "
+             "plans; stepping the 394M-parameter tied embedding last, what Inductor keeps in fp32 besides "
+             "(about one and a half of its fp32 copies) is not read yet."}},
     {"torchtitan-llama3-70b-fsdp32-tp8-full-ac",
      {0.122, "12% under, 8.8 GiB: loss_parallel's four fp32 vocabulary shards and the output layer's "
              "gathered input are planned (torch's tensor/parallel/loss.py, DTensor's ColwiseParallel); "
@@ -284,7 +297,6 @@ const std::map<std::string, KnownMiss> kKnownMisses = {
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
 const std::map<std::string, double> kValidateMisses = {
-    {"torchtune-llama3.2-3b-adamw8bit", 0.184},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2", 0.121},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss", 0.121},
     {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic", 0.122},
@@ -351,7 +363,28 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     std::sort(errors.begin(), errors.end());
     const double median = errors.size() % 2 ? errors[errors.size() / 2]
                                             : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-    // The aim was 2%; this guards what the profiles reach today (1.5%) against regressions.
+    // The aim was 2%; this guards what the profiles reached (1.5%) against regressions. Runs moved from
+    // validate to fit because a rule was chosen on them come with their errors: the 24 runs fit before
+    // 2026-11-25 are held to it on their own, and the whole set's miss is named.
+    std::vector<double> before;
+    for (const CaseResult& r : published().results)
+        if (r.c->role == "fit" && r.c->id.rfind("torchtune-llama3.2-3b-", 0) != 0)
+            before.push_back(std::abs(r.estimated / r.measured - 1));
+    for (const char* id : {"torchtune-llama3.2-3b-packed", "torchtune-llama3.2-3b-compile",
+                           "torchtune-llama3.2-3b-chunked-loss", "torchtune-llama3.2-3b-full-ac"}) {
+        const CaseResult* r = publishedRun(id);
+        QVERIFY(r);
+        before.push_back(std::abs(r->estimated / r->measured - 1));
+    }
+    QCOMPARE(before.size(), size_t(24));
+    std::sort(before.begin(), before.end());
+    const double beforeMedian = (before[11] + before[12]) / 2;
+    QVERIFY2(beforeMedian <= 0.02, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
+    QEXPECT_FAIL(
+        "",
+        "2.2% over the 27 fit runs: torchtune's three rows with the step in the backward (2.4%, 2.2% "
+        "and 12.9% off) became fit when the head's backward was modelled because of them.",
+        Continue);
     QVERIFY2(median <= 0.02, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
     std::vector<const CaseResult*> all;
     for (const CaseResult& r : published().results)
@@ -363,8 +396,9 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
 void TestFrameworks::validateRunsAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::newRow("allocated") << QStringLiteral("allocated"); // Megatron's mem-max-allocated-bytes
-    QTest::newRow("active") << QStringLiteral("active");       // torchtune's peak memory active
-    // No validate run reports reserved memory since torchtitan's 70B run became a fit run (2026-11-25).
+    // No validate run reports reserved memory since torchtitan's 70B run became a fit run, nor active
+    // memory since torchtune's rows with the step in the backward did (the head's backward was modelled
+    // looking at them, 2026-11-25).
 }
 
 void TestFrameworks::validateRunsAgainstTheTargets() {
@@ -408,34 +442,17 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                                     .arg(100 * e, 0, 'f', 1)
                                     .arg(100 * miss->second, 0, 'f', 1)));
     }
-    if (counter == QLatin1String("active"))
-        QEXPECT_FAIL(
-            "active",
-            "torchtune's rows with the optimizer step in the backward are 6.7% (1.5 GiB) under: "
-            "beyond the states the run held 5.1 GiB, the plan 3.5. Which AdamW implementation the "
-            "table ran is not said; the profile's default (fused) steps the tied embedding last with "
-            "no scratch, where foreach would hold 0.73 GiB and one tensor at a time 1.47 GiB. Not "
-            "chosen on these rows.",
-            Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
-    if (counter == QLatin1String("active"))
-        QEXPECT_FAIL("active",
-                     "torchtune's + 8-bit AdamW row is 18% under: the table ran torchao's AdamW8bit, whose "
-                     "step is a torch.compile'd function per parameter, not bitsandbytes' kernel the "
-                     "scenario's adam8bit plans; it saved 4.2 GiB where two 8-bit states instead of two bf16 "
-                     "ones save 6.0, and what its step holds besides is not read yet.",
-                     Continue);
-    else
-        QEXPECT_FAIL(
-            "allocated",
-            "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 19% "
-            "under: the same fused_cross_entropy.py that held one fp32 logits-sized buffer more at "
-            "d98e8a64d (the rule, fit on that pair) held two there, 0.77 GiB over their twins without the "
-            "flag; the compiler of that container, not the source, differs, and a scenario cannot say "
-            "which PyTorch ran. At d98e8a64d TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 "
-            "x CP 2 12.1-12.3% under (ten runs; 4-5% under at 0.12), TP 4 with the distributed optimizer "
-            "8-12% under: small GPTs (hidden 512) where the missing 0.1 GiB is not read yet.",
-            Continue);
+    QEXPECT_FAIL(
+        "allocated",
+        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 19% "
+        "under: the same fused_cross_entropy.py that held one fp32 logits-sized buffer more at "
+        "d98e8a64d (the rule, fit on that pair) held two there, 0.77 GiB over their twins without the "
+        "flag; the compiler of that container, not the source, differs, and a scenario cannot say "
+        "which PyTorch ran. At d98e8a64d TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 "
+        "x CP 2 12.1-12.3% under (ten runs; 4-5% under at 0.12), TP 4 with the distributed optimizer "
+        "8-12% under: small GPTs (hidden 512) where the missing 0.1 GiB is not read yet.",
+        Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
 
@@ -611,10 +628,36 @@ void TestFrameworks::optimizerInBackwardByHand() {
     for (const TimelinePoint& t : timeline)
         if (t.phase == Phase::Backward && t.progress == 1)
             QCOMPARE(t.bytes[Category::Temporaries], 2 * 2 * embedding);
-        else if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning)
+        else if (t.phase == Phase::Backward && t.progress == 0 && !t.layerRunning && !t.headRunning)
             QCOMPARE(t.bytes[Category::Gradients] + t.bytes[Category::Temporaries], 0.0);
     QCOMPARE(at(fused, Phase::Optimizer)[Category::Gradients], 0.0);
     QCOMPARE(at(fused, Phase::Optimizer)[Category::Temporaries], 0.0);
+    // The head's backward, after the loss's and before any layer's. With torchtune's chunked loss the head
+    // runs on 8 chunks: every chunk's loss backward runs first (autograd takes the highest sequence number,
+    // and the loss's nodes were made after the model's), then the chunks' matmuls, each writing a whole
+    // bf16 gradient of the tied weight that is added to the sum so far. From the second chunk on: the sum
+    // and the new one, 2 x 2 x 128,256 x 3,072 bytes, beside 7 of the 8 chunks' bf16 logit gradients and the
+    // final norm's input and the head's (bf16, b x s x 3,072 each).
+    json chunkedDoc = doc;
+    chunkedDoc["training"]["loss"] = "chunked";
+    const Scenario chunked = scenarioFromJson(chunkedDoc);
+    const double tokens = 1.0 * chunked.training.microBatchSize * chunked.training.sequenceLength;
+    bool sawHead = false;
+    for (const TimelinePoint& t : phaseTimeline(chunked, 0, 4)) {
+        if (!t.headRunning)
+            continue;
+        sawHead = true;
+        QCOMPARE(t.phase, Phase::Backward);
+        QCOMPARE(t.bytes[Category::Gradients], 2 * 2 * embedding);
+        QCOMPARE(t.bytes[Category::Logits], tokens * (2 * 3072 + 2 * 3072) + 7.0 / 8 * 2 * tokens * 128256);
+        QCOMPARE(t.bytes[Category::Temporaries], 0.0);
+    }
+    QVERIFY(sawHead);
+    // A frozen head (adapters) has no such moment.
+    chunkedDoc["training"]["optimizer_in_backward"] = false;
+    chunkedDoc["training"]["fine_tuning"] = {{"method", "lora"}, {"rank", 8}};
+    for (const TimelinePoint& t : phaseTimeline(scenarioFromJson(chunkedDoc), 0, 4))
+        QVERIFY(!t.headRunning);
     // Without it, the step holds every gradient: 2 bytes x 3,212,749,824 parameters.
     QCOMPARE(at(plain, Phase::Optimizer)[Category::Gradients], 2 * 3212749824.0);
     // With full checkpointing the plain peak is that step; in the backward it is gone. Without, both peak
