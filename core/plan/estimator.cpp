@@ -703,6 +703,17 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // their fp32 copy for the reduce-scatter (reduce_dtype=float32).
         st.gatherBackward = gb * root + layer * (prefetch * gb + b.gradients + 4);
         st.reservedExtra = gb * std::max(root, prefetch * layer);
+        // The root's parameters get their gradients unsharded, in the parameters' dtype, and its
+        // post-backward runs only in the final callback, as the backward ends (no module input of the root
+        // needs a gradient to trigger it earlier: _fsdp_state.py _root_post_backward_final_callback): the
+        // head's gradient is held from its backward on; at the end foreach_reduce
+        // (_fsdp_collectives.py) copies every root gradient into one reduce-scatter input of
+        // reduce_dtype (fp32) before it frees them, and writes the reduced shard.
+        if (st.headGradient > 0) {
+            st.headGradient = gb * m.vocab * m.hidden / c.tensorParallel; // unsharded: param_dtype
+            st.rootGradientHeld = st.headGradient;
+        }
+        st.rootReduceAtEnd = root * (gb + 4 + 4 / group);
     }
     if (tr.framework == Framework::Unsloth && m.known && st.layers > 0) {
         // Unsloth's checkpointed layers, replayed op by op through the caching allocator
@@ -893,6 +904,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
         // The loss's backward runs before any layer's: only what the forward had gathered.
         b[Category::GatherBuffers] = loss ? st.gatherForward : st.gatherBackward;
+        if (!loss)
+            // FSDP2's root unit: the head's gradient held through the layers, all of the root's reduced at
+            // the end (StageModel::rootReduceAtEnd).
+            b[Category::Gradients] += x >= 1 ? st.rootReduceAtEnd : st.rootGradientHeld;
         if (loss && headRunning && st.headGradient > 0) {
             // The head's backward: the logits' gradient it reads and the weight gradients it writes, beside
             // the gradients earlier micro-batches left.

@@ -573,6 +573,26 @@ void TestFrameworks::torchtitanRootStaysGathered() {
     // all-gather stream (2 x root), and the bf16 logits freed before the backward (2 x 16384 x 128256).
     const double allocated = est.allocatedPeakBytes;
     QCOMPARE(est.perGpu[Category::AllocatorOverhead], 0.03 * allocated + 2 * root + 2.0 * 16384 * 128256);
+    // The root's gradients: unsharded in bf16 until the root's post-backward, which only the backward's
+    // final callback runs (no input of the root needs a gradient). The head's is held from its backward
+    // through the layers; at the end FSDP2's foreach_reduce copies all of the root's into one fp32
+    // reduce-scatter input before freeing them, and writes the fp32 shard: root x (2 + 4 + 4 / 64) bytes
+    // on 64 GPUs, beside every layer's sharded gradient (2 bytes a parameter here, over 64). With full
+    // checkpointing and 2,048 tokens that end of the backward is the peak.
+    const Scenario shortRun = llama3("meta-llama/Llama-3.1-8B", 64, 1, 2048, "full");
+    double heldInLayers = -1, atEnd = -1;
+    for (const TimelinePoint& t : phaseTimeline(shortRun, 0, 4))
+        if (t.phase == Phase::Backward && t.progress > 0 && t.progress < 1)
+            heldInLayers = t.bytes[Category::Gradients];
+        else if (t.phase == Phase::Backward && t.progress == 1)
+            atEnd = t.bytes[Category::Gradients];
+    const double sharded = 2 * 8030261248.0 / 64;
+    QCOMPARE(atEnd, sharded + root * (2 + 4 + 4.0 / 64));
+    QVERIFY(heldInLayers > 2.0 * 128256 * 4096);               // the head's, held
+    QVERIFY(heldInLayers < sharded + 2.0 * 128256 * 4096 + 1); // and the layers' shards so far
+    const Estimate end = estimate(shortRun);
+    QCOMPARE(end.peakPhase, Phase::Backward);
+    QCOMPARE(end.perGpu[Category::Gradients], atEnd);
 }
 
 void TestFrameworks::contextParallelShardsStates() {
