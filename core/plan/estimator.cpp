@@ -690,30 +690,50 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     }
     if (tr.framework == Framework::Torchtitan && shardsWeights(c) && m.known) {
         // FSDP2 as torchtitan applies it (torchtitan/models/llama3/infra/parallelize.py apply_fsdp;
-        // torch/distributed/fsdp/_fully_shard): the root module (embeddings, final norm, output) is
-        // gathered when the forward starts and stays unsharded until the backward ends, and the last
-        // layer is not resharded after its forward. Each layer's all-gather output is allocated on the
-        // all-gather stream, so the allocator keeps a block of the largest of them cached on that stream,
-        // reserved but not allocated at the peak.
-        const double root = rootUnitParams(sc, stage, st.last);
+        // torch/distributed/fsdp/_fully_shard). Each unit's all-gather output is allocated on the all-gather
+        // stream, so the allocator keeps a block of the largest cached on that stream, reserved but not
+        // allocated at the peak. In the backward, the layer being computed and the one prefetched, its
+        // gradients in bf16 and their fp32 copy for the reduce-scatter (reduce_dtype=float32).
         const double layer = sp.largestLayer;
-        const double gb = b.weights; // MixedPrecisionPolicy(param_dtype=bf16)
-        st.gatherForward = gb * (root + layer);
-        // In the backward, the layer being computed and the one prefetched, its gradients in bf16 and
-        // their fp32 copy for the reduce-scatter (reduce_dtype=float32).
-        st.gatherBackward = gb * root + layer * (prefetch * gb + b.gradients + 4);
-        st.reservedExtra = gb * std::max(root, prefetch * layer);
-        // The root's parameters get their gradients unsharded, in the parameters' dtype, and its
-        // post-backward runs only in the final callback, as the backward ends (no module input of the root
-        // needs a gradient to trigger it earlier: _fsdp_state.py _root_post_backward_final_callback): the
-        // head's gradient is held from its backward on; at the end foreach_reduce
-        // (_fsdp_collectives.py) copies every root gradient into one reduce-scatter input of
-        // reduce_dtype (fp32) before it frees them, and writes the reduced shard.
-        if (st.headGradient > 0) {
-            st.headGradient = gb * m.vocab * m.hidden / c.tensorParallel; // unsharded: param_dtype
-            st.rootGradientHeld = st.headGradient;
+        const double gb = b.weights;          // MixedPrecisionPolicy(param_dtype=bf16)
+        const double reduced = 4 + 4 / group; // foreach_reduce's fp32 input, and the shard it writes
+        st.gatherBackward = layer * (prefetch * gb + b.gradients + 4);
+        if (tr.versionBefore(0, 2)) {
+            // Before torchtitan 0.2 (83e694105, July 2025) the root module (embeddings, final norm, output)
+            // is one unit, gathered when the forward starts and unsharded until the backward ends, and the
+            // last layer is not resharded after its forward. The root's parameters get their gradients
+            // unsharded, in the parameters' dtype, and its post-backward runs only in the final callback
+            // (_fsdp_state.py _root_post_backward_final_callback: no input of the root needs a gradient to
+            // trigger it earlier): the head's gradient is held from its backward on; at the end
+            // foreach_reduce (_fsdp_collectives.py) copies every root gradient into one reduce-scatter input
+            // of reduce_dtype (fp32) before it frees them, and writes the reduced shard.
+            const double root = rootUnitParams(sc, stage, st.last);
+            st.gatherForward = gb * (root + layer);
+            st.gatherBackward += gb * root;
+            st.reservedExtra = gb * std::max(root, prefetch * layer);
+            if (st.headGradient > 0) {
+                st.headGradient = gb * m.vocab * m.hidden / c.tensorParallel; // unsharded: param_dtype
+                st.rootGradientHeld = st.headGradient;
+            }
+            st.rootReduceAtEnd = root * (gb + reduced);
+        } else {
+            // From 0.2 the embeddings, each layer and [final norm, output] are units of their own, and the
+            // model the root with nothing left: layers are resharded after their forward (unless a
+            // pipeline), [norm, output] not, so at the loss the head is gathered (and the last layer, which
+            // the backward prefetches). The head's unit reduces after its backward (its input needs a
+            // gradient): its unsharded gradient goes into the reduce-scatter input, which FSDP2 keeps until
+            // the next unit's reduce-scatter (ReduceScatterState), through the last layer's backward. The
+            // embeddings' unit is gathered again for its backward and reduced when the backward ends.
+            const double embedding = stage == 0 ? embeddingShard(m, c.tensorParallel) : 0;
+            const double head = st.last ? rootUnitParams(sc, p - 1, true) - (p == 1 ? embedding : 0) : 0;
+            st.gatherForward = gb * (head + layer);
+            st.reservedExtra = gb * std::max({head, embedding, prefetch * layer});
+            if (st.headGradient > 0) {
+                st.headGradient = gb * m.vocab * m.hidden / c.tensorParallel;
+                st.headReduceHeld = reduced * head;
+            }
+            st.rootReduceAtEnd = embedding * (2 * gb + reduced);
         }
-        st.rootReduceAtEnd = root * (gb + 4 + 4 / group);
     }
     if (tr.framework == Framework::Unsloth && m.known && st.layers > 0) {
         // Unsloth's checkpointed layers, replayed op by op through the caching allocator
@@ -905,9 +925,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         // The loss's backward runs before any layer's: only what the forward had gathered.
         b[Category::GatherBuffers] = loss ? st.gatherForward : st.gatherBackward;
         if (!loss)
-            // FSDP2's root unit: the head's gradient held through the layers, all of the root's reduced at
-            // the end (StageModel::rootReduceAtEnd).
-            b[Category::Gradients] += x >= 1 ? st.rootReduceAtEnd : st.rootGradientHeld;
+            // FSDP2's root units: the head's gradient held through the layers (or its reduce-scatter input
+            // through the last layer's backward), what the backward's end reduces (StageModel).
+            b[Category::Gradients] +=
+                x >= 1 ? st.rootReduceAtEnd : st.rootGradientHeld + (x <= 0 ? st.headReduceHeld : 0);
         if (loss && headRunning && st.headGradient > 0) {
             // The head's backward: the logits' gradient it reads and the weight gradients it writes, beside
             // the gradients earlier micro-batches left.

@@ -27,10 +27,12 @@ struct StageModel {
     // sample) and its weight's gradient it writes, `headGradientCopies` of them alive (core/plan
     // estimator.cpp, trainingStage). 0: not a moment of its own.
     double headLogitsGradient = 0, headGradient = 0, headGradientCopies = 0;
-    // FSDP2's root unit (torchtitan: embeddings, final norm, head) is reduced once, when the backward ends:
-    // the head's unsharded gradient is held from its backward on, and at the end every root gradient and
-    // the reduce-scatter's input in the reduce dtype live together.
-    double rootGradientHeld = 0, rootReduceAtEnd = 0;
+    // FSDP2 under torchtitan before 0.2: one root unit (embeddings, final norm, head), reduced when the
+    // backward ends: the head's unsharded gradient is held from its backward on, and at the end every root
+    // gradient and the reduce-scatter's input in the reduce dtype live together. From 0.2: the head's unit
+    // is reduced after its backward, its reduce-scatter input kept through the last layer's backward
+    // (headReduceHeld); the embeddings' unit, gathered again, is reduced at the end.
+    double rootGradientHeld = 0, headReduceHeld = 0, rootReduceAtEnd = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer

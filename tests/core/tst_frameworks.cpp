@@ -562,10 +562,24 @@ void TestFrameworks::lossBytesPerFramework() {
 }
 
 void TestFrameworks::torchtitanRootStaysGathered() {
-    // FSDP2's root (embeddings 128256 x 4096, output 128256 x 4096, final norm 4096) is not resharded after
-    // the forward, nor the last layer (218,112,000 parameters): both are gathered in bf16 at the loss.
-    const double root = 2.0 * 128256 * 4096 + 4096, layer = 218112000;
-    const Scenario sc = llama3("meta-llama/Llama-3.1-8B", 8, 2, 8192, "selective_op");
+    // Before torchtitan 0.2, FSDP2's root (embeddings 128256 x 4096, output 128256 x 4096, final norm 4096)
+    // is one unit, not resharded after the forward, nor the last layer (218,112,000 parameters): both are
+    // gathered in bf16 at the loss.
+    const double embedding = 128256.0 * 4096, head = 128256.0 * 4096 + 4096;
+    const double root = embedding + head, layer = 218112000;
+    auto titan = [](const char* version, int gpus, int mbs, int seq, const char* checkpointing) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = "torchtitan";
+        if (version)
+            doc["training"]["framework_version"] = version;
+        doc["training"]["micro_batch_size"] = mbs;
+        doc["training"]["sequence_length"] = seq;
+        doc["training"]["activation_checkpointing"] = checkpointing;
+        doc["cluster"]["num_gpus"] = gpus;
+        doc["cluster"]["data_parallel"] = "zero3";
+        return scenarioFromJson(doc);
+    };
+    const Scenario sc = titan("0.1", 8, 2, 8192, "selective_op");
     const Estimate est = estimate(sc);
     QCOMPARE(est.peakPhase, Phase::Backward);
     QCOMPARE(est.perGpu[Category::GatherBuffers], 2 * (root + layer));
@@ -579,20 +593,31 @@ void TestFrameworks::torchtitanRootStaysGathered() {
     // reduce-scatter input before freeing them, and writes the fp32 shard: root x (2 + 4 + 4 / 64) bytes
     // on 64 GPUs, beside every layer's sharded gradient (2 bytes a parameter here, over 64). With full
     // checkpointing and 2,048 tokens that end of the backward is the peak.
-    const Scenario shortRun = llama3("meta-llama/Llama-3.1-8B", 64, 1, 2048, "full");
-    double heldInLayers = -1, atEnd = -1;
-    for (const TimelinePoint& t : phaseTimeline(shortRun, 0, 4))
-        if (t.phase == Phase::Backward && t.progress > 0 && t.progress < 1)
-            heldInLayers = t.bytes[Category::Gradients];
-        else if (t.phase == Phase::Backward && t.progress == 1)
-            atEnd = t.bytes[Category::Gradients];
     const double sharded = 2 * 8030261248.0 / 64;
-    QCOMPARE(atEnd, sharded + root * (2 + 4 + 4.0 / 64));
-    QVERIFY(heldInLayers > 2.0 * 128256 * 4096);               // the head's, held
-    QVERIFY(heldInLayers < sharded + 2.0 * 128256 * 4096 + 1); // and the layers' shards so far
-    const Estimate end = estimate(shortRun);
-    QCOMPARE(end.peakPhase, Phase::Backward);
-    QCOMPARE(end.perGpu[Category::Gradients], atEnd);
+    auto gradients = [](const Scenario& s, double progress, bool layerRunning) {
+        for (const TimelinePoint& t : phaseTimeline(s, 0, 4))
+            if (t.phase == Phase::Backward && std::abs(t.progress - progress) < 1e-9 &&
+                t.layerRunning == layerRunning && !t.headRunning)
+                return t.bytes[Category::Gradients];
+        return -1.0;
+    };
+    const Scenario old = titan("0.1", 64, 1, 2048, "full");
+    QCOMPARE(gradients(old, 1, false), sharded + root * (2 + 4 + 4.0 / 64));
+    QCOMPARE(gradients(old, 0, true), 2 * embedding); // the head's, held: nothing sharded yet
+    const Estimate oldEnd = estimate(old);
+    QCOMPARE(oldEnd.peakPhase, Phase::Backward);
+    QCOMPARE(oldEnd.perGpu[Category::Gradients], gradients(old, 1, false));
+    // From 0.2 (the default) the embeddings, each layer and [norm, output] are units of their own, layers
+    // resharded after their forward: at the loss the head and the last layer (which the backward
+    // prefetches) are gathered, not the embeddings. The head's unit reduces after its own backward; FSDP2
+    // keeps its fp32 reduce-scatter input and shard until the next unit reduces, through the last layer's
+    // backward: head x (4 + 4 / 8). The embeddings' unit is gathered again at the end and reduced: embedding
+    // x (2 + 2 + 4 + 4 / 8).
+    const Scenario now = titan(nullptr, 8, 2, 8192, "selective_op");
+    QCOMPARE(estimate(now).perGpu[Category::GatherBuffers], 2 * (head + layer));
+    QCOMPARE(gradients(now, 0, true), head * (4 + 4.0 / 8));
+    QCOMPARE(gradients(now, 1, false), 2 * 8030261248.0 / 8 + embedding * (2 + 2 + 4 + 4.0 / 8));
+    QVERIFY(estimate(now).peakBytes < est.peakBytes - 2 * embedding); // the embeddings gathered no more
 }
 
 void TestFrameworks::contextParallelShardsStates() {

@@ -139,6 +139,7 @@ private slots:
     void dropScenarioAndConfig();
     void unitsAndLegend();
     void servingShowsTokensAndRequests();
+    void frameworkRelease();
     void nvlsCheckBoxWhereNcclCanUseIt();
     void cudaGraphEstimateCheckBox();
     void tablesCopyAsMarkdownAndCsv();
@@ -212,6 +213,39 @@ void TestMainWindow::settingsRoundTrip() {
     // And the preset combo shows the model.
     QCOMPARE(w->settingsPanel()->findChild<QComboBox*>("preset")->currentData().toString(),
              QString::fromStdString(doc["model"]["preset"].get<std::string>()));
+}
+
+void TestMainWindow::frameworkRelease() {
+    // torchtitan's release: shown with torchtitan only, the newest by default; "before 0.2" writes 0.1 and
+    // the plan keeps the root unit gathered (docs/frameworks.md); another framework drops the release.
+    auto w = window();
+    json doc = fullTrainingScenario();
+    doc["training"]["framework"] = "torchtitan";
+    doc["training"].erase("fine_tuning");
+    doc["training"]["loss"] = "full";
+    doc["cluster"]["data_parallel"] = "fsdp";
+    w->document()->reset(doc);
+    QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
+    QComboBox* release = nullptr;
+    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/training/framework_version"))
+        if (combo->findData(QStringLiteral("0.1")) >= 0)
+            release = combo;
+    QVERIFY(release);
+    QCOMPARE(release->currentData().toString(), QStringLiteral("0.2"));
+    QVERIFY(!w->settingsPanel()->valuesFromWidgets()["training"].contains("framework_version") ||
+            w->settingsPanel()->valuesFromWidgets()["training"]["framework_version"] == "0.2");
+    const int old = release->findData(QStringLiteral("0.1"));
+    release->setCurrentIndex(old);
+    emit release->activated(old);
+    QCOMPARE(w->document()->json()["training"]["framework_version"].get<std::string>(), std::string("0.1"));
+    QVERIFY(w->document()->scenario().training.versionBefore(0, 2));
+    auto* framework = w->settingsPanel()->findChild<QComboBox*>("/training/framework");
+    QVERIFY(framework);
+    const int tune = framework->findData(QStringLiteral("torchtune"));
+    framework->setCurrentIndex(tune);
+    emit framework->activated(tune);
+    QVERIFY(!w->document()->json()["training"].contains("framework_version"));
+    QVERIFY(!w->settingsPanel()->valuesFromWidgets()["training"].contains("framework_version"));
 }
 
 void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {

@@ -60,6 +60,9 @@ struct SettingsPanel::Field {
     bool trainingOnly = false; // hidden when planning inference (sharding, offload, sequence parallelism)
     // Shown only when this holds for the document (settings that only mean something with another one).
     std::function<bool(const nlohmann::json& doc)> visibleWhen;
+    // Written only while shown: one of several fields for the same key (a framework's release), whose
+    // others stand for other frameworks.
+    bool onlyWhenShown = false;
     // An Int shown as this many times what the file stores: 100 for a fraction shown in percent
     // (gpu_memory_utilization), 1024 for GiB shown in MiB, as nvidia-smi prints them (gpu_memory_gib).
     int scale = 0;
@@ -279,6 +282,31 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
              choiceField("/training/framework", "Framework", choicesOf(frameworkNames()), "pytorch",
                          "What runs the step: each framework keeps its own tensors for backward, its own "
                          "loss and buffers (docs/frameworks.md)"));
+    m_fields.back()->clears = "framework_version"; // a release names its framework
+    // The framework's release where its memory changed between releases (docs/frameworks.md).
+    const auto frameworkIs = [](std::vector<std::string> names) { // owned: the lambda outlives the call
+        return [names = std::move(names)](const json& doc) {
+            return std::find(names.begin(), names.end(), textAt(trainingOf(doc), "framework")) != names.end();
+        };
+    };
+    addField(trainingForm,
+             choiceField("/training/framework_version", "Release",
+                         {{QStringLiteral("0.2"), QStringLiteral("0.2 and later")},
+                          {QStringLiteral("0.1"), QStringLiteral("before 0.2 (one FSDP2 root unit)")}},
+                         "0.2",
+                         "torchtitan's release: before 0.2 the embeddings, final norm and head are one "
+                         "FSDP2 unit, gathered through the step and reduced when the backward ends"));
+    m_fields.back()->visibleWhen = frameworkIs({"torchtitan"});
+    m_fields.back()->onlyWhenShown = true;
+    addField(trainingForm,
+             choiceField("/training/framework_version", "Release",
+                         {{QStringLiteral("4.46"), QStringLiteral("transformers 4.46 and later")},
+                          {QStringLiteral("4.44"), QStringLiteral("before 4.46 (fp32 logits kept)")}},
+                         "4.46",
+                         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits "
+                         "through the backward"));
+    m_fields.back()->visibleWhen = frameworkIs({"huggingface", "deepspeed"});
+    m_fields.back()->onlyWhenShown = true;
     addField(trainingForm,
              choiceField("/training/precision", "Precision", choicesOf(precisionNames()), "bf16_mixed",
                          "Bytes per parameter: weights + gradients + master weights + Adam states"));
@@ -901,7 +929,8 @@ void SettingsPanel::importConfig() {
 nlohmann::json SettingsPanel::valuesFromWidgets() const {
     json out = json::object();
     for (const auto& f : m_fields)
-        if (f->row->parentWidget() && (f->engines.isEmpty() || f->form->isRowVisible(f->row)) &&
+        if (f->row->parentWidget() &&
+            ((f->engines.isEmpty() && !f->onlyWhenShown) || f->form->isRowVisible(f->row)) &&
             ((f->pointer.startsWith("/training") && !m_training->isHidden()) ||
              (f->pointer.startsWith("/inference") && !m_inference->isHidden()) ||
              f->pointer.startsWith("/cluster") || f->pointer.startsWith("/overheads")))
