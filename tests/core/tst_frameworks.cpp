@@ -48,9 +48,13 @@ Breakdown atLoss(const Scenario& sc) {
     return Breakdown{};
 }
 
-Scenario llama3(const std::string& preset, int gpus, int mbs, int seq, const char* checkpointing) {
+// torchtitan's newest release unless `version` names one.
+Scenario llama3(const std::string& preset, int gpus, int mbs, int seq, const char* checkpointing,
+                const char* version = nullptr) {
     json doc = trainingDoc({{"preset", preset}});
     doc["training"]["framework"] = "torchtitan";
+    if (version)
+        doc["training"]["framework_version"] = version;
     doc["training"]["micro_batch_size"] = mbs;
     doc["training"]["sequence_length"] = seq;
     doc["training"]["activation_checkpointing"] = checkpointing;
@@ -567,19 +571,7 @@ void TestFrameworks::torchtitanRootStaysGathered() {
     // gathered in bf16 at the loss.
     const double embedding = 128256.0 * 4096, head = 128256.0 * 4096 + 4096;
     const double root = embedding + head, layer = 218112000;
-    auto titan = [](const char* version, int gpus, int mbs, int seq, const char* checkpointing) {
-        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
-        doc["training"]["framework"] = "torchtitan";
-        if (version)
-            doc["training"]["framework_version"] = version;
-        doc["training"]["micro_batch_size"] = mbs;
-        doc["training"]["sequence_length"] = seq;
-        doc["training"]["activation_checkpointing"] = checkpointing;
-        doc["cluster"]["num_gpus"] = gpus;
-        doc["cluster"]["data_parallel"] = "zero3";
-        return scenarioFromJson(doc);
-    };
-    const Scenario sc = titan("0.1", 8, 2, 8192, "selective_op");
+    const Scenario sc = llama3("meta-llama/Llama-3.1-8B", 8, 2, 8192, "selective_op", "0.1");
     const Estimate est = estimate(sc);
     QCOMPARE(est.peakPhase, Phase::Backward);
     QCOMPARE(est.perGpu[Category::GatherBuffers], 2 * (root + layer));
@@ -601,7 +593,7 @@ void TestFrameworks::torchtitanRootStaysGathered() {
                 return t.bytes[Category::Gradients];
         return -1.0;
     };
-    const Scenario old = titan("0.1", 64, 1, 2048, "full");
+    const Scenario old = llama3("meta-llama/Llama-3.1-8B", 64, 1, 2048, "full", "0.1");
     QCOMPARE(gradients(old, 1, false), sharded + root * (2 + 4 + 4.0 / 64));
     QCOMPARE(gradients(old, 0, true), 2 * embedding); // the head's, held: nothing sharded yet
     const Estimate oldEnd = estimate(old);
@@ -613,7 +605,7 @@ void TestFrameworks::torchtitanRootStaysGathered() {
     // keeps its fp32 reduce-scatter input and shard until the next unit reduces, through the last layer's
     // backward: head x (4 + 4 / 8). The embeddings' unit is gathered again at the end and reduced: embedding
     // x (2 + 2 + 4 + 4 / 8).
-    const Scenario now = titan(nullptr, 8, 2, 8192, "selective_op");
+    const Scenario now = llama3("meta-llama/Llama-3.1-8B", 8, 2, 8192, "selective_op");
     QCOMPARE(estimate(now).perGpu[Category::GatherBuffers], 2 * (head + layer));
     QCOMPARE(gradients(now, 0, true), head * (4 + 4.0 / 8));
     QCOMPARE(gradients(now, 1, false), 2 * 8030261248.0 / 8 + embedding * (2 + 2 + 4 + 4.0 / 8));

@@ -283,30 +283,37 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                          "What runs the step: each framework keeps its own tensors for backward, its own "
                          "loss and buffers (docs/frameworks.md)"));
     m_fields.back()->clears = "framework_version"; // a release names its framework
-    // The framework's release where its memory changed between releases (docs/frameworks.md).
-    const auto frameworkIs = [](std::vector<std::string> names) { // owned: the lambda outlives the call
-        return [names = std::move(names)](const json& doc) {
+    // The framework's release where its memory changed between releases (docs/frameworks.md): one field
+    // per framework that has them, shown and written with that framework only.
+    struct Release {
+        std::vector<std::string> frameworks;
+        const char *current, *currentText, *before, *beforeText, *tip;
+    };
+    const Release frameworkReleases[] = {
+        {{"torchtitan"},
+         "0.2",
+         "0.2 and later",
+         "0.1",
+         "before 0.2 (one FSDP2 root unit)",
+         "torchtitan's release: before 0.2 the embeddings, final norm and head are one FSDP2 unit, gathered "
+         "through the step and reduced when the backward ends"},
+        {{"huggingface", "deepspeed"},
+         "4.46",
+         "transformers 4.46 and later",
+         "4.44",
+         "before 4.46 (fp32 logits kept)",
+         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward"}};
+    for (const Release& r : frameworkReleases) {
+        addField(trainingForm,
+                 choiceField("/training/framework_version", "Release",
+                             {{QString::fromLatin1(r.current), QString::fromUtf8(r.currentText)},
+                              {QString::fromLatin1(r.before), QString::fromUtf8(r.beforeText)}},
+                             r.current, r.tip));
+        m_fields.back()->visibleWhen = [names = r.frameworks](const json& doc) {
             return std::find(names.begin(), names.end(), textAt(trainingOf(doc), "framework")) != names.end();
         };
-    };
-    addField(trainingForm,
-             choiceField("/training/framework_version", "Release",
-                         {{QStringLiteral("0.2"), QStringLiteral("0.2 and later")},
-                          {QStringLiteral("0.1"), QStringLiteral("before 0.2 (one FSDP2 root unit)")}},
-                         "0.2",
-                         "torchtitan's release: before 0.2 the embeddings, final norm and head are one "
-                         "FSDP2 unit, gathered through the step and reduced when the backward ends"));
-    m_fields.back()->visibleWhen = frameworkIs({"torchtitan"});
-    m_fields.back()->onlyWhenShown = true;
-    addField(trainingForm,
-             choiceField("/training/framework_version", "Release",
-                         {{QStringLiteral("4.46"), QStringLiteral("transformers 4.46 and later")},
-                          {QStringLiteral("4.44"), QStringLiteral("before 4.46 (fp32 logits kept)")}},
-                         "4.46",
-                         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits "
-                         "through the backward"));
-    m_fields.back()->visibleWhen = frameworkIs({"huggingface", "deepspeed"});
-    m_fields.back()->onlyWhenShown = true;
+        m_fields.back()->onlyWhenShown = true;
+    }
     addField(trainingForm,
              choiceField("/training/precision", "Precision", choicesOf(precisionNames()), "bf16_mixed",
                          "Bytes per parameter: weights + gradients + master weights + Adam states"));
