@@ -719,14 +719,16 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         } else {
             // From 0.2 the embeddings, each layer and [final norm, output] are units of their own, and the
             // model the root with nothing left: layers are resharded after their forward (unless a
-            // pipeline), [norm, output] not, so at the loss the head is gathered (and the last layer, which
-            // the backward prefetches). The head's unit reduces after its backward (its input needs a
-            // gradient): its unsharded gradient goes into the reduce-scatter input, which FSDP2 keeps until
-            // the next unit's reduce-scatter (ReduceScatterState), through the last layer's backward. The
-            // embeddings' unit is gathered again for its backward and reduced when the backward ends.
+            // pipeline), [norm, output] not, so at the loss only the head is gathered; the head's backward
+            // (its unit's pre-backward) prefetches the last layer. The head's unit reduces after its backward
+            // (its input needs a gradient): its unsharded gradient goes into the reduce-scatter input, which
+            // FSDP2 keeps until the next unit's reduce-scatter (ReduceScatterState), through the last layer's
+            // backward. The embeddings' unit is gathered again for its backward and reduced when the backward
+            // ends.
             const double embedding = stage == 0 ? embeddingShard(m, c.tensorParallel) : 0;
             const double head = st.last ? rootUnitParams(sc, p - 1, true) - (p == 1 ? embedding : 0) : 0;
             st.gatherForward = gb * (head + layer);
+            st.gatherAtLoss = gb * head; // the last layer resharded; the head's backward prefetches it
             st.reservedExtra = gb * std::max({head, embedding, prefetch * layer});
             if (st.headGradient > 0) {
                 st.headGradient = gb * m.vocab * m.hidden / c.tensorParallel;
@@ -901,7 +903,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
-        b[Category::GatherBuffers] = st.gatherForward;
+        b[Category::GatherBuffers] = loss && st.gatherAtLoss >= 0 ? st.gatherAtLoss : st.gatherForward;
         b[Category::Temporaries] = loss ? 0 : st.layerTemporary;
         break;
     }
@@ -923,7 +925,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             st.scores * (st.inFlight - x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
         // The loss's backward runs before any layer's: only what the forward had gathered.
-        b[Category::GatherBuffers] = loss ? st.gatherForward : st.gatherBackward;
+        b[Category::GatherBuffers] = !loss                                  ? st.gatherBackward
+                                     : st.gatherAtLoss >= 0 && !headRunning ? st.gatherAtLoss
+                                                                            : st.gatherForward;
         if (!loss)
             // FSDP2's root units: the head's gradient held through the layers (or its reduce-scatter input
             // through the last layer's backward), what the backward's end reduces (StageModel).

@@ -17,6 +17,7 @@ struct StageModel {
         double weights = 0, gradients = 0, master = 0, optimizer = 0;
     } withoutOffload;
     double gatherForward = 0, gatherBackward = 0;
+    double gatherAtLoss = -1; // gathered at the loss, when not what the forward's layers have (-1)
     double communication = 0, cudaContext = 0;
     double allocatorFraction = 0;
     bool gradientsInForward = false;
