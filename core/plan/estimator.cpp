@@ -246,11 +246,11 @@ struct LossBytes {
     double backward = 0;
 };
 
-// `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
-// (train.py: enable_loss_parallel unless --training.disable_loss_parallel).
 // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8): the model's output layer runs on as many chunks.
 constexpr double kTorchtuneOutputChunks = 8;
 
+// `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
+// (train.py: enable_loss_parallel unless --training.disable_loss_parallel).
 LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
     const double chunks = kTorchtuneOutputChunks;
     if (tr.framework == Framework::Unsloth &&
@@ -664,8 +664,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 tr.framework != Framework::Unsloth && tr.loss != LossKind::FusedLinear) {
                 st.headGradient = b.gradients * m.vocab * m.hidden / c.tensorParallel;
                 st.headGradientCopies = chunked ? 2 : 1;
-                st.headLogitsGradient = headInputs + logitBytes * sl * m.vocab / c.tensorParallel *
-                                                         (chunked ? 1 - 1 / kTorchtuneOutputChunks : 1);
+                // transformers before 4.46 keeps the fp32 logits in the model's output through the backward.
+                const bool keptFp32 =
+                    (tr.framework == Framework::HuggingFace || tr.framework == Framework::DeepSpeed) &&
+                    tr.versionBefore(4, 46);
+                st.headLogitsGradient =
+                    headInputs +
+                    (logitBytes * (chunked ? 1 - 1 / kTorchtuneOutputChunks : 1) + (keptFp32 ? 4 : 0)) * sl *
+                        m.vocab / c.tensorParallel;
             }
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).
@@ -1001,8 +1007,9 @@ struct Candidate {
     bool headRunning = false;
 };
 // The points where a step's memory can peak: the last layer's forward (its transients), the loss at the
-// end of the forward and at the start of the backward, the first layer's backward (all activations, its
-// recomputation and gathered gradients), the end of the backward and the optimizer step.
+// end of the forward and at the start of the backward, the head's backward after it, the first layer's
+// backward (all activations, its recomputation and gathered gradients), the end of the backward and the
+// optimizer step.
 constexpr Candidate kTrainingCandidates[] = {
     {Phase::Forward, 1, true},  {Phase::Forward, 1},  {Phase::Backward, 0}, {Phase::Backward, 0, false, true},
     {Phase::Backward, 0, true}, {Phase::Backward, 1}, {Phase::Optimizer, 1}};
