@@ -220,8 +220,9 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     }
     // The settings' names as the window and the report show them (core/plan/settingnames.h).
     if (sc.mode == Mode::Training)
-        out << "\n  " << labelOf(frameworkNames(), sc.training.framework) << ", checkpointing "
-            << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
+        out << "\n  " << labelOf(frameworkNames(), sc.training.framework)
+            << (sc.training.frameworkVersion.empty() ? "" : " " + sc.training.frameworkVersion)
+            << ", checkpointing " << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
             << labelOf(optimizerNames(), sc.training.optimizer) << " step "
             << labelOf(optimizerImplNames(), sc.training.optimizerImpl);
     else {
@@ -280,7 +281,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         if (sv.ncclSetupBytes > 0)
             out << "; NCCL set up before the budget " << formatBytes(sv.ncclSetupBytes);
         if (sv.loadReservedBytes > 0)
-            // What SGLang logs as the load's "mem usage": the weights and the allocator's segments round them.
+            // What SGLang logs as the load's "mem usage": the weights and the allocator's segments round
+            // them.
             out << "; the load holds " << formatBytes(est.perGpu[Category::Weights] + sv.loadReservedBytes)
                 << " (" << formatBytes(sv.loadReservedBytes)
                 << " of it allocator segments and the rotary table, beyond the weights)";

@@ -59,8 +59,12 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                                           : count(static_cast<long long>(est.parameters)));
     if (sc.mode == Mode::Training) {
         const auto& t = sc.training;
-        row(QStringLiteral("Framework"), QString::fromStdString(labelOf(frameworkNames(), t.framework)) +
-                                             (t.compile ? QStringLiteral(", torch.compile") : QString()));
+        row(QStringLiteral("Framework"),
+            QString::fromStdString(labelOf(frameworkNames(), t.framework)) +
+                (t.frameworkVersion.empty()
+                     ? QString()
+                     : QStringLiteral(" ") + QString::fromStdString(t.frameworkVersion)) +
+                (t.compile ? QStringLiteral(", torch.compile") : QString()));
         if (t.fineTuning.adapters()) {
             // Three short rows: the settings column wraps, and a long one runs into the next row.
             const FineTuning& f = t.fineTuning;
