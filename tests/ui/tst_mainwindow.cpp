@@ -246,6 +246,17 @@ void TestMainWindow::frameworkRelease() {
     emit framework->activated(tune);
     QVERIFY(!w->document()->json()["training"].contains("framework_version"));
     QVERIFY(!w->settingsPanel()->valuesFromWidgets()["training"].contains("framework_version"));
+    // A release the list does not offer reads as the one whose memory it has, and is kept as written.
+    doc["training"]["framework"] = "huggingface";
+    doc["training"]["framework_version"] = "4.37";
+    w->document()->reset(doc);
+    QComboBox* transformers = nullptr;
+    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/training/framework_version"))
+        if (combo->findData(QStringLiteral("4.44")) >= 0)
+            transformers = combo;
+    QVERIFY(transformers);
+    QCOMPARE(transformers->currentText(), QStringLiteral("4.37 (before 4.46)"));
+    QCOMPARE(transformers->currentData().toString(), QStringLiteral("4.37"));
 }
 
 void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {

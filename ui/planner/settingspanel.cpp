@@ -63,6 +63,8 @@ struct SettingsPanel::Field {
     // Written only while shown: one of several fields for the same key (a framework's release), whose
     // others stand for other frameworks.
     bool onlyWhenShown = false;
+    // How a value the list does not offer reads (a release between the listed ones); as it is when unset.
+    std::function<QString(const QString& value)> describe;
     // An Int shown as this many times what the file stores: 100 for a fraction shown in percent
     // (gpu_memory_utilization), 1024 for GiB shown in MiB, as nvidia-smi prints them (gpu_memory_gib).
     int scale = 0;
@@ -313,6 +315,16 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
             return std::find(names.begin(), names.end(), textAt(trainingOf(doc), "framework")) != names.end();
         };
         m_fields.back()->onlyWhenShown = true;
+        // Another release reads as the listed one whose memory it has: "4.37 (before 4.46)".
+        m_fields.back()->describe = [current = QString::fromLatin1(r.current)](const QString& value) {
+            const auto number = [](const QString& v) {
+                const QStringList parts = v.split(QLatin1Char('.'));
+                return std::pair{parts.value(0).toInt(), parts.value(1).toInt()};
+            };
+            return number(value) < number(current)
+                       ? value + QStringLiteral(" (before ") + current + QLatin1Char(')')
+                       : value + QStringLiteral(" (") + current + QStringLiteral(" and later)");
+        };
     }
     addField(trainingForm,
              choiceField("/training/precision", "Precision", choicesOf(precisionNames()), "bf16_mixed",
@@ -841,7 +853,7 @@ void SettingsPanel::refresh() {
                                                          : f->fallbackChoice;
             int i = f->combo->findData(value);
             if (i < 0) { // a value the list does not offer (an alias, a newer name): show it as it is
-                f->combo->addItem(value, value);
+                f->combo->addItem(f->describe ? f->describe(value) : value, value);
                 i = f->combo->count() - 1;
             }
             f->combo->setCurrentIndex(i);
