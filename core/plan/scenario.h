@@ -35,8 +35,11 @@ enum class LossKind { Full, Chunked, Fused, FusedLinear };
 // suggested changes all ask these). torch.optim.AdamW runs foreach on CUDA
 // (torch/optim/optimizer.py _default_to_fused_or_foreach); Megatron and DeepSpeed step with their fused
 // Adam kernels; torchtune's recipe configs ask for fused=True (103 of 132 at 1814feb17, docs/frameworks.md).
+// torchtitan steps with fused AdamW by default since February 2025 (torchtitan 6e4988550, #881;
+// optimizer.implementation "fused"); before, `foreach: not fused` with fused off.
 inline OptimizerImpl defaultOptimizerImpl(Framework f) {
-    return f == Framework::Megatron || f == Framework::DeepSpeed || f == Framework::Torchtune
+    return f == Framework::Megatron || f == Framework::DeepSpeed || f == Framework::Torchtune ||
+                   f == Framework::Torchtitan
                ? OptimizerImpl::Fused
                : OptimizerImpl::ForEach;
 }

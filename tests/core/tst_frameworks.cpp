@@ -268,6 +268,7 @@ const std::vector<std::string> kValidateRuns = {
     "1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone_dgx_a100_1N8G",
     "torchtitan-llama3-8b-fsdp8-sac-op-bs1-2025-06",
+    "torchtitan-llama3-8b-fsdp2-cp2-full-ac-2025-10",
 };
 // The known misses, by name, with their |error| when last looked at and their reasons: each is an expected
 // failure (counted by scripts/test), and an unexpected pass once the profile closes it; none may get worse by
@@ -401,7 +402,7 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
 void TestFrameworks::validateRunsAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::newRow("allocated") << QStringLiteral("allocated"); // Megatron's mem-max-allocated-bytes
-    QTest::newRow("reserved") << QStringLiteral("reserved"); // torchtitan's max reserved
+    QTest::newRow("reserved") << QStringLiteral("reserved");   // torchtitan's max reserved
     // No validate run reports active memory since torchtune's rows with the step in the backward became fit
     // runs (the head's backward was modelled looking at them, 2026-11-25).
 }
@@ -447,6 +448,13 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                                     .arg(100 * e, 0, 'f', 1)
                                     .arg(100 * miss->second, 0, 'f', 1)));
     }
+    if (counter == QLatin1String("reserved"))
+        QEXPECT_FAIL(
+            "reserved",
+            "torchtitan's two validate runs: June 2025's llama3_8b.toml at batch 1 is 4.5% under, "
+            "October 2025's (torchtitan 0.2's FSDP2 units, flex attention under CP 2, full AC, fused "
+            "AdamW) 11.4% under, 5.1 GiB: what it reserves beyond the plan is not read yet.",
+            Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
     QEXPECT_FAIL(
         "allocated",
