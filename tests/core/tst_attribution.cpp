@@ -58,6 +58,7 @@ private slots:
     void calibrationWhateverTheOptimizer();
     void calibratedPredictions_data();
     void calibratedPredictions();
+    void measuredValidateAgainstTheTargets();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -623,6 +624,37 @@ void TestAttribution::calibratedPredictions() {
     const QString what = QStringLiteral("%1: %2%").arg(id).arg(100 * r->error(), 0, 'f', 1);
     qInfo().noquote() << what;
     QVERIFY2(std::abs(r->error()) <= bound, qPrintable(what));
+}
+
+// The measured runs nothing was chosen on (examples/measured/cases.json, role validate), against the
+// targets the published runs are held to: a median of at most 5% and a worst of at most 12%, computed here.
+void TestAttribution::measuredValidateAgainstTheTargets() {
+    const Validation v =
+        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    std::vector<double> errors;
+    for (const CaseResult& r : v.results)
+        if (r.c->role == "validate") {
+            QVERIFY(r.traced);
+            errors.push_back(std::abs(r.error()));
+        }
+    QCOMPARE(errors.size(), size_t(3));
+    std::sort(errors.begin(), errors.end());
+    const double median = errors[1], worst = errors[2];
+    const QString what = QStringLiteral("validate: median %1%, worst %2%")
+                             .arg(100 * median, 0, 'f', 1)
+                             .arg(100 * worst, 0, 'f', 1);
+    qInfo().noquote() << what;
+    // Guarded against getting worse while the misses stand (a regression guard, not a tolerance).
+    QVERIFY2(median <= 0.102 + 0.005 && worst <= 0.123 + 0.005, qPrintable(what));
+    QEXPECT_FAIL(
+        "",
+        "CS336's 512- and 1,024-token training runs under bf16 autocast, uncalibrated, are 10.2% and "
+        "12.3% under: the plain-PyTorch profile plans what a generic module keeps, and this "
+        "hand-written model under autocast keeps more (five more fp32 score copies and 1.4 GiB of "
+        "activations at 1,024 tokens); calibrated on its own fp32 runs it comes within 6%.",
+        Continue);
+    QVERIFY2(median <= 0.05 && worst <= 0.12, qPrintable(what));
 }
 
 // Sizes come from the file: three live allocations of 2^62 bytes add up past INT64_MAX. Sums saturate (the
