@@ -6,6 +6,7 @@
 #include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
+#include <QDirIterator>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
@@ -71,6 +72,8 @@ private slots:
     void peakIsOverPhasesNotSumOfMaxima();
     void largestMicroBatchIsExact();
     void longestSequenceIsExact();
+    void everyShippedScenarioKeepsThePlannersInvariants_data();
+    void everyShippedScenarioKeepsThePlannersInvariants();
     void savingsRankedAndApplicable();
     void savingsEqualTheirPatchReRead();
     void gatherBuffersWithPrefetch();
@@ -444,6 +447,83 @@ void TestEstimator::longestSequenceIsExact() {
     QVERIFY(s > 0 && s % 2 == 0);
     QVERIFY(estimate(scenarioWith(sc.document, {{"training", {{"sequence_length", s}}}})).fits);
     QVERIFY(!estimate(scenarioWith(sc.document, {{"training", {{"sequence_length", s + 2}}}})).fits);
+}
+
+void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants_data() {
+    QTest::addColumn<QString>("path");
+    QStringList paths;
+    QDirIterator it(QStringLiteral(HEADROOM_SOURCE_DIR "/examples"), {QStringLiteral("*.headroom.json")},
+                    QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext())
+        paths << it.next();
+    paths << QStringLiteral(HEADROOM_SOURCE_DIR "/resources/default.headroom.json");
+    paths.sort();
+    QVERIFY(paths.size() >= 200);
+    for (const QString& path : paths)
+        QTest::newRow(qPrintable(path.mid(static_cast<int>(sizeof(HEADROOM_SOURCE_DIR))))) << path;
+}
+
+void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants() {
+    // What must hold wherever no recorded run checks the plan, on every scenario the project ships (the
+    // published and measured runs', the serving logs', the examples'), each changed by hand in one setting:
+    // a longer sequence or a larger micro-batch never allocates less; full activation checkpointing never
+    // allocates more than what the scenario checkpoints; the largest micro-batch and the longest sequence the
+    // plan reports fit and one step beyond them does not; a serving engine given more of the GPU never pools
+    // fewer tokens, and a longer context never holds more requests at once. The allocated counter, not the
+    // reserved one: near the GPU's capacity the caching allocator gives cached segments back and retries
+    // (FSDP1's step, replayed, reserves less at batch 11 than at 10 on a 24 GiB GPU), as PyTorch's does.
+    QFETCH(QString, path);
+    const std::string file = path.toStdString();
+    const std::string dir = QFileInfo(path).absolutePath().toStdString();
+    const json doc = parseJsonText(readTextFile(file));
+    const auto with = [&](const json& patch) {
+        json d = doc;
+        d.merge_patch(patch);
+        return scenarioFromJson(d, dir);
+    };
+    const Scenario sc = scenarioFromJson(doc, dir);
+    const Estimate base = estimate(sc);
+    const auto allocated = [&](const json& patch) { return estimate(with(patch)).allocatedPeakBytes; };
+    if (sc.mode == Mode::Training) {
+        const TrainingSettings& tr = sc.training;
+        // +128 tokens keeps a length divisible by any context-parallel degree's 2 x degree chunks up to 64.
+        QVERIFY(allocated({{"training", {{"sequence_length", tr.sequenceLength + 128}}}}) >=
+                base.allocatedPeakBytes);
+        QVERIFY(allocated({{"training", {{"micro_batch_size", tr.microBatchSize + 1}}}}) >=
+                base.allocatedPeakBytes);
+        if (tr.checkpointing != Checkpointing::Full)
+            QVERIFY(allocated({{"training", {{"activation_checkpointing", "full"}}}}) <=
+                    base.allocatedPeakBytes);
+        if (const long long best = base.maxMicroBatchSize; best >= 1 && best < 64) {
+            QVERIFY(estimate(with({{"training", {{"micro_batch_size", best}}}})).fits);
+            QVERIFY(!estimate(with({{"training", {{"micro_batch_size", best + 1}}}})).fits);
+        }
+        if (const long long longest = maxSequenceLength(sc); longest > 0) {
+            QVERIFY(estimate(with({{"training", {{"sequence_length", longest}}}})).fits);
+            if (path.endsWith(QLatin1String("/answerai-mistral7b-qo1-24k.headroom.json")))
+                // FSDP1's step replayed through the caching allocator: near 25,000 tokens its reserved peak
+                // wobbles by 0.3 GiB from one length to the next as blocks land in or miss cached segments
+                // (23.13 GiB at 25,216 tokens, 22.98 at 25,344, 23.27 at 25,408), so which lengths fit is
+                // ragged there: the bisection stops at 25,216 where 25,344 and 25,472 fit too (1% longer).
+                QEXPECT_FAIL("", "a replayed allocator's reserved peak is not monotone in the length",
+                             Continue);
+            QVERIFY(!estimate(with({{"training", {{"sequence_length", longest + 128}}}})).fits);
+        }
+        return;
+    }
+    const ServingEstimate& sv = base.serving;
+    if (!sv.engine)
+        return;
+    const Estimate more =
+        sc.inference.engine == Engine::Vllm
+            ? estimate(with(
+                  {{"inference",
+                    {{"gpu_memory_utilization", std::min(1.0, sc.inference.gpuMemoryUtilization + 0.02)}}}}))
+            : estimate(
+                  with({{"inference", {{"mem_fraction_static", std::min(1.0, sv.budgetFraction + 0.02)}}}}));
+    QVERIFY(more.serving.kvCacheTokens >= sv.kvCacheTokens);
+    const Estimate longer = estimate(with({{"inference", {{"max_model_len", 2 * sv.requestLength}}}}));
+    QVERIFY(longer.serving.maxConcurrency <= sv.maxConcurrency);
 }
 
 void TestEstimator::savingsRankedAndApplicable() {
