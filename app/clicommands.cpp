@@ -224,7 +224,7 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << (sc.training.frameworkVersion.empty() ? "" : " " + sc.training.frameworkVersion)
             << ", checkpointing " << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
             << labelOf(optimizerNames(), sc.training.optimizer) << " step "
-            << labelOf(optimizerImplNames(), sc.training.optimizerImpl);
+            << labelOf(optimizerImplNames(), sc.training.optimizerImpl) << "\n  " << words.record;
     else {
         out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
         if (const EngineVersion* v = engineVersionOf(sc))

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/estimatejson.h"
 
+#include "core/compare/trackrecord.h"
+#include "core/plan/settingnames.h"
+
 #include <cmath>
 
 namespace headroom {
@@ -53,6 +56,20 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     // An engine also needs room in its pool for one request of the longest length it accepts.
     out["fits"] = peak <= capacity && (!est.serving.engine || est.fits);
     out["max_micro_batch_size"] = est.maxMicroBatchSize;
+    if (est.mode == Mode::Training) {
+        // How the scenario's framework profile has held against the runs the project checks (null where no
+        // run checks it): errors are |planned / measured - 1|.
+        json record = nullptr;
+        if (const TrackRecord* r = trackRecordOf(sc.training.framework))
+            record = {{"framework", nameOf(frameworkNames(), r->framework)},
+                      {"validate_runs", r->validateRuns},
+                      {"validate_median_abs_error", r->validateMedian},
+                      {"validate_worst_abs_error", r->validateWorst},
+                      {"fit_runs", r->fitRuns},
+                      {"fit_median_abs_error", r->fitMedian},
+                      {"counters", r->counters}};
+        out["track_record"] = std::move(record);
+    }
     out["peak_phase"] = phaseName(est.peakPhase);
     out["most_loaded_stage"] = est.mostLoadedStage;
     json ranks = json::array();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/estimatewords.h"
 
+#include "core/compare/trackrecord.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -54,6 +56,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
                   " × context " + std::to_string(c.contextParallel)
             : "tensor " + std::to_string(c.tensorParallel) + " × pipeline " +
                   std::to_string(c.pipelineParallel);
+    if (sc.mode == Mode::Training)
+        w.record = trackRecordText(sc.training.framework);
     w.setup = sc.modelLabel + " — " + std::to_string(c.numGpus) + " × " + c.gpu + ", " + layout;
 
     std::string& l = w.limits;

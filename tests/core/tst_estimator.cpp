@@ -468,11 +468,11 @@ void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants() {
     // published and measured runs', the serving logs', the examples'), each changed by hand in one setting:
     // a longer sequence or a larger micro-batch never allocates less; full activation checkpointing never
     // allocates more than what the scenario checkpoints, nor ZeRO-3 (FSDP) over twice the GPUs; the largest
-    // micro-batch and the longest sequence the plan reports fit and one step beyond them does not; a serving
-    // engine given more of the GPU never pools fewer tokens, and a longer context never holds more requests
-    // at once. The allocated counter, not the reserved one: near the GPU's capacity the caching allocator
-    // gives cached segments back and retries (FSDP1's step, replayed, reserves less at batch 11 than at 10 on
-    // a 24 GiB GPU), as PyTorch's does.
+    // micro-batch and the longest sequence the plan reports fit and one step beyond them does not (a batch
+    // and a context alike without a serving engine); a serving engine given more of the GPU never pools fewer
+    // tokens, and a longer context never holds more requests at once. The allocated counter, not the reserved
+    // one: near the GPU's capacity the caching allocator gives cached segments back and retries (FSDP1's
+    // step, replayed, reserves less at batch 11 than at 10 on a 24 GiB GPU), as PyTorch's does.
     QFETCH(QString, path);
     const std::string file = path.toStdString();
     const std::string dir = QFileInfo(path).absolutePath().toStdString();
@@ -517,8 +517,18 @@ void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants() {
         return;
     }
     const ServingEstimate& sv = base.serving;
-    if (!sv.engine)
+    if (!sv.engine) {
+        // A forward without a serving engine (plain PyTorch, transformers' generate): as training's.
+        const InferenceSettings& in = sc.inference;
+        QVERIFY(allocated({{"inference", {{"batch_size", in.batchSize + 1}}}}) >= base.allocatedPeakBytes);
+        QVERIFY(allocated({{"inference", {{"context_length", in.contextLength + 128}}}}) >=
+                base.allocatedPeakBytes);
+        if (const long long best = base.maxMicroBatchSize; best >= 1 && best < 64) {
+            QVERIFY(estimate(with({{"inference", {{"batch_size", best}}}})).fits);
+            QVERIFY(!estimate(with({{"inference", {{"batch_size", best + 1}}}})).fits);
+        }
         return;
+    }
     const Estimate more =
         sc.inference.engine == Engine::Vllm
             ? estimate(with(

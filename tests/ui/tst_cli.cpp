@@ -110,6 +110,30 @@ void TestCli::estimateJsonFollowsContract() {
     QCOMPARE(j.at("peak_bytes").get<long long>(), sum);
     QCOMPARE(j.at("headroom_bytes").get<long long>(), j.at("capacity_bytes").get<long long>() - sum);
     QCOMPARE(j.at("fits").get<bool>(), sum <= j.at("capacity_bytes").get<long long>());
+    // The plain PyTorch profile's track record: its validate runs are the CS336 runs of
+    // examples/measured/cases.json kept apart from every rule (counted here from that file).
+    const json& record = j.at("track_record");
+    QCOMPARE(record.at("framework").get<std::string>(), std::string("pytorch"));
+    QFile cases(QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cases.json"));
+    QVERIFY(cases.open(QIODevice::ReadOnly));
+    const json measured = json::parse(cases.readAll().toStdString());
+    int validate = 0;
+    for (const json& c : measured.at("cases"))
+        validate += c.at("role") == "validate" && !c.contains("calibrate_on");
+    QCOMPARE(record.at("validate_runs").get<int>(), validate);
+    QVERIFY(record.at("validate_worst_abs_error").get<double>() >= record.at("validate_median_abs_error"));
+    // No run checks DeepSpeed's profile: null, and the text says so.
+    json deepspeed = test::trainingDoc({{"preset", "openai-community/gpt2-large"}});
+    deepspeed["training"]["framework"] = "deepspeed";
+    const QString path = m_dir.filePath("deepspeed.headroom.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(deepspeed.dump()));
+    f.close();
+    QVERIFY(json::parse(cli({"estimate", path.toStdString(), "--json"}).out).at("track_record").is_null());
+    QVERIFY(cli({"estimate", path.toStdString()})
+                .out.find("Track record: no published or recorded run checks the DeepSpeed profile yet") !=
+            std::string::npos);
     QVERIFY(j.at("max_micro_batch_size").get<long long>() >= 8);
     QCOMPARE(j.at("ranks").size(), size_t(1));
     QVERIFY(j.at("warnings").is_array());
@@ -573,6 +597,9 @@ void TestCli::reportsAndExports() {
     const QString text = test::pdfText(pdf);
     QVERIFY2(text.contains(QString::fromStdString(sc.name)), qPrintable(text));
     QVERIFY2(text.contains(peak), qPrintable(peak + " not in:\n" + text));
+    // The profile's track record in two rows of the settings.
+    QVERIFY2(text.contains(QStringLiteral("Checked on")) && text.contains(QStringLiteral("Error on them")),
+             qPrintable(text));
     // Markdown: the same numbers in its tables, its charts beside it as real PNGs.
     const QString md = m_dir.filePath("plan.md");
     QCOMPARE(cli({"report", def, "-o", md.toStdString()}).code, 0);

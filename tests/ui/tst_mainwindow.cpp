@@ -828,6 +828,8 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     const ServingEstimate& sv = w->document()->estimate().serving;
     const QString details = w->findChild<RichTextLine*>("verdictDetails")->text();
     QVERIFY2(details.contains(QLocale().toString(sv.kvCacheTokens)), qPrintable(details));
+    // A training profile's track record is not a serving engine's: no third line.
+    QVERIFY2(!details.contains(QStringLiteral("Track record")), qPrintable(details));
     auto* serving = w->findChild<QChartView*>("servingChart");
     QVERIFY(serving && !serving->isHidden());
     QVERIFY(w->findChild<QWidget*>("sweepBox")->isHidden());
@@ -997,7 +999,9 @@ void TestMainWindow::presentationMode() {
     auto* verdict = w->findChild<QLabel*>("verdict");
     auto* details = w->findChild<RichTextLine*>("verdictDetails");
     QVERIFY(verdict->height() >= verdict->fontMetrics().height());
-    QVERIFY(details->height() >= 2 * details->fontMetrics().height());
+    // Three lines in training: the setup, the limits and the profile's track record.
+    QVERIFY2(details->text().contains(QStringLiteral("Track record: ")), qPrintable(details->text()));
+    QVERIFY(details->height() >= 3 * details->fontMetrics().height());
     // High contrast: black on white (WCAG's contrast ratio, 21:1 at most; AAA asks 7:1 of text), grid lines
     // that a projector keeps (3:1, what WCAG asks of graphics), and each stacked segment outlined in the
     // background so that neighbours with close greys stay apart in print.

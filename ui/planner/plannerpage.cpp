@@ -3,8 +3,8 @@
 
 #include "core/io/estimatewords.h"
 
-#include "ui/common/richtextline.h"
 #include "ui/common/jobrunner.h"
+#include "ui/common/richtextline.h"
 #include "ui/common/tablecopy.h"
 #include "ui/planner/breakdownchart.h"
 #include "ui/planner/breakdownmodel.h"
@@ -248,7 +248,7 @@ void PlannerPage::sizeFromFont() {
     big.setBold(true);
     m_verdict->setFont(big);
     m_verdict->setFixedHeight(QFontMetrics(big).height() + 2);
-    m_verdictDetails->setFixedHeight(QFontMetrics(app).height() * 2 + 2);
+    m_verdictDetails->setFixedHeight(QFontMetrics(app).height() * (m_verdictRecord ? 3 : 2) + 2);
     const int row = QFontMetrics(app).height() + 6;
     m_tableView->verticalHeader()->setDefaultSectionSize(row);
     m_savingsView->verticalHeader()->setDefaultSectionSize(row);
@@ -305,8 +305,23 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
         palette.setColor(QPalette::WindowText, colour);
         m_verdict->setPalette(palette);
     }
-    m_verdictDetails->setText(QString::fromStdString(words.setup).toHtmlEscaped() + QStringLiteral("<br>") +
-                              QString::fromStdString(words.limits));
+    // Training adds a third line: how the framework's profile has held against the runs the project checks.
+    const bool record = !words.record.empty();
+    if (record != m_verdictRecord) {
+        m_verdictRecord = record;
+        sizeFromFont();
+        m_verdictDetails->setToolTip(
+            record
+                ? tr("Track record: how this framework profile's plans have held against the published and "
+                     "recorded runs Headroom checks, the runs never used to choose one of its rules or "
+                     "constants apart from those that were; the error is |planned / measured - 1| on the "
+                     "counter each run reported (README, Framework profiles; docs/validation.md).")
+                : QString());
+    }
+    m_verdictDetails->setText(
+        QString::fromStdString(words.setup).toHtmlEscaped() + QStringLiteral("<br>") +
+        QString::fromStdString(words.limits) +
+        (record ? QStringLiteral("<br>") + QString::fromStdString(words.record).toHtmlEscaped() : QString()));
     m_breakdown->setEstimate(sc, est);
     const bool training = sc.mode == Mode::Training;
     m_strategyView->setVisible(training);

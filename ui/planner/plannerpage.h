@@ -79,6 +79,7 @@ private:
     QScrollArea* m_settings = nullptr;
     QLabel* m_verdict = nullptr;
     RichTextLine* m_verdictDetails = nullptr;
+    bool m_verdictRecord = false; // the details show the profile's track record (training): three lines
     QLabel* m_error = nullptr;
     QLabel* m_warnings = nullptr; // the reader's and the estimator's warnings
     QLabel* m_fitTitle = nullptr;

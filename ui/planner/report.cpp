@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/planner/report.h"
 
+#include "core/compare/trackrecord.h"
 #include "core/io/estimatewords.h"
 #include "core/plan/settingnames.h"
 
@@ -65,6 +66,18 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                      ? QString()
                      : QStringLiteral(" ") + QString::fromStdString(t.frameworkVersion)) +
                 (t.compile ? QStringLiteral(", torch.compile") : QString()));
+        // How that profile's plans have held against the runs the project checks, in two short rows (the
+        // window and the CLI say it in one line).
+        if (const TrackRecord* tr = trackRecordOf(t.framework)) {
+            row(QStringLiteral("Checked on"), QStringLiteral("%1 runs kept apart from its fit (%2)")
+                                                  .arg(tr->validateRuns)
+                                                  .arg(QString::fromUtf8(tr->counters)));
+            row(QStringLiteral("Error on them"), QStringLiteral("median %1%, worst %2%")
+                                                     .arg(100 * tr->validateMedian, 0, 'f', 1)
+                                                     .arg(100 * tr->validateWorst, 0, 'f', 1));
+        } else {
+            row(QStringLiteral("Checked on"), QStringLiteral("no published or recorded run yet"));
+        }
         if (t.fineTuning.adapters()) {
             // Three short rows: the settings column wraps, and a long one runs into the next row.
             const FineTuning& f = t.fineTuning;

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/compare/trackrecord.h"
+
+#include "core/plan/settingnames.h"
+
+#include <array>
+#include <cstdio>
+
+namespace headroom {
+
+namespace {
+
+// tst_frameworks::trackRecordFollowsTheCases recomputes every figure from the cases files and names the row
+// to write when one moves. Fractions, |planned / measured - 1|.
+constexpr std::array<TrackRecord, 6> kRecords = {{
+    {Framework::Megatron, 108, 0.03659, 0.19343, 7, 0.00951, "allocated"},
+    {Framework::Torchtitan, 2, 0.07991, 0.11443, 13, 0.02887, "reserved"},
+    {Framework::Torchtune, 5, 0.05334, 0.08254, 8, 0.02314, "active"},
+    {Framework::HuggingFace, 12, 0.03134, 0.06247, 11, 0.01112, "allocated, reserved"},
+    {Framework::Unsloth, 9, 0.07147, 0.07912, 0, 0, "device"},
+    {Framework::PyTorch, 3, 0.10237, 0.12270, 6, 0.10218, "allocated"},
+}};
+
+std::string percent(double fraction) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f%%", 100 * fraction);
+    return s;
+}
+
+std::string runs(int n) {
+    return std::to_string(n) + (n == 1 ? " run" : " runs");
+}
+
+} // namespace
+
+std::span<const TrackRecord> trackRecords() {
+    return kRecords;
+}
+
+const TrackRecord* trackRecordOf(Framework framework) {
+    for (const TrackRecord& r : kRecords)
+        if (r.framework == framework)
+            return &r;
+    return nullptr;
+}
+
+std::string trackRecordSummary(Framework framework) {
+    const TrackRecord* r = trackRecordOf(framework);
+    if (!r)
+        return "no published or recorded run checks the " + labelOf(frameworkNames(), framework) +
+               " profile yet";
+    std::string text = r->validateRuns > 0
+                           ? runs(r->validateRuns) + " it was not built on, median " +
+                                 percent(r->validateMedian) + " off (worst " + percent(r->validateWorst) + ")"
+                           : std::string("no run kept apart from building it");
+    text += "; " + (r->fitRuns > 0 ? std::to_string(r->fitRuns) + " it was, median " + percent(r->fitMedian)
+                                   : std::string("none it was"));
+    return text + " (" + r->counters + ")";
+}
+
+std::string trackRecordText(Framework framework) {
+    return "Track record: " + trackRecordSummary(framework);
+}
+
+} // namespace headroom

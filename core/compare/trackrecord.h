@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/scenario.h"
+
+#include <span>
+#include <string>
+
+namespace headroom {
+
+// How a training profile's plans have held against the published and recorded runs the project checks
+// (examples/published/cases.json, examples/published/fine-tuning/cases.json, examples/measured/cases.json;
+// calibrated predictions left out, since they test calibration, not the profile): the runs never used to
+// choose a rule or a constant ("validate") apart from those that were ("fit"). Errors are |planned /
+// measured - 1| on the counter each run reported. A table rather than a computation at start-up (the cases
+// and their scenarios are not installed): tst_frameworks recomputes it from those files and fails as soon as
+// a figure moves, so what a user reads beside a plan is what the tests measure.
+struct TrackRecord {
+    Framework framework = Framework::PyTorch;
+    int validateRuns = 0;
+    double validateMedian = 0, validateWorst = 0;
+    int fitRuns = 0;
+    double fitMedian = 0;
+    const char* counters = ""; // the counters the runs reported, as the cases files name them
+};
+
+std::span<const TrackRecord> trackRecords();
+// The row of a framework; nothing where no run checks its profile.
+const TrackRecord* trackRecordOf(Framework framework);
+// How the profile has held, or that no run has checked it: "2 runs it was not built on, median 8.0% off
+// (worst 11.4%); 13 it was, median 2.9% (reserved)".
+std::string trackRecordSummary(Framework framework);
+// The same as the line the window and the CLI show under the plan: "Track record: 2 runs it was ...".
+std::string trackRecordText(Framework framework);
+
+} // namespace headroom
