@@ -229,6 +229,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
         if (const EngineVersion* v = engineVersionOf(sc))
             out << " (" << v->name << ": " << v->modelRunner << ")";
+        if (!words.record.empty())
+            out << "\n  " << words.record;
     }
     out << "\n\n";
     out << "  per GPU (stage " << est.mostLoadedStage << ", peak in " << phaseName(est.peakPhase)

@@ -21,6 +21,12 @@ constexpr std::array<TrackRecord, 6> kRecords = {{
     {Framework::PyTorch, 3, 0.10237, 0.12270, 6, 0.10218, "allocated"},
 }};
 
+// tst_serving::servingTrackRecordFollowsTheLogs recomputes these from examples/serving/cases.json.
+constexpr std::array<ServingTrackRecord, 2> kServingRecords = {{
+    {Engine::Vllm, 9, 4, 0.01313, 0.09418, 5, 5, 0.00295},
+    {Engine::Sglang, 5, 4, 0.00315, 0.06040, 0, 0, 0},
+}};
+
 std::string percent(double fraction) {
     char s[32];
     std::snprintf(s, sizeof s, "%.1f%%", 100 * fraction);
@@ -60,6 +66,33 @@ std::string trackRecordSummary(Framework framework) {
 
 std::string trackRecordText(Framework framework) {
     return "Track record: " + trackRecordSummary(framework);
+}
+
+std::span<const ServingTrackRecord> servingTrackRecords() {
+    return kServingRecords;
+}
+
+const ServingTrackRecord* servingTrackRecordOf(Engine engine) {
+    for (const ServingTrackRecord& r : kServingRecords)
+        if (r.engine == engine)
+            return &r;
+    return nullptr;
+}
+
+std::string servingTrackRecordText(Engine engine) {
+    const std::string name = labelOf(engineNames(), engine);
+    const ServingTrackRecord* r = servingTrackRecordOf(engine);
+    if (!r)
+        return "Track record: no start-up log checks " + name + "'s plans yet";
+    std::string text = "Track record: ";
+    text += r->validateRuns > 0
+                ? std::to_string(r->validateRuns) + " " + name +
+                      " start-up logs it was not built on, KV pool median " + percent(r->validatePoolMedian) +
+                      " off (worst " + percent(r->validatePoolWorst) + ")"
+                : "no " + name + " start-up log kept apart from building it";
+    return text + "; " +
+           (r->fitRuns > 0 ? std::to_string(r->fitRuns) + " it was, median " + percent(r->fitPoolMedian)
+                           : std::string("none it was"));
 }
 
 } // namespace headroom

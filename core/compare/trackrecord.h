@@ -23,7 +23,23 @@ struct TrackRecord {
     const char* counters = ""; // the counters the runs reported, as the cases files name them
 };
 
+// The same for a serving engine, against the start-up logs of examples/serving/cases.json: the KV pool (its
+// tokens, or its bytes where the log gives no count) and how many runs had every part of the budget within
+// its bound (0.3 GiB; the pool 3%).
+struct ServingTrackRecord {
+    Engine engine = Engine::Vllm;
+    int validateRuns = 0, validateWithin = 0;
+    double validatePoolMedian = 0, validatePoolWorst = 0;
+    int fitRuns = 0, fitWithin = 0;
+    double fitPoolMedian = 0;
+};
+
 std::span<const TrackRecord> trackRecords();
+std::span<const ServingTrackRecord> servingTrackRecords();
+const ServingTrackRecord* servingTrackRecordOf(Engine engine);
+// "Track record: 9 vLLM start-up logs it was not built on, KV pool median 1.3% off (worst 9.4%); 5 it was,
+// median 0.3%", or that no log checks the engine.
+std::string servingTrackRecordText(Engine engine);
 // The row of a framework; nothing where no run checks its profile.
 const TrackRecord* trackRecordOf(Framework framework);
 // How the profile has held, or that no run has checked it: "2 runs it was not built on, median 8.0% off

@@ -69,6 +69,20 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                       {"fit_median_abs_error", r->fitMedian},
                       {"counters", r->counters}};
         out["track_record"] = std::move(record);
+    } else if (est.serving.engine) {
+        // A serving engine's plans against the start-up logs: the KV pool's error, and how many runs had
+        // every part of the budget within its bound.
+        json record = nullptr;
+        if (const ServingTrackRecord* r = servingTrackRecordOf(sc.inference.engine))
+            record = {{"engine", nameOf(engineNames(), r->engine)},
+                      {"validate_runs", r->validateRuns},
+                      {"validate_within_bounds", r->validateWithin},
+                      {"validate_pool_median_abs_error", r->validatePoolMedian},
+                      {"validate_pool_worst_abs_error", r->validatePoolWorst},
+                      {"fit_runs", r->fitRuns},
+                      {"fit_within_bounds", r->fitWithin},
+                      {"fit_pool_median_abs_error", r->fitPoolMedian}};
+        out["track_record"] = std::move(record);
     }
     out["peak_phase"] = phaseName(est.peakPhase);
     out["most_loaded_stage"] = est.mostLoadedStage;

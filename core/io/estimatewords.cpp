@@ -58,6 +58,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
                   std::to_string(c.pipelineParallel);
     if (sc.mode == Mode::Training)
         w.record = trackRecordText(sc.training.framework);
+    else if (sv.engine && sc.inference.engine != Engine::HuggingFace)
+        w.record = servingTrackRecordText(sc.inference.engine);
     w.setup = sc.modelLabel + " — " + std::to_string(c.numGpus) + " × " + c.gpu + ", " + layout;
 
     std::string& l = w.limits;

@@ -16,8 +16,9 @@ struct EstimateWords {
     std::string setup; // "meta-llama/Meta-Llama-3-8B — 8 × H100-SXM-80GB, data 8 (zero2) × tensor 1 × ..."
     std::string
         limits; // "largest micro-batch that fits: 1 — PyTorch would report ... allocated, ... reserved"
-    // Training: how the framework profile has held against the runs the project checks
-    // (core/compare/trackrecord.h); empty for inference.
+    // Training: how the framework profile has held against the runs the project checks; a serving engine
+    // (vLLM, SGLang): how its plans have held against the start-up logs (core/compare/trackrecord.h); empty
+    // otherwise.
     std::string record;
 };
 EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit unit,

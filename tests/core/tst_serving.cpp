@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Inference serving: quantised checkpoints, the engines' KV pools, and their published figures.
+#include "core/compare/trackrecord.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/io/estimatejson.h"
@@ -17,8 +18,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 using namespace headroom;
@@ -97,6 +100,7 @@ private slots:
     void servingExamples();
     void vllmReleases();
     void servingLogs();
+    void servingTrackRecordFollowsTheLogs();
     void gemma3Serving();
     void linearAttentionState();
     void v0StepAndFlashInferSampler();
@@ -825,6 +829,80 @@ void TestServing::servingLogs() {
     } catch (const Error& e) {
         QVERIFY2(QString::fromStdString(e.where()).endsWith("cases[0].logged_gib.kv"), e.what());
     }
+}
+
+void TestServing::servingTrackRecordFollowsTheLogs() {
+    // The track record a serving plan shows (core/compare/trackrecord) against examples/serving/cases.json,
+    // recomputed here: per engine, the logs never used to choose a rule apart from those that were; the KV
+    // pool's error (its tokens, or its bytes where the log gives no count) and how many runs had every part
+    // within its bound, named misses or not.
+    const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
+    const std::vector<ServingCaseResult> results = runServingCases(cases);
+    struct Set {
+        std::vector<double> pool;
+        int within = 0;
+    };
+    std::map<Engine, std::array<Set, 2>> byEngine; // [0] validate, [1] fit
+    for (const ServingCaseResult& r : results) {
+        const Engine engine = r.engineVersion.rfind("sglang", 0) == 0 ? Engine::Sglang : Engine::Vllm;
+        Set& set = byEngine[engine][r.c->role == "fit" ? 1 : 0];
+        const auto part = [&](const char* name) {
+            return std::find_if(r.parts.begin(), r.parts.end(),
+                                [&](const ServingPart& p) { return p.name == name; });
+        };
+        auto pool = part("tokens");
+        if (pool == r.parts.end())
+            pool = part("available_kv");
+        QVERIFY2(pool != r.parts.end(), r.c->id.c_str());
+        set.pool.push_back(std::abs(pool->planned / pool->logged - 1));
+        set.within +=
+            std::all_of(r.parts.begin(), r.parts.end(), [](const ServingPart& p) { return p.within; });
+    }
+    const auto median = [](std::vector<double> v) {
+        if (v.empty())
+            return 0.0;
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    const auto worst = [](const std::vector<double>& v) {
+        return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+    };
+    QCOMPARE(servingTrackRecords().size(), byEngine.size());
+    for (const auto& [engine, sets] : byEngine) {
+        const Set &validate = sets[0], &fit = sets[1];
+        const QString row = QStringLiteral("{Engine::%1, %2, %3, %4, %5, %6, %7, %8}")
+                                .arg(engine == Engine::Vllm ? "Vllm" : "Sglang")
+                                .arg(validate.pool.size())
+                                .arg(validate.within)
+                                .arg(median(validate.pool), 0, 'f', 5)
+                                .arg(worst(validate.pool), 0, 'f', 5)
+                                .arg(fit.pool.size())
+                                .arg(fit.within)
+                                .arg(median(fit.pool), 0, 'f', 5);
+        const ServingTrackRecord* r = servingTrackRecordOf(engine);
+        QVERIFY2(r, qPrintable(row));
+        const auto near = [](double table, double computed) {
+            return std::abs(table - computed) <= 0.000005;
+        };
+        QVERIFY2(
+            r->validateRuns == static_cast<int>(validate.pool.size()) &&
+                r->validateWithin == validate.within && r->fitRuns == static_cast<int>(fit.pool.size()) &&
+                r->fitWithin == fit.within && near(r->validatePoolMedian, median(validate.pool)) &&
+                near(r->validatePoolWorst, worst(validate.pool)) && near(r->fitPoolMedian, median(fit.pool)),
+            qPrintable(row));
+    }
+    // The estimate's JSON carries the engine's row.
+    const Scenario served =
+        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/serving/vllm-0.11-llama3.1-8b-h100.headroom.json");
+    const json record = estimateToJson(served, estimate(served)).at("track_record");
+    QCOMPARE(record.at("engine").get<std::string>(), std::string("vllm"));
+    QCOMPARE(record.at("validate_runs").get<int>(), static_cast<int>(byEngine[Engine::Vllm][0].pool.size()));
+    // Written out by hand: SGLang's five logs, none of them fit; the Qwen3-235B pool is 6.0% over.
+    QCOMPARE(
+        QString::fromStdString(servingTrackRecordText(Engine::Sglang)),
+        QStringLiteral("Track record: 5 SGLang start-up logs it was not built on, KV pool median 0.3% off "
+                       "(worst 6.0%); none it was"));
 }
 
 void TestServing::gemma3Serving() {

@@ -305,19 +305,29 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
         palette.setColor(QPalette::WindowText, colour);
         m_verdict->setPalette(palette);
     }
-    // Training adds a third line: how the framework's profile has held against the runs the project checks.
+    // A third line for training and for a serving engine: how the framework profile's, or the engine's, plans
+    // have held against the runs the project checks.
     const bool record = !words.record.empty();
     if (record != m_verdictRecord) {
         m_verdictRecord = record;
         sizeFromFont();
-        m_verdictDetails->setToolTip(
-            record
-                ? tr("Track record: how this framework profile's plans have held against the published and "
-                     "recorded runs Headroom checks, the runs never used to choose one of its rules or "
-                     "constants apart from those that were; the error is |planned / measured - 1| on the "
-                     "counter each run reported (README, Framework profiles; docs/validation.md).")
-                : QString());
     }
+    const QString recordTip =
+        !record ? QString()
+        : sc.mode == Mode::Training
+            ? tr("Track record: how this framework profile's plans have held against the published and "
+                 "recorded "
+                 "runs Headroom checks, the runs never used to choose one of its rules or constants apart "
+                 "from "
+                 "those that were; the error is |planned / measured - 1| on the counter each run reported "
+                 "(README, Framework profiles; docs/validation.md).")
+            : tr("Track record: how this engine's plans have held against the start-up logs Headroom checks "
+                 "(examples/serving/cases.json), the logs never used to choose one of its rules or constants "
+                 "apart from those that were; the error is the KV pool's, in tokens where the log counts "
+                 "them "
+                 "(README, Serving).");
+    if (m_verdictDetails->toolTip() != recordTip)
+        m_verdictDetails->setToolTip(recordTip);
     m_verdictDetails->setText(
         QString::fromStdString(words.setup).toHtmlEscaped() + QStringLiteral("<br>") +
         QString::fromStdString(words.limits) +

@@ -117,6 +117,14 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                 ? QString::fromStdString(sc.model.quantization.label())
                 : QString::fromStdString(in.weightDtype == "checkpoint" ? "bf16" : in.weightDtype));
         row(QStringLiteral("KV cache"), QString::fromStdString(in.kvCacheDtype));
+        // How the engine's plans have held against the start-up logs, in two short rows.
+        if (const ServingTrackRecord* tr = est.serving.engine ? servingTrackRecordOf(in.engine) : nullptr) {
+            row(QStringLiteral("Checked on"),
+                QStringLiteral("%1 start-up logs kept apart from its fit").arg(tr->validateRuns));
+            row(QStringLiteral("KV pool error"), QStringLiteral("median %1%, worst %2%")
+                                                     .arg(100 * tr->validatePoolMedian, 0, 'f', 1)
+                                                     .arg(100 * tr->validatePoolWorst, 0, 'f', 1));
+        }
     }
     row(QStringLiteral("GPUs"),
         QStringLiteral("%1 × %2 (%3)")
