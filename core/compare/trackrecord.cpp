@@ -37,6 +37,15 @@ std::string runs(int n) {
     return std::to_string(n) + (n == 1 ? " run" : " runs");
 }
 
+// The row of a table whose `member` is `key`, or nothing.
+template <typename Row, std::size_t N, typename Key>
+const Row* rowOf(const std::array<Row, N>& table, Key Row::*member, Key key) {
+    for (const Row& r : table)
+        if (r.*member == key)
+            return &r;
+    return nullptr;
+}
+
 } // namespace
 
 std::span<const TrackRecord> trackRecords() {
@@ -44,10 +53,7 @@ std::span<const TrackRecord> trackRecords() {
 }
 
 const TrackRecord* trackRecordOf(Framework framework) {
-    for (const TrackRecord& r : kRecords)
-        if (r.framework == framework)
-            return &r;
-    return nullptr;
+    return rowOf(kRecords, &TrackRecord::framework, framework);
 }
 
 std::string trackRecordSummary(Framework framework) {
@@ -73,10 +79,7 @@ std::span<const ServingTrackRecord> servingTrackRecords() {
 }
 
 const ServingTrackRecord* servingTrackRecordOf(Engine engine) {
-    for (const ServingTrackRecord& r : kServingRecords)
-        if (r.engine == engine)
-            return &r;
-    return nullptr;
+    return rowOf(kServingRecords, &ServingTrackRecord::engine, engine);
 }
 
 std::string servingTrackRecordText(Engine engine) {
