@@ -35,17 +35,18 @@ struct ServingTrackRecord {
 };
 
 std::span<const TrackRecord> trackRecords();
-std::span<const ServingTrackRecord> servingTrackRecords();
-const ServingTrackRecord* servingTrackRecordOf(Engine engine);
-// "Track record: 9 vLLM start-up logs it was not built on, KV pool median 1.3% off (worst 9.4%); 5 it was,
-// median 0.3%", or that no log checks the engine.
-std::string servingTrackRecordText(Engine engine);
 // The row of a framework; nothing where no run checks its profile.
 const TrackRecord* trackRecordOf(Framework framework);
-// How the profile has held, or that no run has checked it: "2 runs it was not built on, median 8.0% off
+// How the profile has held, or that no run has checked it: "5 runs it was not built on, median 0.8% off
 // (worst 11.4%); 13 it was, median 2.9% (reserved)".
 std::string trackRecordSummary(Framework framework);
-// The same as the line the window and the CLI show under the plan: "Track record: 2 runs it was ...".
+// The line the window and the CLI show under a training plan: "Track record: " and the summary.
 std::string trackRecordText(Framework framework);
+
+std::span<const ServingTrackRecord> servingTrackRecords();
+const ServingTrackRecord* servingTrackRecordOf(Engine engine);
+// The line under a serving plan: "Track record: 9 vLLM start-up logs it was not built on, KV pool median 1.3%
+// off (worst 9.4%); 5 it was, median 0.3%", or that no log checks the engine.
+std::string servingTrackRecordText(Engine engine);
 
 } // namespace headroom

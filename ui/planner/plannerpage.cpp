@@ -315,17 +315,14 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
     const QString recordTip =
         !record ? QString()
         : sc.mode == Mode::Training
-            ? tr("Track record: how this framework profile's plans have held against the published and "
-                 "recorded "
-                 "runs Headroom checks, the runs never used to choose one of its rules or constants apart "
-                 "from "
-                 "those that were; the error is |planned / measured - 1| on the counter each run reported "
-                 "(README, Framework profiles; docs/validation.md).")
-            : tr("Track record: how this engine's plans have held against the start-up logs Headroom checks "
-                 "(examples/serving/cases.json), the logs never used to choose one of its rules or constants "
-                 "apart from those that were; the error is the KV pool's, in tokens where the log counts "
-                 "them "
-                 "(README, Serving).");
+            ? tr("Track record: how this framework profile's plans have held against the published "
+                 "and recorded runs Headroom checks, the runs never used to choose one of its rules or "
+                 "constants apart from those that were; the error is |planned / measured - 1| on the "
+                 "counter each run reported (README, Framework profiles; docs/validation.md).")
+            : tr("Track record: how this engine's plans have held against the start-up logs Headroom "
+                 "checks (examples/serving/cases.json), the logs never used to choose one of its rules "
+                 "or constants apart from those that were; the error is the KV pool's, in tokens where "
+                 "the log counts them (README, Serving).");
     if (m_verdictDetails->toolTip() != recordTip)
         m_verdictDetails->setToolTip(recordTip);
     m_verdictDetails->setText(
