@@ -123,10 +123,6 @@ EstimatedParts estimatedParts(Scenario sc) {
     return p;
 }
 
-// Which of the transient bytes at the loss peak are the attention scores' copies, from the tensors' sizes:
-// batch x heads (on this rank) x query tokens x key tokens x 1, 2 or 4 bytes (a mask, the activations'
-// dtype, fp32), as the caching allocator rounds them (512 bytes). A size that is also one of a
-// tokens-linear tensor (batch x tokens x hidden, FFN, QKV or vocabulary width) is counted apart.
 // The sizes of one run's tensors: batch x tokens x width (b·s·width) and the scores, batch x heads on this
 // rank x query tokens x key tokens (b·a·s²), as the caching allocator rounds them (512 bytes).
 struct RunShape {
@@ -145,6 +141,7 @@ struct RunShape {
     double linear(double width, double dtype) const { return rounded(b * queries * width * dtype); }
 };
 
+// The line of the user's code that allocated a block (its top user frame), "" when the trace has no stack.
 std::string siteOf(const Trace& trace, std::uint32_t stack) {
     const std::size_t user = topUserFrame(trace, stack);
     return user == std::string::npos ? std::string() : frameText(trace, trace.stacks[stack][user]);
@@ -254,9 +251,10 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
                 for (const auto& l : t.linear)
                     linear.insert(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)));
                 bool sawScores = false, sawLinear = false, overlap = false;
-                for (const std::int64_t s : scores)
-                    overlap = overlap || linear.count(s) > 0,
+                for (const std::int64_t s : scores) {
+                    overlap = overlap || linear.count(s) > 0;
                     sawScores = sawScores || at->second.count(s) > 0;
+                }
                 for (const auto& l : t.linear)
                     if (at->second.count(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)))) {
                         sawLinear = true;
