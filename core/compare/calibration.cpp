@@ -466,7 +466,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         const Comparison b = compareAtPeak(before, estimate(before), *in.trace, *in.index, rules);
         // After: the same measured peak, so only the estimate is counted again (as compare counts it).
         std::int64_t afterTotal = 0;
-        for (const std::int64_t v : estimateInMeasuredCategories(after, estimate(after)))
+        for (const std::int64_t v : estimateInMeasuredCategories(estimate(after)))
             afterTotal = saturatingAdd(afterTotal, v);
         r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
                           afterTotal, b.firstStep, measured[i].hasStep, measured[i].atLoss,

@@ -11,28 +11,24 @@
 
 namespace headroom {
 
-std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& sc,
-                                                                           const Estimate& est) {
-    return breakdownInMeasuredCategories(sc, est.perGpu);
+std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Estimate& est) {
+    return breakdownInMeasuredCategories(est.perGpu);
 }
 
-std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Scenario& sc,
-                                                                            const Breakdown& b) {
+std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Breakdown& b) {
     std::array<std::int64_t, kMeasuredCategories> out{};
     auto put = [&](MeasuredCategory m, double bytes) {
         auto& v = out[static_cast<std::size_t>(m)];
         v = saturatingAdd(v, clampToInt64(std::round(bytes)));
     };
-    const Calibration& c = sc.calibration;
-    const double workspace = std::min(c.workspaceBytes, b[Category::Activations]);
     put(MeasuredCategory::Weights, b[Category::Weights]);
     put(MeasuredCategory::Gradients, b[Category::Gradients]);
     put(MeasuredCategory::OptimizerStates, b[Category::MasterWeights] + b[Category::OptimizerStates]);
     put(MeasuredCategory::Activations,
-        b[Category::Activations] - workspace + b[Category::AttentionScores] + b[Category::Logits]);
+        b[Category::Activations] + b[Category::AttentionScores] + b[Category::Logits]);
     put(MeasuredCategory::Temporaries, b[Category::GatherBuffers] + b[Category::Temporaries]);
     put(MeasuredCategory::KvCache, b[Category::KvCache]);
-    put(MeasuredCategory::Workspaces, workspace);
+    put(MeasuredCategory::Workspaces, b[Category::Workspaces]);
     return out;
 }
 
@@ -64,7 +60,7 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
     c.device = index.device().key;
     const std::size_t peak = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();
     c.measured = attribute(trace, index, peak, rules, &scenario);
-    c.estimated = estimateInMeasuredCategories(scenario, estimate);
+    c.estimated = estimateInMeasuredCategories(estimate);
     for (std::int64_t v : c.estimated)
         c.estimatedTotal = saturatingAdd(c.estimatedTotal, v);
     // Optimizer states the trace saw being created: the step that made them is the recording's first. They

@@ -38,13 +38,10 @@ struct Comparison {
 // categories without the CUDA context, the allocator's own overhead and communication buffers (NCCL's live
 // outside the allocator). Master weights count as optimizer states; attention scores and logits as
 // activations; gather buffers as temporaries.
-// A calibrated scenario's workspaces (counted with activations in section 4) come back out as workspaces,
-// and at an optimizer-step peak its step bytes (counted with optimizer states) as temporaries.
+// Workspaces (planned or calibrated) are workspaces on both sides.
 // One moment of the estimate (a phase timeline point's breakdown) in the measured categories.
-std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Scenario& scenario,
-                                                                            const Breakdown& bytes);
-std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Scenario& scenario,
-                                                                           const Estimate& estimate);
+std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(const Breakdown& bytes);
+std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const Estimate& estimate);
 
 // The differences in words, largest first: "activations 1.02 GiB more measured than estimated, ...",
 // categories under 1% of the measured peak left out.

@@ -110,7 +110,7 @@ PlanOverlay planOverlay(const Scenario& sc, const Trace& trace, const TraceIndex
         q.progress = p.progress;
         q.event = from + std::clamp(p.progress, 0.0, 1.0) * (to - from);
         q.time = timeAt(q.event);
-        q.bytes = breakdownInMeasuredCategories(sc, p.bytes);
+        q.bytes = breakdownInMeasuredCategories(p.bytes);
         out.points.push_back(q);
     }
     // Points in order of where they fall (the two at the loss share an event; keep the plan's order).

@@ -14,6 +14,7 @@
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
 #include "core/plan/settingnames.h"
+#include "core/plan/workspaces.h"
 #include "core/serve/engineversions.h"
 
 #include <algorithm>
@@ -754,6 +755,13 @@ void readCluster(const json& doc, Scenario& sc) {
     c.offloadStep = s.choice<OffloadStep>("offload_optimizer_step", OffloadStep::Cpu, offloadStepNames());
     c.prefetch = s.boolean("prefetch", true);
     c.expandableSegments = s.boolean("expandable_segments", false);
+    c.cublasWorkspaceConfig = s.string("cublas_workspace_config", "");
+    if (!c.cublasWorkspaceConfig.empty() && !cublasWorkspaceConfigBytes(c.cublasWorkspaceConfig))
+        throw Error(
+            "cluster.cublas_workspace_config",
+            "'" + c.cublasWorkspaceConfig +
+                "' is not CUBLAS_WORKSPACE_CONFIG's \":SIZE:COUNT\" pairs (\":4096:8\", \":4096:2:16:8\"), "
+                "sizes in KiB, at most 1 TiB in all");
 
     checkLayout(sc);
     const int dp = c.dataParallelSize();

@@ -3,20 +3,16 @@
 
 namespace headroom {
 
-static constexpr const char* kKeys[kCategoryCount] = {"weights",           "gradients",
-                                                      "master_weights",    "optimizer_states",
-                                                      "temporaries",       "activations",
-                                                      "attention_scores",  "logits",
-                                                      "gather_buffers",    "communication_buffers",
-                                                      "kv_cache",          "cuda_context",
-                                                      "allocator_overhead"};
-static constexpr const char* kLabels[kCategoryCount] = {"Weights",           "Gradients",
-                                                        "Master weights",    "Optimizer states",
-                                                        "Temporaries",       "Activations",
-                                                        "Attention scores",  "Logits",
-                                                        "Gather buffers",    "Communication buffers",
-                                                        "KV cache",          "CUDA context",
-                                                        "Allocator overhead"};
+static constexpr const char* kKeys[kCategoryCount] = {
+    "weights",      "gradients",         "master_weights",        "optimizer_states",
+    "temporaries",  "workspaces",        "activations",           "attention_scores",
+    "logits",       "gather_buffers",    "communication_buffers", "kv_cache",
+    "cuda_context", "allocator_overhead"};
+static constexpr const char* kLabels[kCategoryCount] = {
+    "Weights",      "Gradients",         "Master weights",        "Optimizer states",
+    "Temporaries",  "Workspaces",        "Activations",           "Attention scores",
+    "Logits",       "Gather buffers",    "Communication buffers", "KV cache",
+    "CUDA context", "Allocator overhead"};
 
 const char* categoryKey(Category c) {
     return kKeys[static_cast<std::size_t>(c)];

@@ -14,6 +14,8 @@ enum class Category {
     MasterWeights,
     OptimizerStates,
     Temporaries,
+    Workspaces, // the GEMM libraries' workspaces, held from the first matrix multiply
+                // (core/plan/workspaces.h)
     Activations,
     AttentionScores,
     Logits,
@@ -23,7 +25,7 @@ enum class Category {
     CudaContext,
     AllocatorOverhead,
 };
-inline constexpr std::size_t kCategoryCount = 13;
+inline constexpr std::size_t kCategoryCount = 14;
 
 const char* categoryKey(Category c);   // JSON key: "optimizer_states"
 const char* categoryLabel(Category c); // for people: "Optimizer states"

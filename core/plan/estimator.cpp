@@ -6,6 +6,7 @@
 #include "core/plan/fsdp1pools.h"
 #include "core/plan/stagemodel.h"
 #include "core/plan/unslothreplay.h"
+#include "core/plan/workspaces.h"
 
 #include "core/plan/gpucatalogue.h"
 
@@ -859,7 +860,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.decodeKvTransient *= c.kvCache;
         st.prefillKvExtra *= c.kvCache;
     }
-    st.workspace = c.workspaceBytes;
+    st.workspace = workspaceBytes(sc);
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
@@ -969,8 +970,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::KvCache] += st.decodeKvTransient;
         break;
     }
-    // Section 4 has no workspace category: calibrated workspaces count with the activations.
-    b[Category::Activations] += st.workspace;
+    // Held from the first matrix multiply to the end, in every phase.
+    b[Category::Workspaces] = st.workspace;
     double managed = 0;
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const Category cat = categoryAt(i);

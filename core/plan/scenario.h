@@ -243,6 +243,9 @@ struct ClusterSettings {
     OffloadStep offloadStep = OffloadStep::Cpu;
     bool prefetch = true;            // FSDP/ZeRO-3 prefetches the next layer's parameters
     bool expandableSegments = false; // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)
+    // CUBLAS_WORKSPACE_CONFIG as the run set it (":4096:8", Megatron's deterministic runs); empty: PyTorch's
+    // default for the GPU (core/plan/workspaces.h).
+    std::string cublasWorkspaceConfig;
 
     int dataParallelSize() const { return numGpus / (tensorParallel * pipelineParallel * contextParallel); }
 };
@@ -272,7 +275,7 @@ struct Calibration {
     // modelled step temporaries, so calibration reproduces a run whatever AdamW implementation the scenario
     // declared. Negative: not measured (the model's temporaries stand).
     double stepScratchBytesPerParameter = -1;
-    double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout
+    double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout (replaces the planned ones)
 };
 
 // A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).

@@ -66,8 +66,8 @@ def git_show(repo, commit, path):
 GPUS = {"H100": "H100-SXM-80GB", "A100": "A100-80GB"}
 
 
-def scenario_for(name, args, gpu="H100"):
-    """The scenario of one test, or (None, reason)."""
+def scenario_for(name, args, gpu="H100", env=None):
+    """The scenario of one test, or (None, reason). env: the test's ENV_VARS."""
     for flag, why in SKIP_FLAGS.items():
         if flag in args and args[flag] not in (False, None):
             return None, why
@@ -150,6 +150,9 @@ def scenario_for(name, args, gpu="H100"):
         if L % (pp * int(vp)):
             return None, "virtual stages do not divide the layers"
         cluster["virtual_pipeline_stages"] = L // (pp * int(vp))
+    # Deterministic tests set CUBLAS_WORKSPACE_CONFIG (":4096:8"), which sizes PyTorch's cuBLAS workspaces.
+    if env and env.get("CUBLAS_WORKSPACE_CONFIG"):
+        cluster["cublas_workspace_config"] = str(env["CUBLAS_WORKSPACE_CONFIG"])
     return {"schema": "headroom.scenario/1", "name": f"Megatron-LM CI {name}",
             "model": model, "training": training, "cluster": cluster}, None
 
@@ -182,7 +185,7 @@ def main():
         peaks = [v for v in peaks.values() if isinstance(v, (int, float)) and v == v]
         if not peaks:
             continue
-        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu)
+        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu, config.get("ENV_VARS", {}))
         if sc is None:
             print(f"skipped {name}: {why}", file=sys.stderr)
             continue

@@ -3,6 +3,7 @@
 // properties the planner relies on (peak over phases, exact largest batch, ranked savings).
 #include "core/error.h"
 #include "core/model/presets.h"
+#include "core/plan/workspaces.h"
 #include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
@@ -84,6 +85,7 @@ private slots:
     void allocatorOverheadFollowsExpandableSegments();
     void autocastKeepsSixteenBitCopies();
     void parametersOnlyWarns();
+    void gemmWorkspacesByHand();
 };
 
 void TestEstimator::zeroTableOne_data() {
@@ -821,6 +823,54 @@ void TestEstimator::autocastKeepsSixteenBitCopies() {
         QFAIL("autocast fp8 was accepted");
     } catch (const Error& e) {
         QVERIFY(QString::fromUtf8(e.what()).contains("training.autocast"));
+    }
+}
+
+void TestEstimator::gemmWorkspacesByHand() {
+    // CUBLAS_WORKSPACE_CONFIG as PyTorch reads it (CublasHandlePool.cpp): SIZE KiB x COUNT, summed.
+    QCOMPARE(*cublasWorkspaceConfigBytes(":4096:8"), 33554432.0);
+    QCOMPARE(*cublasWorkspaceConfigBytes(":4096:2:16:8"), 8519680.0);
+    QCOMPARE(*cublasWorkspaceConfigBytes(":0:0"), 0.0);
+    for (const char* bad : {"", "4096:8", ":4096", ":4096:", ":4096:8:", ":a:8", ":4096:8 ", ":-1:8",
+                            ":9999999999999:1", ":1073741824:1025"})
+        QVERIFY2(!cublasWorkspaceConfigBytes(bad), bad);
+    // Its default: 32 MiB on Hopper (9.0 exactly), ":4096:2:16:8" elsewhere, Blackwell included.
+    QCOMPARE(defaultCublasWorkspaceBytes(9.0), 33554432.0);
+    QCOMPARE(defaultCublasWorkspaceBytes(8.0), 8519680.0);
+    QCOMPARE(defaultCublasWorkspaceBytes(10.0), 8519680.0);
+    const json doc = trainingDoc(paramsOnly(1e9));
+    // A training step on an H100: the Python thread's and autograd's, 32 MiB each, in every phase.
+    const Scenario h100 = scenarioWith(doc, {});
+    QCOMPARE(estimate(h100).perGpu[Category::Workspaces], 2 * 33554432.0);
+    for (const TimelinePoint& t : phaseTimeline(h100, 0, 4))
+        QCOMPARE(t.bytes[Category::Workspaces], 2 * 33554432.0);
+    // Megatron on an A100: two of PyTorch's default and Transformer Engine's 4 MiB; with the deterministic
+    // runs' CUBLAS_WORKSPACE_CONFIG, 32 MiB each.
+    const Scenario megatron =
+        scenarioWith(doc, {{"training", {{"framework", "megatron"}, {"precision", "bf16_mixed_fp32_grads"}}},
+                           {"cluster", {{"gpu", "A100-80GB"}}}});
+    QCOMPARE(estimate(megatron).perGpu[Category::Workspaces], 2 * 8519680.0 + 4194304.0);
+    const Scenario deterministic =
+        scenarioWith(doc, {{"training", {{"framework", "megatron"}, {"precision", "bf16_mixed_fp32_grads"}}},
+                           {"cluster", {{"gpu", "A100-80GB"}, {"cublas_workspace_config", ":4096:8"}}}});
+    QCOMPARE(estimate(deterministic).perGpu[Category::Workspaces], 2 * 33554432.0 + 4194304.0);
+    // A forward (no engine, or transformers' generate): one; vLLM measures its own in its profile run.
+    json inference = doc;
+    inference.erase("training");
+    inference["inference"] = {{"batch_size", 1}, {"context_length", 1024}};
+    QCOMPARE(estimate(scenarioWith(inference, {})).perGpu[Category::Workspaces], 33554432.0);
+    QCOMPARE(estimate(scenarioWith(inference, {{"inference", {{"engine", "huggingface"}}}}))
+                 .perGpu[Category::Workspaces],
+             33554432.0);
+    QCOMPARE(
+        estimate(scenarioWith(inference, {{"inference", {{"engine", "vllm"}}}})).perGpu[Category::Workspaces],
+        0.0);
+    // A typo is an error naming the field, not a silent default.
+    try {
+        scenarioWith(doc, {{"cluster", {{"cublas_workspace_config", "4096:8"}}}});
+        QFAIL("a CUBLAS_WORKSPACE_CONFIG without its leading colon was accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains("cluster.cublas_workspace_config"), e.what());
     }
 }
 

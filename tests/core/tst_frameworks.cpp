@@ -78,6 +78,8 @@ private slots:
     void validateRunsAgainstTheTargets();
     void trackRecordFollowsTheCases();
     void megatronStatesAndPaddingByHand();
+    void megatronStateBetweenSteps_data();
+    void megatronStateBetweenSteps();
     void selectiveOpKeepsEveryOtherMatmul();
     void lossBytesPerFramework();
     void torchtitanRootStaysGathered();
@@ -313,21 +315,10 @@ const std::map<std::string, KnownMiss> kKnownMisses = {
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
 const std::map<std::string, double> kValidateMisses = {
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2", 0.121},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss", 0.121},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_calculate_per_token_loss_nondeterministic", 0.122},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_dp_last", 0.123},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_calculate_per_token_loss_nondeterministic_dp_last", 0.122},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_dp_last", 0.123},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last", 0.122},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_cp2_nondeterministic", 0.122},
-    {"megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic", 0.123},
-    {"megatron-ci-gpt3_mcore_te_tp4_pp2_frozen_resume_torch_dist_reshard_8x1xNone", 0.147},
-    {"megatron-ci-gpt3_mcore_te_tp4_pp2_resume_torch_dist_reshard_8x1xNone", 0.143},
-    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.193},
+    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.184},
     {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
      "a100_1N8G",
-     0.193},
+     0.184},
 };
 } // namespace
 
@@ -395,6 +386,16 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     QCOMPARE(before.size(), size_t(24));
     std::sort(before.begin(), before.end());
     const double beforeMedian = (before[11] + before[12]) / 2;
+    // Guarded against getting worse (a regression guard, not a tolerance) while the miss stands.
+    QVERIFY2(beforeMedian <= 0.0238 + 0.005, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
+    QEXPECT_FAIL(
+        "",
+        "2.4% since the GEMM libraries' workspaces are planned (core/plan/workspaces.h): Megatron's two "
+        "--cross-entropy-loss-fusion fit runs went from 1.5% under to 4.0% over. Their memory between steps "
+        "(mem-allocated-bytes) is now planned within 11 MiB, the fused loss's extra buffer matches their "
+        "twins' difference (389 MiB measured, 393 planned), so the rest of their step is planned about 65 "
+        "MiB high, as in every TP 2 x PP 2 twin (2% under before, 4-5% over now); not read yet.",
+        Continue);
     QVERIFY2(beforeMedian <= 0.02, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
     QEXPECT_FAIL(
         "",
@@ -440,8 +441,10 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
-    // Not yet explained, and not tuned for: the estimate is under on every miss beyond 5% but one (full
-    // recompute, 5.6% over). Guarded run by run against getting worse while the profile improves.
+    // Not yet explained, and not tuned for, beyond 5%: over, Megatron's small GPTs with context parallelism
+    // on one stage or full recompute (8.5-10.5%) and with RoPE, untied embeddings or TP 2 x PP 2 (5-6%);
+    // under, the tunable-overlap pipelines (7.7%), torchtitan's October run and the two fused-loss runs.
+    // Guarded run by run against getting worse while the profile improves.
     for (const CaseResult& r : published().results) {
         if (r.c->role != "validate" || QString::fromStdString(r.c->metric) != counter)
             continue;
@@ -458,19 +461,18 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                                     .arg(100 * e, 0, 'f', 1)
                                     .arg(100 * miss->second, 0, 'f', 1)));
     }
-    // reserved: torchtitan's five runs, 0.2-0.8% off in January 2025's three, 4.5% under in June's, 11.4%
+    // reserved: torchtitan's five runs, 0.3-0.6% off in January 2025's three, 4.4% under in June's, 11.3%
     // (5.1 GiB) under in October's (torchtitan 0.2's FSDP2 units, flex attention under CP 2, full AC), where
     // what it reserves beyond the plan is not read yet.
     QVERIFY2(median <= 0.05, qPrintable(what));
     QEXPECT_FAIL(
         "allocated",
-        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 19% "
+        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 18% "
         "under: the same fused_cross_entropy.py that held one fp32 logits-sized buffer more at "
         "d98e8a64d (the rule, fit on that pair) held two there, 0.77 GiB over their twins without the "
         "flag; the compiler of that container, not the source, differs, and a scenario cannot say "
-        "which PyTorch ran. At d98e8a64d TP 4 x PP 2 resharded from 8 x 1 is 14-15% under, TP 2 x PP 2 "
-        "x CP 2 12.1-12.3% under (ten runs; 4-5% under at 0.12), TP 4 with the distributed optimizer "
-        "8-12% under: small GPTs (hidden 512) where the missing 0.1 GiB is not read yet.",
+        "which PyTorch ran. Every other allocated run is within 12% since the GEMM workspaces are "
+        "planned (the small GPTs' 0.1 GiB that was missing).",
         Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
@@ -510,6 +512,7 @@ void TestFrameworks::trackRecordFollowsTheCases() {
                                 .arg(fit.runs)
                                 .arg(fit.median, 0, 'f', 5)
                                 .arg(QString::fromStdString(metrics));
+        qInfo().noquote() << row;
         const TrackRecord* r = trackRecordOf(framework);
         QVERIFY2(r, qPrintable(row));
         const auto near = [](double table, double computed) {
@@ -521,13 +524,60 @@ void TestFrameworks::trackRecordFollowsTheCases() {
                      metrics == r->counters,
                  qPrintable(row));
     }
-    // The sentence, written out by hand for one row: torchtitan's five validate runs (0.2%, 0.5%, 0.8%, 4.5%
-    // and 11.4% off).
-    QCOMPARE(QString::fromStdString(trackRecordText(Framework::Torchtitan)),
-             QStringLiteral("Track record: 5 runs it was not built on, median 0.8% off (worst 11.4%); 13 it was, "
-                            "median 2.9% (reserved)"));
+    // The sentence, written out by hand for one row: torchtitan's five validate runs (0.3%, 0.4%, 0.6%, 4.4%
+    // and 11.3% off).
+    QCOMPARE(
+        QString::fromStdString(trackRecordText(Framework::Torchtitan)),
+        QStringLiteral("Track record: 5 runs it was not built on, median 0.6% off (worst 11.3%); 13 it was, "
+                       "median 2.8% (reserved)"));
     QCOMPARE(QString::fromStdString(trackRecordText(Framework::DeepSpeed)),
              QStringLiteral("Track record: no published or recorded run checks the DeepSpeed profile yet"));
+}
+
+void TestFrameworks::megatronStateBetweenSteps_data() {
+    QTest::addColumn<QString>("scenario");
+    QTest::addColumn<double>("logged");
+    QTest::addColumn<double>("workspaces");
+    // What Megatron-LM's CI logs as mem-allocated-bytes after every iteration (torch.cuda.memory_stats()'s
+    // allocated_bytes.all.current, megatron/training/training.py training_log): what stays allocated between
+    // steps, the same value from the first iteration to the last in both files.
+    // - NVIDIA/Megatron-LM d98e8a64d, tests/functional_tests/test_cases/gpt/
+    //   gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files/golden_values_dev_dgx_h100.json: 581,489,664.
+    // - core_v0.12.0, .../gpt3_mr_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files_dgx_a100_1N8G/
+    //   golden_values_dev.json (DGX A100): 552,128,512.
+    // Both set CUBLAS_WORKSPACE_CONFIG=:4096:8 (model_config.yaml): PyTorch's two cuBLAS workspaces (the
+    // Python thread's and autograd's) are 4096 KiB x 8 each on either GPU; Transformer Engine's is 32 MiB on
+    // the H100 and 4 MiB on the A100 (transformer_engine/pytorch/module/base.py).
+    QTest::newRow("d98e8a64d, H100")
+        << QStringLiteral("megatron-ci/gpt3_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files.headroom.json")
+        << 581489664.0 << (2 * 33554432.0 + 33554432.0);
+    QTest::newRow("core_v0.12.0, A100")
+        << QStringLiteral(
+               "megatron-ci-core-v0.12-dev/"
+               "gpt3_mr_mcore_te_tp1_pp1_dist_optimizer_no_mmap_bin_files_dgx_a100_1N8G.headroom.json")
+        << 552128512.0 << (2 * 33554432.0 + 4194304.0);
+}
+
+void TestFrameworks::megatronStateBetweenSteps() {
+    // By hand: 12 layers of hidden 512 (QKV, projection, two MLP matrices with their biases, two LayerNorms:
+    // 12h^2 + 13h = 3,152,384), the vocabulary padded to 50,304 x 512, 1,024 learned positions x 512 and
+    // the final LayerNorm: 64,109,568 parameters, all on one GPU (TP 1, PP 1). Between steps: bf16 weights
+    // (2 bytes) and Megatron's fp32 gradient buffer (4) whole, the distributed optimizer's fp32 main weights
+    // and Adam's two states sharded over the 8 data-parallel ranks (12 / 8), and the workspaces.
+    QFETCH(QString, scenario);
+    QFETCH(double, logged);
+    QFETCH(double, workspaces);
+    const double p = 12 * (12.0 * 512 * 512 + 13 * 512) + 50304.0 * 512 + 1024.0 * 512 + 2 * 512;
+    QCOMPARE(p, 64109568.0);
+    const double byHand = 2 * p + 4 * p + 12 * p / 8 + workspaces;
+    const Scenario sc = loadScenarioFile((publishedDir() + scenario).toStdString());
+    const Breakdown& b = estimate(sc).perGpu; // its forward peak holds all of it
+    const double planned = b[Category::Weights] + b[Category::Gradients] + b[Category::MasterWeights] +
+                           b[Category::OptimizerStates] + b[Category::Workspaces];
+    QCOMPARE(planned, byHand);
+    // The rest of what was allocated between steps is a few scalars (the loss, the gradient norm).
+    QVERIFY2(logged - byHand >= 0 && logged - byHand < 8192,
+             qPrintable(QStringLiteral("%1 bytes apart").arg(logged - byHand, 0, 'f', 0)));
 }
 
 void TestFrameworks::megatronStatesAndPaddingByHand() {

@@ -92,21 +92,19 @@ void TestCli::estimateJsonFollowsContract() {
     QCOMPARE(j.at("schema").get<std::string>(), std::string("headroom.estimate/1"));
     QCOMPARE(j.at("mode").get<std::string>(), std::string("training"));
     QCOMPARE(j.at("parameters").get<long long>(), 774030080LL);
-    // Section 4's twelve keys and temporaries (the step's scratch, apart from the optimizer's states).
-    const char* keys[] = {"weights",           "gradients",
-                          "master_weights",    "optimizer_states",
-                          "temporaries",       "activations",
-                          "attention_scores",  "logits",
-                          "gather_buffers",    "communication_buffers",
-                          "kv_cache",          "cuda_context",
-                          "allocator_overhead"};
+    // Section 4's twelve keys, temporaries (the step's scratch, apart from the optimizer's states) and
+    // workspaces (the GEMM libraries', held throughout).
+    const char* keys[] = {
+        "weights",     "gradients",        "master_weights", "optimizer_states",  "temporaries",
+        "activations", "attention_scores", "logits",         "gather_buffers",    "communication_buffers",
+        "kv_cache",    "workspaces",       "cuda_context",   "allocator_overhead"};
     long long sum = 0;
     for (const char* k : keys) {
         QVERIFY2(j.at("per_gpu_bytes").contains(k), k);
         QVERIFY(j.at("per_gpu_bytes").at(k).is_number_integer());
         sum += j.at("per_gpu_bytes").at(k).get<long long>();
     }
-    QCOMPARE(j.at("per_gpu_bytes").size(), size_t(13));
+    QCOMPARE(j.at("per_gpu_bytes").size(), size_t(14));
     QCOMPARE(j.at("peak_bytes").get<long long>(), sum);
     QCOMPARE(j.at("headroom_bytes").get<long long>(), j.at("capacity_bytes").get<long long>() - sum);
     QCOMPARE(j.at("fits").get<bool>(), sum <= j.at("capacity_bytes").get<long long>());

@@ -16,6 +16,7 @@ QColor categoryColor(Category c) {
         QColor(0xaa, 0x88, 0x77), // master weights: taupe
         QColor(0x55, 0x33, 0xaa), // optimizer states: indigo
         QColor(0x99, 0xff, 0xff), // temporaries: pale cyan (light: its neighbours are dark and mid)
+        QColor(0x66, 0x00, 0x11), // workspaces: maroon (the lightest left that keeps every rule above)
         QColor(0xdd, 0x77, 0x11), // activations: orange
         QColor(0x99, 0x11, 0x00), // attention scores: dark red
         QColor(0x55, 0xcc, 0x66), // logits: green
@@ -43,7 +44,7 @@ QColor categoryColor(MeasuredCategory c) {
     case MeasuredCategory::KvCache:
         return categoryColor(Category::KvCache);
     case MeasuredCategory::Workspaces:
-        return categoryColor(Category::AllocatorOverhead);
+        return categoryColor(Category::Workspaces);
     case MeasuredCategory::Unattributed:
         break;
     }

@@ -72,6 +72,7 @@ BreakdownChart::BreakdownChart(QGraphicsItem* parent) : QChart(parent) {
                 [this, i] { setCategoryHidden(categoryAt(i), !isCategoryHidden(categoryAt(i))); });
     }
     connect(m_series, &QStackedBarSeries::hovered, this, &BreakdownChart::hovered);
+    m_markerShown.fill(-1); // not yet shown or hidden
     m_style.apply(this);
 }
 

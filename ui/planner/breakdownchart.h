@@ -66,7 +66,7 @@ private:
     std::array<QBarSet*, kCategoryCount> m_sets{};
     QBarSet* m_frozenSet = nullptr; // first in the series: stacked at the bottom, under the adapters
     int m_frozenShown = -1;
-    std::array<int, kCategoryCount> m_markerShown{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    std::array<int, kCategoryCount> m_markerShown{};
     QBarCategoryAxis* m_x = nullptr;
     QValueAxis* m_y = nullptr;
     QValueAxis* m_lineX = nullptr;

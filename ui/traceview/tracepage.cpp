@@ -585,7 +585,7 @@ void TracePage::showSelectedAllocation() {
 void TracePage::setScenario(const Scenario& scenario, const Estimate& est, const QString& name) {
     m_scenario = scenario;
     m_scenarioName = name;
-    m_categories->setEstimate(estimateInMeasuredCategories(scenario, est), name);
+    m_categories->setEstimate(estimateInMeasuredCategories(est), name);
     colourBands();
     computeCategories();
     refreshSelection();
