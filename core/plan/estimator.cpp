@@ -559,9 +559,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.nonTorch += st.pagedStates;
     }
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&
-        !sc.overheads.ddpGradientAsBucketView && !fsdp1NoShard)
-        // DDP's flat buckets copy every gradient; FSDP1's NO_SHARD all-reduces each flat parameter's
-        // gradient in place (torch/distributed/fsdp/_runtime_utils.py _reduce_grad_no_shard).
+        !sc.overheads.ddpGradientAsBucketView && !fsdp1NoShard && tr.framework != Framework::Megatron)
+        // PyTorch DDP's flat buckets copy every gradient; FSDP1's NO_SHARD all-reduces each flat parameter's
+        // gradient in place (torch/distributed/fsdp/_runtime_utils.py _reduce_grad_no_shard), and so does
+        // Megatron's own DistributedDataParallel: its buckets are views of the contiguous main-grad buffer
+        // (megatron/core/distributed/param_and_grad_buffer.py, _ParamAndGradBucket.grad_data from
+        // _ParamAndGradBuffer._get), all-reduced where they lie (start_grad_sync).
         st.communication += allGradientBytes;
     if (tr.framework == Framework::DeepSpeed && shardsOptimizer(c)) {
         // DeepSpeed's ZeRO (deepspeed/runtime/zero/stage_1_and_2.py setup_buckets, stage3.py): gradients are

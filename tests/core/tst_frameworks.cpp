@@ -80,6 +80,7 @@ private slots:
     void megatronStatesAndPaddingByHand();
     void megatronStateBetweenSteps_data();
     void megatronStateBetweenSteps();
+    void megatronDdpReducesInPlace();
     void selectiveOpKeepsEveryOtherMatmul();
     void lossBytesPerFramework();
     void torchtitanRootStaysGathered();
@@ -315,10 +316,10 @@ const std::map<std::string, KnownMiss> kKnownMisses = {
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
 const std::map<std::string, double> kValidateMisses = {
-    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.184},
+    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.224},
     {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
      "a100_1N8G",
-     0.184},
+     0.224},
 };
 } // namespace
 
@@ -386,16 +387,6 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     QCOMPARE(before.size(), size_t(24));
     std::sort(before.begin(), before.end());
     const double beforeMedian = (before[11] + before[12]) / 2;
-    // Guarded against getting worse (a regression guard, not a tolerance) while the miss stands.
-    QVERIFY2(beforeMedian <= 0.0238 + 0.005, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
-    QEXPECT_FAIL(
-        "",
-        "2.4% since the GEMM libraries' workspaces are planned (core/plan/workspaces.h): Megatron's two "
-        "--cross-entropy-loss-fusion fit runs went from 1.5% under to 4.0% over. Their memory between steps "
-        "(mem-allocated-bytes) is now planned within 11 MiB, the fused loss's extra buffer matches their "
-        "twins' difference (389 MiB measured, 393 planned), so the rest of their step is planned about 65 "
-        "MiB high, as in every TP 2 x PP 2 twin (2% under before, 4-5% over now); not read yet.",
-        Continue);
     QVERIFY2(beforeMedian <= 0.02, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
     QEXPECT_FAIL(
         "",
@@ -441,10 +432,10 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
-    // Not yet explained, and not tuned for, beyond 5%: over, Megatron's small GPTs with context parallelism
-    // on one stage or full recompute (8.5-10.5%) and with RoPE, untied embeddings or TP 2 x PP 2 (5-6%);
-    // under, the tunable-overlap pipelines (7.7%), torchtitan's October run and the two fused-loss runs.
-    // Guarded run by run against getting worse while the profile improves.
+    // Not yet explained, and not tuned for, beyond 5%, all under but one: Megatron's tunable-overlap
+    // pipelines (5.8-10.7%), 0.12's QK-layernorm test mode (6.0%), torchtitan's October run and the two
+    // fused-loss runs; 0.12's torch FSDP (zp_z3) run is 5.5% over. Guarded run by run against getting worse
+    // while the profile improves.
     for (const CaseResult& r : published().results) {
         if (r.c->role != "validate" || QString::fromStdString(r.c->metric) != counter)
             continue;
@@ -467,12 +458,12 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
     QVERIFY2(median <= 0.05, qPrintable(what));
     QEXPECT_FAIL(
         "allocated",
-        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 18% "
+        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100, its dev container) are 22% "
         "under: the same fused_cross_entropy.py that held one fp32 logits-sized buffer more at "
         "d98e8a64d (the rule, fit on that pair) held two there, 0.77 GiB over their twins without the "
         "flag; the compiler of that container, not the source, differs, and a scenario cannot say "
         "which PyTorch ran. Every other allocated run is within 12% since the GEMM workspaces are "
-        "planned (the small GPTs' 0.1 GiB that was missing).",
+        "planned and Megatron's DDP no longer gets PyTorch DDP's bucket copy.",
         Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
@@ -578,6 +569,35 @@ void TestFrameworks::megatronStateBetweenSteps() {
     // The rest of what was allocated between steps is a few scalars (the loss, the gradient norm).
     QVERIFY2(logged - byHand >= 0 && logged - byHand < 8192,
              qPrintable(QStringLiteral("%1 bytes apart").arg(logged - byHand, 0, 'f', 0)));
+}
+
+void TestFrameworks::megatronDdpReducesInPlace() {
+    // Megatron's DistributedDataParallel all-reduces each bucket where it lies in the contiguous main-grad
+    // buffer (param_and_grad_buffer.py: the bucket's grad_data is a view from _get, start_grad_sync reduces
+    // it in place); PyTorch's DDP copies every gradient into flat buckets of its own unless
+    // gradient_as_bucket_view. A TP 2 x PP 2 CI test with plain data parallelism over 2: what the plan says
+    // PyTorch allocates is what its categories hold, and the same layout under plain PyTorch holds one copy
+    // of the stage's gradients more.
+    const Scenario sc = loadScenarioFile(
+        (publishedDir() + "megatron-ci/gpt3_mcore_te_tp2_pp2_resume_torch_dist.headroom.json").toStdString());
+    QCOMPARE(sc.cluster.dataParallelSize(), 2);
+    const auto allocatedOf = [](const Breakdown& b) {
+        double sum = 0;
+        for (std::size_t i = 0; i < kCategoryCount; ++i)
+            if (const Category c = categoryAt(i); c != Category::CommunicationBuffers &&
+                                                  c != Category::CudaContext &&
+                                                  c != Category::AllocatorOverhead)
+                sum += b[c];
+        return sum;
+    };
+    const Estimate megatron = estimate(sc);
+    const StageEstimate& last = megatron.ranks.back();
+    QCOMPARE(last.allocatedBytes, allocatedOf(last.peak));
+    Scenario plain = sc.settingsCopy();
+    plain.training.framework = Framework::PyTorch;
+    const Estimate torchDdp = estimate(plain);
+    const StageEstimate& same = torchDdp.ranks.back();
+    QCOMPARE(same.allocatedBytes - allocatedOf(same.peak), same.peak[Category::Gradients]);
 }
 
 void TestFrameworks::megatronStatesAndPaddingByHand() {
