@@ -747,6 +747,10 @@ void readCluster(const json& doc, Scenario& sc) {
     c.tensorParallel = s.integer("tensor_parallel", 1);
     c.pipelineParallel = s.integer("pipeline_parallel", 1);
     c.virtualStages = s.integer("virtual_pipeline_stages", 1);
+    c.microbatchGroupSize = s.integer("microbatch_group_size_per_vp_stage", 0);
+    if (c.microbatchGroupSize > 0 && c.virtualStages <= 1)
+        sc.warnings.push_back("cluster.microbatch_group_size_per_vp_stage has no effect without "
+                              "virtual_pipeline_stages");
     c.sequenceParallel = s.boolean("sequence_parallel", false);
     c.contextParallel = s.integer("context_parallel", 1);
     c.expertParallel = s.integer("expert_parallel", 1);

@@ -596,9 +596,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.inFlight = std::min(mb, p - stage);
         st.current = 1;
     } else {
+        // Megatron's warm-up (megatron/core/pipeline_parallel/schedules.py, get_pp_rank_microbatches):
+        // 2 (p - rank - 1) + (chunks - 1) x the micro-batch group, which defaults to the pipeline size
+        // (model_parallel_config.py, microbatch_group_size_per_vp_stage); one more runs forward before the
+        // first backward.
         const int v = c.virtualStages;
+        const long long microbatchGroup = c.microbatchGroupSize > 0 ? c.microbatchGroupSize : p;
         const long long chunks =
-            std::min<long long>(1LL * mb * v, 2LL * (p - stage - 1) + 1LL * (v - 1) * p + 1);
+            std::min<long long>(1LL * mb * v, 2LL * (p - stage - 1) + 1LL * (v - 1) * microbatchGroup + 1);
         st.inFlight = static_cast<double>(chunks) / v;
         st.current = 1.0 / v;
     }

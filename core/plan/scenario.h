@@ -235,6 +235,9 @@ struct ClusterSettings {
     int tensorParallel = 1;
     int pipelineParallel = 1;
     int virtualStages = 1; // interleaved 1F1B model chunks per stage
+    // Megatron's --microbatch-group-size-per-virtual-pipeline-stage: how many micro-batches each model chunk
+    // runs before the next chunk's turn (0: the pipeline size, Megatron's default).
+    int microbatchGroupSize = 0;
     bool sequenceParallel = false;
     int contextParallel = 1;
     int expertParallel = 1;

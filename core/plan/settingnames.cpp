@@ -216,6 +216,7 @@ std::span<const IntRange> integerRanges() {
         {"/cluster/tensor_parallel", 1, 1 << 16, 1, 64, true},
         {"/cluster/pipeline_parallel", 1, 1 << 16, 1, 128, true},
         {"/cluster/virtual_pipeline_stages", 1, 1 << 10, 1, 16, true},
+        {"/cluster/microbatch_group_size_per_vp_stage", 1, 1 << 16, 1, 64, true},
         {"/cluster/context_parallel", 1, 1 << 16, 1, 64, true},
         {"/cluster/expert_parallel", 1, 1 << 16, 1, 256, true},
         {"/overheads/cuda_context_mib", 0, 1 << 20, 0, 4096, false},

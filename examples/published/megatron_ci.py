@@ -150,6 +150,9 @@ def scenario_for(name, args, gpu="H100", env=None):
         if L % (pp * int(vp)):
             return None, "virtual stages do not divide the layers"
         cluster["virtual_pipeline_stages"] = L // (pp * int(vp))
+        group = a("--microbatch-group-size-per-virtual-pipeline-stage")
+        if group:
+            cluster["microbatch_group_size_per_vp_stage"] = int(group)
     # Deterministic tests set CUBLAS_WORKSPACE_CONFIG (":4096:8"), which sizes PyTorch's cuBLAS workspaces.
     if env and env.get("CUBLAS_WORKSPACE_CONFIG"):
         cluster["cublas_workspace_config"] = str(env["CUBLAS_WORKSPACE_CONFIG"])
