@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 namespace headroom {
@@ -123,23 +124,21 @@ EstimatedParts estimatedParts(Scenario sc) {
     return p;
 }
 
-// The sizes of one run's tensors: batch x tokens x width (b·s·width) and the scores, batch x heads on this
-// rank x query tokens x key tokens (b·a·s²), as the caching allocator rounds them (512 bytes).
-struct RunShape {
-    double b = 0, queries = 0, keys = 0, heads = 0;
-    explicit RunShape(const Scenario& sc) {
-        const bool training = sc.mode == Mode::Training;
-        b = training ? sc.training.microBatchSize : sc.inference.batchSize;
-        keys = training ? sc.training.sequenceLength : sc.inference.contextLength;
-        queries = training || sc.inference.prefillChunk <= 0
-                      ? keys
-                      : std::min<double>(sc.inference.prefillChunk, keys);
-        heads = static_cast<double>(sc.model.heads) / std::max(1, sc.cluster.tensorParallel);
-    }
-    static double rounded(double bytes) { return std::ceil(bytes / 512) * 512; }
-    double scores(double dtype) const { return rounded(b * heads * queries * keys * dtype); }
-    double linear(double width, double dtype) const { return rounded(b * queries * width * dtype); }
-};
+// The tokens-linear widths a tensor at the loss peak may have on this rank (core/compare/tensortable.h).
+std::vector<std::pair<const char*, double>> linearWidths(const RunShape& shape) {
+    return {{"b·s·h", shape.hidden},
+            {"b·s·f", shape.ffn},
+            {"b·s·V", shape.vocab},
+            {"b·s·(a+2g)·d", (shape.heads + 2 * shape.kvHeads) * shape.headDim}};
+}
+
+// The same symbol's width in another run (whose tensor-parallel split may differ).
+double widthIn(const RunShape& shape, std::string_view symbol) {
+    for (const auto& [name, width] : linearWidths(shape))
+        if (symbol == name)
+            return width;
+    return 0;
+}
 
 // The line of the user's code that allocated a block (its top user frame), "" when the trace has no stack.
 std::string siteOf(const Trace& trace, std::uint32_t stack) {
@@ -158,11 +157,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
         return;
     const RunShape shape(sc);
     const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
-    const std::pair<const char*, double> widths[] = {
-        {"b·s·h", static_cast<double>(md.hidden)},
-        {"b·s·f", static_cast<double>(md.ffn)},
-        {"b·s·V", static_cast<double>(md.vocab)},
-        {"b·s·(a+2g)·d", static_cast<double>(md.heads + 2 * md.kvHeads) * md.headDim}};
+    const auto widths = linearWidths(shape);
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
         case MeasuredCategory::Weights:
@@ -249,14 +244,16 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
                 for (const int d : t.scoresBytes)
                     scores.insert(static_cast<std::int64_t>(other.scores(d)));
                 for (const auto& l : t.linear)
-                    linear.insert(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)));
+                    linear.insert(
+                        static_cast<std::int64_t>(other.linear(widthIn(other, l.symbol), l.dtypeBytes)));
                 bool sawScores = false, sawLinear = false, overlap = false;
                 for (const std::int64_t s : scores) {
                     overlap = overlap || linear.count(s) > 0;
                     sawScores = sawScores || at->second.count(s) > 0;
                 }
                 for (const auto& l : t.linear)
-                    if (at->second.count(static_cast<std::int64_t>(other.linear(l.width, l.dtypeBytes)))) {
+                    if (at->second.count(static_cast<std::int64_t>(
+                            other.linear(widthIn(other, l.symbol), l.dtypeBytes)))) {
                         sawLinear = true;
                         as = &l;
                     }

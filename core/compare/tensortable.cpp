@@ -19,6 +19,24 @@ struct Shape {
 
 } // namespace
 
+RunShape::RunShape(const Scenario& sc) {
+    const bool training = sc.mode == Mode::Training;
+    const double tp = std::max(1, sc.cluster.tensorParallel);
+    const ModelSpec& m = sc.model;
+    b = training ? sc.training.microBatchSize : sc.inference.batchSize;
+    keys = training
+               ? static_cast<double>(sc.training.sequenceLength) / std::max(1, sc.cluster.contextParallel)
+               : sc.inference.contextLength;
+    queries =
+        training || sc.inference.prefillChunk <= 0 ? keys : std::min<double>(sc.inference.prefillChunk, keys);
+    hidden = m.hidden;
+    ffn = m.ffn / tp;
+    vocab = m.vocab / tp;
+    heads = m.heads / tp;
+    kvHeads = std::max(1.0, m.kvHeads / tp);
+    headDim = m.headDim;
+}
+
 std::int64_t TensorTable::matched() const {
     std::int64_t m = 0;
     for (const TensorRow& r : rows)
@@ -35,17 +53,10 @@ TensorTable tensorTable(const Scenario& sc, const Attribution& at, std::size_t s
     std::map<std::int64_t, Shape> parameters; // the step's: a parameter tensor's shape
     const ModelSpec& m = sc.model;
     if (m.known && m.hidden > 0) {
-        const bool training = sc.mode == Mode::Training;
+        const RunShape shape(sc);
         const double tp = std::max(1, sc.cluster.tensorParallel);
-        const double b = training ? sc.training.microBatchSize : sc.inference.batchSize;
-        const double keys = training ? static_cast<double>(sc.training.sequenceLength) /
-                                           std::max(1, sc.cluster.contextParallel)
-                                     : sc.inference.contextLength;
-        const double queries = training || sc.inference.prefillChunk <= 0
-                                   ? keys
-                                   : std::min<double>(sc.inference.prefillChunk, keys);
-        const double a = m.heads / tp, g = std::max(1.0, m.kvHeads / tp), d = m.headDim;
-        const double tokens = b * queries;
+        const double b = shape.b, queries = shape.queries, keys = shape.keys, tokens = shape.tokens();
+        const double a = shape.heads, g = shape.kvHeads, d = shape.headDim;
         // The widths a tensor of each shape is written in: the activations' dtype and fp32 (norms, softmax
         // and the loss upcast), one byte for masks, eight for token ids. Nothing else: every extra width
         // makes more sizes ambiguous (at 128 tokens 2 MiB is b·s·h in fp32 and b·a·s² in bf16).
@@ -76,10 +87,10 @@ TensorTable tensorTable(const Scenario& sc, const Attribution& at, std::size_t s
             }
         };
         const std::pair<const char*, double> perToken[] = {
-            {"b·s·h", static_cast<double>(m.hidden)},
-            {"b·s·f", m.ffn / tp},
-            {"b·s·2f", 2 * m.ffn / tp},
-            {"b·s·V", m.vocab / tp},
+            {"b·s·h", shape.hidden},
+            {"b·s·f", shape.ffn},
+            {"b·s·2f", 2 * shape.ffn},
+            {"b·s·V", shape.vocab},
             {"b·s·a·d", a * d},
             {"b·s·g·d", g * d},
             {"b·s·(a+2g)·d", (a + 2 * g) * d},

@@ -6,6 +6,7 @@
 #include "core/compare/attribution.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
+#include "core/compare/tensortable.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -54,6 +55,7 @@ private slots:
     void firstStepIsNamed();
     void calibrationReproducesAndPredicts();
     void calibrationInTheScenario();
+    void runShapePerRank();
     void scoresFactorKeepsToItsDtype();
     void calibrationWhateverTheOptimizer();
     void calibratedPredictions_data();
@@ -495,6 +497,43 @@ void TestAttribution::calibrationReproducesAndPredicts() {
         qPrintable(QStringLiteral("activations %1 vs %2").arg(c.estimated[act]).arg(c.measured.bytes[act])));
     QVERIFY(std::abs(c.relativeError()) < std::abs(u.relativeError()));
     QVERIFY(std::abs(c.relativeError()) <= 0.10); // what is left: gradients kept from warm-up
+}
+
+void TestAttribution::runShapePerRank() {
+    // One rank's tensor sizes, by hand, for Llama 3 8B (h 4096, f 14336, V 128256, 32 heads of 128 in 8 KV
+    // groups) under TP 2 and CP 2 at micro-batch 2 x 8192: each rank holds 4096 of the tokens (queries and
+    // keys alike, as ring attention's blocks) and half of f, V and the heads.
+    json doc = test::trainingDoc(json{{"preset", "meta-llama/Meta-Llama-3-8B"}});
+    doc["training"]["micro_batch_size"] = 2;
+    doc["training"]["sequence_length"] = 8192;
+    doc["cluster"] = {
+        {"gpu", "H100-SXM-80GB"}, {"num_gpus", 4}, {"tensor_parallel", 2}, {"context_parallel", 2}};
+    const RunShape s(scenarioFromJson(doc));
+    QCOMPARE(s.b, 2.0);
+    QCOMPARE(s.queries, 4096.0);
+    QCOMPARE(s.keys, 4096.0);
+    QCOMPARE(s.ffn, 7168.0);
+    QCOMPARE(s.vocab, 64128.0);
+    QCOMPARE(s.heads, 16.0);
+    QCOMPARE(s.kvHeads, 4.0);
+    QCOMPARE(s.headDim, 128.0);
+    // b·a·s² in bf16: 2 x 16 x 4096 x 4096 x 2 bytes; b·s·V in fp32: 2 x 4096 x 64128 x 4 (both multiples of
+    // 512, so the allocator hands them out as they are).
+    QCOMPARE(s.scores(2), 2.0 * 16 * 4096 * 4096 * 2);
+    QCOMPARE(s.linear(s.vocab, 4), 2.0 * 4096 * 64128 * 4);
+    // A rounded size: one token of hidden 4096 in one byte is 4096; 3 x 100 bytes round up to 512.
+    QCOMPARE(RunShape::rounded(300), 512.0);
+    // Inference: the prefill's chunk of the prompt against the whole context; TP 8 leaves one KV head a rank
+    // of Llama 3 8B's 8, never fewer.
+    json inf = doc;
+    inf.erase("training");
+    inf["inference"] = {{"batch_size", 3}, {"context_length", 32768}, {"prefill_chunk", 2048}};
+    inf["cluster"] = {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 8}, {"tensor_parallel", 8}};
+    const RunShape p(scenarioFromJson(inf));
+    QCOMPARE(p.queries, 2048.0);
+    QCOMPARE(p.keys, 32768.0);
+    QCOMPARE(p.heads, 4.0);
+    QCOMPARE(p.kvHeads, 1.0);
 }
 
 void TestAttribution::calibrationInTheScenario() {
