@@ -498,22 +498,12 @@ void readTraining(const json& doc, Scenario& sc) {
     t.compile = s.boolean("compile", d.compile);
     t.frameworkVersion = s.string("framework_version", "");
     if (!t.frameworkVersion.empty()) {
-        // "4.44", "4.44.2", "0.6": major.minor[.patch], digits only.
-        int major = -1, minor = -1;
-        std::size_t used = 0;
-        try {
-            major = std::stoi(t.frameworkVersion, &used);
-            if (used < t.frameworkVersion.size() && t.frameworkVersion[used] == '.')
-                minor = std::stoi(t.frameworkVersion.substr(used + 1));
-        } catch (const std::exception&) {
-            major = -1;
-        }
-        if (major < 0 || minor < 0 || major > 1000 || minor > 100000 ||
-            !std::isdigit(static_cast<unsigned char>(t.frameworkVersion[0])))
+        const auto release = parseRelease(t.frameworkVersion);
+        if (!release)
             throw Error(s.at("framework_version"),
                         "must be a release as major.minor (\"4.44\"); got \"" + t.frameworkVersion + "\"");
-        t.versionMajor = major;
-        t.versionMinor = minor;
+        t.versionMajor = release->major;
+        t.versionMinor = release->minor;
     }
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());

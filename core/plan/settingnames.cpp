@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/plan/settingnames.h"
 
+#include <cctype>
+#include <exception>
+
 namespace headroom {
 
 namespace {
@@ -223,6 +226,24 @@ std::span<const IntRange> integerRanges() {
         {"/overheads/nccl_mib_per_communicator", 0, 1 << 20, 0, 4096, false},
     };
     return all(t);
+}
+
+std::optional<Release> parseRelease(const std::string& text) {
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+        return std::nullopt;
+    int major = -1, minor = -1;
+    try {
+        std::size_t used = 0;
+        major = std::stoi(text, &used);
+        if (used < text.size() && text[used] == '.' && used + 1 < text.size() &&
+            std::isdigit(static_cast<unsigned char>(text[used + 1])))
+            minor = std::stoi(text.substr(used + 1));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    if (major < 0 || minor < 0 || major > 1000 || minor > 100000)
+        return std::nullopt;
+    return Release{major, minor};
 }
 
 IntRange integerRange(std::string_view pointer) {

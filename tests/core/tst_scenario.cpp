@@ -3,6 +3,7 @@
 // model reference, validation errors that name their JSON path, and a save that keeps unknown keys.
 #include "core/error.h"
 #include "core/io/scenariojson.h"
+#include "core/plan/settingnames.h"
 #include "core/serve/estimate.h"
 #include "tests/testutil.h"
 
@@ -46,6 +47,7 @@ class TestScenario : public QObject {
     Q_OBJECT
 private slots:
     void contractExample();
+    void frameworkReleases();
     void defaultScenario();
     void modelReferences();
     void unknownFamilyWithParameters();
@@ -340,4 +342,25 @@ void TestScenario::gpuGivenByMemoryAlone() {
 }
 
 QTEST_GUILESS_MAIN(TestScenario)
+void TestScenario::frameworkReleases() {
+    // major.minor[.patch], digits only; compared as numbers, so 4.9 comes before 4.46.
+    QCOMPARE(parseRelease("4.44.2")->major, 4);
+    QCOMPARE(parseRelease("4.44.2")->minor, 44);
+    QVERIFY(*parseRelease("4.9") < *parseRelease("4.46"));
+    QVERIFY(*parseRelease("0.1") < *parseRelease("0.2"));
+    QVERIFY(!(*parseRelease("4.46") < *parseRelease("4.46.1")));
+    for (const char* bad : {"", "4", "4.", "v4.44", "4.x", ".5", "1001.0", "99999999999.1"})
+        QVERIFY2(!parseRelease(bad), bad);
+    // The reader names the field.
+    json doc = trainingDoc(json{{"parameters", 1000000000}});
+    doc["training"]["framework"] = "huggingface";
+    doc["training"]["framework_version"] = "4.x";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("framework_version 4.x was accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains("training.framework_version"), e.what());
+    }
+}
+
 #include "tst_scenario.moc"

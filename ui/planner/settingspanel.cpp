@@ -287,11 +287,11 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->clears = "framework_version"; // a release names its framework
     // The framework's release where its memory changed between releases (docs/frameworks.md): one field
     // per framework that has them, shown and written with that framework only.
-    struct Release {
+    struct ReleaseChoice {
         std::vector<std::string> frameworks;
         const char *current, *currentText, *before, *beforeText, *tip;
     };
-    const Release frameworkReleases[] = {
+    const ReleaseChoice frameworkReleases[] = {
         {{"torchtitan"},
          "0.2",
          "0.2 and later",
@@ -305,7 +305,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
          "4.44",
          "before 4.46 (fp32 logits kept)",
          "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward"}};
-    for (const Release& r : frameworkReleases) {
+    for (const ReleaseChoice& r : frameworkReleases) {
         addField(trainingForm,
                  choiceField("/training/framework_version", "Release",
                              {{QString::fromLatin1(r.current), QString::fromUtf8(r.currentText)},
@@ -317,13 +317,12 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         m_fields.back()->onlyWhenShown = true;
         // Another release reads as the listed one whose memory it has: "4.37 (before 4.46)".
         m_fields.back()->describe = [current = QString::fromLatin1(r.current)](const QString& value) {
-            const auto number = [](const QString& v) {
-                const QStringList parts = v.split(QLatin1Char('.'));
-                return std::pair{parts.value(0).toInt(), parts.value(1).toInt()};
-            };
-            return number(value) < number(current)
-                       ? value + QStringLiteral(" (before ") + current + QLatin1Char(')')
-                       : value + QStringLiteral(" (") + current + QStringLiteral(" and later)");
+            const auto given = parseRelease(value.toStdString()),
+                       listed = parseRelease(current.toStdString());
+            if (!given || !listed)
+                return value; // the reader says what is wrong with it
+            return *given < *listed ? value + QStringLiteral(" (before ") + current + QLatin1Char(')')
+                                    : value + QStringLiteral(" (") + current + QStringLiteral(" and later)");
         };
     }
     addField(trainingForm,
