@@ -85,6 +85,12 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
             throw Error(at + "." + key, "must be a positive number");
         v.measuredBytes = c[key].get<double>() * (c.contains("measured_gib") ? kGiB : 1.0);
     }
+    if (c.contains("between_steps_bytes")) {
+        const nlohmann::json& b = c["between_steps_bytes"];
+        if (!b.is_number() || !(b.get<double>() > 0) || b.get<double>() > 1e18)
+            throw Error(at + ".between_steps_bytes", "must be a positive number");
+        v.betweenStepsBytes = b.get<double>();
+    }
     if (c.contains("calibrate_on")) {
         const nlohmann::json& on = c["calibrate_on"];
         if (!on.is_array() || on.empty())

@@ -26,6 +26,9 @@ struct ValidationCase {
     double measuredBytes = 0;             // 0 with a trace: measured at the trace's allocated peak
     std::vector<std::string> calibrateOn; // ids of traced cases whose runs calibrate this one's scenario
     std::string knownMiss;                // why the estimate is known to miss this run ("open")
+    // What stayed allocated between the run's steps, as it logged it (Megatron-LM's mem-allocated-bytes):
+    // the model state and what the libraries keep, with nothing of a step's; 0 when not logged.
+    double betweenStepsBytes = 0;
 };
 
 struct ValidationCases {

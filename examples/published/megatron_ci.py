@@ -197,6 +197,10 @@ def main():
         peaks = [v for v in peaks.values() if isinstance(v, (int, float)) and v == v]
         if not peaks:
             continue
+        # What stayed allocated after each iteration (torch.cuda.memory_stats()'s allocated_bytes.all.current
+        # in training_log): the state between steps, at its least after the first step made Adam's states.
+        held = golden.get("mem-allocated-bytes", {}).get("values", {})
+        held = [v for k, v in held.items() if int(k) >= 2 and isinstance(v, (int, float)) and v == v]
         sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu, config.get("ENV_VARS", {}))
         if sc is None:
             print(f"skipped {name}: {why}", file=sys.stderr)
@@ -213,9 +217,12 @@ def main():
                       "role": "fit" if name in FIT_RUNS and not tag else "validate",
                       "framework": "megatron", "scenario": f"{folder}/{name}.headroom.json",
                       "metric": "allocated", "stage": "last", "measured_bytes": int(max(peaks)),
+                      **({"between_steps_bytes": int(min(held))} if held else {}),
                       "source": f"NVIDIA/Megatron-LM {version}, {root}/{name}/{golden_file}: "
                                 f"mem-max-allocated-bytes, the largest over iterations {min(golden['mem-max-allocated-bytes']['values'], key=int)} "
-                                f"to {max(golden['mem-max-allocated-bytes']['values'], key=int)}; the run's arguments in model_config.yaml"
+                                f"to {max(golden['mem-max-allocated-bytes']['values'], key=int)}"
+                                + ("; between_steps_bytes: mem-allocated-bytes, the least from iteration 2 on" if held else "")
+                                + "; the run's arguments in model_config.yaml"
                                 + (f"; run on DGX {gpu}s (tests/test_utils/recipes/gpt.yaml, platforms)" if tag else "")
                                 + "".join(f"; {what}" for what in approximated)})
     json.dump(cases, sys.stdout, indent=2, ensure_ascii=False)

@@ -81,6 +81,7 @@ private slots:
     void megatronStateBetweenSteps_data();
     void megatronStateBetweenSteps();
     void megatronDdpReducesInPlace();
+    void stateBetweenStepsAcrossRuns();
     void megatronMicrobatchGroup();
     void selectiveOpKeepsEveryOtherMatmul();
     void lossBytesPerFramework();
@@ -568,6 +569,41 @@ void TestFrameworks::megatronStateBetweenSteps() {
     // The rest of what was allocated between steps is a few scalars (the loss, the gradient norm).
     QVERIFY2(logged - byHand >= 0 && logged - byHand < 8192,
              qPrintable(QStringLiteral("%1 bytes apart").arg(logged - byHand, 0, 'f', 0)));
+}
+
+void TestFrameworks::stateBetweenStepsAcrossRuns() {
+    // Every Megatron-LM CI run in the cases logged what stayed allocated between its steps
+    // (between_steps_bytes): the model state, Megatron's buffers and the libraries' workspaces, nothing of a
+    // step's. The plan's share of the same (weights, gradients, master weights, optimizer states and
+    // workspaces of the logged stage) is held to issue 21's targets for runs nobody tuned for, as a second
+    // counter of the same runs: median at most 5%, worst at most 12%.
+    std::vector<double> errors;
+    std::size_t runs = 0;
+    for (const CaseResult& r : published().results) {
+        if (r.c->betweenStepsBytes <= 0)
+            continue;
+        ++runs;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        const Estimate est = estimate(sc);
+        const Breakdown& b = r.c->lastStage ? est.ranks.back().peak : est.perGpu;
+        const double planned = b[Category::Weights] + b[Category::Gradients] + b[Category::MasterWeights] +
+                               b[Category::OptimizerStates] + b[Category::Workspaces];
+        const double e = planned / r.c->betweenStepsBytes - 1;
+        QVERIFY2(std::abs(e) <= 0.12, qPrintable(QStringLiteral("%1: %2 MiB planned between steps, %3 logged")
+                                                     .arg(QString::fromStdString(r.c->id))
+                                                     .arg(planned / 1048576, 0, 'f', 1)
+                                                     .arg(r.c->betweenStepsBytes / 1048576, 0, 'f', 1)));
+        if (r.c->role == "validate")
+            errors.push_back(std::abs(e));
+    }
+    QCOMPARE(runs, std::size_t{109}); // the 107 validate and 2 fit runs of Megatron-LM's CI
+    std::sort(errors.begin(), errors.end());
+    const double median = (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2;
+    qInfo().noquote() << QStringLiteral("between steps, validate: %1 runs, median %2%, worst %3%")
+                             .arg(errors.size())
+                             .arg(100 * median, 0, 'f', 1)
+                             .arg(100 * errors.back(), 0, 'f', 1);
+    QVERIFY(median <= 0.05);
 }
 
 void TestFrameworks::megatronDdpReducesInPlace() {

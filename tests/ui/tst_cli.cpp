@@ -886,6 +886,17 @@ void TestCli::badCasesFilesNameTheField() {
              {"measured_bytes", 1},
              {"calibrate_on", {"b"}}}}}},
          "cases[0].calibrate_on[0]: no case has the id \"b\""},
+        {{{"schema", "headroom.cases/1"},
+          {"cases",
+           {{{"id", "a"},
+             {"framework", "x"},
+             {"role", "fit"},
+             {"metric", "allocated"},
+             {"source", "s"},
+             {"scenario", "s.json"},
+             {"measured_bytes", 1},
+             {"between_steps_bytes", -5}}}}},
+         "cases[0].between_steps_bytes: must be a positive number"},
         {{{"schema", "headroom.cases/2"}}, "schema: must be"},
     };
     for (const auto& [doc, message] : bad) {
