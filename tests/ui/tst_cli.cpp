@@ -854,49 +854,19 @@ void TestCli::validateReportsFitAndValidateApart() {
 }
 
 void TestCli::badCasesFilesNameTheField() {
+    // One well-formed case with `change` merged over it (a null value removes the key).
+    const auto oneCase = [](const json& change) {
+        json c = {{"id", "a"},     {"framework", "x"},     {"role", "fit"},      {"metric", "allocated"},
+                  {"source", "s"}, {"scenario", "s.json"}, {"measured_bytes", 1}};
+        c.merge_patch(change);
+        return json{{"schema", "headroom.cases/1"}, {"cases", json::array({c})}};
+    };
     const std::pair<json, std::string> bad[] = {
         {{{"schema", "headroom.cases/1"}, {"cases", {{{"id", "a"}}}}}, "cases[0].framework: is missing"},
-        {{{"schema", "headroom.cases/1"},
-          {"cases",
-           {{{"id", "a"},
-             {"framework", "x"},
-             {"role", "tuned"},
-             {"metric", "allocated"},
-             {"source", "s"},
-             {"scenario", "s.json"},
-             {"measured_bytes", 1}}}}},
-         "cases[0].role: must be one of fit, validate"},
-        {{{"schema", "headroom.cases/1"},
-          {"cases",
-           {{{"id", "a"},
-             {"framework", "x"},
-             {"role", "fit"},
-             {"metric", "allocated"},
-             {"source", "s"},
-             {"scenario", "s.json"}}}}},
-         "cases[0]: needs exactly one of"},
-        {{{"schema", "headroom.cases/1"},
-          {"cases",
-           {{{"id", "a"},
-             {"framework", "x"},
-             {"role", "fit"},
-             {"metric", "allocated"},
-             {"source", "s"},
-             {"scenario", "s.json"},
-             {"measured_bytes", 1},
-             {"calibrate_on", {"b"}}}}}},
-         "cases[0].calibrate_on[0]: no case has the id \"b\""},
-        {{{"schema", "headroom.cases/1"},
-          {"cases",
-           {{{"id", "a"},
-             {"framework", "x"},
-             {"role", "fit"},
-             {"metric", "allocated"},
-             {"source", "s"},
-             {"scenario", "s.json"},
-             {"measured_bytes", 1},
-             {"between_steps_bytes", -5}}}}},
-         "cases[0].between_steps_bytes: must be a positive number"},
+        {oneCase({{"role", "tuned"}}), "cases[0].role: must be one of fit, validate"},
+        {oneCase({{"measured_bytes", nullptr}}), "cases[0]: needs exactly one of"},
+        {oneCase({{"calibrate_on", {"b"}}}), "cases[0].calibrate_on[0]: no case has the id \"b\""},
+        {oneCase({{"between_steps_bytes", -5}}), "cases[0].between_steps_bytes: must be a positive number"},
         {{{"schema", "headroom.cases/2"}}, "schema: must be"},
     };
     for (const auto& [doc, message] : bad) {
