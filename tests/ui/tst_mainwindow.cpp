@@ -79,7 +79,8 @@ json fullTrainingScenario() {
       "cluster": {"gpu": "H200-141GB", "gpu_memory_gib": 140.4013671875, "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
-                  "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "prefetch": false, "expandable_segments": true},
+                  "offload_optimizer_step": "gpu", "virtual_pipeline_stages": 2, "microbatch_group_size_per_vp_stage": 2,
+                  "prefetch": false, "expandable_segments": true},
       "overheads": {"cuda_context_mib": 600, "nccl_mib_per_communicator": 256},
       "x_notes": {"kept": true}})");
 }
@@ -138,6 +139,7 @@ private slots:
     void configJsonReplacesTheModel();
     void dropScenarioAndConfig();
     void unitsAndLegend();
+    void microbatchGroupWithInterleaving();
     void servingShowsTokensAndRequests();
     void frameworkRelease();
     void nvlsCheckBoxWhereNcclCanUseIt();
@@ -776,6 +778,31 @@ void TestMainWindow::unitsAndLegend() {
     QCOMPARE(chart->categorySet(Category::Activations)->at(0), 0.0);
     chart->setCategoryHidden(Category::Activations, false);
     QVERIFY(chart->categorySet(Category::Activations)->at(0) > 0);
+}
+
+void TestMainWindow::microbatchGroupWithInterleaving() {
+    // Shown with interleaving only; its default is the pipeline size, as Megatron's; a value written is the
+    // key the reader takes, and the plan follows (a larger group warms up more chunks: more in flight).
+    auto w = window();
+    json doc = fullTrainingScenario();
+    doc["training"]["framework"] = "megatron";
+    doc["cluster"].erase("microbatch_group_size_per_vp_stage");
+    w->document()->reset(doc);
+    QVERIFY2(w->document()->validationError().isEmpty(), qPrintable(w->document()->validationError()));
+    QVERIFY(w->waitForPlanner());
+    auto* group =
+        w->settingsPanel()->findChild<QSpinBox*>("/cluster/microbatch_group_size_per_vp_stage#spin");
+    QVERIFY(group);
+    QCOMPARE(group->isVisible(), w->settingsPanel()->isVisible());
+    QCOMPARE(group->value(), 2); // pipeline_parallel 2
+    const double before = w->document()->estimate().ranks.front().inFlightMicroBatches;
+    group->setValue(4);
+    QCOMPARE(w->document()->json()["cluster"]["microbatch_group_size_per_vp_stage"].get<int>(), 4);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(w->document()->estimate().ranks.front().inFlightMicroBatches > before);
+    doc["cluster"]["virtual_pipeline_stages"] = 1;
+    w->document()->reset(doc);
+    QVERIFY(!group->isVisibleTo(w->settingsPanel()));
 }
 
 void TestMainWindow::servingShowsTokensAndRequests() {

@@ -663,6 +663,24 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                     "Where the optimizer step of offloaded states runs (sets the PCIe traffic per step)"));
     addField(clusterForm, intField("/cluster/virtual_pipeline_stages", "Interleaving", 1,
                                    "Model chunks per pipeline stage (interleaved 1F1B)"));
+    addField(
+        clusterForm,
+        intField("/cluster/microbatch_group_size_per_vp_stage", "Micro-batch group", 1,
+                 "Megatron's --microbatch-group-size-per-virtual-pipeline-stage: the micro-batches each "
+                 "model chunk runs before the next chunk's turn (default the pipeline size); a stage warms "
+                 "up (chunks - 1) x group of them"));
+    m_fields.back()->fallbackFor = [this] {
+        const ClusterSettings& c = m_doc->scenario().cluster;
+        return c.microbatchGroupSize > 0 ? c.microbatchGroupSize : c.pipelineParallel;
+    };
+    m_fields.back()->visibleWhen = [](const json& doc) {
+        const auto section = doc.find("cluster");
+        if (section == doc.end() || !section->is_object())
+            return false;
+        const auto v = section->find("virtual_pipeline_stages");
+        return v != section->end() && v->is_number_integer() && v->get<long long>() > 1;
+    };
+    m_fields.back()->onlyWhenShown = true; // without interleaving the group means nothing
     addField(clusterForm,
              boolField("/cluster/expandable_segments", "Expandable segments",
                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator reserves "
@@ -782,10 +800,16 @@ void SettingsPanel::addField(QFormLayout* form, Field spec) {
     row->setToolTip(f->tip);
     form->addRow(f->label, row);
     f->form = form;
-    static const QStringList trainingOnly = {
-        "/cluster/data_parallel",          "/cluster/gpus_per_node",           "/cluster/context_parallel",
-        "/cluster/sequence_parallel",      "/cluster/offload_optimizer",       "/cluster/offload_parameters",
-        "/cluster/offload_optimizer_step", "/cluster/virtual_pipeline_stages", "/cluster/prefetch"};
+    static const QStringList trainingOnly = {"/cluster/data_parallel",
+                                             "/cluster/gpus_per_node",
+                                             "/cluster/context_parallel",
+                                             "/cluster/sequence_parallel",
+                                             "/cluster/offload_optimizer",
+                                             "/cluster/offload_parameters",
+                                             "/cluster/offload_optimizer_step",
+                                             "/cluster/virtual_pipeline_stages",
+                                             "/cluster/prefetch",
+                                             "/cluster/microbatch_group_size_per_vp_stage"};
     f->trainingOnly = trainingOnly.contains(f->pointer);
 }
 
