@@ -177,7 +177,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
                 t.scoresBytes.push_back(d);
             for (const auto& [symbol, w] : widths)
                 if (size == shape.linear(w, d))
-                    t.linear.push_back({symbol, w, d});
+                    t.linear.push_back({symbol, d});
         }
         if (!t.scoresBytes.empty() && !t.linear.empty()) {
             m.ambiguous = saturatingAdd(m.ambiguous, a.allocation.size);

@@ -33,8 +33,7 @@ struct RunMeasurement {
         std::int64_t size = 0;
         std::vector<int> scoresBytes; // the dtype widths that make the size b·a·s²
         struct Linear {
-            const char* symbol = "";
-            double width = 0;
+            const char* symbol = ""; // its width in any run: linearWidths in calibration.cpp
             int dtypeBytes = 0;
         };
         std::vector<Linear> linear; // the tokens-linear shapes (b·s·width) of the same size

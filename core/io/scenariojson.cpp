@@ -502,8 +502,7 @@ void readTraining(const json& doc, Scenario& sc) {
         if (!release)
             throw Error(s.at("framework_version"),
                         "must be a release as major.minor (\"4.44\"); got \"" + t.frameworkVersion + "\"");
-        t.versionMajor = release->major;
-        t.versionMinor = release->minor;
+        t.version = *release;
     }
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());

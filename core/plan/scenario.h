@@ -113,6 +113,14 @@ struct FineTuning {
     }
 };
 
+// A framework release, major.minor (core/plan/settingnames.h parses training.framework_version).
+struct Release {
+    int major = 0, minor = 0;
+    bool operator<(const Release& o) const {
+        return major < o.major || (major == o.major && minor < o.minor);
+    }
+};
+
 struct TrainingSettings {
     int microBatchSize = 1;
     int sequenceLength = 2048;
@@ -151,10 +159,9 @@ struct TrainingSettings {
     // The framework's release ("4.44" for transformers), where its memory changed between releases; empty:
     // the current one. versionBefore(4, 46): given and older than 4.46.
     std::string frameworkVersion;
-    int versionMajor = 0, versionMinor = 0;
+    Release version; // as parsed from frameworkVersion
     bool versionBefore(int major, int minor) const {
-        return !frameworkVersion.empty() &&
-               (versionMajor < major || (versionMajor == major && versionMinor < minor));
+        return !frameworkVersion.empty() && version < Release{major, minor};
     }
     bool dropout = false;         // default: whether the model's config trains with dropout
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes

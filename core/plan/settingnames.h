@@ -89,15 +89,9 @@ std::span<const IntRange> integerRanges();
 // The range of one setting; all zero for one that has none.
 IntRange integerRange(std::string_view pointer);
 
-// A framework release as training.framework_version writes it: major.minor[.patch], digits only ("4.44",
-// "4.44.2", "0.2"). nullopt for anything else; the scenario reader names the field, the window's Release
-// box reads another release as the listed one whose memory it has.
-struct Release {
-    int major = 0, minor = 0;
-    bool operator<(const Release& o) const {
-        return major < o.major || (major == o.major && minor < o.minor);
-    }
-};
+// A framework release (scenario.h) as training.framework_version writes it: major.minor[.patch], digits only
+// ("4.44", "4.44.2", "0.2"). nullopt for anything else; the scenario reader names the field, the window's
+// Release box reads another release as the listed one whose memory it has.
 std::optional<Release> parseRelease(const std::string& text);
 
 } // namespace headroom
