@@ -522,7 +522,7 @@ void readTraining(const json& doc, Scenario& sc) {
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
     if ((t.framework == Framework::Torchtune || t.framework == Framework::HuggingFace ||
-         t.framework == Framework::Unsloth) &&
+         t.framework == Framework::Unsloth || t.framework == Framework::Cs336Basics) &&
         !t.bytesOverridden && t.precision == "bf16" && t.optimizer == Optimizer::AdamW)
         // torchtune's recipes, and Hugging Face's Trainer or a plain loop over a model loaded in bf16 without
         // autocast (PEFT's method_comparison/MetaMathQA/run.py, Unsloth), step the bf16 weights themselves
@@ -585,10 +585,20 @@ void readInference(const json& doc, Scenario& sc) {
     } else {
         i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
     }
-    i.kvCacheBytes =
-        dtype(s, "kv_cache_dtype", defaultKvCacheDtype(i.weightDtype, i.weightBytes), i.kvCacheDtype);
+    // torch.autocast, as in training: matmuls (and so the keys and values they write) in 16 bits.
+    i.autocast = s.string("autocast", "none");
+    if (i.autocast != "none" && i.autocast != "bf16" && i.autocast != "fp16")
+        throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + i.autocast + "\"");
+    i.autocastBytes = i.autocast == "none" ? 0 : 2;
+    i.kvCacheBytes = dtype(s, "kv_cache_dtype",
+                           i.autocastBytes > 0 ? i.autocast : defaultKvCacheDtype(i.weightDtype, i.weightBytes),
+                           i.kvCacheDtype);
     i.kvCacheDtypeGiven = s.find("kv_cache_dtype") != nullptr;
     i.attention = s.choice<Attention>("attention", d.attention, attentionNames());
+    i.framework = s.choice<Framework>("framework", d.framework, frameworkNames());
+    if (i.framework != Framework::PyTorch && i.framework != Framework::Cs336Basics)
+        throw Error(s.at("framework"), "an inference scenario runs \"pytorch\" or \"cs336_basics\" without "
+                                       "an engine; the other frameworks serve through inference.engine");
     if (i.attention == Attention::Xformers)
         throw Error(s.at("attention"),
                     "\"xformers\" is Unsloth's training attention; inference runs \"flash\" "
@@ -596,6 +606,11 @@ void readInference(const json& doc, Scenario& sc) {
 
     i.engine = s.choice<Engine>("engine", d.engine, engineNames());
     const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
+    if (i.framework == Framework::Cs336Basics && i.engine != Engine::None)
+        throw Error(s.at("framework"), "cs336_basics runs its own forward: inference.engine must be \"none\"");
+    if (i.autocastBytes > 0 && i.engine != Engine::None)
+        sc.warnings.push_back("inference.autocast applies without an engine: vLLM, SGLang and generate compute "
+                              "in the model's dtype");
     // The engines' own defaults: vLLM pages 16 tokens, SGLang 1 (its page_size).
     const int blockDefault = i.engine == Engine::Vllm ? 16 : i.engine == Engine::Sglang ? 1 : d.kvBlockSize;
     i.kvBlockSize = s.find("block_size") ? s.integer("block_size", blockDefault)
@@ -886,6 +901,44 @@ void checkUnsloth(Scenario& sc) {
                               ", so the layers are planned as PEFT's (the huggingface profile's)");
 }
 
+// What cs336_basics' model is (docs/frameworks.md, "CS336 basics"): a dense decoder with multi-head
+// attention (no grouped keys), a SwiGLU MLP, no tensor, pipeline or context parallelism, its attention
+// written by hand and no checkpointing; the training and the inference section alike.
+void checkCs336Basics(Scenario& sc) {
+    const bool training = sc.mode == Mode::Training;
+    const std::string section = training ? "training" : "inference";
+    const ClusterSettings& c = sc.cluster;
+    const ModelSpec& m = sc.model;
+    if (c.tensorParallel > 1 || c.pipelineParallel > 1 || c.contextParallel > 1 || c.expertParallel > 1)
+        throw Error(section + ".framework", "cs336_basics' model runs whole on each GPU: tensor, pipeline, "
+                                            "context and expert parallel must be 1");
+    if (!m.known)
+        throw Error(section + ".framework", "cs336_basics is planned from the model's shape: give the model's "
+                                            "config, not only its parameter count");
+    if (m.isMoe() || m.mla || !m.gatedMlp || !m.linearLayers.empty() || m.kvHeads != m.heads ||
+        m.headDim * m.heads != m.hidden)
+        throw Error("model", "cs336_basics' TransformerLM is a dense decoder with multi-head attention "
+                             "(num_key_value_heads = num_attention_heads, head_dim = hidden_size / heads) and "
+                             "a SwiGLU MLP");
+    if (training) {
+        TrainingSettings& t = sc.training;
+        if (t.checkpointing == Checkpointing::Selective || t.checkpointing == Checkpointing::SelectiveOp)
+            throw Error("training.activation_checkpointing",
+                        "cs336_basics' blocks are checkpointed whole (torch.utils.checkpoint) or not at all: "
+                        "\"none\" or \"full\"");
+        if (t.checkpointEvery > 1)
+            throw Error("training.checkpoint_every", "cs336_basics is planned with every block checkpointed");
+        if (t.compile)
+            sc.warnings.push_back("training.compile: Inductor's fused kernels keep fewer of the layers' "
+                                  "tensors than the eager code planned here (the optimizer step is the same)");
+        if (t.loss != LossKind::Full)
+            sc.warnings.push_back("training.loss: cs336_basics' cross_entropy is planned as written");
+    }
+    if ((training ? sc.training.attention : sc.inference.attention) != Attention::Eager)
+        sc.warnings.push_back(section + ".attention: cs336_basics writes its attention by hand (scores, "
+                                        "mask, softmax), planned as it does whatever this says");
+}
+
 } // namespace
 
 Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
@@ -921,6 +974,9 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                         "cannot step in the backward of a pipeline (pipeline_parallel > 1)");
         if (sc.mode == Mode::Training && sc.training.framework == Framework::Unsloth)
             checkUnsloth(sc);
+        else if ((sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework) ==
+                 Framework::Cs336Basics)
+            checkCs336Basics(sc);
         else if (sc.mode == Mode::Training && sc.training.attention == Attention::Xformers)
             throw Error("training.attention",
                         "\"xformers\" is Unsloth's attention path (training.framework "

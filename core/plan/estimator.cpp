@@ -2,6 +2,7 @@
 #include "core/plan/estimator.h"
 
 #include "core/plan/activations.h"
+#include "core/plan/cs336basics.h"
 #include "core/plan/finetuning.h"
 #include "core/plan/fsdp1pools.h"
 #include "core/plan/stagemodel.h"
@@ -221,12 +222,33 @@ double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
         return stateBytes * (sp.dense / group + sp.experts / expertGroup);
     if (!sc.model.known)
         return 0;
+    if (tr.optimizerImpl == OptimizerImpl::Cs336Basics)
+        // Its states are zeros_like(grad), in the parameters' dtype, and so are its temporaries.
+        return cs336StepTemporaries(largestMatrix(sc.model, c.tensorParallel, true) / group, tr.bytes.weights);
     return 2 * stateBytes * largestMatrix(sc.model, c.tensorParallel, true) / group;
 }
 
 int communicators(const ClusterSettings& c) {
     return (c.dataParallelSize() > 1) + (c.tensorParallel > 1) + (c.pipelineParallel > 1) +
            (c.contextParallel > 1) + (c.expertParallel > 1);
+}
+
+// The parameters of a stage that torch.autocast casts for a matmul: all but the embedding (looked up) and
+// the norms; a tied head on a single stage is the embedding matrix, cast for the head's matmul.
+double castableParameters(const Scenario& sc, int stage, const StageModel& st, const StageParams& sp) {
+    const ModelSpec& m = sc.model;
+    const double t = sc.cluster.tensorParallel;
+    double castable = sp.dense + sp.experts;
+    if (stage == 0)
+        castable -= embeddingShard(m, t);
+    for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
+        castable -= static_cast<double>(m.layerParams(l).norms);
+    if (st.last) {
+        castable -= static_cast<double>(m.finalNormParams());
+        if (m.tiedEmbeddings && sc.cluster.pipelineParallel == 1)
+            castable += static_cast<double>(m.vocab) * m.hidden / t;
+    }
+    return std::max(0.0, castable);
 }
 
 // The layers a stage holds and the parameters on each of its GPUs.
@@ -376,6 +398,65 @@ std::optional<PeftStepShape> peftStep(const Scenario& sc, int layers, bool whole
     return d;
 }
 
+// cs336_basics' training step (core/plan/cs336basics.h) in the stage model's terms: every layer's saved
+// tensors, the loss's, the last layer's softmax in its forward and its backward, and what the loop keeps.
+// One GPU's whole model: the reader refuses tensor, pipeline and context parallelism for this profile.
+void applyCs336Basics(const Scenario& sc, StageModel& st) {
+    const ModelSpec& m = sc.model;
+    const TrainingSettings& tr = sc.training;
+    Cs336Shape shape;
+    shape.sequence = tr.sequenceLength;
+    shape.hidden = m.hidden;
+    shape.ffn = m.ffn;
+    shape.heads = m.heads;
+    shape.vocab = m.vocab;
+    shape.weightBytes = tr.bytes.weights;
+    shape.autocastBytes = tr.autocastBytes;
+    const Cs336Training t = cs336Training(shape);
+    const double layers = st.layers;
+    st.ownBackwardMoment = true;
+    st.backwardTemporaries = t.backwardScratch;
+    st.backwardTemporaryScores = t.backwardScratchScores;
+    if (tr.checkpointing == Checkpointing::Full) {
+        // torch.utils.checkpoint around each block: a block keeps its input; its forward runs without
+        // saving (the working set of cs336Forward's softmax), and its backward first runs it again, saving
+        // what an unchecked block saves. Under autocast the einsums' weight casts are then saved for one
+        // block (and the head) at a time.
+        const Cs336Forward f = cs336Forward(shape);
+        st.activations = layers * tr.bytes.weights * m.hidden * tr.sequenceLength;
+        st.scores = 0;
+        st.transient = std::max(0.0, f.activations - 2 * tr.bytes.weights * m.hidden * tr.sequenceLength);
+        st.transientScores = f.scores;
+        // (The recomputed block's first norm saves its input, which the checkpoint already keeps, when the
+        // model is fp32.)
+        const double input = tr.bytes.weights >= 4 ? 4.0 * m.hidden * tr.sequenceLength : 0;
+        st.backwardActivations = t.layerSaved - input + t.lastLayerFreed;
+        st.backwardScores = t.layerScores + t.lastLayerFreedScores;
+        if (st.castWeights > 0)
+            st.castWeights = tr.autocastBytes * (static_cast<double>(m.vocab) * m.hidden +
+                                                 4.0 * m.hidden * m.hidden + 3.0 * m.hidden * m.ffn);
+    } else {
+        st.activations = layers * t.layerSaved;
+        st.scores = layers * t.layerScores;
+        st.fixedActivations = layers * t.layerMask;
+        st.transient = t.lastLayerForward;
+        st.transientScores = t.lastLayerForwardScores;
+        st.backwardActivations = t.lastLayerFreed;
+        st.backwardScores = t.lastLayerFreedScores;
+    }
+    const double tokens = tr.sequenceLength;
+    st.logits = t.head + t.lossForward * tokens * m.vocab;
+    st.logitsGradient = (t.lossBackward - t.lossForward) * tokens * m.vocab;
+    st.heldLogits = t.heldLogits * tokens * m.vocab;
+    // The head's backward reads the logits' gradient and writes its weight's: less than the loss's start
+    // holds, so no moment of its own; its gradient, the final norm's and the last layer's output
+    // projection and MLP are written when that layer's softmax backward runs.
+    st.headGradient = st.headLogitsGradient = st.headGradientCopies = 0;
+    st.layerBackwardGradients =
+        tr.bytes.gradients * (static_cast<double>(m.vocab) * m.hidden + m.hidden +
+                              static_cast<double>(m.hidden) * m.hidden + 3.0 * m.hidden * m.ffn);
+}
+
 StageModel trainingStage(const Scenario& sc, int stage) {
     StageModel st;
     const ModelSpec& m = sc.model;
@@ -399,20 +480,8 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // backward keeps them (they are saved for the weight-gradient matmuls) until each layer's backward: all
     // of this stage's matmul weights (not the embedding, which is looked up, nor the norms). Only when the
     // weights are stored wider than the cast: a bf16 model under bf16 autocast casts nothing.
-    if (tr.autocastBytes > 0 && b.weights > tr.autocastBytes && m.known && !shardsWeights(c)) {
-        double castable = sp.dense + sp.experts;
-        if (stage == 0)
-            castable -= embeddingShard(m, c.tensorParallel);
-        for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l)
-            castable -= static_cast<double>(m.layerParams(l).norms);
-        if (st.last) {
-            castable -= static_cast<double>(m.finalNormParams());
-            // A tied head on a single stage is the embedding matrix, cast for the head's matmul.
-            if (m.tiedEmbeddings && p == 1)
-                castable += static_cast<double>(m.vocab) * m.hidden / c.tensorParallel;
-        }
-        st.castWeights = tr.autocastBytes * std::max(0.0, castable);
-    }
+    if (tr.autocastBytes > 0 && b.weights > tr.autocastBytes && m.known && !shardsWeights(c))
+        st.castWeights = tr.autocastBytes * castableParameters(sc, stage, st, sp);
     // With the optimizer offloaded, a sharded gradient partition lives on the host too (ZeRO-Offload).
     st.gradients = c.offloadOptimizer && shardsGradients(c) ? 0 : st.withoutOffload.gradients;
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
@@ -703,6 +772,8 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             }
         }
     }
+    if (tr.framework == Framework::Cs336Basics && m.known && st.layers > 0)
+        applyCs336Basics(sc, st);
     if (tr.framework == Framework::Torchtitan && shardsWeights(c) && m.known) {
         // FSDP2 as torchtitan applies it (torchtitan/models/llama3/infra/parallelize.py apply_fsdp;
         // torch/distributed/fsdp/_fully_shard). Each unit's all-gather output is allocated on the all-gather
@@ -795,7 +866,11 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     sv.kvBytesPerToken = kvLayerBytes * (fullLayers + slidingLayers);
     const int tp = c.tensorParallel;
 
-    const double e = 2;
+    // The dtype the forward computes in: autocast's, else the weights' when they are a floating dtype wider
+    // than 8 bits (an fp32 model computes in fp32), else bf16 (a quantised checkpoint's compute dtype).
+    const double e = in.autocastBytes > 0 ? in.autocastBytes
+                     : !in.quantised && in.weightBytes >= 2 ? std::min(4.0, in.weightBytes)
+                                                             : 2;
     const double heads = m.heads / t;
     const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExpertWidth() : m.ffn;
     const double perToken =
@@ -810,7 +885,32 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
                          m.linearRecurrentStateElements(tp)};
     shape.linearStateBytes = e * (shape.linearConvElements + shape.linearRecurrentElements);
     sv.stateBytesPerRequest = linearLayers * shape.linearStateBytes;
+    if (!st.engine && in.framework == Framework::Cs336Basics) {
+        // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache; its
+        // einsums cast a view of each weight, which autocast never caches, one at a time.
+        Cs336Shape cs;
+        cs.sequence = in.contextLength;
+        cs.hidden = m.hidden;
+        cs.ffn = m.ffn;
+        cs.heads = m.heads;
+        cs.vocab = m.vocab;
+        cs.weightBytes = std::min(4.0, in.weightBytes);
+        cs.autocastBytes = in.autocastBytes;
+        const Cs336Forward f = cs336Forward(cs);
+        st.kvCache = 0;
+        sv.kvBytesPerToken = 0;
+        st.activations = f.activations;
+        st.scores = f.scores;
+        st.logits = f.logits;
+        st.fixedActivations = f.mask;
+        return st;
+    }
     if (!st.engine) {
+        // torch.autocast caches the 16-bit copy of each weight a linear layer casts (nn.Linear hands it the
+        // parameter itself, a leaf that requires a gradient: autocast_mode.cpp cached_cast) until the
+        // autocast region ends: every matmul weight but the embedding's, through the forward.
+        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised)
+            st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
             ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
@@ -856,13 +956,15 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations})
             *v *= 2;
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
-                      &st.decodeActivations})
+                      &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
         *v *= c.linear;
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
     const bool scoresFit =
         c.quadraticActivationBytes <= 0 || c.quadraticActivationBytes == sc.activationDtypeBytes();
     st.scores *= scoresFit ? c.quadratic : 1;
     st.transientScores *= scoresFit ? c.quadratic : 1;
+    st.backwardScores *= scoresFit ? c.quadratic : 1;
+    st.backwardTemporaryScores *= scoresFit ? c.quadratic : 1;
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
         st.decodeKvTransient *= c.kvCache;
@@ -886,7 +988,8 @@ StageModel withBatch(StageModel st, double batch) {
     for (double* v :
          {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
           &st.headLogitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
-          &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations})
+          &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations, &st.backwardActivations,
+          &st.backwardScores, &st.backwardTemporaries, &st.backwardTemporaryScores, &st.heldLogits})
         *v *= batch;
     return st;
 }
@@ -913,8 +1016,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
         // Autocast's weight copies count as activations, where attribution finds them (the forward made
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
-        b[Category::Activations] =
-            st.activations * (before + x * st.current) + (loss ? 0 : st.transient) + st.castWeights * x;
+        b[Category::Activations] = st.activations * (before + x * st.current) + (loss ? 0 : st.transient) +
+                                   (st.castWeights + st.fixedActivations) * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
@@ -933,12 +1036,21 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             b[Category::Gradients] = g0 + (st.gradients - g0) * x;
         }
         b[Category::Temporaries] += loss ? 0 : st.layerTemporary;
-        b[Category::Activations] = st.activations * (st.inFlight - x * st.current) +
-                                   (loss ? 0 : st.transient) +
-                                   st.castWeights * (1 - x); // each layer's copies go with its backward
-        b[Category::AttentionScores] =
-            st.scores * (st.inFlight - x * st.current) + (loss ? 0 : st.transientScores);
-        b[Category::Logits] = loss ? st.logits + st.logitsGradient : 0;
+        // What a running layer holds beyond its saved tensors: what it rebuilds (checkpointing), or, for a
+        // profile that knows it, its own backward's peak, at the last layer only.
+        double layerActivations = loss ? 0 : st.transient, layerScores = loss ? 0 : st.transientScores;
+        if (st.ownBackwardMoment) {
+            const bool peak = layerRunning && x <= 0;
+            layerActivations = peak ? st.backwardActivations : 0;
+            layerScores = peak ? st.backwardScores : 0;
+            b[Category::Temporaries] += peak ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
+            b[Category::Gradients] += peak ? st.layerBackwardGradients : 0;
+        }
+        // Each layer's copies (and masks) go with its backward.
+        b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +
+                                   (st.castWeights + st.fixedActivations) * (1 - x);
+        b[Category::AttentionScores] = st.scores * (st.inFlight - x * st.current) + layerScores;
+        b[Category::Logits] = loss ? st.logits + st.logitsGradient : st.heldLogits;
         // The loss's backward runs before any layer's: only what the forward had gathered.
         b[Category::GatherBuffers] = !loss                                  ? st.gatherBackward
                                      : st.gatherAtLoss >= 0 && !headRunning ? st.gatherAtLoss
@@ -961,11 +1073,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Gradients] = st.stepInBackward ? 0 : st.gradients;
         // The step's scratch (foreach's sqrt list, a calibrated step's extra) is a temporary, not a state.
         b[Category::Temporaries] = st.stepInBackward ? 0 : st.optimizerStep + st.optimizerTemp;
+        b[Category::Logits] = st.heldLogits;
         break;
     case Phase::Prefill:
         // A serving engine's CUDA graphs keep their captured buffers from start-up on.
         b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
-        b[Category::Activations] = st.activations;
+        b[Category::Activations] = st.activations + st.fixedActivations + st.castWeights;
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
         b[Category::KvCache] = st.engine ? st.kvCache // an engine allocates its pool up front
@@ -973,7 +1086,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         break;
     case Phase::Decode:
         b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
-        b[Category::Activations] = st.engine ? st.activations : st.decodeActivations;
+        b[Category::Activations] = (st.engine ? st.activations : st.decodeActivations) + st.castWeights;
         b[Category::Logits] = st.logits;
         b[Category::KvCache] += st.decodeKvTransient;
         break;

@@ -18,12 +18,15 @@ enum class Optimizer { AdamW, SgdMomentum, Adam8bit };
 enum class Checkpointing { None, Selective, SelectiveOp, Full };
 // What runs the training step (docs/formats.md section 2, training.framework); docs/frameworks.md says, op by
 // op and with the source files, what each profile changes.
-enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune, Unsloth };
+// Cs336Basics: Stanford CS336's reference Transformer LM (the cs336_basics package its assignments ship), whose
+// layers, softmax, loss and AdamW are written by hand (core/plan/cs336basics.h).
+enum class Framework { PyTorch, HuggingFace, Megatron, Torchtitan, DeepSpeed, Torchtune, Unsloth, Cs336Basics };
 enum class Float8 { None, Tensorwise, Rowwise };
 enum class RecomputeMethod { EveryLayer, Uniform, Block };
-// How AdamW's step runs (torch.optim.AdamW foreach / fused, or one tensor at a time): what it allocates on
-// the side while it updates.
-enum class OptimizerImpl { ForEach, Fused, ForLoop };
+// How AdamW's step runs (torch.optim.AdamW foreach / fused, or one tensor at a time; or cs336_basics'
+// hand-written AdamW, one parameter at a time with its own temporaries): what it allocates on the side while
+// it updates.
+enum class OptimizerImpl { ForEach, Fused, ForLoop, Cs336Basics };
 // Full: the loss as the framework writes it; Chunked: per chunk of tokens (torchtune's
 // CEWithChunkedOutputLoss); Fused: a compiled or fused cross-entropy that never writes fp32 logits;
 // FusedLinear: the output layer and the loss in one kernel, a chunk of tokens at a time, so that the logits
@@ -38,6 +41,8 @@ enum class LossKind { Full, Chunked, Fused, FusedLinear };
 // torchtitan steps with fused AdamW by default since February 2025 (torchtitan 6e4988550, #881;
 // optimizer.implementation "fused"); before, `foreach: not fused` with fused off.
 inline OptimizerImpl defaultOptimizerImpl(Framework f) {
+    if (f == Framework::Cs336Basics)
+        return OptimizerImpl::Cs336Basics; // cs336_basics/optimizer.py, as its benchmark scripts step
     return f == Framework::Megatron || f == Framework::DeepSpeed || f == Framework::Torchtune ||
                    f == Framework::Torchtitan
                ? OptimizerImpl::Fused
@@ -190,6 +195,13 @@ struct InferenceSettings {
     std::string kvCacheDtype = "bf16";
     int kvBlockSize = 0; // paged KV cache block (tokens); 0 = contiguous
     Attention attention = Attention::Flash;
+    // inference.autocast: torch.autocast's dtype bytes (2 for "bf16"/"fp16", 0: none), as in training.
+    double autocastBytes = 0;
+    std::string autocast = "none";
+    // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
+    // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
+    // keeps no cache (core/plan/cs336basics.h).
+    Framework framework = Framework::PyTorch;
     bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
     // weight_dtype "checkpoint" (the default): linear layers as quantization_config stores them, the rest
     // at weightBytes. False when a uniform weight_dtype is given or the checkpoint is not quantised.

@@ -36,7 +36,8 @@ std::span<const Named<Framework>> frameworkNames() {
                                              {"torchtitan", Framework::Torchtitan, "torchtitan (FSDP2)"},
                                              {"deepspeed", Framework::DeepSpeed, "DeepSpeed"},
                                              {"torchtune", Framework::Torchtune, "torchtune"},
-                                             {"unsloth", Framework::Unsloth, "Unsloth"}};
+                                             {"unsloth", Framework::Unsloth, "Unsloth"},
+                                             {"cs336_basics", Framework::Cs336Basics, "CS336 basics"}};
     return all(t);
 }
 
@@ -96,7 +97,8 @@ std::span<const Named<OptimizerImpl>> optimizerImplNames() {
     static constexpr Named<OptimizerImpl> t[] = {
         {"foreach", OptimizerImpl::ForEach, "foreach (torch's default)"},
         {"fused", OptimizerImpl::Fused, "fused kernel"},
-        {"for_loop", OptimizerImpl::ForLoop, "one tensor at a time"}};
+        {"for_loop", OptimizerImpl::ForLoop, "one tensor at a time"},
+        {"cs336_basics", OptimizerImpl::Cs336Basics, "cs336_basics' own AdamW"}};
     return all(t);
 }
 

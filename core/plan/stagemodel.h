@@ -34,6 +34,18 @@ struct StageModel {
     // is reduced after its backward, its reduce-scatter input kept through the last layer's backward
     // (headReduceHeld); the embeddings' unit, gathered again, is reduced at the end.
     double rootGradientHeld = 0, headReduceHeld = 0, rootReduceAtEnd = 0;
+    // A profile that knows its last layer's backward peak (cs336_basics: the softmax's division): there,
+    // instead of `transient` and `transientScores`, what its saved tensors have lost by then (negative, per
+    // sample), and the backward's scratch (temporaries, per sample: growing with tokens, with tokens x keys).
+    bool ownBackwardMoment = false;
+    double backwardActivations = 0, backwardScores = 0;
+    double backwardTemporaries = 0, backwardTemporaryScores = 0;
+    // Per sample: logits the training loop keeps referenced through the backward and the step (its
+    // `output`), besides what the loss holds.
+    double heldLogits = 0;
+    // Whatever the batch: activations every layer keeps once (cs336_basics' causal masks), and the
+    // gradients already written when the last layer's backward peaks (the head's, that layer's MLP's).
+    double fixedActivations = 0, layerBackwardGradients = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer

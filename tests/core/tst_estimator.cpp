@@ -84,6 +84,7 @@ private slots:
     void optimizersAndOverrides();
     void allocatorOverheadFollowsExpandableSegments();
     void autocastKeepsSixteenBitCopies();
+    void inferenceComputesInItsDtype();
     void parametersOnlyWarns();
     void gemmWorkspacesByHand();
 };
@@ -824,6 +825,41 @@ void TestEstimator::autocastKeepsSixteenBitCopies() {
     } catch (const Error& e) {
         QVERIFY(QString::fromUtf8(e.what()).contains("training.autocast"));
     }
+}
+
+void TestEstimator::inferenceComputesInItsDtype() {
+    // GPT-2 small served without an engine, 2 x 1,024 tokens, eager attention: by hand. In fp32 the forward
+    // computes in fp32: its per-token working set and the scores are twice bf16's, and the KV cache follows
+    // the weights. Under torch.autocast(bf16) around an fp32 model, matmuls (and the keys and values they
+    // write) are bf16 again, and nn.Linear's weights are cast once and cached until the region ends
+    // (autocast_mode.cpp cached_cast: a leaf parameter that requires a gradient): every matmul weight, the
+    // tied head included, not the position table nor the norms (123,614,976 parameters, as in training).
+    auto doc = [](const char* weights, const char* autocast) {
+        json d = trainingDoc({{"preset", "openai-community/gpt2"}});
+        d.erase("training");
+        d["inference"] = {{"batch_size", 2}, {"context_length", 1024}, {"weight_dtype", weights},
+                          {"attention", "eager"}, {"autocast", autocast}};
+        return scenarioFromJson(d);
+    };
+    const Breakdown bf16 = estimate(doc("bf16", "none")).perGpu, fp32 = estimate(doc("fp32", "none")).perGpu,
+                    amp = estimate(doc("fp32", "bf16")).perGpu;
+    const double h = 768, s = 1024, heads = 12, layers = 12, batch = 2;
+    const double kv = batch * s * layers * 2 * h; // elements
+    QCOMPARE(bf16[Category::KvCache], 2 * kv);
+    QCOMPARE(fp32[Category::KvCache], 4 * kv);
+    QCOMPARE(amp[Category::KvCache], 2 * kv);
+    QCOMPARE(fp32[Category::AttentionScores], 4 * batch * heads * s * s);
+    QCOMPARE(bf16[Category::AttentionScores], 2 * batch * heads * s * s);
+    QCOMPARE(fp32[Category::Activations], 2 * bf16[Category::Activations]);
+    QCOMPARE(amp[Category::Activations] - bf16[Category::Activations], 2.0 * 123614976);
+    QCOMPARE(amp[Category::AttentionScores], bf16[Category::AttentionScores]);
+    // An engine computes in the model's dtype: autocast is flagged, not planned.
+    json d = trainingDoc({{"preset", "openai-community/gpt2"}});
+    d.erase("training");
+    d["inference"] = {{"engine", "vllm"}, {"autocast", "bf16"}};
+    const Scenario served = scenarioFromJson(d);
+    QVERIFY(std::any_of(served.warnings.begin(), served.warnings.end(),
+                        [](const std::string& w) { return w.find("inference.autocast") != std::string::npos; }));
 }
 
 void TestEstimator::gemmWorkspacesByHand() {

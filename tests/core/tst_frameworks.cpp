@@ -4,6 +4,8 @@
 // examples/published/cases.json; docs/frameworks.md derives every number the profiles use.
 #include "core/compare/trackrecord.h"
 #include "core/error.h"
+#include "core/fileio.h"
+#include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
 #include "core/io/validation.h"
 #include "core/plan/settingnames.h"
@@ -77,6 +79,10 @@ private slots:
     void validateRunsAgainstTheTargets_data();
     void validateRunsAgainstTheTargets();
     void trackRecordFollowsTheCases();
+    void cs336BasicsStepByHand();
+    void cs336BasicsForwardByHand();
+    void cs336BasicsRecordedRuns();
+    void cs336BasicsCheckpointedAndRefused();
     void megatronStatesAndPaddingByHand();
     void megatronStateBetweenSteps_data();
     void megatronStateBetweenSteps();
@@ -523,6 +529,128 @@ void TestFrameworks::trackRecordFollowsTheCases() {
                        "median 2.8% (reserved)"));
     QCOMPARE(QString::fromStdString(trackRecordText(Framework::DeepSpeed)),
              QStringLiteral("Track record: no published or recorded run checks the DeepSpeed profile yet"));
+}
+
+namespace {
+
+QString measuredDir() {
+    return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/");
+}
+
+Scenario cs336Scenario(const char* file) {
+    return loadScenarioFile((measuredDir() + QStringLiteral("cs336-basics/") + QLatin1String(file)).toStdString());
+}
+
+} // namespace
+
+void TestFrameworks::cs336BasicsStepByHand() {
+    // cs336_basics' medium model (V 10,000, d 1,024, d_ff 4,096, 24 layers, 16 heads) in fp32, 4 x 256
+    // tokens, read from its code (docs/frameworks.md, "CS336 basics"). At the loss, each layer keeps ten
+    // b·s·d fp32 tensors (the input and ln1's normalised x, their product with the weight, the rotated Q and
+    // K, V, the heads' output made contiguous, the residual after attention, ln2's x and product), SwiGLU's
+    // five b·s·d_ff (w1, sigmoid, x * sigmoid, w3, the product), exp's output and P (b·heads·s²), two fp32
+    // rsqrt rows, max's int64 indices, the row sums and the (s, s) bool mask. The head keeps the final
+    // norm's three; the loss holds the logits, exp's output, log-softmax's and its negation, each b·s·V fp32.
+    const double b = 4, s = 256, d = 1024, f = 4096, heads = 16, V = 10000;
+    const double layer = 10 * b * s * d * 4 + 5 * b * s * f * 4 + 2 * b * heads * s * s * 4 + 2 * b * s * 4 +
+                         b * heads * s * 8 + b * heads * s * 4 + s * s;
+    QCOMPARE(layer, 159653888.0);
+    const double parameters = 2 * V * d + 24 * (4 * d * d + 3 * d * f + 2 * d) + d;
+    QCOMPARE(parameters, 423183360.0);
+    const double workspaces = 2 * 8519680.0; // cuBLAS's, forward and backward threads, on an A100
+    const double byHand = parameters * 4 + parameters * 8 + workspaces + 24 * layer + 3 * b * s * d * 4 +
+                          b * s * 4 + 4 * b * s * V * 4;
+    const Estimate est = estimate(cs336Scenario("cs336-medium-256-training.headroom.json"));
+    QCOMPARE(est.allocatedPeakBytes, byHand);
+    // The recorded step (docs/measured.md) peaked at 9,103,544,320 bytes: 184,320 more, a few scalars.
+    QVERIFY(std::abs(byHand / 9103544320.0 - 1) < 0.0001);
+
+    // The same model at 128 tokens peaks in the hand-written AdamW (cs336_basics/optimizer.py): the states,
+    // every gradient, and five temporaries the size of the largest parameter (the embedding's or the head's
+    // 10,000 x 1,024) while it is stepped, beside the logits the loop still holds (`output`).
+    const double step = parameters * (4 + 4 + 8) + workspaces + 5 * V * d * 4 + b * 128 * V * 4;
+    const Estimate small = estimate(cs336Scenario("cs336-medium-128-training.headroom.json"));
+    QCOMPARE(small.allocatedPeakBytes, step);
+    QCOMPARE(small.peakPhase, Phase::Optimizer);
+    QVERIFY(std::abs(step / 7013335044.0 - 1) < 0.0001);
+}
+
+void TestFrameworks::cs336BasicsForwardByHand() {
+    // The 512-token forward under bf16 autocast and torch.inference_mode (nothing saved): at the softmax of a
+    // layer past the first, the embedding's output (kept by forward's embedded_tokens), the layer's input,
+    // ln1's output and the rotated Q and K (all fp32: RoPE multiplies by the fp32 cos/sin buffer), V (bf16
+    // from its einsum), the scores, where's output and x - max (bf16), exp's output and P (fp32: exp is on
+    // autocast's fp32 list), max's indices, the sums and the mask. The einsums cast views of the weights,
+    // which autocast never caches: no weight copies stay.
+    const double b = 4, s = 512, d = 1024, heads = 16;
+    const double attention = 5 * b * s * d * 4 + b * s * d * 2 + 2 * b * heads * s * s * 2 +
+                             2 * b * heads * s * s * 4 + b * heads * s * (8 + 4) + s * s;
+    const double byHand = 423183360.0 * 4 + 8519680 + attention;
+    const Estimate est = estimate(cs336Scenario("cs336-medium-512-inference-bf16-autocast.headroom.json"));
+    QCOMPARE(est.allocatedPeakBytes, byHand);
+    QCOMPARE(est.perGpu[Category::KvCache], 0.0); // one forward over the sequence caches nothing
+    QVERIFY(std::abs(byHand / 1949343744.0 - 1) < 0.0001); // the recorded forward's peak
+}
+
+void TestFrameworks::cs336BasicsRecordedRuns() {
+    // Every recorded run of cs336_basics' code the project holds, planned with its profile. They are fit
+    // runs: the profile was read from the code while being checked against them; none is kept apart yet.
+    const Validation v = runValidation(
+        {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+        AttributionRules::pytorchDefaults());
+    std::size_t runs = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics")
+            continue;
+        ++runs;
+        QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
+        // Within 0.5% (the 1,024-token autocast run: 0.2% over, the last layer's weight copies counted until
+        // the backward's end where its backward frees them first).
+        QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(QStringLiteral("%1: %2%")
+                                                              .arg(QString::fromStdString(r.c->id))
+                                                              .arg(100 * r.error(), 0, 'f', 2)));
+    }
+    QCOMPARE(runs, size_t(11));
+}
+
+void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
+    // With every block under torch.utils.checkpoint the layers keep their inputs, and the last block's
+    // backward first runs it again: its saved tensors, less the input the checkpoint kept, at the softmax's
+    // backward. 256 tokens, fp32: the step's peak moves to the optimizer (below the loss it had).
+    json doc = parseJsonText(
+        readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-256-training.headroom.json"))
+                         .toStdString()));
+    const Estimate plain = estimate(scenarioFromJson(doc));
+    doc["training"]["activation_checkpointing"] = "full";
+    const Estimate checkpointed = estimate(scenarioFromJson(doc));
+    QVERIFY(checkpointed.allocatedPeakBytes < plain.allocatedPeakBytes);
+    QCOMPARE(checkpointed.peakPhase, Phase::Optimizer);
+    // What the reader refuses, naming the field: parallelism the model has not, a model it is not, an
+    // engine it does not run under.
+    const auto refused = [&](const json& patch, const std::string& field) {
+        json d = doc;
+        d.merge_patch(patch);
+        try {
+            scenarioFromJson(d);
+        } catch (const Error& e) {
+            return e.where() == field;
+        }
+        return false;
+    };
+    QVERIFY(refused({{"cluster", {{"num_gpus", 2}, {"tensor_parallel", 2}}}}, "training.framework"));
+    QVERIFY(refused({{"model", {{"num_key_value_heads", 4}}}}, "model"));
+    QVERIFY(refused({{"training", {{"activation_checkpointing", "selective"}}}}, "training.activation_checkpointing"));
+    json inference = parseJsonText(
+        readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-1024-inference.headroom.json"))
+                         .toStdString()));
+    inference["inference"]["engine"] = "vllm";
+    bool named = false;
+    try {
+        scenarioFromJson(inference);
+    } catch (const Error& e) {
+        named = e.where() == "inference.framework";
+    }
+    QVERIFY(named);
 }
 
 void TestFrameworks::megatronStateBetweenSteps_data() {

@@ -616,6 +616,21 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                    {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
     addField(inferenceForm,
              choiceField("/inference/attention", "Attention", inferenceAttention(), "flash", ""));
+    // Without an engine: the code that runs the forward, and torch.autocast around it.
+    addField(inferenceForm,
+             forEngines(choiceField("/inference/framework", "Framework",
+                                    {{QStringLiteral("pytorch"), QStringLiteral("plain PyTorch")},
+                                     {QStringLiteral("cs336_basics"), QStringLiteral("CS336 basics (no cache)")}},
+                                    "pytorch",
+                                    "Plain PyTorch: the batch's forward with its KV cache; CS336 basics: "
+                                    "cs336_basics' TransformerLM, one forward over the whole sequence that "
+                                    "caches nothing (docs/frameworks.md)"),
+                        {"none"}));
+    addField(inferenceForm,
+             forEngines(choiceField("/inference/autocast", "Autocast", choicesOf(autocastNames()), "none",
+                                    "torch.autocast around the forward: matmuls (and the keys and values "
+                                    "they write) in 16 bits, wider nn.Linear weights cast once and cached"),
+                        {"none"}));
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
