@@ -326,7 +326,9 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         else if (sv.kvCacheTokens < sv.requestLength)
             out << "  the pool cannot hold one request of max_model_len tokens: vLLM refuses to start\n";
     } else {
-        if (sc.mode == Mode::Inference)
+        if (sc.mode == Mode::Inference && sc.inference.framework == Framework::Cs336Basics)
+            out << "  framework cs336_basics: one forward over each sequence, no KV cache\n";
+        else if (sc.mode == Mode::Inference)
             out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))
                 << " tokens (" << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))
                 << " bytes per token per GPU"

@@ -71,6 +71,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
             ") KV cache: " + strong(count(sv.kvCacheTokens) + " tokens") + " — " +
             strong(fixed(sv.maxConcurrency, 2)) + " requests of " + count(sv.requestLength) +
             " tokens at once";
+    else if (sc.mode == Mode::Inference && sc.inference.framework == Framework::Cs336Basics)
+        l += " — no KV cache: cs336_basics runs one forward over each sequence";
     else if (sc.mode == Mode::Inference)
         l += " — KV cache " + count(sv.kvCacheTokens) + " tokens, " +
              count(static_cast<long long>(sv.kvBytesPerToken)) + " bytes per token";

@@ -928,6 +928,10 @@ void checkCs336Basics(Scenario& sc) {
                         "\"none\" or \"full\"");
         if (t.checkpointEvery > 1)
             throw Error("training.checkpoint_every", "cs336_basics is planned with every block checkpointed");
+        if (t.fineTuning.method != FineTuneMethod::Full)
+            throw Error("training.fine_tuning.method", "cs336_basics trains every weight of its own modules "
+                                                       "(PEFT's adapters wrap nn.Linear, which it has not): "
+                                                       "\"full\"");
         if (t.compile)
             sc.warnings.push_back("training.compile: Inductor's fused kernels keep fewer of the layers' "
                                   "tensors than the eager code planned here (the optimizer step is the same)");

@@ -1386,7 +1386,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         const int block = sc.inference.kvBlockSize;
         const long long ctx =
             block > 0 ? (sc.inference.contextLength + block - 1) / block * block : sc.inference.contextLength;
-        sv.kvCacheTokens = static_cast<long long>(batch) * ctx;
+        sv.kvCacheTokens = sc.inference.framework == Framework::Cs336Basics ? 0 : static_cast<long long>(batch) * ctx;
         sv.requestLength = sc.inference.contextLength;
         sv.maxConcurrency = static_cast<double>(est.maxMicroBatchSize);
     } else if (engine) {

@@ -68,6 +68,13 @@ void setNumGpus(ClusterSettings& c, int n) {
         c.gpusPerNode = std::min(8, n);
 }
 
+// Drops the changes whose id is not among `ids`.
+void keepOnly(std::vector<Change>& changes, std::initializer_list<const char*> ids) {
+    std::erase_if(changes, [&](const Change& c) {
+        return std::none_of(ids.begin(), ids.end(), [&](const char* id) { return c.id == id; });
+    });
+}
+
 std::vector<Change> trainingChanges(const Scenario& sc) {
     std::vector<Change> out;
     const auto& t = sc.training;
@@ -251,6 +258,10 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                            s.training.optimizer = Optimizer::Adam8bit;
                            s.training.bytes.optimizerStates = 2; // two 8-bit states
                        }});
+    if (t.framework == Framework::Cs336Basics)
+        // cs336_basics runs its own modules on one GPU: what its code can change without another
+        // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizer for its own).
+        keepOnly(out, {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit"});
     return out;
 }
 
@@ -300,6 +311,8 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                        "Batch " + std::to_string(in.batchSize / 2),
                        {{"inference", {{"batch_size", in.batchSize / 2}}}},
                        [](Scenario& s) { s.inference.batchSize /= 2; }});
+    if (in.framework == Framework::Cs336Basics)
+        keepOnly(out, {"halve_batch"}); // its forward caches nothing and runs its weights as they are
     return out;
 }
 

@@ -77,6 +77,13 @@ void ServingChart::setStyle(const ChartStyle& style) {
 void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scenario& sc,
                             const Estimate& est) {
     m_points = points;
+    // Without a cache (cs336_basics' forward), the tokens are those one forward runs at once.
+    const QString tokensName = sc.inference.framework == Framework::Cs336Basics ? QStringLiteral("tokens at once (k)")
+                                                                                  : QStringLiteral("KV tokens (k)");
+    if (m_tokens->name() != tokensName) {
+        m_tokens->setName(tokensName);
+        m_yTokens->setTitleText(tokensName);
+    }
     QList<QPointF> tokens, requests;
     double topTokens = 1, topRequests = 1;
     for (const ServingPoint& p : m_points) {

@@ -606,14 +606,22 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
              choiceField("/inference/weight_dtype", "Weights", choicesOf(weightDtypeNames()), "checkpoint",
                          "As stored: quantization_config's layout (MXFP4, FP8 blocks, GPTQ/AWQ) where the "
                          "config.json has one, else 16-bit; or one dtype for every weight"));
-    addField(inferenceForm, choiceField("/inference/kv_cache_dtype", "KV cache",
-                                        choicesOf(kvCacheDtypeNames()), "bf16", "KV cache precision"));
+    // cs336_basics' forward keeps no cache: nothing to say about one.
+    const auto cached = [](const json& doc) {
+        return !(doc.contains("inference") && doc["inference"].is_object() &&
+                 textAt(doc["inference"], "framework") == "cs336_basics");
+    };
+    addField(inferenceForm, forEngines(choiceField("/inference/kv_cache_dtype", "KV cache",
+                                                   choicesOf(kvCacheDtypeNames()), "bf16", "KV cache precision"),
+                                       {"none", "vllm", "sglang", "huggingface"}));
+    m_fields.back()->visibleWhen = cached;
     addField(
         inferenceForm,
         forEngines(intField("/inference/kv_block_size", "KV block (tokens)", 0,
                             "Paged KV cache block size; 0 = contiguous, or the engine's default (vLLM 16, "
                             "SGLang 1)"),
                    {"none", "vllm", "sglang"})); // generate's DynamicCache is contiguous
+    m_fields.back()->visibleWhen = cached;
     addField(inferenceForm,
              choiceField("/inference/attention", "Attention", inferenceAttention(), "flash", ""));
     // Without an engine: the code that runs the forward, and torch.autocast around it.
