@@ -440,8 +440,14 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                     ? e.ranks.at(static_cast<std::size_t>(e.mostLoadedStage)).peak[Category::Weights] /
                           plain.training.bytes.weights
                     : 0;
+            // What the plan already holds at the step besides the states (the logits a profile's loop
+            // keeps through it) is not scratch.
+            double held = 0;
+            for (const TimelinePoint& t : phaseTimeline(plain, e.mostLoadedStage, 2))
+                if (t.phase == Phase::Optimizer)
+                    held = std::max(held, t.bytes[Category::Logits]);
             if (parameters > 0) {
-                step += static_cast<double>(measured[i].stepScratch) / parameters;
+                step += std::max(0.0, static_cast<double>(measured[i].stepScratch) - held) / parameters;
                 ++steps;
             }
         }

@@ -1044,7 +1044,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             layerActivations = peak ? st.backwardActivations : 0;
             layerScores = peak ? st.backwardScores : 0;
             b[Category::Temporaries] += peak ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
-            b[Category::Gradients] += peak ? st.layerBackwardGradients : 0;
+            // New gradients, unless earlier micro-batches left them (then they accumulate in place).
+            b[Category::Gradients] += peak && !st.gradientsInForward ? st.layerBackwardGradients : 0;
         }
         // Each layer's copies (and masks) go with its backward.
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +
