@@ -40,6 +40,18 @@ double normSaved(double h) {
 
 } // namespace
 
+Cs336Shape cs336ShapeOf(const ModelSpec& m, double sequence, double weightBytes, double autocastBytes) {
+    Cs336Shape s;
+    s.sequence = sequence;
+    s.hidden = m.hidden;
+    s.ffn = m.ffn;
+    s.heads = m.heads;
+    s.vocab = m.vocab;
+    s.weightBytes = weightBytes;
+    s.autocastBytes = autocastBytes;
+    return s;
+}
+
 Cs336Training cs336Training(const Cs336Shape& s) {
     const Dtypes d = dtypesOf(s);
     const double h = s.hidden, f = s.ffn, a = s.heads, keys = s.sequence;

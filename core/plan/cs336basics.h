@@ -20,6 +20,9 @@ struct Cs336Shape {
     double weightBytes = 4, autocastBytes = 0;
 };
 
+// The shape of a model of `m`'s dimensions over `sequence` tokens.
+Cs336Shape cs336ShapeOf(const ModelSpec& m, double sequence, double weightBytes, double autocastBytes);
+
 struct Cs336Training {
     // Per sequence, all layers of one kind summed by the caller from these per-layer figures.
     double layerSaved = 0;       // what one layer's forward leaves for its backward, growing with tokens

@@ -404,14 +404,7 @@ std::optional<PeftStepShape> peftStep(const Scenario& sc, int layers, bool whole
 void applyCs336Basics(const Scenario& sc, StageModel& st) {
     const ModelSpec& m = sc.model;
     const TrainingSettings& tr = sc.training;
-    Cs336Shape shape;
-    shape.sequence = tr.sequenceLength;
-    shape.hidden = m.hidden;
-    shape.ffn = m.ffn;
-    shape.heads = m.heads;
-    shape.vocab = m.vocab;
-    shape.weightBytes = tr.bytes.weights;
-    shape.autocastBytes = tr.autocastBytes;
+    const Cs336Shape shape = cs336ShapeOf(m, tr.sequenceLength, tr.bytes.weights, tr.autocastBytes);
     const Cs336Training t = cs336Training(shape);
     const double layers = st.layers;
     st.ownBackwardMoment = true;
@@ -888,15 +881,8 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     if (!st.engine && in.framework == Framework::Cs336Basics) {
         // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache; its
         // einsums cast a view of each weight, which autocast never caches, one at a time.
-        Cs336Shape cs;
-        cs.sequence = in.contextLength;
-        cs.hidden = m.hidden;
-        cs.ffn = m.ffn;
-        cs.heads = m.heads;
-        cs.vocab = m.vocab;
-        cs.weightBytes = std::min(4.0, in.weightBytes);
-        cs.autocastBytes = in.autocastBytes;
-        const Cs336Forward f = cs336Forward(cs);
+        const Cs336Forward f =
+            cs336Forward(cs336ShapeOf(m, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes));
         st.kvCache = 0;
         sv.kvBytesPerToken = 0;
         st.activations = f.activations;
