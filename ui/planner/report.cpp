@@ -68,13 +68,20 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                 (t.compile ? QStringLiteral(", torch.compile") : QString()));
         // How that profile's plans have held against the runs the project checks, in two short rows (the
         // window and the CLI say it in one line).
-        if (const TrackRecord* tr = trackRecordOf(t.framework)) {
+        if (const TrackRecord* tr = trackRecordOf(t.framework); tr && tr->validateRuns > 0) {
             row(QStringLiteral("Checked on"), QStringLiteral("%1 runs kept apart from its fit (%2)")
                                                   .arg(tr->validateRuns)
                                                   .arg(QString::fromUtf8(tr->counters)));
             row(QStringLiteral("Error on them"), QStringLiteral("median %1%, worst %2%")
                                                      .arg(100 * tr->validateMedian, 0, 'f', 1)
                                                      .arg(100 * tr->validateWorst, 0, 'f', 1));
+        } else if (tr) {
+            // Built on recorded runs, none kept apart: say so rather than a median of nothing.
+            row(QStringLiteral("Checked on"), QStringLiteral("no run kept apart from its fit (%1)")
+                                                  .arg(QString::fromUtf8(tr->counters)));
+            row(QStringLiteral("Error on its fit"), QStringLiteral("%1 runs, median %2%")
+                                                        .arg(tr->fitRuns)
+                                                        .arg(100 * tr->fitMedian, 0, 'f', 1));
         } else {
             row(QStringLiteral("Checked on"), QStringLiteral("no published or recorded run yet"));
         }
