@@ -438,7 +438,11 @@ void readTraining(const json& doc, Scenario& sc) {
     t.microBatchSize = s.integer("micro_batch_size", d.microBatchSize);
     t.sequenceLength = s.integer("sequence_length", d.sequenceLength);
     t.gradientAccumulationSteps = s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps);
-    t.precision = s.string("precision", d.precision);
+    // cs336_basics builds its parameters in fp32 (torch.empty's default) and runs mixed only under
+    // autocast: its precision defaults to fp32.
+    const bool cs336 = s.find("framework") && s.find("framework")->is_string() &&
+                       s.find("framework")->get<std::string>() == "cs336_basics";
+    t.precision = s.string("precision", cs336 ? "fp32" : d.precision);
     // Weights + gradients + fp32 master + Adam states, as docs/formats.md section 2 fixes them.
     static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
                                                                  {"bf16_mixed", {2, 2, 4, 8}},
@@ -578,12 +582,15 @@ void readInference(const json& doc, Scenario& sc) {
     i.contextLength = s.integer("context_length", d.contextLength);
     i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk);
     // "checkpoint" (the default): as the checkpoint stores its weights, quantization_config included.
-    if (s.string("weight_dtype", "checkpoint") == "checkpoint") {
+    // cs336_basics' parameters are fp32 unless converted: its weights default to fp32.
+    const bool cs336 = s.find("framework") && s.find("framework")->is_string() &&
+                       s.find("framework")->get<std::string>() == "cs336_basics";
+    if (s.string("weight_dtype", cs336 ? "fp32" : "checkpoint") == "checkpoint") {
         i.weightDtype = "checkpoint";
         i.weightBytes = 2; // what the checkpoint leaves unquantised, and every weight of a 16-bit one
         i.quantised = sc.model.quantization.active();
     } else {
-        i.weightBytes = dtype(s, "weight_dtype", d.weightDtype, i.weightDtype);
+        i.weightBytes = dtype(s, "weight_dtype", cs336 ? "fp32" : d.weightDtype, i.weightDtype);
     }
     // torch.autocast, as in training: matmuls (and so the keys and values they write) in 16 bits.
     i.autocast = s.string("autocast", "none");
@@ -938,7 +945,9 @@ void checkCs336Basics(Scenario& sc) {
         if (t.loss != LossKind::Full)
             sc.warnings.push_back("training.loss: cs336_basics' cross_entropy is planned as written");
     }
-    if ((training ? sc.training.attention : sc.inference.attention) != Attention::Eager)
+    const json& doc = sc.document;
+    if (doc.contains(section) && doc.at(section).is_object() && doc.at(section).contains("attention") &&
+        (training ? sc.training.attention : sc.inference.attention) != Attention::Eager)
         sc.warnings.push_back(section + ".attention: cs336_basics writes its attention by hand (scores, "
                                         "mask, softmax), planned as it does whatever this says");
 }

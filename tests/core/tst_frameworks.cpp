@@ -651,6 +651,18 @@ void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
         named = e.where() == "inference.framework";
     }
     QVERIFY(named);
+    // Its parameters are built in fp32 (torch.empty's default): left out, the precision and an inference's
+    // weights are fp32, and leaving out the attention it writes by hand warns of nothing.
+    json bare = doc;
+    bare["training"].erase("precision");
+    bare["training"].erase("attention");
+    const Scenario defaults = scenarioFromJson(bare);
+    QCOMPARE(defaults.training.bytes.weights, 4.0);
+    QVERIFY(std::none_of(defaults.warnings.begin(), defaults.warnings.end(),
+                         [](const std::string& w) { return w.find("attention") != std::string::npos; }));
+    inference["inference"].erase("engine");
+    inference["inference"].erase("weight_dtype");
+    QCOMPARE(scenarioFromJson(inference).inference.weightBytes, 4.0);
 }
 
 void TestFrameworks::megatronStateBetweenSteps_data() {
