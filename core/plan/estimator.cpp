@@ -1415,7 +1415,9 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
             emit(ph);
     else
         for (Phase ph : inference)
-            emit(ph);
+            // cs336_basics generates by running the whole forward again: it has no decode step of its own.
+            if (ph == Phase::Prefill || sc.inference.framework != Framework::Cs336Basics)
+                emit(ph);
     return out;
 }
 
