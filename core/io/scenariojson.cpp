@@ -431,6 +431,12 @@ void readFineTuning(const Section& training, Scenario& sc) {
     s.reportUnread(sc.warnings);
 }
 
+// Whether a section names the cs336_basics framework, whose code sets defaults read before the framework.
+bool namesCs336Basics(const Section& s) {
+    const json* f = s.find("framework");
+    return f && f->is_string() && f->get<std::string>() == "cs336_basics";
+}
+
 void readTraining(const json& doc, Scenario& sc) {
     const auto s = section(doc, "training", true);
     auto& t = sc.training;
@@ -440,9 +446,7 @@ void readTraining(const json& doc, Scenario& sc) {
     t.gradientAccumulationSteps = s.integer("gradient_accumulation_steps", d.gradientAccumulationSteps);
     // cs336_basics builds its parameters in fp32 (torch.empty's default) and runs mixed only under
     // autocast: its precision defaults to fp32.
-    const bool cs336 = s.find("framework") && s.find("framework")->is_string() &&
-                       s.find("framework")->get<std::string>() == "cs336_basics";
-    t.precision = s.string("precision", cs336 ? "fp32" : d.precision);
+    t.precision = s.string("precision", namesCs336Basics(s) ? "fp32" : d.precision);
     // Weights + gradients + fp32 master + Adam states, as docs/formats.md section 2 fixes them.
     static const std::map<std::string, BytesPerParam> presets = {{"fp32", {4, 4, 0, 8}},
                                                                  {"bf16_mixed", {2, 2, 4, 8}},
@@ -583,8 +587,7 @@ void readInference(const json& doc, Scenario& sc) {
     i.prefillChunk = s.integer("prefill_chunk", d.prefillChunk);
     // "checkpoint" (the default): as the checkpoint stores its weights, quantization_config included.
     // cs336_basics' parameters are fp32 unless converted: its weights default to fp32.
-    const bool cs336 = s.find("framework") && s.find("framework")->is_string() &&
-                       s.find("framework")->get<std::string>() == "cs336_basics";
+    const bool cs336 = namesCs336Basics(s);
     if (s.string("weight_dtype", cs336 ? "fp32" : "checkpoint") == "checkpoint") {
         i.weightDtype = "checkpoint";
         i.weightBytes = 2; // what the checkpoint leaves unquantised, and every weight of a 16-bit one
@@ -910,7 +913,7 @@ void checkUnsloth(Scenario& sc) {
 
 // What cs336_basics' model is (docs/frameworks.md, "CS336 basics"): a dense decoder with multi-head
 // attention (no grouped keys), a SwiGLU MLP, no tensor, pipeline or context parallelism, its attention
-// written by hand and no checkpointing; the training and the inference section alike.
+// written by hand, its blocks checkpointed whole or not at all; the training and the inference section alike.
 void checkCs336Basics(Scenario& sc) {
     const bool training = sc.mode == Mode::Training;
     const std::string section = training ? "training" : "inference";

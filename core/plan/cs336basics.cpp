@@ -17,7 +17,6 @@ struct Dtypes {
     double m;    // a matmul's output: autocast's dtype, else the parameters'
     bool cast;   // autocast changes a matmul's inputs: each einsum saves its own cast copy
     double exp;  // exp's output and what follows it (autocast's fp32 list: exp, sum, log)
-    double kept; // what the P @ V matmul keeps of the probabilities: its cast copy, else P itself
 };
 
 Dtypes dtypesOf(const Cs336Shape& s) {
@@ -27,7 +26,6 @@ Dtypes dtypesOf(const Cs336Shape& s) {
     d.m = autocast ? s.autocastBytes : s.weightBytes;
     d.cast = autocast && s.autocastBytes != s.weightBytes;
     d.exp = autocast ? 4 : s.weightBytes;
-    d.kept = autocast ? s.autocastBytes : s.weightBytes;
     return d;
 }
 
@@ -70,8 +68,9 @@ Cs336Training cs336Training(const Cs336Shape& s) {
     const double w13Inputs = d.cast ? 2 * d.m * h : d.e * h;
     const double afterSoftmax = d.m * h + normSaved(h) + w13Inputs + 5 * d.m * f;
     t.layerSaved = (beforeSoftmax + afterSoftmax) * s.sequence;
-    // exp saves its output; the P @ V einsum saves P (or its cast copy).
-    t.layerScores = a * keys * (d.exp + d.kept) * s.sequence;
+    // exp saves its output; the P @ V einsum saves P, or under autocast its cast copy: in the matmul's
+    // dtype either way.
+    t.layerScores = a * keys * (d.exp + d.m) * s.sequence;
     // torch.where(mask, scores, -inf) saves its condition: the (1, s, s) bool mask (qi >= kj).
     t.layerMask = keys * keys;
 
@@ -80,12 +79,12 @@ Cs336Training cs336Training(const Cs336Shape& s) {
     // output and the rotated Q and K are not saved, but alive as locals. (Its MLP part, not made yet, is
     // counted: this moment stays below the backward's below, whatever the shape.)
     t.lastLayerForward = (d.cast ? 3 * d.e * h : 0) * s.sequence;
-    t.lastLayerForwardScores = a * keys * (2 * d.m + d.exp - d.kept) * s.sequence;
+    t.lastLayerForwardScores = a * keys * (d.m + d.exp) * s.sequence; // beside what is saved
     // Its backward at the softmax's division (DivBackward0: grad / Z, then -grad * (E / Z) / Z): the MLP's
     // and output projection's saved tensors and P's kept copy are gone; the gradient of P in exp's dtype
     // (cast up from the matmul's under autocast) and four more of its size, the residual's gradient and V's.
     t.lastLayerFreed = -afterSoftmax * s.sequence;
-    t.lastLayerFreedScores = -a * keys * d.kept * s.sequence;
+    t.lastLayerFreedScores = -a * keys * d.m * s.sequence;
     t.backwardScratch = (d.e + d.m) * h * s.sequence;
     t.backwardScratchScores = 5 * a * keys * d.exp * s.sequence;
 
@@ -95,7 +94,8 @@ Cs336Training cs336Training(const Cs336Shape& s) {
     // E = exp(R) (saved), LS = R - log(sum E) (fp32 under autocast: log is on its fp32 list), N = -LS,
     // then gather and mean. At their most: at exp (L, R, R's fp32 copy under autocast, E), at LS (L, R, E,
     // LS), at N (L, E, LS, N: R went with log_softmax's frame).
-    const double L = d.m, E = d.exp, ls = s.autocastBytes > 0 ? 4 : d.m;
+    // LS and -LS take exp's dtype too (R minus the fp32 log under autocast).
+    const double L = d.m, E = d.exp, ls = d.exp;
     t.lossForward = std::max({L + L + (s.autocastBytes > 0 ? 4 : 0) + E, L + L + E + ls, L + E + 2 * ls});
     // The backward's start: gather's gradient (zeros, scattered) turned by neg's backward into LS's, the
     // negation sub's backward makes for log(sum E), and R's gradient cast back to the matmul's dtype when
