@@ -261,7 +261,12 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
             step * m.hidden * e < vllmInHouseAllReduceBytes(computeCapability(c.gpu), c.tensorParallel))
             nvls = 0;
         sv.nvlsBytes = nvls;
-        sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes + nvls;
+        // The FlashInfer all-reduce fusion (engineversions.h), on Hopper and Blackwell only
+        // (FI_ALLREDUCE_FUSION_MAX_SIZE_MB has rows for compute capability 9.0 and 10.0).
+        const double cc = computeCapability(c.gpu);
+        const double fusion =
+            c.tensorParallel > 1 && !pipeline && cc >= 9 && cc < 11 ? version.allReduceFusionBytes : 0;
+        sv.nonTorchBytes = version.nonTorchBytes + st.communication - sv.ncclSetupBytes + nvls + fusion;
         if (version.cudaGraphsInBudget && in.cudaGraphs) {
             sv.cudaGraphBytes = in.cudaGraphBytes >= 0 ? in.cudaGraphBytes : version.defaultCudaGraphBytes;
             // VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (envs.py; gpu_worker.py determine_available_memory

@@ -12,7 +12,7 @@ namespace {
 constexpr double kGiB = 1073741824.0;
 constexpr double kMiB = 1048576.0;
 
-constexpr std::array<EngineVersion, 5> kVersions = {{
+constexpr std::array<EngineVersion, 6> kVersions = {{
     // vLLM's V0 engine (LLMEngine with vllm/worker/worker.py and model_runner.py; the default up to 0.7, and
     // what 0.8-0.10 run with VLLM_USE_V1=0 or on GPUs V1 does not support, such as Turing). Its log prints
     // the budget in one line ("model weights take ...; non_torch_memory takes ...; PyTorch activation peak
@@ -60,6 +60,38 @@ constexpr std::array<EngineVersion, 5> kVersions = {{
      .checksFreeAtStartup = true,
      .nvlsBytesPerChannelHead = 2 * kMiB,
      .ncclConnectsOnFirstUse = true},
+    // vLLM 0.19 (V1 GPUModelRunner still: its log loads the model from v1/worker/gpu_model_runner.py and
+    // VLLM_USE_V2_MODEL_RUNNER is False). The budget, the pool and "GPU KV cache size" as in 0.11; CUDA
+    // graphs
+    // are estimated but, in 0.19.0, left out of the budget (its log: "In v0.19, CUDA graph memory profiling
+    // will be enabled by default ... To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1").
+    // The sampler: from 0.17 vllm/v1/sample/ops/topk_topp_sampler.py's apply_top_k_top_p masks the fp32
+    // logits in place with a Triton kernel for batches of 8 or more (apply_top_k_top_p_triton,
+    // vllm-project/vllm #33538, merged February 2026) instead of sorting them; then forward_native takes
+    // their softmax and random_sample draws exponential noise of the same size: the bf16 logits (2), the
+    // sampler's fp32 copy (4), the probabilities (4) and the noise (4) are live, 14 bytes per (request,
+    // entry). llm-d-planner's version sweep (accuracy/accuracy_report.md, Qwen3-14B on an H100) shows the
+    // profiled peak falling from 5.64 to 2.23 GiB at v0.17.0, where the sort's 38 bytes become 14.
+    // Non-torch memory at TP 1 grew to 0.25 GiB at v0.18.0 in the same sweep (0.24-0.26 in every v0.19.0
+    // log; a measured constant, set on the Llama 3.1 8B run of examples/serving, a fit run).
+    // Tensor parallelism on Hopper and Blackwell: the compile pipeline fuses each all-reduce with the next
+    // RMSNorm through FlashInfer (PassConfig.fuse_allreduce_rms, on from -O2 when TP > 1, PP = 1 and
+    // FlashInfer is installed, as vLLM's CUDA wheels install it; the log's pass_config shows it), whose
+    // workspaces and what the TP profile run connects come to about 2.1 GiB of non-torch memory per GPU at
+    // TP 2 and 4 alike, against 0.54 GiB under 0.11. What holds it was not read from source: it is a
+    // measured constant, the mean of llm-d-planner's four Llama 3.1 8B and Qwen2.5-7B TP 2 and 4 runs
+    // (2.07, 2.13, 2.06, 2.13 GiB) less the TP-1 figure and NCCL's communicator allowance: 1.47 GiB.
+    {.engine = Engine::Vllm,
+     .name = "vllm 0.19",
+     .samplerBytes = 14,
+     .nonTorchBytes = 0.25 * kGiB,
+     .modelRunner = "V1 GPUModelRunner",
+     .flashinferSamplerBytes = 14,
+     .communicatorsBeforeSnapshot = true,
+     .checksFreeAtStartup = true,
+     .nvlsBytesPerChannelHead = 2 * kMiB,
+     .ncclConnectsOnFirstUse = true,
+     .allReduceFusionBytes = 1.47 * kGiB},
     // vLLM 0.31 (V2 model runner, vllm/v1/worker/gpu/model_runner.py, which the v0.31.0 log names when it
     // loads the model): gpu_memory_utilization defaults to 0.92 (vllm/config/cache.py); _dummy_sampler_run
     // samples with no top-k or top-p, and Sampler.sample copies the bf16 logits to fp32 and draws with
@@ -76,13 +108,15 @@ constexpr std::array<EngineVersion, 5> kVersions = {{
     // (7.5) as well: vllm-project/vllm #29901 (merged 2025-12-02) ported Marlin's kernels to it. Its
     // PyTorch ships an NCCL from 2.27 on: NVLS as in 0.11. Nemotron-H's recurrent state is float32 by
     // default (#39032).
+    // Non-torch memory and the tensor-parallel all-reduce fusion's as measured under 0.19: nothing read
+    // between the two releases changes either (the one v0.31.0 log, at TP 1 on an A100, has 0.26 GiB).
     {.engine = Engine::Vllm,
      .name = "vllm 0.31",
      .defaultUtilization = 0.92,
      .samplerBytes = 6,
      .cudaGraphsInBudget = true,
      .defaultCudaGraphBytes = 0.62 * kGiB,
-     .nonTorchBytes = 0.13 * kGiB,
+     .nonTorchBytes = 0.25 * kGiB,
      .modelRunner = "V2 model runner",
      .tokensFromConcurrency = true,
      .linearPagesPerRequest = 2,
@@ -92,6 +126,7 @@ constexpr std::array<EngineVersion, 5> kVersions = {{
      .poolsChunkedLayers = true,
      .nvlsBytesPerChannelHead = 2 * kMiB,
      .ncclConnectsOnFirstUse = true,
+     .allReduceFusionBytes = 1.47 * kGiB,
      .nemotronHSsmCacheBytes = 4},
     // SGLang 0.4 (python/sglang/srt/model_executor/model_runner.py profile_max_num_token,
     // server_args.py): the pool is mem_fraction_static x what was free once the CUDA context and NCCL

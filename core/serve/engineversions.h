@@ -73,6 +73,10 @@ struct EngineVersion {
     // NCCL connects an algorithm's buffers at its first collective rather than when the communicator is
     // created (NCCL_RUNTIME_CONNECT, on by default from 2.22: src/init.cc, src/group.cc).
     bool ncclConnectsOnFirstUse = false;
+    // Non-torch memory the tensor-parallel profile run adds on Hopper and Blackwell when the compile
+    // pipeline fuses all-reduces with RMSNorm through FlashInfer (PassConfig.fuse_allreduce_rms: TP > 1 and
+    // no pipeline); 0 where the release does not or it was not measured.
+    double allReduceFusionBytes = 0;
     // Whether the engine leaves NVLS on (vLLM leaves NCCL_NVLS_ENABLE alone; SGLang sets it to 0 unless
     // --enable-nccl-nvls).
     bool nvlsByDefault = true;
