@@ -157,10 +157,18 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         }
     }
     const double vocabShard = static_cast<double>(m.vocab) * m.hidden / t;
-    // Embeddings, the head and the final norm stay 16-bit in every quantised checkpoint Headroom reads.
+    // Embeddings, the head and the final norm stay 16-bit in every quantised checkpoint Headroom reads, and
+    // when a serving engine quantises a 16-bit checkpoint as it loads it (weight_dtype fp8, int8, int4):
+    // vLLM's quantisation methods hand out their linear method to LinearBase layers only
+    // (Fp8Config.get_quant_method in vllm/model_executor/layers/quantization/fp8.py; ParallelLMHead is a
+    // VocabParallelEmbedding), and SGLang's Fp8Config does the same.
+    const bool engineQuantises =
+        inference && !quantised && eb < 2 &&
+        (sc.inference.engine == Engine::Vllm || sc.inference.engine == Engine::Sglang);
+    const double ev = engineQuantises ? 2 : eb;
     if (stage == 0) {
         sp.dense += embeddingShard(m, t);
-        sp.bytes += eb * embeddingShard(m, t);
+        sp.bytes += ev * embeddingShard(m, t);
         sp.largestUnit = std::max(sp.largestUnit, embeddingShard(m, t));
         // A multimodal checkpoint's vision tower and projector feed the first stage; 16-bit, and split by
         // tensor parallelism as vLLM's towers are (their linear layers are column/row parallel).
@@ -173,7 +181,7 @@ StageParams stageParams(const Scenario& sc, int stage, int first, int count) {
         // A tied head is the embedding itself on a single stage; across stages the last keeps a copy.
         const double head = !m.tiedEmbeddings ? vocabShard : (c.pipelineParallel > 1 ? vocabShard : 0);
         sp.dense += head;
-        sp.bytes += eb * (static_cast<double>(m.finalNormParams()) + head);
+        sp.bytes += ev * (static_cast<double>(m.finalNormParams()) + head);
         sp.largestUnit = std::max(sp.largestUnit, head);
     }
     return sp;
@@ -224,7 +232,8 @@ double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
         return 0;
     if (tr.optimizerImpl == OptimizerImpl::Cs336Basics)
         // Its states are zeros_like(grad), in the parameters' dtype, and so are its temporaries.
-        return cs336StepTemporaries(largestMatrix(sc.model, c.tensorParallel, true) / group, tr.bytes.weights);
+        return cs336StepTemporaries(largestMatrix(sc.model, c.tensorParallel, true) / group,
+                                    tr.bytes.weights);
     return 2 * stateBytes * largestMatrix(sc.model, c.tensorParallel, true) / group;
 }
 
@@ -861,9 +870,9 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
 
     // The dtype the forward computes in: autocast's, else the weights' when they are a floating dtype wider
     // than 8 bits (an fp32 model computes in fp32), else bf16 (a quantised checkpoint's compute dtype).
-    const double e = in.autocastBytes > 0 ? in.autocastBytes
+    const double e = in.autocastBytes > 0                   ? in.autocastBytes
                      : !in.quantised && in.weightBytes >= 2 ? std::min(4.0, in.weightBytes)
-                                                             : 2;
+                                                            : 2;
     const double heads = m.heads / t;
     const int width = m.isMoe() ? m.expertsPerToken * m.moeFfn + m.sharedExpertWidth() : m.ffn;
     const double perToken =
@@ -941,8 +950,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
              {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations})
             *v *= 2;
-    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
-                      &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
+    for (double* v :
+         {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
+          &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
         *v *= c.linear;
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
     const bool scoresFit =
@@ -1373,7 +1383,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         const int block = sc.inference.kvBlockSize;
         const long long ctx =
             block > 0 ? (sc.inference.contextLength + block - 1) / block * block : sc.inference.contextLength;
-        sv.kvCacheTokens = sc.inference.framework == Framework::Cs336Basics ? 0 : static_cast<long long>(batch) * ctx;
+        sv.kvCacheTokens =
+            sc.inference.framework == Framework::Cs336Basics ? 0 : static_cast<long long>(batch) * ctx;
         sv.requestLength = sc.inference.contextLength;
         sv.maxConcurrency = static_cast<double>(est.maxMicroBatchSize);
     } else if (engine) {

@@ -106,6 +106,7 @@ private slots:
     void v0StepAndFlashInferSampler();
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
+    void engineQuantisesLinearLayersOnly();
     void allReduceFusionOnHopperAndBlackwell();
     void nvlsBuffersOnNvswitchSystems();
     void cudaGraphEstimateOutsideTheBudget();
@@ -783,7 +784,7 @@ void TestServing::servingLogs() {
     // is stale).
     const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
     const std::vector<ServingCaseResult> results = runServingCases(cases);
-    QCOMPARE(results.size(), std::size_t(31));
+    QCOMPARE(results.size(), std::size_t(33));
     int named = 0;
     for (const ServingCaseResult& r : results) {
         QVERIFY2(r.holds(), qPrintable(QString::fromStdString(r.c->id)));
@@ -798,8 +799,9 @@ void TestServing::servingLogs() {
     // vLLM 0.31's step with graphs and its pool; Mistral-Small's multimodal profile and pool (its Pixtral
     // tower is planned: the weights hold); Qwen3-Next's non-torch memory at TP 2 and its KV memory; the
     // Qwen3-235B SGLang pool; the V0 runs' tight pools (Qwen3-4B on 12 GB, Phi-4 at utilisation 0.15); under
-    // 0.19 Gemma 3's multimodal load and profile (and the 27B's pool), gpt-oss's weights at TP 2.
-    QCOMPARE(named, 19);
+    // 0.19 Gemma 3's multimodal load and profile (and the 27B's pool), gpt-oss's weights at TP 2, the float32
+    // run's pool.
+    QCOMPARE(named, 20);
     // The fit runs are vLLM 0.11's, from llm-d's measurements; each part's error as the table prints it.
     const ServingCaseResult& llama = results.front();
     QCOMPARE(llama.engineVersion, std::string("vllm 0.11"));
@@ -1148,8 +1150,8 @@ void TestServing::communicatorsAndStartup() {
     const Estimate tp2 = estimate(plan("vllm 0.11", 2, 1, 0.9));
     QCOMPARE(tp2.serving.nonTorchBytes, 0.13 * kGiB + perCommunicator);
     QCOMPARE(tp2.serving.ncclSetupBytes, 0.0);
-    // Both: the pipeline's is outside, the tensor-parallel one's inside (0.31's 0.25 GiB, measured under 0.19;
-    // with a pipeline vLLM does not fuse the all-reduces through FlashInfer, so no workspace).
+    // Both: the pipeline's is outside, the tensor-parallel one's inside (0.31's 0.25 GiB, measured under
+    // 0.19; with a pipeline vLLM does not fuse the all-reduces through FlashInfer, so no workspace).
     const Estimate both = estimate(plan("vllm 0.31", 2, 2, 0.92));
     QCOMPARE(both.serving.nonTorchBytes, 0.25 * kGiB + perCommunicator);
     QCOMPARE(both.serving.ncclSetupBytes, perCommunicator);
@@ -1234,11 +1236,35 @@ void TestServing::cudaGraphEstimateOutsideTheBudget() {
     QCOMPARE(estimate(old).serving.cudaGraphBytes, 0.0);
 }
 
+void TestServing::engineQuantisesLinearLayersOnly() {
+    // vllm serve --quantization fp8 (inference.weight_dtype fp8) quantises what its FP8 method is handed:
+    // LinearBase layers (Fp8Config.get_quant_method); the embedding, the head (a VocabParallelEmbedding) and
+    // the final norm stay in the model's 16 bits. Llama 3.1 8B by hand: 8,030,261,248 parameters, of which
+    // the embedding and the untied head are 128,256 x 4,096 each and the final norm 4,096; the 32 layers'
+    // 6,979,584,000 at one byte, the rest at two: 9,080,938,496 bytes (llm-d-planner's v0.19.0 log of that
+    // run: "Model loading took 8.49 GiB").
+    const double layers = 8030261248.0 - 2 * 128256.0 * 4096 - 4096;
+    const double expected = layers + 2 * (2 * 128256.0 * 4096 + 4096);
+    auto weights = [](const char* engine) {
+        json in = {{"engine", engine}, {"context_length", 8192}, {"weight_dtype", "fp8"}};
+        if (std::string(engine) == "none")
+            in.erase("engine");
+        const Scenario sc = scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Llama-3.1-8B"}}, in,
+                                                          {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 1}}));
+        return estimate(sc).perGpu[Category::Weights];
+    };
+    QCOMPARE(weights("vllm"), expected);
+    QCOMPARE(weights("sglang"), expected);
+    QVERIFY(std::abs(expected / kGiB - 8.49) < 0.05);
+    // Without an engine weight_dtype is every weight's dtype, as before.
+    QCOMPARE(weights("none"), 8030261248.0);
+}
+
 void TestServing::allReduceFusionOnHopperAndBlackwell() {
-    // vLLM 0.19's tensor-parallel profile on Hopper adds about 2.1 GiB of non-torch memory per GPU at TP 2 and
-    // 4 alike (llm-d-planner's v0.19.0 sweep: Llama 3.1 8B 2.07 and 2.13, Qwen2.5-7B 2.06 and 2.13), where
-    // 0.11 added NCCL's 0.375 GiB allowance to its 0.13: the FlashInfer all-reduce + RMSNorm fusion vLLM's
-    // compile pipeline turns on for TP > 1 without a pipeline on compute capability 9.0 and 10.x. The
+    // vLLM 0.19's tensor-parallel profile on Hopper adds about 2.1 GiB of non-torch memory per GPU at TP 2
+    // and 4 alike (llm-d-planner's v0.19.0 sweep: Llama 3.1 8B 2.07 and 2.13, Qwen2.5-7B 2.06 and 2.13),
+    // where 0.11 added NCCL's 0.375 GiB allowance to its 0.13: the FlashInfer all-reduce + RMSNorm fusion
+    // vLLM's compile pipeline turns on for TP > 1 without a pipeline on compute capability 9.0 and 10.x. The
     // constant is their mean less the TP-1 figure (0.25) and the allowance: 2.0975 - 0.25 - 0.375 = 1.4725,
     // kept as 1.47 GiB (engineversions.cpp, a measured constant).
     const double mib = 1048576.0;
@@ -1251,7 +1277,8 @@ void TestServing::allReduceFusionOnHopperAndBlackwell() {
     };
     const double fusion = 1.47 * kGiB;
     // Llama 3.1 8B at TP 2 on H100s: the step's all-reduce is 8,192 x 4,096 x 2 = 64 MiB, which vLLM's own
-    // all-reduce takes at TP 2 (up to 64 MiB): no NCCL, no NVLS. 0.25 + 0.375 + 1.47 = 2.095 GiB (2.07 logged).
+    // all-reduce takes at TP 2 (up to 64 MiB): no NCCL, no NVLS. 0.25 + 0.375 + 1.47 = 2.095 GiB (2.07
+    // logged).
     const Estimate tp2 = estimate(plan("H100-SXM-80GB", 2, 1));
     QCOMPARE(tp2.serving.nvlsBytes, 0.0);
     QCOMPARE(tp2.serving.nonTorchBytes, 0.25 * kGiB + perCommunicator + fusion);
@@ -1261,7 +1288,8 @@ void TestServing::allReduceFusionOnHopperAndBlackwell() {
     QCOMPARE(estimate(plan("H100-SXM-80GB", 2, 2)).serving.nonTorchBytes, 0.25 * kGiB + perCommunicator);
     QCOMPARE(estimate(plan("H100-SXM-80GB", 1, 1)).serving.nonTorchBytes, 0.25 * kGiB);
     // Blackwell has its row: the fusion too.
-    QCOMPARE(estimate(plan("B200-180GB", 2, 1)).serving.nonTorchBytes, 0.25 * kGiB + perCommunicator + fusion);
+    QCOMPARE(estimate(plan("B200-180GB", 2, 1)).serving.nonTorchBytes,
+             0.25 * kGiB + perCommunicator + fusion);
     // vLLM 0.11 had no such fusion: its TP-2 runs logged 0.54-0.55 GiB.
     Scenario v11 = plan("H100-SXM-80GB", 2, 1);
     v11.inference.engineVersion = "vllm 0.11";
