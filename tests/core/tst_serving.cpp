@@ -784,7 +784,7 @@ void TestServing::servingLogs() {
     // is stale).
     const ServingCases cases = loadServingCases(HEADROOM_SOURCE_DIR "/examples/serving/cases.json");
     const std::vector<ServingCaseResult> results = runServingCases(cases);
-    QCOMPARE(results.size(), std::size_t(33));
+    QCOMPARE(results.size(), std::size_t(34));
     int named = 0;
     for (const ServingCaseResult& r : results) {
         QVERIFY2(r.holds(), qPrintable(QString::fromStdString(r.c->id)));
