@@ -62,9 +62,11 @@ constexpr std::array<EngineVersion, 6> kVersions = {{
      .ncclConnectsOnFirstUse = true},
     // vLLM 0.19 (V1 GPUModelRunner still: its log loads the model from v1/worker/gpu_model_runner.py and
     // VLLM_USE_V2_MODEL_RUNNER is False). The budget, the pool and "GPU KV cache size" as in 0.11; CUDA
-    // graphs
-    // are estimated but, in 0.19.0, left out of the budget (its log: "In v0.19, CUDA graph memory profiling
-    // will be enabled by default ... To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1").
+    // graphs are estimated but, in 0.19.0, left out of the budget (its log: "In v0.19, CUDA graph memory
+    // profiling will be enabled by default ... To try it now, set
+    // VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1").
+    // Chunked local attention layers are pooled apart again (#29627; the 0.19.0 logs' environment dump has
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: True).
     // The sampler: from 0.17 vllm/v1/sample/ops/topk_topp_sampler.py's apply_top_k_top_p masks the fp32
     // logits in place with a Triton kernel for batches of 8 or more (apply_top_k_top_p_triton,
     // vllm-project/vllm #33538, merged February 2026) instead of sorting them; then forward_native takes
@@ -77,8 +79,9 @@ constexpr std::array<EngineVersion, 6> kVersions = {{
     // Tensor parallelism on Hopper and Blackwell: the compile pipeline fuses each all-reduce with the next
     // RMSNorm through FlashInfer (PassConfig.fuse_allreduce_rms, on from -O2 when TP > 1, PP = 1 and
     // FlashInfer is installed, as vLLM's CUDA wheels install it; the log's pass_config shows it), whose
-    // workspaces and what the TP profile run connects come to about 2.1 GiB of non-torch memory per GPU at
-    // TP 2 and 4 alike, against 0.54 GiB under 0.11. What holds it was not read from source: it is a
+    // workspaces, with the symmetric-memory all-reduce (VLLM_ALLREDUCE_USE_SYMM_MEM: True in the logs) and
+    // what the TP profile run connects, come to about 2.1 GiB of non-torch memory per GPU at TP 2 and 4
+    // alike, against 0.54 GiB under 0.11. Which of them holds how much was not read from source: it is a
     // measured constant, the mean of llm-d-planner's four Llama 3.1 8B and Qwen2.5-7B TP 2 and 4 runs
     // (2.07, 2.13, 2.06, 2.13 GiB) less the TP-1 figure and NCCL's communicator allowance: 1.47 GiB.
     {.engine = Engine::Vllm,
@@ -89,6 +92,7 @@ constexpr std::array<EngineVersion, 6> kVersions = {{
      .flashinferSamplerBytes = 14,
      .communicatorsBeforeSnapshot = true,
      .checksFreeAtStartup = true,
+     .poolsChunkedLayers = true,
      .nvlsBytesPerChannelHead = 2 * kMiB,
      .ncclConnectsOnFirstUse = true,
      .allReduceFusionBytes = 1.47 * kGiB},
