@@ -141,6 +141,7 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
             inf["non_torch_bytes"] = bytes(sv.nonTorchBytes);
             inf["nccl_setup_bytes"] = bytes(sv.ncclSetupBytes);
             inf["nvls_bytes"] = bytes(sv.nvlsBytes);
+            inf["rope_cache_bytes"] = bytes(sv.ropeCacheBytes);
             inf["load_reserved_bytes"] = bytes(sv.loadReservedBytes);
             if (sv.freeAtStartupBytes > 0)
                 inf["free_at_startup_bytes"] = bytes(sv.freeAtStartupBytes);

@@ -704,7 +704,61 @@ void readSlidingWindows(const nlohmann::json& config, const std::string& path, M
 }
 } // namespace
 
+namespace {
+// What vLLM's get_rope caches for the model (vllm/model_executor/layers/rotary_embedding/): a table of
+// cos and sin, `rotary_dim` values a position, in the model's dtype (RotaryEmbedding's cos_sin_cache, a
+// non-persistent buffer: part of what "Model loading took" counts). Its positions: max_position_embeddings
+// for the plain, Llama 3 and multimodal RoPEs; times the factor for linear and dynamic-NTK scaling
+// (LinearScalingRotaryEmbedding and DynamicNTKScalingRotaryEmbedding build the table over the scaled
+// length); original_max_position_embeddings times the factor for YaRN. Gemma 3 keeps a second, unscaled
+// table for its local layers (gemma3.py: rope_local_base_freq with rope_type "default"). Every table is
+// whole on every GPU. Not read for families without RoPE (GPT-2's learned positions, Nemotron-H's and
+// Granite 4's NoPE attention).
+void readRopeCache(const nlohmann::json& config, ModelSpec& m) {
+    const auto text = config.find("text_config");
+    const nlohmann::json& c = text != config.end() && text->is_object() ? *text : config;
+    const std::string& t = m.modelType;
+    if (m.learnedPositions || m.maxPositions <= 0 || t == "gpt2" || t == "nemotron_h" ||
+        c.value("position_embedding_type", std::string("rope")) == "nope")
+        return;
+    auto number = [](const nlohmann::json& j, const char* key, double fallback) {
+        const auto it = j.find(key);
+        return it != j.end() && it->is_number() && it->get<double>() > 0 && it->get<double>() < 1e9
+                   ? it->get<double>()
+                   : fallback;
+    };
+    const double partial =
+        number(c, "partial_rotary_factor", number(c, "rotary_pct", t == "gpt_neox" ? 0.25 : 1));
+    const double head = m.mla ? m.qkRopeHeadDim : m.headDim;
+    m.ropeCacheDim = static_cast<int>(std::max(0.0, std::floor(head * std::min(1.0, partial))));
+    double rows = m.maxPositions;
+    auto scaling = c.find("rope_scaling");
+    if (scaling == c.end() || !scaling->is_object())
+        scaling = c.find("rope_parameters");
+    if (scaling != c.end() && scaling->is_object()) {
+        const std::string type = scaling->value("rope_type", scaling->value("type", std::string("default")));
+        const double factor = number(*scaling, "factor", 1);
+        if (type == "linear" || type == "dynamic")
+            rows *= factor;
+        else if (type == "yarn" || type == "deepseek_yarn")
+            rows = number(*scaling, "original_max_position_embeddings", rows) * factor;
+    }
+    if ((t == "gemma3" || t == "gemma3_text") && m.slidingWindow > 0)
+        rows += m.maxPositions;
+    m.ropeCacheRows = std::min(rows, 1e12);
+}
+
+ModelSpec readHfConfig(const nlohmann::json& config, const std::string& path);
+} // namespace
+
 ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& path) {
+    ModelSpec m = readHfConfig(config, path);
+    readRopeCache(config, m);
+    return m;
+}
+
+namespace {
+ModelSpec readHfConfig(const nlohmann::json& config, const std::string& path) {
     if (!config.is_object())
         throw Error(path, "a Hugging Face config must be a JSON object");
     const Reader r(config, path);
@@ -934,5 +988,7 @@ ModelSpec modelFromHfConfig(const nlohmann::json& config, const std::string& pat
     m.quantization = readQuantization(config, path);
     return m;
 }
+
+} // namespace
 
 } // namespace headroom

@@ -53,6 +53,11 @@ struct ModelSpec {
     int ffn = 0;
     int vocab = 0;
     int maxPositions = 0;
+    // The rotary embedding's cos/sin table as vLLM's get_rope caches it (one per distinct RoPE of the model,
+    // a buffer, on every GPU): rows (positions, summed over the tables) x ropeCacheDim values. 0 rows for a
+    // model without RoPE.
+    double ropeCacheRows = 0;
+    int ropeCacheDim = 0;
 
     bool tiedEmbeddings = false;
     bool learnedPositions = false; // GPT-2 style position embedding table

@@ -98,6 +98,9 @@ struct ServingEstimate {
     // system), part of nonTorchBytes under vLLM and of what SGLang finds taken; 0 where NCCL never sets them
     // up (engines.cpp nvlsBufferBytes).
     double nvlsBytes = 0;
+    // vLLM: its rotary embedding's cos/sin tables (ModelSpec::ropeCacheRows), buffers its load counts with
+    // the weights; part of the weights' figure.
+    double ropeCacheBytes = 0;
     // SGLang: what loading the weights holds beyond their bytes (the caching allocator's segment slack and
     // the rotary table, core/serve/loadreserve.h), part of the "mem usage" its log prints and out of its
     // pool.

@@ -274,6 +274,13 @@ void sizeEngine(const Scenario& sc, const InferenceShape& shape, StageModel& st)
             // captured after it (capture_model), hold their memory beyond the budget.
             sv.cudaGraphsBeyondBudget = !in.cudaGraphEstimate;
         }
+        // The rotary tables vLLM's get_rope caches (ModelSpec::ropeCacheRows), whole on every GPU of a stage
+        // with attention layers, in the model's dtype: buffers, which "Model loading took" counts. Llama 4
+        // Scout's 10,485,760 positions x 128 in bf16 are 2.5 GiB a GPU.
+        if (m.known && st.layers > 0) {
+            sv.ropeCacheBytes = m.ropeCacheRows * m.ropeCacheDim * (in.weightBytes >= 4 ? 4.0 : 2.0);
+            st.weights += sv.ropeCacheBytes;
+        }
         // The stacked bar's non-torch part is all the GPU holds outside PyTorch besides the context.
         st.communication = sv.nonTorchBytes + sv.ncclSetupBytes;
         sv.budgetFraction = in.gpuMemoryUtilization;
