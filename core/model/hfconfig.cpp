@@ -718,8 +718,14 @@ void readRopeCache(const nlohmann::json& config, ModelSpec& m) {
     const auto text = config.find("text_config");
     const nlohmann::json& c = text != config.end() && text->is_object() ? *text : config;
     const std::string& t = m.modelType;
+    // A key that is not a string reads as absent: this only sizes a buffer, and the keys that matter to the
+    // architecture were checked above.
+    auto string = [](const nlohmann::json& j, const char* key, const char* fallback) {
+        const auto it = j.find(key);
+        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+    };
     if (m.learnedPositions || m.maxPositions <= 0 || t == "gpt2" || t == "nemotron_h" ||
-        c.value("position_embedding_type", std::string("rope")) == "nope")
+        string(c, "position_embedding_type", "rope") == "nope")
         return;
     auto number = [](const nlohmann::json& j, const char* key, double fallback) {
         const auto it = j.find(key);
@@ -736,7 +742,7 @@ void readRopeCache(const nlohmann::json& config, ModelSpec& m) {
     if (scaling == c.end() || !scaling->is_object())
         scaling = c.find("rope_parameters");
     if (scaling != c.end() && scaling->is_object()) {
-        const std::string type = scaling->value("rope_type", scaling->value("type", std::string("default")));
+        const std::string type = string(*scaling, "rope_type", string(*scaling, "type", "default").c_str());
         const double factor = number(*scaling, "factor", 1);
         if (type == "linear" || type == "dynamic")
             rows *= factor;

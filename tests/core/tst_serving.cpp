@@ -6,6 +6,7 @@
 #include "core/io/estimatejson.h"
 #include "core/io/estimatewords.h"
 #include "core/io/servingcases.h"
+#include "core/model/hfconfig.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
@@ -106,6 +107,7 @@ private slots:
     void v0StepAndFlashInferSampler();
     void whatEachReleaseRuns();
     void communicatorsAndStartup();
+    void rotaryTablesAsVllmCachesThem();
     void engineQuantisesLinearLayersOnly();
     void allReduceFusionOnHopperAndBlackwell();
     void nvlsBuffersOnNvswitchSystems();
@@ -1241,6 +1243,39 @@ void TestServing::cudaGraphEstimateOutsideTheBudget() {
     const Scenario old = scenarioFromJson(inferenceDoc(model, in, cluster));
     QVERIFY(!old.warnings.empty() && old.warnings.back().find("cuda_graph_estimate") != std::string::npos);
     QCOMPARE(estimate(old).serving.cudaGraphBytes, 0.0);
+}
+
+void TestServing::rotaryTablesAsVllmCachesThem() {
+    // vLLM's get_rope keeps one cos/sin table per distinct RoPE (rotary_embedding/base.py cos_sin_cache),
+    // rotary_dim values a position. By hand from the checkpoints' configs:
+    auto table = [](const char* preset) {
+        const ModelSpec m = modelFromHfConfig(findModelPreset(preset)->config);
+        return std::pair(m.ropeCacheRows, m.ropeCacheDim);
+    };
+    // Llama 3's RoPE (llama3 scaling changes the frequencies, not the length): 131,072 positions of 128.
+    QCOMPARE(table("meta-llama/Llama-3.1-8B"), std::pair(131072.0, 128));
+    // Gemma 3: the global layers' linear scaling by 8 builds its table over 8 x 131,072 positions
+    // (LinearScalingRotaryEmbedding), the local layers' unscaled one over 131,072; head_dim 256.
+    QCOMPARE(table("google/gemma-3-4b-it"), std::pair(9 * 131072.0, 256));
+    // Llama 4 Scout: max_position_embeddings 10,485,760 of 128: 2.5 GiB in bf16.
+    QCOMPARE(table("meta-llama/Llama-4-Scout-17B-16E-Instruct"), std::pair(10485760.0, 128));
+    // Qwen3-Next rotates a quarter of each 256-wide head (partial_rotary_factor 0.25).
+    QCOMPARE(table("Qwen/Qwen3-Next-80B-A3B-Instruct"), std::pair(262144.0, 64));
+    // DeepSeek-V3 rotates its 64-wide rope part of each head.
+    QCOMPARE(table("deepseek-ai/DeepSeek-V3"), std::pair(163840.0, 64));
+    // YaRN builds its table over original_max_position_embeddings x factor.
+    json yarn = findModelPreset("Qwen/Qwen3-32B")->config;
+    yarn["rope_scaling"] = {
+        {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+    QCOMPARE(modelFromHfConfig(yarn).ropeCacheRows, 131072.0);
+    // GPT-2's learned positions: none.
+    QCOMPARE(modelFromHfConfig(findModelPreset("openai-community/gpt2")->config).ropeCacheRows, 0.0);
+    // Under vLLM the table sits with the weights, in the model's dtype; Scout's at TP 4 is 2.5 GiB a GPU.
+    const Scenario scout =
+        scenarioFromJson(inferenceDoc({{"preset", "meta-llama/Llama-4-Scout-17B-16E-Instruct"}},
+                                      {{"engine", "vllm"}, {"context_length", 8192}},
+                                      {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 4}, {"tensor_parallel", 4}}));
+    QCOMPARE(estimate(scout).serving.ropeCacheBytes, 10485760.0 * 128 * 2);
 }
 
 void TestServing::engineQuantisesLinearLayersOnly() {
