@@ -118,13 +118,15 @@ std::vector<Step> loadOrder(const Scenario& sc, int firstLayer, int layers, bool
             addLinear(out, q, skipped("self_attn." + lin.name), eb,
                       s == Split::Rows ? part(lin.out, t) : lin.out,
                       s == Split::Columns ? part(lin.in, t) : lin.in);
-            if (!rope && m.hasMixer(l) && !m.isLinearLayer(l) && lin.name == "o_proj" && m.maxPositions > 0) {
-                // The model's one rotary table (get_rope caches it), built on the GPU in the first
-                // attention layer: positions, their angles, cos and sin, then the fp32 table
+            if (!rope && m.hasMixer(l) && !m.isLinearLayer(l) && lin.name == "o_proj" &&
+                m.ropeCacheRows > 0) {
+                // The model's rotary table (get_rope caches it; its rows and width as vLLM's, whose
+                // rotary_embedding.py SGLang's follows: ModelSpec::ropeCacheRows), built on the GPU in the
+                // first attention layer: positions, their angles, cos and sin, then the fp32 table
                 // (rotary_embedding.py _compute_cos_sin_cache; kept in fp32 on CUDA), the rest freed.
                 rope = true;
-                const double p = static_cast<double>(m.maxPositions);
-                const double d = static_cast<double>(m.mla ? m.qkRopeHeadDim : m.headDim);
+                const double p = m.ropeCacheRows;
+                const double d = m.ropeCacheDim;
                 const int base = static_cast<int>(out.size());
                 out.push_back({4 * p});         // t = arange(max_position)
                 out.push_back({4 * p * d / 2}); // freqs
