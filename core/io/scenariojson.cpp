@@ -518,6 +518,10 @@ void readTraining(const json& doc, Scenario& sc) {
     t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), lossNames());
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     t.optimizerInBackward = s.boolean("optimizer_in_backward", d.optimizerInBackward);
+    t.firstStep = s.boolean("first_step", d.firstStep);
+    if (t.firstStep && t.optimizerInBackward)
+        throw Error(s.at("first_step"), "a step in the backward makes each state as its parameter's gradient "
+                                        "arrives; first_step describes a step after the backward");
     t.pagedOptimizer = s.boolean("paged_optimizer", d.pagedOptimizer);
     if (t.pagedOptimizer && t.optimizer == Optimizer::SgdMomentum)
         throw Error(s.at("paged_optimizer"),
@@ -600,6 +604,10 @@ void readInference(const json& doc, Scenario& sc) {
     if (i.autocast != "none" && i.autocast != "bf16" && i.autocast != "fp16")
         throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + i.autocast + "\"");
     i.autocastBytes = i.autocast == "none" ? 0 : 2;
+    const std::string gradMode = s.string("grad_mode", "no_grad");
+    if (gradMode != "no_grad" && gradMode != "inference_mode")
+        throw Error(s.at("grad_mode"), "must be one of no_grad, inference_mode; got \"" + gradMode + "\"");
+    i.inferenceMode = gradMode == "inference_mode";
     i.kvCacheBytes = dtype(s, "kv_cache_dtype",
                            i.autocastBytes > 0 ? i.autocast : defaultKvCacheDtype(i.weightDtype, i.weightBytes),
                            i.kvCacheDtype);

@@ -489,6 +489,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     st.master = c.offloadOptimizer ? 0 : st.withoutOffload.master;
     st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
     st.optimizerTemp = optimizerTemporaries(sc, sp);
+    st.statesFromStep = tr.firstStep;
     if (tr.fineTuning.dpo && !tr.fineTuning.adapters()) {
         // DPO's reference model for full fine-tuning: a frozen copy in the weights' dtype (TRL's
         // DPOTrainer deep-copies the model when no ref_model is given; sharded as the weights are). With
@@ -888,8 +889,14 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     shape.linearStateBytes = e * (shape.linearConvElements + shape.linearRecurrentElements);
     sv.stateBytesPerRequest = linearLayers * shape.linearStateBytes;
     if (!st.engine && in.framework == Framework::Cs336Basics) {
-        // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache; its
-        // einsums cast a view of each weight, which autocast never caches, one at a time.
+        // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache. Its Linear
+        // is einsum(x, weight), and einsum is on autocast's 16-bit list (autocast_mode.h
+        // AT_FORALL_LOWER_PRECISION_FP): the wrapper casts the parameter itself, a leaf, and caches the copy
+        // until the autocast region ends, unless the forward runs under torch.inference_mode, where
+        // PyTorch 2.10 on caches nothing (pytorch#165068). Every copy is counted at the peak: the forward's
+        // largest moment is at its last layers or its head, with all but the head's copy made.
+        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.inferenceMode)
+            st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         const Cs336Forward f =
             cs336Forward(cs336ShapeOf(m, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes));
         st.kvCache = 0;
@@ -903,8 +910,9 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     if (!st.engine) {
         // torch.autocast caches the 16-bit copy of each weight a linear layer casts (nn.Linear hands it the
         // parameter itself, a leaf that requires a gradient: autocast_mode.cpp cached_cast) until the
-        // autocast region ends: every matmul weight but the embedding's, through the forward.
-        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised)
+        // autocast region ends: every matmul weight but the embedding's, through the forward; none under
+        // torch.inference_mode (PyTorch 2.10 on).
+        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised && !in.inferenceMode)
             st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -1006,6 +1014,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     // A layer's transient tensors (what checkpointing rebuilds, what a layer's forward makes and drops) live
     // while that layer runs, never while the loss does: at the end of the forward (x = 1) and at the start
     // of the backward (x = 0) the loss holds the logits instead.
+    if (st.statesFromStep && (phase == Phase::Forward || phase == Phase::Backward))
+        b[Category::OptimizerStates] = 0;
     switch (phase) {
     case Phase::Forward: {
         const bool loss = x >= 1 && !layerRunning;

@@ -155,6 +155,11 @@ struct TrainingSettings {
     // The optimizer steps each parameter as soon as its gradient is accumulated, then drops the gradient
     // (torchtune's optimizer_in_bwd: torchtune/training/memory.py register_optim_in_bwd_hooks).
     bool optimizerInBackward = false;
+    // training.first_step: the step planned is the run's first. torch.optim creates an optimizer's states in
+    // its first step (torch/optim/adamw.py _init_group: zeros_like when a parameter's state is empty; the
+    // CS336 AdamW's state.get("m", zeros_like)), so that step's forward and backward run without them; its
+    // own peak, with every state made, is a later step's. What a one-step profile records.
+    bool firstStep = false;
     // bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): the states live in CUDA unified memory
     // (bitsandbytes/functional.py get_paged, cudaMallocManaged), outside PyTorch's allocator, and the driver
     // moves their pages to host memory when the GPU runs short.
@@ -198,6 +203,10 @@ struct InferenceSettings {
     // inference.autocast: torch.autocast's dtype bytes (2 for "bf16"/"fp16", 0: none), as in training.
     double autocastBytes = 0;
     std::string autocast = "none";
+    // inference.grad_mode "inference_mode": the forward runs under torch.inference_mode, where autocast keeps
+    // no 16-bit copy of a weight past its matmul (PyTorch 2.10 on, pytorch#165068); "no_grad" (the default:
+    // generate's own decorator) keeps every matmul weight's copy in autocast's cache until the region ends.
+    bool inferenceMode = false;
     // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
     // keeps no cache (core/plan/cs336basics.h).

@@ -56,6 +56,9 @@ struct StageModel {
     // from the head's backward on, and the one being stepped) and that one step's scratch, a layer's
     // largest tensor's while layers run, the embedding's (its largest) at the end.
     bool stepInBackward = false;
+    // The run's first step (training.first_step): the optimizer's states are made by the step, so the
+    // forward and backward hold none.
+    bool statesFromStep = false;
     double heldGradients = 0, stepScratchInLayers = 0, stepScratchAtEnd = 0;
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
     double pagedStates = 0;   // optimizer states in unified memory (a paged optimizer): in nonTorch too

@@ -671,15 +671,17 @@ void TestAttribution::calibratedPredictions() {
     QVERIFY2(std::abs(r->error()) <= bound, qPrintable(what));
 }
 
-// The measured runs nothing was chosen on (examples/measured/cases.json, role validate), against the
-// targets the published runs are held to: a median of at most 5% and a worst of at most 12%, computed here.
+// The recorded runs nothing was chosen on (examples/measured/cases.json, role validate) planned with the
+// plain PyTorch profile, against the targets the published runs are held to: a median of at most 5% and a
+// worst of at most 12%, computed here. (The cs336_basics profile's validate runs, published figures of
+// another student's runs, are held to them in tst_frameworks::cs336BasicsRecordedRuns.)
 void TestAttribution::measuredValidateAgainstTheTargets() {
     const Validation v =
         runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
-        if (r.c->role == "validate") {
+        if (r.c->role == "validate" && r.c->stack == "pytorch") {
             QVERIFY(r.traced);
             errors.push_back(std::abs(r.error()));
         }

@@ -82,6 +82,8 @@ private slots:
     void cs336BasicsStepByHand();
     void cs336BasicsForwardByHand();
     void cs336BasicsRecordedRuns();
+    void autocastCacheFollowsTheGradMode();
+    void firstStepHoldsNoStatesBeforeItsStep();
     void cs336BasicsCheckpointedAndRefused();
     void megatronStatesAndPaddingByHand();
     void megatronStateBetweenSteps_data();
@@ -593,24 +595,130 @@ void TestFrameworks::cs336BasicsForwardByHand() {
 }
 
 void TestFrameworks::cs336BasicsRecordedRuns() {
-    // Every recorded run of cs336_basics' code the project holds, planned with its profile. They are fit
-    // runs: the profile was read from the code while being checked against them; none is kept apart yet.
+    // Every run of cs336_basics' code the project holds, planned with its profile. The ten traced runs are
+    // fit (the profile was read from the code while being checked against them), within 0.5% of their
+    // allocated peaks (the 1,024-token autocast run: 0.2% over, the last layer's weight copies counted until
+    // the backward's end where its backward frees them first). The twelve published peaks of another
+    // student's 2.7B runs (damek/cs336-assignment2-systems, memory_viz_report.md) are given to 0.01 GiB:
+    // five are fit (the bf16 forwards chose autocast's cache under torch.no_grad, the 512-token steps
+    // training.first_step), seven validate, and every one is held to 1%, the validate runs also to the
+    // targets (median at most 5%, worst at most 12%).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
-    std::size_t runs = 0;
+    std::size_t traced = 0, published = 0;
+    std::vector<double> validate;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics")
             continue;
-        ++runs;
-        QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
-        // Within 0.5% (the 1,024-token autocast run: 0.2% over, the last layer's weight copies counted until
-        // the backward's end where its backward frees them first).
-        QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(QStringLiteral("%1: %2%")
-                                                              .arg(QString::fromStdString(r.c->id))
-                                                              .arg(100 * r.error(), 0, 'f', 2)));
+        const QString what =
+            QStringLiteral("%1: %2%").arg(QString::fromStdString(r.c->id)).arg(100 * r.error(), 0, 'f', 2);
+        if (r.traced) {
+            ++traced;
+            QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
+            QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
+        } else {
+            ++published;
+            QVERIFY2(std::abs(r.error()) <= 0.01, qPrintable(what));
+            if (r.c->role == "validate")
+                validate.push_back(std::abs(r.error()));
+        }
     }
-    QCOMPARE(runs, size_t(11));
+    QCOMPARE(traced, size_t(11));
+    QCOMPARE(published, size_t(12));
+    QCOMPARE(validate.size(), size_t(7));
+    std::sort(validate.begin(), validate.end());
+    QVERIFY(validate[3] <= 0.05 && validate.back() <= 0.12);
+}
+
+void TestFrameworks::autocastCacheFollowsTheGradMode() {
+    // cs336_basics' Linear is einsum(x, weight) and einsum is on autocast's 16-bit list
+    // (aten/src/ATen/autocast_mode.h AT_FORALL_LOWER_PRECISION_FP): the wrapper casts the parameter itself, a
+    // leaf that requires a gradient, and keeps the copy in its cache until the region ends (cached_cast).
+    // Under torch.no_grad the 2.7B model's forward holds a bf16 copy of every matmul weight: all parameters
+    // but the embedding's 10,000 x 2,560 and the 65 norms' 2,560 each. Under torch.inference_mode PyTorch
+    // 2.10 on caches nothing (pytorch#165068): Wedsonlin's 512-token forward (torch 2.11) frees each copy
+    // after its einsum (cs336BasicsForwardByHand).
+    const double V = 10000, d = 2560, f = 10240, layers = 32;
+    const double parameters = 2 * V * d + layers * (4 * d * d + 3 * d * f + 2 * d) + d;
+    QCOMPARE(parameters, 3406809600.0);
+    const double copies = 2 * (parameters - V * d - (2 * layers + 1) * d);
+    QCOMPARE(copies, 6762086400.0);
+    json doc = parseJsonText(readTextFile(
+        (measuredDir() + QStringLiteral("cs336-basics/cs336-2.7b-128-forward-no-grad-bf16-autocast.headroom.json"))
+            .toStdString()));
+    const Estimate noGrad = estimate(scenarioFromJson(doc));
+    doc["inference"]["grad_mode"] = "inference_mode";
+    const Estimate inferenceMode = estimate(scenarioFromJson(doc));
+    QCOMPARE(noGrad.allocatedPeakBytes - inferenceMode.allocatedPeakBytes, copies);
+    // The published runs agree: the bf16 forward at 128 tokens peaked 6.28 GiB above the fp32 one (19.18
+    // and 12.90 GiB, damek's memory_viz_report.md), the copies 6.30 GiB with bf16 activations a little
+    // smaller than fp32's.
+    QVERIFY(std::abs(copies / kGiB - (19.18 - 12.90)) < 0.05);
+    // The plain PyTorch forward (nn.Linear's weights) follows the same rule; without autocast nothing is
+    // cast, whatever the mode.
+    doc["inference"]["framework"] = "pytorch";
+    doc["inference"]["grad_mode"] = "no_grad";
+    const Estimate plainNoGrad = estimate(scenarioFromJson(doc));
+    doc["inference"]["grad_mode"] = "inference_mode";
+    QCOMPARE(plainNoGrad.allocatedPeakBytes - estimate(scenarioFromJson(doc)).allocatedPeakBytes, copies);
+    doc["inference"].erase("autocast");
+    const double fp32 = estimate(scenarioFromJson(doc)).allocatedPeakBytes;
+    doc["inference"]["grad_mode"] = "no_grad";
+    QCOMPARE(estimate(scenarioFromJson(doc)).allocatedPeakBytes, fp32);
+    doc["inference"]["grad_mode"] = "eval";
+    bool named = false;
+    try {
+        scenarioFromJson(doc);
+    } catch (const Error& e) {
+        named = e.where() == "inference.grad_mode";
+    }
+    QVERIFY(named);
+}
+
+void TestFrameworks::firstStepHoldsNoStatesBeforeItsStep() {
+    // A one-step profile records the run's first optimizer step: torch.optim, and cs336_basics' AdamW with
+    // its state.get("m", zeros_like), make the states in that step, so its forward and backward hold none.
+    // The 2.7B model at 4 x 512 tokens in fp32 (damek's run: five forward-backward warm-ups without a step,
+    // then a full step): planned as a later step its backward would peak with 25.4 GiB of states beside its
+    // activations; as the first, the step peaks: weights, gradients, both states, the five temporaries the
+    // size of the largest parameter (an MLP matrix, 10,240 x 2,560), both cuBLAS workspaces and the logits
+    // the loop holds.
+    const double V = 10000, d = 2560, f = 10240, b = 4, s = 512;
+    const double parameters = 3406809600.0;
+    const double states = 8 * parameters;
+    const double step = parameters * (4 + 4 + 8) + 5 * f * d * 4 + 2 * 8519680.0 + b * s * V * 4;
+    json doc = parseJsonText(readTextFile(
+        (measuredDir() + QStringLiteral("cs336-basics/cs336-2.7b-512-first-step.headroom.json")).toStdString()));
+    QCOMPARE(doc["training"]["first_step"].get<bool>(), true);
+    const Scenario first = scenarioFromJson(doc);
+    const Estimate est = estimate(first);
+    QCOMPARE(est.peakPhase, Phase::Optimizer);
+    QCOMPARE(est.allocatedPeakBytes, step);
+    QVERIFY(std::abs(step / kGiB / 51.38 - 1) < 0.002); // the published peak
+    doc["training"]["first_step"] = false;
+    const Scenario later = scenarioFromJson(doc);
+    QCOMPARE(estimate(later).peakPhase, Phase::Backward);
+    const auto a = phaseTimeline(first, 0, 4), z = phaseTimeline(later, 0, 4);
+    QCOMPARE(a.size(), z.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const bool beforeStep = a[i].phase != Phase::Optimizer;
+        QCOMPARE(a[i].bytes[Category::OptimizerStates], beforeStep ? 0.0 : states);
+        QCOMPARE(z[i].bytes[Category::OptimizerStates], states);
+        // What the caching allocator hands out (the allocator's own overhead grows with it).
+        const auto handedOut = [](const Breakdown& x) { return x.total() - x[Category::AllocatorOverhead]; };
+        QCOMPARE(handedOut(z[i].bytes) - handedOut(a[i].bytes), beforeStep ? states : 0.0);
+    }
+    // A step inside the backward makes each state as its gradient arrives: the reader refuses the pair.
+    doc["training"]["first_step"] = true;
+    doc["training"]["optimizer_in_backward"] = true;
+    bool named = false;
+    try {
+        scenarioFromJson(doc);
+    } catch (const Error& e) {
+        named = e.where() == "training.first_step";
+    }
+    QVERIFY(named);
 }
 
 void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
