@@ -311,8 +311,15 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                        "Batch " + std::to_string(in.batchSize / 2),
                        {{"inference", {{"batch_size", in.batchSize / 2}}}},
                        [](Scenario& s) { s.inference.batchSize /= 2; }});
+    // Autocast's cached weight copies (docs/formats.md section 2): torch.inference_mode keeps none.
+    if (in.engine == Engine::None && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised &&
+        !in.inferenceMode)
+        out.push_back({"inference_mode",
+                       "torch.inference_mode instead of torch.no_grad (autocast keeps no weight copies)",
+                       {{"inference", {{"grad_mode", "inference_mode"}}}},
+                       [](Scenario& s) { s.inference.inferenceMode = true; }});
     if (in.framework == Framework::Cs336Basics)
-        keepOnly(out, {"halve_batch"}); // its forward caches nothing and runs its weights as they are
+        keepOnly(out, {"halve_batch", "inference_mode"}); // its forward caches nothing; weights as they are
     return out;
 }
 

@@ -644,7 +644,11 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
                         "cluster": {"gpu": "H100-SXM-80GB", "num_gpus": 2, "tensor_parallel": 2}})"),
         json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-8B"},
                         "inference": {"batch_size": 16, "weight_dtype": "fp16", "kv_cache_dtype": "bf16"},
-                        "cluster": {"gpu": "A100-40GB", "num_gpus": 1}})")};
+                        "cluster": {"gpu": "A100-40GB", "num_gpus": 1}})"),
+        json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-8B"},
+                        "inference": {"batch_size": 4, "context_length": 2048, "weight_dtype": "fp32",
+                                      "autocast": "bf16"},
+                        "cluster": {"gpu": "A100-80GB", "num_gpus": 1}})")};
     std::size_t compared = 0;
     for (const json& doc : docs) {
         const Scenario sc = scenarioFromJson(doc);
@@ -666,7 +670,7 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
     QVERIFY(compared >= 30);
     // The profiles' changes are among them.
     for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading", "lora", "qlora",
-                           "lora_rank_8", "lora_attention_only", "bf16_adapters"}) {
+                           "lora_rank_8", "lora_attention_only", "bf16_adapters", "inference_mode"}) {
         bool offered = false;
         for (const json& doc : docs)
             for (const Saving& s : rankSavings(scenarioFromJson(doc)))

@@ -385,6 +385,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                   "Each parameter is stepped as soon as its gradient is ready and the gradient dropped: "
                   "no step holds every gradient (torchtune's optimizer_in_bwd; no gradient accumulation)"));
     addField(trainingForm,
+             boolField("/training/first_step", "First step",
+                       "Plan the run's first step, as a one-step profile records it: the optimizer makes its "
+                       "states in that step, so its forward and backward run without them"));
+    addField(trainingForm,
              boolField("/training/paged_optimizer", "Paged optimizer",
                        "bitsandbytes' paged Adam: the states live in unified memory, outside "
                        "PyTorch's counters, and page out to host memory when the GPU runs short"));
@@ -639,6 +643,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "torch.autocast around the forward: matmuls (and the keys and values "
                                     "they write) in 16 bits, wider nn.Linear weights cast once and cached"),
                         {"none"}));
+    addField(inferenceForm,
+             forEngines(choiceField("/inference/grad_mode", "Grad mode",
+                                    {{QStringLiteral("no_grad"), QStringLiteral("torch.no_grad")},
+                                     {QStringLiteral("inference_mode"), QStringLiteral("torch.inference_mode")}},
+                                    "no_grad",
+                                    "Under autocast, torch.no_grad keeps every weight's 16-bit copy in "
+                                    "autocast's cache through the forward; torch.inference_mode (PyTorch "
+                                    "2.10 on) frees each after its matmul"),
+                        {"none"}));
+    m_fields.back()->visibleWhen = [](const json& doc) {
+        return doc.contains("inference") && doc["inference"].is_object() &&
+               textAt(doc["inference"], "autocast") != "" && textAt(doc["inference"], "autocast") != "none";
+    };
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
