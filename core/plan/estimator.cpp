@@ -892,9 +892,10 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache. Its Linear
         // is einsum(x, weight), and einsum is on autocast's 16-bit list (autocast_mode.h
         // AT_FORALL_LOWER_PRECISION_FP): the wrapper casts the parameter itself, a leaf, and caches the copy
-        // until the autocast region ends, unless the forward runs under torch.inference_mode, where
-        // PyTorch 2.10 on caches nothing (pytorch#165068). Every copy is counted at the peak: the forward's
-        // largest moment is at its last layers or its head, with all but the head's copy made.
+        // until the autocast region ends, unless the forward runs under torch.inference_mode, where PyTorch
+        // since pytorch#165068 (December 2025; 2.11 has it) caches nothing. Every copy is counted at the
+        // peak: the forward's largest moment is at its last layers or its head, with all but the head's
+        // copy made.
         if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.inferenceMode)
             st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         const Cs336Forward f =
@@ -911,7 +912,7 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         // torch.autocast caches the 16-bit copy of each weight a linear layer casts (nn.Linear hands it the
         // parameter itself, a leaf that requires a gradient: autocast_mode.cpp cached_cast) until the
         // autocast region ends: every matmul weight but the embedding's, through the forward; none under
-        // torch.inference_mode (PyTorch 2.10 on).
+        // torch.inference_mode (PyTorch since pytorch#165068).
         if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised && !in.inferenceMode)
             st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         double ctx = in.contextLength;

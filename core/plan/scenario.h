@@ -204,8 +204,9 @@ struct InferenceSettings {
     double autocastBytes = 0;
     std::string autocast = "none";
     // inference.grad_mode "inference_mode": the forward runs under torch.inference_mode, where autocast keeps
-    // no 16-bit copy of a weight past its matmul (PyTorch 2.10 on, pytorch#165068); "no_grad" (the default:
-    // generate's own decorator) keeps every matmul weight's copy in autocast's cache until the region ends.
+    // no 16-bit copy of a weight past its matmul (PyTorch since pytorch#165068, December 2025); "no_grad"
+    // (the default: generate's own decorator) keeps every matmul weight's copy in autocast's cache until the
+    // region ends.
     bool inferenceMode = false;
     // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which

@@ -637,8 +637,8 @@ void TestFrameworks::autocastCacheFollowsTheGradMode() {
     // leaf that requires a gradient, and keeps the copy in its cache until the region ends (cached_cast).
     // Under torch.no_grad the 2.7B model's forward holds a bf16 copy of every matmul weight: all parameters
     // but the embedding's 10,000 x 2,560 and the 65 norms' 2,560 each. Under torch.inference_mode PyTorch
-    // 2.10 on caches nothing (pytorch#165068): Wedsonlin's 512-token forward (torch 2.11) frees each copy
-    // after its einsum (cs336BasicsForwardByHand).
+    // since pytorch#165068 (December 2025) caches nothing: Wedsonlin's 512-token forward (torch 2.11) frees
+    // each copy after its einsum (cs336BasicsForwardByHand).
     const double V = 10000, d = 2560, f = 10240, layers = 32;
     const double parameters = 2 * V * d + layers * (4 * d * d + 3 * d * f + 2 * d) + d;
     QCOMPARE(parameters, 3406809600.0);

@@ -650,7 +650,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "no_grad",
                                     "Under autocast, torch.no_grad keeps every weight's 16-bit copy in "
                                     "autocast's cache through the forward; torch.inference_mode (PyTorch "
-                                    "2.10 on) frees each after its matmul"),
+                                    "2.11) frees each after its matmul"),
                         {"none"}));
     m_fields.back()->visibleWhen = [](const json& doc) {
         return doc.contains("inference") && doc["inference"].is_object() &&
