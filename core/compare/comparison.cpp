@@ -89,7 +89,9 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
         // when their absence moved the peak: a later step's loss would be the higher point.
         const bool none = attribute(trace, index, firstCreated - 1, rules, &scenario)
                               .of(MeasuredCategory::OptimizerStates) < created / 10;
-        if (none && later > c.measured.total + c.measured.total / 100) {
+        // A scenario that says it plans the first step (training.first_step) already describes this one.
+        if (none && later > c.measured.total + c.measured.total / 100 &&
+            !(scenario.mode == Mode::Training && scenario.training.firstStep)) {
             c.firstStep = true;
             c.createdStates = created;
             c.laterStepPeak = later;

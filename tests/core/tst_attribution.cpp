@@ -376,6 +376,15 @@ void TestAttribution::firstStepIsNamed() {
         calibrate({{&sc, &t, &index, "first step"}}, AttributionRules::pytorchDefaults());
     QVERIFY(cal.runs.at(0).firstStep);
     QCOMPARE(cal.runs.at(0).measured, 14336LL);
+    // A scenario that plans the first step (training.first_step) describes the recording as it is: no
+    // note, and calibration measures the recorded peak.
+    Scenario first = sc;
+    first.training.firstStep = true;
+    QVERIFY(!compareAtPeak(first, estimate(first), t, index, AttributionRules::pytorchDefaults()).firstStep);
+    const CalibrationResult asIs =
+        calibrate({{&first, &t, &index, "first step"}}, AttributionRules::pytorchDefaults());
+    QVERIFY(!asIs.runs.at(0).firstStep);
+    QCOMPARE(asIs.runs.at(0).measured, 8192LL);
     // The runs of docs/measured.md recorded a later step (their states predate the recording): no note.
     const Run t256 =
         loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");

@@ -598,11 +598,12 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // Every run of cs336_basics' code the project holds, planned with its profile. The ten traced runs are
     // fit (the profile was read from the code while being checked against them), within 0.5% of their
     // allocated peaks (the 1,024-token autocast run: 0.2% over, the last layer's weight copies counted until
-    // the backward's end where its backward frees them first). The twelve published peaks of another
-    // student's 2.7B runs (damek/cs336-assignment2-systems, memory_viz_report.md) are given to 0.01 GiB:
-    // five are fit (the bf16 forwards chose autocast's cache under torch.no_grad, the 512-token steps
-    // training.first_step), seven validate, and every one is held to 1%, the validate runs also to the
-    // targets (median at most 5%, worst at most 12%).
+    // the backward's end where its backward frees them first). Twenty-four published peaks of two other
+    // students' 2.7B runs are given to 0.01 GiB: damek/cs336-assignment2-systems' memory_viz_report.md
+    // (five fit: the bf16 forwards chose autocast's cache under torch.no_grad, the 512-token steps
+    // training.first_step; seven validate) and ShibukiZero/assignment2-systems' 1_1_6_memory/summary.md
+    // (twelve validate, steps after steps with the states made, on a Hopper GPU). Every one is held to
+    // 1%, the validate runs also to the targets (median at most 5%, worst at most 12%).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -625,10 +626,10 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
         }
     }
     QCOMPARE(traced, size_t(11));
-    QCOMPARE(published, size_t(12));
-    QCOMPARE(validate.size(), size_t(7));
+    QCOMPARE(published, size_t(24));
+    QCOMPARE(validate.size(), size_t(19));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[3] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[9] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::autocastCacheFollowsTheGradMode() {
