@@ -539,6 +539,16 @@ QString measuredDir() {
     return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/");
 }
 
+// Whether reading `doc` fails with an error that names `field`.
+bool refusedNaming(const json& doc, const std::string& field) {
+    try {
+        scenarioFromJson(doc);
+    } catch (const Error& e) {
+        return e.where() == field;
+    }
+    return false;
+}
+
 Scenario cs336Scenario(const char* file) {
     return loadScenarioFile((measuredDir() + QStringLiteral("cs336-basics/") + QLatin1String(file)).toStdString());
 }
@@ -668,13 +678,7 @@ void TestFrameworks::autocastCacheFollowsTheGradMode() {
     doc["inference"]["grad_mode"] = "no_grad";
     QCOMPARE(estimate(scenarioFromJson(doc)).allocatedPeakBytes, fp32);
     doc["inference"]["grad_mode"] = "eval";
-    bool named = false;
-    try {
-        scenarioFromJson(doc);
-    } catch (const Error& e) {
-        named = e.where() == "inference.grad_mode";
-    }
-    QVERIFY(named);
+    QVERIFY(refusedNaming(doc, "inference.grad_mode"));
 }
 
 void TestFrameworks::firstStepHoldsNoStatesBeforeItsStep() {
@@ -713,13 +717,7 @@ void TestFrameworks::firstStepHoldsNoStatesBeforeItsStep() {
     // A step inside the backward makes each state as its gradient arrives: the reader refuses the pair.
     doc["training"]["first_step"] = true;
     doc["training"]["optimizer_in_backward"] = true;
-    bool named = false;
-    try {
-        scenarioFromJson(doc);
-    } catch (const Error& e) {
-        named = e.where() == "training.first_step";
-    }
-    QVERIFY(named);
+    QVERIFY(refusedNaming(doc, "training.first_step"));
 }
 
 void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
@@ -739,12 +737,7 @@ void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
     const auto refused = [&](const json& patch, const std::string& field) {
         json d = doc;
         d.merge_patch(patch);
-        try {
-            scenarioFromJson(d);
-        } catch (const Error& e) {
-            return e.where() == field;
-        }
-        return false;
+        return refusedNaming(d, field);
     };
     QVERIFY(refused({{"cluster", {{"num_gpus", 2}, {"tensor_parallel", 2}}}}, "training.framework"));
     QVERIFY(refused({{"model", {{"num_key_value_heads", 4}}}}, "model"));
@@ -753,13 +746,7 @@ void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-1024-inference.headroom.json"))
                          .toStdString()));
     inference["inference"]["engine"] = "vllm";
-    bool named = false;
-    try {
-        scenarioFromJson(inference);
-    } catch (const Error& e) {
-        named = e.where() == "inference.framework";
-    }
-    QVERIFY(named);
+    QVERIFY(refusedNaming(inference, "inference.framework"));
     // Its parameters are built in fp32 (torch.empty's default): left out, the precision and an inference's
     // weights are fp32, and leaving out the attention it writes by hand warns of nothing.
     json bare = doc;
