@@ -1107,7 +1107,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         if (cat != Category::CommunicationBuffers && cat != Category::CudaContext)
             managed += b[cat];
     }
-    managed -= st.pagedStates;
+    // Paged states (in unified memory) are outside the allocator: as many as this point holds (none before
+    // a first step's step).
+    managed -= std::min(st.pagedStates, b[Category::OptimizerStates]);
     b[Category::AllocatorOverhead] = st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits;
     if (st.fsdp1) {
         // The replay's segments hold the model states and the gathers; the rest (activations, logits,
@@ -1295,7 +1297,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             // What PyTorch's peak counters would show: the most reserved (allocated plus what the caching
             // allocator holds besides) and the most allocated over the step, which need not be at the same
             // point. Neither counts the CUDA context or NCCL.
-            const double reserved = total - b[Category::CudaContext] - st.nonTorch;
+            const double paged = std::min(st.pagedStates, b[Category::OptimizerStates]);
+            const double reserved = total - b[Category::CudaContext] - (st.nonTorch - st.pagedStates + paged);
             se.reservedBytes = std::max(se.reservedBytes, reserved);
             se.allocatedBytes = std::max(se.allocatedBytes, reserved - b[Category::AllocatorOverhead]);
             if (unit.fsdp1StepReserved > 0)

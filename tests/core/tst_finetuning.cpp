@@ -317,6 +317,22 @@ void TestFineTuning::pagedStatesLeavePytorchsCounters() {
     QVERIFY(std::abs(plain.allocatedPeakBytes - paged.allocatedPeakBytes - states) < 1);
     QVERIFY(std::abs(plain.reservedPeakBytes - paged.reservedPeakBytes - states * 1.03) < 1);
     QVERIFY(std::abs(plain.peakBytes - paged.peakBytes - states * 0.03) < 1);
+    // A first step (training.first_step): no states before the step, paged or not, so the forward and
+    // backward are the same with either, and PyTorch's counters never go below what the allocator holds.
+    doc["training"]["first_step"] = true;
+    const Scenario firstPaged = scenarioFromJson(doc);
+    doc["training"]["paged_optimizer"] = false;
+    const Scenario firstPlain = scenarioFromJson(doc);
+    for (Phase p : {Phase::Forward, Phase::Backward}) {
+        const Breakdown a = at(firstPaged, p), b = at(firstPlain, p);
+        QCOMPARE(a[Category::OptimizerStates], 0.0);
+        QCOMPARE(a[Category::AllocatorOverhead], b[Category::AllocatorOverhead]);
+        QCOMPARE(a.total(), b.total());
+    }
+    const Estimate firstPagedEstimate = estimate(firstPaged), firstPlainEstimate = estimate(firstPlain);
+    QVERIFY(firstPagedEstimate.allocatedPeakBytes <= firstPlainEstimate.allocatedPeakBytes);
+    QVERIFY(firstPagedEstimate.allocatedPeakBytes >= firstPlainEstimate.allocatedPeakBytes - states);
+    doc["training"]["paged_optimizer"] = true;
     doc["training"]["optimizer"] = "sgd";
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
 }
