@@ -888,16 +888,18 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
                          m.linearRecurrentStateElements(tp)};
     shape.linearStateBytes = e * (shape.linearConvElements + shape.linearRecurrentElements);
     sv.stateBytesPerRequest = linearLayers * shape.linearStateBytes;
+    // Without an engine, torch.autocast caches the 16-bit copy of each weight a matmul casts until the
+    // autocast region ends (autocast_mode.cpp cached_cast takes a leaf that requires a gradient: nn.Linear
+    // hands it the parameter, and so does cs336_basics' einsum(x, weight), einsum being on autocast's 16-bit
+    // list, autocast_mode.h AT_FORALL_LOWER_PRECISION_FP): every matmul weight but the embedding's, through
+    // the forward. Under torch.inference_mode PyTorch since pytorch#165068 (December 2025; 2.11 has it)
+    // caches nothing. Every copy is counted at the peak: a forward's largest moment is at its last layers or
+    // its head, with all but the head's copy made.
+    if (!st.engine && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised &&
+        !in.inferenceMode)
+        st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
     if (!st.engine && in.framework == Framework::Cs336Basics) {
-        // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache. Its Linear
-        // is einsum(x, weight), and einsum is on autocast's 16-bit list (autocast_mode.h
-        // AT_FORALL_LOWER_PRECISION_FP): the wrapper casts the parameter itself, a leaf, and caches the copy
-        // until the autocast region ends, unless the forward runs under torch.inference_mode, where PyTorch
-        // since pytorch#165068 (December 2025; 2.11 has it) caches nothing. Every copy is counted at the
-        // peak: the forward's largest moment is at its last layers or its head, with all but the head's
-        // copy made.
-        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.inferenceMode)
-            st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
+        // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache.
         const Cs336Forward f =
             cs336Forward(cs336ShapeOf(m, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes));
         st.kvCache = 0;
@@ -909,12 +911,6 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         return st;
     }
     if (!st.engine) {
-        // torch.autocast caches the 16-bit copy of each weight a linear layer casts (nn.Linear hands it the
-        // parameter itself, a leaf that requires a gradient: autocast_mode.cpp cached_cast) until the
-        // autocast region ends: every matmul weight but the embedding's, through the forward; none under
-        // torch.inference_mode (PyTorch since pytorch#165068).
-        if (in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised && !in.inferenceMode)
-            st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
             ctx = std::ceil(ctx / in.kvBlockSize) * in.kvBlockSize; // paged caches hold whole blocks
