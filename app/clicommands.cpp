@@ -610,7 +610,7 @@ int cmdCompare(const Args& a, std::ostream& out) {
             << "  step, with them alive throughout as the plan has them, would reach about "
             << gib(c.laterStepPeak) << " GiB before its step: the estimate is " << std::setprecision(1)
             << std::abs(c.laterStepError()) * 100 << "% " << (c.laterStepError() < 0 ? "below" : "above")
-            << " that\n";
+            << " that (training.first_step: true plans the first step itself)\n";
     return 0;
 }
 
