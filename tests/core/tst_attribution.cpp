@@ -334,30 +334,9 @@ double relative(std::int64_t estimate, std::int64_t measuredBytes) {
 } // namespace
 
 void TestAttribution::firstStepIsNamed() {
-    // A recording of a first step, without frames: the forward keeps 8,192 bytes of activations (events 0,
-    // 1), frees them (2-5), then the optimizer's record_function region creates two states of 3,072 bytes
-    // (6, 7) that outlive the recording. The peak is the forward's 8,192, without states; a later step
-    // would hold 8,192 + 6,144 = 14,336 there.
-    // The final state (segments) holds the two states, as a real snapshot's would.
-    const std::string js = R"({"segments": [{"device": 0, "address": 65536, "total_size": 2097152,
-        "stream": 0, "segment_type": "large", "blocks": [
-          {"address": 65536, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
-          {"address": 68608, "size": 62464, "requested_size": 0, "state": "inactive"},
-          {"address": 131072, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
-          {"address": 134144, "size": 2029568, "requested_size": 0, "state": "inactive"}]}],
-      "device_traces": [[
-      {"action": "alloc", "addr": 4096, "size": 4096, "time_us": 1},
-      {"action": "alloc", "addr": 16384, "size": 4096, "time_us": 2},
-      {"action": "free_requested", "addr": 4096, "size": 4096, "time_us": 3},
-      {"action": "free_completed", "addr": 4096, "size": 4096, "time_us": 3},
-      {"action": "free_requested", "addr": 16384, "size": 4096, "time_us": 4},
-      {"action": "free_completed", "addr": 16384, "size": 4096, "time_us": 4},
-      {"action": "alloc", "addr": 65536, "size": 3072, "time_us": 11},
-      {"action": "alloc", "addr": 131072, "size": 3072, "time_us": 12}
-    ]], "external_annotations": [
-      {"name": "Optimizer.step#AdamW.step", "stage": "START", "device": 0, "time_us": 10},
-      {"name": "Optimizer.step#AdamW.step", "stage": "END", "device": 0, "time_us": 15}
-    ]})";
+    // test::firstStepRecording(): a forward's 8,192 bytes, then two 3,072-byte states the step creates; a
+    // later step would hold 8,192 + 6,144 = 14,336 at the peak.
+    const std::string js = test::firstStepRecording();
     const Trace t = readTrace(js);
     const TraceSummary s = summarize(t);
     const TraceIndex index(t.devices.at(0), s.devices.at(0));

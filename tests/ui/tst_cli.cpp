@@ -388,29 +388,11 @@ void TestCli::compareScenarioWithTrace() {
     QCOMPARE(text.code, 0);
     QVERIFY(QString::fromStdString(text.out).contains("below the measured peak"));
     QCOMPARE(cli({"compare", sc}).code, 2);
-    // A recording of a first step (tst_attribution's firstStepIsNamed, written out): 8,192 bytes of a
-    // forward, then two 3,072-byte states the step creates. Planned as a later step, compare names it and
+    // A recording of a first step (test::firstStepRecording: 8,192 bytes of a forward, then two 3,072-byte
+    // states the step creates), written out. Planned as a later step, compare names it and
     // points at the setting; planned as the first (training.first_step), it says nothing of it.
     const std::string firstTrace = m_dir.filePath("first-step.json").toStdString();
-    writeFile(firstTrace, R"({"segments": [{"device": 0, "address": 65536, "total_size": 2097152,
-        "stream": 0, "segment_type": "large", "blocks": [
-          {"address": 65536, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
-          {"address": 68608, "size": 62464, "requested_size": 0, "state": "inactive"},
-          {"address": 131072, "size": 3072, "requested_size": 3072, "state": "active_allocated"},
-          {"address": 134144, "size": 2029568, "requested_size": 0, "state": "inactive"}]}],
-      "device_traces": [[
-      {"action": "alloc", "addr": 4096, "size": 4096, "time_us": 1},
-      {"action": "alloc", "addr": 16384, "size": 4096, "time_us": 2},
-      {"action": "free_requested", "addr": 4096, "size": 4096, "time_us": 3},
-      {"action": "free_completed", "addr": 4096, "size": 4096, "time_us": 3},
-      {"action": "free_requested", "addr": 16384, "size": 4096, "time_us": 4},
-      {"action": "free_completed", "addr": 16384, "size": 4096, "time_us": 4},
-      {"action": "alloc", "addr": 65536, "size": 3072, "time_us": 11},
-      {"action": "alloc", "addr": 131072, "size": 3072, "time_us": 12}
-    ]], "external_annotations": [
-      {"name": "Optimizer.step#AdamW.step", "stage": "START", "device": 0, "time_us": 10},
-      {"name": "Optimizer.step#AdamW.step", "stage": "END", "device": 0, "time_us": 15}
-    ]})");
+    writeFile(firstTrace, test::firstStepRecording());
     nlohmann::json tiny = nlohmann::json::parse(R"({"schema": "headroom.scenario/1", "model": {"parameters": 768},
         "training": {"micro_batch_size": 1, "sequence_length": 16, "precision": "fp32"},
         "cluster": {"gpu": "A100-80GB", "num_gpus": 1}})");
