@@ -605,9 +605,11 @@ void readInference(const json& doc, Scenario& sc) {
         throw Error(s.at("autocast"), "must be one of none, bf16, fp16; got \"" + i.autocast + "\"");
     i.autocastBytes = i.autocast == "none" ? 0 : 2;
     const std::string gradMode = s.string("grad_mode", "no_grad");
-    if (gradMode != "no_grad" && gradMode != "inference_mode")
-        throw Error(s.at("grad_mode"), "must be one of no_grad, inference_mode; got \"" + gradMode + "\"");
+    if (gradMode != "no_grad" && gradMode != "inference_mode" && gradMode != "enabled")
+        throw Error(s.at("grad_mode"),
+                    "must be one of no_grad, inference_mode, enabled; got \"" + gradMode + "\"");
     i.inferenceMode = gradMode == "inference_mode";
+    i.gradEnabled = gradMode == "enabled";
     i.kvCacheBytes = dtype(s, "kv_cache_dtype",
                            i.autocastBytes > 0 ? i.autocast : defaultKvCacheDtype(i.weightDtype, i.weightBytes),
                            i.kvCacheDtype);
@@ -626,6 +628,12 @@ void readInference(const json& doc, Scenario& sc) {
     const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
     if (i.framework == Framework::Cs336Basics && i.engine != Engine::None)
         throw Error(s.at("framework"), "cs336_basics runs its own forward: inference.engine must be \"none\"");
+    if (i.gradEnabled && (i.framework != Framework::Cs336Basics || i.engine != Engine::None))
+        // What a forward with autograd on saves is read op by op for cs336_basics only; for other code a
+        // training scenario's forward is the nearest plan (docs/formats.md section 2).
+        throw Error(s.at("grad_mode"), "\"enabled\" (a forward that keeps its autograd graph) is planned for "
+                                       "inference.framework \"cs336_basics\" without an engine; for other "
+                                       "code use \"no_grad\", or plan a training step");
     if (i.autocastBytes > 0 && i.engine != Engine::None)
         sc.warnings.push_back("inference.autocast applies without an engine: vLLM, SGLang and generate compute "
                               "in the model's dtype");

@@ -900,10 +900,23 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
     if (!st.engine && in.framework == Framework::Cs336Basics) {
         // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache.
-        const Cs336Forward f =
-            cs336Forward(cs336ShapeOf(m, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes));
+        const Cs336Shape cs = cs336ShapeOf(m, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes);
         st.kvCache = 0;
         sv.kvBytesPerToken = 0;
+        if (in.gradEnabled) {
+            // Autograd on and no backward: every layer saves what a training forward saves (the same table),
+            // and the peak is the head writing the logits with all of it alive, the final norm's and the
+            // head's saved inputs beside them (BasicsTransformerLM.forward ends with lm_head; the caller
+            // holds the logits and, through them, the graph).
+            const Cs336Training saved = cs336Training(cs);
+            const double tokens = in.contextLength;
+            st.activations = st.layers * saved.layerSaved + saved.head;
+            st.scores = st.layers * saved.layerScores;
+            st.fixedActivations = st.layers * saved.layerMask;
+            st.logits = saved.heldLogits * tokens * m.vocab;
+            return st;
+        }
+        const Cs336Forward f = cs336Forward(cs);
         st.activations = f.activations;
         st.scores = f.scores;
         st.logits = f.logits;

@@ -208,6 +208,11 @@ struct InferenceSettings {
     // (the default: generate's own decorator) keeps every matmul weight's copy in autocast's cache until the
     // region ends.
     bool inferenceMode = false;
+    // inference.grad_mode "enabled": nothing turns autograd off around the forward (a benchmark's or an
+    // evaluation loop's forward without torch.no_grad), so every op saves what its backward would need and
+    // all of it stays until the output is dropped, though no backward ever runs. Planned for cs336_basics,
+    // whose saved tensors are read op by op (core/plan/cs336basics.h); an error for other forwards.
+    bool gradEnabled = false;
     // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
     // keeps no cache (core/plan/cs336basics.h).

@@ -311,15 +311,26 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                        "Batch " + std::to_string(in.batchSize / 2),
                        {{"inference", {{"batch_size", in.batchSize / 2}}}},
                        [](Scenario& s) { s.inference.batchSize /= 2; }});
+    // A forward with autograd on keeps its whole graph: torch.no_grad keeps none of it.
+    if (in.gradEnabled)
+        out.push_back({"no_grad",
+                       "torch.no_grad around the forward (autograd keeps no graph)",
+                       {{"inference", {{"grad_mode", "no_grad"}}}},
+                       [](Scenario& s) { s.inference.gradEnabled = false; }});
     // Autocast's cached weight copies (docs/formats.md section 2): torch.inference_mode keeps none.
     if (in.engine == Engine::None && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised &&
         !in.inferenceMode)
         out.push_back({"inference_mode",
-                       "torch.inference_mode instead of torch.no_grad (autocast keeps no weight copies)",
+                       in.gradEnabled
+                           ? "torch.inference_mode around the forward (no graph, and autocast keeps no weight copies)"
+                           : "torch.inference_mode instead of torch.no_grad (autocast keeps no weight copies)",
                        {{"inference", {{"grad_mode", "inference_mode"}}}},
-                       [](Scenario& s) { s.inference.inferenceMode = true; }});
-    if (in.framework == Framework::Cs336Basics)
-        keepOnly(out, {"halve_batch", "inference_mode"}); // its forward caches nothing; weights as they are
+                       [](Scenario& s) {
+                           s.inference.inferenceMode = true;
+                           s.inference.gradEnabled = false;
+                       }});
+    if (in.framework == Framework::Cs336Basics) // its forward caches nothing; weights as they are
+        keepOnly(out, {"halve_batch", "no_grad", "inference_mode"});
     return out;
 }
 

@@ -648,6 +648,13 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
         json::parse(R"({"schema": "headroom.scenario/1", "model": {"preset": "meta-llama/Meta-Llama-3-8B"},
                         "inference": {"batch_size": 4, "context_length": 2048, "weight_dtype": "fp32",
                                       "autocast": "bf16"},
+                        "cluster": {"gpu": "A100-80GB", "num_gpus": 1}})"),
+        json::parse(R"({"schema": "headroom.scenario/1",
+                        "model": {"model_type": "llama", "vocab_size": 10000, "hidden_size": 1024,
+                                  "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
+                                  "num_key_value_heads": 16, "tie_word_embeddings": false, "hidden_act": "silu"},
+                        "inference": {"batch_size": 4, "context_length": 1024, "framework": "cs336_basics",
+                                      "attention": "eager", "autocast": "bf16", "grad_mode": "enabled"},
                         "cluster": {"gpu": "A100-80GB", "num_gpus": 1}})")};
     std::size_t compared = 0;
     for (const json& doc : docs) {
@@ -670,7 +677,7 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
     QVERIFY(compared >= 30);
     // The profiles' changes are among them.
     for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading", "lora", "qlora",
-                           "lora_rank_8", "lora_attention_only", "bf16_adapters", "inference_mode"}) {
+                           "lora_rank_8", "lora_attention_only", "bf16_adapters", "inference_mode", "no_grad"}) {
         bool offered = false;
         for (const json& doc : docs)
             for (const Saving& s : rankSavings(scenarioFromJson(doc)))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The planner window: settings panel round trip, undo/redo, open/save with failures, suggestions,
 // item models under QAbstractItemModelTester, crash recovery, close confirmation, drag-and-drop imports.
+#include "core/fileio.h"
 #include "core/io/scenariojson.h"
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
@@ -146,6 +147,7 @@ private slots:
     void frameworkRelease();
     void nvlsCheckBoxWhereNcclCanUseIt();
     void cudaGraphEstimateCheckBox();
+    void gradModeForAForwardThatKeepsItsGraph();
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
     void presentationMode();
@@ -293,6 +295,40 @@ void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
     w->document()->reset(doc);
     for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
         QVERIFY(!b->isVisibleTo(w->settingsPanel()));
+}
+
+void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
+    // CS336 basics' forward in fp32 without autocast: the Grad mode box shows (a forward can keep its graph),
+    // here on "autograd on"; choosing torch.no_grad writes grad_mode and the plan loses every saved tensor
+    // (the 2.7B model at 4 x 128: from the head's moment with all 32 layers' saved tensors to the softmax's
+    // working set), as the reader plans both documents.
+    auto w = window();
+    const std::string file = HEADROOM_SOURCE_DIR
+        "/examples/measured/cs336-basics/cs336-2.7b-128-forward-with-graph-h800.headroom.json";
+    json doc = parseJsonText(readTextFile(file));
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QComboBox* grad = nullptr;
+    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/inference/grad_mode"))
+        if (combo->isVisibleTo(w->settingsPanel()))
+            grad = combo;
+    QVERIFY(grad);
+    QCOMPARE(grad->currentData().toString(), QStringLiteral("enabled"));
+    const double withGraph = w->document()->estimate().allocatedPeakBytes;
+    QCOMPARE(withGraph, estimate(scenarioFromJson(doc)).allocatedPeakBytes);
+    const int noGrad = grad->findData(QStringLiteral("no_grad"));
+    grad->setCurrentIndex(noGrad);
+    emit grad->activated(noGrad);
+    QCOMPARE(w->document()->json()["inference"]["grad_mode"].get<std::string>(), std::string("no_grad"));
+    QVERIFY(w->waitForPlanner());
+    doc["inference"]["grad_mode"] = "no_grad";
+    QCOMPARE(w->document()->estimate().allocatedPeakBytes, estimate(scenarioFromJson(doc)).allocatedPeakBytes);
+    QVERIFY(withGraph - w->document()->estimate().allocatedPeakBytes > 5 * test::kGiB);
+    // Plain PyTorch without autocast: nothing for the mode to change, so no box.
+    doc["inference"]["framework"] = "pytorch";
+    w->document()->reset(doc);
+    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/inference/grad_mode"))
+        QVERIFY(!combo->isVisibleTo(w->settingsPanel()));
 }
 
 void TestMainWindow::cudaGraphEstimateCheckBox() {

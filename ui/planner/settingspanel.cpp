@@ -646,15 +646,21 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     addField(inferenceForm,
              forEngines(choiceField("/inference/grad_mode", "Grad mode",
                                     {{QStringLiteral("no_grad"), QStringLiteral("torch.no_grad")},
-                                     {QStringLiteral("inference_mode"), QStringLiteral("torch.inference_mode")}},
+                                     {QStringLiteral("inference_mode"), QStringLiteral("torch.inference_mode")},
+                                     {QStringLiteral("enabled"), QStringLiteral("autograd on (no backward)")}},
                                     "no_grad",
                                     "Under autocast, torch.no_grad keeps every weight's 16-bit copy in "
                                     "autocast's cache through the forward; torch.inference_mode (PyTorch "
-                                    "2.11) frees each after its matmul"),
+                                    "2.11) frees each after its matmul. Autograd on (CS336 basics): a forward "
+                                    "without either keeps everything a backward would need"),
                         {"none"}));
+    // Shown where it changes the plan: autocast's cache, or a forward that can keep its graph.
     m_fields.back()->visibleWhen = [](const json& doc) {
-        return doc.contains("inference") && doc["inference"].is_object() &&
-               textAt(doc["inference"], "autocast") != "" && textAt(doc["inference"], "autocast") != "none";
+        if (!doc.contains("inference") || !doc["inference"].is_object())
+            return false;
+        const json& in = doc["inference"];
+        return (textAt(in, "autocast") != "" && textAt(in, "autocast") != "none") ||
+               textAt(in, "framework") == "cs336_basics";
     };
     layout->addWidget(m_inference);
 
