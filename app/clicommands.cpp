@@ -263,9 +263,14 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
         out << "  " << std::left << std::setw(26) << "    once wrapped" << std::right
             << gib(est.wrappedReservedBytes()) << "  (reserved after FSDP1 wraps the model, before a step)\n";
     const ServingEstimate& sv = est.serving;
-    out << "  " << std::left << std::setw(26) << (est.headroomBytes() >= 0 ? "Headroom" : "Over by")
-        << std::right << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT")
-        << "\n\n";
+    if (est.pagedToHostBytes > 0 && est.fits)
+        // A paged optimizer's states beyond the GPU's room live in host memory (unified memory).
+        out << "  " << std::left << std::setw(26) << "Paged to host" << std::right << gib(est.pagedToHostBytes)
+            << "  fits (the paged optimizer's states the GPU has no room for)\n\n";
+    else
+        out << "  " << std::left << std::setw(26) << (est.headroomBytes() >= 0 ? "Headroom" : "Over by")
+            << std::right << gib(std::abs(est.headroomBytes())) << "  " << (est.fits ? "fits" : "DOES NOT FIT")
+            << "\n\n";
     if (sc.mode == Mode::Inference && sv.engine) {
         const bool vllm = sc.inference.engine == Engine::Vllm;
         out << "  " << (vllm ? "vLLM" : "SGLang") << " budget " << formatBytes(sv.budgetBytes) << " ("

@@ -52,9 +52,13 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     if (est.wrappedReservedBytes() > 0) // FSDP1 with a PEFT model: reserved once wrapped, before any step
         out["wrapped_reserved_bytes"] = bytes(est.wrappedReservedBytes());
     out["capacity_bytes"] = capacity;
+    // A paged optimizer's states beyond the GPU's room live in host memory (Estimate::pagedToHostBytes):
+    // the rest must fit.
+    const long long pagedToHost = bytes(est.pagedToHostBytes);
     out["headroom_bytes"] = capacity - peak;
+    out["paged_to_host_bytes"] = pagedToHost;
     // An engine also needs room in its pool for one request of the longest length it accepts.
-    out["fits"] = peak <= capacity && (!est.serving.engine || est.fits);
+    out["fits"] = peak - pagedToHost <= capacity && (!est.serving.engine || est.fits);
     out["max_micro_batch_size"] = est.maxMicroBatchSize;
     if (est.mode == Mode::Training) {
         // How the scenario's framework profile has held against the runs the project checks (null where no

@@ -28,7 +28,12 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
     EstimateWords w;
     const double used = est.capacityBytes > 0 ? 100.0 * est.peakBytes / est.capacityBytes : 0;
     const ServingEstimate& sv = est.serving;
-    if (est.fits)
+    if (est.fits && est.pagedToHostBytes > 0)
+        // The GPU full, the paged optimizer's states beyond it in host memory, paged in for each step.
+        w.verdict = "Fits with the GPU full: " + bytes(est.pagedToHostBytes) +
+                    " of the paged optimizer's states in host memory (" + fixed(used, 1) + "% of " +
+                    bytes(est.capacityBytes) + " asked)";
+    else if (est.fits)
         w.verdict = "Fits: " + bytes(est.headroomBytes()) + " headroom (" + fixed(used, 1) + "% of " +
                     bytes(est.capacityBytes) + " used)";
     else if (sv.refusedAtStartup())

@@ -1141,6 +1141,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     return b;
 }
 
+// What must be resident on the GPU at a point: everything but a paged optimizer's states, which unified
+// memory pages to the host when the GPU has no room for them (the driver, not PyTorch, decides).
+double residentBytes(const StageModel& st, const Breakdown& b) {
+    return b.total() - std::min(st.pagedStates, b[Category::OptimizerStates]);
+}
+
 struct Candidate {
     Phase phase;
     double x;
@@ -1249,6 +1255,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
     // exactly from two evaluations: intercept + slope x batch <= capacity (FSDP1's replayed wrap aside).
     double maxBatch = static_cast<double>(kMaxBatchSearched);
     double worst = -1;
+    double residentPeak = 0; // the most any stage must hold on its GPUs (Estimate::pagedToHostBytes)
     std::vector<StageModel> units;
     units.reserve(static_cast<std::size_t>(stages));
     for (int s = 0; s < stages; ++s)
@@ -1294,6 +1301,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         forEachCandidate(sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning);
             const double total = b.total();
+            residentPeak = std::max(residentPeak, residentBytes(st, b));
             // A replayed step reserves the same at every point (its segments stay): the peak is then
             // where the most is allocated.
             const double allocated = total - b[Category::AllocatorOverhead];
@@ -1318,15 +1326,17 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 // largest one, found by bisection.
                 maxBatch = largestFitting(
                     [&](double n) {
-                        return memoryAt(withBatch(unit, n), c.phase, c.x, c.layerRunning, c.headRunning)
-                                   .total() <= est.capacityBytes;
+                        const StageModel m = withBatch(unit, n);
+                        return residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning)) <=
+                               est.capacityBytes;
                     },
                     maxBatch);
                 return;
             }
-            const double intercept = memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning).total();
+            const double intercept =
+                residentBytes(none, memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning));
             const double slope =
-                memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning).total() - intercept;
+                residentBytes(unit, memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning)) - intercept;
             if (slope > 0)
                 maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
             else if (intercept > est.capacityBytes)
@@ -1343,7 +1353,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                     const StageModel m = withBatch(stageModel(probe, s, sizer), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {
-                        ok = ok && memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning).total() <=
+                        ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning)) <=
                                        est.capacityBytes;
                     });
                     return ok;
@@ -1396,7 +1406,19 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         est.ranks.push_back(se);
     }
     est.peakBytes = est.perGpu.total();
-    est.fits = est.peakBytes <= est.capacityBytes;
+    if (residentPeak < est.peakBytes && est.peakBytes > est.capacityBytes) {
+        // A paged optimizer's states beyond the GPU's room live in host memory; each step pages them in for
+        // the update and out again, over PCIe.
+        const StageModel& u = units[static_cast<std::size_t>(est.mostLoadedStage)];
+        est.pagedToHostBytes = std::min(est.peakBytes - est.capacityBytes,
+                                        std::min(u.pagedStates, est.perGpu[Category::OptimizerStates]));
+        OffloadInfo& o = est.offload;
+        o.cpuBytesPerGpu += est.pagedToHostBytes;
+        o.hostToDeviceBytes += est.pagedToHostBytes;
+        o.deviceToHostBytes += est.pagedToHostBytes;
+        o.secondsPerStep = std::max(o.hostToDeviceBytes, o.deviceToHostBytes) / (sc.cluster.pcieGBps * 1e9);
+    }
+    est.fits = residentPeak <= est.capacityBytes;
     est.maxMicroBatchSize = static_cast<long long>(std::max(0.0, maxBatch));
     if (sc.mode == Mode::Inference && !engine && !units.empty()) {
         // The planned batch's own cache: what it holds, and how many requests of its length would fit.

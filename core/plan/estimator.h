@@ -137,6 +137,13 @@ struct Estimate {
     std::vector<std::string> warnings;
     ServingEstimate serving; // inference only
 
+    // bitsandbytes' paged optimizer (training.paged_optimizer): the part of its states in unified memory that
+    // the GPU has no room for at the peak, which the driver keeps in host memory and pages in for the step
+    // and out again. The rest of the peak is what must fit; 0 without a paged optimizer or with room.
+    double pagedToHostBytes = 0;
+
+    // Capacity less the peak (negative: what is missing, or with a paged optimizer what of its states the
+    // host keeps, pagedToHostBytes, while it fits).
     double headroomBytes() const { return capacityBytes - peakBytes; }
     // What the most-loaded stage's optimizer step allocates besides its states (0 with no stages).
     double optimizerTemporaryBytes() const {

@@ -5,6 +5,8 @@
 // (examples/published/fine-tuning/cases.json) against the estimate.
 #include "core/compare/attribution.h"
 #include "core/error.h"
+#include "core/fileio.h"
+#include "core/io/estimatejson.h"
 #include "core/io/scenariojson.h"
 #include "core/io/validation.h"
 #include "core/plan/activations.h"
@@ -81,6 +83,7 @@ private slots:
     void readerNamesTheField();
     void attributionKnowsTheAdapters();
     void pagedStatesLeavePytorchsCounters();
+    void pagedStatesSpillToTheHost();
     void dpoKeepsAReference();
     void fsdp1RootStaysGathered();
     void fsdp1WrapLeavesAPool();
@@ -337,6 +340,46 @@ void TestFineTuning::pagedStatesLeavePytorchsCounters() {
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
 }
 
+void TestFineTuning::pagedStatesSpillToTheHost() {
+    // torchtune's README runs Llama 3.1 8B's full fine-tune on one 24 GB RTX 4090 with PagedAdamW8bit: its
+    // two 8-bit states, 2 x 8,030,261,248 bytes, are in unified memory, and what the GPU has no room for the
+    // driver keeps in host memory and pages in for the step. So the plan fits: what must be resident is the
+    // peak without them, the host holds the peak's excess over the card, and that excess crosses PCIe both
+    // ways each step. Without the paged optimizer the same states must all be resident: it does not fit.
+    const std::string file =
+        HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/torchtune-llama3.1-8b-full-4090.headroom.json";
+    json doc = parseJsonText(readTextFile(file));
+    const Estimate paged = estimate(scenarioFromJson(doc));
+    const double states = 2 * 8030261248.0;
+    QCOMPARE(paged.perGpu[Category::OptimizerStates], states);
+    QVERIFY(paged.peakBytes > paged.capacityBytes);
+    QVERIFY(paged.fits);
+    QCOMPARE(paged.pagedToHostBytes, paged.peakBytes - paged.capacityBytes);
+    QVERIFY(paged.pagedToHostBytes < states);
+    // The figures the README quotes: 10.88 GiB of the 14.96 GiB of states in host memory.
+    QVERIFY(std::abs(paged.pagedToHostBytes / test::kGiB - 10.88) < 0.005);
+    QVERIFY(std::abs(states / test::kGiB - 14.96) < 0.005);
+    QCOMPARE(paged.offload.hostToDeviceBytes, paged.pagedToHostBytes);
+    QCOMPARE(paged.offload.deviceToHostBytes, paged.pagedToHostBytes);
+    QVERIFY(paged.maxMicroBatchSize >= 2);
+    // The JSON says the same: fits, with the bytes in host memory, and the contract's headroom (capacity
+    // less the peak) negative.
+    const json out = estimateToJson(scenarioFromJson(doc), paged);
+    QCOMPARE(out["fits"].get<bool>(), true);
+    QVERIFY(out["paged_to_host_bytes"].get<long long>() > 0);
+    QVERIFY(out["headroom_bytes"].get<long long>() < 0);
+    doc["training"]["paged_optimizer"] = false;
+    const Estimate resident = estimate(scenarioFromJson(doc));
+    QVERIFY(!resident.fits);
+    QCOMPARE(resident.pagedToHostBytes, 0.0);
+    // On an 80 GB card everything fits on the GPU: nothing is paged out.
+    doc["training"]["paged_optimizer"] = true;
+    doc["cluster"]["gpu"] = "A100-80GB";
+    const Estimate roomy = estimate(scenarioFromJson(doc));
+    QVERIFY(roomy.fits);
+    QCOMPARE(roomy.pagedToHostBytes, 0.0);
+}
+
 void TestFineTuning::dpoKeepsAReference() {
     // DPO: full fine-tuning keeps a frozen copy of the model as its reference (3,212,749,824 bf16 weights
     // more); with LoRA the reference is the base with the adapters disabled, no copy. Chosen and rejected run
@@ -457,9 +500,9 @@ void TestFineTuning::publishedRuns_data() {
         QTest::newRow(r.c->id.c_str()) << QString::fromStdString(r.c->id);
         ++stacks[r.c->id.substr(0, r.c->id.find('-'))];
     }
-    // Four stacks (PEFT's benchmark, torchtune, Answer.AI's fsdp_qlora, Unsloth), 38 runs.
+    // Four stacks (PEFT's benchmark, torchtune, Answer.AI's fsdp_qlora, Unsloth), 40 runs.
     QCOMPARE(stacks.size(), std::size_t{4});
-    QCOMPARE(runs().results.size(), std::size_t{38});
+    QCOMPARE(runs().results.size(), std::size_t{40});
 }
 
 void TestFineTuning::publishedRuns() {
@@ -518,11 +561,10 @@ void TestFineTuning::validatePerCounter() {
                              .arg(100 * errors.back(), 0, 'f', 1);
     qInfo().noquote() << what;
     QVERIFY2(errors.back() <= 0.12, qPrintable(what));
-    QEXPECT_FAIL(
-        "active",
-        "torchtune's five LoRA/QLoRA validate rows: median 5.3%, both signs (QLoRA 3B +8.3%, LoRA 8B "
-        "on a 4090 +5.8%, 405B QLoRA -5.3%); not read further.",
-        Continue);
+    // Active: torchtune's seven validate rows. The five LoRA and QLoRA ones have a median of 5.3%, both
+    // signs (QLoRA 3B +8.6%, LoRA 8B on a 4090 +5.9%, 405B QLoRA -5.3%), not read further; the median of
+    // the seven holds since the README table's two full fine-tuning rows came in (planned as they came,
+    // -0.3% and -0.5%), which is growth of the set, not a fix of those five.
     QEXPECT_FAIL(
         "device",
         "Unsloth's Llama 3.1 8B context table: 5.5-7.9% under, the gap per token in the ratio of the "

@@ -192,6 +192,19 @@ void TestCli::estimateHumanTable() {
              2LL * 20971520);
     QVERIFY(j.at("ranks").at(0).at("frozen_weight_bytes") == j.at("frozen_weight_bytes"));
     QVERIFY(!json::parse(cli({"estimate", m_scenario, "--json"}).out).contains("frozen_weight_bytes"));
+    // A paged optimizer whose states the 4090 has no room for fits with the excess in host memory, and says
+    // so in the verdict, the table and the JSON.
+    const std::string paged =
+        HEADROOM_SOURCE_DIR "/examples/published/fine-tuning/torchtune-llama3.1-8b-full-4090.headroom.json";
+    const Run pagedText = cli({"estimate", paged});
+    QCOMPARE(pagedText.code, 0);
+    QVERIFY2(pagedText.out.find("Fits with the GPU full: 10.88 GiB of the paged optimizer's states in host "
+                                "memory") != std::string::npos &&
+                 pagedText.out.find("Paged to host") != std::string::npos,
+             pagedText.out.c_str());
+    const json pj = json::parse(cli({"estimate", paged, "--json"}).out);
+    QCOMPARE(pj.at("fits").get<bool>(), true);
+    QCOMPARE(pj.at("headroom_bytes").get<long long>(), -pj.at("paged_to_host_bytes").get<long long>());
 }
 
 void TestCli::badInputExitsOneWithFileAndField() {

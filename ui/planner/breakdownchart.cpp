@@ -121,6 +121,7 @@ void BreakdownChart::setEstimate(const Scenario& sc, const Estimate& est) {
         bars.frozenWeights.push_back(r.frozenWeightBytes);
     }
     bars.capacity = est.capacityBytes;
+    bars.pagedToHost = est.pagedToHostBytes;
     bars.serving = est.serving.engine;
     setBars(std::move(bars));
 }
@@ -189,7 +190,7 @@ void BreakdownChart::rebuild() {
     for (const Breakdown& b : values)
         peak = std::max(peak, b.total());
     top = std::max(top, peak);
-    const bool fits = peak <= m_bars.capacity;
+    const bool fits = peak - m_bars.pagedToHost <= m_bars.capacity;
     auto fill = [bars](QBarSet* set, const QList<qreal>& scaled) {
         if (set->count() != bars) {
             set->remove(0, set->count());
@@ -270,8 +271,10 @@ void BreakdownChart::rebuild() {
     m_capacityLabel->setVisible(m_bars.headroomLabel);
     m_capacityLabel->replace(QList<QPointF>{{(n - 1) / 2.0, cap}});
     m_capacityLabel->setPointLabelsFormat(
-        fits ? QStringLiteral("headroom %1").arg(m_style.format(m_bars.capacity - peak))
-             : QStringLiteral("over by %1").arg(m_style.format(peak - m_bars.capacity)));
+        fits && peak > m_bars.capacity
+            ? QStringLiteral("%1 of paged states in host memory").arg(m_style.format(peak - m_bars.capacity))
+        : fits ? QStringLiteral("headroom %1").arg(m_style.format(m_bars.capacity - peak))
+               : QStringLiteral("over by %1").arg(m_style.format(peak - m_bars.capacity)));
     if (m_capacityLabel->pointLabelsColor() != pen.color()) {
         m_capacityLabel->setPointLabelsColor(pen.color());
         m_capacityLabel->setColor(pen.color());

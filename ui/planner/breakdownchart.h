@@ -34,6 +34,9 @@ public:
         std::vector<double> frozenWeights;
         bool serving = false; // a serving engine's budget: its parts named as its log names them
         double capacity = 0;
+        // A paged optimizer's states the GPU has no room for (Estimate::pagedToHostBytes): the tallest bar
+        // may pass the line by as much and still fit, the line saying so.
+        double pagedToHost = 0;
         bool headroomLabel = true;
     };
 
