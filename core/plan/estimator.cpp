@@ -905,15 +905,26 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         sv.kvBytesPerToken = 0;
         if (in.gradEnabled) {
             // Autograd on and no backward: every layer saves what a training forward saves (the same table),
-            // and the peak is the head writing the logits with all of it alive, the final norm's and the
-            // head's saved inputs beside them (BasicsTransformerLM.forward ends with lm_head; the caller
-            // holds the logits and, through them, the graph).
+            // and the forward peaks at the later of two moments with the earlier layers' saved tensors alive:
+            // the last layer's softmax (what it has saved by then, and the scores, x - max, exp's output and P
+            // being written; its output projection and MLP not made yet), or the head writing the logits
+            // with every layer's saved tensors and the final norm's and the head's saved inputs
+            // (BasicsTransformerLM.forward ends with lm_head; the caller holds the logits and, through them,
+            // the graph). The head's moment is the larger for short sequences, the softmax's for long ones.
             const Cs336Training saved = cs336Training(cs);
             const double tokens = in.contextLength;
-            st.activations = st.layers * saved.layerSaved + saved.head;
+            st.activations = st.layers * saved.layerSaved;
             st.scores = st.layers * saved.layerScores;
             st.fixedActivations = st.layers * saved.layerMask;
-            st.logits = saved.heldLogits * tokens * m.vocab;
+            const double atHead = saved.head + saved.heldLogits * tokens * m.vocab;
+            const double atSoftmax = saved.lastLayerForward + saved.lastLayerFreed + saved.lastLayerForwardScores;
+            if (atHead >= atSoftmax) {
+                st.activations += saved.head;
+                st.logits = saved.heldLogits * tokens * m.vocab;
+            } else {
+                st.activations += saved.lastLayerForward + saved.lastLayerFreed;
+                st.scores += saved.lastLayerForwardScores;
+            }
             return st;
         }
         const Cs336Forward f = cs336Forward(cs);

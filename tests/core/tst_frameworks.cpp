@@ -693,10 +693,12 @@ void TestFrameworks::forwardWithGraphByHand() {
     // the (s, s) bool mask; the final norm's three b·s·d and its rsqrt row; the fp32 logits. One cuBLAS
     // workspace (no backward thread), on an A100.
     const double b = 4, s = 128, d = 2560, f = 10240, heads = 32, V = 10000, layers = 32;
-    const double layer = 10 * b * s * d * 4 + 5 * b * s * f * 4 + 2 * b * heads * s * s * 4 + 2 * b * s * 4 +
-                         b * heads * s * (8 + 4) + s * s;
+    const auto layerAt = [&](double n) {
+        return 10 * b * n * d * 4 + 5 * b * n * f * 4 + 2 * b * heads * n * n * 4 + 2 * b * n * 4 +
+               b * heads * n * (8 + 4) + n * n;
+    };
     const double byHand =
-        3406809600.0 * 4 + 8519680 + layers * layer + 3 * b * s * d * 4 + b * s * 4 + b * s * V * 4;
+        3406809600.0 * 4 + 8519680 + layers * layerAt(s) + 3 * b * s * d * 4 + b * s * 4 + b * s * V * 4;
     json doc = parseJsonText(readTextFile(
         (measuredDir() + QStringLiteral("cs336-basics/cs336-2.7b-128-forward-with-graph-h800.headroom.json"))
             .toStdString()));
@@ -705,6 +707,17 @@ void TestFrameworks::forwardWithGraphByHand() {
     QCOMPARE(est.allocatedPeakBytes, byHand);
     // Cgfyufsygsm's run of it (an H800 PCIe, torch 2.9.1) peaked at 18.08 GiB.
     QVERIFY(std::abs(byHand / kGiB / 18.08 - 1) < 0.01);
+    // At 2,048 tokens the last layer's softmax is the larger moment: 31 layers' saved tensors, and of the
+    // last what it has saved by then (ln1's input, normalised x and rsqrt row, their product with the weight
+    // that q, k and v take, the rotated Q and K, V, the max indices and sums), exp's output, where's output,
+    // x - max and P being written (b·heads·s² fp32 each) and its mask; its output projection and MLP not
+    // made yet, no logits.
+    const double n = 2048;
+    const double longByHand = 3406809600.0 * 4 + 8519680 + (layers - 1) * layerAt(n) +
+                              b * n * (6 * d * 4 + 4 + heads * 12) + 4 * b * heads * n * n * 4 + n * n;
+    json longer = doc;
+    longer["inference"]["context_length"] = 2048;
+    QCOMPARE(estimate(scenarioFromJson(longer)).allocatedPeakBytes, longByHand);
     // torch.no_grad is offered, and saves the graph: what the no_grad forward plans.
     const auto savings = rankSavings(scenarioFromJson(doc));
     const auto noGrad =

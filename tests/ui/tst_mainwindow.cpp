@@ -111,6 +111,15 @@ json fullServingScenario() {
     return doc;
 }
 
+// The settings panel's shown widget for a field: a field can have one widget per context (its engine's,
+// its framework's), only one of them visible. nullptr when none is.
+template <typename Widget> Widget* shownField(MainWindow& w, const char* field) {
+    for (Widget* widget : w.settingsPanel()->findChildren<Widget*>(QString::fromLatin1(field)))
+        if (widget->isVisibleTo(w.settingsPanel()))
+            return widget;
+    return nullptr;
+}
+
 void writeFile(const QString& path, const QByteArray& bytes) {
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -278,10 +287,7 @@ void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
         {"cluster", {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 4}, {"tensor_parallel", 4}}}};
     w->document()->reset(doc);
     QVERIFY(w->waitForPlanner());
-    QCheckBox* nvls = nullptr;
-    for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
-        if (b->isVisibleTo(w->settingsPanel()))
-            nvls = b;
+    QCheckBox* nvls = shownField<QCheckBox>(*w, "/inference/nccl_nvls");
     QVERIFY(nvls);
     QVERIFY(nvls->isChecked());
     QCOMPARE(w->document()->estimate().serving.nvlsBytes, 4 * 32 * 1048576.0);
@@ -293,8 +299,7 @@ void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
     doc["cluster"]["num_gpus"] = 2;
     doc["cluster"]["tensor_parallel"] = 2;
     w->document()->reset(doc);
-    for (QCheckBox* b : w->settingsPanel()->findChildren<QCheckBox*>("/inference/nccl_nvls"))
-        QVERIFY(!b->isVisibleTo(w->settingsPanel()));
+    QVERIFY(!shownField<QCheckBox>(*w, "/inference/nccl_nvls"));
 }
 
 void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
@@ -308,10 +313,7 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     json doc = parseJsonText(readTextFile(file));
     w->document()->reset(doc);
     QVERIFY(w->waitForPlanner());
-    QComboBox* grad = nullptr;
-    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/inference/grad_mode"))
-        if (combo->isVisibleTo(w->settingsPanel()))
-            grad = combo;
+    QComboBox* grad = shownField<QComboBox>(*w, "/inference/grad_mode");
     QVERIFY(grad);
     QCOMPARE(grad->currentData().toString(), QStringLiteral("enabled"));
     const double withGraph = w->document()->estimate().allocatedPeakBytes;
@@ -327,8 +329,7 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     // Plain PyTorch without autocast: nothing for the mode to change, so no box.
     doc["inference"]["framework"] = "pytorch";
     w->document()->reset(doc);
-    for (auto* combo : w->settingsPanel()->findChildren<QComboBox*>("/inference/grad_mode"))
-        QVERIFY(!combo->isVisibleTo(w->settingsPanel()));
+    QVERIFY(!shownField<QComboBox>(*w, "/inference/grad_mode"));
 }
 
 void TestMainWindow::cudaGraphEstimateCheckBox() {
