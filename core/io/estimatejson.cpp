@@ -57,8 +57,10 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     const long long pagedToHost = bytes(est.pagedToHostBytes);
     out["headroom_bytes"] = capacity - peak;
     out["paged_to_host_bytes"] = pagedToHost;
-    // An engine also needs room in its pool for one request of the longest length it accepts.
-    out["fits"] = peak - pagedToHost <= capacity && (!est.serving.engine || est.fits);
+    // An engine also needs room in its pool for one request of the longest length it accepts. With paged
+    // states in host memory the estimate's own answer (the rest of the peak fits), not a difference of
+    // rounded totals.
+    out["fits"] = (pagedToHost > 0 ? est.fits : peak <= capacity) && (!est.serving.engine || est.fits);
     out["max_micro_batch_size"] = est.maxMicroBatchSize;
     if (est.mode == Mode::Training) {
         // How the scenario's framework profile has held against the runs the project checks (null where no

@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QXmlStreamReader>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -204,7 +205,10 @@ void TestCli::estimateHumanTable() {
              pagedText.out.c_str());
     const json pj = json::parse(cli({"estimate", paged, "--json"}).out);
     QCOMPARE(pj.at("fits").get<bool>(), true);
-    QCOMPARE(pj.at("headroom_bytes").get<long long>(), -pj.at("paged_to_host_bytes").get<long long>());
+    // Headroom is capacity less the peak (a sum of rounded categories), the states in host memory the same
+    // excess rounded once: equal to within the categories' rounding.
+    QVERIFY(std::llabs(pj.at("headroom_bytes").get<long long>() + pj.at("paged_to_host_bytes").get<long long>()) <=
+            16);
 }
 
 void TestCli::badInputExitsOneWithFileAndField() {
