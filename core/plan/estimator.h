@@ -145,6 +145,8 @@ struct Estimate {
     // Capacity less the peak (negative: what is missing, or with a paged optimizer what of its states the
     // host keeps, pagedToHostBytes, while it fits).
     double headroomBytes() const { return capacityBytes - peakBytes; }
+    // What the GPU holds at the peak: the peak less paged states kept in host memory.
+    double gpuPeakBytes() const { return peakBytes - pagedToHostBytes; }
     // What the most-loaded stage's optimizer step allocates besides its states (0 with no stages).
     double optimizerTemporaryBytes() const {
         const auto i = static_cast<std::size_t>(mostLoadedStage);

@@ -36,7 +36,7 @@ SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable 
         for (long long b : logValues(1, hi, 1, 48)) {
             (training ? probe.training.microBatchSize : probe.inference.batchSize) = static_cast<int>(b);
             cancel.check();
-            r.points.push_back({double(b), estimate(probe).peakBytes});
+            r.points.push_back({double(b), estimate(probe).gpuPeakBytes()});
         }
         break;
     }
@@ -47,7 +47,7 @@ SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable 
         for (long long s : logValues(128, hi, step, 48)) {
             (training ? probe.training.sequenceLength : probe.inference.contextLength) = static_cast<int>(s);
             cancel.check();
-            r.points.push_back({double(s), estimate(probe).peakBytes});
+            r.points.push_back({double(s), estimate(probe).gpuPeakBytes()});
         }
         break;
     }
@@ -59,7 +59,7 @@ SweepResult computeSweep(const Scenario& sc, const Estimate& est, SweepVariable 
             probe.cluster.numGpus = static_cast<int>(dp * grid);
             cancel.check();
             const Estimate e = estimate(probe);
-            r.points.push_back({double(dp * grid), e.peakBytes});
+            r.points.push_back({double(dp * grid), e.gpuPeakBytes()});
             if (e.fits && r.limit == 0)
                 r.limit = dp * grid;
         }

@@ -13,7 +13,7 @@ enum class SweepVariable { MicroBatch, SequenceLength, GpuCount };
 
 struct SweepResult {
     SweepVariable variable = SweepVariable::MicroBatch;
-    std::vector<std::pair<double, double>> points; // (value, peak bytes)
+    std::vector<std::pair<double, double>> points; // (value, what the GPU holds at the peak: gpuPeakBytes)
     // The largest micro-batch (batch) or sequence (context) that fits, or the smallest GPU count that fits;
     // 0: none.
     long long limit = 0;

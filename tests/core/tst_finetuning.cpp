@@ -12,6 +12,7 @@
 #include "core/plan/activations.h"
 #include "core/plan/finetuning.h"
 #include "core/plan/peftstep.h"
+#include "core/plan/sweeps.h"
 #include "core/plan/unslothreplay.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
@@ -368,6 +369,19 @@ void TestFineTuning::pagedStatesSpillToTheHost() {
     QCOMPARE(out["fits"].get<bool>(), true);
     QVERIFY(out["paged_to_host_bytes"].get<long long>() > 0);
     QVERIFY(out["headroom_bytes"].get<long long>() < 0);
+    // The micro-batch sweep draws what the GPU holds: the card full at the planned batch, and the curve
+    // crosses the line past the largest micro-batch that fits.
+    const SweepResult sweep = computeSweep(scenarioFromJson(doc), paged, SweepVariable::MicroBatch,
+                                           [](const Scenario& s) { return estimate(s); });
+    QCOMPARE(sweep.limit, paged.maxMicroBatchSize);
+    for (const auto& [batch, bytes] : sweep.points) {
+        if (batch == 2)
+            QCOMPARE(bytes, paged.capacityBytes);
+        if (batch == double(sweep.limit))
+            QVERIFY(bytes <= paged.capacityBytes);
+        if (batch == double(sweep.limit + 1))
+            QVERIFY(bytes > paged.capacityBytes);
+    }
     doc["training"]["paged_optimizer"] = false;
     const Estimate resident = estimate(scenarioFromJson(doc));
     QVERIFY(!resident.fits);

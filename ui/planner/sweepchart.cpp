@@ -120,7 +120,7 @@ void SweepChart::setSweep(const SweepResult& result, const Scenario& sc, const E
     const QPen pen = m_style.capacityPen(true);
     if (m_capacity->pen() != pen)
         m_capacity->setPen(pen);
-    m_current->replace(QList<QPointF>{{current, m_style.scale(est.peakBytes)}});
+    m_current->replace(QList<QPointF>{{current, m_style.scale(est.gpuPeakBytes())}});
     if (m_result.limit > 0 && m_result.limit >= lo && m_result.limit <= hi) {
         m_limit->replace(QList<QPointF>{{double(m_result.limit), cap}});
         const QString label = m_variable == SweepVariable::GpuCount
