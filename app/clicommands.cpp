@@ -224,7 +224,9 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << (sc.training.frameworkVersion.empty() ? "" : " " + sc.training.frameworkVersion)
             << ", checkpointing " << labelOf(checkpointingNames(), sc.training.checkpointing) << ", "
             << labelOf(optimizerNames(), sc.training.optimizer) << " step "
-            << labelOf(optimizerImplNames(), sc.training.optimizerImpl) << "\n  " << words.record;
+            << (sc.training.pagedOptimizer ? "paged (bitsandbytes, in place)"
+                                           : labelOf(optimizerImplNames(), sc.training.optimizerImpl))
+            << "\n  " << words.record;
     else {
         out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
         if (const EngineVersion* v = engineVersionOf(sc))

@@ -543,6 +543,11 @@ void readTraining(const json& doc, Scenario& sc) {
         // framework keeps an optimizer of its own: DeepSpeed's BF16_Optimizer, Megatron's; fine-tuning's
         // adapters take their states from the adapters' dtype.)
         t.bytes.optimizerStates = 4;
+    if (t.pagedOptimizer && t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
+        // bitsandbytes' 32-bit PagedAdamW keeps fp32 states whatever the parameters' dtype
+        // (bitsandbytes/optim/optimizer.py, Optimizer2State.init_state: get_state_buffer(p, torch.float32)),
+        // where torch's AdamW on bf16 weights keeps bf16 ones (above).
+        t.bytes.optimizerStates = 8;
     if (t.loss == LossKind::Chunked && t.framework != Framework::Torchtune)
         // Only torchtune's recipes have CEWithChunkedOutputLoss; elsewhere the loss keeps its logits, and a
         // user who asked for less should hear that the plan did not give it.

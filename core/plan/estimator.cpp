@@ -221,7 +221,11 @@ double largestMatrix(const ModelSpec& m, double tensorParallel, bool vocabulary)
 double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
-    if (tr.optimizer != Optimizer::AdamW || c.offloadOptimizer || tr.optimizerImpl == OptimizerImpl::Fused)
+    // bitsandbytes' paged optimizers step each parameter with one kernel that updates it and its states in
+    // place (bitsandbytes/optim/optimizer.py, Optimizer2State.update_step: F.optimizer_update_32bit or
+    // optimizer_update_8bit_blockwise): no temporaries, whatever optimizer_implementation says.
+    if (tr.optimizer != Optimizer::AdamW || c.offloadOptimizer || tr.optimizerImpl == OptimizerImpl::Fused ||
+        tr.pagedOptimizer)
         return 0;
     const double stateBytes = tr.bytes.optimizerStates / 2;
     const double group = shardsOptimizer(c) ? shardGroup(c) : 1;
@@ -235,6 +239,33 @@ double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
         return cs336StepTemporaries(largestMatrix(sc.model, c.tensorParallel, true) / group,
                                     tr.bytes.weights);
     return 2 * stateBytes * largestMatrix(sc.model, c.tensorParallel, true) / group;
+}
+
+// bitsandbytes pages a parameter's states only when it has 100,000 elements or more
+// (bitsandbytes/optim/optimizer.py, Optimizer8bit.get_state_buffer: below that, zeros_like on the device):
+// norms, biases and a small rank's adapters (8 x 4,096) keep theirs as ordinary tensors in PyTorch's
+// allocator. The share of the trained elements whose states are paged, each tensor as the optimizer steps
+// it on this GPU: its tensor-parallel shard, and its own shard where FSDP2 or ZeRO shard the optimizer.
+// FSDP1 (the huggingface profile) steps one flat parameter per wrapped unit, far above the threshold.
+double pagedStateShare(const Scenario& sc) {
+    const ClusterSettings& c = sc.cluster;
+    const ModelSpec& m = sc.model;
+    if (!m.known || (sc.training.framework == Framework::HuggingFace && shardsWeights(c)))
+        return 1;
+    const double local = std::max(1, c.tensorParallel) * (shardsOptimizer(c) ? shardGroup(c) : 1);
+    double all = 0, paged = 0;
+    auto add = [&](double elements) {
+        all += elements;
+        if (elements / local >= 100000)
+            paged += elements;
+    };
+    if (sc.training.fineTuning.adapters())
+        for (const TensorBytes& t : trainedTensors(sc))
+            add(static_cast<double>(t.elements));
+    else
+        for (const std::uint64_t n : m.parameterTensors())
+            add(static_cast<double>(n));
+    return all > 0 ? paged / all : 0;
 }
 
 int communicators(const ClusterSettings& c) {
@@ -507,8 +538,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         const FineTuneStage f = fineTuneStage(sc, st.firstLayer, st.layers, stage == 0, st.last);
         const FineTuning& ft = tr.fineTuning;
         const double trainable = ft.adapterBytes * f.adapterParameters + b.weights * f.savedParameters;
+        // bitsandbytes' 32-bit paged AdamW keeps fp32 states whatever the parameters' dtype
+        // (Optimizer2State.init_state: get_state_buffer(p, dtype=torch.float32)).
         const double states = tr.optimizer == Optimizer::Adam8bit
                                   ? 2 * (f.adapterParameters + f.savedParameters)
+                              : tr.pagedOptimizer && tr.optimizer == Optimizer::AdamW
+                                  ? 8 * (f.adapterParameters + f.savedParameters)
                                   : (tr.optimizer == Optimizer::SgdMomentum ? 1 : 2) * trainable;
         auto shard = [&](double bytes, bool split) { return split ? bytes / group : bytes; };
         st.withoutOffload = {shard(f.frozenBytes + trainable, shardsWeights(c)),
@@ -520,7 +555,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.optimizer = c.offloadOptimizer ? 0 : st.withoutOffload.optimizer;
         // foreach's denominator list is one state's worth; fused and one-at-a-time (a few adapters' worth)
         // next to nothing.
-        st.optimizerTemp = tr.optimizer == Optimizer::AdamW && !c.offloadOptimizer &&
+        st.optimizerTemp = tr.optimizer == Optimizer::AdamW && !c.offloadOptimizer && !tr.pagedOptimizer &&
                                    tr.optimizerImpl == OptimizerImpl::ForEach
                                ? shard(trainable, shardsOptimizer(c))
                                : 0;
@@ -554,10 +589,11 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         st.stepInBackward = true;
         st.heldGradients = b.gradients * (tied + largest) / shard;
         const double stateBytes = b.optimizerStates / 2;
-        const double perStep = tr.optimizer != Optimizer::AdamW || c.offloadOptimizer ? 0
-                               : tr.optimizerImpl == OptimizerImpl::Fused             ? 0
-                               : tr.optimizerImpl == OptimizerImpl::ForEach           ? 1
-                                                                                      : 2;
+        const bool inPlace = tr.optimizer != Optimizer::AdamW || c.offloadOptimizer || tr.pagedOptimizer;
+        const double perStep = inPlace                                      ? 0
+                               : tr.optimizerImpl == OptimizerImpl::Fused   ? 0
+                               : tr.optimizerImpl == OptimizerImpl::ForEach ? 1
+                                                                            : 2;
         st.stepScratchInLayers = perStep * stateBytes * largest / shard;
         st.stepScratchAtEnd = perStep * stateBytes * std::max(tied, largest) / shard;
         st.optimizerTemp = 0;
@@ -627,7 +663,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     if (tr.pagedOptimizer) {
         // Counted on the GPU while they fit there (the plan's peak), but neither allocated nor reserved by
         // PyTorch, and no allocator overhead.
-        st.pagedStates = st.optimizer;
+        st.pagedStates = st.optimizer * pagedStateShare(sc);
         st.nonTorch += st.pagedStates;
     }
     if (c.dataParallel == DataParallel::Ddp && c.dataParallelSize() > 1 &&

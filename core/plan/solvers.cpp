@@ -258,10 +258,29 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                            s.training.optimizer = Optimizer::Adam8bit;
                            s.training.bytes.optimizerStates = 2; // two 8-bit states
                        }});
+    // bitsandbytes' paged optimizers (docs/frameworks.md, *Paged optimizers*): the states the GPU has no room
+    // for wait in host memory. Where a bitsandbytes optimizer can replace the framework's: torch.optim's
+    // place in a training loop, torchtune's configs, Trainer's optim; not Megatron's, DeepSpeed's or
+    // torchtitan's own optimizers. Worth what it moves off the GPU (rankPlanSavings), so offered only when
+    // the GPU is short.
+    if ((t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::Adam8bit) && !t.pagedOptimizer &&
+        !c.offloadOptimizer && t.framework != Framework::Megatron && t.framework != Framework::DeepSpeed &&
+        t.framework != Framework::Torchtitan)
+        out.push_back({"paged_optimizer",
+                       t.optimizer == Optimizer::Adam8bit
+                           ? "Paged 8-bit Adam (bitsandbytes): states spill to host memory"
+                           : "Paged AdamW (bitsandbytes, fp32 states): spill to host memory",
+                       {{"training", {{"paged_optimizer", true}}}},
+                       [bytesOverridden = t.bytesOverridden](Scenario& s) {
+                           s.training.pagedOptimizer = true;
+                           if (s.training.optimizer == Optimizer::AdamW && !bytesOverridden)
+                               s.training.bytes.optimizerStates = 8; // as the reader sets it
+                       }});
     if (t.framework == Framework::Cs336Basics)
         // cs336_basics runs its own modules on one GPU: what its code can change without another
-        // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizer for its own).
-        keepOnly(out, {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit"});
+        // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizers for its own).
+        keepOnly(out,
+                 {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit", "paged_optimizer"});
     return out;
 }
 
@@ -348,10 +367,12 @@ std::vector<Saving> rankPlanSavings(const Scenario& sc, EstimateFn estimate) {
             continue; // the change is not valid for this layout (e.g. heads not divisible)
         }
         const Estimate after = estimate(changed);
-        if (after.peakBytes >= before)
-            continue;
-        out.push_back(
-            {ch.id, ch.description, ch.patch, before - after.peakBytes, after.peakBytes, after.fits});
+        // A change that pages the optimizer's states is worth what leaves the GPU; on a scenario already
+        // paged, a change is worth what it takes off the whole peak, as every other.
+        const double afterBytes = sc.training.pagedOptimizer ? after.peakBytes : after.gpuPeakBytes();
+        if (afterBytes >= before || (ch.id == "paged_optimizer" && after.pagedToHostBytes <= 0))
+            continue; // paged states that all stay on the GPU save nothing a user would see
+        out.push_back({ch.id, ch.description, ch.patch, before - afterBytes, afterBytes, after.fits});
     }
     std::stable_sort(out.begin(), out.end(),
                      [](const Saving& a, const Saving& b) { return a.bytesSaved > b.bytesSaved; });

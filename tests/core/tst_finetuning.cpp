@@ -24,6 +24,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 using namespace headroom;
 using namespace headroom::test;
@@ -306,21 +307,36 @@ void TestFineTuning::attributionKnowsTheAdapters() {
 }
 
 void TestFineTuning::pagedStatesLeavePytorchsCounters() {
-    // bitsandbytes' PagedAdamW8bit: 9,175,040 adapters' two 8-bit states (18,350,080 bytes) live in unified
-    // memory: on the GPU at the plan's peak, but outside what PyTorch counts as allocated or reserved (and
-    // the allocator's 3% overhead on them).
+    // bitsandbytes' PagedAdamW8bit pages a parameter's states only from 100,000 elements up
+    // (bitsandbytes/optim/optimizer.py get_state_buffer). Llama 3.2 3B, rank 32 on q and v: every adapter is
+    // 32 x 3,072 = 98,304 elements or fewer, so none is paged and the plan is the unpaged one's.
     json doc = llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
     doc["training"]["optimizer"] = "adam8bit";
+    const Estimate small = estimate(scenarioFromJson(doc));
+    doc["training"]["paged_optimizer"] = true;
+    const Estimate smallPaged = estimate(scenarioFromJson(doc));
+    QCOMPARE(smallPaged.perGpu[Category::OptimizerStates], 2 * 9175040.0);
+    QCOMPARE(smallPaged.allocatedPeakBytes, small.allocatedPeakBytes);
+    QCOMPARE(smallPaged.reservedPeakBytes, small.reservedPeakBytes);
+    QCOMPARE(smallPaged.peakBytes, small.peakBytes);
+    // Rank 64: q's lora_A and lora_B and v's lora_A are 64 x 3,072 = 196,608 elements, paged; v's lora_B,
+    // 1,024 x 64 = 65,536, is not. Per layer 589,824 paged and 65,536 resident, 28 layers: two 8-bit states
+    // of 16,515,072 elements (33,030,144 bytes) in unified memory, on the GPU at the plan's peak but outside
+    // what PyTorch counts as allocated or reserved (and the allocator's 3% overhead on them); 3,670,016
+    // bytes of states where they were.
+    doc["training"]["fine_tuning"]["rank"] = 64;
+    doc["training"]["paged_optimizer"] = false;
     const Estimate plain = estimate(scenarioFromJson(doc));
     doc["training"]["paged_optimizer"] = true;
     const Estimate paged = estimate(scenarioFromJson(doc));
-    const double states = 2 * 9175040.0;
+    const double states = 2 * 18350080.0, pagedStates = 2 * 28 * 589824.0;
+    QCOMPARE(pagedStates, 33030144.0);
     QCOMPARE(paged.perGpu[Category::OptimizerStates], states);
     QCOMPARE(plain.perGpu[Category::OptimizerStates], states);
     // Differences of ~2e10-byte totals: compared to the byte.
-    QVERIFY(std::abs(plain.allocatedPeakBytes - paged.allocatedPeakBytes - states) < 1);
-    QVERIFY(std::abs(plain.reservedPeakBytes - paged.reservedPeakBytes - states * 1.03) < 1);
-    QVERIFY(std::abs(plain.peakBytes - paged.peakBytes - states * 0.03) < 1);
+    QVERIFY(std::abs(plain.allocatedPeakBytes - paged.allocatedPeakBytes - pagedStates) < 1);
+    QVERIFY(std::abs(plain.reservedPeakBytes - paged.reservedPeakBytes - pagedStates * 1.03) < 1);
+    QVERIFY(std::abs(plain.peakBytes - paged.peakBytes - pagedStates * 0.03) < 1);
     // A first step (training.first_step): no states before the step, paged or not, so the forward and
     // backward are the same with either, and PyTorch's counters never go below what the allocator holds.
     doc["training"]["first_step"] = true;
@@ -339,6 +355,19 @@ void TestFineTuning::pagedStatesLeavePytorchsCounters() {
     doc["training"]["paged_optimizer"] = true;
     doc["training"]["optimizer"] = "sgd";
     QVERIFY_THROWS_EXCEPTION(Error, scenarioFromJson(doc));
+    // The 32-bit PagedAdamW keeps fp32 states whatever the weights' dtype (Optimizer2State.init_state) and
+    // steps each parameter in place. Full fine-tuning of the bf16 model under transformers: torch's AdamW
+    // keeps two bf16 states of its 3,212,749,824 parameters and, foreach, one state's worth of temporaries
+    // at the step (3,212,749,824 x 2 bytes); PagedAdamW two fp32 states and no temporaries.
+    json full = llama32({{"method", "full"}});
+    full["training"]["framework"] = "huggingface";
+    const Scenario torchAdamw = scenarioFromJson(full);
+    full["training"]["paged_optimizer"] = true;
+    const Scenario pagedAdamw = scenarioFromJson(full);
+    QCOMPARE(at(torchAdamw, Phase::Optimizer)[Category::OptimizerStates], 4 * 3212749824.0);
+    QCOMPARE(at(torchAdamw, Phase::Optimizer)[Category::Temporaries], 2 * 3212749824.0);
+    QCOMPARE(at(pagedAdamw, Phase::Optimizer)[Category::OptimizerStates], 8 * 3212749824.0);
+    QCOMPARE(at(pagedAdamw, Phase::Optimizer)[Category::Temporaries], 0.0);
 }
 
 void TestFineTuning::pagedStatesSpillToTheHost() {
@@ -386,12 +415,29 @@ void TestFineTuning::pagedStatesSpillToTheHost() {
     const Estimate resident = estimate(scenarioFromJson(doc));
     QVERIFY(!resident.fits);
     QCOMPARE(resident.pagedToHostBytes, 0.0);
+    // What would make it fit offers the paged optimizer, worth what it moves off the GPU: the whole peak
+    // less the card, the card full after.
+    auto pagedSaving = [](const Scenario& sc) {
+        for (const Saving& s : rankPlanSavings(sc, [](const Scenario& x) { return estimate(x); }))
+            if (s.id == "paged_optimizer")
+                return std::optional<Saving>(s);
+        return std::optional<Saving>();
+    };
+    const std::optional<Saving> offered = pagedSaving(scenarioFromJson(doc));
+    QVERIFY(offered);
+    QVERIFY(offered->fitsAfter);
+    QVERIFY(std::abs(offered->peakAfter - paged.capacityBytes) < 1); // a difference of ~2e10-byte totals
+    QVERIFY(std::abs(offered->bytesSaved - (resident.peakBytes - paged.capacityBytes)) < 1);
+    QVERIFY(offered->patch == json({{"training", {{"paged_optimizer", true}}}}));
     // On an 80 GB card everything fits on the GPU: nothing is paged out.
     doc["training"]["paged_optimizer"] = true;
     doc["cluster"]["gpu"] = "A100-80GB";
     const Estimate roomy = estimate(scenarioFromJson(doc));
     QVERIFY(roomy.fits);
     QCOMPARE(roomy.pagedToHostBytes, 0.0);
+    // There, paging would leave every state where it is: not offered.
+    doc["training"]["paged_optimizer"] = false;
+    QVERIFY(!pagedSaving(scenarioFromJson(doc)));
 }
 
 void TestFineTuning::dpoKeepsAReference() {
