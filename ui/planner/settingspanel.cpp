@@ -390,8 +390,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                        "states in that step, so its forward and backward run without them"));
     addField(trainingForm,
              boolField("/training/paged_optimizer", "Paged optimizer",
-                       "bitsandbytes' paged Adam: the states live in unified memory, outside "
-                       "PyTorch's counters, and page out to host memory when the GPU runs short"));
+                       "bitsandbytes' paged Adam: the states of parameters of 100,000 elements or more live "
+                       "in unified memory, outside PyTorch's counters, and page out to host memory when the "
+                       "GPU runs short (with AdamW, bitsandbytes' fp32 states)"));
     addField(trainingForm, boolField("/training/compile", "torch.compile",
                                      "Compiled layers (and in torchtitan the loss): fused kernels keep fewer "
                                      "intermediate copies"));
