@@ -13,6 +13,7 @@
 #include "core/model/presets.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
+#include "core/plan/optimizerstate.h"
 #include "core/plan/settingnames.h"
 #include "core/plan/workspaces.h"
 #include "core/serve/engineversions.h"
@@ -461,26 +462,6 @@ void readTraining(const json& doc, Scenario& sc) {
     t.bytes = it->second;
     t.activationBytes = t.precision == "fp32" ? 4 : 2;
     t.optimizer = s.choice<Optimizer>("optimizer", d.optimizer, optimizerNames());
-    // The presets assume Adam's two fp32 states; other optimizers keep fewer bytes.
-    if (t.optimizer == Optimizer::SgdMomentum)
-        t.bytes.optimizerStates = 4;
-    else if (t.optimizer == Optimizer::Adam8bit)
-        t.bytes.optimizerStates = 2;
-    if (const json* b = s.find("bytes_per_param")) {
-        if (!b->is_object())
-            throw Error("training.bytes_per_param", "must be an object");
-        const Section bs(b, "training.bytes_per_param");
-        for (const auto& [key, value] : b->items())
-            if (key != "weights" && key != "gradients" && key != "master_weights" &&
-                key != "optimizer_states")
-                throw Error("training.bytes_per_param." + key,
-                            "unknown key (weights, gradients, master_weights, optimizer_states)");
-        t.bytes.weights = bs.number("weights", t.bytes.weights, 0, 64);
-        t.bytes.gradients = bs.number("gradients", t.bytes.gradients, 0, 64);
-        t.bytes.masterWeights = bs.number("master_weights", t.bytes.masterWeights, 0, 64);
-        t.bytes.optimizerStates = bs.number("optimizer_states", t.bytes.optimizerStates, 0, 64);
-        t.bytesOverridden = true;
-    }
     t.activationBytes = s.number("activation_bytes", t.activationBytes, 0.5, 8);
     t.autocast = s.string("autocast", "none");
     if (t.autocast != "none" && t.autocast != "bf16" && t.autocast != "fp16")
@@ -533,21 +514,25 @@ void readTraining(const json& doc, Scenario& sc) {
                     "a step in the backward drops each gradient, so gradient_accumulation_steps must be 1");
     // Megatron's --hidden-dropout and --attention-dropout default to 0.1, whatever the checkpoint's config.
     t.dropout = s.boolean("dropout", t.framework == Framework::Megatron || sc.model.dropout);
-    if ((t.framework == Framework::Torchtune || t.framework == Framework::HuggingFace ||
-         t.framework == Framework::Unsloth || t.framework == Framework::Cs336Basics) &&
-        !t.bytesOverridden && t.precision == "bf16" && t.optimizer == Optimizer::AdamW)
-        // torchtune's recipes, and Hugging Face's Trainer or a plain loop over a model loaded in bf16 without
-        // autocast (PEFT's method_comparison/MetaMathQA/run.py, Unsloth), step the bf16 weights themselves
-        // with torch.optim.AdamW, whose exp_avg and exp_avg_sq are zeros_like(param): bf16 too
-        // (torch/optim/adamw.py _init_group). (The contract's "bf16" preset keeps fp32 states where the
-        // framework keeps an optimizer of its own: DeepSpeed's BF16_Optimizer, Megatron's; fine-tuning's
-        // adapters take their states from the adapters' dtype.)
-        t.bytes.optimizerStates = 4;
-    if (t.pagedOptimizer && t.optimizer == Optimizer::AdamW && !t.bytesOverridden)
-        // bitsandbytes' 32-bit PagedAdamW keeps fp32 states whatever the parameters' dtype
-        // (bitsandbytes/optim/optimizer.py, Optimizer2State.init_state: get_state_buffer(p, torch.float32)),
-        // where torch's AdamW on bf16 weights keeps bf16 ones (above).
-        t.bytes.optimizerStates = 8;
+    // The optimizer's states per parameter follow the optimizer, its paging and the framework (torchtune's
+    // recipes, Hugging Face's Trainer, Unsloth and cs336_basics step bf16 weights with torch.optim, whose
+    // states are bf16 too; core/plan/optimizerstate.h); bytes_per_param, when given, has the last word.
+    t.bytes.optimizerStates = optimizerStateBytes(t);
+    if (const json* b = s.find("bytes_per_param")) {
+        if (!b->is_object())
+            throw Error("training.bytes_per_param", "must be an object");
+        const Section bs(b, "training.bytes_per_param");
+        for (const auto& [key, value] : b->items())
+            if (key != "weights" && key != "gradients" && key != "master_weights" &&
+                key != "optimizer_states")
+                throw Error("training.bytes_per_param." + key,
+                            "unknown key (weights, gradients, master_weights, optimizer_states)");
+        t.bytes.weights = bs.number("weights", t.bytes.weights, 0, 64);
+        t.bytes.gradients = bs.number("gradients", t.bytes.gradients, 0, 64);
+        t.bytes.masterWeights = bs.number("master_weights", t.bytes.masterWeights, 0, 64);
+        t.bytes.optimizerStates = bs.number("optimizer_states", t.bytes.optimizerStates, 0, 64);
+        t.bytesOverridden = true;
+    }
     if (t.loss == LossKind::Chunked && t.framework != Framework::Torchtune)
         // Only torchtune's recipes have CEWithChunkedOutputLoss; elsewhere the loss keeps its logits, and a
         // user who asked for less should hear that the plan did not give it.

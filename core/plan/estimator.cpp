@@ -5,6 +5,7 @@
 #include "core/plan/cs336basics.h"
 #include "core/plan/finetuning.h"
 #include "core/plan/fsdp1pools.h"
+#include "core/plan/optimizerstate.h"
 #include "core/plan/stagemodel.h"
 #include "core/plan/unslothreplay.h"
 #include "core/plan/workspaces.h"
@@ -538,13 +539,9 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         const FineTuneStage f = fineTuneStage(sc, st.firstLayer, st.layers, stage == 0, st.last);
         const FineTuning& ft = tr.fineTuning;
         const double trainable = ft.adapterBytes * f.adapterParameters + b.weights * f.savedParameters;
-        // bitsandbytes' 32-bit paged AdamW keeps fp32 states whatever the parameters' dtype
-        // (Optimizer2State.init_state: get_state_buffer(p, dtype=torch.float32)).
-        const double states = tr.optimizer == Optimizer::Adam8bit
-                                  ? 2 * (f.adapterParameters + f.savedParameters)
-                              : tr.pagedOptimizer && tr.optimizer == Optimizer::AdamW
-                                  ? 8 * (f.adapterParameters + f.savedParameters)
-                                  : (tr.optimizer == Optimizer::SgdMomentum ? 1 : 2) * trainable;
+        const double states =
+            optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, ft.adapterBytes) * f.adapterParameters +
+            optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, b.weights) * f.savedParameters;
         auto shard = [&](double bytes, bool split) { return split ? bytes / group : bytes; };
         st.withoutOffload = {shard(f.frozenBytes + trainable, shardsWeights(c)),
                              shard(trainable, shardsGradients(c)), 0, shard(states, shardsOptimizer(c))};

@@ -6,6 +6,7 @@
 #include "core/plan/estimator.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
+#include "core/plan/optimizerstate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -256,7 +257,7 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                        {{"training", {{"optimizer", "adam8bit"}}}},
                        [](Scenario& s) {
                            s.training.optimizer = Optimizer::Adam8bit;
-                           s.training.bytes.optimizerStates = 2; // two 8-bit states
+                           s.training.bytes.optimizerStates = optimizerStateBytes(s.training); // as read
                        }});
     // bitsandbytes' paged optimizers (docs/frameworks.md, *Paged optimizers*): the states the GPU has no room
     // for wait in host memory. Where a bitsandbytes optimizer can replace the framework's: torch.optim's
@@ -271,10 +272,10 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                            ? "Paged 8-bit Adam (bitsandbytes): states spill to host memory"
                            : "Paged AdamW (bitsandbytes, fp32 states): spill to host memory",
                        {{"training", {{"paged_optimizer", true}}}},
-                       [bytesOverridden = t.bytesOverridden](Scenario& s) {
+                       [](Scenario& s) {
                            s.training.pagedOptimizer = true;
-                           if (s.training.optimizer == Optimizer::AdamW && !bytesOverridden)
-                               s.training.bytes.optimizerStates = 8; // as the reader sets it
+                           if (!s.training.bytesOverridden)
+                               s.training.bytes.optimizerStates = optimizerStateBytes(s.training); // as read
                        }});
     if (t.framework == Framework::Cs336Basics)
         // cs336_basics runs its own modules on one GPU: what its code can change without another

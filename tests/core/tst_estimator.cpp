@@ -764,6 +764,22 @@ void TestEstimator::optimizersAndOverrides() {
     QCOMPARE(estimate(scenarioWith(doc, {{"training", {{"precision", "bf16_mixed_fp32_grads"}}}}))
                  .perGpu[Category::Gradients],
              4e9);
+    // Stepping bf16 weights without a master copy: torch.optim's states are zeros_like(param) (adamw.py
+    // _init_group) and SGD's momentum a clone of the gradient (sgd.py), so bf16 in torchtune's recipes: 2 x 2
+    // and 2 bytes a parameter; Megatron's own optimizer keeps fp32 ones (8 and 4); bitsandbytes' 32-bit
+    // PagedAdamW fp32 whatever the weights (8), its 8-bit Adam two bytes either way.
+    auto states = [&](const char* framework, const json& training) {
+        json t = training;
+        t["precision"] = "bf16";
+        t["framework"] = framework;
+        return estimate(scenarioWith(doc, {{"training", t}})).perGpu[Category::OptimizerStates];
+    };
+    QCOMPARE(states("torchtune", json::object()), 4e9);
+    QCOMPARE(states("torchtune", {{"optimizer", "sgd"}}), 2e9);
+    QCOMPARE(states("megatron", json::object()), 8e9);
+    QCOMPARE(states("megatron", {{"optimizer", "sgd"}}), 4e9);
+    QCOMPARE(states("torchtune", {{"paged_optimizer", true}}), 8e9);
+    QCOMPARE(states("torchtune", {{"optimizer", "adam8bit"}, {"paged_optimizer", true}}), 2e9);
 }
 
 void TestEstimator::allocatorOverheadFollowsExpandableSegments() {
