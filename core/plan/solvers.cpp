@@ -276,7 +276,8 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                            s.training.pagedOptimizer = true;
                            if (!s.training.bytesOverridden)
                                s.training.bytes.optimizerStates = optimizerStateBytes(s.training); // as read
-                       }});
+                       },
+                       true});
     if (t.framework == Framework::Cs336Basics)
         // cs336_basics runs its own modules on one GPU: what its code can change without another
         // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizers for its own).
@@ -371,8 +372,8 @@ std::vector<Saving> rankPlanSavings(const Scenario& sc, EstimateFn estimate) {
         // A change that pages the optimizer's states is worth what leaves the GPU; on a scenario already
         // paged, a change is worth what it takes off the whole peak, as every other.
         const double afterBytes = sc.training.pagedOptimizer ? after.peakBytes : after.gpuPeakBytes();
-        if (afterBytes >= before || (ch.id == "paged_optimizer" && after.pagedToHostBytes <= 0))
-            continue; // paged states that all stay on the GPU save nothing a user would see
+        if (afterBytes >= before || (ch.offeredWhenSpilling && after.pagedToHostBytes <= 0))
+            continue;
         out.push_back({ch.id, ch.description, ch.patch, before - afterBytes, afterBytes, after.fits});
     }
     std::stable_sort(out.begin(), out.end(),

@@ -43,6 +43,9 @@ struct Change {
     std::string description;
     nlohmann::json patch;
     std::function<void(Scenario&)> edit;
+    // Worth offering only where the changed plan moves bytes off the GPU: a paged optimizer whose states all
+    // stay on the card lowers the plan by the allocator's slack on them alone, nothing a user would see.
+    bool offeredWhenSpilling = false;
 };
 std::vector<Change> trainingChanges(const Scenario& sc);
 std::vector<Change> inferenceChanges(const Scenario& sc);
