@@ -493,6 +493,14 @@ void readTraining(const json& doc, Scenario& sc) {
                         "must be a release as major.minor (\"4.44\"); got \"" + t.frameworkVersion + "\"");
         t.version = *release;
     }
+    t.torchVersion = s.string("torch_version", "");
+    if (!t.torchVersion.empty()) {
+        const auto release = parseRelease(t.torchVersion);
+        if (!release)
+            throw Error(s.at("torch_version"),
+                        "must be a PyTorch release as major.minor (\"2.5\"); got \"" + t.torchVersion + "\"");
+        t.torch = *release;
+    }
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());
     t.float8 = s.choice<Float8>("float8", d.float8, float8Names());

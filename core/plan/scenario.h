@@ -173,6 +173,12 @@ struct TrainingSettings {
     bool versionBefore(int major, int minor) const {
         return !frameworkVersion.empty() && version < Release{major, minor};
     }
+    // PyTorch's release ("2.5") where the memory of a framework's code changed with it; empty: a current one.
+    std::string torchVersion;
+    Release torch; // as parsed from torchVersion
+    bool torchBefore(int major, int minor) const {
+        return !torchVersion.empty() && torch < Release{major, minor};
+    }
     bool dropout = false;         // default: whether the model's config trains with dropout
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
 };

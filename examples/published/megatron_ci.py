@@ -4,12 +4,14 @@
 
     python3 examples/published/megatron_ci.py MEGATRON_CHECKOUT COMMIT > cases-fragment.json
     python3 examples/published/megatron_ci.py MEGATRON_CHECKOUT core_v0.12.0 golden_values_dev.json A100 \
-        core-v0.12-dev > cases-fragment.json
+        core-v0.12-dev 2.5 > cases-fragment.json
 
 The optional arguments name the golden-values file (golden_values_dev_dgx_h100.json by default; Megatron-LM
 0.12 ran its GPT tests on DGX A100s in two containers, golden_values_dev.json and golden_values_lts.json), the
-GPU it ran on (H100 or A100) and a tag that keeps that version's scenarios and case ids apart
-(megatron-ci-TAG/NAME.headroom.json, megatron-ci-TAG-NAME).
+GPU it ran on (H100 or A100), a tag that keeps that version's scenarios and case ids apart
+(megatron-ci-TAG/NAME.headroom.json, megatron-ci-TAG-NAME) and the PyTorch release of the container the
+golden values were written in (training.torch_version: 0.12's dev values date from January 2025, the dev
+image built on NGC 24.10, PyTorch 2.5). MEGATRON_CHECKOUT may be a bare clone: files are read with git show.
 
 Megatron-LM's functional tests (tests/functional_tests/test_cases/gpt/NAME/) each give the run's arguments
 (model_config.yaml) and what the run logged per iteration (golden_values_dev_dgx_h100.json), among them
@@ -63,8 +65,12 @@ APPROXIMATED = {
 
 
 # Tests a rule of the Megatron profile was chosen on after they were added (cases.json says which rule).
-FIT_RUNS = {"gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
-            "gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion"}
+# (tag, test) of the runs a rule was set on: d98e8a64d's fused-loss pair set --cross-entropy-loss-fusion's
+# buffer, 0.12's (PyTorch 2.5) the second buffer that PyTorch before 2.7 holds.
+FIT_RUNS = {("", "gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion"),
+            ("", "gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion"),
+            ("core-v0.12-dev", "gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G"),
+            ("core-v0.12-dev", "gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_a100_1N8G")}
 
 
 def git_show(repo, commit, path):
@@ -75,7 +81,7 @@ def git_show(repo, commit, path):
 GPUS = {"H100": "H100-SXM-80GB", "A100": "A100-80GB"}
 
 
-def scenario_for(name, args, gpu="H100", env=None):
+def scenario_for(name, args, gpu="H100", env=None, torch_version=""):
     """The scenario of one test, or (None, reason). env: the test's ENV_VARS."""
     for flag, why in SKIP_FLAGS.items():
         if flag in args and args[flag] not in (False, None):
@@ -150,6 +156,8 @@ def scenario_for(name, args, gpu="H100", env=None):
     # that rule, so they are fit runs (FIT_RUNS).
     if a("--cross-entropy-loss-fusion"):
         training["loss"] = "fused"
+    if torch_version:
+        training["torch_version"] = torch_version
     cluster = {"gpu": GPUS[gpu], "num_gpus": gpus, "data_parallel":
                "zero1" if a("--use-distributed-optimizer") else "ddp",
                "tensor_parallel": tp, "pipeline_parallel": pp, "context_parallel": cp,
@@ -174,6 +182,7 @@ def main():
     golden_file = sys.argv[3] if len(sys.argv) > 3 else "golden_values_dev_dgx_h100.json"
     gpu = sys.argv[4] if len(sys.argv) > 4 else "H100"
     tag = sys.argv[5] if len(sys.argv) > 5 else ""
+    torch_version = sys.argv[6] if len(sys.argv) > 6 else ""
     sha = subprocess.run(["git", "-C", repo, "rev-parse", commit], check=True, capture_output=True,
                          text=True).stdout.strip()
     version = f"{commit} ({sha[:9]})" if commit != sha and not sha.startswith(commit) else commit[:9]
@@ -201,7 +210,7 @@ def main():
         # in training_log): the state between steps, at its least after the first step made Adam's states.
         held = golden.get("mem-allocated-bytes", {}).get("values", {})
         held = [v for k, v in held.items() if int(k) >= 2 and isinstance(v, (int, float)) and v == v]
-        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu, config.get("ENV_VARS", {}))
+        sc, why = scenario_for(name, config.get("MODEL_ARGS", {}), gpu, config.get("ENV_VARS", {}), torch_version)
         if sc is None:
             print(f"skipped {name}: {why}", file=sys.stderr)
             continue
@@ -214,7 +223,7 @@ def main():
             f.write("\n")
         title = f"Megatron-LM {tag} CI `{name}`, {gpu}" if tag else f"Megatron-LM CI `{name}`, {gpu}"
         cases.append({"id": f"{prefix}{name}", "title": title,
-                      "role": "fit" if name in FIT_RUNS and not tag else "validate",
+                      "role": "fit" if (tag, name) in FIT_RUNS else "validate",
                       "framework": "megatron", "scenario": f"{folder}/{name}.headroom.json",
                       "metric": "allocated", "stage": "last", "measured_bytes": int(max(peaks)),
                       **({"between_steps_bytes": int(min(held))} if held else {}),

@@ -140,6 +140,12 @@ const std::vector<std::string> kFitRuns = {
     // Megatron-LM CI tests that were validate runs until Megatron's fused cross-entropy was modelled on them.
     "megatron-ci-gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion",
     "megatron-ci-gpt3_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion",
+    // Validate runs (22.4% under) until PyTorch 2.5's second fused-loss buffer was planned on them
+    // (training.torch_version).
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G",
+    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
+    "a100_"
+    "1N8G",
 };
 // Runs that played no part in building the profiles (Megatron-LM's CI tests, converted from their own
 // arguments by examples/published/megatron_ci.py, and torchtitan's logged runs): checked as a set against the
@@ -255,7 +261,6 @@ const std::vector<std::string> kValidateRuns = {
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_dp_last_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_etp4_nondeterministic_dp_last_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cp2_nondeterministic_dgx_a100_1N8G",
-    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_ddp_average_in_collective_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_no_create_attention_mask_in_dataloader_dgx_a100_"
@@ -263,8 +268,6 @@ const std::vector<std::string> kValidateRuns = {
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_no_mmap_bin_files_dgx_a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cp2_nondeterministic_dgx_a100_"
     "1N8G",
-    "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
-    "a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_ddp_average_in_collective_dgx_"
     "a100_1N8G",
     "megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_dgx_a100_1N8G",
@@ -325,12 +328,7 @@ const std::map<std::string, KnownMiss> kKnownMisses = {
 // The validate runs beyond the 12% target, with their |error| when they were last looked at: none may get
 // worse by more than half a point (a regression guard, not a tolerance: the target stays 12%, an expected
 // failure), and no other run may go beyond 12%. Improving one is for the table to be updated by hand.
-const std::map<std::string, double> kValidateMisses = {
-    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_cross_entropy_loss_fusion_dgx_a100_1N8G", 0.224},
-    {"megatron-ci-core-v0.12-dev-gpt3_mr_mcore_te_tp2_pp2_resume_torch_dist_cross_entropy_loss_fusion_dgx_"
-     "a100_1N8G",
-     0.224},
-};
+const std::map<std::string, double> kValidateMisses = {};
 } // namespace
 
 void TestFrameworks::publishedPeaks_data() {
@@ -386,7 +384,8 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     // 2026-11-25 are held to it on their own, and the whole set's miss is named.
     std::vector<double> before;
     for (const CaseResult& r : published().results)
-        if (r.c->role == "fit" && r.c->id.rfind("torchtune-llama3.2-3b-", 0) != 0)
+        if (r.c->role == "fit" && r.c->id.rfind("torchtune-llama3.2-3b-", 0) != 0 &&
+            r.c->id.rfind("megatron-ci-core-v0.12-dev-", 0) != 0)
             before.push_back(std::abs(r.estimated / r.measured - 1));
     for (const char* id : {"torchtune-llama3.2-3b-packed", "torchtune-llama3.2-3b-compile",
                            "torchtune-llama3.2-3b-chunked-loss", "torchtune-llama3.2-3b-full-ac"}) {
@@ -400,8 +399,9 @@ void TestFrameworks::medianErrorAcrossPublishedRuns() {
     QVERIFY2(beforeMedian <= 0.02, qPrintable(QString::number(100 * beforeMedian, 'f', 2) + "%"));
     QEXPECT_FAIL(
         "",
-        "2.2% over the 27 fit runs: torchtune's three rows with the step in the backward (2.4%, 2.2% "
-        "and 12.9% off) became fit when the head's backward was modelled because of them.",
+        "2.3% over the 29 fit runs: torchtune's three rows with the step in the backward (2.4%, 2.2% "
+        "and 12.9% off) became fit when the head's backward was modelled because of them, and Megatron-LM "
+        "0.12's fused-loss pair (4.0%) when PyTorch 2.5's second buffer was planned on them.",
         Continue);
     QVERIFY2(median <= 0.02, qPrintable(QString::number(100 * median, 'f', 2) + "%"));
     std::vector<const CaseResult*> all;
@@ -443,8 +443,9 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
     // Not yet explained, and not tuned for, beyond 5%: 0.12's QK-layernorm test mode (6.0% under; its q and k
-    // LayerNorms are not planned, megatron_ci.py names the approximation), torchtitan's October run and the
-    // two fused-loss runs (under). Guarded run by run against getting worse while the profile improves.
+    // LayerNorms are not planned, megatron_ci.py names the approximation) and torchtitan's October run
+    // (under). A run beyond 12% would be pinned in kValidateMisses at its error, guarded run by run against
+    // getting worse while the profile improves (none is since 0.12's fused-loss pair became fit).
     for (const CaseResult& r : published().results) {
         if (r.c->role != "validate" || QString::fromStdString(r.c->metric) != counter)
             continue;
@@ -465,16 +466,6 @@ void TestFrameworks::validateRunsAgainstTheTargets() {
     // (5.1 GiB) under in October's (torchtitan 0.2's FSDP2 units, flex attention under CP 2, full AC), where
     // what it reserves beyond the plan is not read yet.
     QVERIFY2(median <= 0.05, qPrintable(what));
-    QEXPECT_FAIL(
-        "allocated",
-        "Megatron-LM 0.12's two --cross-entropy-loss-fusion runs (A100) are 22% under: the same "
-        "fused_cross_entropy.py that held one fp32 logits-sized buffer more at d98e8a64d (the rule, fit "
-        "on that pair) held two there, 0.77 GiB over their twins without the flag. Their golden values "
-        "date from January 2025 (NGC 24.10, PyTorch 2.5); the same tests held one in NGC 25.03 (PyTorch "
-        "2.7, H100, May 2025) and 25.09 (A100, January 2026): the compiler, not the source or the GPU, "
-        "and a scenario cannot say which PyTorch ran. Every other allocated run is within 12% since the "
-        "GEMM workspaces are planned and Megatron's DDP no longer gets PyTorch DDP's bucket copy.",
-        Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
 }
 
@@ -882,7 +873,7 @@ void TestFrameworks::stateBetweenStepsAcrossRuns() {
         if (r.c->role == "validate")
             errors.push_back(std::abs(e));
     }
-    QCOMPARE(runs, std::size_t{109}); // the 107 validate and 2 fit runs of Megatron-LM's CI
+    QCOMPARE(runs, std::size_t{109}); // the 105 validate and 4 fit runs of Megatron-LM's CI
     std::sort(errors.begin(), errors.end());
     const double median = (errors[(errors.size() - 1) / 2] + errors[errors.size() / 2]) / 2;
     qInfo().noquote() << QStringLiteral("between steps, validate: %1 runs, median %2%, worst %3%")
@@ -1028,6 +1019,14 @@ void TestFrameworks::lossBytesPerFramework() {
         return 0.0;
     };
     const double fused = lastStageLogits(fusion);
+    // Under PyTorch before 2.7 (Megatron-LM 0.12's CI values, PyTorch 2.5), a second such buffer: 4 bytes
+    // more a logit again, 0.385 GiB on this test, and as much in the forward.
+    Scenario older = fusion;
+    older.training.torchVersion = "2.5";
+    older.training.torch = {2, 5};
+    QCOMPARE(lastStageLogits(older) - fused, 4.0 * 4 * 1024 * 25216);
+    older.training.torch = {2, 7};
+    QCOMPARE(lastStageLogits(older), fused);
     fusion.training.loss = LossKind::Full;
     QCOMPARE(fused - lastStageLogits(fusion), 4.0 * 4 * 1024 * 25216);
     // torchtune: fp32 output, so the same three fp32 tensors; chunked: all eight chunks' log-softmax

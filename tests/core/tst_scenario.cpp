@@ -361,6 +361,19 @@ void TestScenario::frameworkReleases() {
     } catch (const Error& e) {
         QVERIFY2(QString::fromUtf8(e.what()).contains("training.framework_version"), e.what());
     }
+    // PyTorch's release the same way, under its own field.
+    doc["training"]["framework_version"] = "4.44";
+    doc["training"]["torch_version"] = "2.5.1";
+    const Scenario sc = scenarioFromJson(doc);
+    QVERIFY(sc.training.torchBefore(2, 7));
+    QVERIFY(!sc.training.torchBefore(2, 5));
+    doc["training"]["torch_version"] = "two";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("torch_version two was accepted");
+    } catch (const Error& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains("training.torch_version"), e.what());
+    }
 }
 
 #include "tst_scenario.moc"

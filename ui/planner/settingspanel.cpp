@@ -290,6 +290,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     struct ReleaseChoice {
         std::vector<std::string> frameworks;
         const char *current, *currentText, *before, *beforeText, *tip;
+        const char* pointer = "/training/framework_version";
+        const char* label = "Release";
     };
     const ReleaseChoice frameworkReleases[] = {
         {{"torchtitan"},
@@ -304,10 +306,22 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
          "transformers 4.46 and later",
          "4.44",
          "before 4.46 (fp32 logits kept)",
-         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward"}};
+         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward"},
+        // PyTorch's release, where a framework's code holds different memory under it: shown with the
+        // frameworks where that is modelled (docs/frameworks.md, Loss).
+        {{"megatron"},
+         "2.7",
+         "2.7 and later",
+         "2.5",
+         "before 2.7 (two loss buffers)",
+         "PyTorch's release: before 2.7 Megatron's --cross-entropy-loss-fusion holds a second fp32 buffer "
+         "the "
+         "size of the logits (measured on Megatron-LM 0.12's CI under PyTorch 2.5)",
+         "/training/torch_version",
+         "PyTorch"}};
     for (const ReleaseChoice& r : frameworkReleases) {
         addField(trainingForm,
-                 choiceField("/training/framework_version", "Release",
+                 choiceField(r.pointer, r.label,
                              {{QString::fromLatin1(r.current), QString::fromUtf8(r.currentText)},
                               {QString::fromLatin1(r.before), QString::fromUtf8(r.beforeText)}},
                              r.current, r.tip));
