@@ -1290,9 +1290,12 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
     Estimate est;
     est.mode = sc.mode;
     est.parameters = sc.model.totalParameters();
-    est.activeParameters = sc.model.activeParameters();
+    // Each count sums over the layers; a dense model's parameters are all active and a full run trains
+    // them all, so the sum is not done three times on every estimate (a slider tick, a sweep's point).
+    est.activeParameters = sc.model.experts > 0 ? sc.model.activeParameters() : est.parameters;
     if (sc.mode == Mode::Training)
-        est.trainableParameters = trainableParameters(sc);
+        est.trainableParameters =
+            sc.training.fineTuning.adapters() ? trainableParameters(sc) : est.parameters;
     est.capacityBytes = static_cast<double>(sc.cluster.capacityBytes);
     est.dataParallelSize = sc.cluster.dataParallelSize();
     est.warnings = sc.warnings;
