@@ -485,22 +485,19 @@ void readTraining(const json& doc, Scenario& sc) {
     t.attention = s.choice<Attention>("attention", d.attention, attentionNames());
     t.framework = s.choice<Framework>("framework", d.framework, frameworkNames());
     t.compile = s.boolean("compile", d.compile);
-    t.frameworkVersion = s.string("framework_version", "");
-    if (!t.frameworkVersion.empty()) {
-        const auto release = parseRelease(t.frameworkVersion);
-        if (!release)
-            throw Error(s.at("framework_version"),
-                        "must be a release as major.minor (\"4.44\"); got \"" + t.frameworkVersion + "\"");
-        t.version = *release;
-    }
-    t.torchVersion = s.string("torch_version", "");
-    if (!t.torchVersion.empty()) {
-        const auto release = parseRelease(t.torchVersion);
-        if (!release)
-            throw Error(s.at("torch_version"),
-                        "must be a PyTorch release as major.minor (\"2.5\"); got \"" + t.torchVersion + "\"");
-        t.torch = *release;
-    }
+    // A release as major.minor, where memory changed between releases (empty: a current one).
+    auto readRelease = [&](const char* key, const char* example, std::string& text, Release& release) {
+        text = s.string(key, "");
+        if (text.empty())
+            return;
+        const auto parsed = parseRelease(text);
+        if (!parsed)
+            throw Error(s.at(key), std::string("must be a release as major.minor (\"") + example +
+                                       "\"); got \"" + text + "\"");
+        release = *parsed;
+    };
+    readRelease("framework_version", "4.44", t.frameworkVersion, t.version);
+    readRelease("torch_version", "2.5", t.torchVersion, t.torch);
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());
     t.float8 = s.choice<Float8>("float8", d.float8, float8Names());
