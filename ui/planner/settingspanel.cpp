@@ -314,9 +314,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
          "2.7 and later",
          "2.5",
          "before 2.7 (two loss buffers)",
-         "PyTorch's release: before 2.7 Megatron's --cross-entropy-loss-fusion holds a second fp32 buffer "
-         "the "
-         "size of the logits (measured on Megatron-LM 0.12's CI under PyTorch 2.5)",
+         "PyTorch's release: before 2.7 Megatron's --cross-entropy-loss-fusion holds a second fp32 buffer, "
+         "the size of the logits (measured on Megatron-LM 0.12's CI under PyTorch 2.5)",
          "/training/torch_version",
          "PyTorch"}};
     for (const ReleaseChoice& r : frameworkReleases) {
