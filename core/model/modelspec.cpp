@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 namespace headroom {
 
@@ -85,6 +87,17 @@ static std::vector<u64> linearAttentionTensors(const ModelSpec& m) {
     t.insert(t.end(), {convDim * static_cast<u64>(m.linearConvKernel), nv, nv,
                        static_cast<u64>(m.linearValueHeadDim)});
     return t;
+}
+
+bool ModelSpec::fusedQkv() const {
+    static const std::set<std::string> fused = {"baichuan",  "bloom", "chatglm",     "dbrx",
+                                                "falcon",    "gpt2",  "gpt_bigcode", "gpt_neox",
+                                                "internlm2", "mpt",   "phi3"};
+    return fused.count(modelType) == 1;
+}
+
+bool ModelSpec::fusedGateUp() const {
+    return modelType == "phi3" || modelType == "chatglm";
 }
 
 bool ModelSpec::vllmTakesSsmDtype() const {

@@ -140,6 +140,11 @@ struct ModelSpec {
     // (vllm/model_executor/models/config.py); Qwen3-Next's keeps the model's dtype.
     bool vllmTakesSsmDtype() const;
     bool isQwen35() const { return modelType.rfind("qwen3_5", 0) == 0; }
+    // Whether the family's attention computes q, k and v with one matmul (transformers' GPT-2 c_attn,
+    // GPT-NeoX's query_key_value, Phi-3's qkv_proj, ...), and its gated MLP gate and up with one (Phi-3's
+    // gate_up_proj, ChatGLM's dense_h_to_4h): under autocast each matmul saves its own cast of the input.
+    bool fusedQkv() const;
+    bool fusedGateUp() const;
     const char* linearModule() const { return linearKind == LinearKind::Mamba2 ? "mamba" : "linear_attn"; }
     // Elements of one linear layer's state per request on one of `tensorParallel` ranks: the convolution's
     // (its channels are the queries', keys' and values' widths) and the recurrent state's.

@@ -140,12 +140,28 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
                 return true;
         return false;
     };
-    const bool keepQkvInput = keeps({"q_proj", "k_proj", "v_proj", "q_a_proj", "kv_a_proj_with_mqa"});
-    const bool keepMlpInput = keeps({"gate_proj", "up_proj"});
+    // Under autocast a norm's output wider than autocast's dtype is cast once for every matmul that reads
+    // it: autocast caches the casts of weights (leaf tensors that require grad), not of activations
+    // (aten/src/ATen/autocast_mode.cpp, cached_cast), so q, k and v each save a 16-bit copy of the first
+    // norm's output, gate and up each one of the second's. One copy where the model fuses the projections
+    // (a single matmul reads it), and where Megatron's layers run without torch.autocast.
+    const bool castPerMatmul = tr.autocastBytes > 0 && ea != e && tr.framework != Framework::Megatron;
+    auto inputCopies = [&](std::initializer_list<const char*> modules, bool fused) {
+        double readers = 0;
+        for (const char* module : modules)
+            readers += keeps({module}) ? 1 : 0;
+        return castPerMatmul && !fused ? readers : std::min(readers, 1.0);
+    };
+    const bool fusedQkv = m.fusedQkv();
+    const double qkvInputs =
+        m.mla ? inputCopies({m.qLoraRank > 0 ? "q_a_proj" : "q_proj", "kv_a_proj_with_mqa"}, false)
+              : inputCopies({"q_proj", "k_proj", "v_proj"}, fusedQkv);
+    const double mlpInputs =
+        m.gatedMlp ? inputCopies({"gate_proj", "up_proj"}, m.fusedGateUp()) : inputCopies({"up_proj"}, true);
     const bool keepDownInput = keeps({"down_proj"});
     const bool keepOutInput = keeps({"o_proj"});
-    double replicated = 2 * e * sbh + (keepQkvInput ? ea * sbh : 0) + (keepMlpInput ? ea * sbh : 0) +
-                        (tr.dropout ? 2 * sbh : 0);
+    double replicated =
+        2 * e * sbh + qkvInputs * ea * sbh + mlpInputs * ea * sbh + (tr.dropout ? 2 * sbh : 0);
     if (m.mla)
         replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
     // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
@@ -163,23 +179,25 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
     // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
-    // "Eager modules"): RMSNorm upcasts its input and saves the fp32 copy and the bf16 normalised tensor
-    // besides its output (+4 bytes per hidden unit, per norm); SDPA gets K and V expanded to every query
-    // head (repeat_kv); and the attention output is copied contiguous for the output projection.
-    // torch.compile fuses the norms and the copy (their inputs are recomputed); the expanded K and V stay,
-    // as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it. The rotations keep
-    // nothing per token, though torchtitan and torchtune rotate fp32 copies of q and k: the multiply by the
-    // cos/sin cache, a buffer that needs no gradient, saves only the cache (mul's `self` is saved for
+    // "Eager modules"): RMSNorm upcasts its input and saves the fp32 copy and the normalised tensor besides
+    // its output (+4 bytes per hidden unit, per norm, whatever the weights' dtype); SDPA gets K and V
+    // expanded to every query head (repeat_kv); and the attention output is copied contiguous for the output
+    // projection. torch.compile fuses the norms and the copy (their inputs are recomputed); the expanded K
+    // and V stay, as SDPA's saved inputs. Megatron's Transformer Engine layers do none of it. The rotations
+    // keep nothing per token, though torchtitan and torchtune rotate fp32 copies of q and k: the multiply by
+    // the cos/sin cache, a buffer that needs no gradient, saves only the cache (mul's `self` is saved for
     // `other`'s gradient alone: tools/autograd/derivatives.yaml, guarded in gen_variable_type.py).
     const Framework fw = tr.framework;
     const bool eagerModules = fw == Framework::Torchtitan || fw == Framework::Torchtune ||
                               fw == Framework::HuggingFace || fw == Framework::DeepSpeed ||
                               fw == Framework::Unsloth; // where PEFT's layers run (unslothFallback)
-    if (eagerModules && e < 4 && !m.mla) {
+    if (eagerModules && !m.mla) {
         if (!tr.compile) {
-            replicated += 2 * 4 * sbh; // two norms' fp32 copies
-            // The residual-stream term above is, in these modules, the bf16 normalised tensor the norm's
-            // weight gradient needs (weight * x_normed): with the weight frozen nobody keeps it.
+            // Two norms' fp32 upcasts. The residual-stream term above is, in these modules, the normalised
+            // tensor the norm's weight gradient needs (weight * x_normed): with the weight frozen nobody
+            // keeps it. (In fp32 the upcast is the input itself and the normalised tensor another: the same
+            // sum.)
+            replicated += 2 * 4 * sbh;
             if (ft.adapters())
                 replicated -= 2 * e * sbh;
             split += keepOutInput ? ea * sl * heads * dv : 0; // the contiguous attention output

@@ -580,15 +580,25 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     const Estimate e0 = estimate(plain), e1 = estimate(calibrated);
     QCOMPARE(e1.perGpu[Category::AttentionScores], e0.perGpu[Category::AttentionScores]);
     QVERIFY(e1.perGpu[Category::Activations] > e0.perGpu[Category::Activations]);
-    // What the rule rests on: the tokens-linear factor carries over between dtypes. Calibrated on the
-    // 1,024-token autocast run alone, it is within 2% of the 128-token fp32 run's (1.29 and 1.28).
+    // What the rule rests on: the tokens-linear factor (what this code keeps per token beyond the profile's
+    // plan) carries over between dtypes far better than the scores' does. Calibrated on the 1,024-token
+    // autocast run alone they are 1.16 and 1.12, against 1.28 and 2 on the 128-token fp32 run: the linear
+    // factors within the 10% bound for extrapolating to autocast, the scores' 1.8 times apart (the
+    // fp32 softmax's two copies against one fp32 and one bf16). (The linear factors were 1.29 and 1.28
+    // until the profile planned autocast's casts once per matmul, which this code keeps too.)
     const Run t1024 = loadRun("cs336-medium-1024-training-bf16-autocast",
                               "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
     const CalibrationResult cal1024 =
         calibrate({{&t1024.scenario, &t1024.trace->trace, t1024.trace->indexes[0].get(), "1024"}}, rules);
     QCOMPARE(cal1024.factors.quadraticActivationBytes, 2.0);
-    QVERIFY2(std::abs(cal1024.factors.linear / cal.factors.linear - 1) <= 0.02,
-             qPrintable(QStringLiteral("%1 vs %2").arg(cal1024.factors.linear).arg(cal.factors.linear)));
+    const QString factors = QStringLiteral("linear %1 vs %2, quadratic %3 vs %4")
+                                .arg(cal1024.factors.linear)
+                                .arg(cal.factors.linear)
+                                .arg(cal1024.factors.quadratic)
+                                .arg(cal.factors.quadratic);
+    qInfo().noquote() << factors;
+    QVERIFY2(std::abs(cal1024.factors.linear / cal.factors.linear - 1) <= 0.10, qPrintable(factors));
+    QVERIFY2(cal.factors.quadratic / cal1024.factors.quadratic >= 1.5, qPrintable(factors));
     // The same factors on an fp32 scenario do apply: twice the scores.
     json fp32 =
         json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
@@ -681,16 +691,19 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
     // Guarded against getting worse while the misses stand (a regression guard, not a tolerance).
-    QVERIFY2(median <= 0.102 + 0.005 && worst <= 0.123 + 0.005, qPrintable(what));
+    QVERIFY2(median <= 0.077 + 0.005 && worst <= 0.097 + 0.005, qPrintable(what));
+    QVERIFY2(worst <= 0.12, qPrintable(what));
     QEXPECT_FAIL(
         "",
-        "CS336's 512- and 1,024-token training runs under bf16 autocast, uncalibrated, are 10.2% and "
-        "12.3% under: the plain-PyTorch profile plans what a generic module keeps, and this "
-        "hand-written model under autocast keeps more (five more fp32 score copies and 1.4 GiB of "
-        "activations at 1,024 tokens); calibrated on its own fp32 runs it comes within 6%, and the "
-        "cs336_basics profile, read from the model's code, within 0.2% (a fit profile: its rows are fit).",
+        "The median is 7.7%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
+        "uncalibrated, are 7.7% and 9.7% under, and its 1,024-token forward 6.9% over. The plain-PyTorch "
+        "profile plans what a generic module keeps, and this hand-written model keeps more (its "
+        "softmax's five fp32 score-sized temporaries in the last layer's backward, its SiLU's extra "
+        "tensor, at 1,024 tokens 2.2 GiB in all), while the forward keeps no KV cache the profile "
+        "plans; calibrated on its own fp32 runs it comes within 3%, and the cs336_basics profile, read "
+        "from the model's code, within 0.2% (a fit profile: its rows are fit).",
         Continue);
-    QVERIFY2(median <= 0.05 && worst <= 0.12, qPrintable(what));
+    QVERIFY2(median <= 0.05, qPrintable(what));
 }
 
 // Sizes come from the file: three live allocations of 2^62 bytes add up past INT64_MAX. Sums saturate (the

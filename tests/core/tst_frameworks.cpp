@@ -100,6 +100,7 @@ private slots:
     void optimizerInBackwardByHand();
     void frameworkValuesAreChecked();
     void eagerLayersByHand();
+    void autocastCastsPerMatmulByHand();
     void activationOffloadingKeepsTwoLayers();
     void deepspeedBuckets();
     void fullCheckpointingEveryNthLayer();
@@ -1260,6 +1261,38 @@ void TestFrameworks::eagerLayersByHand() {
     QCOMPARE(perToken("huggingface", false), base + norms + copy + expand);
     // Compiled, only the expansion (SDPA's saved inputs) stays.
     QCOMPARE(perToken("torchtitan", true), base + expand);
+}
+
+void TestFrameworks::autocastCastsPerMatmulByHand() {
+    // Llama 3.1 8B in fp32 under bf16 autocast (PyTorch's AMP recipe), per token and layer. The residual
+    // stream and the two norm inputs stay fp32 (2 x 4 x 4096); each matmul saves its own bf16 cast of its
+    // input, as autocast caches casts of weights, not of activations: q, k and v three of the first norm's
+    // output, gate and up two of the second's (5 x 2 x 4096); Q, K, V and the output projection's input
+    // (2 x (4096 + 1024 + 1024 + 4096)), the log-sum-exp (32 x 4), the MLP's four tensors (4 x 2 x 14336).
+    auto perToken = [](const char* framework, const char* autocast,
+                       const char* preset = "meta-llama/Llama-3.1-8B") {
+        json doc = trainingDoc({{"preset", preset}});
+        doc["training"]["framework"] = framework;
+        doc["training"]["precision"] = "fp32";
+        doc["training"]["autocast"] = autocast;
+        doc["training"]["sequence_length"] = 1024;
+        return layerActivations(scenarioFromJson(doc), 0, 1).stored / 1024;
+    };
+    const double amp = 2 * 4 * 4096 + 5 * 2 * 4096 + 2 * (4096 + 1024 + 1024 + 4096) + 32 * 4 + 4 * 2 * 14336;
+    QCOMPARE(perToken("pytorch", "bf16"), amp);
+    // Without autocast one fp32 tensor feeds q, k and v, another gate and up: 4 x 4 x 4096 for the norms,
+    // everything else in fp32 too.
+    QCOMPARE(perToken("pytorch", "none"),
+             4 * 4 * 4096 + 4 * (4096 + 1024 + 1024 + 4096) + 32 * 4 + 4 * 4 * 14336);
+    // transformers' eager modules in fp32: LlamaRMSNorm's x.float() is x itself, and the normalised tensor
+    // the weight's gradient needs is one more fp32 tensor per norm (2 x 4 x 4096); the contiguous attention
+    // output (2 x 4096) and K and V expanded to 32 heads (2 x 2 x (4096 - 1024)) are bf16 as SDPA sees them.
+    QCOMPARE(perToken("huggingface", "bf16"), amp + 2 * 4 * 4096 + 2 * 4096 + 2 * 2 * (4096 - 1024));
+    // GPT-2 computes q, k and v with one matmul (c_attn) and has no gate: one cast each. Per token, 768
+    // wide, 12 heads, MLP 3,072: two fp32 norm inputs, two bf16 casts, Q, K, V and the projection's input,
+    // the log-sum-exp, up and GELU's output, and the two one-byte dropout masks its config trains with.
+    QCOMPARE(perToken("pytorch", "bf16", "openai-community/gpt2"),
+             2 * 4 * 768 + 2 * 2 * 768 + 2 * 4 * 768 + 12 * 4 + 2 * 2 * 3072 + 2 * 768);
 }
 
 void TestFrameworks::activationOffloadingKeepsTwoLayers() {
