@@ -232,10 +232,15 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     double scores = 0;
     if (tr.attention == Attention::Eager) {
         const double sq = heads * sl * s; // local queries against every key
-        // The softmax output (fp32 under autocast: it is on the fp32 list) and, under autocast, the
-        // 16-bit copy the score-times-V matmul saves.
-        scores =
-            e * sq + (tr.autocastBytes > 0 ? tr.autocastBytes * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
+        // The softmax output, which its backward saves, and the copy the score-times-V matmul saves when
+        // it computes in another dtype. Under autocast softmax is on the fp32 list and the matmul keeps
+        // its 16-bit cast. transformers' eager_attention_forward (models/llama/modeling_llama.py, the
+        // model code DeepSpeed and PEFT run too) asks for an fp32 softmax whatever the dtype,
+        // softmax(..., dtype=torch.float32).to(query.dtype): the fp32 output and, below fp32, its cast.
+        const bool fp32Softmax = tr.autocastBytes > 0 || fw == Framework::HuggingFace ||
+                                 fw == Framework::DeepSpeed || fw == Framework::Unsloth;
+        const double softmaxBytes = fp32Softmax ? 4 : e;
+        scores = softmaxBytes * sq + (ea < softmaxBytes ? ea * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
     }
 
     switch (checkpointing) {

@@ -101,6 +101,7 @@ private slots:
     void frameworkValuesAreChecked();
     void eagerLayersByHand();
     void autocastCastsPerMatmulByHand();
+    void eagerSoftmaxByHand();
     void activationOffloadingKeepsTwoLayers();
     void deepspeedBuckets();
     void fullCheckpointingEveryNthLayer();
@@ -1293,6 +1294,32 @@ void TestFrameworks::autocastCastsPerMatmulByHand() {
     // the log-sum-exp, up and GELU's output, and the two one-byte dropout masks its config trains with.
     QCOMPARE(perToken("pytorch", "bf16", "openai-community/gpt2"),
              2 * 4 * 768 + 2 * 2 * 768 + 2 * 4 * 768 + 12 * 4 + 2 * 2 * 3072 + 2 * 768);
+}
+
+void TestFrameworks::eagerSoftmaxByHand() {
+    // Llama 3.1 8B, eager attention, 1,024 tokens: per token and layer, 32 heads x 1,024 keys of scores.
+    auto perToken = [](const char* framework, const char* precision, const char* autocast) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = framework;
+        doc["training"]["precision"] = precision;
+        doc["training"]["autocast"] = autocast;
+        doc["training"]["attention"] = "eager";
+        doc["training"]["sequence_length"] = 1024;
+        return layerActivations(scenarioFromJson(doc), 0, 1).scores / 1024;
+    };
+    const double sq = 32 * 1024;
+    // F.softmax in the model's dtype saves its output, the tensor the matmul with V saves too.
+    QCOMPARE(perToken("pytorch", "bf16", "none"), 2 * sq);
+    QCOMPARE(perToken("pytorch", "fp32", "none"), 4 * sq);
+    // Under autocast softmax runs in fp32 (autocast's fp32 list) and the matmul saves its bf16 cast,
+    // whatever the weights' dtype.
+    QCOMPARE(perToken("pytorch", "fp32", "bf16"), (4 + 2) * sq);
+    QCOMPARE(perToken("pytorch", "bf16", "bf16"), (4 + 2) * sq);
+    // transformers' eager_attention_forward: softmax(..., dtype=torch.float32).to(query.dtype), the fp32
+    // output and its bf16 cast; in fp32 the cast is the output itself.
+    QCOMPARE(perToken("huggingface", "bf16", "none"), (4 + 2) * sq);
+    QCOMPARE(perToken("huggingface", "fp32", "none"), 4 * sq);
+    QCOMPARE(perToken("deepspeed", "bf16", "none"), (4 + 2) * sq);
 }
 
 void TestFrameworks::activationOffloadingKeepsTwoLayers() {
