@@ -516,7 +516,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         << "  KV cache                           x " << c.kvCache << "\n"
         << "  optimizer step scratch             " << scratch << " bytes per parameter\n"
         << "  workspaces                         " << std::fixed << std::setprecision(1)
-        << c.workspaceBytes / 1048576.0 << " MiB\n\n";
+        << c.workspaceBytes / 1048576.0 << " MiB\n"
+        << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "
+                              "every .grad from an earlier step)\n"
+                            : "")
+        << "\n";
     for (const CalibrationRun& run : r.runs) {
         auto err = [&](std::int64_t e) {
             std::ostringstream s;

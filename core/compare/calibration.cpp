@@ -99,6 +99,7 @@ std::size_t transientPeak(const Trace& trace, const TraceIndex& index, std::size
 struct EstimatedParts {
     double linear = 0, quadratic = 0, kvCache = 0;
     double fixed = 0; // transient bytes that do not grow with tokens (autocast's weight copies)
+    double gradientsAtLoss = 0, gradients = 0; // the parameters' gradients planned there, and at the step
 };
 EstimatedParts estimatedParts(Scenario sc) {
     sc.calibration = Calibration{};
@@ -106,6 +107,8 @@ EstimatedParts estimatedParts(Scenario sc) {
     const Estimate est = estimate(sc);
     const int stage = est.mostLoadedStage;
     for (const TimelinePoint& t : phaseTimeline(sc, stage, 2)) {
+        if (t.phase == Phase::Optimizer)
+            p.gradients = std::max(p.gradients, t.bytes[Category::Gradients]);
         const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0 &&
                                                        !t.layerRunning && !t.headRunning)
                                                     : (t.phase == Phase::Prefill && t.progress >= 1);
@@ -120,6 +123,7 @@ EstimatedParts estimatedParts(Scenario sc) {
         p.linear = t.bytes[Category::Activations] + t.bytes[Category::Logits] - casts;
         p.quadratic = t.bytes[Category::AttentionScores];
         p.kvCache = t.bytes[Category::KvCache];
+        p.gradientsAtLoss = t.bytes[Category::Gradients];
     }
     return p;
 }
@@ -308,6 +312,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     const Attribution at = attribute(*run.trace, index, m.lossPeak, rules, run.scenario);
     m.workspaces = at.of(MeasuredCategory::Workspaces);
     m.kvCache = at.of(MeasuredCategory::KvCache);
+    m.gradients = at.of(MeasuredCategory::Gradients);
     m.transient = at.total - modelState(at) - m.workspaces - m.kvCache;
     m.total = at.total;
     splitBySize(*run.scenario, *run.trace, at, m);
@@ -458,6 +463,18 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     }
     c.optimizerStepBytesPerParameter = 0;
     c.stepScratchBytesPerParameter = steps ? step / steps : -1;
+    // Gradients alive at the loss peak where the plan frees them between steps (MAGMA27's CS336 run records
+    // its second step, after a warm-up that left every .grad): zero_grad(set_to_none=True) frees them all,
+    // so a run holds either none or every one, and half of what the plan gives the step tells the two
+    // apart whatever their dtype. Only when every run that could show it does.
+    int couldShow = 0, held = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+        if (runs[i].scenario->mode == Mode::Training && parts[i].gradients > 0 &&
+            parts[i].gradientsAtLoss < parts[i].gradients / 2) {
+            ++couldShow;
+            held += static_cast<double>(measured[i].gradients) >= parts[i].gradients / 2 ? 1 : 0;
+        }
+    c.gradientsHeld = couldShow > 0 && held == couldShow;
     c.kvCache = kvRuns ? kvRatio / kvRuns : 1;
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {

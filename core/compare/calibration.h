@@ -41,6 +41,7 @@ struct RunMeasurement {
     std::vector<AmbiguousTensor> ambiguousTensors;
     std::int64_t kvCache = 0;
     std::int64_t workspaces = 0;
+    std::int64_t gradients = 0;   // at the loss peak: what attribution gives to parameters' gradients
     bool hasStep = false;         // the run records an optimizer step
     std::int64_t stepScratch = 0; // at the step's peak: what is neither model state nor workspace
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.

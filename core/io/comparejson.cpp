@@ -37,6 +37,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["optimizer_step_scratch_bytes_per_parameter"] = c.stepScratchBytesPerParameter;
     if (c.quadraticActivationBytes > 0)
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
+    if (c.gradientsHeld)
+        j["gradients_held"] = true;
     return j;
 }
 

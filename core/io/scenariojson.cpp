@@ -840,6 +840,7 @@ void readCalibration(const json& doc, Scenario& sc) {
         factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
+    c.gradientsHeld = factors.boolean("gradients_held", false);
     if (c.quadraticActivationBytes > 0 && c.quadraticActivationBytes != sc.activationDtypeBytes()) {
         auto number = [](double v) {
             std::ostringstream o;

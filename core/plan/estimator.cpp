@@ -698,7 +698,9 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // main_grad in one fp32 buffer allocated when the model is wrapped and only zeroed between steps
     // (megatron/core/distributed/param_and_grad_buffer.py, grad_data; distributed_data_parallel.py,
     // zero_grad_buffer). Elsewhere zero_grad(set_to_none=True) frees them.
-    st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1 || tr.framework == Framework::Megatron;
+    // A calibration may have found them held where the scenario frees them (Calibration::gradientsHeld).
+    st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1 ||
+                            tr.framework == Framework::Megatron || sc.calibration.gradientsHeld;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
     const int mb = tr.gradientAccumulationSteps;

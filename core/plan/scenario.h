@@ -319,6 +319,10 @@ struct Calibration {
     // declared. Negative: not measured (the model's temporaries stand).
     double stepScratchBytesPerParameter = -1;
     double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout (replaces the planned ones)
+    // The runs held every parameter's gradient at their loss peak where the scenario frees them between
+    // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
+    // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.
+    bool gradientsHeld = false;
 };
 
 // A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).

@@ -94,7 +94,12 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                            "the peak compared is what a later step would reach, %1. ")
                             .arg(m_style().format(static_cast<double>(run.measured)))
                       : QString();
-    return firstStep +
+    const QString gradients =
+        r.factors.gradientsHeld
+            ? tr("The run held every gradient through its forward (an earlier step's, not freed by "
+                 "zero_grad), so the calibrated plan holds them too. ")
+            : QString();
+    return firstStep + gradients +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
