@@ -104,6 +104,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
         j["in_flight_micro_batches"] = r.inFlightMicroBatches;
         j["allocated_peak_bytes"] = bytes(r.allocatedBytes);
         j["reserved_peak_bytes"] = bytes(r.reservedBytes);
+        if (sc.mode == Mode::Training)
+            j["allocated_before_step_bytes"] = bytes(r.allocatedBeforeStepBytes);
         if (r.frozenWeightBytes > 0)
             j["frozen_weight_bytes"] = bytes(r.frozenWeightBytes);
         if (r.wrappedReservedBytes > 0)

@@ -69,6 +69,10 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
     if (v.metric == "device" && v.lastStage)
         throw Error(at + ".stage",
                     "a device's use is planned for the busiest rank: \"max\" (or leave it out)");
+    v.beforeStep = stringField(c, at, "moment", false, {"step", "before_step"}) == "before_step";
+    if (v.beforeStep && v.metric != "allocated")
+        throw Error(at + ".moment",
+                    "the peak before the step is planned for allocated memory: \"allocated\"");
     v.source = stringField(c, at, "source", true);
     v.scenarioPath = resolved(folder, stringField(c, at, "scenario", true));
     v.knownMiss = stringField(c, at, "open", false);
@@ -79,6 +83,8 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
         v.tracePath = resolved(folder, stringField(c, at, "trace", true));
         if (v.metric != "allocated")
             throw Error(at + ".metric", "a traced run is measured at its allocated peak: \"allocated\"");
+        if (v.beforeStep)
+            throw Error(at + ".moment", "a traced run is measured at its allocated peak, step included");
     } else {
         const char* key = c.contains("measured_bytes") ? "measured_bytes" : "measured_gib";
         if (!c[key].is_number() || !(c[key].get<double>() > 0) || c[key].get<double>() > 1e18)
@@ -113,6 +119,12 @@ double estimatedFor(const ValidationCase& c, const Estimate& est) {
     if (c.metric == "device")
         return est.peakBytes;
     const bool reserved = c.metric == "reserved";
+    if (c.beforeStep) {
+        double most = 0;
+        for (const StageEstimate& r : est.ranks)
+            most = std::max(most, r.allocatedBeforeStepBytes);
+        return c.lastStage && !est.ranks.empty() ? est.ranks.back().allocatedBeforeStepBytes : most;
+    }
     if (c.lastStage && !est.ranks.empty())
         return reserved ? est.ranks.back().reservedBytes : est.ranks.back().allocatedBytes;
     return reserved ? est.reservedPeakBytes : est.allocatedPeakBytes;

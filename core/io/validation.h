@@ -22,6 +22,9 @@ struct ValidationCase {
     std::string role;
     std::string metric;     // "allocated", "reserved" or "active": the counter the run reported
     bool lastStage = false; // the run logged its last pipeline stage (Megatron); else the busiest rank
+    // "moment": "before_step": the run reported its peak over the forward and backward alone, before the
+    // optimizer step (torch.cuda.max_memory_allocated read before optimizer.step()).
+    bool beforeStep = false;
     std::string scenarioPath, tracePath;  // resolved against the cases file's folder
     double measuredBytes = 0;             // 0 with a trace: measured at the trace's allocated peak
     std::vector<std::string> calibrateOn; // ids of traced cases whose runs calibrate this one's scenario

@@ -1372,6 +1372,9 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             const double reserved = total - b[Category::CudaContext] - (st.nonTorch - st.pagedStates + paged);
             se.reservedBytes = std::max(se.reservedBytes, reserved);
             se.allocatedBytes = std::max(se.allocatedBytes, reserved - b[Category::AllocatorOverhead]);
+            if (c.phase == Phase::Forward || c.phase == Phase::Backward)
+                se.allocatedBeforeStepBytes =
+                    std::max(se.allocatedBeforeStepBytes, reserved - b[Category::AllocatorOverhead]);
             if (unit.fsdp1StepReserved > 0)
                 return; // the step's replay depends on the batch: searched below
             if (unit.fsdp1) {

@@ -35,6 +35,7 @@ struct StageEstimate {
     Phase peakPhase = Phase::Forward;
     double inFlightMicroBatches = 0;
     double allocatedBytes = 0;          // the most over the step, as torch.cuda.max_memory_allocated() counts
+    double allocatedBeforeStepBytes = 0; // the same over the forward and backward only (training)
     double reservedBytes = 0;           // and as max_memory_reserved() does
     double optimizerTemporaryBytes = 0; // what the optimizer step allocates besides its states (modelled)
     double autocastCopyBytes = 0;       // autocast's 16-bit weight copies (in activations), all of them

@@ -912,6 +912,9 @@ void TestCli::badCasesFilesNameTheField() {
         {oneCase({{"measured_bytes", nullptr}}), "cases[0]: needs exactly one of"},
         {oneCase({{"calibrate_on", {"b"}}}), "cases[0].calibrate_on[0]: no case has the id \"b\""},
         {oneCase({{"between_steps_bytes", -5}}), "cases[0].between_steps_bytes: must be a positive number"},
+        {oneCase({{"moment", "after_step"}}), "cases[0].moment: must be one of step, before_step"},
+        {oneCase({{"moment", "before_step"}, {"metric", "reserved"}}),
+         "cases[0].moment: the peak before the step is planned for allocated memory"},
         {{{"schema", "headroom.cases/2"}}, "schema: must be"},
     };
     for (const auto& [doc, message] : bad) {
