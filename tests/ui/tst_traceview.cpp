@@ -740,9 +740,22 @@ void TestTraceView::calibrateFromTheWindow() {
         est += v;
     QVERIFY(std::abs(static_cast<double>(est) - 9103544320.0) <= 0.02 * 9103544320.0);
     QVERIFY(view->categoryBars()->verdict().contains(QStringLiteral("the estimate is")));
+    QVERIFY(!said.contains(QStringLiteral("gradient")));
     // One undo takes it back.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->json().contains("calibration"));
+    // MAGMA27's run kept every gradient from its warm-up: calibrated, the plan holds them and says so.
+    QVERIFY(
+        w->openScenario(QStringLiteral(HEADROOM_SOURCE_DIR
+                                       "/examples/measured/cs336-small-32x256-no-optimizer.headroom.json"),
+                        &error));
+    TracePage* magma = open(*w, traces() + "/snapshots/cs336_MAGMA27_memory_snapshot.pickle");
+    QVERIFY(magma && !magma->hasFailed());
+    const QString held = w->calibrateFrom(magma);
+    QVERIFY2(held.contains(QStringLiteral("held every gradient")) &&
+                 held.contains(QStringLiteral("0.0% off")),
+             qPrintable(held));
+    QVERIFY(w->document()->scenario().calibration.gradientsHeld);
 }
 
 void TestTraceView::allocatorWhatIfPanel() {
