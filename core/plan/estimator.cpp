@@ -988,8 +988,15 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
         st.activations = chunk * perToken;
         st.decodeActivations = perToken;
-        if (in.attention == Attention::Eager)
-            st.scores = e * heads * chunk * ctx;
+        if (in.attention == Attention::Eager) {
+            // transformers' eager_attention_forward (what generate runs with attn_implementation="eager")
+            // asks for an fp32 softmax: softmax(x, dtype=torch.float32) converts the scores to fp32 and
+            // writes an fp32 output beside them and the scores, which stay referenced until the call returns
+            // (aten softmax: input.toType(dtype), then _softmax): e + 4 + 4 bytes a score below fp32, the
+            // scores and the output in fp32. Other code's softmax in the compute dtype: the one tensor.
+            const double bytesPerScore = in.engine == Engine::HuggingFace ? (e < 4 ? e + 8 : 8) : e;
+            st.scores = bytesPerScore * heads * chunk * ctx;
+        }
         if (st.last)
             st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
         if (in.engine == Engine::HuggingFace && engine)
