@@ -506,6 +506,10 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     out << "fitted on " << r.runs.size() << " run(s); wrote " << *a.output << "\n";
     const Calibration& c = r.factors;
     const double scratch = std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter;
+    std::ostringstream tensors;
+    tensors << std::fixed << std::setprecision(2) << c.stepScratchLargestTensors;
+    std::ostringstream logitCopies;
+    logitCopies << std::setprecision(3) << c.heldLogitCopies;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
@@ -514,7 +518,15 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                 : std::string())
         << "\n"
         << "  KV cache                           x " << c.kvCache << "\n"
-        << "  optimizer step scratch             " << scratch << " bytes per parameter\n"
+        << "  optimizer step scratch             " << scratch << " bytes per parameter"
+        << (c.stepScratchLargestTensors >= 0
+                ? " (one parameter at a time: " + tensors.str() +
+                      " tensors of the largest parameter, which another model size plans with its own)"
+                : std::string())
+        << "\n"
+        << (c.heldLogitCopies > 0 ? "  logits held through the step       x " + logitCopies.str() +
+                                        " (micro-batch x tokens x vocabulary, activation dtype)\n"
+                                  : std::string())
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n"
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "

@@ -428,8 +428,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         // Whatever the scores were seen to hold was measured in the runs' activation dtype.
         c.quadraticActivationBytes = runsDtype([&](std::size_t i) { return parts[i].quadratic > 0; });
     }
-    double step = 0, kvRatio = 0;
-    int steps = 0, kvRuns = 0;
+    double step = 0, kvRatio = 0, stepTensors = 0, heldLogits = 0;
+    int steps = 0, kvRuns = 0, loops = 0, logitRuns = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         c.workspaceBytes = std::max(c.workspaceBytes, static_cast<double>(measured[i].workspaces));
         if (measured[i].hasStep && runs[i].scenario->parameters() > 0) {
@@ -445,15 +445,31 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                     ? e.ranks.at(static_cast<std::size_t>(e.mostLoadedStage)).peak[Category::Weights] /
                           plain.training.bytes.weights
                     : 0;
-            // What the plan already holds at the step besides the states (the logits a profile's loop
-            // keeps through it) is not scratch.
+            // The logits kept through the step (tensors of batch x tokens x vocabulary at its peak) are
+            // not scratch: they grow with the tokens. Measured, they replace what the plan holds there.
             double held = 0;
-            for (const TimelinePoint& t : phaseTimeline(plain, e.mostLoadedStage, 2))
-                if (t.phase == Phase::Optimizer)
-                    held = std::max(held, t.bytes[Category::Logits]);
+            for (const TensorRow& row : measured[i].atStep.rows)
+                held += row.shape == "b·s·V" ? static_cast<double>(row.bytes()) : 0;
+            const double logits = static_cast<double>(plain.training.microBatchSize) *
+                                  plain.activationDtypeBytes() * plain.training.sequenceLength *
+                                  plain.model.vocab / plain.cluster.tensorParallel;
+            if (logits > 0) {
+                heldLogits += held / logits;
+                ++logitRuns;
+            }
             if (parameters > 0) {
-                step += std::max(0.0, static_cast<double>(measured[i].stepScratch) - held) / parameters;
+                const double scratch = std::max(0.0, static_cast<double>(measured[i].stepScratch) - held);
+                step += scratch / parameters;
                 ++steps;
+                // Less than half a state's worth: the step went one parameter at a time (torch's for_loop
+                // AdamW, a hand-written one; foreach holds a whole state's list of temporaries), and what
+                // it held is so many tensors of the largest parameter, whatever the parameter count.
+                const double stateBytes = plain.training.bytes.optimizerStates / 2;
+                const double largest = stateBytes * largestSteppedTensor(plain);
+                if (largest > 0 && scratch < stateBytes * parameters / 2) {
+                    stepTensors += scratch / largest;
+                    ++loops;
+                }
             }
         }
         if (parts[i].kvCache > 0) {
@@ -463,6 +479,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     }
     c.optimizerStepBytesPerParameter = 0;
     c.stepScratchBytesPerParameter = steps ? step / steps : -1;
+    c.stepScratchLargestTensors = steps && loops == steps ? stepTensors / steps : -1;
+    c.heldLogitCopies = logitRuns ? heldLogits / logitRuns : -1;
     // Gradients alive at the loss peak where the plan frees them between steps (MAGMA27's CS336 run records
     // its second step, after a warm-up that left every .grad): zero_grad(set_to_none=True) frees them all,
     // so a run holds either none or every one, and half of what the plan gives the step tells the two

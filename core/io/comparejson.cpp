@@ -35,6 +35,10 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
                         {"workspace_bytes", c.workspaceBytes}};
     if (c.stepScratchBytesPerParameter >= 0)
         j["optimizer_step_scratch_bytes_per_parameter"] = c.stepScratchBytesPerParameter;
+    if (c.heldLogitCopies >= 0)
+        j["held_logit_copies"] = c.heldLogitCopies;
+    if (c.stepScratchLargestTensors >= 0)
+        j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
     if (c.quadraticActivationBytes > 0)
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
     if (c.gradientsHeld)

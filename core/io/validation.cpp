@@ -97,6 +97,13 @@ ValidationCase caseFromJson(const nlohmann::json& c, const std::string& at, cons
             throw Error(at + ".between_steps_bytes", "must be a positive number");
         v.betweenStepsBytes = b.get<double>();
     }
+    if (c.contains("plain_pytorch")) {
+        if (!c["plain_pytorch"].is_boolean())
+            throw Error(at + ".plain_pytorch", "must be true or false");
+        v.plainPytorch = c["plain_pytorch"].get<bool>();
+        if (v.plainPytorch && v.stack != "pytorch")
+            throw Error(at + ".framework", "a case planned as plain PyTorch is \"pytorch\"");
+    }
     if (c.contains("calibrate_on")) {
         const nlohmann::json& on = c["calibrate_on"];
         if (!on.is_array() || on.empty())
@@ -133,6 +140,10 @@ double estimatedFor(const ValidationCase& c, const Estimate& est) {
 // The same workload planned without a framework profile: what Headroom estimated before the profiles.
 Scenario asPlainPytorch(const Scenario& sc) {
     nlohmann::json doc = sc.document;
+    if (sc.mode == Mode::Inference) {
+        doc["inference"]["framework"] = "pytorch";
+        return scenarioFromJson(doc, sc.baseDir);
+    }
     doc["training"]["framework"] = "pytorch";
     if (doc["training"].value("activation_checkpointing", "") == "selective_op")
         doc["training"]["activation_checkpointing"] = "selective";
@@ -248,7 +259,13 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
             auto it = scenarios.find(c.scenarioPath);
             if (it == scenarios.end())
                 it = scenarios.emplace(c.scenarioPath, loadScenarioFile(c.scenarioPath)).first;
-            return it->second;
+            if (!c.plainPytorch)
+                return it->second;
+            const std::string key = c.scenarioPath + "\n(plain PyTorch)";
+            auto plain = scenarios.find(key);
+            if (plain == scenarios.end())
+                plain = scenarios.emplace(key, asPlainPytorch(it->second)).first;
+            return plain->second;
         };
         for (const ValidationCase& c : f.cases) {
             CaseResult r;
@@ -339,6 +356,13 @@ nlohmann::json validationToJson(const Validation& v) {
             s["by_framework"][k] = summaryJson(summarizeErrors(rs));
         for (const auto& [k, rs] : byMetric)
             s["by_metric"][k] = summaryJson(summarizeErrors(rs));
+        // Predictions from a calibration on other runs test calibration, not the profiles: apart too.
+        std::vector<const CaseResult*> calibrated;
+        for (const CaseResult* r : all)
+            if (!r->c->calibrateOn.empty())
+                calibrated.push_back(r);
+        if (!calibrated.empty())
+            s["calibrated"] = summaryJson(summarizeErrors(calibrated));
         summary[role] = s;
     }
     nlohmann::json files = nlohmann::json::array();
@@ -411,6 +435,13 @@ std::string validationMarkdown(const Validation& v, bool runs) {
             }
             o << ".\n";
         }
+        std::vector<const CaseResult*> calibrated, planned;
+        for (const CaseResult* r : rs)
+            (r->c->calibrateOn.empty() ? planned : calibrated).push_back(r);
+        if (!calibrated.empty() && !planned.empty())
+            o << "\nCalibrated on recorded runs (`calibrate_on`): "
+              << summaryLine(summarizeErrors(calibrated))
+              << "; planned as they come: " << summaryLine(summarizeErrors(planned)) << ".\n";
         o << "\n";
     }
     if (!runs)

@@ -28,6 +28,9 @@ struct ValidationCase {
     std::string scenarioPath, tracePath;  // resolved against the cases file's folder
     double measuredBytes = 0;             // 0 with a trace: measured at the trace's allocated peak
     std::vector<std::string> calibrateOn; // ids of traced cases whose runs calibrate this one's scenario
+    // "plain_pytorch": the scenario planned without its framework profile, as plain PyTorch (the profile a
+    // user without one for the code has; with calibrate_on, what calibration makes of it).
+    bool plainPytorch = false;
     std::string knownMiss;                // why the estimate is known to miss this run ("open")
     // What stayed allocated between the run's steps, as it logged it (Megatron-LM's mem-allocated-bytes):
     // the model state and what the libraries keep, with nothing of a step's; 0 when not logged.

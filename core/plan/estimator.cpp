@@ -237,9 +237,8 @@ double optimizerTemporaries(const Scenario& sc, const StageParams& sp) {
         return 0;
     if (tr.optimizerImpl == OptimizerImpl::Cs336Basics)
         // Its states are zeros_like(grad), in the parameters' dtype, and so are its temporaries.
-        return cs336StepTemporaries(largestMatrix(sc.model, c.tensorParallel, true) / group,
-                                    tr.bytes.weights);
-    return 2 * stateBytes * largestMatrix(sc.model, c.tensorParallel, true) / group;
+        return cs336StepTemporaries(largestSteppedTensor(sc), tr.bytes.weights);
+    return 2 * stateBytes * largestSteppedTensor(sc);
 }
 
 // bitsandbytes pages a parameter's states only when it has 100,000 elements or more
@@ -1030,6 +1029,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
          {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
           &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
         *v *= c.linear;
+    if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known)
+        st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
+                        sc.model.vocab / sc.cluster.tensorParallel; // measured, so not scaled with `linear`
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
     const bool scoresFit =
         c.quadraticActivationBytes <= 0 || c.quadraticActivationBytes == sc.activationDtypeBytes();
@@ -1046,7 +1048,13 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
-        if (c.stepScratchBytesPerParameter >= 0) {
+        if (c.stepScratchLargestTensors >= 0) {
+            // A loop over the parameters: so many tensors of the largest one this GPU steps, in the states'
+            // dtype, which follow the model's widest matrix rather than its parameter count.
+            st.optimizerStep += c.stepScratchLargestTensors * sc.training.bytes.optimizerStates / 2 *
+                                largestSteppedTensor(sc);
+            st.optimizerTemp = 0;
+        } else if (c.stepScratchBytesPerParameter >= 0) {
             st.optimizerStep += c.stepScratchBytesPerParameter * parameters;
             st.optimizerTemp = 0; // measured, whatever implementation the scenario names
         }
@@ -1550,6 +1558,13 @@ bool weightsStayQuantised(const Scenario& sc) {
     // own loader.
     return !(sc.inference.engine == Engine::HuggingFace && sc.model.quantization.name == "fp8" &&
              !hasNativeFp8(sc.cluster.gpu));
+}
+
+double largestSteppedTensor(const Scenario& sc) {
+    if (!sc.model.known)
+        return 0;
+    const ClusterSettings& c = sc.cluster;
+    return largestMatrix(sc.model, c.tensorParallel, true) / (shardsOptimizer(c) ? shardGroup(c) : 1);
 }
 
 } // namespace headroom

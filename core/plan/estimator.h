@@ -179,6 +179,12 @@ Estimate estimateWith(const Scenario& sc, EngineSizer engine);
 // and sweeps, which ask only whether a plan fits and how much it holds.
 Estimate estimatePeakWith(const Scenario& sc, EngineSizer engine);
 
+// The elements of the largest tensor an optimizer that steps one parameter at a time works on, on one GPU:
+// the widest weight matrix (the embedding and head included) of its tensor-parallel shard, and its own shard
+// where ZeRO or FSDP shard the states. A per-parameter loop's temporaries are a few tensors of this size,
+// whatever the model's depth (calibration measures them in these units: Calibration).
+double largestSteppedTensor(const Scenario& sc);
+
 struct TimelinePoint {
     Phase phase = Phase::Forward;
     double progress = 0; // 0..1 within the phase

@@ -318,6 +318,17 @@ struct Calibration {
     // modelled step temporaries, so calibration reproduces a run whatever AdamW implementation the scenario
     // declared. Negative: not measured (the model's temporaries stand).
     double stepScratchBytesPerParameter = -1;
+    // The same measured as tensors of the largest parameter the step works on (largestSteppedTensor) in the
+    // states' dtype, where the run stepped one parameter at a time (its scratch less than half a state):
+    // what such a loop holds follows the widest matrix, not the parameter count, so a model of another
+    // size is planned with its own widest matrix. Negative: not measured so; takes precedence when set.
+    double stepScratchLargestTensors = -1;
+    // Logit tensors (micro-batch x tokens x vocabulary on this GPU, in the activation dtype) the runs kept
+    // through the optimizer step: the loss's logits a caller's variable keeps alive (CS336's benchmark keeps
+    // the model's output until its next step), which grow with the tokens and not with the parameters, so
+    // they are not step scratch; counted in the activation dtype because the head's output takes it (bf16
+    // under autocast). Negative: not measured (the profile's own, if any, stand).
+    double heldLogitCopies = -1;
     double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout (replaces the planned ones)
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no

@@ -58,11 +58,13 @@ private slots:
     void runShapePerRank();
     void scoresFactorKeepsToItsDtype();
     void calibrationWhateverTheOptimizer();
+    void stepScratchFollowsTheLargestParameter();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
     void calibratedPredictions();
     void measuredValidateAgainstTheTargets();
+    void calibratedValidatePredictions();
 };
 
 void TestAttribution::parameterTensorsSumToTheCount() {
@@ -633,6 +635,58 @@ void TestAttribution::calibrationWhateverTheOptimizer() {
     }
 }
 
+// What a step that goes one parameter at a time holds follows the model's widest matrix, not its parameter
+// count (torch/optim/adamw.py, _single_tensor_adamw: each parameter's temporaries are freed before the next
+// one's), and the logits a caller keeps through the step follow the tokens: calibration measures both in
+// those units, so that a model of another size and length is planned with its own.
+void TestAttribution::stepScratchFollowsTheLargestParameter() {
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Run run =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const CalibrationResult cal =
+        calibrate({{&run.scenario, &run.trace->trace, run.trace->indexes[0].get(), "128"}}, rules);
+    // At the step's peak, besides the states: five fp32 tensors of the embedding (10,000 x 1,024 x 4 bytes,
+    // the model's widest matrix) and the loss's fp32 logits (4 x 128 x 10,000 x 4 bytes), which the
+    // benchmark still holds: one copy in the activation dtype.
+    auto count = [](const TensorTable& t, const std::string& shape, std::int64_t each) {
+        std::size_t n = 0;
+        for (const TensorRow& r : t.rows)
+            n += r.shape == shape && r.each == each ? r.count : 0;
+        return n;
+    };
+    QCOMPARE(count(cal.runs.at(0).atStep, "p", 10000LL * 1024 * 4), size_t(5));
+    QCOMPARE(count(cal.runs.at(0).atStep, "b·s·V", 4LL * 128 * 10000 * 4), size_t(1));
+    QCOMPARE(qRound(100 * cal.factors.stepScratchLargestTensors), 500);
+    QCOMPARE(qRound(100 * cal.factors.heldLogitCopies), 100);
+    // The 2.7B model at 4 x 512 (examples/measured/cs336-basics), planned as plain PyTorch with these
+    // factors: its widest matrix is an FFN weight, 2,560 x 10,240 = 26,214,400 elements (the embedding has
+    // 25,600,000), so the step holds 5 x 26,214,400 x 4 bytes of scratch beside 4 x 512 x 10,000 x 4 bytes of
+    // logits. Per parameter (0.48 bytes measured on the medium model) it would have been 1.3 GB.
+    json doc = json::parse(
+        readTextFile((measured() + "cs336-basics/cs336-2.7b-512-step-hopper.headroom.json").toStdString()));
+    doc["training"]["framework"] = "pytorch";
+    Scenario big = scenarioFromJson(doc);
+    big.calibration = cal.factors;
+    double temporaries = 0, logits = 0;
+    for (const TimelinePoint& t : phaseTimeline(big, 0, 2))
+        if (t.phase == Phase::Optimizer) {
+            temporaries = std::max(temporaries, t.bytes[Category::Temporaries]);
+            logits = std::max(logits, t.bytes[Category::Logits]);
+        }
+    QVERIFY2(std::abs(temporaries / (5.0 * 26214400 * 4) - 1) <= 0.001,
+             qPrintable(QString::number(temporaries)));
+    QVERIFY2(std::abs(logits / (4.0 * 512 * 10000 * 4) - 1) <= 0.001, qPrintable(QString::number(logits)));
+    // A step that holds a whole state's worth or more (bcrafton's compiled step, 4.1 bytes a parameter
+    // against 4-byte states) is measured per parameter.
+    const Run compiled =
+        loadRun("cs336-small-gpt2vocab-1x64-compiled", "cs336_bcrafton_memory_snapshot.pickle");
+    const CalibrationResult c2 = calibrate(
+        {{&compiled.scenario, &compiled.trace->trace, compiled.trace->indexes[0].get(), "c"}}, rules);
+    QVERIFY2(c2.factors.stepScratchBytesPerParameter >= 2,
+             qPrintable(QString::number(c2.factors.stepScratchBytesPerParameter)));
+    QCOMPARE(c2.factors.stepScratchLargestTensors, -1.0);
+}
+
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
 // declares (the bound): every trace of tests/data with the plain-PyTorch scenario of
 // examples/measured that describes it, on its own. MAGMA27's run held its gradients from a warm-up step
@@ -718,6 +772,12 @@ void TestAttribution::calibratedPredictions_data() {
                            "cs336-medium-1024-training-bf16-autocast-calibrated-from-128-256",
                            "cs336-medium-1024-inference-calibrated-from-128-256"})
         QTest::newRow(id) << QString::fromLatin1(id) << 0.10;
+    // The 2.7B model's published peaks at the step, predicted from the medium model's traces: fit since the
+    // step scratch's unit was chosen on them (calibratedValidatePredictions holds the rest).
+    for (const ValidationCase& c :
+         loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString()).cases)
+        if (c.role == "fit" && c.plainPytorch && !c.calibrateOn.empty())
+            QTest::newRow(c.id.c_str()) << QString::fromStdString(c.id) << 0.05;
 }
 
 void TestAttribution::calibratedPredictions() {
@@ -732,7 +792,7 @@ void TestAttribution::calibratedPredictions() {
             r = &c;
     QVERIFY2(r, qPrintable(id + QStringLiteral(" is not in cases.json")));
     QCOMPARE(r->c->calibrateOn.empty(), false);
-    QVERIFY(r->traced);
+    QVERIFY(r->traced || r->c->plainPytorch);
     const QString what = QStringLiteral("%1: %2%").arg(id).arg(100 * r->error(), 0, 'f', 1);
     qInfo().noquote() << what;
     QVERIFY2(std::abs(r->error()) <= bound, qPrintable(what));
@@ -748,7 +808,7 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
                       AttributionRules::pytorchDefaults());
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
-        if (r.c->role == "validate" && r.c->stack == "pytorch") {
+        if (r.c->role == "validate" && r.c->stack == "pytorch" && r.c->calibrateOn.empty()) {
             QVERIFY(r.traced);
             errors.push_back(std::abs(r.error()));
         }
@@ -773,6 +833,33 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
         "from the model's code, within 0.2% (a fit profile: its rows are fit).",
         Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
+}
+
+// Calibration out of sample: the plain-PyTorch profile calibrated on Wedsonlin's medium model at 128 and 256
+// tokens in fp32 (its two training traces, or its two forward traces), predicting the published peaks of the
+// 2.7B model (hidden 2,560, 32 layers) from three other students' repositories, at 128 to 512 tokens, under
+// bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the step. The runs no
+// rule was chosen on (examples/measured/cases.json, role validate, calibrate_on): within the 10% at
+// other lengths and under autocast each, and a median within 5%.
+void TestAttribution::calibratedValidatePredictions() {
+    const Validation v =
+        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    std::vector<double> errors;
+    for (const CaseResult& r : v.results)
+        if (r.c->role == "validate" && !r.c->calibrateOn.empty()) {
+            QVERIFY(r.c->plainPytorch);
+            const QString what = QStringLiteral("%1: %2%")
+                                     .arg(QString::fromStdString(r.c->id))
+                                     .arg(100 * r.error(), 0, 'f', 1);
+            qInfo().noquote() << what;
+            QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
+            errors.push_back(std::abs(r.error()));
+        }
+    QCOMPARE(errors.size(), size_t(17));
+    std::sort(errors.begin(), errors.end());
+    const double median = errors[8];
+    QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 
 // Sizes come from the file: three live allocations of 2^62 bytes add up past INT64_MAX. Sums saturate (the

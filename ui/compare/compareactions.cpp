@@ -99,7 +99,13 @@ QString CompareActions::calibrateFrom(TracePage* view) {
             ? tr("The run held every gradient through its forward (an earlier step's, not freed by "
                  "zero_grad), so the calibrated plan holds them too. ")
             : QString();
-    return firstStep + gradients +
+    const QString step =
+        r.factors.stepScratchLargestTensors >= 0
+            ? tr("Its optimizer step went one parameter at a time and held %1 tensors the size of its "
+                 "largest parameter besides the states; a model of another size is planned with its own. ")
+                  .arg(r.factors.stepScratchLargestTensors, 0, 'f', 1)
+            : QString();
+    return firstStep + gradients + step +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
