@@ -741,6 +741,9 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY(std::abs(static_cast<double>(est) - 9103544320.0) <= 0.02 * 9103544320.0);
     QVERIFY(view->categoryBars()->verdict().contains(QStringLiteral("the estimate is")));
     QVERIFY(!said.contains(QStringLiteral("gradient")));
+    // Its step held five fp32 tensors of the embedding besides the states (and the loss's logits, apart).
+    QVERIFY2(said.contains(QStringLiteral("one parameter at a time and held 5.0 tensors")), qPrintable(said));
+    qInfo().noquote() << said;
     // One undo takes it back.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->json().contains("calibration"));
