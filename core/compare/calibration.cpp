@@ -244,23 +244,29 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
                 if (j == i || at == sizes[j].end())
                     continue;
                 const RunShape other(*runs[j].scenario);
+                // The other run may compute in another dtype (an fp32 run beside an autocast one): the
+                // line's tensor there is either shape at the widths either dtype gives it.
+                std::set<int> widths(t.scoresBytes.begin(), t.scoresBytes.end());
+                widths.insert(static_cast<int>(runs[j].scenario->activationDtypeBytes()));
+                widths.insert(4);
                 std::set<std::int64_t> scores, linear;
-                for (const int d : t.scoresBytes)
+                for (const int d : widths)
                     scores.insert(static_cast<std::int64_t>(other.scores(d)));
                 for (const auto& l : t.linear)
-                    linear.insert(
-                        static_cast<std::int64_t>(other.linear(widthIn(other, l.symbol), l.dtypeBytes)));
+                    for (const int d : widths)
+                        linear.insert(static_cast<std::int64_t>(other.linear(widthIn(other, l.symbol), d)));
                 bool sawScores = false, sawLinear = false, overlap = false;
                 for (const std::int64_t s : scores) {
                     overlap = overlap || linear.count(s) > 0;
                     sawScores = sawScores || at->second.count(s) > 0;
                 }
                 for (const auto& l : t.linear)
-                    if (at->second.count(static_cast<std::int64_t>(
-                            other.linear(widthIn(other, l.symbol), l.dtypeBytes)))) {
-                        sawLinear = true;
-                        as = &l;
-                    }
+                    for (const int d : widths)
+                        if (at->second.count(
+                                static_cast<std::int64_t>(other.linear(widthIn(other, l.symbol), d)))) {
+                            sawLinear = true;
+                            as = &l;
+                        }
                 if (overlap || sawScores == sawLinear)
                     continue;
                 const int v = sawScores ? 1 : -1;
@@ -371,29 +377,63 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         return grows[i] > 0 && measured[i].ambiguous == 0 && measured[i].quadratic > 0 &&
                parts[i].quadratic > 0;
     };
+    // The scores' factor per activation dtype: runs of another dtype keep other copies (an fp32 run and an
+    // autocast one calibrated together measured x2 and x1.12; one factor for both was 12% under on each).
+    auto dtypeOf = [&](std::size_t i) { return runs[i].scenario->activationDtypeBytes(); };
     double scoresMeasured = 0, scoresPlanned = 0;
+    std::map<double, std::pair<double, double>> scoresByDtype; // dtype -> (measured, planned)
     for (std::size_t i = 0; i < runs.size(); ++i)
         if (splitsBySize(i)) {
             scoresMeasured += static_cast<double>(measured[i].quadratic);
             scoresPlanned += parts[i].quadratic;
+            auto& [m, p] = scoresByDtype[dtypeOf(i)];
+            m += static_cast<double>(measured[i].quadratic);
+            p += parts[i].quadratic;
         }
     bool bySize = false;
     if (scoresPlanned > 0) {
-        const double q = scoresMeasured / scoresPlanned;
+        const double all = scoresMeasured / scoresPlanned;
+        auto measuredIn = [&](std::size_t i) { return scoresByDtype.count(dtypeOf(i)) > 0; };
+        auto qOf = [&](std::size_t i) {
+            const auto it = scoresByDtype.find(dtypeOf(i));
+            return it != scoresByDtype.end() && it->second.second > 0 ? it->second.first / it->second.second
+                                                                      : 1.0;
+        };
+        // The tokens' factor from the runs whose dtype had its scores measured; a run of another dtype,
+        // whose score-sized tensors no run told apart, then takes for its dtype's scores what the tokens'
+        // factor leaves of its bytes, within what its sizes allow (below).
         double rest = 0, planned = 0;
         for (std::size_t i = 0; i < runs.size(); ++i) {
-            if (grows[i] <= 0 || parts[i].linear <= 0)
+            if (grows[i] <= 0 || parts[i].linear <= 0 || !measuredIn(i))
                 continue;
             const double low = static_cast<double>(measured[i].quadratic);
-            const double scores =
-                std::clamp(q * parts[i].quadratic, low, low + static_cast<double>(measured[i].ambiguous));
+            const double scores = std::clamp(qOf(i) * parts[i].quadratic, low,
+                                             low + static_cast<double>(measured[i].ambiguous));
             rest += std::max(0.0, grows[i] - scores);
             planned += parts[i].linear;
         }
         if (planned > 0) {
-            c.quadratic = q;
+            c.quadratic = all;
             c.linear = rest / planned;
             c.quadraticActivationBytes = runsDtype(splitsBySize);
+            std::map<double, std::pair<double, double>> leftByDtype; // dtype -> (scores left, planned)
+            for (std::size_t i = 0; i < runs.size(); ++i)
+                if (!measuredIn(i) && grows[i] > 0 && parts[i].quadratic > 0) {
+                    const double low = static_cast<double>(measured[i].quadratic);
+                    const double left = std::clamp(grows[i] - c.linear * parts[i].linear, low,
+                                                   low + static_cast<double>(measured[i].ambiguous));
+                    auto& [l, p] = leftByDtype[dtypeOf(i)];
+                    l += left;
+                    p += parts[i].quadratic;
+                }
+            for (const auto& [dtype, sums] : leftByDtype)
+                scoresByDtype[dtype] = sums;
+            if (scoresByDtype.size() > 1) {
+                c.quadraticActivationBytes = scoresByDtype.begin()->first;
+                c.quadratic = scoresByDtype.begin()->second.first / scoresByDtype.begin()->second.second;
+                for (const auto& [dtype, sums] : scoresByDtype)
+                    c.quadraticByDtype.emplace_back(dtype, sums.first / sums.second);
+            }
             bySize = true;
         }
     }

@@ -41,6 +41,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
     if (c.quadraticActivationBytes > 0)
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
+    for (const auto& [dtype, factor] : c.quadraticByDtype)
+        j["quadratic_by_activation_bytes"][std::to_string(static_cast<int>(dtype))] = factor;
     if (c.gradientsHeld)
         j["gradients_held"] = true;
     return j;

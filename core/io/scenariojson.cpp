@@ -843,7 +843,20 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
-    if (c.quadraticActivationBytes > 0 && c.quadraticActivationBytes != sc.activationDtypeBytes()) {
+    if (const auto by = f->find("quadratic_by_activation_bytes"); by != f->end()) {
+        const std::string at = "calibration.factors.quadratic_by_activation_bytes";
+        if (!by->is_object() || by->size() > 4)
+            throw Error(
+                at, "must be an object of at most four dtype widths (\"1\", \"2\", \"4\", \"8\") to factors");
+        for (const auto& [key, value] : by->items()) {
+            if (key != "1" && key != "2" && key != "4" && key != "8")
+                throw Error(at + "." + key, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
+            if (!value.is_number() || !(value.get<double>() >= 0) || value.get<double>() > 1000)
+                throw Error(at + "." + key, "must be a number from 0 to 1000");
+            c.quadraticByDtype.emplace_back(std::stod(key), value.get<double>());
+        }
+    }
+    if (!c.quadraticFor(sc.activationDtypeBytes())) {
         auto number = [](double v) {
             std::ostringstream o;
             o << v;

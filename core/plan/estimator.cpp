@@ -1033,12 +1033,11 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
                         sc.model.vocab / sc.cluster.tensorParallel; // measured, so not scaled with `linear`
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
-    const bool scoresFit =
-        c.quadraticActivationBytes <= 0 || c.quadraticActivationBytes == sc.activationDtypeBytes();
-    st.scores *= scoresFit ? c.quadratic : 1;
-    st.transientScores *= scoresFit ? c.quadratic : 1;
-    st.backwardScores *= scoresFit ? c.quadratic : 1;
-    st.backwardTemporaryScores *= scoresFit ? c.quadratic : 1;
+    const double q = c.quadraticFor(sc.activationDtypeBytes()).value_or(1);
+    st.scores *= q;
+    st.transientScores *= q;
+    st.backwardScores *= q;
+    st.backwardTemporaryScores *= q;
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
         st.decodeKvTransient *= c.kvCache;

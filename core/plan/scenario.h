@@ -312,6 +312,18 @@ struct Calibration {
     // next matmul keeps a 16-bit copy; in fp32 a hand-written softmax's every output is kept at 4 bytes), so
     // under another the factor is not applied.
     double quadraticActivationBytes = 0;
+    // Runs of several activation dtypes calibrated together (an fp32 run and an autocast one): the scores'
+    // factor measured in each, (dtype bytes, factor); `quadratic` is then the first's. Empty otherwise.
+    std::vector<std::pair<double, double>> quadraticByDtype;
+    // The scores' factor for activations of `dtypeBytes`, or nothing when none was measured in that dtype.
+    std::optional<double> quadraticFor(double dtypeBytes) const {
+        if (quadraticActivationBytes <= 0 || quadraticActivationBytes == dtypeBytes)
+            return quadratic;
+        for (const auto& [dtype, factor] : quadraticByDtype)
+            if (dtype == dtypeBytes)
+                return factor;
+        return std::nullopt;
+    }
     double kvCache = 1;                        // the KV cache (0: the code keeps none)
     double optimizerStepBytesPerParameter = 0; // added to what the step holds besides the states (old files)
     // What the optimizer step was measured to hold besides the states, per parameter: it replaces the

@@ -59,6 +59,7 @@ private slots:
     void scoresFactorKeepsToItsDtype();
     void calibrationWhateverTheOptimizer();
     void stepScratchFollowsTheLargestParameter();
+    void calibrationAcrossDtypes();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
@@ -685,6 +686,60 @@ void TestAttribution::stepScratchFollowsTheLargestParameter() {
     QVERIFY2(c2.factors.stepScratchBytesPerParameter >= 2,
              qPrintable(QString::number(c2.factors.stepScratchBytesPerParameter)));
     QCOMPARE(c2.factors.stepScratchLargestTensors, -1.0);
+}
+
+// Runs of two activation dtypes calibrated together (what a user who has an fp32 run and an autocast one
+// does): the scores' factor is measured per dtype, x2 in fp32 (the hand-written softmax's two fp32 outputs)
+// and x1.12 under autocast; one factor for both put each run 12% under. A run whose score-sized tensors are
+// ambiguous at its length (256 tokens: 16 MiB is a score tensor and an FFN output), beside a run of another
+// dtype whose sizes cannot tell them apart, takes for its dtype's scores what the tokens' factor leaves.
+void TestAttribution::calibrationAcrossDtypes() {
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Run t128 =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const Run t256 =
+        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    const Run a512 = loadRun("cs336-medium-512-training-bf16-autocast",
+                             "cs336_Wedsonlin_medium_512_training_memory_snapshot.pickle");
+    const Run a1024 = loadRun("cs336-medium-1024-training-bf16-autocast",
+                              "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
+    auto input = [](const Run& r, const char* name) -> CalibrationInput {
+        return {&r.scenario, &r.trace->trace, r.trace->indexes[0].get(), name};
+    };
+    // Against each run's own trace, with the calibrated plan (as compare counts it).
+    auto off = [&](const Calibration& c, const Run& r) {
+        Scenario sc = r.scenario;
+        sc.calibration = c;
+        const Comparison cmp = compareAtPeak(sc, estimate(sc), r.trace->trace, *r.trace->indexes[0],
+                                             AttributionRules::pytorchDefaults());
+        return static_cast<double>(cmp.estimatedTotal) / static_cast<double>(cmp.measured.total) - 1;
+    };
+    const CalibrationResult mixed = calibrate({input(t128, "128"), input(a512, "512 autocast")}, rules);
+    // fp32: the 128-token run's 48 score tensors of 4 MiB, two a layer where one is planned (as above).
+    QCOMPARE(mixed.factors.quadraticFor(4).value_or(0), 2.0);
+    // Under autocast, what the tokens' factor leaves of the 512-token run: far fewer copies than in fp32.
+    const double q2 = mixed.factors.quadraticFor(2).value_or(0);
+    qInfo().noquote() << "scores' factor under autocast:" << q2;
+    QVERIFY2(q2 > 0 && 2.0 / q2 >= 1.5, qPrintable(QString::number(q2)));
+    for (const CalibrationRun& r : mixed.runs)
+        QVERIFY2(relative(r.after, r.measured) <= 0.02, r.trace.c_str());
+    QVERIFY2(std::abs(off(mixed.factors, t256)) <= 0.05,
+             qPrintable(QString::number(off(mixed.factors, t256))));
+    QVERIFY2(std::abs(off(mixed.factors, a1024)) <= 0.10,
+             qPrintable(QString::number(off(mixed.factors, a1024))));
+    // The ambiguous fp32 run beside an autocast one: both reproduced.
+    const CalibrationResult other = calibrate({input(t256, "256"), input(a1024, "1024 autocast")}, rules);
+    for (const CalibrationRun& r : other.runs)
+        QVERIFY2(relative(r.after, r.measured) <= 0.02, r.trace.c_str());
+    QVERIFY(other.factors.quadraticFor(4).has_value() && other.factors.quadraticFor(2).has_value());
+    // Either factor written out and read back: the same plan.
+    json doc = t256.scenario.document;
+    doc["calibration"] = {{"factors", calibrationFactorsToJson(mixed.factors)}};
+    QVERIFY(doc["calibration"]["factors"].contains("quadratic_by_activation_bytes"));
+    const Scenario back = scenarioFromJson(doc, t256.scenario.baseDir);
+    QCOMPARE(back.calibration.quadraticFor(4).value_or(0), mixed.factors.quadraticFor(4).value_or(-1));
+    QCOMPARE(back.calibration.quadraticFor(2).value_or(0), mixed.factors.quadraticFor(2).value_or(-1));
+    QVERIFY(back.warnings.size() == t256.scenario.warnings.size()); // its dtype was measured: no warning
 }
 
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
