@@ -1029,7 +1029,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
          {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
           &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
         *v *= c.linear;
-    if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known)
+    // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
+    if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
                         sc.model.vocab / sc.cluster.tensorParallel; // measured, so not scaled with `linear`
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
