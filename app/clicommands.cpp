@@ -179,6 +179,13 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
     return a;
 }
 
+// A text of several lines under a two-space indent.
+std::string indented(std::string text) {
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 3))
+        text.replace(at, 1, "\n  ");
+    return text;
+}
+
 std::string pct(double part, double whole) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%5.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
@@ -226,13 +233,13 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             << labelOf(optimizerNames(), sc.training.optimizer) << " step "
             << (sc.training.pagedOptimizer ? "paged (bitsandbytes, in place)"
                                            : labelOf(optimizerImplNames(), sc.training.optimizerImpl))
-            << "\n  " << words.record;
+            << "\n  " << indented(words.record);
     else {
         out << "\n  engine " << labelOf(engineNames(), sc.inference.engine);
         if (const EngineVersion* v = engineVersionOf(sc))
             out << " (" << v->name << ": " << v->modelRunner << ")";
         if (!words.record.empty())
-            out << "\n  " << words.record;
+            out << "\n  " << indented(words.record);
     }
     out << "\n\n";
     out << "  per GPU (stage " << est.mostLoadedStage << ", peak in " << phaseName(est.peakPhase)

@@ -22,6 +22,9 @@ constexpr std::array<TrackRecord, 7> kRecords = {{
     {Framework::Cs336Basics, 31, 0.00430, 0.00962, 15, 0.00003, "allocated"},
 }};
 
+// tst_frameworks::trackRecordFollowsTheCases recomputes it too.
+constexpr CalibrationTrackRecord kCalibrationRecord = {17, 0.00692, 0.01439, 28, 0.00223};
+
 // tst_serving::servingTrackRecordFollowsTheLogs recomputes these from examples/serving/cases.json.
 constexpr std::array<ServingTrackRecord, 2> kServingRecords = {{
     {Engine::Vllm, 21, 14, 0.00465, 0.09557, 11, 8, 0.00393},
@@ -48,6 +51,18 @@ const Row* rowOf(const std::array<Row, N>& table, Key Row::*member, Key key) {
 }
 
 } // namespace
+
+const CalibrationTrackRecord& calibrationTrackRecord() {
+    return kCalibrationRecord;
+}
+
+std::string calibrationTrackRecordText() {
+    const CalibrationTrackRecord& r = kCalibrationRecord;
+    return "Calibrated plans (on recorded runs of the same code): " + runs(r.validateRuns) +
+           " no rule was chosen on, median " + percent(r.validateMedian) + " off (worst " +
+           percent(r.validateWorst) + "); " + std::to_string(r.fitRuns) + " that were, median " +
+           percent(r.fitMedian);
+}
 
 std::span<const TrackRecord> trackRecords() {
     return kRecords;

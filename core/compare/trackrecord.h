@@ -34,6 +34,20 @@ struct ServingTrackRecord {
     double fitPoolMedian = 0;
 };
 
+// How calibrated plans have held: every case planned with a calibration on recorded runs of the same code
+// (calibrate_on, all profiles), those no rule was chosen on apart from those that were, recomputed by
+// tst_frameworks like the rows above.
+struct CalibrationTrackRecord {
+    int validateRuns = 0;
+    double validateMedian = 0, validateWorst = 0;
+    int fitRuns = 0;
+    double fitMedian = 0;
+};
+const CalibrationTrackRecord& calibrationTrackRecord();
+// The line under a calibrated plan: "Calibrated plans: 17 runs no rule was chosen on, median 0.7% off
+// (worst 1.4%); 28 that were, median 0.2%".
+std::string calibrationTrackRecordText();
+
 std::span<const TrackRecord> trackRecords();
 // The row of a framework; nothing where no run checks its profile.
 const TrackRecord* trackRecordOf(Framework framework);

@@ -74,6 +74,17 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
                       {"fit_runs", r->fitRuns},
                       {"fit_median_abs_error", r->fitMedian},
                       {"counters", r->counters}};
+        if (sc.calibration.present) {
+            // How plans calibrated on recorded runs of the same code have held (all profiles).
+            const CalibrationTrackRecord& c = calibrationTrackRecord();
+            if (record.is_null())
+                record = json::object();
+            record["calibrated"] = {{"validate_runs", c.validateRuns},
+                                    {"validate_median_abs_error", c.validateMedian},
+                                    {"validate_worst_abs_error", c.validateWorst},
+                                    {"fit_runs", c.fitRuns},
+                                    {"fit_median_abs_error", c.fitMedian}};
+        }
         out["track_record"] = std::move(record);
     } else if (est.serving.engine) {
         // A serving engine's plans against the start-up logs: the KV pool's error, and how many runs had

@@ -62,7 +62,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
             : "tensor " + std::to_string(c.tensorParallel) + " × pipeline " +
                   std::to_string(c.pipelineParallel);
     if (sc.mode == Mode::Training)
-        w.record = trackRecordText(sc.training.framework);
+        w.record = trackRecordText(sc.training.framework) +
+                   (sc.calibration.present ? "\n" + calibrationTrackRecordText() : std::string());
     else if (sv.engine && sc.inference.engine != Engine::HuggingFace)
         w.record = servingTrackRecordText(sc.inference.engine);
     w.setup = sc.modelLabel + " — " + std::to_string(c.numGpus) + " × " + c.gpu + ", " + layout;

@@ -482,14 +482,35 @@ void TestFrameworks::trackRecordFollowsTheCases() {
                                        AttributionRules::pytorchDefaults());
     std::map<Framework, std::array<std::vector<const CaseResult*>, 2>> byFramework; // [0] validate, [1] fit
     std::map<Framework, std::set<std::string>> counters;
+    std::array<std::vector<const CaseResult*>, 2> calibrated;
     for (const CaseResult& r : v.results) {
-        if (!r.c->calibrateOn.empty())
+        if (!r.c->calibrateOn.empty()) {
+            calibrated[r.c->role == "fit" ? 1 : 0].push_back(&r);
             continue;
+        }
         const auto named = std::find_if(frameworkNames().begin(), frameworkNames().end(),
                                         [&](const auto& n) { return r.c->stack == n.name; });
         QVERIFY2(named != frameworkNames().end(), r.c->stack.c_str());
         byFramework[named->value][r.c->role == "fit" ? 1 : 0].push_back(&r);
         counters[named->value].insert(r.c->metric);
+    }
+    // Calibrated plans, every profile together: the line under a calibrated plan.
+    {
+        const ErrorSummary validate = summarizeErrors(calibrated[0]), fit = summarizeErrors(calibrated[1]);
+        const QString row = QStringLiteral("{%1, %2, %3, %4, %5}")
+                                .arg(validate.runs)
+                                .arg(validate.median, 0, 'f', 5)
+                                .arg(validate.worst, 0, 'f', 5)
+                                .arg(fit.runs)
+                                .arg(fit.median, 0, 'f', 5);
+        qInfo().noquote() << "calibrated:" << row;
+        const CalibrationTrackRecord& c = calibrationTrackRecord();
+        QVERIFY2(c.validateRuns == static_cast<int>(validate.runs) &&
+                     c.fitRuns == static_cast<int>(fit.runs) &&
+                     std::abs(c.validateMedian - validate.median) <= 0.000005 &&
+                     std::abs(c.validateWorst - validate.worst) <= 0.000005 &&
+                     std::abs(c.fitMedian - fit.median) <= 0.000005,
+                 qPrintable(row));
     }
     QCOMPARE(trackRecords().size(), byFramework.size());
     for (const auto& [framework, sets] : byFramework) {

@@ -140,6 +140,28 @@ void TestCli::estimateJsonFollowsContract() {
     QVERIFY(cli({"estimate", path.toStdString()})
                 .out.find("Track record: no published or recorded run checks the DeepSpeed profile yet") !=
             std::string::npos);
+    QVERIFY(!j.at("track_record").contains("calibrated")); // not calibrated
+    // A calibrated plan also says how calibrated plans have held: the cases planned with calibrate_on,
+    // counted here from the file (the published files have none).
+    int calibratedValidate = 0;
+    for (const json& c : measured.at("cases"))
+        calibratedValidate += c.at("role") == "validate" && c.contains("calibrate_on");
+    QFile medium(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json"));
+    QVERIFY(medium.open(QIODevice::ReadOnly));
+    json calibrated = json::parse(medium.readAll().toStdString());
+    calibrated["calibration"] = {{"factors", {{"linear", 1.28}}}};
+    const QString calibratedPath = m_dir.filePath("calibrated.headroom.json");
+    QFile cf(calibratedPath);
+    QVERIFY(cf.open(QIODevice::WriteOnly));
+    cf.write(QByteArray::fromStdString(calibrated.dump()));
+    cf.close();
+    const json cj = json::parse(cli({"estimate", calibratedPath.toStdString(), "--json"}).out);
+    QCOMPARE(cj.at("track_record").at("calibrated").at("validate_runs").get<int>(), calibratedValidate);
+    QVERIFY(cli({"estimate", calibratedPath.toStdString()})
+                .out.find("\n  Calibrated plans (on recorded runs of the same code): " +
+                          std::to_string(calibratedValidate) + " runs no rule was chosen on") !=
+            std::string::npos);
     QVERIFY(j.at("max_micro_batch_size").get<long long>() >= 8);
     QCOMPARE(j.at("ranks").size(), size_t(1));
     QVERIFY(j.at("warnings").is_array());

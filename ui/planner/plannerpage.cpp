@@ -248,7 +248,7 @@ void PlannerPage::sizeFromFont() {
     big.setBold(true);
     m_verdict->setFont(big);
     m_verdict->setFixedHeight(QFontMetrics(big).height() + 2);
-    m_verdictDetails->setFixedHeight(QFontMetrics(app).height() * (m_verdictRecord ? 3 : 2) + 2);
+    m_verdictDetails->setFixedHeight(QFontMetrics(app).height() * (2 + m_verdictRecordLines) + 2);
     const int row = QFontMetrics(app).height() + 6;
     m_tableView->verticalHeader()->setDefaultSectionSize(row);
     m_savingsView->verticalHeader()->setDefaultSectionSize(row);
@@ -308,8 +308,10 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
     // A third line for training and for a serving engine: how the framework profile's, or the engine's, plans
     // have held against the runs the project checks.
     const bool record = !words.record.empty();
-    if (record != m_verdictRecord) {
-        m_verdictRecord = record;
+    const int recordLines =
+        record ? 1 + static_cast<int>(std::count(words.record.begin(), words.record.end(), '\n')) : 0;
+    if (recordLines != m_verdictRecordLines) {
+        m_verdictRecordLines = recordLines;
         sizeFromFont();
     }
     const QString recordTip =
@@ -318,7 +320,9 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
             ? tr("Track record: how this framework profile's plans have held against the published "
                  "and recorded runs Headroom checks, the runs never used to choose one of its rules or "
                  "constants apart from those that were; the error is |planned / measured - 1| on the "
-                 "counter each run reported (README, Framework profiles; docs/validation.md).")
+                 "counter each run reported (README, Framework profiles; docs/validation.md). A "
+                 "calibrated plan also says how plans calibrated on recorded runs of the same code have "
+                 "held (README, Calibration).")
             : tr("Track record: how this engine's plans have held against the start-up logs Headroom "
                  "checks (examples/serving/cases.json), the logs never used to choose one of its rules "
                  "or constants apart from those that were; the error is the KV pool's, in tokens where "
@@ -328,7 +332,10 @@ void PlannerPage::showPlan(const Scenario& sc, const Estimate& est) {
     m_verdictDetails->setText(
         QString::fromStdString(words.setup).toHtmlEscaped() + QStringLiteral("<br>") +
         QString::fromStdString(words.limits) +
-        (record ? QStringLiteral("<br>") + QString::fromStdString(words.record).toHtmlEscaped() : QString()));
+        (record ? QStringLiteral("<br>") + QString::fromStdString(words.record)
+                                               .toHtmlEscaped()
+                                               .replace(QLatin1Char('\n'), QStringLiteral("<br>"))
+                : QString()));
     m_breakdown->setEstimate(sc, est);
     const bool training = sc.mode == Mode::Training;
     m_strategyView->setVisible(training);

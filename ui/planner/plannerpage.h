@@ -79,7 +79,8 @@ private:
     QScrollArea* m_settings = nullptr;
     QLabel* m_verdict = nullptr;
     RichTextLine* m_verdictDetails = nullptr;
-    bool m_verdictRecord = false; // the details show the profile's track record (training): three lines
+    // Lines of track record under the details (the profile's, and calibrated plans' for a calibrated one).
+    int m_verdictRecordLines = 0;
     QLabel* m_error = nullptr;
     QLabel* m_warnings = nullptr; // the reader's and the estimator's warnings
     QLabel* m_fitTitle = nullptr;
