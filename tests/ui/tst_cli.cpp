@@ -3,6 +3,7 @@
 // PNG/SVG/PDF exports.
 #include "app/clicommands.h"
 #include "bench/fleetgen.h"
+#include "core/compare/trackrecord.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
@@ -665,6 +666,24 @@ void TestCli::reportsAndExports() {
     // The profile's track record in two rows of the settings.
     QVERIFY2(text.contains(QStringLiteral("Checked on")) && text.contains(QStringLiteral("Error on them")),
              qPrintable(text));
+    // A calibrated scenario's report adds how calibrated plans have held.
+    QFile medium(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json"));
+    QVERIFY(medium.open(QIODevice::ReadOnly));
+    json calibrated = json::parse(medium.readAll().toStdString());
+    calibrated["calibration"] = {{"factors", {{"linear", 1.28}}}};
+    const QString calibratedPath = m_dir.filePath("calibrated-report.headroom.json");
+    QFile cf(calibratedPath);
+    QVERIFY(cf.open(QIODevice::WriteOnly));
+    cf.write(QByteArray::fromStdString(calibrated.dump()));
+    cf.close();
+    const QString calibratedPdf = m_dir.filePath("calibrated.pdf");
+    QCOMPARE(cli({"report", calibratedPath.toStdString(), "-o", calibratedPdf.toStdString()}).code, 0);
+    const QString calibratedText = test::pdfText(calibratedPdf);
+    QVERIFY2(calibratedText.contains(
+                 QStringLiteral("%1 runs kept apart").arg(calibrationTrackRecord().validateRuns)),
+             qPrintable(calibratedText));
+    QVERIFY(!text.contains(QStringLiteral("Calibrated")));
     // Markdown: the same numbers in its tables, its charts beside it as real PNGs.
     const QString md = m_dir.filePath("plan.md");
     QCOMPARE(cli({"report", def, "-o", md.toStdString()}).code, 0);

@@ -85,6 +85,14 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         } else {
             row(QStringLiteral("Checked on"), QStringLiteral("no published or recorded run yet"));
         }
+        if (sc.calibration.present) {
+            // Calibrated on recorded runs: how such plans have held, whatever the profile.
+            const CalibrationTrackRecord& cr = calibrationTrackRecord();
+            row(QStringLiteral("Calibrated"), QStringLiteral("%1 runs kept apart: median %2%, worst %3%")
+                                                  .arg(cr.validateRuns)
+                                                  .arg(100 * cr.validateMedian, 0, 'f', 1)
+                                                  .arg(100 * cr.validateWorst, 0, 'f', 1));
+        }
         if (t.fineTuning.adapters()) {
             // Three short rows: the settings column wraps, and a long one runs into the next row.
             const FineTuning& f = t.fineTuning;
