@@ -333,6 +333,23 @@ Run loadRun(const char* scenario, const char* trace) {
     return {loadScenarioFile((measured() + scenario + ".headroom.json").toStdString()),
             loadTrace((test::dataDir() + "/traces/snapshots/" + trace).toStdString())};
 }
+// Wedsonlin's medium training runs (MEASURED.md): fp32 at 128 and 256 tokens, bf16 autocast at 512 and 1,024.
+Run mediumTraining(int tokens) {
+    const std::string n = std::to_string(tokens);
+    const std::string scenario = "cs336-medium-" + n + "-training" + (tokens >= 512 ? "-bf16-autocast" : "");
+    const std::string trace = "cs336_Wedsonlin_medium_" + n + "_training_memory_snapshot.pickle";
+    return loadRun(scenario.c_str(), trace.c_str());
+}
+// examples/measured/cases.json validated once for the tests that read it.
+const Validation& measuredValidation() {
+    static const Validation v =
+        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    return v;
+}
+CalibrationInput inputOf(const Run& r, const char* name) {
+    return {&r.scenario, &r.trace->trace, r.trace->indexes[0].get(), name};
+}
 double relative(std::int64_t estimate, std::int64_t measuredBytes) {
     return std::abs(static_cast<double>(estimate - measuredBytes)) / static_cast<double>(measuredBytes);
 }
@@ -370,8 +387,7 @@ void TestAttribution::firstStepIsNamed() {
     QVERIFY(!asIs.runs.at(0).firstStep);
     QCOMPARE(asIs.runs.at(0).measured, 8192LL);
     // The runs of docs/measured.md recorded a later step (their states predate the recording): no note.
-    const Run t256 =
-        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    const Run t256 = mediumTraining(256);
     QVERIFY(!compareAtPeak(t256.scenario, estimate(t256.scenario), t256.trace->trace, *t256.trace->indexes[0],
                            AttributionRules::pytorchDefaults())
                  .firstStep);
@@ -380,14 +396,9 @@ void TestAttribution::firstStepIsNamed() {
 void TestAttribution::calibrationReproducesAndPredicts() {
     const auto rules = AttributionRules::pytorchDefaults();
     // The two training runs of MEASURED.md (4 x 128 and 4 x 256 tokens, the same code).
-    const Run t128 =
-        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
-    const Run t256 =
-        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
-    const CalibrationResult train =
-        calibrate({{&t128.scenario, &t128.trace->trace, t128.trace->indexes[0].get(), "128"},
-                   {&t256.scenario, &t256.trace->trace, t256.trace->indexes[0].get(), "256"}},
-                  rules);
+    const Run t128 = mediumTraining(128);
+    const Run t256 = mediumTraining(256);
+    const CalibrationResult train = calibrate({inputOf(t128, "128"), inputOf(t256, "256")}, rules);
     QCOMPARE(train.runs.size(), size_t(2));
     QCOMPARE(train.runs[0].measured, 7013335044LL);
     QCOMPARE(train.runs[1].measured, 9103544320LL);
@@ -401,12 +412,10 @@ void TestAttribution::calibrationReproducesAndPredicts() {
     // exp and its quotient, both kept), where the estimate plans one: x2 exactly. At 256 tokens a score
     // tensor (4 x 16 x 256 x 256 x 4) and an FFN output (4 x 256 x 4096 x 4) are both 16 MiB: ambiguous,
     // so that run takes the scores the factor predicts for it.
-    const RunMeasurement m128 =
-        measureRun({&t128.scenario, &t128.trace->trace, t128.trace->indexes[0].get(), "128"}, rules);
+    const RunMeasurement m128 = measureRun(inputOf(t128, "128"), rules);
     QCOMPARE(m128.quadratic, 48LL * 4194304);
     QCOMPARE(m128.ambiguous, 0LL);
-    const RunMeasurement m256 =
-        measureRun({&t256.scenario, &t256.trace->trace, t256.trace->indexes[0].get(), "256"}, rules);
+    const RunMeasurement m256 = measureRun(inputOf(t256, "256"), rules);
     QCOMPARE(4.0 * 16 * 256 * 256 * 4, 4.0 * 256 * 4096 * 4);
     QCOMPARE(m256.quadratic, 0LL);
     QVERIFY(m256.ambiguous > 0);
@@ -461,10 +470,7 @@ void TestAttribution::calibrationReproducesAndPredicts() {
         loadRun("cs336-medium-128-inference", "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
     const Run i256 =
         loadRun("cs336-medium-256-inference", "cs336_Wedsonlin_medium_256_inference_memory_snapshot.pickle");
-    const CalibrationResult infer =
-        calibrate({{&i128.scenario, &i128.trace->trace, i128.trace->indexes[0].get(), "128"},
-                   {&i256.scenario, &i256.trace->trace, i256.trace->indexes[0].get(), "256"}},
-                  rules);
+    const CalibrationResult infer = calibrate({inputOf(i128, "128"), inputOf(i256, "256")}, rules);
     for (const CalibrationRun& r : infer.runs)
         QVERIFY2(relative(r.after, r.measured) <= 0.02, qPrintable(QString::fromStdString(r.trace)));
     QCOMPARE(infer.factors.kvCache, 0.0); // one forward keeps no KV cache
@@ -568,10 +574,8 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     // not applied under bf16 autocast, where the softmax stays fp32 and the next matmul keeps a bf16 copy
     // instead; the tokens-linear factor is. The estimate says so.
     const auto rules = AttributionRules::pytorchDefaults();
-    const Run t128 =
-        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
-    const CalibrationResult cal =
-        calibrate({{&t128.scenario, &t128.trace->trace, t128.trace->indexes[0].get(), "128"}}, rules);
+    const Run t128 = mediumTraining(128);
+    const CalibrationResult cal = calibrate({inputOf(t128, "128")}, rules);
     json doc = json::parse(
         readTextFile((measured() + "cs336-medium-1024-training-bf16-autocast.headroom.json").toStdString()));
     const Scenario plain = scenarioFromJson(doc);
@@ -591,10 +595,8 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     // factors within the 10% bound for extrapolating to autocast, the scores' 1.8 times apart (the
     // fp32 softmax's two copies against one fp32 and one bf16). (The linear factors were 1.29 and 1.28
     // until the profile planned autocast's casts once per matmul, which this code keeps too.)
-    const Run t1024 = loadRun("cs336-medium-1024-training-bf16-autocast",
-                              "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
-    const CalibrationResult cal1024 =
-        calibrate({{&t1024.scenario, &t1024.trace->trace, t1024.trace->indexes[0].get(), "1024"}}, rules);
+    const Run t1024 = mediumTraining(1024);
+    const CalibrationResult cal1024 = calibrate({inputOf(t1024, "1024")}, rules);
     QCOMPARE(cal1024.factors.quadraticActivationBytes, 2.0);
     const QString factors = QStringLiteral("linear %1 vs %2, quadratic %3 vs %4")
                                 .arg(cal1024.factors.linear)
@@ -620,8 +622,7 @@ void TestAttribution::calibrationWhateverTheOptimizer() {
     // the run back: calibration measures the step's scratch and replaces the modelled one, rather than
     // fitting an excess over it (which could never take a foreach estimate's copies back down: +21%).
     const auto rules = AttributionRules::pytorchDefaults();
-    const Run run =
-        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const Run run = mediumTraining(128);
     for (const char* impl : {"for_loop", "foreach", "fused"}) {
         json doc = run.scenario.document;
         doc["training"]["optimizer_implementation"] = impl;
@@ -642,10 +643,8 @@ void TestAttribution::calibrationWhateverTheOptimizer() {
 // those units, so that a model of another size and length is planned with its own.
 void TestAttribution::stepScratchFollowsTheLargestParameter() {
     const auto rules = AttributionRules::pytorchDefaults();
-    const Run run =
-        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
-    const CalibrationResult cal =
-        calibrate({{&run.scenario, &run.trace->trace, run.trace->indexes[0].get(), "128"}}, rules);
+    const Run run = mediumTraining(128);
+    const CalibrationResult cal = calibrate({inputOf(run, "128")}, rules);
     // At the step's peak, besides the states: five fp32 tensors of the embedding (10,000 x 1,024 x 4 bytes,
     // the model's widest matrix) and the loss's fp32 logits (4 x 128 x 10,000 x 4 bytes), which the
     // benchmark still holds: one copy in the activation dtype.
@@ -681,8 +680,7 @@ void TestAttribution::stepScratchFollowsTheLargestParameter() {
     // against 4-byte states) is measured per parameter.
     const Run compiled =
         loadRun("cs336-small-gpt2vocab-1x64-compiled", "cs336_bcrafton_memory_snapshot.pickle");
-    const CalibrationResult c2 = calibrate(
-        {{&compiled.scenario, &compiled.trace->trace, compiled.trace->indexes[0].get(), "c"}}, rules);
+    const CalibrationResult c2 = calibrate({inputOf(compiled, "c")}, rules);
     QVERIFY2(c2.factors.stepScratchBytesPerParameter >= 2,
              qPrintable(QString::number(c2.factors.stepScratchBytesPerParameter)));
     QCOMPARE(c2.factors.stepScratchLargestTensors, -1.0);
@@ -690,22 +688,16 @@ void TestAttribution::stepScratchFollowsTheLargestParameter() {
 
 // Runs of two activation dtypes calibrated together (what a user who has an fp32 run and an autocast one
 // does): the scores' factor is measured per dtype, x2 in fp32 (the hand-written softmax's two fp32 outputs)
-// and x1.12 under autocast; one factor for both put each run 12% under. A run whose score-sized tensors are
-// ambiguous at its length (256 tokens: 16 MiB is a score tensor and an FFN output), beside a run of another
-// dtype whose sizes cannot tell them apart, takes for its dtype's scores what the tokens' factor leaves.
+// and far less under autocast; one factor for both put each run 12% under. A run whose score-sized tensors
+// are ambiguous at its length (256 tokens: 16 MiB is a score tensor and an FFN output), beside a run of
+// another dtype whose sizes cannot tell them apart, takes for its dtype's scores what the tokens' factor
+// leaves.
 void TestAttribution::calibrationAcrossDtypes() {
     const auto rules = AttributionRules::pytorchDefaults();
-    const Run t128 =
-        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
-    const Run t256 =
-        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
-    const Run a512 = loadRun("cs336-medium-512-training-bf16-autocast",
-                             "cs336_Wedsonlin_medium_512_training_memory_snapshot.pickle");
-    const Run a1024 = loadRun("cs336-medium-1024-training-bf16-autocast",
-                              "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
-    auto input = [](const Run& r, const char* name) -> CalibrationInput {
-        return {&r.scenario, &r.trace->trace, r.trace->indexes[0].get(), name};
-    };
+    const Run t128 = mediumTraining(128);
+    const Run t256 = mediumTraining(256);
+    const Run a512 = mediumTraining(512);
+    const Run a1024 = mediumTraining(1024);
     // Against each run's own trace, with the calibrated plan (as compare counts it).
     auto off = [&](const Calibration& c, const Run& r) {
         Scenario sc = r.scenario;
@@ -714,7 +706,7 @@ void TestAttribution::calibrationAcrossDtypes() {
                                              AttributionRules::pytorchDefaults());
         return static_cast<double>(cmp.estimatedTotal) / static_cast<double>(cmp.measured.total) - 1;
     };
-    const CalibrationResult mixed = calibrate({input(t128, "128"), input(a512, "512 autocast")}, rules);
+    const CalibrationResult mixed = calibrate({inputOf(t128, "128"), inputOf(a512, "512 autocast")}, rules);
     // fp32: the 128-token run's 48 score tensors of 4 MiB, two a layer where one is planned (as above).
     QCOMPARE(mixed.factors.quadraticFor(4).value_or(0), 2.0);
     // Under autocast, what the tokens' factor leaves of the 512-token run: far fewer copies than in fp32.
@@ -728,7 +720,7 @@ void TestAttribution::calibrationAcrossDtypes() {
     QVERIFY2(std::abs(off(mixed.factors, a1024)) <= 0.10,
              qPrintable(QString::number(off(mixed.factors, a1024))));
     // The ambiguous fp32 run beside an autocast one: both reproduced.
-    const CalibrationResult other = calibrate({input(t256, "256"), input(a1024, "1024 autocast")}, rules);
+    const CalibrationResult other = calibrate({inputOf(t256, "256"), inputOf(a1024, "1024 autocast")}, rules);
     for (const CalibrationRun& r : other.runs)
         QVERIFY2(relative(r.after, r.measured) <= 0.02, r.trace.c_str());
     QVERIFY(other.factors.quadraticFor(4).has_value() && other.factors.quadraticFor(2).has_value());
@@ -838,9 +830,7 @@ void TestAttribution::calibratedPredictions_data() {
 void TestAttribution::calibratedPredictions() {
     QFETCH(QString, id);
     QFETCH(double, bound);
-    static const Validation v =
-        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
-                      AttributionRules::pytorchDefaults());
+    const Validation& v = measuredValidation();
     const CaseResult* r = nullptr;
     for (const CaseResult& c : v.results)
         if (c.c->id == id.toStdString())
@@ -858,9 +848,7 @@ void TestAttribution::calibratedPredictions() {
 // worst of at most 12%, computed here. (The cs336_basics profile's validate runs, published figures of
 // another student's runs, are held to them in tst_frameworks::cs336BasicsRecordedRuns.)
 void TestAttribution::measuredValidateAgainstTheTargets() {
-    const Validation v =
-        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
-                      AttributionRules::pytorchDefaults());
+    const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
         if (r.c->role == "validate" && r.c->stack == "pytorch" && r.c->calibrateOn.empty()) {
@@ -897,9 +885,7 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // rule was chosen on (examples/measured/cases.json, role validate, calibrate_on): within the 10% at
 // other lengths and under autocast each, and a median within 5%.
 void TestAttribution::calibratedValidatePredictions() {
-    const Validation v =
-        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
-                      AttributionRules::pytorchDefaults());
+    const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
         if (r.c->role == "validate" && !r.c->calibrateOn.empty()) {

@@ -76,6 +76,7 @@ private slots:
 private:
     QTemporaryDir m_dir;
     std::string m_scenario;
+    std::string m_calibrated; // CS336 medium at 128 tokens with a calibration
 };
 
 void TestCli::initTestCase() {
@@ -90,6 +91,15 @@ void TestCli::initTestCase() {
     QFile f(QString::fromStdString(m_scenario));
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray::fromStdString(doc.dump(2)));
+    QFile medium(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json"));
+    QVERIFY(medium.open(QIODevice::ReadOnly));
+    json calibrated = json::parse(medium.readAll().toStdString());
+    calibrated["calibration"] = {{"factors", {{"linear", 1.28}}}};
+    m_calibrated = m_dir.filePath("calibrated.headroom.json").toStdString();
+    QFile c(QString::fromStdString(m_calibrated));
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write(QByteArray::fromStdString(calibrated.dump()));
 }
 
 void TestCli::estimateJsonFollowsContract() {
@@ -147,19 +157,9 @@ void TestCli::estimateJsonFollowsContract() {
     int calibratedValidate = 0;
     for (const json& c : measured.at("cases"))
         calibratedValidate += c.at("role") == "validate" && c.contains("calibrate_on");
-    QFile medium(
-        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json"));
-    QVERIFY(medium.open(QIODevice::ReadOnly));
-    json calibrated = json::parse(medium.readAll().toStdString());
-    calibrated["calibration"] = {{"factors", {{"linear", 1.28}}}};
-    const QString calibratedPath = m_dir.filePath("calibrated.headroom.json");
-    QFile cf(calibratedPath);
-    QVERIFY(cf.open(QIODevice::WriteOnly));
-    cf.write(QByteArray::fromStdString(calibrated.dump()));
-    cf.close();
-    const json cj = json::parse(cli({"estimate", calibratedPath.toStdString(), "--json"}).out);
+    const json cj = json::parse(cli({"estimate", m_calibrated, "--json"}).out);
     QCOMPARE(cj.at("track_record").at("calibrated").at("validate_runs").get<int>(), calibratedValidate);
-    QVERIFY(cli({"estimate", calibratedPath.toStdString()})
+    QVERIFY(cli({"estimate", m_calibrated})
                 .out.find("\n  Calibrated plans (on recorded runs of the same code): " +
                           std::to_string(calibratedValidate) + " runs no rule was chosen on") !=
             std::string::npos);
@@ -667,18 +667,8 @@ void TestCli::reportsAndExports() {
     QVERIFY2(text.contains(QStringLiteral("Checked on")) && text.contains(QStringLiteral("Error on them")),
              qPrintable(text));
     // A calibrated scenario's report adds how calibrated plans have held.
-    QFile medium(
-        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json"));
-    QVERIFY(medium.open(QIODevice::ReadOnly));
-    json calibrated = json::parse(medium.readAll().toStdString());
-    calibrated["calibration"] = {{"factors", {{"linear", 1.28}}}};
-    const QString calibratedPath = m_dir.filePath("calibrated-report.headroom.json");
-    QFile cf(calibratedPath);
-    QVERIFY(cf.open(QIODevice::WriteOnly));
-    cf.write(QByteArray::fromStdString(calibrated.dump()));
-    cf.close();
     const QString calibratedPdf = m_dir.filePath("calibrated.pdf");
-    QCOMPARE(cli({"report", calibratedPath.toStdString(), "-o", calibratedPdf.toStdString()}).code, 0);
+    QCOMPARE(cli({"report", m_calibrated, "-o", calibratedPdf.toStdString()}).code, 0);
     const QString calibratedText = test::pdfText(calibratedPdf);
     QVERIFY2(calibratedText.contains(
                  QStringLiteral("%1 runs kept apart").arg(calibrationTrackRecord().validateRuns)),
