@@ -378,7 +378,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                parts[i].quadratic > 0;
     };
     // The scores' factor per activation dtype: runs of another dtype keep other copies (an fp32 run and an
-    // autocast one calibrated together measured x2 and x1.12; one factor for both was 12% under on each).
+    // autocast one calibrated together measured x2 and about x1; one factor for both was 12% under on each).
     auto dtypeOf = [&](std::size_t i) { return runs[i].scenario->activationDtypeBytes(); };
     double scoresMeasured = 0, scoresPlanned = 0;
     std::map<double, std::pair<double, double>> scoresByDtype; // dtype -> (measured, planned)
