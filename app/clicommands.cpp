@@ -515,8 +515,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     const double scratch = std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter;
     std::ostringstream tensors;
     tensors << std::fixed << std::setprecision(2) << c.stepScratchLargestTensors;
-    std::ostringstream logitCopies;
+    std::ostringstream logitCopies, backward;
     logitCopies << std::setprecision(3) << c.heldLogitCopies;
+    backward << std::setprecision(3) << c.backwardScratchScores;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
@@ -534,6 +535,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         << (c.heldLogitCopies > 0 ? "  logits held through the step       x " + logitCopies.str() +
                                         " (micro-batch x tokens x vocabulary, activation dtype)\n"
                                   : std::string())
+        << (c.backwardScratchScores >= 0 ? "  attention backward's scratch       x " + backward.str() +
+                                               " (the softmax backward's two score-sized gradients)\n"
+                                         : std::string())
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n"
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -194,6 +195,66 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
     }
 }
 
+// Eager attention's backward in a training run: the most that the score-sized tensors (batch x heads x
+// tokens^2 x 1, 2 or 4 bytes) alive grew beyond the loss peak's before the step, in bytes. What grows is the
+// softmax backward's temporaries, allocated after the loss peak and freed before the step; what shrinks
+// the saved scores the backward frees. At short lengths this moment is not the run's peak, but it grows with
+// the square of the length and is the peak at four times it (the CS336 medium model: from 2,048 tokens). A
+// size that is also a tokens-linear tensor's, or a parameter's when gradients are accumulated into held
+// ones (each layer's new gradient is then a temporary), tells nothing: not measured.
+std::optional<std::int64_t> backwardScoresGrowth(const Scenario& sc, const TraceIndex& index,
+                                                 std::size_t lossPeak, std::size_t step, bool gradientsHeld) {
+    const ModelSpec& md = sc.model;
+    if (sc.mode != Mode::Training || !md.known || md.heads <= 0 || lossPeak >= step)
+        return std::nullopt;
+    const RunShape shape(sc);
+    const int activation = static_cast<int>(sc.activationDtypeBytes());
+    std::set<std::int64_t> scores, others;
+    for (const int d : {1, activation, 4}) {
+        // 1-byte scores are dropout's masks: without dropout the size is some other tensor's.
+        if (d > 1 || sc.training.dropout)
+            scores.insert(static_cast<std::int64_t>(shape.scores(d)));
+        for (const auto& [symbol, w] : linearWidths(shape))
+            others.insert(static_cast<std::int64_t>(shape.linear(w, d)));
+    }
+    if (gradientsHeld)
+        for (const std::uint64_t n : md.parameterTensors())
+            others.insert(static_cast<std::int64_t>(RunShape::rounded(
+                static_cast<double>(n) * sc.training.bytes.gradients / sc.cluster.tensorParallel)));
+    for (const std::int64_t s : scores)
+        if (others.count(s))
+            return std::nullopt;
+    const DeviceTrace& d = index.device();
+    const std::size_t end = std::min(step, d.entries());
+    std::unordered_map<std::uint64_t, std::pair<std::size_t, std::int64_t>> live; // address -> (alloc, bytes)
+    std::vector<std::pair<std::size_t, std::int64_t>> changes; // (event, bytes) after the loss peak
+    for (std::size_t e = 0; e < end; ++e) {
+        const TraceAction action = d.action[e];
+        if (action == TraceAction::Alloc && scores.count(d.size[e])) {
+            live[d.addr[e]] = {e, d.size[e]};
+        } else if (action == TraceAction::FreeCompleted || action == TraceAction::Free) {
+            const auto it = live.find(d.addr[e]);
+            if (it == live.end())
+                continue;
+            const auto [alloc, bytes] = it->second;
+            live.erase(it);
+            if (e <= lossPeak)
+                continue;
+            if (alloc > lossPeak) // a temporary of the backward: alive from its allocation to here
+                changes.push_back({alloc, bytes});
+            changes.push_back({e, -bytes}); // (a saved tensor the backward freed: only the drop)
+        }
+    }
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::int64_t now = 0, most = 0;
+    for (const auto& [event, bytes] : changes) {
+        now = saturatingAdd(now, bytes);
+        most = std::max(most, now);
+    }
+    return most;
+}
+
 // Every size the lines in `sites` allocated over a run's trace.
 std::map<std::string, std::set<std::int64_t>> sizesAt(const Trace& trace, const TraceIndex& index,
                                                       const std::set<std::string>& sites) {
@@ -323,6 +384,16 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.total = at.total;
     splitBySize(*run.scenario, *run.trace, at, m);
     m.atLoss = tensorTable(*run.scenario, at, step);
+    // Gradients held at the loss peak (half the parameters' or more: zero_grad frees all or none).
+    double gradientBytes = 0;
+    for (const std::uint64_t t : run.scenario->model.parameterTensors())
+        gradientBytes += static_cast<double>(t) * run.scenario->training.bytes.gradients;
+    const bool held =
+        static_cast<double>(m.gradients) >= gradientBytes / run.scenario->cluster.tensorParallel / 2;
+    if (const auto growth = backwardScoresGrowth(*run.scenario, index, m.lossPeak, step, held)) {
+        m.backwardMeasured = true;
+        m.backwardScores = *growth;
+    }
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
@@ -533,6 +604,24 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             held += static_cast<double>(measured[i].gradients) >= parts[i].gradients / 2 ? 1 : 0;
         }
     c.gradientsHeld = couldShow > 0 && held == couldShow;
+    // Eager attention's backward: what the runs' last layer held beyond its saved scores as its backward
+    // began, over what the plan holds there (the softmax backward's two copies). A ratio, as the scores'
+    // factor is, so that it grows with the square of the length as those temporaries do.
+    double backwardGrowth = 0, backwardPlanned = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const Scenario& sc = *runs[i].scenario;
+        if (!measured[i].backwardMeasured || sc.mode != Mode::Training)
+            continue;
+        double planned = 0;
+        for (int l = 0; l < sc.model.layers; ++l)
+            planned =
+                std::max(planned, layerActivations(sc, l, sc.training.microBatchSize).backwardScratchScores);
+        if (planned <= 0)
+            continue;
+        backwardGrowth += static_cast<double>(measured[i].backwardScores);
+        backwardPlanned += planned;
+    }
+    c.backwardScratchScores = backwardPlanned > 0 ? backwardGrowth / backwardPlanned : -1;
     c.kvCache = kvRuns ? kvRatio / kvRuns : 1;
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -44,6 +44,11 @@ struct RunMeasurement {
     std::int64_t gradients = 0;   // at the loss peak: what attribution gives to parameters' gradients
     bool hasStep = false;         // the run records an optimizer step
     std::int64_t stepScratch = 0; // at the step's peak: what is neither model state nor workspace
+    // Eager attention's backward (training): the most the score-sized tensors alive grew beyond the loss
+    // peak's before the step, the softmax backward's temporaries less the saved scores freed by then
+    // (backwardScoresGrowth in calibration.cpp). Not measured when no size tells them apart.
+    bool backwardMeasured = false;
+    std::int64_t backwardScores = 0;
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
     TensorTable atLoss, atStep;
 };

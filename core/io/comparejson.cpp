@@ -39,6 +39,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["held_logit_copies"] = c.heldLogitCopies;
     if (c.stepScratchLargestTensors >= 0)
         j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
+    if (c.backwardScratchScores >= 0)
+        j["backward_score_scratch"] = c.backwardScratchScores;
     if (c.quadraticActivationBytes > 0)
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
     for (const auto& [dtype, factor] : c.quadraticByDtype)

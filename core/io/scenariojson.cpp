@@ -840,6 +840,7 @@ void readCalibration(const json& doc, Scenario& sc) {
         factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
     c.stepScratchLargestTensors = factors.number("optimizer_step_scratch_largest_tensors", -1, -1, 1e6);
     c.heldLogitCopies = factors.number("held_logit_copies", -1, -1, 64);
+    c.backwardScratchScores = factors.number("backward_score_scratch", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);

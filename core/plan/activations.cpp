@@ -241,6 +241,14 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
                                  fw == Framework::DeepSpeed || fw == Framework::Unsloth;
         const double softmaxBytes = fp32Softmax ? 4 : e;
         scores = softmaxBytes * sq + (ea < softmaxBytes ? ea * sq : 0) + (tr.dropout ? sq + ea * sq : 0);
+        // The backward of softmax (tools/autograd/derivatives.yaml: _softmax_backward_data(grad, result,
+        // dim, dtype)) reads the gradient of its output and writes the gradient of its input, both of the
+        // scores' size in the softmax's dtype (fp32 under autocast, its fp32 list), beside the saved output.
+        // Megatron's fused scaled-masked softmax (megatron/core/fusions/fused_softmax.py) writes its gradient
+        // over the incoming one (apex's and Transformer Engine's scaled_masked_softmax backward: "completely
+        // in-place", it returns output_grads): nothing beside.
+        if (fw != Framework::Megatron)
+            a.backwardScratchScores = 2 * softmaxBytes * sq;
     }
 
     switch (checkpointing) {
@@ -311,6 +319,7 @@ LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch)
     a.scores *= microBatch;
     a.transient *= microBatch;
     a.transientScores *= microBatch;
+    a.backwardScratchScores *= microBatch;
     return a;
 }
 

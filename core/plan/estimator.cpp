@@ -453,6 +453,7 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
     const Cs336Training t = cs336Training(shape);
     const double layers = st.layers;
     st.ownBackwardMoment = true;
+    st.backwardScratchScores = 0; // its own, below
     st.backwardTemporaries = t.backwardScratch;
     st.backwardTemporaryScores = t.backwardScratchScores;
     if (tr.checkpointing == Checkpointing::Full) {
@@ -736,6 +737,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.scores += kinds[k].scores;
             st.transient = std::max(st.transient, recompute.rebuilt * kinds[k].transient);
             st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
+            st.backwardScratchScores = std::max(st.backwardScratchScores, kinds[k].backwardScratchScores);
         }
         if (tr.activationOffloading && st.layers > 0) {
             // Saved tensors go to pinned host memory as the forward makes them and come back a layer
@@ -1037,6 +1039,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     const double q = c.quadraticFor(sc.activationDtypeBytes()).value_or(1);
     st.scores *= q;
     st.transientScores *= q;
+    if (c.backwardScratchScores >= 0)
+        st.backwardScratchScores *= c.backwardScratchScores;
     st.backwardScores *= q;
     st.backwardTemporaryScores *= q;
     if (!st.engine) {
@@ -1069,7 +1073,8 @@ StageModel withBatch(StageModel st, double batch) {
          {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
           &st.headLogitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
           &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations, &st.backwardActivations,
-          &st.backwardScores, &st.backwardTemporaries, &st.backwardTemporaryScores, &st.heldLogits})
+          &st.backwardScores, &st.backwardTemporaries, &st.backwardTemporaryScores, &st.heldLogits,
+          &st.backwardScratchScores})
         *v *= batch;
     return st;
 }
@@ -1128,6 +1133,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             b[Category::Temporaries] += peak ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
             // New gradients, unless earlier micro-batches left them (then they accumulate in place).
             b[Category::Gradients] += peak && !st.gradientsInForward ? st.layerBackwardGradients : 0;
+        } else if (layerRunning && x <= 0) {
+            b[Category::Temporaries] += st.backwardScratchScores;
         }
         // Each layer's copies (and masks) go with its backward.
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +

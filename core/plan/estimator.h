@@ -24,6 +24,10 @@ struct LayerActivations {
     double scores = 0;    // eager attention's score/softmax/dropout tensors kept for backward
     double transient = 0; // recomputed during this layer's backward (checkpointing), freed after it
     double transientScores = 0;
+    // Eager attention's backward at its most, beyond what the layer saved: score-sized tensors the
+    // softmax's backward has alive (the incoming gradient of its output and the gradient it writes), while
+    // the layer's backward runs. 0 where no score matrix exists or the framework's kernel works in place.
+    double backwardScratchScores = 0;
 };
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch);
 

@@ -324,6 +324,12 @@ struct Calibration {
                 return factor;
         return std::nullopt;
     }
+    // Eager attention's backward: what the runs' last layer held beyond its saved scores when its backward
+    // began (score-sized temporaries less the saved ones freed by then), over the softmax backward's two
+    // copies the plan holds (LayerActivations::backwardScratchScores). The gradients the softmax's backward
+    // reads and writes take the softmax's dtype, fp32 under autocast as in an fp32 run, so the factor
+    // carries to the other. Negative: not measured (the plan's own stand).
+    double backwardScratchScores = -1;
     double kvCache = 1;                        // the KV cache (0: the code keeps none)
     double optimizerStepBytesPerParameter = 0; // added to what the step holds besides the states (old files)
     // What the optimizer step was measured to hold besides the states, per parameter: it replaces the

@@ -40,6 +40,9 @@ struct StageModel {
     bool ownBackwardMoment = false;
     double backwardActivations = 0, backwardScores = 0;
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
+    // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
+    // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.
+    double backwardScratchScores = 0;
     // Per sample: logits the training loop keeps referenced through the backward and the step (its
     // `output`), besides what the loss holds.
     double heldLogits = 0;
