@@ -105,7 +105,21 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                  "largest parameter besides the states; a model of another size is planned with its own. ")
                   .arg(r.factors.stepScratchLargestTensors, 0, 'f', 1)
             : QString();
-    return firstStep + gradients + step +
+    // Eager attention's backward, the step's peak at long sequences: measured only where the run's score
+    // tensors have no other tensor's size (Calibration::backwardScratchScores).
+    const bool eager = scenario.mode == Mode::Training && scenario.training.attention == Attention::Eager &&
+                       scenario.training.framework != Framework::Megatron &&
+                       scenario.training.framework != Framework::Cs336Basics;
+    const QString backward =
+        r.factors.backwardScratchScores >= 0
+            ? tr("Its last layer's attention backward held %1 times the score-sized gradients planned there, "
+                 "the step's peak at long sequences. ")
+                  .arg(r.factors.backwardScratchScores, 0, 'f', 1)
+        : eager
+            ? tr("At this length its attention scores have the size of other tensors, so what its attention "
+                 "backward holds was not measured and the plan's stands; a run at another length tells. ")
+            : QString();
+    return firstStep + gradients + step + backward +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
