@@ -102,7 +102,9 @@ struct EstimatedParts {
     double fixed = 0; // transient bytes that do not grow with tokens (autocast's weight copies)
     double gradientsAtLoss = 0, gradients = 0; // the parameters' gradients planned there, and at the step
 };
-EstimatedParts estimatedParts(Scenario sc) {
+// `inBackward`: the run's loss peak was where the last layer's backward begins (a long run's), so the parts
+// are read there: the saved tensors, that layer's, and the logits the loop still holds.
+EstimatedParts estimatedParts(Scenario sc, bool inBackward = false) {
     sc.calibration = Calibration{};
     EstimatedParts p;
     const Estimate est = estimate(sc);
@@ -111,7 +113,7 @@ EstimatedParts estimatedParts(Scenario sc) {
         if (t.phase == Phase::Optimizer)
             p.gradients = std::max(p.gradients, t.bytes[Category::Gradients]);
         const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0 &&
-                                                       !t.layerRunning && !t.headRunning)
+                                                       t.layerRunning == inBackward && !t.headRunning)
                                                     : (t.phase == Phase::Prefill && t.progress >= 1);
         if (!loss)
             continue;
@@ -195,27 +197,36 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
     }
 }
 
-// Eager attention's backward in a training run: the most that the score-sized tensors (batch x heads x
-// tokens^2 x 1, 2 or 4 bytes) alive grew beyond the loss peak's before the step, in bytes. What grows is the
-// softmax backward's temporaries, allocated after the loss peak and freed before the step; what shrinks
-// the saved scores the backward frees. At short lengths this moment is not the run's peak, but it grows with
-// the square of the length and is the peak at four times it (the CS336 medium model: from 2,048 tokens). A
-// size that is also a tokens-linear tensor's, or a parameter's when gradients are accumulated into held
-// ones (each layer's new gradient is then a temporary), tells nothing: not measured.
-std::optional<std::int64_t> backwardScoresGrowth(const Scenario& sc, const TraceIndex& index,
-                                                 std::size_t lossPeak, std::size_t step, bool gradientsHeld) {
+// Eager attention's backward in a training run, measured from the loss (the last allocation of the logits'
+// size, batch x tokens x vocabulary, up to the loss peak; all layers' saved scores alive, no layer's backward
+// begun): how far the score-sized tensors alive (batch x heads x tokens^2 x 1, 2 or 4 bytes) grew beyond
+// the loss's before the step at most, and how far at the loss peak. What grows is the softmax backward's
+// temporaries, allocated after the loss and freed before the step; what shrinks the saved scores the
+// backward frees. At short lengths that moment is not the run's peak; it grows with the square of the
+// length and is the peak at four times it (the CS336 medium model under autocast from 1,024 tokens, where the
+// loss peak is that moment: the growth at the peak then says how much of what was measured there is not
+// the loss's). A size that is also a tokens-linear tensor's, or a parameter's when gradients are accumulated
+// into held ones (each layer's new gradient is then a temporary), tells nothing: not measured.
+struct BackwardGrowth {
+    std::int64_t most = 0, atPeak = 0;
+};
+std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const TraceIndex& index,
+                                                   std::size_t lossPeak, std::size_t step,
+                                                   bool gradientsHeld) {
     const ModelSpec& md = sc.model;
     if (sc.mode != Mode::Training || !md.known || md.heads <= 0 || lossPeak >= step)
         return std::nullopt;
     const RunShape shape(sc);
     const int activation = static_cast<int>(sc.activationDtypeBytes());
-    std::set<std::int64_t> scores, others;
+    std::set<std::int64_t> scores, others, logits;
     for (const int d : {1, activation, 4}) {
         // 1-byte scores are dropout's masks: without dropout the size is some other tensor's.
         if (d > 1 || sc.training.dropout)
             scores.insert(static_cast<std::int64_t>(shape.scores(d)));
         for (const auto& [symbol, w] : linearWidths(shape))
             others.insert(static_cast<std::int64_t>(shape.linear(w, d)));
+        if (d > 1)
+            logits.insert(static_cast<std::int64_t>(shape.linear(shape.vocab, d)));
     }
     if (gradientsHeld)
         for (const std::uint64_t n : md.parameterTensors())
@@ -226,8 +237,14 @@ std::optional<std::int64_t> backwardScoresGrowth(const Scenario& sc, const Trace
             return std::nullopt;
     const DeviceTrace& d = index.device();
     const std::size_t end = std::min(step, d.entries());
+    std::size_t from = lossPeak;
+    for (std::size_t e = std::min(lossPeak, end - 1) + 1; e-- > 0;)
+        if (d.action[e] == TraceAction::Alloc && logits.count(d.size[e])) {
+            from = e;
+            break;
+        }
     std::unordered_map<std::uint64_t, std::pair<std::size_t, std::int64_t>> live; // address -> (alloc, bytes)
-    std::vector<std::pair<std::size_t, std::int64_t>> changes; // (event, bytes) after the loss peak
+    std::vector<std::pair<std::size_t, std::int64_t>> changes; // (event, bytes) after the loss
     for (std::size_t e = 0; e < end; ++e) {
         const TraceAction action = d.action[e];
         if (action == TraceAction::Alloc && scores.count(d.size[e])) {
@@ -238,21 +255,24 @@ std::optional<std::int64_t> backwardScoresGrowth(const Scenario& sc, const Trace
                 continue;
             const auto [alloc, bytes] = it->second;
             live.erase(it);
-            if (e <= lossPeak)
+            if (e <= from)
                 continue;
-            if (alloc > lossPeak) // a temporary of the backward: alive from its allocation to here
+            if (alloc > from) // a temporary of the backward: alive from its allocation to here
                 changes.push_back({alloc, bytes});
             changes.push_back({e, -bytes}); // (a saved tensor the backward freed: only the drop)
         }
     }
     std::stable_sort(changes.begin(), changes.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::int64_t now = 0, most = 0;
+    BackwardGrowth g;
+    std::int64_t now = 0;
     for (const auto& [event, bytes] : changes) {
         now = saturatingAdd(now, bytes);
-        most = std::max(most, now);
+        g.most = std::max(g.most, now);
+        if (event <= lossPeak)
+            g.atPeak = now;
     }
-    return most;
+    return g;
 }
 
 // Every size the lines in `sites` allocated over a run's trace.
@@ -392,7 +412,13 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         static_cast<double>(m.gradients) >= gradientBytes / run.scenario->cluster.tensorParallel / 2;
     if (const auto growth = backwardScoresGrowth(*run.scenario, index, m.lossPeak, step, held)) {
         m.backwardMeasured = true;
-        m.backwardScores = *growth;
+        m.backwardScores = growth->most;
+        // A loss peak in the last layer's backward (a long run's): its scores beyond the loss's are that
+        // backward's, which the factor above plans, not copies the forward keeps.
+        const std::int64_t beyond = std::clamp<std::int64_t>(growth->atPeak, 0, m.quadratic);
+        m.quadratic -= beyond;
+        m.transient -= beyond;
+        m.peakInBackward = beyond > 0;
     }
     if (step < n) {
         m.hasStep = true;
@@ -413,7 +439,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     std::vector<double> grows; // per run: the measured transient bytes the factors scale
     for (const CalibrationInput& in : runs) {
         measured.push_back(measureRun(in, rules));
-        parts.push_back(estimatedParts(*in.scenario));
+        parts.push_back(estimatedParts(*in.scenario, measured.back().peakInBackward));
         grows.push_back(static_cast<double>(measured.back().transient) - parts.back().fixed);
     }
     resolveAcrossRuns(runs, measured);

@@ -49,6 +49,7 @@ struct RunMeasurement {
     // (backwardScoresGrowth in calibration.cpp). Not measured when no size tells them apart.
     bool backwardMeasured = false;
     std::int64_t backwardScores = 0;
+    bool peakInBackward = false; // the loss peak was already in the last layer's backward (a long run's)
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
     TensorTable atLoss, atStep;
 };

@@ -768,6 +768,18 @@ void TestAttribution::backwardScoresMeasured() {
     doc["training"]["framework"] = "megatron";
     QCOMPARE(backwardTemporaries(scenarioFromJson(doc, a1024.scenario.baseDir)), 0.0);
 
+    // The 1,024-token run under autocast peaks where that backward begins, not at the loss: there its
+    // softmax's five fp32 gradients (20 bytes a score) less the bf16 matmul output it has freed (2) are
+    // 18 bytes a score beyond the loss, x2.25 the plan's two fp32 copies, and what the forward keeps is
+    // read at the loss: exp's fp32 output and P's bf16 copy, the 6 bytes a score the plain plan holds
+    // under autocast (x1). Calibrated on that run alone, it is reproduced.
+    {
+        const CalibrationResult own = calibrate({inputOf(a1024, "1024")}, rules);
+        QCOMPARE(own.factors.backwardScratchScores, 2.25);
+        QCOMPARE(own.factors.quadraticFor(2).value_or(0), 1.0);
+        QVERIFY2(relative(own.runs.at(0).after, own.runs.at(0).measured) <= 0.02,
+                 qPrintable(QString::number(own.runs.at(0).after)));
+    }
     // Calibrated, at 4,096 tokens under autocast, where this moment is the step's peak: x2 the plan's two
     // fp32 copies, 16 bytes per score element, 4 x 16 x 4,096^2 x 16 bytes = 16 GiB.
     doc = a1024.scenario.document;
