@@ -22,6 +22,7 @@
 #include "core/io/validation.h"
 #include "core/model/hfconfig.h"
 #include "core/model/presets.h"
+#include "core/plan/estimator.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/settingnames.h"
 #include "core/serve/engineversions.h"
@@ -537,7 +538,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                                   : std::string())
         << (c.backwardScratchScores >= 0 ? "  attention backward's scratch       x " + backward.str() +
                                                " (the softmax backward's two score-sized gradients)\n"
-                                         : std::string())
+            : plannedBackwardScoreScratch(scenarios.front()) > 0
+                ? "  attention backward's scratch       not measured: at these lengths the scores have the "
+                  "size of "
+                  "other tensors (the plan's two copies stand; a run at another length tells)\n"
+                : std::string())
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n"
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "

@@ -638,10 +638,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         const Scenario& sc = *runs[i].scenario;
         if (!measured[i].backwardMeasured || sc.mode != Mode::Training)
             continue;
-        double planned = 0;
-        for (int l = 0; l < sc.model.layers; ++l)
-            planned =
-                std::max(planned, layerActivations(sc, l, sc.training.microBatchSize).backwardScratchScores);
+        const double planned = plannedBackwardScoreScratch(sc);
         if (planned <= 0)
             continue;
         backwardGrowth += static_cast<double>(measured[i].backwardScores);

@@ -323,6 +323,15 @@ LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch)
     return a;
 }
 
+double plannedBackwardScoreScratch(const Scenario& sc) {
+    if (sc.mode != Mode::Training || !sc.model.known || sc.training.framework == Framework::Cs336Basics)
+        return 0;
+    double most = 0;
+    for (int l = 0; l < sc.model.layers; ++l)
+        most = std::max(most, layerActivations(sc, l, sc.training.microBatchSize).backwardScratchScores);
+    return most;
+}
+
 int stageLayers(int layers, int p, int stage) {
     return layers / p + (stage < layers % p ? 1 : 0);
 }

@@ -30,6 +30,10 @@ struct LayerActivations {
     double backwardScratchScores = 0;
 };
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch);
+// What eager attention's softmax backward holds in the last layer of a training micro-batch, uncalibrated
+// (the largest layer's LayerActivations::backwardScratchScores); 0 where nothing is planned there (no score
+// matrix, Megatron's in-place kernel, a profile with its own backward moment, inference).
+double plannedBackwardScoreScratch(const Scenario& sc);
 
 struct StageEstimate {
     int stage = 0;

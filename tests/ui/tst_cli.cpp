@@ -499,6 +499,14 @@ void TestCli::calibrateFromTwoRuns() {
         cli({"compare", out, t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle", "--json"});
     QCOMPARE(c.code, 0);
     QVERIFY(std::abs(nlohmann::json::parse(c.out)["relative_error"].get<double>()) <= 0.02);
+    // The 128-token run tells what the attention backward held (x2, tst_attribution); alone, the 256-token
+    // run cannot (its fp32 scores are the size of its fp32 FFN outputs), and the text says so.
+    QCOMPARE(j["factors"]["backward_score_scratch"].get<double>(), 2.0);
+    const Run alone = cli({"calibrate", m + "cs336-medium-256-training.headroom.json",
+                           t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out});
+    QCOMPARE(alone.code, 0);
+    QVERIFY2(QString::fromStdString(alone.out).contains("attention backward's scratch       not measured"),
+             alone.out.c_str());
     QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
 }
 

@@ -107,9 +107,7 @@ QString CompareActions::calibrateFrom(TracePage* view) {
             : QString();
     // Eager attention's backward, the step's peak at long sequences: measured only where the run's score
     // tensors have no other tensor's size (Calibration::backwardScratchScores).
-    const bool eager = scenario.mode == Mode::Training && scenario.training.attention == Attention::Eager &&
-                       scenario.training.framework != Framework::Megatron &&
-                       scenario.training.framework != Framework::Cs336Basics;
+    const bool eager = plannedBackwardScoreScratch(scenario) > 0;
     const QString backward =
         r.factors.backwardScratchScores >= 0
             ? tr("Its last layer's attention backward held %1 times the score-sized gradients planned there, "
