@@ -1025,7 +1025,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         // sequences per micro-batch.
         for (double* v :
              {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
-              &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations})
+              &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
             *v *= 2;
     for (double* v :
          {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
