@@ -519,13 +519,25 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     std::ostringstream logitCopies, backward;
     logitCopies << std::setprecision(3) << c.heldLogitCopies;
     backward << std::setprecision(3) << c.backwardScratchScores;
+    std::ostringstream attention;
+    attention << std::setprecision(3) << c.prefillAttentionLinear;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
                 ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) +
                       "-byte activations)"
                 : std::string())
+        << (r.scoresUntold ? ", one factor for both: the runs, of one length, cannot tell the scores from "
+                             "what grows with tokens (their tensors have other tensors' sizes there, or none "
+                             "was alive where measured); other lengths extrapolate with it (a run at another "
+                             "length tells)"
+                           : "")
         << "\n"
+        << (c.prefillAttentionLinear >= 0
+                ? "  inside a layer's attention         x " + attention.str() +
+                      " of the layer's activations beside the scores (the forward peaks there or elsewhere, "
+                      "whichever holds more)\n"
+                : std::string())
         << "  KV cache                           x " << c.kvCache << "\n"
         << "  optimizer step scratch             " << scratch << " bytes per parameter"
         << (c.stepScratchLargestTensors >= 0

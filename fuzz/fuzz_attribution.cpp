@@ -33,6 +33,19 @@ const headroom::Scenario& scenario() {
     return sc;
 }
 
+// The same model's forward (an inference scenario of plain code), whose calibration measures the moments
+// inside a layer's attention and elsewhere from the trace's sizes.
+const headroom::Scenario& forward() {
+    static const headroom::Scenario sc = headroom::scenarioFromJson(nlohmann::json::parse(R"({
+      "schema": "headroom.scenario/1", "name": "fuzz forward",
+      "model": {"model_type": "llama", "vocab_size": 10000, "hidden_size": 1024, "intermediate_size": 4096,
+                "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+                "tie_word_embeddings": false},
+      "inference": {"batch_size": 4, "context_length": 128, "weight_dtype": "fp32", "attention": "eager"},
+      "cluster": {"gpu": "A100-SXM-80GB", "num_gpus": 1}})"));
+    return sc;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
@@ -85,11 +98,12 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
         }
         if (!trace.devices.empty()) {
             const headroom::TraceIndex index(trace.devices[0], summary.devices[0]);
-            try {
-                (void)headroom::jsonText(
-                    headroom::calibrationToJson(headroom::calibrate({{&sc, &trace, &index, "fuzz"}}, rules)));
-            } catch (const headroom::Error&) {
-            }
+            for (const headroom::Scenario* with : {&sc, &forward()})
+                try {
+                    (void)headroom::jsonText(headroom::calibrationToJson(
+                        headroom::calibrate({{with, &trace, &index, "fuzz"}}, rules)));
+                } catch (const headroom::Error&) {
+                }
         }
     } catch (const headroom::Error&) {
     }

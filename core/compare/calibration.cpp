@@ -275,6 +275,60 @@ std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const Tra
     return g;
 }
 
+// A forward-only run's two kinds of moment (RunMeasurement::momentsMeasured): the event with the most
+// allocated while score-sized tensors (batch x heads x tokens^2 in the activations' dtype or fp32) are alive,
+// with their bytes there, and the event with the most allocated while none is. Inside a layer's attention
+// the code holds that layer's score copies (CS336's hand-written softmax: the scores, x - max, exp and the
+// quotient, four fp32 copies alive at once) beside a few tokens-linear tensors; elsewhere the FFN's or the
+// head's tensors. Nothing when a score's size is a tokens-linear tensor's too (the moments could not be
+// told apart) or the run never held a score-sized tensor (fused attention).
+struct Moments {
+    std::size_t attention = 0, rest = 0;
+    std::int64_t scores = 0;
+};
+std::optional<Moments> attentionMoments(const Scenario& sc, const TraceIndex& index) {
+    const ModelSpec& md = sc.model;
+    if (sc.mode != Mode::Inference || !md.known || md.heads <= 0 ||
+        sc.inference.attention != Attention::Eager)
+        return std::nullopt;
+    const RunShape shape(sc);
+    const int activation = static_cast<int>(sc.activationDtypeBytes());
+    std::set<std::int64_t> scores, linear;
+    for (const int d : {1, activation, 4}) {
+        if (d > 1)
+            scores.insert(static_cast<std::int64_t>(shape.scores(d)));
+        for (const auto& [symbol, w] : linearWidths(shape))
+            linear.insert(static_cast<std::int64_t>(shape.linear(w, d)));
+    }
+    for (const std::int64_t s : scores)
+        if (linear.count(s))
+            return std::nullopt;
+    const DeviceTrace& d = index.device();
+    const auto& allocated = index.allocatedSeries();
+    std::unordered_map<std::uint64_t, std::int64_t> live; // address -> bytes, the score-sized ones
+    std::int64_t now = 0, inAttention = INT64_MIN, elsewhere = INT64_MIN;
+    Moments m;
+    for (std::size_t e = 0; e < d.entries() && e < allocated.size(); ++e) {
+        const TraceAction action = d.action[e];
+        if (action == TraceAction::Alloc && scores.count(d.size[e])) {
+            live[d.addr[e]] = d.size[e];
+            now = saturatingAdd(now, d.size[e]);
+        } else if (action == TraceAction::FreeCompleted || action == TraceAction::Free) {
+            if (const auto it = live.find(d.addr[e]); it != live.end()) {
+                now -= it->second;
+                live.erase(it);
+            }
+        }
+        if (now > 0 && allocated[e] > inAttention)
+            inAttention = allocated[e], m.attention = e, m.scores = now;
+        else if (now <= 0 && allocated[e] > elsewhere)
+            elsewhere = allocated[e], m.rest = e;
+    }
+    if (inAttention == INT64_MIN || elsewhere == INT64_MIN)
+        return std::nullopt;
+    return m;
+}
+
 // Every size the lines in `sites` allocated over a run's trace.
 std::map<std::string, std::set<std::int64_t>> sizesAt(const Trace& trace, const TraceIndex& index,
                                                       const std::set<std::string>& sites) {
@@ -420,6 +474,17 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.transient -= beyond;
         m.peakInBackward = beyond > 0;
     }
+    if (const auto moments = attentionMoments(*run.scenario, index)) {
+        auto transientAt = [&](std::size_t event) {
+            const Attribution a = attribute(*run.trace, index, event, rules, run.scenario);
+            return a.total - modelState(a) - a.of(MeasuredCategory::Workspaces) -
+                   a.of(MeasuredCategory::KvCache);
+        };
+        m.momentsMeasured = true;
+        m.attentionTransient = transientAt(moments->attention);
+        m.attentionScores = moments->scores;
+        m.restTransient = transientAt(moments->rest);
+    }
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
@@ -477,9 +542,48 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // The scores' factor per activation dtype: runs of another dtype keep other copies (an fp32 run and an
     // autocast one calibrated together measured x2 and about x1; one factor for both was 12% under on each).
     auto dtypeOf = [&](std::size_t i) { return runs[i].scenario->activationDtypeBytes(); };
+    // Forward-only runs of plain code whose two kinds of moment were measured (RunMeasurement::
+    // momentsMeasured): each factor is read where its tensors are, nothing fitted. The scores' factor is the
+    // copies alive inside the attention over the plan's one; `linear` what the rest of the forward held at
+    // its most over the plan's working set of a layer; `prefillAttentionLinear` what the attention held
+    // beside its scores over the same. The plan then peaks at the larger of the two moments, as the runs do:
+    // calibrated on CS336's 128-token forward alone (its peak in the FFN, the scores four fp32 copies inside
+    // the attention), the 1,024-token forward (its peak in the softmax) within 1%, where one common factor
+    // for both was 24% under. A cs336_basics scenario's profile has its own moments.
+    bool byMoments = false;
+    {
+        const bool plainInference = std::all_of(runs.begin(), runs.end(), [](const CalibrationInput& in) {
+            return in.scenario->mode == Mode::Inference &&
+                   in.scenario->inference.framework != Framework::Cs336Basics;
+        });
+        std::map<double, std::pair<double, double>> byDtype; // dtype -> (measured, planned)
+        double inAttention = 0, elsewhere = 0, planned = 0;
+        for (std::size_t i = 0; i < runs.size() && plainInference; ++i) {
+            const RunMeasurement& m = measured[i];
+            if (!m.momentsMeasured || parts[i].linear <= 0 || parts[i].quadratic <= 0)
+                continue;
+            auto& [ms, ps] = byDtype[dtypeOf(i)];
+            ms += static_cast<double>(m.attentionScores);
+            ps += parts[i].quadratic;
+            inAttention +=
+                std::max(0.0, static_cast<double>(m.attentionTransient - m.attentionScores) - parts[i].fixed);
+            elsewhere += std::max(0.0, static_cast<double>(m.restTransient) - parts[i].fixed);
+            planned += parts[i].linear;
+        }
+        if (planned > 0) {
+            byMoments = true;
+            c.linear = elsewhere / planned;
+            c.prefillAttentionLinear = inAttention / planned;
+            c.quadraticActivationBytes = byDtype.begin()->first;
+            c.quadratic = byDtype.begin()->second.first / byDtype.begin()->second.second;
+            if (byDtype.size() > 1)
+                for (const auto& [dtype, sums] : byDtype)
+                    c.quadraticByDtype.emplace_back(dtype, sums.first / sums.second);
+        }
+    }
     double scoresMeasured = 0, scoresPlanned = 0;
     std::map<double, std::pair<double, double>> scoresByDtype; // dtype -> (measured, planned)
-    for (std::size_t i = 0; i < runs.size(); ++i)
+    for (std::size_t i = 0; i < runs.size() && !byMoments; ++i)
         if (splitsBySize(i)) {
             scoresMeasured += static_cast<double>(measured[i].quadratic);
             scoresPlanned += parts[i].quadratic;
@@ -546,7 +650,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         sRR += (L + Q) * (L + Q) * w, sR += (L + Q) / A;
         ++usable;
     }
-    if (usable > 0 && !bySize) {
+    if (usable > 0 && !bySize && !byMoments) {
         const double common = sR / sRR;
         bool commonHolds = true;
         for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -562,6 +666,15 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         const bool separable = usable >= 2 && std::abs(det) > 1e-12 * sLL * sQQ && a >= 0 && b >= 0;
         c.linear = !commonHolds && separable ? a : common;
         c.quadratic = !commonHolds && separable ? b : common;
+        std::set<double> lengths;
+        bool scores = false;
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            if (grows[i] > 0 && parts[i].linear + parts[i].quadratic > 0) {
+                const RunShape shape(*runs[i].scenario);
+                lengths.insert(shape.queries * shape.keys);
+                scores = scores || parts[i].quadratic > 0;
+            }
+        r.scoresUntold = scores && lengths.size() == 1;
         // Whatever the scores were seen to hold was measured in the runs' activation dtype.
         c.quadraticActivationBytes = runsDtype([&](std::size_t i) { return parts[i].quadratic > 0; });
     }

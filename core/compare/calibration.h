@@ -50,6 +50,15 @@ struct RunMeasurement {
     bool backwardMeasured = false;
     std::int64_t backwardScores = 0;
     bool peakInBackward = false; // the loss peak was already in the last layer's backward (a long run's)
+    // A forward-only run (inference) of eager attention passes through two kinds of moment: inside a layer's
+    // attention, its score-sized tensors alive (the softmax's copies of one layer's scores), and everywhere
+    // else (the FFN, the head). Its peak is at the second at short lengths and at the first at long ones, so
+    // each is measured: the most allocated with score-sized tensors alive, and those tensors' bytes there;
+    // the most allocated with none. Not measured when a score's size is also a tokens-linear tensor's
+    // (attentionMoments in calibration.cpp).
+    bool momentsMeasured = false;
+    std::int64_t attentionTransient = 0, attentionScores = 0; // at the first kind of moment
+    std::int64_t restTransient = 0;                           // at the second
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
     TensorTable atLoss, atStep;
 };
@@ -67,6 +76,12 @@ struct CalibrationRun {
 struct CalibrationResult {
     Calibration factors;
     std::vector<CalibrationRun> runs;
+    // The runs could not tell what grows with tokens squared from what grows with tokens: all of one length,
+    // and the scores' tensors there have other tensors' sizes (fp32 scores at 256 tokens are the size of
+    // CS336's fp32 FFN outputs) or were never alive at a moment measured. One factor then scales both, and
+    // other lengths extrapolate with it (the 256-token CS336 run alone: 10% under at 1,024 tokens in
+    // training, 21% under in a forward). A run at another length tells them apart.
+    bool scoresUntold = false;
 };
 
 // Fits the implementation factors so that the estimate reproduces each run (docs/formats.md section 7):

@@ -41,6 +41,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
     if (c.backwardScratchScores >= 0)
         j["backward_score_scratch"] = c.backwardScratchScores;
+    if (c.prefillAttentionLinear >= 0)
+        j["prefill_attention_linear"] = c.prefillAttentionLinear;
     if (c.quadraticActivationBytes > 0)
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
     for (const auto& [dtype, factor] : c.quadraticByDtype)

@@ -841,6 +841,7 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.stepScratchLargestTensors = factors.number("optimizer_step_scratch_largest_tensors", -1, -1, 1e6);
     c.heldLogitCopies = factors.number("held_logit_copies", -1, -1, 64);
     c.backwardScratchScores = factors.number("backward_score_scratch", -1, -1, 1000);
+    c.prefillAttentionLinear = factors.number("prefill_attention_linear", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
@@ -863,6 +864,22 @@ void readCalibration(const json& doc, Scenario& sc) {
             o << v;
             return o.str();
         };
+        const double e = sc.activationDtypeBytes();
+        if (const auto q = c.forwardScoresFromFp32(e);
+            q && sc.mode == Mode::Inference && sc.inference.autocastBytes > 0) {
+            const double copies = 2 * *q;
+            const std::string low = number(copies * e + 4 - e), high = number(copies * 4 + e - 4);
+            sc.warnings.push_back(
+                "calibration.factors.quadratic was measured on fp32 runs only: " + number(copies) +
+                " score-sized tensors at once inside the attention. Beyond the 16-bit scores "
+                "and the softmax's fp32 output, which of them autocast runs in " +
+                number(e) +
+                " bytes and which in fp32 no fp32 run says: each is planned at "
+                "the mean of the two widths, " +
+                number(copies * (e + 4) / 2) + " bytes a score, where they may hold from " + low + " to " +
+                high + "; calibrate on an autocast run to know");
+            return;
+        }
         const std::string text =
             "calibration.factors.quadratic (x" + number(c.quadratic) + ") was measured with " +
             number(c.quadraticActivationBytes) + "-byte activations and this scenario's are " +

@@ -995,7 +995,12 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             // writes an fp32 output beside them and the scores, which stay referenced until the call returns
             // (aten softmax: input.toType(dtype), then _softmax): e + 4 + 4 bytes a score below fp32, the
             // scores and the output in fp32. Other code's softmax in the compute dtype: the one tensor.
-            const double bytesPerScore = in.engine == Engine::HuggingFace ? (e < 4 ? e + 8 : 8) : e;
+            // Under torch.autocast (no engine) softmax is on the fp32 list (aten/src/ATen/autocast_mode.cpp):
+            // its fp32 output beside the 16-bit scores it reads, as the training plan holds them
+            // (core/plan/activations.cpp).
+            const double bytesPerScore = in.engine == Engine::HuggingFace ? (e < 4 ? e + 8 : 8)
+                                         : in.autocastBytes > 0           ? e + 4
+                                                                          : e;
             st.scores = bytesPerScore * heads * chunk * ctx;
         }
         if (st.last)
@@ -1027,6 +1032,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
              {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
             *v *= 2;
+    const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     for (double* v :
          {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
           &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
@@ -1036,11 +1042,24 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
                         sc.model.vocab / sc.cluster.tensorParallel; // measured, so not scaled with `linear`
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).
-    const double q = c.quadraticFor(sc.activationDtypeBytes()).value_or(1);
+    std::optional<double> measuredQ = c.quadraticFor(sc.activationDtypeBytes());
+    if (!measuredQ && sc.mode == Mode::Inference && sc.inference.autocastBytes > 0)
+        measuredQ = c.forwardScoresFromFp32(sc.activationDtypeBytes());
+    const double q = measuredQ.value_or(1);
     st.scores *= q;
     st.transientScores *= q;
     if (c.backwardScratchScores >= 0)
         st.backwardScratchScores *= c.backwardScratchScores;
+    if (sc.mode == Mode::Inference && !st.engine && c.prefillAttentionLinear >= 0 && st.scores > 0) {
+        // Measured at its two kinds of moment (Calibration::prefillAttentionLinear), the forward peaks at
+        // the larger: inside a layer's attention, its scores beside what the attention holds, or elsewhere
+        // (the FFN, the head), where no score is alive.
+        const double inAttention = c.prefillAttentionLinear * layerWorkingSet;
+        if (inAttention + st.scores >= st.activations)
+            st.activations = inAttention;
+        else
+            st.scores = 0;
+    }
     st.backwardScores *= q;
     st.backwardTemporaryScores *= q;
     if (!st.engine) {

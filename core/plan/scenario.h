@@ -324,12 +324,31 @@ struct Calibration {
                 return factor;
         return std::nullopt;
     }
+    // A forward under autocast calibrated on fp32 forwards only (with prefillAttentionLinear: their scores'
+    // copies counted inside the attention). The fp32 runs showed how many score-sized tensors the code holds
+    // at once (`quadratic` over the plan's one); under autocast the plan holds two (the 16-bit scores and the
+    // softmax's fp32 output, autocast's fp32 list), and which of the code's other copies run in 16 bits
+    // (those before its softmax-family op: scaling, masking, x - max) or in fp32 (exp and after) no fp32
+    // trace says. Each is taken at the mean of the two widths, the middle of what they can be (between the
+    // 16-bit and the fp32 width a copy): `quadratic` copies at (e + 4) / 2 bytes against the plan's e + 4.
+    // The scenario warns with the range. Nothing otherwise.
+    std::optional<double> forwardScoresFromFp32(double dtypeBytes) const {
+        if (prefillAttentionLinear < 0 || quadraticActivationBytes != 4 || dtypeBytes >= 4)
+            return std::nullopt;
+        return std::max(1.0, quadratic / 2);
+    }
     // Eager attention's backward: what the runs' last layer held beyond its saved scores when its backward
     // began (score-sized temporaries less the saved ones freed by then), over the softmax backward's two
     // copies the plan holds (LayerActivations::backwardScratchScores). The gradients the softmax's backward
     // reads and writes take the softmax's dtype, fp32 under autocast as in an fp32 run, so the factor
     // carries to the other. Negative: not measured (the plan's own stand).
     double backwardScratchScores = -1;
+    // Forward-only code (inference) of eager attention: the tokens-linear bytes a layer holds while its
+    // attention's score copies are alive, over the plan's working set of a layer (its activations). With it
+    // a prefill is planned at the larger of two moments, as recorded runs peak: inside the attention (these
+    // bytes and the scores, `quadratic`) or elsewhere (the FFN, the head: the activations times `linear`).
+    // Negative: not measured (the plan's one moment, activations and scores together).
+    double prefillAttentionLinear = -1;
     double kvCache = 1;                        // the KV cache (0: the code keeps none)
     double optimizerStepBytesPerParameter = 0; // added to what the step holds besides the states (old files)
     // What the optimizer step was measured to hold besides the states, per parameter: it replaces the
@@ -389,10 +408,11 @@ struct Scenario {
         return s;
     }
     // The dtype (bytes) the matmuls write activations in: autocast's, else the activations' own; in
-    // inference fp32 for fp32 weights, else 16-bit. What a calibration's quadratic factor is keyed by.
+    // inference autocast's, else fp32 for fp32 weights, else 16-bit. What a calibration's quadratic factor
+    // is keyed by.
     double activationDtypeBytes() const {
         if (mode != Mode::Training)
-            return inference.weightBytes >= 4 ? 4 : 2;
+            return inference.autocastBytes > 0 ? inference.autocastBytes : inference.weightBytes >= 4 ? 4 : 2;
         return training.autocastBytes > 0 ? training.autocastBytes : training.activationBytes;
     }
 };

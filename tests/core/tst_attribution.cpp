@@ -61,6 +61,7 @@ private slots:
     void stepScratchFollowsTheLargestParameter();
     void calibrationAcrossDtypes();
     void backwardScoresMeasured();
+    void forwardMomentsMeasured();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
@@ -478,8 +479,9 @@ void TestAttribution::calibrationReproducesAndPredicts() {
     // Forward only, the two peaks are in different places: at 128 tokens in an FFN (three b·s·f tensors,
     // one layer's scores already freed), at 256 in an attention, four 16 MiB tensors from the softmax's and
     // the attention's lines, which allocate 4 MiB at 128 tokens: scores, not FFN outputs (8 MiB there).
-    // Told apart, the scores' factor is measured on them: 64 MiB where the plain estimate plans one fp32
-    // score tensor (the model computes in fp32), 16 MiB: x4.
+    // Told apart, they are four fp32 score copies: 64 MiB where the plain estimate plans one fp32 score
+    // tensor (the model computes in fp32), 16 MiB: x4, what the 128-token run shows inside its attention
+    // (forwardMomentsMeasured).
     QCOMPARE(count(infer.runs[1].atLoss, "b·a·s²", 4LL * 16 * 256 * 256 * 4), size_t(4));
     QCOMPARE(count(infer.runs[1].atLoss, "b·s·h", 4LL * 256 * 1024 * 4), size_t(6));
     QCOMPARE(infer.factors.quadratic, 4.0);
@@ -806,6 +808,88 @@ void TestAttribution::backwardScoresMeasured() {
     }
 }
 
+// A forward holds one layer's work at a time: inside the attention its score copies, elsewhere its FFN or
+// head. Wedsonlin's medium forwards (MEASURED.md) peak in an FFN at 128 tokens and in the softmax at 1,024,
+// so each run is measured at both kinds of moment (RunMeasurement::momentsMeasured) and the plan peaks at
+// the larger. By hand, 4 x 16 heads x 128^2 x 4 bytes = 4 MiB a score copy; the hand-written softmax
+// (cs336_basics/nn_utils.py) has the scores, x - max, exp and the quotient alive at once: 16 MiB, x4 the one
+// copy the plain plan holds.
+void TestAttribution::forwardMomentsMeasured() {
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Run i128 =
+        loadRun("cs336-medium-128-inference", "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+    const Run i256 =
+        loadRun("cs336-medium-256-inference", "cs336_Wedsonlin_medium_256_inference_memory_snapshot.pickle");
+    const Run i1024 = loadRun("cs336-medium-1024-inference",
+                              "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
+    const RunMeasurement m128 = measureRun(inputOf(i128, "128"), rules);
+    QVERIFY(m128.momentsMeasured);
+    QCOMPARE(m128.attentionScores, 4LL * (4 * 16 * 128 * 128 * 4));
+    // Its peak is elsewhere: three b·s·f and five b·s·h fp32 tensors (the FFN), 34 MiB, no score alive.
+    QVERIFY(m128.restTransient >= 3LL * (4 * 128 * 4096 * 4) + 5LL * (4 * 128 * 1024 * 4));
+    QVERIFY(m128.restTransient > m128.attentionTransient);
+    // At 1,024 tokens the same four copies, 1 GiB, and the peak inside the attention.
+    const RunMeasurement m1024 = measureRun(inputOf(i1024, "1024"), rules);
+    QVERIFY(m1024.momentsMeasured);
+    QCOMPARE(m1024.attentionScores, 4LL * (4 * 16 * 1024 * 1024 * 4));
+    QVERIFY(m1024.attentionTransient > m1024.restTransient);
+    // At 256 tokens a fp32 score copy is an fp32 FFN output's size (4 x 256 x 4,096 x 4 bytes): not measured,
+    // and calibrated alone one factor scales both, which the result says.
+    QVERIFY(!measureRun(inputOf(i256, "256"), rules).momentsMeasured);
+    QVERIFY(calibrate({inputOf(i256, "256")}, rules).scoresUntold);
+
+    const CalibrationResult from128 = calibrate({inputOf(i128, "128")}, rules);
+    QVERIFY(!from128.scoresUntold);
+    QCOMPARE(from128.factors.quadratic, 4.0);
+    QVERIFY(from128.factors.prefillAttentionLinear > 0 && from128.factors.prefillAttentionLinear < 1);
+    const CalibrationResult from1024 = calibrate({inputOf(i1024, "1024")}, rules);
+    QCOMPARE(from1024.factors.quadratic, 4.0);
+    // Each run alone predicts the other, eight times the length apart, within 1% of its trace: the
+    // 1,024-token plan holds the four copies, 1 GiB of scores, at its peak; the 128-token one none.
+    auto predicted = [&](const Run& r, const Calibration& c) {
+        Scenario sc = r.scenario;
+        sc.calibration = c;
+        const Estimate e = estimate(sc);
+        const Comparison cmp = compareAtPeak(sc, e, r.trace->trace, *r.trace->indexes[0], rules);
+        return std::make_pair(cmp.relativeError(), e.perGpu[Category::AttentionScores]);
+    };
+    const auto [error1024, scores1024] = predicted(i1024, from128.factors);
+    QVERIFY2(std::abs(error1024) <= 0.01, qPrintable(QString::number(error1024)));
+    QCOMPARE(scores1024, 4.0 * (4 * 16 * 1024.0 * 1024 * 4));
+    const auto [error128, scores128] = predicted(i128, from1024.factors);
+    QVERIFY2(std::abs(error128) <= 0.01, qPrintable(QString::number(error128)));
+    QCOMPARE(scores128, 0.0);
+    // Beside the cs336_basics profile, which reads this code op by op, from 128 to 4,096 tokens within 1%
+    // (one factor for both was 24% under at 1,024 tokens, 67% at 4,096).
+    for (const int tokens : {512, 2048, 4096}) {
+        json doc = i128.scenario.document;
+        doc["inference"]["context_length"] = tokens;
+        json own = doc;
+        own["inference"]["framework"] = "cs336_basics";
+        doc["calibration"] = {{"factors", calibrationFactorsToJson(from128.factors)}};
+        const double a = estimate(scenarioFromJson(doc, i128.scenario.baseDir)).ranks.at(0).allocatedBytes;
+        const double b = estimate(scenarioFromJson(own, i128.scenario.baseDir)).ranks.at(0).allocatedBytes;
+        QVERIFY2(std::abs(a / b - 1) <= 0.01,
+                 qPrintable(QStringLiteral("%1: %2 against %3").arg(tokens).arg(a).arg(b)));
+    }
+    // Under bf16 autocast the plain plan holds the bf16 scores and the softmax's fp32 output (autocast's
+    // fp32 list): 6 bytes a score. Calibrated on fp32 forwards only, the four copies are each taken at the
+    // mean of 2 and 4 bytes, 12 bytes a score (10 to 14 possible, the warning says), x2 the plan's 6: at
+    // 4 x 512, 12 x 4 x 16 x 512^2 = 192 MiB; the 512-token autocast forward's trace within 2%.
+    const Run a512 = loadRun("cs336-medium-512-inference-bf16-autocast",
+                             "cs336_Wedsonlin_medium_512_inference_memory_snapshot.pickle");
+    json doc = a512.scenario.document;
+    doc["calibration"] = {{"factors", calibrationFactorsToJson(from128.factors)}};
+    const Scenario amp = scenarioFromJson(doc, a512.scenario.baseDir);
+    QVERIFY(std::any_of(amp.warnings.begin(), amp.warnings.end(), [](const std::string& w) {
+        return w.find("12 bytes a score, where they may hold from 10 to 14") != std::string::npos;
+    }));
+    QCOMPARE(estimate(amp).perGpu[Category::AttentionScores], 12.0 * 4 * 16 * 512 * 512);
+    const Comparison cmp =
+        compareAtPeak(amp, estimate(amp), a512.trace->trace, *a512.trace->indexes[0], rules);
+    QVERIFY2(std::abs(cmp.relativeError()) <= 0.02, qPrintable(QString::number(cmp.relativeError())));
+}
+
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
 // declares (the bound): every trace of tests/data with the plain-PyTorch scenario of
 // examples/measured that describes it, on its own. MAGMA27's run held its gradients from a warm-up step
@@ -881,7 +965,8 @@ void TestAttribution::calibratedPredictions_data() {
     QTest::addColumn<QString>("id");
     QTest::addColumn<double>("bound");
     for (const char* id :
-         {"cs336-medium-256-training-calibrated-from-128", "cs336-medium-128-training-calibrated-from-256"})
+         {"cs336-medium-256-training-calibrated-from-128", "cs336-medium-128-training-calibrated-from-256",
+          "cs336-medium-256-inference-calibrated-from-128"})
         QTest::newRow(id) << QString::fromLatin1(id) << 0.05;
     for (const char* id : {"cs336-medium-512-training-bf16-autocast-calibrated-from-128",
                            "cs336-medium-512-training-bf16-autocast-calibrated-from-256",
@@ -889,7 +974,11 @@ void TestAttribution::calibratedPredictions_data() {
                            "cs336-medium-1024-training-bf16-autocast-calibrated-from-128",
                            "cs336-medium-1024-training-bf16-autocast-calibrated-from-256",
                            "cs336-medium-1024-training-bf16-autocast-calibrated-from-128-256",
-                           "cs336-medium-1024-inference-calibrated-from-128-256"})
+                           "cs336-medium-1024-inference-calibrated-from-128-256",
+                           "cs336-medium-1024-inference-calibrated-from-128",
+                           "cs336-medium-128-inference-calibrated-from-1024",
+                           "cs336-medium-512-inference-bf16-autocast-calibrated-from-128",
+                           "cs336-medium-512-inference-bf16-autocast-calibrated-from-128-256"})
         QTest::newRow(id) << QString::fromLatin1(id) << 0.10;
     // The 2.7B model's published peaks at the step, predicted from the medium model's traces: fit since the
     // step scratch's unit was chosen on them (calibratedValidatePredictions holds the rest).
@@ -927,25 +1016,26 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
             QVERIFY(r.traced);
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(3));
+    QCOMPARE(errors.size(), size_t(4));
     std::sort(errors.begin(), errors.end());
-    const double median = errors[1], worst = errors[2];
+    const double median = (errors[1] + errors[2]) / 2, worst = errors[3];
     const QString what = QStringLiteral("validate: median %1%, worst %2%")
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
     // Guarded against getting worse while the misses stand (a regression guard, not a tolerance).
-    QVERIFY2(median <= 0.077 + 0.005 && worst <= 0.097 + 0.005, qPrintable(what));
+    QVERIFY2(median <= 0.073 + 0.005 && worst <= 0.093 + 0.005, qPrintable(what));
     QVERIFY2(worst <= 0.12, qPrintable(what));
     QEXPECT_FAIL(
         "",
-        "The median is 7.7%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
-        "uncalibrated, are 7.7% and 9.7% under, and its 1,024-token forward 6.9% over. The plain-PyTorch "
-        "profile plans what a generic module keeps, and this hand-written model keeps more (its "
-        "softmax's five fp32 score-sized temporaries in the last layer's backward, its SiLU's extra "
-        "tensor, at 1,024 tokens 2.2 GiB in all), while the forward keeps no KV cache the profile "
-        "plans; calibrated on its own fp32 runs it comes within 3%, and the cs336_basics profile, read "
-        "from the model's code, within 0.2% (a fit profile: its rows are fit).",
+        "The median is 7.3%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
+        "uncalibrated, are 7.7% and 9.3% under, its 1,024-token forward 6.9% over and its 512-token "
+        "forward under autocast 6.6% over. The plain-PyTorch profile plans what a generic module keeps, "
+        "and this hand-written model keeps more (its softmax's five fp32 score-sized temporaries in the "
+        "last layer's backward, its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in all), while its "
+        "forward keeps no KV cache the profile plans; calibrated on its own fp32 runs it comes within "
+        "3%, and the cs336_basics profile, read from the model's code, within 0.2% (a fit profile: its "
+        "rows are fit).",
         Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
 }

@@ -507,6 +507,28 @@ void TestCli::calibrateFromTwoRuns() {
     QCOMPARE(alone.code, 0);
     QVERIFY2(QString::fromStdString(alone.out).contains("attention backward's scratch       not measured"),
              alone.out.c_str());
+    // Nor can it tell its scores from what grows with tokens: one factor for both, said on the tokens^2 line.
+    QVERIFY2(
+        QString::fromStdString(alone.out).contains("x 1.38 (with 4-byte activations), one factor for both"),
+        alone.out.c_str());
+    // A forward is measured inside its attention and elsewhere (tst_attribution::forwardMomentsMeasured): the
+    // 128-token one holds four fp32 score copies there, and the factor is in the JSON and the text.
+    const std::string forwardOut = m_dir.filePath("forward-calibrated.headroom.json").toStdString();
+    const Run forward =
+        cli({"calibrate", m + "cs336-medium-128-inference.headroom.json",
+             t + "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle", "-o", forwardOut});
+    QCOMPARE(forward.code, 0);
+    QVERIFY2(QString::fromStdString(forward.out)
+                 .contains("tensors that grow with tokens^2    x 4 (with 4-byte "
+                           "activations)\n"),
+             forward.out.c_str());
+    QVERIFY2(QString::fromStdString(forward.out).contains("inside a layer's attention         x 0.335"),
+             forward.out.c_str());
+    QFile written(QString::fromStdString(forwardOut));
+    QVERIFY(written.open(QIODevice::ReadOnly));
+    const double share = nlohmann::json::parse(
+        written.readAll().toStdString())["calibration"]["factors"]["prefill_attention_linear"];
+    QVERIFY(share > 0.3 && share < 0.4);
     QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
 }
 

@@ -746,6 +746,10 @@ void TestTraceView::calibrateFromTheWindow() {
     // At 256 tokens the fp32 scores are the size of the FFN's fp32 output: the backward is not measured.
     QVERIFY2(said.contains(QStringLiteral("what its attention backward holds was not measured")),
              qPrintable(said));
+    // Nor its scores from what grows with tokens: one factor for both, and the message says so.
+    QVERIFY2(
+        said.contains(QStringLiteral("one factor scales what grows with the tokens and with their square")),
+        qPrintable(said));
     qInfo().noquote() << said;
     // One undo takes it back.
     w->document()->undoStack()->undo();
@@ -762,6 +766,20 @@ void TestTraceView::calibrateFromTheWindow() {
                  held.contains(QStringLiteral("0.0% off")),
              qPrintable(held));
     QVERIFY(w->document()->scenario().calibration.gradientsHeld);
+    // A forward is measured inside a layer's attention and elsewhere: the 128-token one's four fp32 score
+    // copies, and the plan peaks at the larger moment (tst_attribution::forwardMomentsMeasured).
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-inference.headroom.json"),
+        &error));
+    TracePage* forward =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+    QVERIFY(forward && !forward->hasFailed());
+    const QString moments = w->calibrateFrom(forward);
+    QVERIFY2(
+        moments.contains(QStringLiteral("Its forward was measured inside a layer's attention (4.0 times")) &&
+            !moments.contains(QStringLiteral("one factor")),
+        qPrintable(moments));
+    QVERIFY(w->document()->scenario().calibration.prefillAttentionLinear > 0);
 }
 
 void TestTraceView::allocatorWhatIfPanel() {

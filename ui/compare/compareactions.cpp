@@ -108,16 +108,38 @@ QString CompareActions::calibrateFrom(TracePage* view) {
     // Eager attention's backward, the step's peak at long sequences: measured only where the run's score
     // tensors have no other tensor's size (Calibration::backwardScratchScores).
     const bool eager = plannedBackwardScoreScratch(scenario) > 0;
+    // One run whose scores have other tensors' sizes: what grows with tokens squared is not told from what
+    // grows with tokens either (CalibrationResult::scoresUntold).
     const QString backward =
         r.factors.backwardScratchScores >= 0
             ? tr("Its last layer's attention backward held %1 times the score-sized gradients planned there, "
                  "the step's peak at long sequences. ")
                   .arg(r.factors.backwardScratchScores, 0, 'f', 1)
+        : eager && r.scoresUntold
+            ? tr("At this length its attention scores have the size of other tensors, so the run cannot tell "
+                 "them apart: one factor scales what grows with the tokens and with their square (other "
+                 "lengths extrapolate with it), and what its attention backward holds was not measured (the "
+                 "plan's stands). Calibrating on runs of two lengths tells them apart. ")
         : eager
             ? tr("At this length its attention scores have the size of other tensors, so what its attention "
                  "backward holds was not measured and the plan's stands; a run at another length tells. ")
+        : r.scoresUntold
+            ? tr("This run cannot tell its attention scores from what grows with the tokens (at this length "
+                 "their tensors have other tensors' sizes, or none was alive where measured), so one factor "
+                 "scales both; at other lengths the plan extrapolates with it. Calibrating on runs of two "
+                 "lengths tells them apart. ")
             : QString();
-    return firstStep + gradients + step + backward +
+    // A forward measured at its two kinds of moment (Calibration::prefillAttentionLinear).
+    const QString moments =
+        r.factors.prefillAttentionLinear >= 0
+            ? tr("Its forward was measured inside a layer's attention (%1 times the score copies planned, "
+                 "beside "
+                 "%2 times the layer's activations) and elsewhere (its FFN or head); the plan peaks at the "
+                 "larger of the two at any length. ")
+                  .arg(r.factors.quadratic, 0, 'f', 1)
+                  .arg(r.factors.prefillAttentionLinear, 0, 'f', 2)
+            : QString();
+    return firstStep + gradients + step + backward + moments +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
