@@ -131,6 +131,19 @@ EstimatedParts estimatedParts(Scenario sc, bool inBackward = false) {
     return p;
 }
 
+// A run under autocast around fp32 weights (an fp32 model whose matmuls run in 16 bits), and the same
+// scenario without autocast: what its score tensors, counted at fp32 (RunMeasurement::quadraticAsFp32), are
+// measured against for an fp32 plan.
+bool autocastOverFp32(const Scenario& sc) {
+    return sc.mode == Mode::Training ? sc.training.autocastBytes > 0 && sc.training.activationBytes >= 4
+                                     : sc.inference.autocastBytes > 0 && sc.inference.weightBytes >= 4;
+}
+Scenario withoutAutocast(Scenario sc) {
+    sc.training.autocast = sc.inference.autocast = "none";
+    sc.training.autocastBytes = sc.inference.autocastBytes = 0;
+    return sc;
+}
+
 // The tokens-linear widths a tensor at the loss peak may have on this rank (core/compare/tensortable.h).
 std::vector<std::pair<const char*, double>> linearWidths(const RunShape& shape) {
     return {{"b·s·h", shape.hidden},
@@ -151,6 +164,16 @@ double widthIn(const RunShape& shape, std::string_view symbol) {
 std::string siteOf(const Trace& trace, std::uint32_t stack) {
     const std::size_t user = topUserFrame(trace, stack);
     return user == std::string::npos ? std::string() : frameText(trace, trace.stacks[stack][user]);
+}
+
+// A score tensor's size at fp32 (RunMeasurement::quadraticAsFp32): one in the activations' 16-bit dtype at
+// 4 bytes; fp32 ones and 1-byte masks (dropout's, bool in any dtype) as they are.
+std::int64_t scoreAsFp32(const Scenario& sc, std::int64_t size) {
+    const RunShape shape(sc);
+    const double activation = sc.activationDtypeBytes();
+    return activation < 4 && static_cast<double>(size) == shape.scores(activation)
+               ? static_cast<std::int64_t>(shape.scores(4))
+               : size;
 }
 
 // Which of the transient bytes at the loss peak are the attention scores' copies, from the tensors' sizes:
@@ -193,6 +216,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
             m.ambiguousTensors.push_back(std::move(t));
         } else if (!t.scoresBytes.empty()) {
             m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
+            m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreAsFp32(sc, a.allocation.size));
         }
     }
 }
@@ -209,6 +233,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
 // into held ones (each layer's new gradient is then a temporary), tells nothing: not measured.
 struct BackwardGrowth {
     std::int64_t most = 0, atPeak = 0;
+    std::int64_t atPeakAsFp32 = 0; // atPeak with each tensor at its fp32 size (scoreAsFp32)
 };
 std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const TraceIndex& index,
                                                    std::size_t lossPeak, std::size_t step,
@@ -266,11 +291,14 @@ std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const Tra
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     BackwardGrowth g;
     std::int64_t now = 0;
+    std::int64_t nowAsFp32 = 0;
     for (const auto& [event, bytes] : changes) {
         now = saturatingAdd(now, bytes);
+        // (every change is a score size, positive, or its negation)
+        nowAsFp32 = saturatingAdd(nowAsFp32, bytes < 0 ? -scoreAsFp32(sc, -bytes) : scoreAsFp32(sc, bytes));
         g.most = std::max(g.most, now);
         if (event <= lossPeak)
-            g.atPeak = now;
+            g.atPeak = now, g.atPeakAsFp32 = nowAsFp32;
     }
     return g;
 }
@@ -412,8 +440,10 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
                 continue;
             }
             m.ambiguous -= t.size;
-            if (verdict == 1)
+            if (verdict == 1) {
                 m.quadratic = saturatingAdd(m.quadratic, t.size);
+                m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreAsFp32(*runs[i].scenario, t.size));
+            }
             // The loss peak's table: one tensor of the row that named both shapes takes the one it has.
             auto& rows = m.atLoss.rows;
             const auto both = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
@@ -471,6 +501,8 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         // backward's, which the factor above plans, not copies the forward keeps.
         const std::int64_t beyond = std::clamp<std::int64_t>(growth->atPeak, 0, m.quadratic);
         m.quadratic -= beyond;
+        if (beyond > 0)
+            m.quadraticAsFp32 = std::max<std::int64_t>(0, m.quadraticAsFp32 - growth->atPeakAsFp32);
         m.transient -= beyond;
         m.peakInBackward = beyond > 0;
     }
@@ -629,6 +661,22 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                 }
             for (const auto& [dtype, sums] : leftByDtype)
                 scoresByDtype[dtype] = sums;
+            // Autocast runs of an fp32 model tell its fp32 plan too, where no fp32 run did: the same score
+            // tensors, each at 4 bytes, over what the plan without autocast holds (CS336's 1,024-token
+            // autocast step: exp's fp32 output and P's bf16 copy, so two fp32 tensors a layer, x2 as its
+            // fp32 runs measure; its scores' factor unscaled in fp32 was 20% under at 1,024 tokens).
+            if (!scoresByDtype.count(4)) {
+                double asFp32 = 0, plannedFp32 = 0;
+                for (std::size_t i = 0; i < runs.size(); ++i)
+                    if (splitsBySize(i) && dtypeOf(i) < 4 && autocastOverFp32(*runs[i].scenario)) {
+                        asFp32 += static_cast<double>(measured[i].quadraticAsFp32);
+                        plannedFp32 +=
+                            estimatedParts(withoutAutocast(*runs[i].scenario), measured[i].peakInBackward)
+                                .quadratic;
+                    }
+                if (plannedFp32 > 0 && asFp32 > 0)
+                    scoresByDtype[4] = {asFp32, plannedFp32};
+            }
             if (scoresByDtype.size() > 1) {
                 c.quadraticActivationBytes = scoresByDtype.begin()->first;
                 c.quadratic = scoresByDtype.begin()->second.first / scoresByDtype.begin()->second.second;

@@ -26,6 +26,10 @@ struct RunMeasurement {
     // the attention scores' copies, told apart by their sizes; `ambiguous` when a size is also that of a
     // tokens-linear tensor (fp32 FFN outputs are b x s x 4h x 4 bytes, as fp32 scores are at s = 4h / heads).
     std::int64_t quadratic = 0, ambiguous = 0;
+    // The same score tensors each counted at its fp32 size: what an fp32 run of this code would hold, since
+    // autocast changes the width of each tensor an op writes, not which tensors are kept (a cast for a
+    // matmul stands in for the original it saves). Equal to `quadratic` in an fp32 run.
+    std::int64_t quadraticAsFp32 = 0;
     // The ambiguous tensors one by one, with the line of the user's code that allocated each (its top user
     // frame): calibrating on runs of other lengths tells them apart there, by the size that line allocated.
     struct AmbiguousTensor {

@@ -780,6 +780,9 @@ void TestAttribution::backwardScoresMeasured() {
         const CalibrationResult own = calibrate({inputOf(a1024, "1024")}, rules);
         QCOMPARE(own.factors.backwardScratchScores, 2.25);
         QCOMPARE(own.factors.quadraticFor(2).value_or(0), 1.0);
+        // The same two tensors a layer (exp's fp32 output, P's bf16 copy) are what an fp32 run keeps, each
+        // at 4 bytes (the fp32 runs measure x2): so the run tells the fp32 plan x2, where it left it at x1.
+        QCOMPARE(own.factors.quadraticFor(4).value_or(0), 2.0);
         QVERIFY2(relative(own.runs.at(0).after, own.runs.at(0).measured) <= 0.02,
                  qPrintable(QString::number(own.runs.at(0).after)));
     }
@@ -978,7 +981,11 @@ void TestAttribution::calibratedPredictions_data() {
                            "cs336-medium-1024-inference-calibrated-from-128",
                            "cs336-medium-128-inference-calibrated-from-1024",
                            "cs336-medium-512-inference-bf16-autocast-calibrated-from-128",
-                           "cs336-medium-512-inference-bf16-autocast-calibrated-from-128-256"})
+                           "cs336-medium-512-inference-bf16-autocast-calibrated-from-128-256",
+                           "cs336-medium-128-training-calibrated-from-1024-bf16-autocast",
+                           "cs336-medium-128-training-calibrated-from-512-1024-bf16-autocast",
+                           "cs336-medium-256-training-calibrated-from-1024-bf16-autocast",
+                           "cs336-medium-256-training-calibrated-from-512-1024-bf16-autocast"})
         QTest::newRow(id) << QString::fromLatin1(id) << 0.10;
     // The 2.7B model's published peaks at the step, predicted from the medium model's traces: fit since the
     // step scratch's unit was chosen on them (calibratedValidatePredictions holds the rest).
