@@ -20,29 +20,29 @@
 
 namespace {
 
-// The CS336 medium model of the recorded runs (docs/measured.md), fp32, with AdamW: its tensor table gives
-// the size pools that decide weights, gradients and states.
-const headroom::Scenario& scenario() {
-    static const headroom::Scenario sc = headroom::scenarioFromJson(nlohmann::json::parse(R"({
+// The CS336 medium model of the recorded runs (docs/measured.md) with `work`: its tensor table gives the size
+// pools that decide weights, gradients and states.
+headroom::Scenario medium(const char* work) {
+    nlohmann::json doc = nlohmann::json::parse(R"({
       "schema": "headroom.scenario/1", "name": "fuzz",
       "model": {"model_type": "llama", "vocab_size": 10000, "hidden_size": 1024, "intermediate_size": 4096,
                 "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
                 "tie_word_embeddings": false},
-      "training": {"micro_batch_size": 4, "sequence_length": 128, "precision": "fp32", "attention": "eager"},
-      "cluster": {"gpu": "A100-SXM-80GB", "num_gpus": 1}})"));
+      "cluster": {"gpu": "A100-SXM-80GB", "num_gpus": 1}})");
+    doc.update(nlohmann::json::parse(work));
+    return headroom::scenarioFromJson(doc);
+}
+// Training in fp32 with AdamW.
+const headroom::Scenario& scenario() {
+    static const headroom::Scenario sc = medium(
+        R"({"training": {"micro_batch_size": 4, "sequence_length": 128, "precision": "fp32", "attention": "eager"}})");
     return sc;
 }
-
-// The same model's forward (an inference scenario of plain code), whose calibration measures the moments
-// inside a layer's attention and elsewhere from the trace's sizes.
+// Its forward (an inference scenario of plain code), whose calibration measures the moments inside a layer's
+// attention and elsewhere from the trace's sizes.
 const headroom::Scenario& forward() {
-    static const headroom::Scenario sc = headroom::scenarioFromJson(nlohmann::json::parse(R"({
-      "schema": "headroom.scenario/1", "name": "fuzz forward",
-      "model": {"model_type": "llama", "vocab_size": 10000, "hidden_size": 1024, "intermediate_size": 4096,
-                "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
-                "tie_word_embeddings": false},
-      "inference": {"batch_size": 4, "context_length": 128, "weight_dtype": "fp32", "attention": "eager"},
-      "cluster": {"gpu": "A100-SXM-80GB", "num_gpus": 1}})"));
+    static const headroom::Scenario sc = medium(
+        R"({"inference": {"batch_size": 4, "context_length": 128, "weight_dtype": "fp32", "attention": "eager"}})");
     return sc;
 }
 
