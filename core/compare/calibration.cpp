@@ -168,12 +168,36 @@ std::string siteOf(const Trace& trace, std::uint32_t stack) {
 
 // A score tensor's size at fp32 (RunMeasurement::quadraticAsFp32): one in the activations' 16-bit dtype at
 // 4 bytes; fp32 ones and 1-byte masks (dropout's, bool in any dtype) as they are.
-std::int64_t scoreAsFp32(const Scenario& sc, std::int64_t size) {
+struct ScoreWidths {
+    std::int64_t activation = 0, fp32 = 0; // one score tensor's size in the activations' dtype and in fp32
+    explicit ScoreWidths(const Scenario& sc) {
+        const RunShape shape(sc);
+        fp32 = static_cast<std::int64_t>(shape.scores(4));
+        activation = sc.activationDtypeBytes() < 4
+                         ? static_cast<std::int64_t>(shape.scores(sc.activationDtypeBytes()))
+                         : fp32;
+    }
+    std::int64_t asFp32(std::int64_t size) const { return size == activation ? fp32 : size; }
+};
+
+// The sizes a score tensor of this rank may have (batch x heads x tokens^2 in the activations' dtype and in
+// fp32; 1 byte too with dropout's masks), and those of its tokens-linear tensors: a score size among the
+// second tells nothing by size.
+std::set<std::int64_t> scoreSizes(const Scenario& sc, bool masks) {
     const RunShape shape(sc);
-    const double activation = sc.activationDtypeBytes();
-    return activation < 4 && static_cast<double>(size) == shape.scores(activation)
-               ? static_cast<std::int64_t>(shape.scores(4))
-               : size;
+    std::set<std::int64_t> out;
+    for (const int d : {1, static_cast<int>(sc.activationDtypeBytes()), 4})
+        if (d > 1 || masks)
+            out.insert(static_cast<std::int64_t>(shape.scores(d)));
+    return out;
+}
+std::set<std::int64_t> linearSizes(const Scenario& sc) {
+    const RunShape shape(sc);
+    std::set<std::int64_t> out;
+    for (const int d : {1, static_cast<int>(sc.activationDtypeBytes()), 4})
+        for (const auto& [symbol, w] : linearWidths(shape))
+            out.insert(static_cast<std::int64_t>(shape.linear(w, d)));
+    return out;
 }
 
 // Which of the transient bytes at the loss peak are the attention scores' copies, from the tensors' sizes:
@@ -188,6 +212,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
     const RunShape shape(sc);
     const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
     const auto widths = linearWidths(shape);
+    const ScoreWidths scoreWidths(sc);
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
         case MeasuredCategory::Weights:
@@ -216,7 +241,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
             m.ambiguousTensors.push_back(std::move(t));
         } else if (!t.scoresBytes.empty()) {
             m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
-            m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreAsFp32(sc, a.allocation.size));
+            m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreWidths.asFp32(a.allocation.size));
         }
     }
 }
@@ -233,7 +258,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
 // into held ones (each layer's new gradient is then a temporary), tells nothing: not measured.
 struct BackwardGrowth {
     std::int64_t most = 0, atPeak = 0;
-    std::int64_t atPeakAsFp32 = 0; // atPeak with each tensor at its fp32 size (scoreAsFp32)
+    std::int64_t atPeakAsFp32 = 0; // atPeak with each tensor at its fp32 size (ScoreWidths)
 };
 std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const TraceIndex& index,
                                                    std::size_t lossPeak, std::size_t step,
@@ -242,17 +267,11 @@ std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const Tra
     if (sc.mode != Mode::Training || !md.known || md.heads <= 0 || lossPeak >= step)
         return std::nullopt;
     const RunShape shape(sc);
-    const int activation = static_cast<int>(sc.activationDtypeBytes());
-    std::set<std::int64_t> scores, others, logits;
-    for (const int d : {1, activation, 4}) {
-        // 1-byte scores are dropout's masks: without dropout the size is some other tensor's.
-        if (d > 1 || sc.training.dropout)
-            scores.insert(static_cast<std::int64_t>(shape.scores(d)));
-        for (const auto& [symbol, w] : linearWidths(shape))
-            others.insert(static_cast<std::int64_t>(shape.linear(w, d)));
-        if (d > 1)
-            logits.insert(static_cast<std::int64_t>(shape.linear(shape.vocab, d)));
-    }
+    // 1-byte scores are dropout's masks: without dropout the size is some other tensor's.
+    const std::set<std::int64_t> scores = scoreSizes(sc, sc.training.dropout);
+    std::set<std::int64_t> others = linearSizes(sc), logits;
+    for (const int d : {static_cast<int>(sc.activationDtypeBytes()), 4})
+        logits.insert(static_cast<std::int64_t>(shape.linear(shape.vocab, d)));
     if (gradientsHeld)
         for (const std::uint64_t n : md.parameterTensors())
             others.insert(static_cast<std::int64_t>(RunShape::rounded(
@@ -292,10 +311,11 @@ std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const Tra
     BackwardGrowth g;
     std::int64_t now = 0;
     std::int64_t nowAsFp32 = 0;
+    const ScoreWidths widths(sc);
     for (const auto& [event, bytes] : changes) {
         now = saturatingAdd(now, bytes);
         // (every change is a score size, positive, or its negation)
-        nowAsFp32 = saturatingAdd(nowAsFp32, bytes < 0 ? -scoreAsFp32(sc, -bytes) : scoreAsFp32(sc, bytes));
+        nowAsFp32 = saturatingAdd(nowAsFp32, bytes < 0 ? -widths.asFp32(-bytes) : widths.asFp32(bytes));
         g.most = std::max(g.most, now);
         if (event <= lossPeak)
             g.atPeak = now, g.atPeakAsFp32 = nowAsFp32;
@@ -319,15 +339,7 @@ std::optional<Moments> attentionMoments(const Scenario& sc, const TraceIndex& in
     if (sc.mode != Mode::Inference || !md.known || md.heads <= 0 ||
         sc.inference.attention != Attention::Eager)
         return std::nullopt;
-    const RunShape shape(sc);
-    const int activation = static_cast<int>(sc.activationDtypeBytes());
-    std::set<std::int64_t> scores, linear;
-    for (const int d : {1, activation, 4}) {
-        if (d > 1)
-            scores.insert(static_cast<std::int64_t>(shape.scores(d)));
-        for (const auto& [symbol, w] : linearWidths(shape))
-            linear.insert(static_cast<std::int64_t>(shape.linear(w, d)));
-    }
+    const std::set<std::int64_t> scores = scoreSizes(sc, false), linear = linearSizes(sc);
     for (const std::int64_t s : scores)
         if (linear.count(s))
             return std::nullopt;
@@ -442,7 +454,8 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
             m.ambiguous -= t.size;
             if (verdict == 1) {
                 m.quadratic = saturatingAdd(m.quadratic, t.size);
-                m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreAsFp32(*runs[i].scenario, t.size));
+                m.quadraticAsFp32 =
+                    saturatingAdd(m.quadraticAsFp32, ScoreWidths(*runs[i].scenario).asFp32(t.size));
             }
             // The loss peak's table: one tensor of the row that named both shapes takes the one it has.
             auto& rows = m.atLoss.rows;
@@ -574,6 +587,15 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // The scores' factor per activation dtype: runs of another dtype keep other copies (an fp32 run and an
     // autocast one calibrated together measured x2 and about x1; one factor for both was 12% under on each).
     auto dtypeOf = [&](std::size_t i) { return runs[i].scenario->activationDtypeBytes(); };
+    // The scores' factor of each dtype measured, (measured, planned) by dtype: `quadratic` the first's, and
+    // the list when there are several.
+    auto setScoresByDtype = [&c](const std::map<double, std::pair<double, double>>& byDtype) {
+        c.quadraticActivationBytes = byDtype.begin()->first;
+        c.quadratic = byDtype.begin()->second.first / byDtype.begin()->second.second;
+        if (byDtype.size() > 1)
+            for (const auto& [dtype, sums] : byDtype)
+                c.quadraticByDtype.emplace_back(dtype, sums.first / sums.second);
+    };
     // Forward-only runs of plain code whose two kinds of moment were measured (RunMeasurement::
     // momentsMeasured): each factor is read where its tensors are, nothing fitted. The scores' factor is the
     // copies alive inside the attention over the plan's one; `linear` what the rest of the forward held at
@@ -606,11 +628,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             byMoments = true;
             c.linear = elsewhere / planned;
             c.prefillAttentionLinear = inAttention / planned;
-            c.quadraticActivationBytes = byDtype.begin()->first;
-            c.quadratic = byDtype.begin()->second.first / byDtype.begin()->second.second;
-            if (byDtype.size() > 1)
-                for (const auto& [dtype, sums] : byDtype)
-                    c.quadraticByDtype.emplace_back(dtype, sums.first / sums.second);
+            setScoresByDtype(byDtype);
         }
     }
     double scoresMeasured = 0, scoresPlanned = 0;
@@ -677,12 +695,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                 if (plannedFp32 > 0 && asFp32 > 0)
                     scoresByDtype[4] = {asFp32, plannedFp32};
             }
-            if (scoresByDtype.size() > 1) {
-                c.quadraticActivationBytes = scoresByDtype.begin()->first;
-                c.quadratic = scoresByDtype.begin()->second.first / scoresByDtype.begin()->second.second;
-                for (const auto& [dtype, sums] : scoresByDtype)
-                    c.quadraticByDtype.emplace_back(dtype, sums.first / sums.second);
-            }
+            if (scoresByDtype.size() > 1)
+                setScoresByDtype(scoresByDtype);
             bySize = true;
         }
     }
