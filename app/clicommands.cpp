@@ -521,11 +521,17 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     backward << std::setprecision(3) << c.backwardScratchScores;
     std::ostringstream attention;
     attention << std::setprecision(3) << c.prefillAttentionLinear;
+    // The scores' factor of the other activation dtypes the runs told (an autocast run tells fp32's too).
+    std::ostringstream otherDtypes;
+    for (const auto& [dtype, factor] : c.quadraticByDtype)
+        if (dtype != c.quadraticActivationBytes)
+            otherDtypes << std::setprecision(3) << "; x " << factor << " with " << static_cast<int>(dtype)
+                        << "-byte ones";
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
                 ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) +
-                      "-byte activations)"
+                      "-byte activations" + otherDtypes.str() + ")"
                 : std::string())
         << (r.scoresUntold ? ", one factor for both: the runs, of one length, cannot tell the scores from "
                              "what grows with tokens (their tensors have other tensors' sizes there, or none "

@@ -46,6 +46,19 @@ const headroom::Scenario& forward() {
     return sc;
 }
 
+// Both at 256 tokens, where an fp32 score has an fp32 FFN output's size (16 MiB): calibration then reads the
+// trace's call tree for which is which (ScoreSites), from the stacks in the file.
+const headroom::Scenario& training256() {
+    static const headroom::Scenario sc = medium(
+        R"({"training": {"micro_batch_size": 4, "sequence_length": 256, "precision": "fp32", "attention": "eager"}})");
+    return sc;
+}
+const headroom::Scenario& forward256() {
+    static const headroom::Scenario sc = medium(
+        R"({"inference": {"batch_size": 4, "context_length": 256, "weight_dtype": "fp32", "attention": "eager"}})");
+    return sc;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
@@ -98,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
         }
         if (!trace.devices.empty()) {
             const headroom::TraceIndex index(trace.devices[0], summary.devices[0]);
-            for (const headroom::Scenario* with : {&sc, &forward()})
+            for (const headroom::Scenario* with : {&sc, &forward(), &training256(), &forward256()})
                 try {
                     (void)headroom::jsonText(headroom::calibrationToJson(
                         headroom::calibrate({{with, &trace, &index, "fuzz"}}, rules)));

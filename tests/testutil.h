@@ -10,7 +10,9 @@
 #include <QRegularExpression>
 #include <QString>
 #include <algorithm>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace headroom::test {
@@ -127,6 +129,82 @@ inline nlohmann::json tinyLlama() {
     return {{"model_type", "llama"},      {"vocab_size", 8},        {"hidden_size", 64},
             {"intermediate_size", 64},    {"num_hidden_layers", 1}, {"num_attention_heads", 1},
             {"tie_word_embeddings", true}};
+}
+
+// A one-layer forward of b = 4, h = 64, a = 4 heads of 16, f = 256 at `tokens`, every tensor kept, written
+// as a snapshot whose frames are those of hand-written code: model.py's forward (line 90) calls the block,
+// whose lines 50 and 52 are norms (each a b·s fp32 statistic and a b·s·h output unless `fusedNorm`), line 51
+// the attention (q, k, v at 61; q·kᵀ at 62; the softmax called at 63, its max over the keys at nn.py:5, a
+// b·a·s vector, unless `fusedSoftmax`, and its exp at nn.py:6; the output at 64) and line 53 the FFN (w1 and
+// w3 at 70, their product at 71, w2 at 72; with `flatFfn` those are lines 53, 54 and 55 of the block
+// itself). At 64 tokens a score (4 x 4 x 64 x 64 x 4 bytes) and an FFN output (4 x 64 x 256 x 4) are both
+// 256 KiB.
+inline std::string handWrittenForward(int tokens, bool fusedSoftmax, bool fusedNorm, bool flatFfn) {
+    const long long b = 4, s = tokens, bsh = b * s * 64 * 4, bsf = b * s * 256 * 4,
+                    scores = b * 4 * s * s * 4;
+    const long long bas = b * 4 * s * 4, bs = b * s * 4;
+    std::string events;
+    long long addr = 1 << 20;
+    auto frame = [](const char* file, int line, const char* name) {
+        return std::string(R"({"name": ")") + name + R"(", "filename": "/home/u/)" + file + R"(", "line": )" +
+               std::to_string(line) + "}";
+    };
+    auto alloc = [&](long long size, std::initializer_list<std::string> frames) {
+        std::string f; // (each frame but the outermost ends in ", ")
+        for (const std::string& x : frames)
+            f += x;
+        events += std::string(events.empty() ? "" : ",\n") + R"({"action": "alloc", "addr": )" +
+                  std::to_string(addr) + R"(, "size": )" + std::to_string(size) + R"(, "time_us": )" +
+                  std::to_string(addr) + R"(, "frames": [)" + f + frame("model.py", 90, "forward") + "]}";
+        addr += size + 512;
+    };
+    const std::string blockNorm1 = frame("model.py", 50, "forward") + ", ";
+    const std::string blockAttn = frame("model.py", 51, "forward") + ", ";
+    const std::string blockNorm2 = frame("model.py", 52, "forward") + ", ";
+    const std::string blockFfn = frame("model.py", 53, "forward") + ", ";
+    for (const std::string& norm : {blockNorm1, blockNorm2}) {
+        if (!fusedNorm)
+            alloc(bs, {frame("model.py", 10, "rmsnorm") + ", ", norm});
+        alloc(bsh, {frame("model.py", 11, "rmsnorm") + ", ", norm});
+        if (norm == blockNorm2)
+            break;
+        for (int i = 0; i < 3; ++i)
+            alloc(bsh, {frame("model.py", 61, "forward") + ", ", blockAttn});
+        alloc(scores, {frame("model.py", 62, "forward") + ", ", blockAttn});
+        const std::string softmax = frame("model.py", 63, "forward") + ", ";
+        if (!fusedSoftmax)
+            alloc(bas, {frame("nn.py", 5, "softmax") + ", ", softmax, blockAttn});
+        alloc(scores, {frame("nn.py", 6, "softmax") + ", ", softmax, blockAttn});
+        alloc(bsh, {frame("model.py", 64, "forward") + ", ", blockAttn});
+    }
+    if (flatFfn) {
+        alloc(bsf, {frame("model.py", 53, "forward") + ", "});
+        alloc(bsf, {frame("model.py", 53, "forward") + ", "});
+        alloc(bsf, {frame("model.py", 54, "forward") + ", "});
+        alloc(bsh, {frame("model.py", 55, "forward") + ", "});
+    } else {
+        alloc(bsf, {frame("model.py", 70, "forward") + ", ", blockFfn});
+        alloc(bsf, {frame("model.py", 70, "forward") + ", ", blockFfn});
+        alloc(bsf, {frame("model.py", 71, "forward") + ", ", blockFfn});
+        alloc(bsh, {frame("model.py", 72, "forward") + ", ", blockFfn});
+    }
+    return R"({"segments": [], "device_traces": [[)" + events + "]]}";
+}
+// Its scenario: a training step in fp32 of eager attention (the trace records the forward only).
+inline nlohmann::json handWrittenForwardDoc(int tokens) {
+    nlohmann::json doc = trainingDoc({{"model_type", "llama"},
+                                      {"vocab_size", 1000},
+                                      {"hidden_size", 64},
+                                      {"intermediate_size", 256},
+                                      {"num_hidden_layers", 1},
+                                      {"num_attention_heads", 4},
+                                      {"num_key_value_heads", 4},
+                                      {"tie_word_embeddings", true}});
+    doc["training"]["precision"] = "fp32";
+    doc["training"]["attention"] = "eager";
+    doc["training"]["micro_batch_size"] = 4;
+    doc["training"]["sequence_length"] = tokens;
+    return doc;
 }
 
 // One published run's line for a test's log and failure message: estimate, measurement, counter, error.

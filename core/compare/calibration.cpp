@@ -3,6 +3,7 @@
 
 #include "core/checkednumbers.h"
 #include "core/compare/comparison.h"
+#include "core/compare/scoresites.h"
 #include "core/serve/estimate.h"
 #include "core/trace/frames.h"
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -144,17 +146,9 @@ Scenario withoutAutocast(Scenario sc) {
     return sc;
 }
 
-// The tokens-linear widths a tensor at the loss peak may have on this rank (core/compare/tensortable.h).
-std::vector<std::pair<const char*, double>> linearWidths(const RunShape& shape) {
-    return {{"b·s·h", shape.hidden},
-            {"b·s·f", shape.ffn},
-            {"b·s·V", shape.vocab},
-            {"b·s·(a+2g)·d", (shape.heads + 2 * shape.kvHeads) * shape.headDim}};
-}
-
 // The same symbol's width in another run (whose tensor-parallel split may differ).
 double widthIn(const RunShape& shape, std::string_view symbol) {
-    for (const auto& [name, width] : linearWidths(shape))
+    for (const auto& [name, width] : shape.linearWidths())
         if (symbol == name)
             return width;
     return 0;
@@ -195,23 +189,75 @@ std::set<std::int64_t> linearSizes(const Scenario& sc) {
     const RunShape shape(sc);
     std::set<std::int64_t> out;
     for (const int d : {1, static_cast<int>(sc.activationDtypeBytes()), 4})
-        for (const auto& [symbol, w] : linearWidths(shape))
+        for (const auto& [symbol, w] : shape.linearWidths())
             out.insert(static_cast<std::int64_t>(shape.linear(w, d)));
     return out;
+}
+
+// A tensor whose shape its calls told (tell below).
+struct ToldTensor {
+    std::int64_t size = 0;
+    std::string shape; // "b·a·s²" or a tokens-linear symbol
+    int dtypeBytes = 0;
+};
+
+// The shapes a tensor of `size` may have: b·a·s² at these widths, and the tokens-linear ones.
+RunMeasurement::AmbiguousTensor shapesOf(const RunShape& shape, std::int64_t size,
+                                         std::span<const int> dtypes) {
+    RunMeasurement::AmbiguousTensor t;
+    const double bytes = static_cast<double>(size);
+    for (const int d : dtypes) {
+        if (bytes == shape.scores(d) &&
+            std::find(t.scoresBytes.begin(), t.scoresBytes.end(), d) == t.scoresBytes.end())
+            t.scoresBytes.push_back(d);
+        for (const auto& [symbol, w] : shape.linearWidths())
+            if (bytes == shape.linear(w, d))
+                t.linear.push_back({symbol, d});
+    }
+    return t;
+}
+
+// What a tensor of a score's size and a tokens-linear one's is, as its calls tell (ScoreSites). Outside
+// attention it is the tokens-linear one. Inside, it is a score unless attention has that width too (hidden,
+// or the QKV projection's): the calls then say only that it is attention's, and attention holds both;
+// except that without dropout it holds no 1-byte score (a mask per head and query: the causal masks the
+// frameworks build are s x s or broadcast over heads), so a width attention has that collides only with
+// that is the tokens-linear one (CS336 at 256 tokens: 4 MiB is its q, k, v in fp32 and a 1-byte b·a·s²).
+std::optional<ToldTensor> tell(ScoreSites::Reading reading, const RunMeasurement::AmbiguousTensor& t,
+                               bool dropout) {
+    if (reading == ScoreSites::Reading::Untold || t.linear.empty() || t.scoresBytes.empty())
+        return std::nullopt;
+    // (a 1-byte tokens-linear shape last: a mask's, where a width in the activations' dtype or fp32 fits)
+    const auto wide =
+        std::find_if(t.linear.begin(), t.linear.end(), [](const auto& l) { return l.dtypeBytes > 1; });
+    const RunMeasurement::AmbiguousTensor::Linear& linear = wide != t.linear.end() ? *wide : t.linear.front();
+    if (reading == ScoreSites::Reading::TokensLinear)
+        return ToldTensor{0, linear.symbol, linear.dtypeBytes};
+    const auto attentionWidth = std::find_if(t.linear.begin(), t.linear.end(), [](const auto& l) {
+        return std::string_view(l.symbol) == "b·s·h" || std::string_view(l.symbol) == "b·s·(a+2g)·d";
+    });
+    if (attentionWidth == t.linear.end())
+        return ToldTensor{0, "b·a·s²", t.scoresBytes.front()};
+    const bool onlyMasks =
+        std::all_of(t.scoresBytes.begin(), t.scoresBytes.end(), [](int d) { return d == 1; });
+    if (onlyMasks && !dropout)
+        return ToldTensor{0, attentionWidth->symbol, attentionWidth->dtypeBytes};
+    return std::nullopt;
 }
 
 // Which of the transient bytes at the loss peak are the attention scores' copies, from the tensors' sizes:
 // batch x heads (on this rank) x query tokens x key tokens x 1, 2 or 4 bytes (a mask, the activations'
 // dtype, fp32), as the caching allocator rounds them (512 bytes). A size that is also one of a
 // tokens-linear tensor (batch x tokens x hidden, FFN, QKV or vocabulary width) is counted apart, and kept
-// with the line that allocated it.
-void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, RunMeasurement& m) {
+// with the line that allocated it, unless the run's calls tell which it is (ScoreSites): then it is counted
+// as what they tell, and listed in `told` for the tensor table.
+void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, const ScoreSites* sites,
+                 RunMeasurement& m, std::vector<ToldTensor>& told) {
     const ModelSpec& md = sc.model;
     if (!md.known || md.heads <= 0)
         return;
     const RunShape shape(sc);
     const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
-    const auto widths = linearWidths(shape);
     const ScoreWidths scoreWidths(sc);
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
@@ -224,17 +270,18 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
         default:
             break;
         }
-        const double size = static_cast<double>(a.allocation.size);
-        RunMeasurement::AmbiguousTensor t;
-        for (const int d : dtypes) {
-            if (size == shape.scores(d) &&
-                std::find(t.scoresBytes.begin(), t.scoresBytes.end(), d) == t.scoresBytes.end())
-                t.scoresBytes.push_back(d);
-            for (const auto& [symbol, w] : widths)
-                if (size == shape.linear(w, d))
-                    t.linear.push_back({symbol, d});
-        }
-        if (!t.scoresBytes.empty() && !t.linear.empty()) {
+        RunMeasurement::AmbiguousTensor t = shapesOf(shape, a.allocation.size, dtypes);
+        const std::optional<ToldTensor> byCalls = sites && !t.scoresBytes.empty() && !t.linear.empty()
+                                                      ? tell(sites->reading(a.allocation.stack), t,
+                                                             sc.mode == Mode::Training && sc.training.dropout)
+                                                      : std::nullopt;
+        if (byCalls) {
+            told.push_back({a.allocation.size, byCalls->shape, byCalls->dtypeBytes});
+            if (byCalls->shape != "b·a·s²")
+                continue;
+            m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
+            m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreWidths.asFp32(a.allocation.size));
+        } else if (!t.scoresBytes.empty() && !t.linear.empty()) {
             m.ambiguous = saturatingAdd(m.ambiguous, a.allocation.size);
             t.site = siteOf(trace, a.allocation.stack);
             t.size = a.allocation.size;
@@ -332,41 +379,79 @@ std::optional<BackwardGrowth> backwardScoresGrowth(const Scenario& sc, const Tra
 // told apart) or the run never held a score-sized tensor (fused attention).
 struct Moments {
     std::size_t attention = 0, rest = 0;
-    std::int64_t scores = 0;
+    std::int64_t scores = 0, scoresAsFp32 = 0; // (ScoreWidths)
 };
-std::optional<Moments> attentionMoments(const Scenario& sc, const TraceIndex& index) {
+std::optional<Moments> attentionMoments(const Scenario& sc, const TraceIndex& index,
+                                        const ScoreSites* sites) {
     const ModelSpec& md = sc.model;
     if (sc.mode != Mode::Inference || !md.known || md.heads <= 0 ||
         sc.inference.attention != Attention::Eager)
         return std::nullopt;
     const std::set<std::int64_t> scores = scoreSizes(sc, false), linear = linearSizes(sc);
-    for (const std::int64_t s : scores)
-        if (linear.count(s))
-            return std::nullopt;
+    const RunShape shape(sc);
+    const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
     const DeviceTrace& d = index.device();
+    // A score's size that a tokens-linear tensor has too: each such tensor is what its calls tell
+    // (ScoreSites); none is measured when one is untold.
+    std::optional<bool> untold;
+    auto isScore = [&](std::size_t e) {
+        if (!scores.count(d.size[e]))
+            return false;
+        if (!linear.count(d.size[e]))
+            return true;
+        const auto t = sites ? tell(sites->reading(d.stack[e]), shapesOf(shape, d.size[e], dtypes), false)
+                             : std::nullopt;
+        if (!t)
+            untold = true;
+        return t && t->shape == "b·a·s²";
+    };
     const auto& allocated = index.allocatedSeries();
-    std::unordered_map<std::uint64_t, std::int64_t> live; // address -> bytes, the score-sized ones
-    std::int64_t now = 0, inAttention = INT64_MIN, elsewhere = INT64_MIN;
+    std::unordered_map<std::uint64_t, std::int64_t> live; // address -> bytes, the scores'
+    std::int64_t now = 0, nowAsFp32 = 0, inAttention = INT64_MIN, elsewhere = INT64_MIN;
+    const ScoreWidths widths(sc);
     Moments m;
-    for (std::size_t e = 0; e < d.entries() && e < allocated.size(); ++e) {
+    for (std::size_t e = 0; e < d.entries() && e < allocated.size() && !untold; ++e) {
         const TraceAction action = d.action[e];
-        if (action == TraceAction::Alloc && scores.count(d.size[e])) {
+        if (action == TraceAction::Alloc && isScore(e)) {
             live[d.addr[e]] = d.size[e];
             now = saturatingAdd(now, d.size[e]);
+            nowAsFp32 = saturatingAdd(nowAsFp32, widths.asFp32(d.size[e]));
         } else if (action == TraceAction::FreeCompleted || action == TraceAction::Free) {
             if (const auto it = live.find(d.addr[e]); it != live.end()) {
                 now -= it->second;
+                nowAsFp32 -= widths.asFp32(it->second);
                 live.erase(it);
             }
         }
         if (now > 0 && allocated[e] > inAttention)
-            inAttention = allocated[e], m.attention = e, m.scores = now;
+            inAttention = allocated[e], m.attention = e, m.scores = now, m.scoresAsFp32 = nowAsFp32;
         else if (now <= 0 && allocated[e] > elsewhere)
             elsewhere = allocated[e], m.rest = e;
     }
-    if (inAttention == INT64_MIN || elsewhere == INT64_MIN)
+    if (untold || inAttention == INT64_MIN || elsewhere == INT64_MIN)
         return std::nullopt;
     return m;
+}
+
+// One tensor of a table's row that named two shapes of its size takes the one it was found to have.
+void relabel(TensorTable& table, const ToldTensor& t) {
+    auto& rows = table.rows;
+    const auto both = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
+        return r.each == t.size && r.dtypeBytes == 0 && r.count > 0;
+    });
+    if (both == rows.end())
+        return;
+    if (--both->count == 0)
+        rows.erase(both);
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
+        return r.each == t.size && r.shape == t.shape && r.dtypeBytes == t.dtypeBytes;
+    });
+    if (row != rows.end())
+        ++row->count;
+    else
+        rows.push_back({t.shape, t.dtypeBytes, t.size, 1});
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const TensorRow& x, const TensorRow& y) { return x.bytes() > y.bytes(); });
 }
 
 // Every size the lines in `sites` allocated over a run's trace.
@@ -458,27 +543,10 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
                     saturatingAdd(m.quadraticAsFp32, ScoreWidths(*runs[i].scenario).asFp32(t.size));
             }
             // The loss peak's table: one tensor of the row that named both shapes takes the one it has.
-            auto& rows = m.atLoss.rows;
-            const auto both = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
-                return r.each == t.size && r.dtypeBytes == 0 && r.count > 0;
-            });
-            if (both == rows.end())
-                continue;
-            const std::string shape = verdict == 1 ? "b·a·s²" : as->symbol;
-            const int bytes = verdict == 1 ? t.scoresBytes.front() : as->dtypeBytes;
-            if (--both->count == 0)
-                rows.erase(both);
-            const auto row = std::find_if(rows.begin(), rows.end(), [&](const TensorRow& r) {
-                return r.each == t.size && r.shape == shape && r.dtypeBytes == bytes;
-            });
-            if (row != rows.end())
-                ++row->count;
-            else
-                rows.push_back({shape, bytes, t.size, 1});
+            relabel(m.atLoss, verdict == 1 ? ToldTensor{t.size, "b·a·s²", t.scoresBytes.front()}
+                                           : ToldTensor{t.size, as->symbol, as->dtypeBytes});
         }
         m.ambiguousTensors = std::move(still);
-        std::stable_sort(m.atLoss.rows.begin(), m.atLoss.rows.end(),
-                         [](const TensorRow& x, const TensorRow& y) { return x.bytes() > y.bytes(); });
     }
 }
 
@@ -499,8 +567,16 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.gradients = at.of(MeasuredCategory::Gradients);
     m.transient = at.total - modelState(at) - m.workspaces - m.kvCache;
     m.total = at.total;
-    splitBySize(*run.scenario, *run.trace, at, m);
+    // A score's size that is a tokens-linear tensor's too: the run's calls may tell them apart.
+    std::optional<ScoreSites> sites;
+    for (const std::int64_t s : scoreSizes(*run.scenario, true))
+        if (!sites && linearSizes(*run.scenario).count(s))
+            sites.emplace(*run.scenario, *run.trace, index);
+    std::vector<ToldTensor> told;
+    splitBySize(*run.scenario, *run.trace, at, sites ? &*sites : nullptr, m, told);
     m.atLoss = tensorTable(*run.scenario, at, step);
+    for (const ToldTensor& t : told)
+        relabel(m.atLoss, t);
     // Gradients held at the loss peak (half the parameters' or more: zero_grad frees all or none).
     double gradientBytes = 0;
     for (const std::uint64_t t : run.scenario->model.parameterTensors())
@@ -519,7 +595,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.transient -= beyond;
         m.peakInBackward = beyond > 0;
     }
-    if (const auto moments = attentionMoments(*run.scenario, index)) {
+    if (const auto moments = attentionMoments(*run.scenario, index, sites ? &*sites : nullptr)) {
         auto transientAt = [&](std::size_t event) {
             const Attribution a = attribute(*run.trace, index, event, rules, run.scenario);
             return a.total - modelState(a) - a.of(MeasuredCategory::Workspaces) -
@@ -528,6 +604,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.momentsMeasured = true;
         m.attentionTransient = transientAt(moments->attention);
         m.attentionScores = moments->scores;
+        m.attentionScoresAsFp32 = moments->scoresAsFp32;
         m.restTransient = transientAt(moments->rest);
     }
     if (step < n) {
@@ -624,6 +701,17 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             elsewhere += std::max(0.0, static_cast<double>(m.restTransient) - parts[i].fixed);
             planned += parts[i].linear;
         }
+        // Autocast forwards of an fp32 model tell its fp32 plan, as autocast steps do (below): the same
+        // copies, each at 4 bytes, over the scores the plan without autocast holds.
+        double asFp32 = 0, plannedFp32 = 0;
+        for (std::size_t i = 0; i < runs.size() && plainInference && !byDtype.count(4); ++i)
+            if (measured[i].momentsMeasured && parts[i].quadratic > 0 &&
+                autocastOverFp32(*runs[i].scenario)) {
+                asFp32 += static_cast<double>(measured[i].attentionScoresAsFp32);
+                plannedFp32 += estimatedParts(withoutAutocast(*runs[i].scenario)).quadratic;
+            }
+        if (asFp32 > 0 && plannedFp32 > 0)
+            byDtype[4] = {asFp32, plannedFp32};
         if (planned > 0) {
             byMoments = true;
             c.linear = elsewhere / planned;

@@ -37,7 +37,7 @@ struct RunMeasurement {
         std::int64_t size = 0;
         std::vector<int> scoresBytes; // the dtype widths that make the size b·a·s²
         struct Linear {
-            const char* symbol = ""; // its width in any run: linearWidths in calibration.cpp
+            const char* symbol = ""; // its width in any run: RunShape::linearWidths
             int dtypeBytes = 0;
         };
         std::vector<Linear> linear; // the tokens-linear shapes (b·s·width) of the same size
@@ -58,10 +58,12 @@ struct RunMeasurement {
     // attention, its score-sized tensors alive (the softmax's copies of one layer's scores), and everywhere
     // else (the FFN, the head). Its peak is at the second at short lengths and at the first at long ones, so
     // each is measured: the most allocated with score-sized tensors alive, and those tensors' bytes there;
-    // the most allocated with none. Not measured when a score's size is also a tokens-linear tensor's
-    // (attentionMoments in calibration.cpp).
+    // the most allocated with none. Not measured when a score's size is also a tokens-linear tensor's and
+    // the run's calls do not tell which each such tensor is (ScoreSites; attentionMoments in
+    // calibration.cpp).
     bool momentsMeasured = false;
     std::int64_t attentionTransient = 0, attentionScores = 0; // at the first kind of moment
+    std::int64_t attentionScoresAsFp32 = 0; // those scores, each at its fp32 size (an autocast run's)
     std::int64_t restTransient = 0;                           // at the second
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
     TensorTable atLoss, atStep;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -24,6 +25,14 @@ struct RunShape {
     static double rounded(double bytes) { return std::ceil(bytes / 512) * 512; }
     double scores(double dtypeBytes) const { return rounded(b * heads * queries * keys * dtypeBytes); }
     double linear(double width, double dtypeBytes) const { return rounded(tokens() * width * dtypeBytes); }
+    // The widths of the tokens-linear tensors a pass allocates, by symbol: hidden, FFN, vocabulary and the
+    // QKV projection's.
+    std::vector<std::pair<const char*, double>> linearWidths() const {
+        return {{"b·s·h", hidden},
+                {"b·s·f", ffn},
+                {"b·s·V", vocab},
+                {"b·s·(a+2g)·d", (heads + 2 * kvHeads) * headDim}};
+    }
 };
 
 // One row of a run's tensor table: the live allocations at a moment whose size is one tensor shape of the

@@ -69,18 +69,22 @@ bool isPythonFrame(const Trace& trace, const Frame& frame) {
     return endsWith(file, ".py") || endsWith(file, ".pyx");
 }
 
+bool isUserFrame(const Trace& trace, const Frame& frame) {
+    if (!isPythonFrame(trace, frame))
+        return false;
+    const std::string_view file = trace.strings[frame.filename];
+    return !(contains(file, "/torch/") || contains(file, "\\torch\\") || contains(file, "site-packages") ||
+             contains(file, "dist-packages") || contains(file, "torchinductor") || startsWith(file, "<"));
+}
+
 std::size_t topUserFrame(const Trace& trace, std::uint32_t stack) {
     if (stack >= trace.stacks.size() || trace.stacks[stack].empty())
         return std::string::npos;
     const auto& frames = trace.stacks[stack];
     std::size_t python = std::string::npos, other = std::string::npos;
     for (std::size_t i = 0; i < frames.size(); ++i) {
-        const std::string_view file = trace.strings[frames[i].filename];
         if (isPythonFrame(trace, frames[i])) {
-            const bool library = contains(file, "/torch/") || contains(file, "\\torch\\") ||
-                                 contains(file, "site-packages") || contains(file, "dist-packages") ||
-                                 contains(file, "torchinductor") || startsWith(file, "<");
-            if (!library)
+            if (isUserFrame(trace, frames[i]))
                 return i;
             if (python == std::string::npos)
                 python = i;

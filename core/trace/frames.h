@@ -15,6 +15,8 @@ bool isPythonFrame(const Trace& trace, const Frame& frame);
 // The allocator and dispatcher machinery every allocation goes through (c10's caching allocator, the snapshot
 // recorder, empty/empty_strided, kernel wrappers): never the answer to "who allocated this".
 bool isMachineryFrame(const Trace& trace, const Frame& frame);
+// A Python frame of the user's own code: outside torch, site-packages and generated inductor code.
+bool isUserFrame(const Trace& trace, const Frame& frame);
 // The innermost frame of the user's own code: a Python frame outside torch, site-packages and generated
 // inductor code; else the innermost Python frame; else the innermost frame that is not interpreter noise.
 // npos when the stack is empty.

@@ -6,6 +6,7 @@
 #include "core/compare/attribution.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
+#include "core/compare/scoresites.h"
 #include "core/compare/tensortable.h"
 #include "core/compare/tracediff.h"
 #include "core/error.h"
@@ -62,6 +63,7 @@ private slots:
     void calibrationAcrossDtypes();
     void backwardScoresMeasured();
     void forwardMomentsMeasured();
+    void scoresToldByCalls();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
@@ -412,19 +414,22 @@ void TestAttribution::calibrationReproducesAndPredicts() {
     // bytes = 4 MiB, a size no tokens-linear tensor of this model has (4 x 128 x {1024, 4096, 3072,
     // 10000} x {1, 4} bytes): 48 of them live at the loss peak, two per layer (the hand-written softmax's
     // exp and its quotient, both kept), where the estimate plans one: x2 exactly. At 256 tokens a score
-    // tensor (4 x 16 x 256 x 256 x 4) and an FFN output (4 x 256 x 4096 x 4) are both 16 MiB: ambiguous,
-    // so that run takes the scores the factor predicts for it.
+    // tensor (4 x 16 x 256 x 256 x 4) and an FFN output (4 x 256 x 4096 x 4) are both 16 MiB, and the run
+    // alone tells them apart by the calls that allocated them (ScoreSites, scoresToldByCalls): the softmax's
+    // lines, whose call also keeps its b·a·s sums (4 x 16 x 256 x 4 bytes), hold scores; the FFN's, whose
+    // call holds w2's b·s·h output and no such vector, do not. It then holds what the 128-token run holds
+    // by size alone, two score tensors a layer (48) and five FFN-wide ones (w1's and w3's outputs, the
+    // sigmoid, SiLU and the product: 120), at the new sizes; and 4 MiB, its q, k, v in fp32 and a 1-byte
+    // b·a·s², is hidden-wide (no dropout: no such mask).
     const RunMeasurement m128 = measureRun(inputOf(t128, "128"), rules);
     QCOMPARE(m128.quadratic, 48LL * 4194304);
     QCOMPARE(m128.ambiguous, 0LL);
     const RunMeasurement m256 = measureRun(inputOf(t256, "256"), rules);
     QCOMPARE(4.0 * 16 * 256 * 256 * 4, 4.0 * 256 * 4096 * 4);
-    QCOMPARE(m256.quadratic, 0LL);
-    QVERIFY(m256.ambiguous > 0);
-    // Calibrated together, the two runs tell them apart by the line of code that allocated each: a line
-    // whose 16 MiB tensor at 256 tokens was 4 MiB at 128 allocates scores (b·a·s², x4 for twice the
-    // tokens), one whose tensor was 8 MiB an FFN output (b·s·f, x2). The 256-token run then holds what the
-    // 128-token one does, two score tensors a layer (48) and five FFN-wide ones (120), at the new sizes.
+    QCOMPARE(m256.quadratic, 48LL * 4 * 16 * 256 * 256 * 4);
+    QCOMPARE(m256.ambiguous, 0LL);
+    // Calibrated together the two runs say the same (where a run's calls do not tell, the two runs'
+    // lines do: a line whose 16 MiB tensor at 256 tokens was 4 MiB at 128 allocates scores).
     auto count = [](const TensorTable& t, const std::string& shape, std::int64_t each) {
         std::size_t n = 0;
         for (const TensorRow& r : t.rows)
@@ -462,11 +467,30 @@ void TestAttribution::calibrationReproducesAndPredicts() {
     QVERIFY(hidden && hidden->shape == "b·s·h");
     const TensorRow* logits = row(m128.atLoss, 4LL * 128 * 10000 * 4);
     QVERIFY(logits && logits->shape == "b·s·V");
-    // At 256 tokens a score tensor and an FFN output are one size: the row names both, and says no width.
-    const TensorRow* both = row(m256.atLoss, 4LL * 256 * 4096 * 4);
-    QVERIFY(both && both->shape == "b·s·f (4 B) = b·a·s² (4 B)" && both->dtypeBytes == 0);
+    // At 256 tokens, alone: the rows the calls told, none left with two names.
+    QCOMPARE(count(m256.atLoss, "b·a·s²", 4LL * 16 * 256 * 256 * 4), size_t(48));
+    QCOMPARE(count(m256.atLoss, "b·s·f", 4LL * 256 * 4096 * 4), size_t(120));
+    for (const TensorRow& r : m256.atLoss.rows)
+        QVERIFY2(r.dtypeBytes != 0, r.shape.c_str());
     QCOMPARE(train.factors.quadratic, 2.0);
     QCOMPARE(train.factors.quadraticActivationBytes, 4.0); // measured on fp32 activations
+    // Calibrated on the 256-token run alone, the same x2; beside the cs336_basics profile, which reads
+    // this code op by op, the fp32 step at four and sixteen times the length within the project's 5% (one
+    // factor for both, before the calls told the scores apart, was 10% under at 1,024 tokens, 24% at 4,096).
+    const CalibrationResult from256 = calibrate({inputOf(t256, "256")}, rules);
+    QCOMPARE(from256.factors.quadratic, 2.0);
+    QVERIFY(!from256.scoresUntold);
+    for (const int tokens : {1024, 4096}) {
+        json doc = t256.scenario.document;
+        doc["training"]["sequence_length"] = tokens;
+        json own = doc;
+        own["training"]["framework"] = "cs336_basics";
+        doc["calibration"] = {{"factors", calibrationFactorsToJson(from256.factors)}};
+        const double a = estimate(scenarioFromJson(doc, t256.scenario.baseDir)).ranks.at(0).allocatedBytes;
+        const double b = estimate(scenarioFromJson(own, t256.scenario.baseDir)).ranks.at(0).allocatedBytes;
+        QVERIFY2(std::abs(a / b - 1) <= 0.05,
+                 qPrintable(QStringLiteral("%1: %2 against %3").arg(tokens).arg(a).arg(b)));
+    }
     // The two inference runs, separately.
     const Run i128 =
         loadRun("cs336-medium-128-inference", "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
@@ -836,10 +860,15 @@ void TestAttribution::forwardMomentsMeasured() {
     QVERIFY(m1024.momentsMeasured);
     QCOMPARE(m1024.attentionScores, 4LL * (4 * 16 * 1024 * 1024 * 4));
     QVERIFY(m1024.attentionTransient > m1024.restTransient);
-    // At 256 tokens a fp32 score copy is an fp32 FFN output's size (4 x 256 x 4,096 x 4 bytes): not measured,
-    // and calibrated alone one factor scales both, which the result says.
-    QVERIFY(!measureRun(inputOf(i256, "256"), rules).momentsMeasured);
-    QVERIFY(calibrate({inputOf(i256, "256")}, rules).scoresUntold);
+    // At 256 tokens an fp32 score copy is an fp32 FFN output's size (4 x 256 x 4,096 x 4 bytes); the calls
+    // that allocated them tell (scoresToldByCalls): the same four copies, and alone the run predicts the
+    // 1,024-token one within 1% too (below).
+    const RunMeasurement m256 = measureRun(inputOf(i256, "256"), rules);
+    QVERIFY(m256.momentsMeasured);
+    QCOMPARE(m256.attentionScores, 4LL * (4 * 16 * 256 * 256 * 4));
+    const CalibrationResult from256 = calibrate({inputOf(i256, "256")}, rules);
+    QVERIFY(!from256.scoresUntold);
+    QCOMPARE(from256.factors.quadratic, 4.0);
 
     const CalibrationResult from128 = calibrate({inputOf(i128, "128")}, rules);
     QVERIFY(!from128.scoresUntold);
@@ -862,14 +891,20 @@ void TestAttribution::forwardMomentsMeasured() {
     const auto [error128, scores128] = predicted(i128, from1024.factors);
     QVERIFY2(std::abs(error128) <= 0.01, qPrintable(QString::number(error128)));
     QCOMPARE(scores128, 0.0);
+    const auto [error1024from256, scores1024from256] = predicted(i1024, from256.factors);
+    QVERIFY2(std::abs(error1024from256) <= 0.01, qPrintable(QString::number(error1024from256)));
+    QCOMPARE(scores1024from256, 4.0 * (4 * 16 * 1024.0 * 1024 * 4));
     // Beside the cs336_basics profile, which reads this code op by op, from 128 to 4,096 tokens within 1%
-    // (one factor for both was 24% under at 1,024 tokens, 67% at 4,096).
-    for (const int tokens : {512, 2048, 4096}) {
+    // calibrated on either run alone (one factor for both was 24% under at 1,024 tokens and 67% at 4,096
+    // from the 128-token run; 21% and 63% from the 256-token run).
+    for (const auto& [tokens, from] :
+         {std::pair{512, &from128}, std::pair{2048, &from128}, std::pair{4096, &from128},
+          std::pair{1024, &from256}, std::pair{4096, &from256}}) {
         json doc = i128.scenario.document;
         doc["inference"]["context_length"] = tokens;
         json own = doc;
         own["inference"]["framework"] = "cs336_basics";
-        doc["calibration"] = {{"factors", calibrationFactorsToJson(from128.factors)}};
+        doc["calibration"] = {{"factors", calibrationFactorsToJson(from->factors)}};
         const double a = estimate(scenarioFromJson(doc, i128.scenario.baseDir)).ranks.at(0).allocatedBytes;
         const double b = estimate(scenarioFromJson(own, i128.scenario.baseDir)).ranks.at(0).allocatedBytes;
         QVERIFY2(std::abs(a / b - 1) <= 0.01,
@@ -891,6 +926,94 @@ void TestAttribution::forwardMomentsMeasured() {
     const Comparison cmp =
         compareAtPeak(amp, estimate(amp), a512.trace->trace, *a512.trace->indexes[0], rules);
     QVERIFY2(std::abs(cmp.relativeError()) <= 0.02, qPrintable(QString::number(cmp.relativeError())));
+    // The other way: the 512-token autocast forward alone (its bf16 scores the size of fp32 FFN outputs,
+    // told apart by their calls) holds twice the plan's score copies, and its copies, each counted at 4
+    // bytes, the fp32 plan's four: the 128- and 1,024-token fp32 forwards within the 5% (a quarter
+    // and twice the length, another precision; one factor for both, before, was 65% under at 4,096 tokens).
+    const CalibrationResult fromAutocast = calibrate({inputOf(a512, "512 autocast")}, rules);
+    QVERIFY(!fromAutocast.scoresUntold);
+    QCOMPARE(fromAutocast.factors.quadratic, 2.0);
+    QVERIFY(std::find(fromAutocast.factors.quadraticByDtype.begin(),
+                      fromAutocast.factors.quadraticByDtype.end(),
+                      std::pair<double, double>{4.0, 4.0}) != fromAutocast.factors.quadraticByDtype.end());
+    for (const Run* r : {&i128, &i1024}) {
+        const double error = predicted(*r, fromAutocast.factors).first;
+        QVERIFY2(std::abs(error) <= 0.05, qPrintable(QString::number(error)));
+    }
+}
+
+void TestAttribution::scoresToldByCalls() {
+    const Scenario sc64 = scenarioFromJson(test::handWrittenForwardDoc(64));
+    const Scenario sc32 = scenarioFromJson(test::handWrittenForwardDoc(32));
+    QCOMPARE(4 * 4 * 64 * 64 * 4, 4 * 64 * 256 * 4); // 256 KiB: a score, or an FFN output
+    // Each tensor of that size by the line that allocated it (frames innermost first, as recorded).
+    auto readings = [&](const Trace& t, const TraceIndex& index) {
+        const ScoreSites sites(sc64, t, index);
+        std::map<std::string, ScoreSites::Reading> out;
+        const DeviceTrace& d = index.device();
+        for (std::size_t e = 0; e < d.entries(); ++e)
+            if (d.size[e] == 4 * 64 * 256 * 4) {
+                const Frame& top = t.stacks[d.stack[e]].front();
+                out[t.strings[top.filename] + ":" + std::to_string(top.line)] = sites.reading(d.stack[e]);
+            }
+        return out;
+    };
+    using R = ScoreSites::Reading;
+    {
+        // The softmax's max is b·a·s, a per-head vector only attention has: q·kᵀ (under the attention's
+        // call, line 51) and the exp (under the softmax's call, line 63) are scores. The FFN's call (53)
+        // holds w2's b·s·h output and no such vector: not attention. The layer's call (90) also holds the
+        // norms' b·s statistics: it spans sublayers, and nothing is read from it.
+        const Trace t = readTrace(test::handWrittenForward(64, false, false, false));
+        const TraceSummary summary = summarize(t);
+        const auto r = readings(t, TraceIndex(t.devices.at(0), summary.devices.at(0)));
+        QCOMPARE(r.size(), size_t(4));
+        QVERIFY(r.at("/home/u/model.py:62") == R::Scores);
+        QVERIFY(r.at("/home/u/nn.py:6") == R::Scores);
+        QVERIFY(r.at("/home/u/model.py:70") == R::TokensLinear);
+        QVERIFY(r.at("/home/u/model.py:71") == R::TokensLinear);
+    }
+    // Told nothing: a softmax that keeps no per-head vector (torch's own, one kernel), norms that keep no
+    // per-token one (fused: no call is seen to span sublayers), or an FFN written in the block itself (its
+    // nearest call with anything in it is the layer's).
+    for (const auto& [fusedSoftmax, fusedNorm, flat] :
+         {std::tuple{true, false, false}, std::tuple{false, true, false}}) {
+        const Trace t = readTrace(test::handWrittenForward(64, fusedSoftmax, fusedNorm, flat));
+        const TraceSummary summary = summarize(t);
+        for (const auto& [line, reading] : readings(t, TraceIndex(t.devices.at(0), summary.devices.at(0))))
+            QVERIFY2(reading == R::Untold, line.c_str());
+    }
+    {
+        const Trace t = readTrace(test::handWrittenForward(64, false, false, true));
+        const TraceSummary summary = summarize(t);
+        const auto r = readings(t, TraceIndex(t.devices.at(0), summary.devices.at(0)));
+        QVERIFY(r.at("/home/u/model.py:53") == R::Untold && r.at("/home/u/model.py:54") == R::Untold);
+        QVERIFY(r.at("/home/u/model.py:62") == R::Scores);
+    }
+    // Calibration counts what the calls tell: two scores (512 KiB) and three FFN outputs in the loss
+    // peak's table. With torch's softmax the 64-token run alone cannot tell; beside the 32-token run
+    // (scores 64 KiB there, FFN outputs 128 KiB) the lines tell the same.
+    auto rowsOf = [](const TensorTable& table, const std::string& shape) {
+        std::size_t n = 0;
+        for (const TensorRow& row : table.rows)
+            n += row.shape == shape && row.each == 4 * 64 * 256 * 4 ? row.count : 0;
+        return n;
+    };
+    for (const bool fusedSoftmax : {false, true}) {
+        const Trace t64 = readTrace(test::handWrittenForward(64, fusedSoftmax, false, false));
+        const Trace t32 = readTrace(test::handWrittenForward(32, fusedSoftmax, false, false));
+        const TraceSummary s64 = summarize(t64), s32 = summarize(t32);
+        const TraceIndex i64(t64.devices.at(0), s64.devices.at(0)), i32(t32.devices.at(0), s32.devices.at(0));
+        const RunMeasurement alone =
+            measureRun({&sc64, &t64, &i64, "64"}, AttributionRules::pytorchDefaults());
+        QCOMPARE(alone.quadratic, fusedSoftmax ? 0LL : 2LL * 4 * 4 * 64 * 64 * 4);
+        // (untold, the five of 256 KiB and the seven b·s·h fp32 tensors: 64 KiB is a 1-byte b·a·s² too)
+        QCOMPARE(alone.ambiguous, fusedSoftmax ? 5LL * 4 * 64 * 256 * 4 + 7LL * 4 * 64 * 64 * 4 : 0LL);
+        const CalibrationResult both = calibrate({{&sc64, &t64, &i64, "64"}, {&sc32, &t32, &i32, "32"}},
+                                                 AttributionRules::pytorchDefaults());
+        QCOMPARE(rowsOf(both.runs[0].atLoss, "b·a·s²"), size_t(2));
+        QCOMPARE(rowsOf(both.runs[0].atLoss, "b·s·f"), size_t(3));
+    }
 }
 
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
@@ -1048,11 +1171,11 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 }
 
 // Calibration out of sample: the plain-PyTorch profile calibrated on Wedsonlin's medium model at 128 and 256
-// tokens in fp32 (its two training traces, or its two forward traces), predicting the published peaks of the
-// 2.7B model (hidden 2,560, 32 layers) from three other students' repositories, at 128 to 512 tokens, under
-// bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the step. The runs no
-// rule was chosen on (examples/measured/cases.json, role validate, calibrate_on): within the 10% at
-// other lengths and under autocast each, and a median within 5%.
+// tokens in fp32 (its two training traces, or its two forward traces), or at 256 alone, predicting the
+// published peaks of the 2.7B model (hidden 2,560, 32 layers) from three other students' repositories, at 128
+// to 512 tokens, under bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the
+// step. The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on): within
+// the 10% at other lengths and under autocast each, and a median within 5%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -1066,9 +1189,9 @@ void TestAttribution::calibratedValidatePredictions() {
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(17));
+    QCOMPARE(errors.size(), size_t(24));
     std::sort(errors.begin(), errors.end());
-    const double median = errors[8];
+    const double median = (errors[11] + errors[12]) / 2;
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

@@ -507,10 +507,31 @@ void TestCli::calibrateFromTwoRuns() {
     QCOMPARE(alone.code, 0);
     QVERIFY2(QString::fromStdString(alone.out).contains("attention backward's scratch       not measured"),
              alone.out.c_str());
-    // Nor can it tell its scores from what grows with tokens: one factor for both, said on the tokens^2 line.
-    QVERIFY2(
-        QString::fromStdString(alone.out).contains("x 1.38 (with 4-byte activations), one factor for both"),
-        alone.out.c_str());
+    // Its scores it tells from its FFN outputs by the calls that allocated them (tst_attribution::
+    // scoresToldByCalls): the x2 the 128-token run measures by size.
+    QVERIFY2(QString::fromStdString(alone.out).contains(
+                 "tensors that grow with tokens^2    x 2 (with 4-byte activations)\n"),
+             alone.out.c_str());
+    // Code whose calls do not tell (torch's softmax keeps no per-head vector), one length: one factor for
+    // both, said on the tokens^2 line.
+    const std::string handScenario = m_dir.filePath("hand.headroom.json").toStdString();
+    const std::string handTrace = m_dir.filePath("hand.json").toStdString();
+    writeFile(handScenario, test::handWrittenForwardDoc(64).dump());
+    writeFile(handTrace, test::handWrittenForward(64, true, false, false));
+    const Run untold = cli({"calibrate", handScenario, handTrace, "-o",
+                            m_dir.filePath("hand-calibrated.headroom.json").toStdString()});
+    QCOMPARE(untold.code, 0);
+    QVERIFY2(QString::fromStdString(untold.out).contains("(with 4-byte activations), one factor for both"),
+             untold.out.c_str());
+    // An autocast forward tells the fp32 plan too (tst_attribution::forwardMomentsMeasured): both factors on
+    // the line, its bf16 copies x2 the plan's and, at 4 bytes each, the fp32 runs' x4.
+    const Run autocast = cli({"calibrate", m + "cs336-medium-512-inference-bf16-autocast.headroom.json",
+                              t + "cs336_Wedsonlin_medium_512_inference_memory_snapshot.pickle", "-o",
+                              m_dir.filePath("autocast-calibrated.headroom.json").toStdString()});
+    QCOMPARE(autocast.code, 0);
+    QVERIFY2(QString::fromStdString(autocast.out)
+                 .contains("tokens^2    x 2 (with 2-byte activations; x 4 with 4-byte ones)\n"),
+             autocast.out.c_str());
     // A forward is measured inside its attention and elsewhere (tst_attribution::forwardMomentsMeasured): the
     // 128-token one holds four fp32 score copies there, and the factor is in the JSON and the text.
     const std::string forwardOut = m_dir.filePath("forward-calibrated.headroom.json").toStdString();

@@ -746,14 +746,30 @@ void TestTraceView::calibrateFromTheWindow() {
     // At 256 tokens the fp32 scores are the size of the FFN's fp32 output: the backward is not measured.
     QVERIFY2(said.contains(QStringLiteral("what its attention backward holds was not measured")),
              qPrintable(said));
-    // Nor its scores from what grows with tokens: one factor for both, and the message says so.
-    QVERIFY2(
-        said.contains(QStringLiteral("one factor scales what grows with the tokens and with their square")),
-        qPrintable(said));
+    // Its scores it tells from its FFN outputs by the calls that allocated them: no common factor.
+    QVERIFY2(!said.contains(QStringLiteral("one factor scales")), qPrintable(said));
     qInfo().noquote() << said;
     // One undo takes it back.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->json().contains("calibration"));
+    // Code whose calls do not tell (torch's softmax keeps no per-head vector; tst_attribution::
+    // scoresToldByCalls), one length: one factor for both, and the message says so.
+    {
+        const QString handScenario = m_dir.filePath("hand.headroom.json"),
+                      handTrace = m_dir.filePath("hand.json");
+        QFile f(handScenario), g(handTrace);
+        QVERIFY(f.open(QIODevice::WriteOnly) && g.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(test::handWrittenForwardDoc(64).dump()));
+        g.write(QByteArray::fromStdString(test::handWrittenForward(64, true, false, false)));
+        f.close(), g.close();
+        QVERIFY(w->openScenario(handScenario, &error));
+        TracePage* hand = open(*w, handTrace);
+        QVERIFY(hand && !hand->hasFailed());
+        const QString told = w->calibrateFrom(hand);
+        QVERIFY2(told.contains(
+                     QStringLiteral("one factor scales what grows with the tokens and with their square")),
+                 qPrintable(told));
+    }
     // MAGMA27's run kept every gradient from its warm-up: calibrated, the plan holds them and says so.
     QVERIFY(
         w->openScenario(QStringLiteral(HEADROOM_SOURCE_DIR
