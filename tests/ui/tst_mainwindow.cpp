@@ -32,6 +32,7 @@
 #include <QAreaSeries>
 #include <QBarSet>
 #include <QChartView>
+#include <QScatterSeries>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
@@ -915,6 +916,18 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     QVERIFY(!w->findChild<QWidget*>("sweepBox")->isHidden());
     QVERIFY(serving->isHidden() == false); // inference without an engine keeps the serving chart
     QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("Saves"));
+    // The scenario's point is labelled on both axes, unless the two labels would print over each other:
+    // CS336's medium forward, 4 x 1,024 in fp32, fits 235 requests and 241k KV tokens, one height on the
+    // two axes (each of 0 to 300). The tokens' label alone then; the requests are the headline's.
+    w->document()->reset(parseJsonText(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json")));
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(w->findChild<RichTextLine*>("verdictDetails")->text().contains(QStringLiteral("235")));
+    QStringList labels;
+    for (QAbstractSeries* s : serving->chart()->series())
+        if (auto* point = qobject_cast<QScatterSeries*>(s); point && point->pointLabelsVisible())
+            labels << point->pointLabelsFormat();
+    QCOMPARE(labels, QStringList{QStringLiteral("241k tokens")});
 }
 
 void TestMainWindow::tablesCopyAsMarkdownAndCsv() {

@@ -103,12 +103,6 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
         est.serving.engine ? est.serving.maxConcurrency : static_cast<double>(est.maxMicroBatchSize);
     m_currentTokens->replace(QList<QPointF>{{std::log2(len), kv / 1000}});
     m_currentConcurrency->replace(QList<QPointF>{{std::log2(len), conc}});
-    const QString tokensLabel = QStringLiteral("%1k tokens").arg(kv / 1000, 0, 'f', 0);
-    const QString requestsLabel = QStringLiteral("%1 requests").arg(conc, 0, 'f', conc < 10 ? 2 : 1);
-    if (m_currentTokens->pointLabelsFormat() != tokensLabel)
-        m_currentTokens->setPointLabelsFormat(tokensLabel);
-    if (m_currentConcurrency->pointLabelsFormat() != requestsLabel)
-        m_currentConcurrency->setPointLabelsFormat(requestsLabel);
     if (!m_points.empty()) {
         const double lo = std::log2(static_cast<double>(m_points.front().requestLength));
         const double hi = std::log2(static_cast<double>(m_points.back().requestLength));
@@ -126,6 +120,21 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
     }
     setNiceRange(m_yTokens, std::max(topTokens, kv / 1000) * 1.1);
     setNiceRange(m_yConcurrency, std::max(topRequests, conc) * 1.1);
+    // The two points share an x; on their two axes they may share a height too (a batch whose KV tokens in
+    // thousands are about its requests), where two labels would print over each other: the tokens' alone
+    // is labelled then (the requests are the headline's "largest batch that fits" or its concurrency).
+    const QString tokensLabel = QStringLiteral("%1k tokens").arg(kv / 1000, 0, 'f', 0);
+    QString requestsLabel = QStringLiteral("%1 requests").arg(conc, 0, 'f', conc < 10 ? 2 : 1);
+    const double tokensHeight = kv / 1000 / std::max(1e-9, m_yTokens->max());
+    const double requestsHeight = conc / std::max(1e-9, m_yConcurrency->max());
+    if (std::abs(tokensHeight - requestsHeight) < 0.08)
+        requestsLabel.clear();
+    if (m_currentTokens->pointLabelsFormat() != tokensLabel)
+        m_currentTokens->setPointLabelsFormat(tokensLabel);
+    if (m_currentConcurrency->pointLabelsVisible() != !requestsLabel.isEmpty())
+        m_currentConcurrency->setPointLabelsVisible(!requestsLabel.isEmpty());
+    if (!requestsLabel.isEmpty() && m_currentConcurrency->pointLabelsFormat() != requestsLabel)
+        m_currentConcurrency->setPointLabelsFormat(requestsLabel);
 }
 
 } // namespace headroom
