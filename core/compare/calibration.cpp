@@ -630,6 +630,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         grows.push_back(static_cast<double>(measured.back().transient) - parts.back().fixed);
     }
     resolveAcrossRuns(runs, measured);
+    // The runs' mode, when they share one: a plan of the other does not apply what they measured.
+    if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const CalibrationInput& in) {
+            return in.scenario->mode == runs.front().scenario->mode;
+        }))
+        c.measuredOn = runs.front().scenario->mode;
     // The activation dtype of the runs `use` picks (0 when they differ): what the scores' factor is keyed by.
     auto runsDtype = [&](auto use) {
         double dtype = -1;

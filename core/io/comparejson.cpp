@@ -49,6 +49,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["quadratic_by_activation_bytes"][std::to_string(static_cast<int>(dtype))] = factor;
     if (c.gradientsHeld)
         j["gradients_held"] = true;
+    if (c.measuredOn)
+        j["measured_on"] = *c.measuredOn == Mode::Training ? "training" : "inference";
     return j;
 }
 

@@ -845,6 +845,23 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
+    if (const std::string on = factors.string("measured_on", ""); on == "training" || on == "inference")
+        c.measuredOn = on == "training" ? Mode::Training : Mode::Inference;
+    else if (!on.empty())
+        throw Error("calibration.factors.measured_on",
+                    "must be \"training\" or \"inference\"; got \"" + on + "\"");
+    if (!c.measuredIn(sc.mode)) {
+        const bool training = sc.mode == Mode::Training;
+        sc.warnings.push_back(
+            std::string("calibration.factors.measured_on: calibrated on ") +
+            (training ? "forward-only (inference) runs" : "training runs") + " and this is " +
+            (training ? "a training plan" : "an inference plan") + ": what " +
+            (training ? "a forward holds one layer at a time is not what training keeps for the backward"
+                      : "training keeps for the backward is not what a forward holds one layer at a time") +
+            ", so the tokens' and the scores' factors are not applied (the workspaces are); calibrate on a " +
+            (training ? "training" : "forward-only") + " run of this code to know");
+        return;
+    }
     if (const auto by = f->find("quadratic_by_activation_bytes"); by != f->end()) {
         const std::string at = "calibration.factors.quadratic_by_activation_bytes";
         if (!by->is_object() || by->size() > 4)

@@ -1024,7 +1024,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.nonTorch = st.communication; // NCCL and the engines' non-torch memory
     // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
     // square, the KV cache, and the bytes the optimizer step and workspaces hold.
-    const Calibration& c = sc.calibration;
+    // Measured in the other mode, the tokens' and scores' factors are not applied (Calibration::measuredOn).
+    const Calibration c = sc.calibration.measuredIn(sc.mode) ? sc.calibration : Calibration{};
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.

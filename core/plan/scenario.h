@@ -305,6 +305,12 @@ struct Overheads {
 // when the scenario has no "calibration" object.
 struct Calibration {
     bool present = false;
+    // The mode of the runs it was measured on, when they share one. A forward in inference mode holds one
+    // layer's work at a time and training keeps every layer's saved tensors for the backward: the tokens'
+    // and the scores' factors of one say nothing of the other, and a plan of the other mode does not apply
+    // them (the scenario warns). Absent (files from before, or runs of both modes): applied to either.
+    std::optional<Mode> measuredOn;
+    bool measuredIn(Mode m) const { return !measuredOn || *measuredOn == m; }
     double linear = 1;    // tensors that grow with tokens: kept activations and the logits
     double quadratic = 1; // tensors that grow with tokens squared: attention scores (copies kept)
     // The activation dtype (bytes) of the runs `quadratic` was measured on (0: any). Which copies of the

@@ -587,6 +587,28 @@ void TestAttribution::calibrationInTheScenario() {
     QCOMPARE(plain.cluster.gpu, std::string("A100-80GB"));
     QCOMPARE(e0.perGpu[Category::Workspaces], 2 * (4096.0 * 1024 * 2 + 16.0 * 1024 * 8));
     QCOMPARE(e1.perGpu[Category::Workspaces], 1048576.0);
+    // Measured on forward-only runs, the same factors say nothing of what training keeps: not applied but
+    // the workspaces, and the scenario says why. Measured on training runs, they are.
+    doc["calibration"]["factors"]["measured_on"] = "inference";
+    const Scenario other = scenarioFromJson(doc);
+    const Estimate e2 = estimate(other);
+    QCOMPARE(e2.perGpu[Category::Activations], e0.perGpu[Category::Activations]);
+    QCOMPARE(e2.perGpu[Category::AttentionScores], e0.perGpu[Category::AttentionScores]);
+    QCOMPARE(e2.perGpu[Category::Workspaces], 1048576.0);
+    QVERIFY(std::any_of(other.warnings.begin(), other.warnings.end(), [](const std::string& w) {
+        return w.find("calibrated on forward-only (inference) runs and this is a training plan") !=
+               std::string::npos;
+    }));
+    doc["calibration"]["factors"]["measured_on"] = "training";
+    QCOMPARE(estimate(scenarioFromJson(doc)).perGpu[Category::Activations], e1.perGpu[Category::Activations]);
+    doc["calibration"]["factors"]["measured_on"] = "serving";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("an unknown mode was accepted");
+    } catch (const Error& err) {
+        QCOMPARE(QString::fromStdString(err.where()), QStringLiteral("calibration.factors.measured_on"));
+    }
+    doc["calibration"]["factors"].erase("measured_on");
     doc["calibration"]["factors"]["linear"] = -1;
     try {
         scenarioFromJson(doc);
@@ -594,6 +616,25 @@ void TestAttribution::calibrationInTheScenario() {
     } catch (const Error& err) {
         QCOMPARE(QString::fromStdString(err.where()), QStringLiteral("calibration.factors.linear"));
     }
+    // calibrate() writes the runs' mode: the 128-token training run's factors, in an inference plan of the
+    // same code, leave it as planned but for the workspaces (applied, they had put the 1,024-token forward
+    // 19.5% over its trace, where the plain plan is 6.9% over).
+    const Run t128 =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const Run i1024 = loadRun("cs336-medium-1024-inference",
+                              "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
+    const CalibrationResult fromTraining =
+        calibrate({inputOf(t128, "128")}, AttributionRules::pytorchDefaults());
+    QVERIFY(fromTraining.factors.measuredOn == Mode::Training);
+    QCOMPARE(calibrationFactorsToJson(fromTraining.factors)["measured_on"].get<std::string>(),
+             std::string("training"));
+    json forward = i1024.scenario.document;
+    forward["calibration"] = {{"factors", calibrationFactorsToJson(fromTraining.factors)}};
+    const Scenario crossed = scenarioFromJson(forward, i1024.scenario.baseDir);
+    Scenario uncalibrated = i1024.scenario;
+    uncalibrated.calibration.workspaceBytes = fromTraining.factors.workspaceBytes;
+    uncalibrated.calibration.present = true;
+    QCOMPARE(estimate(crossed).ranks.at(0).allocatedBytes, estimate(uncalibrated).ranks.at(0).allocatedBytes);
 }
 
 void TestAttribution::scoresFactorKeepsToItsDtype() {
