@@ -421,6 +421,14 @@ struct Scenario {
             return inference.autocastBytes > 0 ? inference.autocastBytes : inference.weightBytes >= 4 ? 4 : 2;
         return training.autocastBytes > 0 ? training.autocastBytes : training.activationBytes;
     }
+    // Inference whose code runs one forward over each sequence and keeps no KV cache: cs336_basics, or any
+    // code a calibration on its forward-only runs measured none of (Calibration::kvCache 0). The serving
+    // views then speak of the tokens one forward holds at once, not of a cache.
+    bool keepsNoKvCache() const {
+        return mode == Mode::Inference && inference.engine == Engine::None &&
+               (inference.framework == Framework::Cs336Basics ||
+                (calibration.present && calibration.measuredIn(Mode::Inference) && calibration.kvCache == 0));
+    }
 };
 
 } // namespace headroom

@@ -928,6 +928,21 @@ void TestMainWindow::servingShowsTokensAndRequests() {
         if (auto* point = qobject_cast<QScatterSeries*>(s); point && point->pointLabelsVisible())
             labels << point->pointLabelsFormat();
     QCOMPARE(labels, QStringList{QStringLiteral("241k tokens")});
+    // Calibrated on forward-only runs that kept no KV cache (kv_cache 0, as CS336's do), the plan keeps
+    // none, and the headline and the chart say tokens at once, not a cache.
+    json calibrated = parseJsonText(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json"));
+    calibrated["calibration"] = {{"factors", {{"kv_cache", 0}, {"measured_on", "inference"}}}};
+    w->document()->reset(calibrated);
+    QVERIFY(w->waitForPlanner());
+    const QString said = w->findChild<RichTextLine*>("verdictDetails")->text();
+    QVERIFY2(
+        said.contains(QStringLiteral("no KV cache: the forward-only runs it was calibrated on kept none")),
+        qPrintable(said));
+    QStringList names;
+    for (QAbstractSeries* s : serving->chart()->series())
+        names << s->name();
+    QVERIFY2(names.contains(QStringLiteral("tokens at once (k)")), qPrintable(names.join(", ")));
 }
 
 void TestMainWindow::tablesCopyAsMarkdownAndCsv() {

@@ -77,9 +77,10 @@ void ServingChart::setStyle(const ChartStyle& style) {
 void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scenario& sc,
                             const Estimate& est) {
     m_points = points;
-    // Without a cache (cs336_basics' forward), the tokens are those one forward runs at once.
-    const QString tokensName = sc.inference.framework == Framework::Cs336Basics ? QStringLiteral("tokens at once (k)")
-                                                                                  : QStringLiteral("KV tokens (k)");
+    // Without a cache (cs336_basics' forward, or a calibrated forward that kept none), the tokens are those
+    // one forward runs at once.
+    const QString tokensName =
+        sc.keepsNoKvCache() ? QStringLiteral("tokens at once (k)") : QStringLiteral("KV tokens (k)");
     if (m_tokens->name() != tokensName) {
         m_tokens->setName(tokensName);
         m_yTokens->setTitleText(tokensName);
