@@ -3,20 +3,23 @@
 // the whole run (docs/formats.md section 14): the arithmetic that adds
 // up sizes from a file (per category, per state-size pool) and compares them with an estimate. Sizes near
 // the limits of int64 must saturate, never overflow; anything but a clean Error is a finding.
+#include "core/checkednumbers.h"
 #include "core/compare/attribution.h"
 #include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "core/compare/runtimeline.h"
-#include "core/checkednumbers.h"
-#include "core/io/timelinejson.h"
 #include "core/error.h"
 #include "core/io/comparejson.h"
 #include "core/io/jsontext.h"
 #include "core/io/scenariojson.h"
+#include "core/io/timelinejson.h"
 #include "core/serve/estimate.h"
-#include "core/trace/traceindex.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/traceindex.h"
 #include "core/trace/tracesummary.h"
+
+#include <array>
+#include <string>
 
 namespace {
 
@@ -32,31 +35,22 @@ headroom::Scenario medium(const char* work) {
     doc.update(nlohmann::json::parse(work));
     return headroom::scenarioFromJson(doc);
 }
-// Training in fp32 with AdamW.
-const headroom::Scenario& scenario() {
-    static const headroom::Scenario sc = medium(
-        R"({"training": {"micro_batch_size": 4, "sequence_length": 128, "precision": "fp32", "attention": "eager"}})");
-    return sc;
+// Training in fp32 with AdamW and its forward (an inference scenario of plain code, whose calibration
+// measures the moments inside a layer's attention and elsewhere), at 128 tokens and at 256, where an fp32
+// score has an fp32 FFN output's size (16 MiB) and calibration reads the trace's call tree for which is
+// which (ScoreSites), from the stacks in the file. The first is what attribution is checked against.
+std::string work(bool training, int tokens) {
+    const std::string n = std::to_string(tokens);
+    return training ? R"({"training": {"micro_batch_size": 4, "sequence_length": )" + n +
+                          R"(, "precision": "fp32", "attention": "eager"}})"
+                    : R"({"inference": {"batch_size": 4, "context_length": )" + n +
+                          R"(, "weight_dtype": "fp32", "attention": "eager"}})";
 }
-// Its forward (an inference scenario of plain code), whose calibration measures the moments inside a layer's
-// attention and elsewhere from the trace's sizes.
-const headroom::Scenario& forward() {
-    static const headroom::Scenario sc = medium(
-        R"({"inference": {"batch_size": 4, "context_length": 128, "weight_dtype": "fp32", "attention": "eager"}})");
-    return sc;
-}
-
-// Both at 256 tokens, where an fp32 score has an fp32 FFN output's size (16 MiB): calibration then reads the
-// trace's call tree for which is which (ScoreSites), from the stacks in the file.
-const headroom::Scenario& training256() {
-    static const headroom::Scenario sc = medium(
-        R"({"training": {"micro_batch_size": 4, "sequence_length": 256, "precision": "fp32", "attention": "eager"}})");
-    return sc;
-}
-const headroom::Scenario& forward256() {
-    static const headroom::Scenario sc = medium(
-        R"({"inference": {"batch_size": 4, "context_length": 256, "weight_dtype": "fp32", "attention": "eager"}})");
-    return sc;
+const std::array<headroom::Scenario, 4>& scenarios() {
+    static const std::array<headroom::Scenario, 4> all = {
+        medium(work(true, 128).c_str()), medium(work(false, 128).c_str()), medium(work(true, 256).c_str()),
+        medium(work(false, 256).c_str())};
+    return all;
 }
 
 } // namespace
@@ -69,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
             headroom::readTrace(std::string_view(reinterpret_cast<const char*>(data), size), options);
         const headroom::TraceSummary summary = headroom::summarize(trace);
         const auto rules = headroom::AttributionRules::pytorchDefaults();
-        const headroom::Scenario& sc = scenario();
+        const headroom::Scenario& sc = scenarios()[0];
         const headroom::Estimate est = headroom::estimate(sc);
         for (std::size_t i = 0; i < trace.devices.size(); ++i) {
             const headroom::TraceIndex index(trace.devices[i], summary.devices[i]);
@@ -111,10 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
         }
         if (!trace.devices.empty()) {
             const headroom::TraceIndex index(trace.devices[0], summary.devices[0]);
-            for (const headroom::Scenario* with : {&sc, &forward(), &training256(), &forward256()})
+            for (const headroom::Scenario& with : scenarios())
                 try {
                     (void)headroom::jsonText(headroom::calibrationToJson(
-                        headroom::calibrate({{with, &trace, &index, "fuzz"}}, rules)));
+                        headroom::calibrate({{&with, &trace, &index, "fuzz"}}, rules)));
                 } catch (const headroom::Error&) {
                 }
         }
