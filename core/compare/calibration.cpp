@@ -384,7 +384,7 @@ struct Moments {
 std::optional<Moments> attentionMoments(const Scenario& sc, const TraceIndex& index,
                                         const ScoreSites* sites) {
     const ModelSpec& md = sc.model;
-    if (sc.mode != Mode::Inference || !md.known || md.heads <= 0 ||
+    if (sc.keptAs() != Mode::Inference || !md.known || md.heads <= 0 ||
         sc.inference.attention != Attention::Eager)
         return std::nullopt;
     const std::set<std::int64_t> scores = scoreSizes(sc, false), linear = linearSizes(sc);
@@ -630,11 +630,12 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         grows.push_back(static_cast<double>(measured.back().transient) - parts.back().fixed);
     }
     resolveAcrossRuns(runs, measured);
-    // The runs' mode, when they share one: a plan of the other does not apply what they measured.
+    // The runs' mode (a forward with autograd on keeps what training does), when they share one: a plan of
+    // the other does not apply what they measured.
     if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const CalibrationInput& in) {
-            return in.scenario->mode == runs.front().scenario->mode;
+            return in.scenario->keptAs() == runs.front().scenario->keptAs();
         }))
-        c.measuredOn = runs.front().scenario->mode;
+        c.measuredOn = runs.front().scenario->keptAs();
     // The activation dtype of the runs `use` picks (0 when they differ): what the scores' factor is keyed by.
     auto runsDtype = [&](auto use) {
         double dtype = -1;
@@ -689,7 +690,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     bool byMoments = false;
     {
         const bool plainInference = std::all_of(runs.begin(), runs.end(), [](const CalibrationInput& in) {
-            return in.scenario->mode == Mode::Inference &&
+            return in.scenario->keptAs() == Mode::Inference &&
                    in.scenario->inference.framework != Framework::Cs336Basics;
         });
         std::map<double, std::pair<double, double>> byDtype; // dtype -> (measured, planned)

@@ -623,12 +623,11 @@ void readInference(const json& doc, Scenario& sc) {
     const bool engine = i.engine == Engine::Vllm || i.engine == Engine::Sglang;
     if (i.framework == Framework::Cs336Basics && i.engine != Engine::None)
         throw Error(s.at("framework"), "cs336_basics runs its own forward: inference.engine must be \"none\"");
-    if (i.gradEnabled && (i.framework != Framework::Cs336Basics || i.engine != Engine::None))
-        // What a forward with autograd on saves is read op by op for cs336_basics only; for other code a
-        // training scenario's forward is the nearest plan (docs/formats.md section 2).
-        throw Error(s.at("grad_mode"), "\"enabled\" (a forward that keeps its autograd graph) is planned for "
-                                       "inference.framework \"cs336_basics\" without an engine; for other "
-                                       "code use \"no_grad\", or plan a training step");
+    if (i.gradEnabled && i.engine != Engine::None)
+        // An engine's forward runs under inference_mode whatever the caller does.
+        throw Error(s.at("grad_mode"), "\"enabled\" (a forward that keeps its autograd graph) is planned "
+                                       "without an engine; vLLM, SGLang and generate run their forward "
+                                       "without autograd");
     if (i.autocastBytes > 0 && i.engine != Engine::None)
         sc.warnings.push_back("inference.autocast applies without an engine: vLLM, SGLang and generate compute "
                               "in the model's dtype");
@@ -850,14 +849,17 @@ void readCalibration(const json& doc, Scenario& sc) {
     else if (!on.empty())
         throw Error("calibration.factors.measured_on",
                     "must be \"training\" or \"inference\"; got \"" + on + "\"");
-    if (!c.measuredIn(sc.mode)) {
-        const bool training = sc.mode == Mode::Training;
+    if (!c.measuredIn(sc.keptAs())) {
+        const bool training = sc.keptAs() == Mode::Training;
+        const char* plan = sc.mode == Mode::Training ? "a training plan"
+                           : training                ? "a forward with autograd on"
+                                                     : "an inference plan";
         sc.warnings.push_back(
             std::string("calibration.factors.measured_on: calibrated on ") +
-            (training ? "forward-only (inference) runs" : "training runs") + " and this is " +
-            (training ? "a training plan" : "an inference plan") + ": what " +
-            (training ? "a forward holds one layer at a time is not what training keeps for the backward"
-                      : "training keeps for the backward is not what a forward holds one layer at a time") +
+            (training ? "forward-only runs without autograd" : "training runs or forwards with autograd on") +
+            " and this is " + plan + ": what " +
+            (training ? "a forward holds one layer at a time is not what autograd keeps for the backward"
+                      : "autograd keeps for the backward is not what a forward holds one layer at a time") +
             ", so the tokens' and the scores' factors are not applied (the workspaces are); calibrate on a " +
             (training ? "training" : "forward-only") + " run of this code to know");
         return;

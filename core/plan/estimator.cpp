@@ -879,6 +879,29 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     return st;
 }
 
+// A training step of plain PyTorch whose forward is the inference scenario's (one sequence of its context,
+// its weights' and autocast's dtypes, its attention, nothing checkpointed): what a forward with autograd on
+// saves is what that step's forward saves.
+Scenario trainingForward(const Scenario& sc) {
+    Scenario t = sc.settingsCopy();
+    const InferenceSettings& in = sc.inference;
+    t.mode = Mode::Training;
+    TrainingSettings& tr = t.training;
+    tr = TrainingSettings{};
+    tr.microBatchSize = 1;
+    tr.sequenceLength = in.contextLength;
+    tr.precision = in.weightBytes >= 4 ? "fp32" : "bf16";
+    tr.bytes = {in.weightBytes, in.weightBytes, 0, 0};
+    tr.activationBytes = !in.quantised && in.weightBytes >= 2 ? std::min(4.0, in.weightBytes) : 2;
+    tr.autocastBytes = in.autocastBytes;
+    tr.autocast = in.autocast;
+    tr.attention = in.attention;
+    tr.framework = Framework::PyTorch;
+    tr.dropout = false; // a forward run for its memory or its outputs, as inference plans it
+    t.calibration = Calibration{};
+    return t;
+}
+
 StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     StageModel st;
     st.mode = Mode::Inference;
@@ -975,6 +998,32 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         st.fixedActivations = f.mask;
         return st;
     }
+    if (!st.engine && in.gradEnabled) {
+        // Other code with autograd on and no backward: every layer saves what a training step's forward
+        // saves (core/plan/activations.cpp, the same table for the same settings), all of it alive until the
+        // output is dropped, and no KV cache (a training forward builds none). The forward ends with the
+        // final norm's and the head's saved inputs and the logits the caller holds, in the matmul's dtype
+        // (no loss); a checkpointed or long forward may peak in its last layer instead, with that layer's
+        // transient tensors (the larger of the two, as for cs336_basics above).
+        const Scenario forward = trainingForward(sc);
+        const StageModel saved = trainingStage(forward, stage);
+        st.kvCache = 0;
+        sv.kvBytesPerToken = 0;
+        st.activations = saved.activations;
+        st.scores = saved.scores;
+        double logits = 0;
+        if (st.last) {
+            const LossBytes loss = lossBytes(forward.training, c.tensorParallel);
+            logits = saved.logits + (e - loss.forward) * in.contextLength * m.vocab / t;
+        }
+        if (logits >= saved.transient + saved.transientScores) {
+            st.logits = logits;
+        } else {
+            st.activations += saved.transient;
+            st.scores += saved.transientScores;
+        }
+        return st;
+    }
     if (!st.engine) {
         double ctx = in.contextLength;
         if (in.kvBlockSize > 0)
@@ -1025,7 +1074,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     // Calibration (fitted to recorded runs of this code): what grows with tokens, what grows with their
     // square, the KV cache, and the bytes the optimizer step and workspaces hold.
     // Measured in the other mode, the tokens' and scores' factors are not applied (Calibration::measuredOn).
-    const Calibration c = sc.calibration.measuredIn(sc.mode) ? sc.calibration : Calibration{};
+    const Calibration c = sc.calibration.measuredIn(sc.keptAs()) ? sc.calibration : Calibration{};
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.
@@ -1051,7 +1100,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
     st.transientScores *= q;
     if (c.backwardScratchScores >= 0)
         st.backwardScratchScores *= c.backwardScratchScores;
-    if (sc.mode == Mode::Inference && !st.engine && c.prefillAttentionLinear >= 0 && st.scores > 0) {
+    if (sc.keptAs() == Mode::Inference && !st.engine && c.prefillAttentionLinear >= 0 && st.scores > 0) {
         // Measured at its two kinds of moment (Calibration::prefillAttentionLinear), the forward peaks at
         // the larger: inside a layer's attention, its scores beside what the attention holds, or elsewhere
         // (the FFN, the head), where no score is alive.

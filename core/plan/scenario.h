@@ -216,8 +216,9 @@ struct InferenceSettings {
     bool inferenceMode = false;
     // inference.grad_mode "enabled": nothing turns autograd off around the forward (a benchmark's or an
     // evaluation loop's forward without torch.no_grad), so every op saves what its backward would need and
-    // all of it stays until the output is dropped, though no backward ever runs. Planned for cs336_basics,
-    // whose saved tensors are read op by op (core/plan/cs336basics.h); an error for other forwards.
+    // all of it stays until the output is dropped, though no backward ever runs. Planned for cs336_basics
+    // from its saved tensors read op by op (core/plan/cs336basics.h), for other code from the training
+    // forward's tables (core/plan/activations.cpp); an error with an engine.
     bool gradEnabled = false;
     // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
@@ -421,12 +422,18 @@ struct Scenario {
             return inference.autocastBytes > 0 ? inference.autocastBytes : inference.weightBytes >= 4 ? 4 : 2;
         return training.autocastBytes > 0 ? training.autocastBytes : training.activationBytes;
     }
+    // The mode whose tensors this scenario keeps, which a calibration is measured in and applies to: a
+    // forward with autograd on (inference.grad_mode "enabled") saves what a training step's forward saves,
+    // for a backward that never comes, so it is measured and planned as training is.
+    Mode keptAs() const {
+        return mode == Mode::Inference && !inference.gradEnabled ? Mode::Inference : Mode::Training;
+    }
     // Inference whose code runs one forward over each sequence and keeps no KV cache: cs336_basics, or any
     // code a calibration on its forward-only runs measured none of (Calibration::kvCache 0). The serving
     // views then speak of the tokens one forward holds at once, not of a cache.
     bool keepsNoKvCache() const {
         return mode == Mode::Inference && inference.engine == Engine::None &&
-               (inference.framework == Framework::Cs336Basics ||
+               (inference.framework == Framework::Cs336Basics || inference.gradEnabled ||
                 (calibration.present && calibration.measuredIn(Mode::Inference) && calibration.kvCache == 0));
     }
 };

@@ -741,9 +741,23 @@ void TestFrameworks::forwardWithGraphByHand() {
     QVERIFY(noGrad != savings.end());
     doc["inference"]["grad_mode"] = "no_grad";
     QCOMPARE(noGrad->peakAfter, estimate(scenarioFromJson(doc)).peakBytes);
-    // Only cs336_basics' saved tensors are read op by op: elsewhere the mode is refused, naming it.
+    // Other code (plain PyTorch) keeps what its training forward saves (docs/frameworks.md, the training
+    // table): per layer the two norms' inputs and the inputs q, k, v and the MLP read (four b·s·d), Q, K, V
+    // and the attention output (four more), SwiGLU's gate, up, act(gate) and their product (four b·s·d_ff),
+    // the softmax's output (b·heads·s², fp32 without autocast); then the final norm's input and output and
+    // the logits the caller holds, fp32; no KV cache. Fewer score copies than cs336_basics' own code, as
+    // plain code is planned until a calibration measures its own.
     doc["inference"]["grad_mode"] = "enabled";
     doc["inference"]["framework"] = "pytorch";
+    const double plainLayer = 8 * b * s * d * 4 + 4 * b * s * f * 4 + b * heads * s * s * 4;
+    const double plainByHand =
+        3406809600.0 * 4 + 8519680 + layers * plainLayer + 2 * b * s * d * 4 + b * s * V * 4;
+    const Estimate plain = estimate(scenarioFromJson(doc));
+    QCOMPARE(plain.allocatedPeakBytes, plainByHand);
+    QCOMPARE(plain.perGpu[Category::KvCache], 0.0);
+    // An engine runs its forward without autograd: the mode is refused there, naming it.
+    doc["inference"].erase("framework");
+    doc["inference"]["engine"] = "vllm";
     QVERIFY(refusedNaming(doc, "inference.grad_mode"));
 }
 

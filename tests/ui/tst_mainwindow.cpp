@@ -327,8 +327,26 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     doc["inference"]["grad_mode"] = "no_grad";
     QCOMPARE(w->document()->estimate().allocatedPeakBytes, estimate(scenarioFromJson(doc)).allocatedPeakBytes);
     QVERIFY(withGraph - w->document()->estimate().allocatedPeakBytes > 5 * test::kGiB);
-    // Plain PyTorch without autocast: nothing for the mode to change, so no box.
+    // Plain PyTorch without autocast: the box shows too (its forward can keep its graph), and autograd on
+    // plans what a training forward saves, far above the forward's working set.
     doc["inference"]["framework"] = "pytorch";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QComboBox* plain = shownField<QComboBox>(*w, "/inference/grad_mode");
+    QVERIFY(plain);
+    const double noGradPlain = w->document()->estimate().allocatedPeakBytes;
+    const int enabled = plain->findData(QStringLiteral("enabled"));
+    plain->setCurrentIndex(enabled);
+    emit plain->activated(enabled);
+    QVERIFY(w->waitForPlanner());
+    doc["inference"]["grad_mode"] = "enabled";
+    QCOMPARE(w->document()->estimate().allocatedPeakBytes,
+             estimate(scenarioFromJson(doc)).allocatedPeakBytes);
+    QVERIFY(w->document()->estimate().allocatedPeakBytes - noGradPlain > 3 * test::kGiB);
+    // With an engine the forward runs without autograd: no box.
+    doc["inference"]["engine"] = "vllm";
+    doc["inference"].erase("grad_mode");
+    doc["inference"].erase("framework");
     w->document()->reset(doc);
     QVERIFY(!shownField<QComboBox>(*w, "/inference/grad_mode"));
 }

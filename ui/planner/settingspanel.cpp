@@ -657,25 +657,18 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                     "torch.autocast around the forward: matmuls (and the keys and values "
                                     "they write) in 16 bits, wider nn.Linear weights cast once and cached"),
                         {"none"}));
-    addField(inferenceForm,
-             forEngines(choiceField("/inference/grad_mode", "Grad mode",
-                                    {{QStringLiteral("no_grad"), QStringLiteral("torch.no_grad")},
-                                     {QStringLiteral("inference_mode"), QStringLiteral("torch.inference_mode")},
-                                     {QStringLiteral("enabled"), QStringLiteral("autograd on (no backward)")}},
-                                    "no_grad",
-                                    "Under autocast, torch.no_grad keeps every weight's 16-bit copy in "
-                                    "autocast's cache through the forward; torch.inference_mode (PyTorch "
-                                    "2.11) frees each after its matmul. Autograd on (CS336 basics): a forward "
-                                    "without either keeps everything a backward would need"),
-                        {"none"}));
-    // Shown where it changes the plan: autocast's cache, or a forward that can keep its graph.
-    m_fields.back()->visibleWhen = [](const json& doc) {
-        if (!doc.contains("inference") || !doc["inference"].is_object())
-            return false;
-        const json& in = doc["inference"];
-        return (textAt(in, "autocast") != "" && textAt(in, "autocast") != "none") ||
-               textAt(in, "framework") == "cs336_basics";
-    };
+    addField(
+        inferenceForm,
+        forEngines(choiceField("/inference/grad_mode", "Grad mode",
+                               {{QStringLiteral("no_grad"), QStringLiteral("torch.no_grad")},
+                                {QStringLiteral("inference_mode"), QStringLiteral("torch.inference_mode")},
+                                {QStringLiteral("enabled"), QStringLiteral("autograd on (no backward)")}},
+                               "no_grad",
+                               "Under autocast, torch.no_grad keeps every weight's 16-bit copy in "
+                               "autocast's cache through the forward; torch.inference_mode (PyTorch "
+                               "2.11) frees each after its matmul. Autograd on: a forward without either "
+                               "keeps everything a backward would need, and no KV cache"),
+                   {"none"}));
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
