@@ -79,6 +79,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
             " tokens at once";
     else if (sc.mode == Mode::Inference && sc.inference.framework == Framework::Cs336Basics)
         l += " — no KV cache: cs336_basics runs one forward over each sequence";
+    else if (sc.mode == Mode::Inference && sc.inference.gradEnabled)
+        l += " — no KV cache: a forward with autograd on keeps what a training forward saves";
     else if (sc.keepsNoKvCache())
         l += " — no KV cache: the forward-only runs it was calibrated on kept none";
     else if (sc.mode == Mode::Inference)

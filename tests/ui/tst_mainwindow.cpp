@@ -32,7 +32,6 @@
 #include <QAreaSeries>
 #include <QBarSet>
 #include <QChartView>
-#include <QScatterSeries>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
@@ -40,10 +39,12 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
+#include <QFontMetricsF>
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
 #include <QMimeData>
+#include <QScatterSeries>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
@@ -946,6 +947,18 @@ void TestMainWindow::servingShowsTokensAndRequests() {
         if (auto* point = qobject_cast<QScatterSeries*>(s); point && point->pointLabelsVisible())
             labels << point->pointLabelsFormat();
     QCOMPARE(labels, QStringList{QStringLiteral("241k tokens")});
+    // The point is at the plot's left edge (1,024 tokens, the curve's first length): its label is moved in
+    // to start inside the plot, not centred on the point over the axis's ticks and title.
+    for (QAbstractSeries* s : serving->chart()->series())
+        if (auto* label = qobject_cast<QScatterSeries*>(s); label && label->pointLabelsVisible()) {
+            const QRectF area = serving->chart()->plotArea();
+            const double centre = serving->chart()->mapToPosition(label->at(0), label).x();
+            const double half =
+                QFontMetricsF(label->pointLabelsFont()).horizontalAdvance(label->pointLabelsFormat()) / 2;
+            QVERIFY2(centre - half >= area.left() - 0.5,
+                     qPrintable(QString::number(centre - half - area.left())));
+            QVERIFY(centre + half <= area.right() + 0.5);
+        }
     // Calibrated on forward-only runs that kept no KV cache (kv_cache 0, as CS336's do), the plan keeps
     // none, and the headline and the chart say tokens at once, not a cache.
     json calibrated = parseJsonText(

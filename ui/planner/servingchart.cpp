@@ -2,11 +2,13 @@
 #include "ui/planner/servingchart.h"
 
 #include <QCategoryAxis>
+#include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPen>
 #include <QScatterSeries>
 #include <QValueAxis>
+#include <algorithm>
 #include <cmath>
 
 namespace headroom {
@@ -26,6 +28,13 @@ ServingChart::ServingChart(QGraphicsItem* parent) : QChart(parent) {
     for (QScatterSeries* s : {m_currentTokens, m_currentConcurrency}) {
         s->setMarkerSize(9);
         s->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    }
+    m_tokensLabel = new QScatterSeries(this);
+    m_requestsLabel = new QScatterSeries(this);
+    for (QScatterSeries* s : {m_tokensLabel, m_requestsLabel}) {
+        s->setMarkerSize(1);
+        s->setColor(Qt::transparent);
+        s->setBorderColor(Qt::transparent);
         s->setPointLabelsVisible(true);
         s->setPointLabelsClipping(false);
     }
@@ -41,19 +50,23 @@ ServingChart::ServingChart(QGraphicsItem* parent) : QChart(parent) {
     addAxis(m_x, Qt::AlignBottom);
     addAxis(m_yTokens, Qt::AlignLeft);
     addAxis(m_yConcurrency, Qt::AlignRight);
-    for (QXYSeries* s : {static_cast<QXYSeries*>(m_tokens), static_cast<QXYSeries*>(m_currentTokens)}) {
+    for (QXYSeries* s : {static_cast<QXYSeries*>(m_tokens), static_cast<QXYSeries*>(m_currentTokens),
+                         static_cast<QXYSeries*>(m_tokensLabel)}) {
         addSeries(s);
         s->attachAxis(m_x);
         s->attachAxis(m_yTokens);
     }
     for (QXYSeries* s :
-         {static_cast<QXYSeries*>(m_concurrency), static_cast<QXYSeries*>(m_currentConcurrency)}) {
+         {static_cast<QXYSeries*>(m_concurrency), static_cast<QXYSeries*>(m_currentConcurrency),
+          static_cast<QXYSeries*>(m_requestsLabel)}) {
         addSeries(s);
         s->attachAxis(m_x);
         s->attachAxis(m_yConcurrency);
     }
-    for (QLegendMarker* marker : legend()->markers(m_currentTokens) + legend()->markers(m_currentConcurrency))
-        marker->setVisible(false);
+    for (QScatterSeries* s : {m_currentTokens, m_currentConcurrency, m_tokensLabel, m_requestsLabel})
+        for (QLegendMarker* marker : legend()->markers(s))
+            marker->setVisible(false);
+    connect(this, &QChart::plotAreaChanged, this, [this] { placeLabels(); });
     legend()->setAlignment(Qt::AlignTop);
     setTitle(QStringLiteral("Serving capacity against request length"));
     setStyle(m_style);
@@ -71,6 +84,8 @@ void ServingChart::setStyle(const ChartStyle& style) {
     m_concurrency->setPen(requests);
     m_currentTokens->setColor(kTokens);
     m_currentConcurrency->setColor(kRequests);
+    for (QScatterSeries* s : {m_tokensLabel, m_requestsLabel})
+        s->setPointLabelsColor(m_style.foreground());
     legend()->show();
 }
 
@@ -107,6 +122,9 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
     if (!m_points.empty()) {
         const double lo = std::log2(static_cast<double>(m_points.front().requestLength));
         const double hi = std::log2(static_cast<double>(m_points.back().requestLength));
+        // The axis reaches the scenario's own length when it is shorter than the curve's first (512
+        // tokens), so that its point is drawn; the labels stay the curve's.
+        const double from = std::min(lo, std::log2(std::max(1.0, len)));
         QStringList labels;
         for (int e = static_cast<int>(std::ceil(lo)); e <= static_cast<int>(std::floor(hi)); ++e)
             labels << (e >= 10 ? QStringLiteral("%1k").arg(1LL << (e - 10)) : QString::number(1LL << e));
@@ -117,7 +135,7 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
             for (const QString& l : labels)
                 m_x->append(l, e++);
         }
-        m_x->setRange(lo - 0.3, hi + 0.3); // room for the end labels, which sit centred on their values
+        m_x->setRange(from - 0.3, hi + 0.3); // room for the end labels, which sit centred on their values
     }
     setNiceRange(m_yTokens, std::max(topTokens, kv / 1000) * 1.1);
     setNiceRange(m_yConcurrency, std::max(topRequests, conc) * 1.1);
@@ -125,17 +143,40 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
     // thousands are about its requests), where two labels would print over each other: the tokens' alone
     // is labelled then (the requests are the headline's "largest batch that fits" or its concurrency).
     const QString tokensLabel = QStringLiteral("%1k tokens").arg(kv / 1000, 0, 'f', 0);
-    QString requestsLabel = QStringLiteral("%1 requests").arg(conc, 0, 'f', conc < 10 ? 2 : 1);
+    // Without an engine the batch, a whole number; an engine's concurrency is a fraction of its pool.
+    QString requestsLabel = QStringLiteral("%1 requests")
+                                .arg(conc, 0, 'f',
+                                     !est.serving.engine ? 0
+                                     : conc < 10         ? 2
+                                                         : 1);
     const double tokensHeight = kv / 1000 / std::max(1e-9, m_yTokens->max());
     const double requestsHeight = conc / std::max(1e-9, m_yConcurrency->max());
     if (std::abs(tokensHeight - requestsHeight) < 0.08)
         requestsLabel.clear();
-    if (m_currentTokens->pointLabelsFormat() != tokensLabel)
-        m_currentTokens->setPointLabelsFormat(tokensLabel);
-    if (m_currentConcurrency->pointLabelsVisible() != !requestsLabel.isEmpty())
-        m_currentConcurrency->setPointLabelsVisible(!requestsLabel.isEmpty());
-    if (!requestsLabel.isEmpty() && m_currentConcurrency->pointLabelsFormat() != requestsLabel)
-        m_currentConcurrency->setPointLabelsFormat(requestsLabel);
+    if (m_tokensLabel->pointLabelsFormat() != tokensLabel)
+        m_tokensLabel->setPointLabelsFormat(tokensLabel);
+    if (m_requestsLabel->pointLabelsVisible() != !requestsLabel.isEmpty())
+        m_requestsLabel->setPointLabelsVisible(!requestsLabel.isEmpty());
+    if (!requestsLabel.isEmpty() && m_requestsLabel->pointLabelsFormat() != requestsLabel)
+        m_requestsLabel->setPointLabelsFormat(requestsLabel);
+    placeLabels();
+}
+
+void ServingChart::placeLabels() {
+    const QRectF area = plotArea();
+    for (const auto& [point, label] :
+         {std::pair{m_currentTokens, m_tokensLabel}, std::pair{m_currentConcurrency, m_requestsLabel}}) {
+        if (point->count() == 0 || area.width() <= 0) {
+            label->clear();
+            continue;
+        }
+        const QPointF at = mapToPosition(point->at(0), point);
+        const double half =
+            QFontMetricsF(label->pointLabelsFont()).horizontalAdvance(label->pointLabelsFormat()) / 2;
+        // (Wider than the plot, it starts at the plot's left edge.)
+        const double centre = std::max(area.left() + half, std::min(at.x(), area.right() - half));
+        label->replace(QList<QPointF>{mapToValue(QPointF(centre, at.y()), label)});
+    }
 }
 
 } // namespace headroom

@@ -30,6 +30,12 @@ private:
     QLineSeries* m_concurrency = nullptr;
     QScatterSeries* m_currentTokens = nullptr;
     QScatterSeries* m_currentConcurrency = nullptr;
+    // The two points' labels, each drawn by a marker-less series of its own so that it can sit inside the
+    // plot: centred on its point, but moved in from an edge it would cross (the shortest request length is
+    // the plot's left edge, where a centred label reached into the axis's ticks and title).
+    QScatterSeries* m_tokensLabel = nullptr;
+    QScatterSeries* m_requestsLabel = nullptr;
+    void placeLabels();
     // Request lengths on a log2 scale, labelled as people write them (1k, 2k, ... 128k with k = 1,024):
     // the series' x is log2 of the length, and the labels sit on the powers of two.
     QCategoryAxis* m_x = nullptr;
