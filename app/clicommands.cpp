@@ -580,6 +580,10 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
             << static_cast<double>(run.measured) / 1073741824.0
             << (run.firstStep ? " GiB (a first step: what a later step would reach)" : " GiB")
             << ", estimate before " << err(run.before) << ", after " << err(run.after) << "\n";
+        if (run.noBackward)
+            out << "    no backward recorded (no gradient, no step): a forward with autograd on? Plan it as "
+                   "inference with grad_mode \"enabled\" and calibrate that; its factors serve training "
+                   "plans too\n";
     }
     // What each run held at its loss peak, tensor by tensor: the shapes calibration scales, and what no
     // shape of the model explains (the whole table, and the step's, in --json).

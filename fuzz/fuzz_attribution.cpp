@@ -38,18 +38,19 @@ headroom::Scenario medium(const char* work) {
 // Training in fp32 with AdamW and its forward (an inference scenario of plain code, whose calibration
 // measures the moments inside a layer's attention and elsewhere), at 128 tokens and at 256, where an fp32
 // score has an fp32 FFN output's size (16 MiB) and calibration reads the trace's call tree for which is
-// which (ScoreSites), from the stacks in the file. The first is what attribution is checked against.
-std::string work(bool training, int tokens) {
+// which (ScoreSites), from the stacks in the file; and a forward with autograd on (grad_mode "enabled"),
+// measured as training is. The first is what attribution is checked against.
+std::string work(bool training, int tokens, const char* forward = "") {
     const std::string n = std::to_string(tokens);
     return training ? R"({"training": {"micro_batch_size": 4, "sequence_length": )" + n +
                           R"(, "precision": "fp32", "attention": "eager"}})"
                     : R"({"inference": {"batch_size": 4, "context_length": )" + n +
-                          R"(, "weight_dtype": "fp32", "attention": "eager"}})";
+                          R"(, "weight_dtype": "fp32", "attention": "eager")" + forward + "}}";
 }
-const std::array<headroom::Scenario, 4>& scenarios() {
-    static const std::array<headroom::Scenario, 4> all = {
+const std::array<headroom::Scenario, 5>& scenarios() {
+    static const std::array<headroom::Scenario, 5> all = {
         medium(work(true, 128).c_str()), medium(work(false, 128).c_str()), medium(work(true, 256).c_str()),
-        medium(work(false, 256).c_str())};
+        medium(work(false, 256).c_str()), medium(work(false, 256, R"(, "grad_mode": "enabled")").c_str())};
     return all;
 }
 

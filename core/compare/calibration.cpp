@@ -607,6 +607,9 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.attentionScoresAsFp32 = moments->scoresAsFp32;
         m.restTransient = transientAt(moments->rest);
     }
+    if (run.scenario->mode == Mode::Training && step >= n && m.gradients == 0)
+        m.noBackward =
+            attribute(*run.trace, index, n - 1, rules, run.scenario).of(MeasuredCategory::Gradients) == 0;
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
@@ -928,8 +931,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         for (const std::int64_t v : estimateInMeasuredCategories(estimate(after)))
             afterTotal = saturatingAdd(afterTotal, v);
         r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
-                          afterTotal, b.firstStep, measured[i].hasStep, measured[i].atLoss,
-                          measured[i].atStep});
+                          afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
+                          measured[i].atLoss, measured[i].atStep});
     }
     return r;
 }

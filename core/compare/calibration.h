@@ -47,6 +47,9 @@ struct RunMeasurement {
     std::int64_t workspaces = 0;
     std::int64_t gradients = 0;   // at the loss peak: what attribution gives to parameters' gradients
     bool hasStep = false;         // the run records an optimizer step
+    // A training scenario's run with no step and no gradient at its loss peak or its end: a forward with
+    // autograd on and no backward (CalibrationRun::noBackward).
+    bool noBackward = false;
     std::int64_t stepScratch = 0; // at the step's peak: what is neither model state nor workspace
     // Eager attention's backward (training): the most the score-sized tensors alive grew beyond the loss
     // peak's before the step, the softmax backward's temporaries less the saved scores freed by then
@@ -77,6 +80,10 @@ struct CalibrationRun {
     // what a plan describes.
     bool firstStep = false;
     bool hasStep = false;
+    // Planned as a training step, the run recorded no backward (no gradient, no step): a forward with
+    // autograd on, which an inference scenario with grad_mode "enabled" plans; its factors serve training
+    // plans too (measured_on "training").
+    bool noBackward = false;
     TensorTable atLoss, atStep; // what the run held at its loss peak and its step's peak, tensor by tensor
 };
 struct CalibrationResult {

@@ -85,6 +85,8 @@ nlohmann::json calibrationToJson(const CalibrationResult& r) {
             {"first_step", run.firstStep}, {"tensors_at_loss_peak", tensorTableToJson(run.atLoss)}};
         if (run.hasStep)
             j["tensors_at_step_peak"] = tensorTableToJson(run.atStep);
+        if (run.noBackward)
+            j["no_backward"] = true;
         runs.push_back(std::move(j));
     }
     return {{"schema", "headroom.calibration/1"},

@@ -1082,6 +1082,10 @@ void TestAttribution::forwardWithGraphCalibrated() {
     const CalibrationResult cal = calibrate({{&sc64, &t64, &i64, "64"}}, AttributionRules::pytorchDefaults());
     // What it keeps is what training keeps: measured as training, and applied to either.
     QVERIFY(cal.factors.measuredOn == Mode::Training);
+    QVERIFY(!cal.runs.at(0).noBackward);
+    // Planned as a training step instead, the run is named for what it is: no gradient, no step.
+    const Scenario step = scenarioFromJson(test::handWrittenForwardDoc(64));
+    QVERIFY(calibrate({{&step, &t64, &i64, "64"}}, AttributionRules::pytorchDefaults()).runs.at(0).noBackward);
     QCOMPARE(cal.factors.quadratic, 2.0); // q·kᵀ and exp, over the plan's one softmax output
     for (const int tokens : {64, 32}) {
         doc["inference"]["context_length"] = tokens;

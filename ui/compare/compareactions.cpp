@@ -139,7 +139,13 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                   .arg(r.factors.quadratic, 0, 'f', 1)
                   .arg(r.factors.prefillAttentionLinear, 0, 'f', 2)
             : QString();
-    return firstStep + gradients + step + backward + moments +
+    const QString noBackward =
+        run.noBackward
+            ? tr("This trace records no backward (no gradient, no step) while the plan is a training "
+                 "step: if it is a forward with autograd on, plan it as inference with Grad mode "
+                 "\"autograd on\" and calibrate that; its factors serve training plans too. ")
+            : QString();
+    return noBackward + firstStep + gradients + step + backward + moments +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
