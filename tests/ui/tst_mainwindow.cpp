@@ -39,6 +39,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
+#include <QCategoryAxis>
 #include <QFontMetricsF>
 #include <QLabel>
 #include <QLineSeries>
@@ -344,9 +345,21 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     QCOMPARE(w->document()->estimate().allocatedPeakBytes,
              estimate(scenarioFromJson(doc)).allocatedPeakBytes);
     QVERIFY(w->document()->estimate().allocatedPeakBytes - noGradPlain > 3 * test::kGiB);
+    // Such a forward has nothing to decode: its phase chart is the one forward, its peak at the top.
+    const Scenario graph = scenarioFromJson(doc);
+    const Estimate graphEstimate = estimate(graph);
+    PhaseChart phases;
+    phases.setTimeline(phaseTimeline(graph, graphEstimate.mostLoadedStage), graph, graphEstimate);
+    QCOMPARE(phases.title(), QStringLiteral("One forward"));
+    QCOMPARE(phases.axes(Qt::Horizontal).size(), qsizetype(1));
+    QCOMPARE(static_cast<QCategoryAxis*>(phases.axes(Qt::Horizontal).first())->categoriesLabels(),
+             QStringList{QStringLiteral("forward")});
+    doc["inference"]["grad_mode"] = "no_grad";
+    const Scenario cached = scenarioFromJson(doc);
+    phases.setTimeline(phaseTimeline(cached, 0), cached, estimate(cached));
+    QCOMPARE(phases.title(), QStringLiteral("One request"));
     // With an engine the forward runs without autograd: no box.
     doc["inference"]["engine"] = "vllm";
-    doc["inference"].erase("grad_mode");
     doc["inference"].erase("framework");
     w->document()->reset(doc);
     QVERIFY(!shownField<QComboBox>(*w, "/inference/grad_mode"));

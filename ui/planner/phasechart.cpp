@@ -60,13 +60,18 @@ void PhaseChart::setStyle(const ChartStyle& style) {
 void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Scenario& sc,
                              const Estimate& est) {
     const bool training = sc.mode == Mode::Training;
-    const int phases = training ? 3 : 2;
-    const QString title =
-        (sc.cluster.pipelineParallel > 1
-             ? QStringLiteral("%1, stage %2")
-                   .arg(training ? QStringLiteral("One step") : QStringLiteral("One request"))
-                   .arg(est.mostLoadedStage)
-             : (training ? QStringLiteral("One training step") : QStringLiteral("One request")));
+    // A forward that keeps no KV cache (cs336_basics', one with autograd on, one calibrated to keep none)
+    // has nothing to decode: its one forward alone.
+    const bool forwardOnly = !training && sc.keepsNoKvCache();
+    const int phases = training ? 3 : forwardOnly ? 1 : 2;
+    const QString what = training      ? QStringLiteral("One training step")
+                         : forwardOnly ? QStringLiteral("One forward")
+                                       : QStringLiteral("One request");
+    const QString title = sc.cluster.pipelineParallel > 1
+                              ? QStringLiteral("%1, stage %2")
+                                    .arg(training ? QStringLiteral("One step") : what)
+                                    .arg(est.mostLoadedStage)
+                              : what;
     if (this->title() != title)
         setTitle(title);
     // x: phase index + progress within it.
@@ -75,6 +80,8 @@ void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Sce
     // A fine-tuning plan's frozen base does not change over the step: the bottom of the weights' band.
     const double frozen = est.frozenWeightBytes();
     for (const auto& p : points) {
+        if (forwardOnly && p.phase == Phase::Decode)
+            continue;
         const int phaseIndex = training ? static_cast<int>(p.phase)
                                         : static_cast<int>(p.phase) - static_cast<int>(Phase::Prefill);
         const double x = phaseIndex + 0.98 * p.progress;
@@ -95,7 +102,7 @@ void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Sce
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         bool any = false;
         for (const auto& p : points)
-            any = any || p.bytes.bytes[i] > 0;
+            any = any || (p.bytes.bytes[i] > 0 && !(forwardOnly && p.phase == Phase::Decode));
         if (m_areas[i]->isVisible() != any)
             m_areas[i]->setVisible(any);
     }
@@ -104,9 +111,10 @@ void PhaseChart::setTimeline(const std::vector<TimelinePoint>& points, const Sce
     const QPen pen = m_style.capacityPen(est.fits);
     if (m_capacity->pen() != pen)
         m_capacity->setPen(pen);
-    const QStringList names =
-        training ? QStringList{"forward", "backward", "optimizer"} : QStringList{"prefill", "decode"};
-    if (m_x->count() != phases) {
+    const QStringList names = training      ? QStringList{"forward", "backward", "optimizer"}
+                              : forwardOnly ? QStringList{"forward"}
+                                            : QStringList{"prefill", "decode"};
+    if (m_x->categoriesLabels() != names.mid(0, phases)) {
         for (const QString& l : m_x->categoriesLabels())
             m_x->remove(l);
         for (int i = 0; i < phases; ++i)
