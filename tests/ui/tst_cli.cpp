@@ -735,6 +735,21 @@ void TestCli::reportsAndExports() {
     QVERIFY(markdown.contains(QStringLiteral("![Per-GPU breakdown](plan-breakdown.png)")));
     QVERIFY(!QImage(m_dir.filePath("plan-breakdown.png")).isNull());
     QVERIFY(!QImage(m_dir.filePath("plan-strategies.png")).isNull());
+    // A forward with autograd on keeps no KV cache, and its report's settings say so and name the mode.
+    json graph = parseJsonText(
+        readTextFile(HEADROOM_SOURCE_DIR
+                     "/examples/measured/cs336-basics/cs336-2.7b-128-forward-with-graph-h800.headroom.json"));
+    graph["inference"].erase("framework");
+    const QString graphFile = m_dir.filePath("graph.headroom.json");
+    writeFile(graphFile.toStdString(), graph.dump());
+    const QString graphMd = m_dir.filePath("graph.md");
+    QCOMPARE(cli({"report", graphFile.toStdString(), "-o", graphMd.toStdString()}).code, 0);
+    QFile g(graphMd);
+    QVERIFY(g.open(QIODevice::ReadOnly));
+    const QString graphText = QString::fromUtf8(g.readAll());
+    QVERIFY2(graphText.contains(QStringLiteral("| KV cache | none |")) &&
+                 graphText.contains(QStringLiteral("| Grad mode | autograd on (no backward) |")),
+             qPrintable(graphText));
     // With a trace: the measured peak beside the estimate.
     const std::string scenario =
         HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";

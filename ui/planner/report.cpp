@@ -131,7 +131,13 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
             weightsStayQuantised(sc)
                 ? QString::fromStdString(sc.model.quantization.label())
                 : QString::fromStdString(in.weightDtype == "checkpoint" ? "bf16" : in.weightDtype));
-        row(QStringLiteral("KV cache"), QString::fromStdString(in.kvCacheDtype));
+        // A forward that keeps none (cs336_basics', one with autograd on, one calibrated to keep none) has
+        // no cache dtype to show.
+        row(QStringLiteral("KV cache"),
+            sc.keepsNoKvCache() ? QStringLiteral("none") : QString::fromStdString(in.kvCacheDtype));
+        if (in.engine == Engine::None && (in.gradEnabled || in.inferenceMode))
+            row(QStringLiteral("Grad mode"), in.gradEnabled ? QStringLiteral("autograd on (no backward)")
+                                                            : QStringLiteral("torch.inference_mode"));
         // How the engine's plans have held against the start-up logs, in two short rows.
         if (const ServingTrackRecord* tr = est.serving.engine ? servingTrackRecordOf(in.engine) : nullptr) {
             row(QStringLiteral("Checked on"),
