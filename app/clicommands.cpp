@@ -554,8 +554,12 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         << (c.heldLogitCopies > 0 ? "  logits held through the step       x " + logitCopies.str() +
                                         " (micro-batch x tokens x vocabulary, activation dtype)\n"
                                   : std::string())
-        << (c.backwardScratchScores >= 0 ? "  attention backward's scratch       x " + backward.str() +
-                                               " (the softmax backward's two score-sized gradients)\n"
+        << (r.backwardFromForward
+                ? "  attention backward's scratch       x " + backward.str() +
+                      " (not measured: the scores have the size of other tensors, or no backward was "
+                      "recorded; as many times the plan's two as the forward's saved copies)\n"
+            : c.backwardScratchScores >= 0 ? "  attention backward's scratch       x " + backward.str() +
+                                                 " (the softmax backward's two score-sized gradients)\n"
             : plannedBackwardScoreScratch(scenarios.front()) > 0
                 ? "  attention backward's scratch       not measured: at these lengths the scores have the "
                   "size of "

@@ -917,6 +917,20 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         backwardPlanned += planned;
     }
     c.backwardScratchScores = backwardPlanned > 0 ? backwardGrowth / backwardPlanned : -1;
+    // Not measured (every run's score sizes are other tensors' too, or no run recorded a backward: a forward
+    // with autograd on), but the scores' copies told by size: the backward's temporaries are taken as many
+    // times the plan's as the forward's saved copies are, counted at fp32 as the softmax's backward runs.
+    // A hand-written softmax keeps one score-sized tensor per op of its chain (x - max, exp, the division)
+    // and its backward writes a gradient through each of the same ops. A rule chosen on the fit runs that
+    // measure both: CS336's 128-token fp32 step, 2.0 where its forward keeps 2.0, and its 1,024-token
+    // autocast step, 2.25 where its forward keeps 2.0 at fp32 widths. Calibrated on the 256-token run alone
+    // (whose 16 MiB scores are FFN-sized), the plan at 4,096 tokens beside the cs336_basics profile went from
+    // 2.4% under (fp32) and 5.0% under (autocast) with the plan's own two copies to within 1%.
+    if (c.backwardScratchScores < 0 && bySize && c.measuredOn == Mode::Training)
+        if (const auto q = c.quadraticFor(4); q && *q > 0) {
+            c.backwardScratchScores = *q;
+            r.backwardFromForward = true;
+        }
     c.kvCache = kvRuns ? kvRatio / kvRuns : 1;
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -95,6 +95,9 @@ struct CalibrationResult {
     // other lengths extrapolate with it (the 256-token CS336 run alone: 10% under at 1,024 tokens in
     // training, 21% under in a forward). A run at another length tells them apart.
     bool scoresUntold = false;
+    // Calibration::backwardScratchScores was not measured but taken from the forward's saved score copies
+    // (no run's backward could be read: its score sizes are other tensors' too, or it recorded none).
+    bool backwardFromForward = false;
 };
 
 // Fits the implementation factors so that the estimate reproduces each run (docs/formats.md section 7):

@@ -111,7 +111,13 @@ QString CompareActions::calibrateFrom(TracePage* view) {
     // One run whose scores have other tensors' sizes: what grows with tokens squared is not told from what
     // grows with tokens either (CalibrationResult::scoresUntold).
     const QString backward =
-        r.factors.backwardScratchScores >= 0
+        r.backwardFromForward
+            ? tr("What its attention backward holds could not be read (its scores have the size of other "
+                 "tensors, or no backward was recorded): it is planned as %1 times the plan's, as many as "
+                 "the "
+                 "score copies its forward keeps. ")
+                  .arg(r.factors.backwardScratchScores, 0, 'f', 2)
+        : r.factors.backwardScratchScores >= 0
             ? tr("Its last layer's attention backward held %1 times the score-sized gradients planned there, "
                  "the step's peak at long sequences. ")
                   .arg(r.factors.backwardScratchScores, 0, 'f', 1)
