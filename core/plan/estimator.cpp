@@ -1001,26 +1001,18 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     if (!st.engine && in.gradEnabled) {
         // Other code with autograd on and no backward: every layer saves what a training step's forward
         // saves (core/plan/activations.cpp, the same table for the same settings), all of it alive until the
-        // output is dropped, and no KV cache (a training forward builds none). The forward ends with the
-        // final norm's and the head's saved inputs and the logits the caller holds, in the matmul's dtype
-        // (no loss); a checkpointed or long forward may peak in its last layer instead, with that layer's
-        // transient tensors (the larger of the two, as for cs336_basics above).
+        // output is dropped, and no KV cache (a training forward builds none). The forward peaks as it ends,
+        // with the final norm's and the head's saved inputs and the logits the caller holds, in the matmul's
+        // dtype (no loss): nothing is checkpointed, so no layer holds more while it runs than it keeps.
         const Scenario forward = trainingForward(sc);
         const StageModel saved = trainingStage(forward, stage);
         st.kvCache = 0;
         sv.kvBytesPerToken = 0;
         st.activations = saved.activations;
         st.scores = saved.scores;
-        double logits = 0;
         if (st.last) {
             const LossBytes loss = lossBytes(forward.training, c.tensorParallel);
-            logits = saved.logits + (e - loss.forward) * in.contextLength * m.vocab / t;
-        }
-        if (logits >= saved.transient + saved.transientScores) {
-            st.logits = logits;
-        } else {
-            st.activations += saved.transient;
-            st.scores += saved.transientScores;
+            st.logits = saved.logits + (e - loss.forward) * in.contextLength * m.vocab / t;
         }
         return st;
     }
