@@ -893,10 +893,12 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // Gradients alive at the loss peak where the plan frees them between steps (MAGMA27's CS336 run records
     // its second step, after a warm-up that left every .grad): zero_grad(set_to_none=True) frees them all,
     // so a run holds either none or every one, and half of what the plan gives the step tells the two
-    // apart whatever their dtype. Only when every run that could show it does.
+    // apart whatever their dtype. Only when every run that could show it does; a scenario that says where
+    // its loop frees them (training.zero_grad) shows nothing more.
     int couldShow = 0, held = 0;
     for (std::size_t i = 0; i < runs.size(); ++i)
         if (runs[i].scenario->mode == Mode::Training && parts[i].gradients > 0 &&
+            runs[i].scenario->training.zeroGrad == ZeroGrad::BeforeForward &&
             parts[i].gradientsAtLoss < parts[i].gradients / 2) {
             ++couldShow;
             held += static_cast<double>(measured[i].gradients) >= parts[i].gradients / 2 ? 1 : 0;

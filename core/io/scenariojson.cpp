@@ -505,6 +505,7 @@ void readTraining(const json& doc, Scenario& sc) {
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
     t.optimizerInBackward = s.boolean("optimizer_in_backward", d.optimizerInBackward);
     t.firstStep = s.boolean("first_step", d.firstStep);
+    t.zeroGrad = s.choice<ZeroGrad>("zero_grad", d.zeroGrad, zeroGradNames());
     if (t.firstStep && t.optimizerInBackward)
         throw Error(s.at("first_step"), "a step in the backward makes each state as its parameter's gradient "
                                         "arrives; first_step describes a step after the backward");

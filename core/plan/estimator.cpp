@@ -700,7 +700,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // zero_grad_buffer). Elsewhere zero_grad(set_to_none=True) frees them.
     // A calibration may have found them held where the scenario frees them (Calibration::gradientsHeld).
     st.gradientsInForward = tr.gradientAccumulationSteps > 1 || p > 1 ||
-                            tr.framework == Framework::Megatron || sc.calibration.gradientsHeld;
+                            tr.framework == Framework::Megatron || sc.calibration.gradientsHeld ||
+                            (tr.zeroGrad == ZeroGrad::Keep && !tr.firstStep);
+    // zero_grad after the forward: the previous step's gradients through this one's forward (none before a
+    // first step, none when each was dropped as it was stepped).
+    st.gradientsThroughForward =
+        tr.zeroGrad == ZeroGrad::AfterForward && !tr.firstStep && !tr.optimizerInBackward;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
     const int mb = tr.gradientAccumulationSteps;
@@ -1161,7 +1166,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     switch (phase) {
     case Phase::Forward: {
         const bool loss = x >= 1 && !layerRunning;
-        b[Category::Gradients] = st.gradientsInForward ? st.gradients : 0;
+        b[Category::Gradients] = st.gradientsInForward || st.gradientsThroughForward ? st.gradients : 0;
         // Autocast's weight copies count as activations, where attribution finds them (the forward made
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
         b[Category::Activations] = st.activations * (before + x * st.current) + (loss ? 0 : st.transient) +

@@ -62,6 +62,13 @@ inline LossKind defaultLoss(Framework f, bool compile) {
 // and V to every query head (docs/frameworks.md, "Unsloth").
 enum class Attention { Eager, Flash, Xformers };
 enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
+// training.zero_grad: where the loop frees the previous step's gradients. BeforeForward (the default):
+// zero_grad() (set_to_none=True since PyTorch 2.0) before the forward or after the step, so none lives
+// through the forward. AfterForward: `out = model(x); loss = ...; zero_grad(); loss.backward()`, as
+// benchmark loops often run it: every .grad of the previous step lives through the forward and is freed
+// before the backward writes new ones. Keep: zero_grad(set_to_none=False), the tensors zeroed in place and
+// never freed, as under accumulation.
+enum class ZeroGrad { BeforeForward, AfterForward, Keep };
 enum class OffloadStep { Cpu, Gpu };
 
 // Bytes per parameter for the four model states (fractions allowed: 4-bit weights are 0.5).
@@ -160,6 +167,7 @@ struct TrainingSettings {
     // CS336 AdamW's state.get("m", zeros_like)), so that step's forward and backward run without them; its
     // own peak, with every state made, is a later step's. What a one-step profile records.
     bool firstStep = false;
+    ZeroGrad zeroGrad = ZeroGrad::BeforeForward;
     // bitsandbytes' paged optimizers (PagedAdamW, PagedAdamW8bit): the states live in CUDA unified memory
     // (bitsandbytes/functional.py get_paged, cudaMallocManaged), outside PyTorch's allocator, and the driver
     // moves their pages to host memory when the GPU runs short.

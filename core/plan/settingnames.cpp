@@ -29,6 +29,14 @@ std::span<const Named<Checkpointing>> checkpointingNames() {
     return all(t);
 }
 
+std::span<const Named<ZeroGrad>> zeroGradNames() {
+    static constexpr Named<ZeroGrad> t[] = {
+        {"before_forward", ZeroGrad::BeforeForward, "before the forward (freed)"},
+        {"after_forward", ZeroGrad::AfterForward, "after the forward (held through it)"},
+        {"keep", ZeroGrad::Keep, "set_to_none=False (never freed)"}};
+    return all(t);
+}
+
 std::span<const Named<Framework>> frameworkNames() {
     static constexpr Named<Framework> t[] = {{"pytorch", Framework::PyTorch, "plain PyTorch"},
                                              {"huggingface", Framework::HuggingFace, "Hugging Face Trainer"},

@@ -21,6 +21,7 @@ template <typename E> struct Named {
 
 std::span<const Named<Optimizer>> optimizerNames();
 std::span<const Named<Checkpointing>> checkpointingNames();
+std::span<const Named<ZeroGrad>> zeroGradNames();
 std::span<const Named<Framework>> frameworkNames();
 std::span<const Named<RecomputeMethod>> recomputeMethodNames();
 std::span<const Named<OptimizerImpl>> optimizerImplNames();

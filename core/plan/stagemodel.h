@@ -21,6 +21,9 @@ struct StageModel {
     double communication = 0, cudaContext = 0;
     double allocatorFraction = 0;
     bool gradientsInForward = false;
+    // The previous step's gradients live through the forward only, freed before the backward
+    // (training.zero_grad "after_forward").
+    bool gradientsThroughForward = false;
     // Per sample (withBatch scales them) for all layers of the stage.
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
     double logits = 0, logitsGradient = 0;

@@ -78,6 +78,7 @@ private slots:
     void savingsRankedAndApplicable();
     void savingsEqualTheirPatchReRead();
     void gatherBuffersWithPrefetch();
+    void zeroGradPlacement();
     void expertParallelShardsExperts();
     void pipelineStagesDiffer();
     void ddpBucketsCopyGradients();
@@ -685,6 +686,55 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
             for (const Saving& s : rankSavings(scenarioFromJson(doc)))
                 offered = offered || s.id == id;
         QVERIFY2(offered, id);
+    }
+}
+
+void TestEstimator::zeroGradPlacement() {
+    // CS336's medium model in fp32 (423,183,360 parameters, MEASURED.md): its gradients are 4 bytes each.
+    // Where the loop frees them decides whether the previous step's live through the forward: zero_grad
+    // before it (the default) none; after it (`out = model(x); zero_grad(); backward()`) all of them at the
+    // forward's end and none when the backward starts; set_to_none=False all of them throughout; and before
+    // a first step there are none to hold.
+    const double gradients = 4.0 * 423183360;
+    json doc = test::trainingDoc({{"model_type", "llama"},
+                                  {"vocab_size", 10000},
+                                  {"hidden_size", 1024},
+                                  {"intermediate_size", 4096},
+                                  {"num_hidden_layers", 24},
+                                  {"num_attention_heads", 16},
+                                  {"num_key_value_heads", 16},
+                                  {"tie_word_embeddings", false}});
+    doc["training"]["precision"] = "fp32";
+    doc["training"]["micro_batch_size"] = 4;
+    doc["training"]["sequence_length"] = 256;
+    // The gradients at the forward's end and where the backward starts (the loss's moment).
+    auto at = [&](const char* zeroGrad, bool first) {
+        json d = doc;
+        if (zeroGrad)
+            d["training"]["zero_grad"] = zeroGrad;
+        d["training"]["first_step"] = first;
+        const Scenario sc = scenarioFromJson(d);
+        double forward = -1, backward = -1;
+        for (const TimelinePoint& p : phaseTimeline(sc, 0, 2)) {
+            if (p.phase == Phase::Forward && p.progress >= 1 && !p.layerRunning)
+                forward = p.bytes[Category::Gradients];
+            if (p.phase == Phase::Backward && p.progress <= 0 && !p.layerRunning && !p.headRunning)
+                backward = p.bytes[Category::Gradients];
+        }
+        return std::pair{forward, backward};
+    };
+    QCOMPARE(at(nullptr, false), std::pair(0.0, 0.0));
+    QCOMPARE(at("before_forward", false), std::pair(0.0, 0.0));
+    QCOMPARE(at("after_forward", false), std::pair(gradients, 0.0));
+    QCOMPARE(at("keep", false), std::pair(gradients, gradients));
+    QCOMPARE(at("after_forward", true), std::pair(0.0, 0.0));
+    QCOMPARE(at("keep", true), std::pair(0.0, 0.0));
+    doc["training"]["zero_grad"] = "before_backward";
+    try {
+        scenarioFromJson(doc);
+        QFAIL("an unknown placement was accepted");
+    } catch (const Error& e) {
+        QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("training.zero_grad"));
     }
 }
 

@@ -78,7 +78,7 @@ json fullTrainingScenario() {
                    "activation_offloading": true, "checkpoint_every": 2,
                    "recompute_method": "every_layer", "recompute_num_layers": 3,
                    "optimizer_implementation": "for_loop", "optimizer_in_backward": false, "paged_optimizer": true,
-                   "first_step": true,
+                   "first_step": true, "zero_grad": "after_forward",
                    "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
                                    "adapter_dtype": "fp32", "preference": "dpo"}},
       "cluster": {"gpu": "H200-141GB", "gpu_memory_gib": 140.4013671875, "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",

@@ -398,6 +398,11 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                   "Each parameter is stepped as soon as its gradient is ready and the gradient dropped: "
                   "no step holds every gradient (torchtune's optimizer_in_bwd; no gradient accumulation)"));
     addField(trainingForm,
+             choiceField("/training/zero_grad", "zero_grad", choicesOf(zeroGradNames()), "before_forward",
+                         "Where the loop frees the previous step's gradients: before the forward (none "
+                         "through it), after the forward (out = model(x); zero_grad(); backward: every "
+                         "gradient through the forward), or set_to_none=False (never freed)"));
+    addField(trainingForm,
              boolField("/training/first_step", "First step",
                        "Plan the run's first step, as a one-step profile records it: the optimizer makes its "
                        "states in that step, so its forward and backward run without them"));
