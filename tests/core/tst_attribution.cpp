@@ -122,6 +122,16 @@ void TestAttribution::measuredRunsAtTheirPeaks_data() {
     QTest::newRow("small compiled step")
         << "cs336-small-gpt2vocab-1x64-compiled"
         << "cs336_bcrafton_memory_snapshot.pickle" << 190460160LL << 16 << 3849232640LL;
+    // Another student's XL model (vocabulary 1: 48 x (4·1600² + 3·1600·6400 + 2·1600) + 1600 + 2 x 1600),
+    // dumped at the end of a later step's forward: weights, the previous step's gradients (zero_grad after
+    // the forward) and AdamW's m and v: 16.
+    QTest::newRow("xl forward, gradients held")
+        << "cs336-xl-256-forward-zero-grad-after"
+        << "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle" << 1966238400LL << 16 << 44087612420LL;
+    QTest::newRow("xl forward under autocast")
+        << "cs336-xl-256-forward-zero-grad-after-bf16-autocast"
+        << "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle" << 1966238400LL << 16
+        << 43754773506LL;
 }
 
 void TestAttribution::measuredRunsAtTheirPeaks() {
@@ -1249,9 +1259,9 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
             QVERIFY(r.traced);
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(4));
+    QCOMPARE(errors.size(), size_t(6));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[1] + errors[2]) / 2, worst = errors[3];
+    const double median = (errors[2] + errors[3]) / 2, worst = errors[5];
     const QString what = QStringLiteral("validate: median %1%, worst %2%")
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
@@ -1263,12 +1273,14 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
         "",
         "The median is 7.3%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
         "uncalibrated, are 7.7% and 9.3% under, its 1,024-token forward 6.9% over and its 512-token "
-        "forward under autocast 6.6% over. The plain-PyTorch profile plans what a generic module keeps, "
-        "and this hand-written model keeps more (its softmax's five fp32 score-sized temporaries in the "
-        "last layer's backward, its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in all), while its "
-        "forward keeps no KV cache the profile plans; calibrated on its own fp32 runs it comes within "
-        "3%, and the cs336_basics profile, read from the model's code, within 0.2% (a fit profile: its "
-        "rows are fit).",
+        "forward under autocast 6.6% over; notHanmin's XL forwards (another hand-written model) 8.6% "
+        "under in fp32 and 4.3% under autocast. The plain-PyTorch profile plans what a generic module "
+        "keeps, and these hand-written models keep more (CS336's softmax's five fp32 score-sized "
+        "temporaries in the last layer's backward, its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in "
+        "all; the XL model's two score copies a layer and RoPE tables built in every forward), while a "
+        "forward keeps no KV cache the profile plans; calibrated on their own runs they come within 4%, "
+        "and the cs336_basics profile, read from CS336's code, within 0.2% (a fit profile: its rows are "
+        "fit).",
         Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
 }
@@ -1278,14 +1290,15 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // published peaks of the 2.7B model (hidden 2,560, 32 layers) from three other students' repositories, at 128
 // to 512 tokens, under bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the
 // step; and forwards with autograd on (inference.grad_mode "enabled"), told by the training runs' tables.
-// The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on): within
-// the 10% at other lengths and under autocast each, and a median within 5%.
+// And another student's code (notHanmin's XL forwards): its autocast forward calibrated on its fp32 one, and
+// the reverse. The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on):
+// within the 10% at other lengths and under autocast each, and a median within 5%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
         if (r.c->role == "validate" && !r.c->calibrateOn.empty()) {
-            QVERIFY(r.c->plainPytorch);
+            QVERIFY(r.c->plainPytorch || r.c->stack == "pytorch");
             const QString what = QStringLiteral("%1: %2%")
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
@@ -1293,9 +1306,9 @@ void TestAttribution::calibratedValidatePredictions() {
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(36));
+    QCOMPARE(errors.size(), size_t(38));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[17] + errors[18]) / 2;
+    const double median = (errors[18] + errors[19]) / 2;
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 
