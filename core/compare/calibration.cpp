@@ -225,11 +225,23 @@ RunMeasurement::AmbiguousTensor shapesOf(const RunShape& shape, std::int64_t siz
 // that is the tokens-linear one (CS336 at 256 tokens: 4 MiB is its q, k, v in fp32 and a 1-byte b·a·s²).
 std::optional<ToldTensor> tell(ScoreSites::Reading reading, const RunMeasurement::AmbiguousTensor& t,
                                bool dropout) {
-    if (reading == ScoreSites::Reading::Untold || t.linear.empty() || t.scoresBytes.empty())
+    if (t.linear.empty() || t.scoresBytes.empty())
         return std::nullopt;
     // (a 1-byte tokens-linear shape last: a mask's, where a width in the activations' dtype or fp32 fits)
     const auto wide =
         std::find_if(t.linear.begin(), t.linear.end(), [](const auto& l) { return l.dtypeBytes > 1; });
+    const bool onlyMasks =
+        std::all_of(t.scoresBytes.begin(), t.scoresBytes.end(), [](int d) { return d == 1; });
+    if (reading == ScoreSites::Reading::Untold) {
+        // Where the calls tell nothing (a norm's output: its call keeps per-token vectors), a size whose
+        // only score reading is a 1-byte one is taken for its wider tokens-linear shape without dropout:
+        // were it a mask made per head after all, a quarter of an fp32 score copy would be counted with the
+        // tokens, where leaving it untold leaves the run's scores untold (notHanmin's XL forward at 256
+        // tokens: its norms' fp32 outputs, 6.25 MiB, are the 1-byte b·a·s²'s size).
+        if (onlyMasks && !dropout && wide != t.linear.end())
+            return ToldTensor{0, wide->symbol, wide->dtypeBytes};
+        return std::nullopt;
+    }
     const RunMeasurement::AmbiguousTensor::Linear& linear = wide != t.linear.end() ? *wide : t.linear.front();
     if (reading == ScoreSites::Reading::TokensLinear)
         return ToldTensor{0, linear.symbol, linear.dtypeBytes};
@@ -238,8 +250,6 @@ std::optional<ToldTensor> tell(ScoreSites::Reading reading, const RunMeasurement
     });
     if (attentionWidth == t.linear.end())
         return ToldTensor{0, "b·a·s²", t.scoresBytes.front()};
-    const bool onlyMasks =
-        std::all_of(t.scoresBytes.begin(), t.scoresBytes.end(), [](int d) { return d == 1; });
     if (onlyMasks && !dropout)
         return ToldTensor{0, attentionWidth->symbol, attentionWidth->dtypeBytes};
     return std::nullopt;

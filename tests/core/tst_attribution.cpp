@@ -65,6 +65,7 @@ private slots:
     void forwardMomentsMeasured();
     void scoresToldByCalls();
     void forwardWithGraphCalibrated();
+    void normsOfAMaskSizeAreTokensLinear();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
@@ -1070,8 +1071,9 @@ void TestAttribution::scoresToldByCalls() {
         const RunMeasurement alone =
             measureRun({&sc64, &t64, &i64, "64"}, AttributionRules::pytorchDefaults());
         QCOMPARE(alone.quadratic, fusedSoftmax ? 0LL : 2LL * 4 * 4 * 64 * 64 * 4);
-        // (untold, the five of 256 KiB and the seven b·s·h fp32 tensors: 64 KiB is a 1-byte b·a·s² too)
-        QCOMPARE(alone.ambiguous, fusedSoftmax ? 5LL * 4 * 64 * 256 * 4 + 7LL * 4 * 64 * 64 * 4 : 0LL);
+        // (untold, the five of 256 KiB; the seven b·s·h fp32 tensors, 64 KiB, a 1-byte b·a·s² too, are
+        // hidden-wide whatever their calls: without dropout a 1-byte score is only a mask)
+        QCOMPARE(alone.ambiguous, fusedSoftmax ? 5LL * 4 * 64 * 256 * 4 : 0LL);
         const CalibrationResult both = calibrate({{&sc64, &t64, &i64, "64"}, {&sc32, &t32, &i32, "32"}},
                                                  AttributionRules::pytorchDefaults());
         QCOMPARE(rowsOf(both.runs[0].atLoss, "b·a·s²"), size_t(2));
@@ -1127,6 +1129,30 @@ void TestAttribution::forwardWithGraphCalibrated() {
     const double plain = estimate(noGrad).perGpu[Category::AttentionScores];
     noGrad.calibration = cal.factors;
     QCOMPARE(estimate(noGrad).perGpu[Category::AttentionScores], plain);
+}
+
+void TestAttribution::normsOfAMaskSizeAreTokensLinear() {
+    // notHanmin's XL forwards (d 1,600, 25 heads, 4 x 256): a norm's fp32 output, 4 x 256 x 1,600 x 4 bytes,
+    // is a 1-byte b·a·s²'s size, 4 x 25 x 256², and the norm's call keeps per-token vectors, so no call tells
+    // which. Without dropout it is taken for the hidden-wide tensor: every ambiguity goes, and each run
+    // tells its scores from its tokens alone: in fp32 two copies a layer (x2, as CS336's code), under
+    // autocast one bf16 copy and, at fp32 widths, x2 again (the two runs agree). Each then predicts the other
+    // within 2% (cases.json, fit rows: the rule was chosen on them).
+    QCOMPARE(4LL * 256 * 1600 * 4, 4LL * 25 * 256 * 256);
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Run fp32 = loadRun("cs336-xl-256-forward-zero-grad-after",
+                             "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle");
+    const Run bf16 = loadRun("cs336-xl-256-forward-zero-grad-after-bf16-autocast",
+                             "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle");
+    const RunMeasurement m = measureRun(inputOf(fp32, "fp32"), rules);
+    QCOMPARE(m.ambiguous, 0LL);
+    const CalibrationResult a = calibrate({inputOf(fp32, "fp32")}, rules);
+    QVERIFY(!a.scoresUntold);
+    QCOMPARE(a.factors.quadratic, 2.0);
+    const CalibrationResult b = calibrate({inputOf(bf16, "bf16")}, rules);
+    QVERIFY(!b.scoresUntold);
+    QCOMPARE(b.factors.quadraticFor(2).value_or(0), 1.0);
+    QCOMPARE(b.factors.quadraticFor(4).value_or(0), 2.0);
 }
 
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
@@ -1290,15 +1316,14 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // published peaks of the 2.7B model (hidden 2,560, 32 layers) from three other students' repositories, at 128
 // to 512 tokens, under bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the
 // step; and forwards with autograd on (inference.grad_mode "enabled"), told by the training runs' tables.
-// And another student's code (notHanmin's XL forwards): its autocast forward calibrated on its fp32 one, and
-// the reverse. The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on):
+// The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on):
 // within the 10% at other lengths and under autocast each, and a median within 5%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
         if (r.c->role == "validate" && !r.c->calibrateOn.empty()) {
-            QVERIFY(r.c->plainPytorch || r.c->stack == "pytorch");
+            QVERIFY(r.c->plainPytorch);
             const QString what = QStringLiteral("%1: %2%")
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
@@ -1306,9 +1331,9 @@ void TestAttribution::calibratedValidatePredictions() {
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(38));
+    QCOMPARE(errors.size(), size_t(36));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[18] + errors[19]) / 2;
+    const double median = (errors[17] + errors[18]) / 2;
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 
