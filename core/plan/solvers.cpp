@@ -201,6 +201,13 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
              "Step the optimizer in the backward, a parameter at a time (torchtune's optimizer_in_bwd)",
              {{"training", {{"optimizer_in_backward", true}}}},
              [](Scenario& s) { s.training.optimizerInBackward = true; }});
+    // The previous step's gradients held through the forward (zero_grad after it, or set_to_none=False):
+    // zero_grad() before the forward frees them (training.zero_grad).
+    if (t.zeroGrad != ZeroGrad::BeforeForward && !t.firstStep)
+        out.push_back({"zero_grad_before_forward",
+                       "zero_grad() before the forward (the previous step's gradients freed)",
+                       {{"training", {{"zero_grad", "before_forward"}}}},
+                       [](Scenario& s) { s.training.zeroGrad = ZeroGrad::BeforeForward; }});
     // Fine-tuning (training.fine_tuning): what people trade when a LoRA run does not fit.
     const FineTuning& ft = t.fineTuning;
     if (sc.model.known && !ft.adapters() && !t.optimizerInBackward)
@@ -281,8 +288,8 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
     if (t.framework == Framework::Cs336Basics)
         // cs336_basics runs its own modules on one GPU: what its code can change without another
         // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizers for its own).
-        keepOnly(out,
-                 {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit", "paged_optimizer"});
+        keepOnly(out, {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit",
+                       "paged_optimizer", "zero_grad_before_forward"});
     return out;
 }
 

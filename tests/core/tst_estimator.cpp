@@ -597,6 +597,11 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
                      {{"training", {{"micro_batch_size", 8}, {"attention", "eager"}}},
                       {"cluster", {{"num_gpus", 2}, {"data_parallel", "ddp"}}}})
             .document,
+        // zero_grad after the forward: the previous step's gradients through it, which moving it frees.
+        scenarioWith(
+            trainingDoc({{"preset", "openai-community/gpt2-large"}}),
+            {{"training", {{"micro_batch_size", 2}, {"precision", "fp32"}, {"zero_grad", "after_forward"}}}})
+            .document,
         scenarioWith(
             trainingDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}}),
             {{"training", {{"micro_batch_size", 4}}},
@@ -678,9 +683,9 @@ void TestEstimator::savingsEqualTheirPatchReRead() {
     }
     QVERIFY(compared >= 30);
     // The profiles' changes are among them.
-    for (const char* id :
-         {"compile", "chunked_loss", "fused_loss", "activation_offloading", "lora", "qlora", "lora_rank_8",
-          "lora_attention_only", "bf16_adapters", "inference_mode", "no_grad", "paged_optimizer"}) {
+    for (const char* id : {"compile", "chunked_loss", "fused_loss", "activation_offloading", "lora", "qlora",
+                           "lora_rank_8", "lora_attention_only", "bf16_adapters", "inference_mode", "no_grad",
+                           "paged_optimizer", "zero_grad_before_forward"}) {
         bool offered = false;
         for (const json& doc : docs)
             for (const Saving& s : rankSavings(scenarioFromJson(doc)))
