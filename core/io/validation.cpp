@@ -221,13 +221,16 @@ ValidationCases loadValidationCases(const std::string& path) {
     }
 }
 
-ErrorSummary summarizeErrors(const std::vector<const CaseResult*>& results) {
+namespace {
+
+// |error| statistics of (error, known miss) pairs.
+ErrorSummary summarizeValues(const std::vector<std::pair<double, bool>>& values) {
     ErrorSummary s;
     std::vector<double> errors;
-    for (const CaseResult* r : results) {
-        errors.push_back(std::abs(r->error()));
+    for (const auto& [error, knownMiss] : values) {
+        errors.push_back(std::abs(error));
         s.within5 += errors.back() <= 0.05;
-        s.knownMisses += !r->c->knownMiss.empty();
+        s.knownMisses += knownMiss;
     }
     s.runs = errors.size();
     if (errors.empty())
@@ -237,6 +240,25 @@ ErrorSummary summarizeErrors(const std::vector<const CaseResult*>& results) {
     s.median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
     s.worst = errors.back();
     return s;
+}
+
+} // namespace
+
+ErrorSummary summarizeErrors(const std::vector<const CaseResult*>& results) {
+    std::vector<std::pair<double, bool>> values;
+    for (const CaseResult* r : results)
+        values.emplace_back(r->error(), !r->c->knownMiss.empty());
+    return summarizeValues(values);
+}
+
+ErrorSummary summarizeCounter(const std::vector<const CaseResult*>& results, const std::string& counter) {
+    std::vector<std::pair<double, bool>> values;
+    for (const CaseResult* r : results) {
+        const CounterReading& k = counter == "reserved" ? r->reserved : r->active;
+        if (r->traced && k.measured > 0)
+            values.emplace_back(k.error(), !r->c->knownMiss.empty());
+    }
+    return summarizeValues(values);
 }
 
 Validation runValidation(std::vector<ValidationCases> files, const AttributionRules& rules) {
@@ -298,6 +320,14 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                 r.estimated = static_cast<double>(cmp.estimatedTotal);
                 r.measuredByCategory = cmp.measured.bytes;
                 r.estimatedByCategory = cmp.estimated;
+                const DeviceSummary& d = t.summary.devices[busiestDevice(t.summary)];
+                if (!cmp.firstStep) {
+                    // The planned step keeps no block waiting on another stream: active is allocated.
+                    if (d.peakReserved > 0)
+                        r.reserved = {static_cast<double>(d.peakReserved), est.reservedPeakBytes};
+                    if (d.peakActive > 0)
+                        r.active = {static_cast<double>(d.peakActive), est.allocatedPeakBytes};
+                }
             }
             if (sc.training.framework != Framework::PyTorch && sc.mode == Mode::Training && r.traced == false)
                 r.plainPytorch = estimatedFor(c, estimate(asPlainPytorch(sc)));
@@ -331,6 +361,11 @@ nlohmann::json validationToJson(const Validation& v) {
             }
             j["measured_by_category"] = m;
             j["estimate_by_category"] = e;
+            for (const auto& [key, k] : {std::pair{"reserved", &r.reserved}, std::pair{"active", &r.active}})
+                if (k->measured > 0)
+                    j[key] = {{"measured_bytes", std::llround(k->measured)},
+                              {"estimate_bytes", std::llround(k->estimated)},
+                              {"relative_error", k->error()}};
         }
         runs.push_back(j);
     }
@@ -363,6 +398,17 @@ nlohmann::json validationToJson(const Validation& v) {
                 calibrated.push_back(r);
         if (!calibrated.empty())
             s["calibrated"] = summaryJson(summarizeErrors(calibrated));
+        // A traced run records every counter: each one's errors over the traced runs.
+        std::vector<const CaseResult*> traced;
+        for (const CaseResult* r : all)
+            if (r->traced)
+                traced.push_back(r);
+        if (!traced.empty()) {
+            s["traced_counters"]["allocated"] = summaryJson(summarizeErrors(traced));
+            for (const char* counter : {"reserved", "active"})
+                if (const ErrorSummary k = summarizeCounter(traced, counter); k.runs > 0)
+                    s["traced_counters"][counter] = summaryJson(k);
+        }
         summary[role] = s;
     }
     nlohmann::json files = nlohmann::json::array();
@@ -433,6 +479,17 @@ std::string validationMarkdown(const Validation& v, bool runs) {
                 o << (first ? "" : "; ") << k << " " << summaryLine(summarizeErrors(g));
                 first = false;
             }
+            o << ".\n";
+        }
+        std::vector<const CaseResult*> traced;
+        for (const CaseResult* r : rs)
+            if (r->traced)
+                traced.push_back(r);
+        if (!traced.empty()) {
+            o << "\nEvery counter the traced runs record: allocated " << summaryLine(summarizeErrors(traced));
+            for (const char* counter : {"reserved", "active"})
+                if (const ErrorSummary k = summarizeCounter(traced, counter); k.runs > 0)
+                    o << "; " << counter << " " << summaryLine(k);
             o << ".\n";
         }
         std::vector<const CaseResult*> calibrated, planned;

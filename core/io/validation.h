@@ -46,10 +46,20 @@ struct ValidationCases {
 // calibrate_on id names a case of the same file that has a trace.
 ValidationCases loadValidationCases(const std::string& path);
 
+// One counter of a run: what it measured and what the estimate says.
+struct CounterReading {
+    double measured = 0, estimated = 0;
+    double error() const { return measured > 0 ? estimated / measured - 1 : 0; }
+};
+
 struct CaseResult {
     const ValidationCase* c = nullptr;
     double measured = 0, estimated = 0;
     double error() const { return measured > 0 ? estimated / measured - 1 : 0; }
+    // A traced run records every counter, not only the one its case names: its reserved and active peaks
+    // beside the estimate's (measured 0: the trace has no such counter, or records a first step, whose
+    // later steps' reserve it does not show).
+    CounterReading reserved, active;
     // The same scenario planned as plain PyTorch (framework pytorch, Megatron-style selective for per-op
     // selective checkpointing): what a profile buys. 0 when the case is plain PyTorch already.
     double plainPytorch = 0;
@@ -65,6 +75,8 @@ struct ErrorSummary {
     double median = 0, worst = 0;
 };
 ErrorSummary summarizeErrors(const std::vector<const CaseResult*>& results);
+// The same over a traced run's other counter ("reserved" or "active"), the runs that recorded it.
+ErrorSummary summarizeCounter(const std::vector<const CaseResult*>& results, const std::string& counter);
 
 struct Validation {
     std::vector<ValidationCases> files;

@@ -70,6 +70,7 @@ private slots:
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
     void calibratedPredictions();
+    void measuredValidateAgainstTheTargets_data();
     void measuredValidateAgainstTheTargets();
     void calibratedValidatePredictions();
 };
@@ -1275,39 +1276,69 @@ void TestAttribution::calibratedPredictions() {
 
 // The recorded runs nothing was chosen on (examples/measured/cases.json, role validate) planned with the
 // plain PyTorch profile, against the targets the published runs are held to: a median of at most 5% and a
-// worst of at most 12%, computed here. (The cs336_basics profile's validate runs, published figures of
-// another student's runs, are held to them in tst_frameworks::cs336BasicsRecordedRuns.)
+// worst of at most 12%, computed here, per counter: a trace records allocated, reserved and active alike
+// (its own peaks, read by the trace's summary, not by the estimator). (The cs336_basics profile's validate
+// runs, published figures of another student's runs, are held to them in
+// tst_frameworks::cs336BasicsRecordedRuns.)
+void TestAttribution::measuredValidateAgainstTheTargets_data() {
+    QTest::addColumn<QString>("counter");
+    QTest::addColumn<double>("recordedMedian"); // when last looked at: a regression guard while they miss
+    QTest::addColumn<double>("recordedWorst");
+    QTest::newRow("allocated") << QStringLiteral("allocated") << 0.073 << 0.093;
+    QTest::newRow("reserved") << QStringLiteral("reserved") << 0.084 << 0.102;
+    QTest::newRow("active") << QStringLiteral("active") << 0.073 << 0.093;
+}
+
 void TestAttribution::measuredValidateAgainstTheTargets() {
+    QFETCH(QString, counter);
+    QFETCH(double, recordedMedian);
+    QFETCH(double, recordedWorst);
     const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
         if (r.c->role == "validate" && r.c->stack == "pytorch" && r.c->calibrateOn.empty()) {
             QVERIFY(r.traced);
-            errors.push_back(std::abs(r.error()));
+            QCOMPARE(r.c->metric, std::string("allocated"));
+            const CounterReading k = counter == "reserved" ? r.reserved
+                                     : counter == "active" ? r.active
+                                                           : CounterReading{r.measured, r.estimated};
+            // Every one of these traces records the counter; none is a first step.
+            QVERIFY2(k.measured > 0 && k.estimated > 0, r.c->id.c_str());
+            errors.push_back(std::abs(k.estimated / k.measured - 1));
         }
     QCOMPARE(errors.size(), size_t(6));
     std::sort(errors.begin(), errors.end());
     const double median = (errors[2] + errors[3]) / 2, worst = errors[5];
-    const QString what = QStringLiteral("validate: median %1%, worst %2%")
+    const QString what = QStringLiteral("validate, %1: median %2%, worst %3%")
+                             .arg(counter)
                              .arg(100 * median, 0, 'f', 1)
                              .arg(100 * worst, 0, 'f', 1);
     qInfo().noquote() << what;
     // Guarded against getting worse while the misses stand (a regression guard, not a tolerance).
-    QVERIFY2(median <= 0.073 + 0.005 && worst <= 0.093 + 0.005, qPrintable(what));
+    QVERIFY2(median <= recordedMedian + 0.005 && worst <= recordedWorst + 0.005, qPrintable(what));
     QVERIFY2(worst <= 0.12, qPrintable(what));
-    QEXPECT_FAIL(
-        "",
-        "The median is 7.3%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
-        "uncalibrated, are 7.7% and 9.3% under, its 1,024-token forward 6.9% over and its 512-token "
-        "forward under autocast 6.6% over; notHanmin's XL forwards (another hand-written model) 8.6% "
-        "under in fp32 and 4.3% under autocast. The plain-PyTorch profile plans what a generic module "
-        "keeps, and these hand-written models keep more (CS336's softmax's five fp32 score-sized "
-        "temporaries in the last layer's backward, its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in "
-        "all; the XL model's two score copies a layer and RoPE tables built in every forward), while a "
-        "forward keeps no KV cache the profile plans; calibrated on their own runs they come within 4%, "
-        "and the cs336_basics profile, read from CS336's code, within 0.2% (a fit profile: its rows are "
-        "fit).",
-        Continue);
+    if (counter == "reserved")
+        QEXPECT_FAIL("reserved",
+                     "The median is 8.4%: the same runs as allocated, and what the allocator reserves "
+                     "beyond its tensors is planned as 3% of them where these runs' caches hold 1.7% "
+                     "(CS336's 512-token runs) to 11.4% (its 1,024-token forward, whose score-sized "
+                     "blocks each take a segment of their own); no step of plain PyTorch is replayed "
+                     "through the allocator's model.",
+                     Continue);
+    else
+        QEXPECT_FAIL(
+            "",
+            "The median is 7.3%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
+            "uncalibrated, are 7.7% and 9.3% under, its 1,024-token forward 6.9% over and its 512-token "
+            "forward under autocast 6.6% over; notHanmin's XL forwards (another hand-written model) 8.6% "
+            "under in fp32 and 4.3% under autocast. The plain-PyTorch profile plans what a generic module "
+            "keeps, and these hand-written models keep more (CS336's softmax's five fp32 score-sized "
+            "temporaries in the last layer's backward, its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in "
+            "all; the XL model's two score copies a layer and RoPE tables built in every forward), while a "
+            "forward keeps no KV cache the profile plans; calibrated on their own runs they come within 4%, "
+            "and the cs336_basics profile, read from CS336's code, within 0.2% (a fit profile: its rows are "
+            "fit). Active is allocated in these single-stream runs.",
+            Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
 }
 

@@ -983,6 +983,21 @@ void TestCli::validateReportsFitAndValidateApart() {
     QVERIFY(j["runs"][0].contains("plain_pytorch_bytes"));
     QVERIFY(!j["runs"][2].contains("plain_pytorch_bytes"));
     QCOMPARE(j["runs"][2]["measured_by_category"].size(), std::size_t(8));
+    // The trace records the other counters too: its reserved and active peaks as trace-summary reads them
+    // (7,235,174,400 B reserved; active is allocated in this single-stream run), beside the estimate's
+    // reserved and allocated; the published runs have none.
+    const json& traced = j["runs"][2];
+    QCOMPARE(traced["reserved"]["measured_bytes"].get<long long>(), 7235174400LL);
+    QCOMPARE(traced["active"]["measured_bytes"].get<long long>(), 7013335044LL);
+    QCOMPARE(traced["active"]["estimate_bytes"].get<long long>(), traced["estimate_bytes"].get<long long>());
+    QVERIFY(traced["reserved"]["estimate_bytes"].get<long long>() >
+            traced["estimate_bytes"].get<long long>());
+    QVERIFY(!j["runs"][0].contains("reserved") && !j["runs"][1].contains("active"));
+    const json& counters = j["summary"]["validate"]["traced_counters"];
+    QCOMPARE(counters["reserved"]["runs"].get<int>(), 1);
+    QVERIFY(std::abs(counters["reserved"]["median_abs_error"].get<double>() -
+                     std::abs(traced["reserved"]["estimate_bytes"].get<double>() / 7235174400.0 - 1)) < 1e-9);
+    QVERIFY(!j["summary"]["fit"].contains("traced_counters"));
     // --summary: every line of the full Markdown but the runs' rows and the traced runs' table, in order.
     const Run full = cli({"validate", path.toStdString()});
     const Run summary = cli({"validate", "--summary", path.toStdString()});
@@ -991,6 +1006,7 @@ void TestCli::validateReportsFitAndValidateApart() {
             summary.out.find("| tp4") == std::string::npos);
     QVERIFY(summary.out.find("By framework: megatron") == std::string::npos); // one fit run: no split
     QVERIFY(summary.out.find("**validate** (never used to choose one): 2 runs") != std::string::npos);
+    QVERIFY(summary.out.find("Every counter the traced runs record: allocated 1 run") != std::string::npos);
     std::size_t from = 0;
     for (const QString& line :
          QString::fromStdString(summary.out).split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
