@@ -345,6 +345,10 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     QCOMPARE(w->document()->estimate().allocatedPeakBytes,
              estimate(scenarioFromJson(doc)).allocatedPeakBytes);
     QVERIFY(w->document()->estimate().allocatedPeakBytes - noGradPlain > 3 * test::kGiB);
+    // It keeps no KV cache, so the cache's fields go, as they do for cs336_basics' forward; torch.no_grad's
+    // forward of the same code caches its keys and values, and they come back.
+    QVERIFY(!shownField<QComboBox>(*w, "/inference/kv_cache_dtype"));
+    QVERIFY(!shownField<QSpinBox>(*w, "/inference/kv_block_size#spin"));
     // Such a forward has nothing to decode: its phase chart is the one forward, its peak at the top.
     const Scenario graph = scenarioFromJson(doc);
     const Estimate graphEstimate = estimate(graph);
@@ -358,6 +362,10 @@ void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
     const Scenario cached = scenarioFromJson(doc);
     phases.setTimeline(phaseTimeline(cached, 0), cached, estimate(cached));
     QCOMPARE(phases.title(), QStringLiteral("One request"));
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(shownField<QComboBox>(*w, "/inference/kv_cache_dtype"));
+    QVERIFY(shownField<QSpinBox>(*w, "/inference/kv_block_size#spin"));
     // With an engine the forward runs without autograd: no box.
     doc["inference"]["engine"] = "vllm";
     doc["inference"].erase("framework");

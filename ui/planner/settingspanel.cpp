@@ -629,11 +629,9 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
              choiceField("/inference/weight_dtype", "Weights", choicesOf(weightDtypeNames()), "checkpoint",
                          "As stored: quantization_config's layout (MXFP4, FP8 blocks, GPTQ/AWQ) where the "
                          "config.json has one, else 16-bit; or one dtype for every weight"));
-    // cs336_basics' forward keeps no cache: nothing to say about one.
-    const auto cached = [](const json& doc) {
-        return !(doc.contains("inference") && doc["inference"].is_object() &&
-                 textAt(doc["inference"], "framework") == "cs336_basics");
-    };
+    // A forward that keeps no cache (cs336_basics', one with autograd on, one calibrated on runs that kept
+    // none: Scenario::keepsNoKvCache, what the planner plans): nothing to say about one.
+    const auto cached = [this](const json&) { return !m_doc->scenario().keepsNoKvCache(); };
     addField(inferenceForm, forEngines(choiceField("/inference/kv_cache_dtype", "KV cache",
                                                    choicesOf(kvCacheDtypeNames()), "bf16", "KV cache precision"),
                                        {"none", "vllm", "sglang", "huggingface"}));
