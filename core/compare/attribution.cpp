@@ -217,6 +217,18 @@ AttributionRules AttributionRules::pytorchDefaults() {
     return r;
 }
 
+namespace {
+
+// Without a scenario no size is known to be state: a backward's or an optimizer step's allocation is
+// kept between steps when the recording sees it outlive the step that made it, alive at the recording's
+// end or already alive at its start (made by an earlier step: a hand-written AdamW, CS336's, writes new
+// state tensors every step, and the previous step's live through this one's forward and backward).
+bool keptBetweenSteps(const Allocation& a, std::size_t entries) {
+    return a.end >= entries || a.start == kBeforeFirstEvent;
+}
+
+} // namespace
+
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario) {
     return attribute(trace, index.device(), index.liveAfter(event), event, rules, scenario);
@@ -283,10 +295,9 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
         if (done[i] || !deciding[i])
             continue;
         const bool backward = deciding[i]->target == AttributionRule::Target::Backward;
-        // Without a scenario no size is known to be state: what outlives the recording is kept between steps.
         const bool state = scenario && scenario->model.known
                                ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
-                               : live[i].end >= device.entries();
+                               : keptBetweenSteps(live[i], device.entries());
         place(i,
               state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                     : MeasuredCategory::Temporaries,
@@ -402,8 +413,8 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
         // 2. Backward and optimizer allocations: model state while the model has a tensor of that size free.
         if (r) {
             const bool backward = r->target == AttributionRule::Target::Backward;
-            const bool state =
-                sized ? hold(backward ? pools.gradients : pools.states, a) : a.end >= device.entries();
+            const bool state = sized ? hold(backward ? pools.gradients : pools.states, a)
+                                     : keptBetweenSteps(a, device.entries());
             out[i] = state ? (backward ? C::Gradients : C::OptimizerStates) : C::Temporaries;
             continue;
         }
@@ -446,8 +457,8 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
         if (r->target == AttributionRule::Target::Category)
             return r->category;
         const bool backward = r->target == AttributionRule::Target::Backward;
-        const bool state =
-            sized ? (backward ? pools.gradients : pools.states).count(a.size) > 0 : a.end >= index.events();
+        const bool state = sized ? (backward ? pools.gradients : pools.states).count(a.size) > 0
+                                 : keptBetweenSteps(a, index.events());
         return state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                      : MeasuredCategory::Temporaries;
     }

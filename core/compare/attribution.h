@@ -69,8 +69,9 @@ struct Attribution {
 // 1. user_metadata that names a category (torch.cuda.memory._set_memory_metadata("optimizer_states")), and
 //    annotated regions of a phase (external_annotations "Optimizer.step#AdamW.step", a "backward" or a
 //    "forward") holding the allocation's event;
-// 2. stack frames through the rules (without a scenario, a backward or optimizer allocation that outlives
-//    the recording is a gradient or an optimizer state);
+// 2. stack frames through the rules (without a scenario, a backward or optimizer allocation alive at the
+//    recording's end, or already alive at its start, outlives the step that made it: a gradient or an
+//    optimizer state);
 // 3. with a scenario, allocations without a deciding frame whose size is that of a parameter tensor in the
 //    scenario's dtype: weights first, then optimizer states and master weights, then gradients, never more
 //    of a size than the model has tensors of it; and cuBLAS workspaces by their exact size.

@@ -48,6 +48,7 @@ private slots:
     void measuredRunsAtTheirPeaks_data();
     void measuredRunsAtTheirPeaks();
     void rulesAndSizes();
+    void statesMadeBeforeTheRecordingWithoutAScenario();
     void comparisonArithmetic();
     void diffOfTwoRuns();
     void hugeSizesSaturate();
@@ -134,6 +135,40 @@ void TestAttribution::measuredRunsAtTheirPeaks_data() {
         << "cs336-xl-256-forward-zero-grad-after-bf16-autocast"
         << "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle" << 1966238400LL << 16
         << 43754773506LL;
+}
+
+void TestAttribution::statesMadeBeforeTheRecordingWithoutAScenario() {
+    // Wedsonlin's 256-token step without a scenario: CS336's hand-written AdamW writes new m and v every step
+    // (state["m"] = m_t), so the states alive while this step's forward and backward run were made by the
+    // previous step, before the recording began, and are freed in this step's optimizer. They are
+    // optimizer states by their frames and by outliving the step that made them: at the loss's peak, two
+    // fp32 tensors per parameter, 2 x 4 x 423,183,360 bytes (MEASURED.md's count), and no temporaries.
+    const auto loaded = loadTrace(
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle")
+            .toStdString());
+    const TraceIndex& index = *loaded->indexes.at(0);
+    const AttributionRules rules = AttributionRules::pytorchDefaults();
+    const Attribution a = attribute(loaded->trace, index, index.peakAfter(), rules);
+    QCOMPARE(a.of(MeasuredCategory::OptimizerStates), 2LL * 4 * 423183360);
+    QCOMPARE(a.of(MeasuredCategory::Temporaries), 0LL);
+    // Over the run, the same: every optimizer allocation alive at the start is a state, and what the step
+    // makes and frees inside itself (its per-parameter temporaries) stays scratch.
+    const std::vector<MeasuredCategory> run = categorizeRun(loaded->trace, index, rules);
+    std::int64_t before = 0, scratch = 0;
+    for (std::size_t i = 0; i < run.size(); ++i) {
+        const Allocation& x = index.allocations()[i];
+        if (!optimizerStack(loaded->trace, x.stack, rules))
+            continue;
+        if (x.start == kBeforeFirstEvent) {
+            QCOMPARE(run[i], MeasuredCategory::OptimizerStates);
+            before += x.size;
+        } else if (x.end < index.events()) {
+            QCOMPARE(run[i], MeasuredCategory::Temporaries);
+            scratch += x.size;
+        }
+    }
+    QCOMPARE(before, 2LL * 4 * 423183360);
+    QVERIFY(scratch > 0);
 }
 
 void TestAttribution::measuredRunsAtTheirPeaks() {
