@@ -537,6 +537,8 @@ void readTraining(const json& doc, Scenario& sc) {
         t.bytes.gradients = bs.number("gradients", t.bytes.gradients, 0, 64);
         t.bytes.masterWeights = bs.number("master_weights", t.bytes.masterWeights, 0, 64);
         t.bytes.optimizerStates = bs.number("optimizer_states", t.bytes.optimizerStates, 0, 64);
+        if (b->contains("optimizer_states"))
+            t.optimizerStatesGiven = t.bytes.optimizerStates;
         t.bytesOverridden = true;
     }
     if (t.loss == LossKind::Chunked && t.framework != Framework::Torchtune)

@@ -544,9 +544,14 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         const FineTuneStage f = fineTuneStage(sc, st.firstLayer, st.layers, stage == 0, st.last);
         const FineTuning& ft = tr.fineTuning;
         const double trainable = ft.adapterBytes * f.adapterParameters + b.weights * f.savedParameters;
+        // bytes_per_param.optimizer_states, when given, is every trained parameter's (0: no optimizer).
+        const double given = tr.optimizerStatesGiven;
         const double states =
-            optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, ft.adapterBytes) * f.adapterParameters +
-            optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, b.weights) * f.savedParameters;
+            given >= 0
+                ? given * (f.adapterParameters + f.savedParameters)
+                : optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, ft.adapterBytes) *
+                          f.adapterParameters +
+                      optimizerStateBytes(tr.optimizer, tr.pagedOptimizer, b.weights) * f.savedParameters;
         auto shard = [&](double bytes, bool split) { return split ? bytes / group : bytes; };
         st.withoutOffload = {shard(f.frozenBytes + trainable, shardsWeights(c)),
                              shard(trainable, shardsGradients(c)), 0, shard(states, shardsOptimizer(c))};
@@ -558,7 +563,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // foreach's denominator list is one state's worth; fused and one-at-a-time (a few adapters' worth)
         // next to nothing.
         st.optimizerTemp = tr.optimizer == Optimizer::AdamW && !c.offloadOptimizer && !tr.pagedOptimizer &&
-                                   tr.optimizerImpl == OptimizerImpl::ForEach
+                                   tr.optimizerImpl == OptimizerImpl::ForEach && given != 0
                                ? shard(trainable, shardsOptimizer(c))
                                : 0;
         allGradientBytes = trainable;

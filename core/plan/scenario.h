@@ -189,6 +189,9 @@ struct TrainingSettings {
     }
     bool dropout = false;         // default: whether the model's config trains with dropout
     bool bytesOverridden = false; // training.bytes_per_param was given: optimizer changes keep its bytes
+    // bytes_per_param.optimizer_states as given (-1: not given). Fine-tuning's trained parameters (adapters,
+    // modules_to_save) take it too: 0 is a run without an optimizer, adapters or not.
+    double optimizerStatesGiven = -1;
 };
 
 // What serves the requests (docs/formats.md section 2). A serving engine sizes its KV cache as the pool left

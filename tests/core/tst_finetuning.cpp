@@ -187,6 +187,16 @@ void TestFineTuning::adapterStatesByHand() {
     // Full fine-tuning has no frozen base to show.
     doc = llama32({{"method", "full"}});
     QCOMPARE(estimate(scenarioFromJson(doc)).frozenWeightBytes(), 0.0);
+    // bytes_per_param.optimizer_states is every trained parameter's: 0 is a forward and backward without
+    // an optimizer (no states, no step scratch), adapters or not; 2 is two bf16 states each.
+    doc = llama32({{"method", "lora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
+    doc["training"]["bytes_per_param"] = {{"optimizer_states", 0}};
+    const Breakdown none = at(scenarioFromJson(doc), Phase::Optimizer);
+    QCOMPARE(none[Category::OptimizerStates], 0.0);
+    QCOMPARE(none[Category::Temporaries], 0.0);
+    QCOMPARE(at(scenarioFromJson(doc), Phase::Backward)[Category::OptimizerStates], 0.0);
+    doc["training"]["bytes_per_param"] = {{"optimizer_states", 2}};
+    QCOMPARE(at(scenarioFromJson(doc), Phase::Optimizer)[Category::OptimizerStates], 2 * adapters);
 }
 
 void TestFineTuning::quantisedBaseByHand() {
