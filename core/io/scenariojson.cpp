@@ -28,6 +28,7 @@
 #include <mutex>
 #include <span>
 #include <sstream>
+#include <tuple>
 
 namespace headroom::data {
 std::string_view default_headroom_json();
@@ -342,6 +343,22 @@ void readFineTuning(const Section& training, Scenario& sc) {
                     "a quantised base cannot be trained in full: use lora or qlora");
     // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant.
     f.doubleQuantization = s.boolean("double_quantization", torchtune);
+    f.bitsandbytesVersion = s.string("bitsandbytes_version", "");
+    if (!f.bitsandbytesVersion.empty()) {
+        const std::optional<bool> keeps = fourBitKeepsInputIn(f.bitsandbytesVersion);
+        if (!keeps)
+            throw Error(s.at("bitsandbytes_version"),
+                        "must be a release as major.minor.patch (\"0.43.1\"); got \"" +
+                            f.bitsandbytesVersion + "\"");
+        // torchtune's 4-bit base is torchao's NF4 tensor, not bitsandbytes' layer.
+        f.fourBitKeepsInput = *keeps && !torchtune;
+        if (!f.fourBitBase())
+            sc.warnings.push_back("training.fine_tuning.bitsandbytes_version: without a 4-bit base "
+                                  "(base_quantization nf4 or fp4) the release changes nothing here");
+        else if (torchtune)
+            sc.warnings.push_back("training.fine_tuning.bitsandbytes_version: torchtune's 4-bit base is "
+                                  "torchao's NF4, not bitsandbytes': the release changes nothing here");
+    }
     const std::string storage = s.string("quant_storage", "uint8");
     if (storage != "uint8" && storage != "bf16" && storage != "fp16" && storage != "fp32")
         throw Error(s.at("quant_storage"), "must be one of uint8, bf16, fp16, fp32; got \"" + storage + "\"");

@@ -127,7 +127,9 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         }
         return a;
     }
-    const bool frozen = ft.adapters() && ft.baseQuantization != BaseQuantization::Int8;
+    // bitsandbytes before 0.43.2 kept a 4-bit layer's input too (ctx.tensors = (A, B)).
+    const bool frozen = ft.adapters() && ft.baseQuantization != BaseQuantization::Int8 &&
+                        !(ft.fourBitBase() && ft.fourBitKeepsInput);
     const double adapterInputBytes = tr.autocastBytes > 0 ? tr.autocastBytes : ft.adapterBytes;
     const bool ownCopy = ft.dropout > 0 || adapterInputBytes != ea;
     auto keeps = [&](std::initializer_list<const char*> modules) {

@@ -430,8 +430,10 @@ std::optional<PeftStepShape> peftStep(const Scenario& sc, int layers, bool whole
     for (int i = 0; i < 7; ++i)
         d.targets[i] = ft.targeted(modules[i]);
     d.dropout = ft.dropout > 0;
-    d.quantised =
-        ft.baseQuantization == BaseQuantization::Nf4 || ft.baseQuantization == BaseQuantization::Fp4;
+    d.quantised = ft.fourBitBase();
+    // The code this replay reads ran bitsandbytes 0.43, whose MatMul4Bit kept its input: so unless a later
+    // release is named.
+    d.fourBitKeepsInput = d.quantised && (ft.bitsandbytesVersion.empty() || ft.fourBitKeepsInput);
     d.doubleQuant = d.quantised && ft.doubleQuantization;
     // A quantised base is built from its config in fp32 (fsdp_qlora's loader): its rotary cache too.
     d.ropeCast = d.quantised && tr.versionBefore(4, 38);

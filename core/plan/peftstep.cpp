@@ -156,7 +156,7 @@ private:
 
     // PEFT's Linear.forward: the base layer's result, then `result + lora_B(lora_A(dropout(x))) * scaling`
     // with x cast to the adapters' dtype first. With gradients lora_A keeps its (copied) input, dropout its
-    // mask and lora_B lora_A's output; bitsandbytes' MatMul4Bit keeps its input, which is the layer's x.
+    // mask and lora_B lora_A's output; bitsandbytes' MatMul4Bit before 0.43.2 keeps its input, the layer's x.
     void linear(int m, int out, bool grad) {
         const PeftStepShape& d = m_d;
         const double t = d.tokens, rows = width(m), cols = input(m), e = d.bytes, ab = d.adapterBytes;
@@ -374,7 +374,8 @@ private:
             for (int id : {Q, K, V, O, Ci, Si})
                 m_p.free(id);
         }
-        // The norm's output is kept by MatMul4Bit (a 4-bit base) and by an adapter with no copy of its own.
+        // The norm's output is kept by MatMul4Bit (a 4-bit base before bitsandbytes 0.43.2) and by an adapter
+        // with no copy of its own.
         if (!grad || !keepsInput(Mq, Mk, Mv))
             m_p.free(Y1);
         m_p.alloc(H1, e * t * d.hidden);
@@ -400,7 +401,7 @@ private:
         m_p.free(H1);
     }
     bool keepsInput(int a, int b, int c) const {
-        if (m_d.quantised)
+        if (m_d.fourBitKeepsInput)
             return true;
         const bool own = m_d.dropout || m_d.adapterBytes != m_d.bytes;
         return !own && (adapted(a) || adapted(b) || adapted(c));

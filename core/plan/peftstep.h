@@ -19,6 +19,7 @@ struct PeftStepShape {
     bool targets[7] = {};
     bool dropout = false;     // lora_dropout > 0: each adapter drops out its own copy of the input
     bool quantised = false;   // a bitsandbytes 4-bit base, dequantised for each matmul
+    bool fourBitKeepsInput = false; // its MatMul4Bit keeps its input (bitsandbytes before 0.43.2)
     bool doubleQuant = false; // and its absmax first
     bool ropeCast = false;    // cos and sin cached in fp32 (a quantised base built from its config)
     int layers = 0;

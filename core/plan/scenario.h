@@ -115,8 +115,16 @@ struct FineTuning {
     // sequences of a micro-batch) and scores them under a frozen reference: a second copy of the model for
     // full fine-tuning, the base with the adapters disabled (no copy) with LoRA.
     bool dpo = false;
+    // bitsandbytes' release, "0.43.1" (empty: a current one). Before 0.43.2 (bitsandbytes #1270, July 2024)
+    // MatMul4Bit kept its input for the backward, `ctx.tensors = (A, B)`: a 4-bit layer then keeps what a
+    // trained layer keeps.
+    std::string bitsandbytesVersion;
+    bool fourBitKeepsInput = false; // resolved: bitsandbytesVersion is before 0.43.2
 
     bool adapters() const { return method != FineTuneMethod::Full; }
+    bool fourBitBase() const {
+        return baseQuantization == BaseQuantization::Nf4 || baseQuantization == BaseQuantization::Fp4;
+    }
     bool targeted(const std::string& module) const {
         for (const std::string& t : targets)
             if (t == module)

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <exception>
+#include <tuple>
 
 namespace headroom {
 
@@ -254,6 +255,24 @@ std::optional<Release> parseRelease(const std::string& text) {
     if (major < 0 || minor < 0 || major > 1000 || minor > 100000)
         return std::nullopt;
     return Release{major, minor};
+}
+
+std::optional<bool> fourBitKeepsInputIn(const std::string& release) {
+    int part[3] = {0, 0, 0};
+    std::size_t at = 0, parts = 0;
+    while (parts < 3 && at < release.size() && std::isdigit(static_cast<unsigned char>(release[at]))) {
+        int n = 0;
+        while (at < release.size() && std::isdigit(static_cast<unsigned char>(release[at])) && n < 100000)
+            n = n * 10 + (release[at++] - '0');
+        part[parts++] = n;
+        if (at < release.size() && release[at] == '.' && parts < 3)
+            ++at;
+        else
+            break;
+    }
+    if (parts < 2 || at != release.size())
+        return std::nullopt;
+    return std::make_tuple(part[0], part[1], part[2]) < std::make_tuple(0, 43, 2);
 }
 
 IntRange integerRange(std::string_view pointer) {

@@ -95,4 +95,9 @@ IntRange integerRange(std::string_view pointer);
 // Release box reads another release as the listed one whose memory it has.
 std::optional<Release> parseRelease(const std::string& text);
 
+// training.fine_tuning.bitsandbytes_version, major.minor[.patch] ("0.43.1"): whether that release's
+// MatMul4Bit keeps its input for the backward (before 0.43.2, bitsandbytes #1270). nullopt for anything
+// that is not such a release; the reader names the field, the window's box shows which side it is on.
+std::optional<bool> fourBitKeepsInputIn(const std::string& release);
+
 } // namespace headroom

@@ -261,6 +261,20 @@ void TestFineTuning::frozenLayersKeepLess() {
                             2 * (3072 + 1024 + 1024 + 3072) + 2 * 16 * 256 + 3 * 2 * 8192 + 4 * 24 +
                             2 * (2 * 32);
     QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * compiled);
+    // QLoRA under transformers with bitsandbytes before 0.43.2, whose MatMul4Bit kept its input
+    // (ctx.tensors = (A, B), removed by bitsandbytes #1270): every 4-bit layer keeps what a trained one
+    // keeps, the q/k/v and MLP inputs, down_proj's and o_proj's, so the layer keeps all of full training's
+    // but the frozen norms' normalised outputs, and the adapters' own. A current release: LoRA's.
+    doc = llama32({{"method", "qlora"}, {"rank", 32}, {"target_modules", {"q_proj", "v_proj"}}});
+    doc["training"]["framework"] = "huggingface";
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * lora);
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.43.1";
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored,
+             tokens * (full - 2 * 2 * h + 2 * (4 * h + 4 * 32)));
+    for (const char* later : {"0.43.2", "0.44", "1.0.0"}) {
+        doc["training"]["fine_tuning"]["bitsandbytes_version"] = later;
+        QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * lora);
+    }
 }
 
 void TestFineTuning::readerNamesTheField() {
@@ -277,6 +291,24 @@ void TestFineTuning::readerNamesTheField() {
     QVERIFY(error({{"method", "lora"}, {"target_modules", {"q_proj", "qproj"}}})
                 .find("training.fine_tuning.target_modules[1]") != std::string::npos);
     QVERIFY(error({{"method", "lora"}, {"rank", 0}}).find("training.fine_tuning.rank") != std::string::npos);
+    for (const char* bad : {"0.43.x", "latest", "0", ".43", "0.43.1.2"})
+        QVERIFY2(error({{"method", "qlora"}, {"bitsandbytes_version", bad}})
+                         .find("training.fine_tuning.bitsandbytes_version") != std::string::npos,
+                 bad);
+    // Without a 4-bit base the release changes nothing, and the reader says so.
+    const Scenario int8 = scenarioFromJson(
+        llama32({{"method", "lora"}, {"base_quantization", "int8"}, {"bitsandbytes_version", "0.42.0"}}));
+    QVERIFY(std::any_of(int8.warnings.begin(), int8.warnings.end(), [](const std::string& w) {
+        return w.find("training.fine_tuning.bitsandbytes_version") != std::string::npos;
+    }));
+    // Nor under torchtune, whose 4-bit base is torchao's NF4: said, and planned as without it.
+    json tune = llama32({{"method", "qlora"}, {"bitsandbytes_version", "0.42.0"}});
+    tune["training"]["framework"] = "torchtune";
+    const Scenario torchao = scenarioFromJson(tune);
+    QVERIFY(!torchao.training.fineTuning.fourBitKeepsInput);
+    QVERIFY(std::any_of(torchao.warnings.begin(), torchao.warnings.end(), [](const std::string& w) {
+        return w.find("torchao's NF4") != std::string::npos;
+    }));
     QVERIFY(error({{"method", "lora"}, {"target_modules", json::array()}}).find("names no module") !=
             std::string::npos);
     QVERIFY(error({{"method", "full"}, {"base_quantization", "nf4"}}).find("cannot be trained in full") !=

@@ -31,6 +31,7 @@
 #include <QApplication>
 #include <QAreaSeries>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChartView>
 #include <QCheckBox>
 #include <QClipboard>
@@ -39,7 +40,6 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
-#include <QCategoryAxis>
 #include <QFontMetricsF>
 #include <QLabel>
 #include <QLineSeries>
@@ -447,6 +447,31 @@ void TestMainWindow::fineTuningGroup() {
                      ->findChild<QCheckBox*>(QStringLiteral("/training/fine_tuning/target_modules#") + m)
                      ->isChecked(),
                  m);
+    // A 4-bit base shows bitsandbytes' release (LoRA on a 16-bit base has none to ask for): choosing a
+    // release before 0.43.2 writes it and the plan keeps every 4-bit layer's input, as the reader plans it.
+    QVERIFY(!shownField<QComboBox>(*w, "/training/fine_tuning/bitsandbytes_version"));
+    doc["training"]["fine_tuning"] = {{"method", "qlora"}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QComboBox* bnb = shownField<QComboBox>(*w, "/training/fine_tuning/bitsandbytes_version");
+    QVERIFY(bnb);
+    QCOMPARE(bnb->currentData().toString(), QStringLiteral("0.43.2"));
+    const double current = w->document()->estimate().allocatedPeakBytes;
+    const int before = bnb->findData(QStringLiteral("0.43.1"));
+    bnb->setCurrentIndex(before);
+    emit bnb->activated(before);
+    QCOMPARE(w->document()->json()["training"]["fine_tuning"]["bitsandbytes_version"].get<std::string>(),
+             std::string("0.43.1"));
+    QVERIFY(w->waitForPlanner());
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.43.1";
+    QCOMPARE(w->document()->estimate().allocatedPeakBytes,
+             estimate(scenarioFromJson(doc)).allocatedPeakBytes);
+    QVERIFY(w->document()->estimate().allocatedPeakBytes > current);
+    // A release the list does not name reads as the side of 0.43.2 it is on.
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.42.0";
+    w->document()->reset(doc);
+    QVERIFY2(bnb->currentText().contains(QStringLiteral("0.42.0 (before 0.43.2)")),
+             qPrintable(bnb->currentText()));
 }
 
 void TestMainWindow::gpuMemoryField() {
