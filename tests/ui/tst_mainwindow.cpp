@@ -54,6 +54,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextDocument>
 #include <QToolTip>
 #include <QUndoStack>
 #include <QUrl>
@@ -538,6 +539,26 @@ void TestMainWindow::widgetsDriveTheDocument() {
     QVERIFY2(banner->text().contains("training.micro_batchsize is not a setting Headroom reads here") &&
                  banner->text().contains("did you mean micro_batch_size?"),
              qPrintable(banner->text()));
+    // A lone warning with quotes in it reads with its quotes, as the label shows it (its text is escaped
+    // HTML; shown as plain text it read "&quot;chunked&quot;").
+    json chunked = w->document()->json();
+    chunked["training"].erase("micro_batchsize");
+    chunked["training"]["framework"] = "huggingface";
+    chunked["training"]["loss"] = "chunked";
+    w->document()->reset(chunked);
+    QVERIFY(w->waitForPlanner());
+    const auto shown = [](const QLabel* l) {
+        const bool rich = l->textFormat() == Qt::RichText ||
+                          (l->textFormat() == Qt::AutoText && Qt::mightBeRichText(l->text()));
+        if (!rich)
+            return l->text();
+        QTextDocument d;
+        d.setHtml(l->text());
+        return d.toPlainText();
+    };
+    QVERIFY2(shown(banner).contains(QStringLiteral("training.loss \"chunked\"")) &&
+                 !shown(banner).contains(QStringLiteral("&quot;")),
+             qPrintable(shown(banner)));
 }
 
 void TestMainWindow::oddValuesAreErrorsNotCrashes() {

@@ -98,6 +98,8 @@ void PlannerPage::build() {
     m_error = new QLabel(centre);
     m_error->setObjectName("validationError");
     m_error->setWordWrap(true);
+    // Its text is escaped HTML: rich text always, or a message with no tag would show its entities.
+    m_error->setTextFormat(Qt::RichText);
     m_error->setStyleSheet(
         "QLabel { background: #fdecea; color: #8a1c12; padding: 4px; border-radius: 3px; }");
     m_error->hide();
@@ -106,6 +108,8 @@ void PlannerPage::build() {
     m_warnings = new QLabel(centre);
     m_warnings->setObjectName("scenarioWarnings");
     m_warnings->setWordWrap(true);
+    m_warnings->setTextFormat(Qt::RichText); // one warning has no <br>: "&quot;" would show as written
+
     m_warnings->setStyleSheet(
         "QLabel { background: #fff4d6; color: #6b4e00; padding: 4px; border-radius: 3px; }");
     m_warnings->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
