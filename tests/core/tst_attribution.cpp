@@ -71,6 +71,7 @@ private slots:
     void calibrationReproducesEveryRecordedRun();
     void calibratedPredictions_data();
     void calibratedPredictions();
+    void reservedOfTheTracedRuns();
     void measuredValidateAgainstTheTargets_data();
     void measuredValidateAgainstTheTargets();
     void calibratedValidatePredictions();
@@ -1315,6 +1316,50 @@ void TestAttribution::calibratedPredictions() {
 // (its own peaks, read by the trace's summary, not by the estimator). (The cs336_basics profile's validate
 // runs, published figures of another student's runs, are held to them in
 // tst_frameworks::cs336BasicsRecordedRuns.)
+void TestAttribution::reservedOfTheTracedRuns() {
+    // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
+    // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 11.4% over the six
+    // validate runs. The fit runs the cs336_basics profile plans, and the calibrated ones, reserve within
+    // 2% of the plan but for those named here at their errors (the plan reserves 3% beyond its tensors).
+    const std::map<std::string, double> beyond = {
+        {"cs336-medium-1024-inference-calibrated-from-128-256", -0.075},
+        {"cs336-medium-1024-inference-calibrated-from-128", -0.075},
+        {"cs336-medium-1024-inference-calibrated-from-256", -0.075},
+        {"cs336-basics-medium-1024-inference", -0.075},
+        {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.048},
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.065},
+        {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.054},
+        {"cs336-small-32x256-no-optimizer-calibrated", -0.048}}; // allocated 5.8% under too
+    double least = 1, most = 0;
+    std::size_t fits = 0;
+    for (const CaseResult& r : measuredValidation().results) {
+        if (!r.traced)
+            continue;
+        QVERIFY2(r.reserved.measured > 0, r.c->id.c_str());
+        const double cache = r.reserved.measured / r.measured - 1; // the trace's own counters
+        if (r.c->role == "validate") {
+            least = std::min(least, cache);
+            most = std::max(most, cache);
+            continue;
+        }
+        if (r.c->stack != "cs336_basics" && r.c->calibrateOn.empty())
+            continue; // the plain profile's own misses, allocated's too
+        ++fits;
+        if (r.c->id == "cs336-basics-small-gpt2vocab-1x64-compiled") // its cache, as the README says
+            QVERIFY2(std::abs(cache - 0.101) <= 0.0005, qPrintable(QString::number(100 * cache)));
+        const QString what = QStringLiteral("%1: reserved %2%")
+                                 .arg(QString::fromStdString(r.c->id))
+                                 .arg(100 * r.reserved.error(), 0, 'f', 1);
+        if (const auto it = beyond.find(r.c->id); it != beyond.end())
+            QVERIFY2(std::abs(r.reserved.error() - it->second) <= 0.005, qPrintable(what));
+        else
+            QVERIFY2(std::abs(r.reserved.error()) <= 0.02, qPrintable(what));
+    }
+    QVERIFY(fits >= 40);
+    QVERIFY2(std::abs(least - 0.017) <= 0.0005 && std::abs(most - 0.114) <= 0.0005,
+             qPrintable(QStringLiteral("%1% to %2%").arg(100 * least).arg(100 * most)));
+}
+
 void TestAttribution::measuredValidateAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::addColumn<double>("recordedMedian"); // when last looked at: a regression guard while they miss
