@@ -3,6 +3,7 @@
 
 #include "core/plan/activations.h"
 #include "core/plan/cs336basics.h"
+#include "core/plan/cs336replay.h"
 #include "core/plan/finetuning.h"
 #include "core/plan/fsdp1pools.h"
 #include "core/plan/optimizerstate.h"
@@ -1122,6 +1123,15 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
         st.prefillKvExtra *= c.kvCache;
     }
     st.workspace = workspaceBytes(sc);
+    // cs336_basics' forward without autograd, replayed through the allocator with its parameters
+    // (core/plan/cs336replay.h): reserved is what the code's own sizes and order leave cached, not a
+    // fraction.
+    if (const auto run = st.engine ? std::nullopt
+                                   : cs336ForwardRunOf(sc, st.workspace,
+                                                       static_cast<double>(sc.cluster.capacityBytes) -
+                                                           st.cudaContext - st.nonTorch))
+        if (const ForwardReplay replay = cs336ForwardReplay(*run); replay.replayed)
+            st.replayedReserved = replay.reserved;
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
@@ -1283,6 +1293,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                 : st.fsdp1Reserved + std::max(0.0, (1 + st.allocatorFraction) * transient + st.cachedLogits -
                                                        st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
+    } else if (st.replayedReserved > 0) {
+        b[Category::AllocatorOverhead] = std::max(0.0, st.replayedReserved - managed);
     }
     return b;
 }
@@ -1470,7 +1482,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             if (c.phase == Phase::Forward || c.phase == Phase::Backward)
                 se.allocatedBeforeStepBytes =
                     std::max(se.allocatedBeforeStepBytes, reserved - b[Category::AllocatorOverhead]);
-            if (unit.fsdp1StepReserved > 0)
+            if (unit.fsdp1StepReserved > 0 || unit.replayedReserved > 0)
                 return; // the step's replay depends on the batch: searched below
             if (unit.fsdp1) {
                 // What FSDP1's wrap left cached takes the first of the batch's tensors: memory is the
@@ -1494,14 +1506,18 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             else if (intercept > est.capacityBytes)
                 maxBatch = 0;
         });
-        if (unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training && searchBatch) {
-            // The step replayed at each batch asked (core/plan/peftstep.h).
+        if (((unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training) || unit.replayedReserved > 0) &&
+            searchBatch) {
+            // The step replayed at each batch asked (core/plan/peftstep.h, cs336replay.h).
             maxBatch = largestFitting(
                 [&](double n) {
                     if (n <= 0)
                         return true;
                     Scenario probe = sc.settingsCopy();
-                    probe.training.microBatchSize = static_cast<int>(n);
+                    if (sc.mode == Mode::Training)
+                        probe.training.microBatchSize = static_cast<int>(n);
+                    else
+                        probe.inference.batchSize = static_cast<int>(n);
                     const StageModel m = withBatch(stageModel(probe, s, sizer), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {

@@ -183,8 +183,8 @@ using EngineSizer = void (*)(const Scenario& sc, const InferenceShape& shape, St
 // core/serve/estimate.h's estimate(), which passes the engines.
 Estimate estimateWith(const Scenario& sc, EngineSizer engine);
 // The same without the search for the largest micro-batch that fits where it costs a replay per batch tried
-// (FSDP1's step, core/plan/peftstep.h; its maxMicroBatchSize then says nothing): for the solvers, savings
-// and sweeps, which ask only whether a plan fits and how much it holds.
+// (FSDP1's step, core/plan/peftstep.h; cs336_basics' forward, cs336replay.h; its maxMicroBatchSize then says
+// nothing): for the solvers, savings and sweeps, which ask only whether a plan fits and how much it holds.
 Estimate estimatePeakWith(const Scenario& sc, EngineSizer engine);
 
 // The elements of the largest tensor an optimizer that steps one parameter at a time works on, on one GPU:

@@ -77,6 +77,9 @@ struct StageModel {
     double fsdp1Reserved = 0, fsdp1Reusable = 0;
     double fsdp1Wrapped = 0;         // reserved once wrapped, before any step
     double fsdp1StepReserved = 0;    // reserved at its most through a replayed step (0: not replayed)
+    // Another replay of the whole run through the allocator, its parameters included (cs336_basics' forward
+    // without autograd, core/plan/cs336replay.h): what its segments reserve at their most, at this batch.
+    double replayedReserved = 0;
     double offloadedActivations = 0; // per sample: saved activations held in host memory instead
     double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
     double current = 1;              // the part of that which the micro-batch being computed is

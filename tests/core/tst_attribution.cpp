@@ -1325,7 +1325,6 @@ void TestAttribution::reservedOfTheTracedRuns() {
         {"cs336-medium-1024-inference-calibrated-from-128-256", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-128", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-256", -0.075},
-        {"cs336-basics-medium-1024-inference", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.048},
         {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.065},
         {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.054},

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/plan/cs336basics.h"
+#include "core/plan/scenario.h"
+
+#include <optional>
+
+namespace headroom {
+
+// cs336_basics' forward without autograd (torch.inference_mode or torch.no_grad), tensor by tensor as the
+// package's code makes and drops them (model.py BasicsTransformerLM.forward, TransformerBlock, RMSNorm,
+// RotaryEmbedding, CausalMultiHeadSelfAttention, scaled_dot_product_attention, SwiGLU; nn_utils.py softmax),
+// replayed through PyTorch's caching allocator (core/allocator/cachingallocator.h) after the model's
+// parameters are moved to the GPU in `model.to(device)`'s order. What its segments reserve is the
+// forward's reserved peak: the allocator's overhead from the code's own sizes and order, not a fraction
+// (the 1,024-token medium forward caches 11% beyond what it allocates, its 512-token one 2%).
+struct ForwardReplay {
+    bool replayed = false;    // false where the sizes are past any GPU or the layers past any model's
+    double allocated = 0;     // the most allocated at once, parameters included
+    double reserved = 0;      // the most its segments reserve (beyond the device: what it would have taken)
+    bool outOfMemory = false; // a request failed even with the cache released: it does not fit
+};
+
+struct Cs336ForwardRun {
+    Cs336Shape shape; // per sequence; weightBytes is the parameters' dtype
+    int layers = 0;
+    double batch = 1;
+    double workspace = 0;     // cuBLAS's workspace, allocated by the first matrix multiply
+    bool cachedCasts = false; // torch.no_grad under autocast: each weight's 16-bit copy kept to the end
+    bool expandableSegments = false;
+    // What the driver can give PyTorch (0: unlimited). Near it the allocator frees its cached segments and
+    // retries before it fails, as PyTorch's does, so a forward that fits only so is planned to fit.
+    double device = 0;
+};
+
+ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run);
+
+// The run a scenario plans, when it is one: cs336_basics' forward without autograd on one GPU, of a known
+// architecture, uncalibrated in inference (a calibration's tensors are its own, not the code's).
+// `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device` what the driver can
+// give PyTorch.
+std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device);
+
+} // namespace headroom
