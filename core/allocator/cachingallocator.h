@@ -80,6 +80,16 @@ public:
     // The bytes cached (reserved, not allocated) for `stream` in the small or the large pool: what that
     // stream's next requests of that kind can take without a new segment.
     std::uint64_t freeBytes(std::int64_t stream, bool small) const;
+    // The free blocks, large pool then small, as (stream, size, address). Two states with the same segments
+    // and the same free blocks go on alike under the same requests: a replay of identical layers can tell
+    // when they start repeating.
+    std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint64_t>> freeBlocks() const {
+        std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint64_t>> out(m_free[0].begin(),
+                                                                                m_free[0].end());
+        out.insert(out.end(), m_free[1].begin(), m_free[1].end());
+        out.emplace_back(-1, m_free[0].size(), 0); // where the large pool ends
+        return out;
+    }
     const std::vector<AllocatorEvent>& events() const { return m_events; }
 
 private:

@@ -18,7 +18,10 @@ namespace headroom {
 
 namespace {
 
-constexpr int kMaxReplayedLayers = 512; // more than any published model has
+constexpr int kMaxReplayedLayers = 128; // more than any published model has (Llama 3.1 405B: 126)
+// With autocast's cache kept every block leaves its casts behind, so every block is replayed: up to twice
+// the 2.7B model's 32 (CS336's largest has 48); beyond, the fraction stands (a bound on the time).
+constexpr int kMaxCachedCastLayers = 64;
 constexpr int kCastsPerLayer = 7;       // q, k, v, output_proj, w1, w2, w3
 
 enum Id : int {
@@ -90,7 +93,8 @@ struct Dims {
 
 class Forward {
 public:
-    Forward(TensorProgram& p, const Dims& d, int layers) : m_p(p), m_d(d), m_layers(layers) {}
+    Forward(CachingAllocatorModel& a, TensorProgram& p, const Dims& d, int layers)
+        : m_a(a), m_p(p), m_d(d), m_layers(layers) {}
 
     void parameters() {
         // model.to(device) (Module._apply): each module's children before its own parameters, in the order
@@ -112,10 +116,19 @@ public:
     }
 
     // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits.
-    void run(double workspace) {
+    void run(double workspace, bool everyBlock) {
         const Dims& d = m_d;
         m_workspace = workspace;
+        m_everyBlock = everyBlock;
         m_p.alloc(Emb, d.e * d.t * d.h); // weight[token_ids, :]
+        // Every block makes and frees the same tensors but its output. Once the allocator's state after a
+        // block is the one two blocks before (the same segments and free blocks; the input and output
+        // take turns between two places), the blocks left repeat the last two exactly, peaks included:
+        // only the parity of what is left matters. With autocast's cache kept (no_grad) every block leaves
+        // its weights' casts behind and no state repeats.
+        using State = std::pair<std::size_t, decltype(m_a.freeBlocks())>;
+        std::vector<State> after;
+        bool lastOne = false;
         for (int l = 0; l < m_layers; ++l) {
             if (m_p.outOfMemory())
                 return; // out of memory, the forward goes no further: the verdict is given
@@ -123,6 +136,17 @@ public:
             if (l > 0)
                 m_p.free(X); // `x = layer(x)` drops the block's input once it returns
             m_p.rename(H2, X);
+            if (lastOne)
+                break;
+            if (d.cachedCasts || m_everyBlock)
+                continue;
+            after.emplace_back(m_a.events().size(), m_a.freeBlocks());
+            if (l >= 2 && after[static_cast<std::size_t>(l)] == after[static_cast<std::size_t>(l - 2)] &&
+                l + 1 < m_layers) {
+                if ((m_layers - 1 - l) % 2 == 0)
+                    break;      // the state after the last block is this one
+                lastOne = true; // one block more brings it
+            }
         }
         norm(X, Yf);
         m_p.free(X);
@@ -298,16 +322,18 @@ private:
         m_p.free(Fo);
     }
 
+    CachingAllocatorModel& m_a;
     TensorProgram& m_p;
     const Dims& m_d;
     int m_layers;
     double m_workspace = 0;
+    bool m_everyBlock = false;
     std::vector<bool> m_castMade = std::vector<bool>(static_cast<std::size_t>(m_layers * kCastsPerLayer + 1));
 };
 
 } // namespace
 
-ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run) {
+ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     ForwardReplay out;
     const Cs336Shape& s = run.shape;
     Dims d;
@@ -328,7 +354,7 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run) {
     if (!(d.t > 0 && d.h > 0 && d.a > 0 && d.f > 0 && d.vocab > 0 && d.t * widest * 4 < 1e15 &&
           d.t * d.a * d.s * 4 < 1e15 && d.h * widest * 4 < 1e15 && run.workspace >= 0 &&
           run.workspace < 1e12 && run.device >= 0 && run.device < 1e18) ||
-        run.layers <= 0 || run.layers > kMaxReplayedLayers)
+        run.layers <= 0 || run.layers > (d.cachedCasts ? kMaxCachedCastLayers : kMaxReplayedLayers))
         return out;
     std::vector<double> key{d.t,
                             d.s,
@@ -351,10 +377,11 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run) {
         settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(run.device));
         CachingAllocatorModel allocator{settings};
         TensorProgram p(allocator, kIds + run.layers * kCastsPerLayer + 1);
-        Forward forward(p, d, run.layers);
+        p.stopAtFirstFailure();
+        Forward forward(allocator, p, d, run.layers);
         forward.parameters();
         p.alloc(Tokens, 8 * d.t);
-        forward.run(run.workspace);
+        forward.run(run.workspace, run.everyBlock);
         ForwardReplay one;
         one.replayed = true;
         one.allocated = p.peakAllocated();
@@ -362,13 +389,13 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run) {
         one.outOfMemory = p.outOfMemory();
         return one;
     });
-    if (!r.outOfMemory)
+    if (!r.outOfMemory || !beyond)
         return r;
     // Out of memory the forward stops at its first failed request: what it needs is what it reserves on a
     // device without a limit (a GPU that would hold it), the figure a plan that does not fit shows.
     Cs336ForwardRun unlimited = run;
     unlimited.device = 0;
-    ForwardReplay whole = cs336ForwardReplay(unlimited);
+    ForwardReplay whole = cs336ForwardReplay(unlimited, false);
     whole.reserved = std::max(whole.reserved, r.reserved);
     whole.outOfMemory = true;
     return whole;

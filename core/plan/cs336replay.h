@@ -31,9 +31,15 @@ struct Cs336ForwardRun {
     // What the driver can give PyTorch (0: unlimited). Near it the allocator frees its cached segments and
     // retries before it fails, as PyTorch's does, so a forward that fits only so is planned to fit.
     double device = 0;
+    // Replay every block, not stopping once the allocator's state repeats (what that shortcut is checked
+    // against).
+    bool everyBlock = false;
 };
 
-ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run);
+// Out of memory the forward stops at its first failed request; with `beyond` it is replayed again without
+// the device's limit for what it would need (the figure a plan that does not fit shows), else its reserved is
+// what it had when it failed plus the request (enough to say it does not fit).
+ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 
 // The run a scenario plans, when it is one: cs336_basics' forward without autograd on one GPU, of a known
 // architecture, uncalibrated in inference (a calibration's tensors are its own, not the code's).

@@ -18,8 +18,16 @@ public:
     TensorProgram(CachingAllocatorModel& a, int names, std::int64_t stream = 0)
         : m_a(a), m_stream(stream), m_at(static_cast<std::size_t>(names), 0),
           m_size(static_cast<std::size_t>(names), 0), m_held(static_cast<std::size_t>(names), 0) {}
+    // Once a request has failed, ask the allocator for nothing more (each failed request releases the cache
+    // and retries: a replay that goes on past its verdict costs the whole cache's walk per tensor).
+    void stopAtFirstFailure() { m_stop = true; }
     void alloc(int id, double bytes) {
         const auto i = static_cast<std::size_t>(id);
+        if (m_stop && m_outOfMemory) {
+            m_held[i] = 0;
+            m_size[i] = 0;
+            return;
+        }
         const auto request = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
         const auto p = m_a.malloc(request, m_stream, 0);
         m_at[i] = p.value_or(0);
@@ -61,6 +69,7 @@ private:
     std::vector<char> m_held;
     double m_live = 0, m_peakAllocated = 0, m_peakReserved = 0;
     bool m_outOfMemory = false;
+    bool m_stop = false;
 };
 
 } // namespace headroom
