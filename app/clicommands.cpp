@@ -343,6 +343,8 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
     } else {
         if (sc.mode == Mode::Inference && sc.inference.framework == Framework::Cs336Basics)
             out << "  framework cs336_basics: one forward over each sequence, no KV cache\n";
+        else if (sc.keepsNoKvCache())
+            out << "  one forward over each sequence, no KV cache\n";
         else if (sc.mode == Mode::Inference)
             out << "  KV cache: " << formatCount(static_cast<unsigned long long>(sv.kvCacheTokens))
                 << " tokens (" << formatCount(static_cast<unsigned long long>(sv.kvBytesPerToken))

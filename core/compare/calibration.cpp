@@ -894,6 +894,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         if (parts[i].kvCache > 0) {
             kvRatio += static_cast<double>(measured[i].kvCache) / parts[i].kvCache;
             ++kvRuns;
+        } else if (runs[i].scenario->mode == Mode::Inference && !runs[i].scenario->inference.kvCache &&
+                   measured[i].kvCache == 0) {
+            // A forward its scenario says keeps no cache (inference.kv_cache false), and that kept none:
+            // this code keeps none, which the calibration carries to the scenarios it is applied to.
+            ++kvRuns;
         }
     }
     c.optimizerStepBytesPerParameter = 0;

@@ -61,10 +61,11 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
                   " × context " + std::to_string(c.contextParallel)
             : "tensor " + std::to_string(c.tensorParallel) + " × pipeline " +
                   std::to_string(c.pipelineParallel);
-    if (sc.mode == Mode::Training)
-        w.record = trackRecordText(sc.training.framework) +
-                   (sc.calibration.present ? "\n" + calibrationTrackRecordText() : std::string());
-    else if (sv.engine && sc.inference.engine != Engine::HuggingFace)
+    if (sc.mode == Mode::Training) {
+        w.record = trackRecordText(sc.training.framework);
+        if (sc.calibration.present)
+            w.record.append("\n").append(calibrationTrackRecordText());
+    } else if (sv.engine && sc.inference.engine != Engine::HuggingFace)
         w.record = servingTrackRecordText(sc.inference.engine);
     w.setup = sc.modelLabel + " — " + std::to_string(c.numGpus) + " × " + c.gpu + ", " + layout;
 
@@ -81,6 +82,8 @@ EstimateWords describeEstimate(const Scenario& sc, const Estimate& est, ByteUnit
         l += " — no KV cache: cs336_basics runs one forward over each sequence";
     else if (sc.mode == Mode::Inference && sc.inference.gradEnabled)
         l += " — no KV cache: a forward with autograd on keeps what a training forward saves";
+    else if (sc.mode == Mode::Inference && !sc.inference.kvCache)
+        l.append(" — no KV cache: one forward over each sequence (inference.kv_cache false)");
     else if (sc.keepsNoKvCache())
         l += " — no KV cache: the forward-only runs it was calibrated on kept none";
     else if (sc.mode == Mode::Inference)

@@ -648,6 +648,14 @@ void readInference(const json& doc, Scenario& sc) {
         throw Error(s.at("grad_mode"), "\"enabled\" (a forward that keeps its autograd graph) is planned "
                                        "without an engine; vLLM, SGLang and generate run their forward "
                                        "without autograd");
+    i.kvCache = s.boolean("kv_cache", d.kvCache);
+    if (!i.kvCache && i.engine != Engine::None)
+        throw Error(s.at("kv_cache"),
+                    "false (a forward that keeps no KV cache) is planned without an engine; "
+                    "vLLM, SGLang and generate keep one");
+    if (!i.kvCache && i.prefillChunk > 0)
+        throw Error(s.at("prefill_chunk"), "a chunked prefill reads the keys and values its earlier chunks "
+                                           "cached; with kv_cache false each sequence runs whole");
     if (i.autocastBytes > 0 && i.engine != Engine::None)
         sc.warnings.push_back("inference.autocast applies without an engine: vLLM, SGLang and generate compute "
                               "in the model's dtype");

@@ -1038,6 +1038,12 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         if (in.kvBlockSize > 0)
             window = std::ceil(window / in.kvBlockSize) * in.kvBlockSize;
         st.kvCache = kvLayerBytes * (fullLayers * ctx + slidingLayers * window) + sv.stateBytesPerRequest;
+        if (!in.kvCache) {
+            // A forward that keeps no cache (inference.kv_cache false): each layer's keys and values go
+            // with the layer, inside its working set.
+            st.kvCache = 0;
+            sv.kvBytesPerToken = 0;
+        }
         // Prefill works one layer at a time on a chunk of tokens; its working set is transient.
         const double chunk =
             in.prefillChunk > 0 ? std::min(in.prefillChunk, in.contextLength) : in.contextLength;
@@ -1048,13 +1054,15 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             // asks for an fp32 softmax: softmax(x, dtype=torch.float32) converts the scores to fp32 and
             // writes an fp32 output beside them and the scores, which stay referenced until the call returns
             // (aten softmax: input.toType(dtype), then _softmax): e + 4 + 4 bytes a score below fp32, the
-            // scores and the output in fp32. Other code's softmax in the compute dtype: the one tensor.
+            // scores and the output in fp32. Other code's softmax in the compute dtype writes its output
+            // beside the scores it reads, which the caller holds until it returns (`attn = softmax(attn)`
+            // drops them only then): two tensors of e bytes, as transformers' fp32 path holds two of 4.
             // Under torch.autocast (no engine) softmax is on the fp32 list (aten/src/ATen/autocast_mode.cpp):
             // its fp32 output beside the 16-bit scores it reads, as the training plan holds them
             // (core/plan/activations.cpp).
             const double bytesPerScore = in.engine == Engine::HuggingFace ? (e < 4 ? e + 8 : 8)
                                          : in.autocastBytes > 0           ? e + 4
-                                                                          : e;
+                                                                          : 2 * e;
             st.scores = bytesPerScore * heads * chunk * ctx;
         }
         if (st.last)
@@ -1072,7 +1080,8 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
 }
 
 // A stage's model for one sample (micro-batch or batch of 1); withBatch scales what grows with the batch.
-StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
+// `probe`: a batch tried by the search for the largest that fits, which asks only whether it does.
+StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool probe = false) {
     StageModel st = sc.mode == Mode::Training ? trainingStage(sc, stage) : inferenceStage(sc, stage, engine);
     if (st.mode == Mode::Inference)
         st.nonTorch = st.communication; // NCCL and the engines' non-torch memory
@@ -1130,7 +1139,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine) {
                                    : cs336ForwardRunOf(sc, st.workspace,
                                                        static_cast<double>(sc.cluster.capacityBytes) -
                                                            st.cudaContext - st.nonTorch))
-        if (const ForwardReplay replay = cs336ForwardReplay(*run); replay.replayed)
+        if (const ForwardReplay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
             st.replayedReserved = replay.reserved;
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
@@ -1518,7 +1527,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                         probe.training.microBatchSize = static_cast<int>(n);
                     else
                         probe.inference.batchSize = static_cast<int>(n);
-                    const StageModel m = withBatch(stageModel(probe, s, sizer), n);
+                    const StageModel m = withBatch(stageModel(probe, s, sizer, true), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {
                         ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning)) <=

@@ -243,6 +243,9 @@ struct InferenceSettings {
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
     // keeps no cache (core/plan/cs336basics.h).
     Framework framework = Framework::PyTorch;
+    // inference.kv_cache false: the forward keeps no KV cache (one forward over each sequence: scoring,
+    // evaluation, a model whose forward builds none, transformers' use_cache=False), without an engine.
+    bool kvCache = true;
     bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
     // weight_dtype "checkpoint" (the default): linear layers as quantization_config stores them, the rest
     // at weightBytes. False when a uniform weight_dtype is given or the checkpoint is not quantised.
@@ -352,16 +355,16 @@ struct Calibration {
     }
     // A forward under autocast calibrated on fp32 forwards only (with prefillAttentionLinear: their scores'
     // copies counted inside the attention). The fp32 runs showed how many score-sized tensors the code holds
-    // at once (`quadratic` over the plan's one); under autocast the plan holds two (the 16-bit scores and the
-    // softmax's fp32 output, autocast's fp32 list), and which of the code's other copies run in 16 bits
-    // (those before its softmax-family op: scaling, masking, x - max) or in fp32 (exp and after) no fp32
-    // trace says. Each is taken at the mean of the two widths, the middle of what they can be (between the
-    // 16-bit and the fp32 width a copy): `quadratic` copies at (e + 4) / 2 bytes against the plan's e + 4.
-    // The scenario warns with the range. Nothing otherwise.
+    // at once (`quadratic` over the plan's two, the softmax's input and output); under autocast the plan
+    // holds two as well (the 16-bit scores and the softmax's fp32 output, autocast's fp32 list), and which of
+    // the code's other copies run in 16 bits (those before its softmax-family op: scaling, masking, x - max)
+    // or in fp32 (exp and after) no fp32 trace says. Each is taken at the mean of the two widths, the middle
+    // of what they can be (between the 16-bit and the fp32 width a copy): 2 x `quadratic` copies at
+    // (e + 4) / 2 bytes against the plan's e + 4. The scenario warns with the range. Nothing otherwise.
     std::optional<double> forwardScoresFromFp32(double dtypeBytes) const {
         if (prefillAttentionLinear < 0 || quadraticActivationBytes != 4 || dtypeBytes >= 4)
             return std::nullopt;
-        return std::max(1.0, quadratic / 2);
+        return std::max(1.0, quadratic);
     }
     // Eager attention's backward: what the runs' last layer held beyond its saved scores when its backward
     // began (score-sized temporaries less the saved ones freed by then), over the softmax backward's two
@@ -447,12 +450,14 @@ struct Scenario {
     Mode keptAs() const {
         return mode == Mode::Inference && !inference.gradEnabled ? Mode::Inference : Mode::Training;
     }
-    // Inference whose code runs one forward over each sequence and keeps no KV cache: cs336_basics, or any
-    // code a calibration on its forward-only runs measured none of (Calibration::kvCache 0). The serving
+    // Inference whose code runs one forward over each sequence and keeps no KV cache: cs336_basics, a
+    // scenario that says so (inference.kv_cache false), or any code a calibration on its forward-only runs
+    // measured none of (Calibration::kvCache 0). The serving
     // views then speak of the tokens one forward holds at once, not of a cache.
     bool keepsNoKvCache() const {
         return mode == Mode::Inference && inference.engine == Engine::None &&
                (inference.framework == Framework::Cs336Basics || inference.gradEnabled ||
+                !inference.kvCache ||
                 (calibration.present && calibration.measuredIn(Mode::Inference) && calibration.kvCache == 0));
     }
 };

@@ -86,6 +86,7 @@ private slots:
     void allocatorOverheadFollowsExpandableSegments();
     void autocastKeepsSixteenBitCopies();
     void inferenceComputesInItsDtype();
+    void forwardWithoutKvCache();
     void parametersOnlyWarns();
     void gemmWorkspacesByHand();
 };
@@ -911,6 +912,38 @@ void TestEstimator::autocastKeepsSixteenBitCopies() {
     }
 }
 
+void TestEstimator::forwardWithoutKvCache() {
+    // inference.kv_cache false: GPT-2 small scored 2 x 1,024 tokens in bf16 without an engine keeps no KV
+    // cache; by hand the cache it would have kept is 2 (K and V) x 12 layers x 768 x 2,048 tokens x 2 bytes,
+    // and nothing else moves. An engine, or a chunked prefill, needs a cache: errors naming the field.
+    auto doc = [](json extra) {
+        json d = trainingDoc({{"preset", "openai-community/gpt2"}});
+        d.erase("training");
+        d["inference"] = {{"batch_size", 2}, {"context_length", 1024}, {"weight_dtype", "bf16"}};
+        d["inference"].update(extra);
+        return d;
+    };
+    const Scenario cached = scenarioFromJson(doc(json::object()));
+    const Scenario scored = scenarioFromJson(doc({{"kv_cache", false}}));
+    QVERIFY(!cached.keepsNoKvCache() && scored.keepsNoKvCache());
+    const Estimate a = estimate(cached), b = estimate(scored);
+    QCOMPARE(a.perGpu[Category::KvCache], 2.0 * 12 * 768 * 2048 * 2);
+    QCOMPARE(b.perGpu[Category::KvCache], 0.0);
+    QCOMPARE(a.perGpu.total() - b.perGpu.total(), 2.0 * 12 * 768 * 2048 * 2 * 1.03); // and its 3% overhead
+    for (const auto& [extra, field] :
+         {std::pair{json{{"kv_cache", false}, {"engine", "vllm"}}, "inference.kv_cache"},
+          std::pair{json{{"kv_cache", false}, {"engine", "huggingface"}}, "inference.kv_cache"},
+          std::pair{json{{"kv_cache", false}, {"prefill_chunk", 256}}, "inference.prefill_chunk"},
+          std::pair{json{{"kv_cache", "no"}}, "inference.kv_cache"}}) {
+        try {
+            scenarioFromJson(doc(extra));
+            QFAIL(extra.dump().c_str());
+        } catch (const Error& e) {
+            QCOMPARE(QString::fromStdString(e.where()), QString::fromUtf8(field));
+        }
+    }
+}
+
 void TestEstimator::inferenceComputesInItsDtype() {
     // GPT-2 small served without an engine, 2 x 1,024 tokens, eager attention: by hand. In fp32 the forward
     // computes in fp32: its per-token working set and the scores are twice bf16's, and the KV cache follows
@@ -932,8 +965,10 @@ void TestEstimator::inferenceComputesInItsDtype() {
     QCOMPARE(bf16[Category::KvCache], 2 * kv);
     QCOMPARE(fp32[Category::KvCache], 4 * kv);
     QCOMPARE(amp[Category::KvCache], 2 * kv);
-    QCOMPARE(fp32[Category::AttentionScores], 4 * batch * heads * s * s);
-    QCOMPARE(bf16[Category::AttentionScores], 2 * batch * heads * s * s);
+    // The softmax writes its output beside the scores it reads (the caller holds them until it returns):
+    // two score-sized tensors in the compute dtype.
+    QCOMPARE(fp32[Category::AttentionScores], 2 * 4 * batch * heads * s * s);
+    QCOMPARE(bf16[Category::AttentionScores], 2 * 2 * batch * heads * s * s);
     QCOMPARE(fp32[Category::Activations], 2 * bf16[Category::Activations]);
     QCOMPARE(amp[Category::Activations] - bf16[Category::Activations], 2.0 * 123614976);
     // Softmax is on autocast's fp32 list: its fp32 output beside the bf16 scores it reads, 2 + 4 bytes.

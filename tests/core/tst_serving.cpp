@@ -571,7 +571,8 @@ void TestServing::huggingFaceGenerate() {
     QCOMPARE(at(llama, Phase::Decode)[Category::Logits], 6.0 * 128256 * 4);
     // With attn_implementation="eager" the prefill's softmax (softmax(x, dtype=torch.float32)) holds the bf16
     // scores, their fp32 conversion and the fp32 output: 2 + 4 + 4 bytes for each of 4 x 32 heads x 2,048 x
-    // 2,048 scores. Without transformers, a softmax in bf16 writes the one tensor.
+    // 2,048 scores. Without transformers, a softmax in bf16 writes its bf16 output beside the bf16 scores it
+    // reads, which the caller holds until it returns: 2 + 2 bytes.
     json eager = inferenceDoc(
         {{"preset", "meta-llama/Meta-Llama-3-8B"}},
         {{"engine", "huggingface"}, {"batch_size", 4}, {"context_length", 2048}, {"attention", "eager"}}, {});
@@ -579,7 +580,7 @@ void TestServing::huggingFaceGenerate() {
              (2.0 + 4 + 4) * 4 * 32 * 2048 * 2048);
     eager["inference"].erase("engine");
     QCOMPARE(at(scenarioFromJson(eager), Phase::Prefill)[Category::AttentionScores],
-             2.0 * 4 * 32 * 2048 * 2048);
+             (2.0 + 2) * 4 * 32 * 2048 * 2048);
     // gpt-oss-20b: 12 sliding layers (128-token window) and 12 full ones, 2,048 bytes per token and layer.
     // Decoding, a sliding layer keeps window - 1 = 127 tokens; at the end of the prefill it still holds
     // the whole prompt (a view of the concatenated states keeps their storage).

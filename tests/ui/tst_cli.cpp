@@ -529,23 +529,25 @@ void TestCli::calibrateFromTwoRuns() {
     QVERIFY2(QString::fromStdString(untold.out).contains("(with 4-byte activations), one factor for both"),
              untold.out.c_str());
     // An autocast forward tells the fp32 plan too (tst_attribution::forwardMomentsMeasured): both factors on
-    // the line, its bf16 copies x2 the plan's and, at 4 bytes each, the fp32 runs' x4.
+    // the line, its bf16 copies x2 the plan's and, at 4 bytes each, x2 the fp32 plan's two (the softmax's
+    // input and output) as well.
     const Run autocast = cli({"calibrate", m + "cs336-medium-512-inference-bf16-autocast.headroom.json",
                               t + "cs336_Wedsonlin_medium_512_inference_memory_snapshot.pickle", "-o",
                               m_dir.filePath("autocast-calibrated.headroom.json").toStdString()});
     QCOMPARE(autocast.code, 0);
     QVERIFY2(QString::fromStdString(autocast.out)
-                 .contains("tokens^2    x 2 (with 2-byte activations; x 4 with 4-byte ones)\n"),
+                 .contains("tokens^2    x 2 (with 2-byte activations; x 2 with 4-byte ones)\n"),
              autocast.out.c_str());
     // A forward is measured inside its attention and elsewhere (tst_attribution::forwardMomentsMeasured): the
-    // 128-token one holds four fp32 score copies there, and the factor is in the JSON and the text.
+    // 128-token one holds four fp32 score copies there, x2 the plan's two, and the factor is in the JSON and
+    // the text.
     const std::string forwardOut = m_dir.filePath("forward-calibrated.headroom.json").toStdString();
     const Run forward =
         cli({"calibrate", m + "cs336-medium-128-inference.headroom.json",
              t + "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle", "-o", forwardOut});
     QCOMPARE(forward.code, 0);
     QVERIFY2(QString::fromStdString(forward.out)
-                 .contains("tensors that grow with tokens^2    x 4 (with 4-byte "
+                 .contains("tensors that grow with tokens^2    x 2 (with 4-byte "
                            "activations)\n"),
              forward.out.c_str());
     QVERIFY2(QString::fromStdString(forward.out).contains("inside a layer's attention         x 0.335"),

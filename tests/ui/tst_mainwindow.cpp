@@ -97,7 +97,7 @@ json fullInferenceScenario() {
       "model": {"preset": "Qwen/Qwen3-30B-A3B"},
       "inference": {"engine": "none", "batch_size": 48, "context_length": 32768, "weight_dtype": "fp8",
                     "kv_cache_dtype": "fp8", "kv_block_size": 16, "attention": "flash", "framework": "pytorch",
-                    "autocast": "bf16", "grad_mode": "inference_mode"},
+                    "autocast": "bf16", "grad_mode": "inference_mode", "kv_cache": true},
       "cluster": {"gpu": "H100-SXM-80GB", "gpu_memory_gib": 79.6474609375, "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
                   "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,
@@ -159,6 +159,7 @@ private slots:
     void servingShowsTokensAndRequests();
     void frameworkRelease();
     void nvlsCheckBoxWhereNcclCanUseIt();
+    void kvCacheCheckBox();
     void cudaGraphEstimateCheckBox();
     void gradModeForAForwardThatKeepsItsGraph();
     void tablesCopyAsMarkdownAndCsv();
@@ -304,6 +305,39 @@ void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {
     doc["cluster"]["tensor_parallel"] = 2;
     w->document()->reset(doc);
     QVERIFY(!shownField<QCheckBox>(*w, "/inference/nccl_nvls"));
+}
+
+void TestMainWindow::kvCacheCheckBox() {
+    // Plain PyTorch's forward without an engine: the "Keep a KV cache" box shows, unchecked for CS336's
+    // medium forward (its file says kv_cache false: one forward over each sequence), the cache's fields
+    // hidden and no cache planned. Checking it writes kv_cache true and the plan keeps the batch's keys and
+    // values: 2 (K and V) x 24 layers x 1,024 (16 heads of 64) x 4 x 1,024 tokens x 4 bytes (fp32).
+    auto w = window();
+    json doc = parseJsonText(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json"));
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QCheckBox* box = shownField<QCheckBox>(*w, "/inference/kv_cache");
+    QVERIFY(box);
+    QVERIFY(!box->isChecked());
+    QCOMPARE(w->document()->estimate().perGpu[Category::KvCache], 0.0);
+    QVERIFY(!shownField<QComboBox>(*w, "/inference/kv_cache_dtype"));
+    box->setChecked(true);
+    QCOMPARE(w->document()->json()["inference"]["kv_cache"].get<bool>(), true);
+    QVERIFY(w->waitForPlanner());
+    QCOMPARE(w->document()->estimate().perGpu[Category::KvCache], 2.0 * 24 * 1024 * 4 * 1024 * 4);
+    QVERIFY(shownField<QComboBox>(*w, "/inference/kv_cache_dtype"));
+    // cs336_basics' forward keeps none whatever the box would say, and an engine always keeps one: no box.
+    doc["inference"]["framework"] = "cs336_basics";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(!shownField<QCheckBox>(*w, "/inference/kv_cache"));
+    doc["inference"].erase("kv_cache");
+    doc["inference"]["framework"] = "pytorch";
+    doc["inference"]["engine"] = "vllm";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(!shownField<QCheckBox>(*w, "/inference/kv_cache"));
 }
 
 void TestMainWindow::gradModeForAForwardThatKeepsItsGraph() {
@@ -1003,17 +1037,20 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     QVERIFY(serving->isHidden() == false); // inference without an engine keeps the serving chart
     QCOMPARE(savings->model()->headerData(1, Qt::Horizontal).toString(), QStringLiteral("Saves"));
     // The scenario's point is labelled on both axes, unless the two labels would print over each other:
-    // CS336's medium forward, 4 x 1,024 in fp32, fits 235 requests and 241k KV tokens, one height on the
-    // two axes (each of 0 to 300). The tokens' label alone then; the requests are the headline's.
-    w->document()->reset(parseJsonText(
-        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json")));
+    // CS336's medium forward, 4 x 1,024 in fp32, planned with a KV cache (the file says it keeps none),
+    // fits 197 requests and 202k KV tokens, one height on the two axes. The tokens' label alone then; the
+    // requests are the headline's.
+    json cs336 = parseJsonText(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json"));
+    cs336["inference"].erase("kv_cache");
+    w->document()->reset(cs336);
     QVERIFY(w->waitForPlanner());
-    QVERIFY(w->findChild<RichTextLine*>("verdictDetails")->text().contains(QStringLiteral("235")));
+    QVERIFY(w->findChild<RichTextLine*>("verdictDetails")->text().contains(QStringLiteral("197")));
     QStringList labels;
     for (QAbstractSeries* s : serving->chart()->series())
         if (auto* point = qobject_cast<QScatterSeries*>(s); point && point->pointLabelsVisible())
             labels << point->pointLabelsFormat();
-    QCOMPARE(labels, QStringList{QStringLiteral("241k tokens")});
+    QCOMPARE(labels, QStringList{QStringLiteral("202k tokens")});
     // The point is at the plot's left edge (1,024 tokens, the curve's first length): its label is moved in
     // to start inside the plot, not centred on the point over the axis's ticks and title.
     for (QAbstractSeries* s : serving->chart()->series())
@@ -1028,8 +1065,7 @@ void TestMainWindow::servingShowsTokensAndRequests() {
         }
     // Calibrated on forward-only runs that kept no KV cache (kv_cache 0, as CS336's do), the plan keeps
     // none, and the headline and the chart say tokens at once, not a cache.
-    json calibrated = parseJsonText(
-        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-1024-inference.headroom.json"));
+    json calibrated = cs336;
     calibrated["calibration"] = {{"factors", {{"kv_cache", 0}, {"measured_on", "inference"}}}};
     w->document()->reset(calibrated);
     QVERIFY(w->waitForPlanner());

@@ -794,7 +794,7 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY(forward && !forward->hasFailed());
     const QString moments = w->calibrateFrom(forward);
     QVERIFY2(
-        moments.contains(QStringLiteral("Its forward was measured inside a layer's attention (4.0 times")) &&
+        moments.contains(QStringLiteral("Its forward was measured inside a layer's attention (2.0 times")) &&
             !moments.contains(QStringLiteral("one factor")),
         qPrintable(moments));
     QVERIFY(w->document()->scenario().calibration.prefillAttentionLinear > 0);

@@ -699,6 +699,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                "2.11) frees each after its matmul. Autograd on: a forward without either "
                                "keeps everything a backward would need, and no KV cache"),
                    {"none"}));
+    // Plain PyTorch's forward keeps its KV cache unless told (cs336_basics' and a forward with autograd on
+    // keep none whatever this says).
+    addField(inferenceForm,
+             forEngines(boolField("/inference/kv_cache", "Keep a KV cache",
+                                  "Off: one forward over each sequence that keeps no cache (scoring, "
+                                  "evaluation, a model whose forward builds none, transformers' "
+                                  "use_cache=False)",
+                                  true),
+                        {"none"}));
+    m_fields.back()->visibleWhen = [this](const json&) {
+        const InferenceSettings& in = m_doc->scenario().inference;
+        return in.framework == Framework::PyTorch && !in.gradEnabled;
+    };
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
