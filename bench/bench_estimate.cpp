@@ -122,5 +122,51 @@ int main() {
                 "\"median of 5 estimates of the same plan at micro-batch 10 (ranks 60 to 64, none kept from "
                 "before), with the search for the largest micro-batch that fits\"}\n",
                 median(ms));
+    // cs336_basics' forward without autograd, replayed through the allocator's model with its parameters
+    // (core/plan/cs336replay.h): the 2.7B model (32 layers) at 512 tokens, fp32 under inference_mode (blocks
+    // stop being replayed once the allocator's state repeats) and under autocast with torch.no_grad (every
+    // block replayed, its casts kept). A sweep over batch 1..64, a replay at each; then full estimates, each
+    // searching the largest batch that fits (a replay per batch tried), at lengths none was kept for.
+    nlohmann::json cs;
+    cs["schema"] = "headroom.scenario/1";
+    cs["model"] = {{"model_type", "llama"},      {"vocab_size", 10000},          {"hidden_size", 2560},
+                   {"intermediate_size", 10240}, {"num_hidden_layers", 32},      {"num_attention_heads", 32},
+                   {"num_key_value_heads", 32},  {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
+    cs["inference"] = {{"framework", "cs336_basics"}, {"batch_size", 4},
+                       {"context_length", 512},       {"weight_dtype", "fp32"},
+                       {"attention", "eager"},        {"grad_mode", "inference_mode"}};
+    cs["cluster"] = {{"gpu", "A100-80GB"}, {"num_gpus", 1}};
+    for (const bool cached : {false, true}) {
+        nlohmann::json d = cs;
+        if (cached) {
+            d["inference"]["autocast"] = "bf16";
+            d["inference"]["grad_mode"] = "no_grad";
+        }
+        Scenario probe = scenarioFromJson(d);
+        std::vector<double> sweeps, full;
+        for (int rep = 0; rep < 5; ++rep) {
+            probe.inference.contextLength = 512 + rep; // nothing kept from the rep before
+            const auto t0 = Clock::now();
+            for (int b = 1; b <= 64; ++b) {
+                probe.inference.batchSize = b;
+                sink = sink + estimatePeak(probe).peakBytes;
+            }
+            sweeps.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            probe.inference.batchSize = 4;
+            probe.inference.contextLength = 600 + rep;
+            const auto t1 = Clock::now();
+            sink = sink + static_cast<double>(estimate(probe).maxMicroBatchSize);
+            full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
+        }
+        const char* what = cached ? "cs336_autocast_no_grad" : "cs336_inference_mode";
+        std::printf("{\"metric\": \"sweep_64_%s_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": "
+                    "\"median of 5 sweeps over batch 1..64 of cs336_basics' 2.7B forward at 512 tokens, "
+                    "replayed at each; %.2f x the default scenario's 1,000-point sweep in this run\"}\n",
+                    what, median(sweeps), median(sweeps) / plain);
+        std::printf("{\"metric\": \"estimate_%s_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": "
+                    "\"median of 5 estimates of the same forward, with the search for the largest batch that "
+                    "fits\"}\n",
+                    what, median(full));
+    }
     return sink > 0 ? 0 : 1;
 }
