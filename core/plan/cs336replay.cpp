@@ -132,7 +132,7 @@ public:
         for (int l = 0; l < m_layers; ++l) {
             if (m_p.outOfMemory())
                 return; // out of memory, the forward goes no further: the verdict is given
-            block(l, l == 0 ? Emb : X);
+            block(l);   // its input: the embedding's output, then the last block's
             if (l > 0)
                 m_p.free(X); // `x = layer(x)` drops the block's input once it returns
             m_p.rename(H2, X);
@@ -148,9 +148,9 @@ public:
                 lastOne = true; // one block more brings it
             }
         }
-        norm(X, Yf);
+        norm(Yf);
         m_p.free(X);
-        einsum(Yf, d.e, L, d.vocab, d.h, m_layers * kCastsPerLayer);
+        einsum(d.e, L, d.vocab, d.h, m_layers * kCastsPerLayer);
         m_p.free(Yf);
         m_p.free(Emb);
         m_p.free(L);
@@ -162,7 +162,7 @@ public:
 private:
     // RMSNorm.forward: x.to(float32) (a copy for a 16-bit input), pow, mean, + eps, rsqrt, x * rms (the
     // copy goes as x is rebound), weight * x in fp32 (promoted), .to(in_dtype); the locals go on return.
-    void norm(int in, int out) {
+    void norm(int out) {
         const Dims& d = m_d;
         if (d.e < 4)
             m_p.alloc(Xf, 4 * d.t * d.h);
@@ -184,21 +184,19 @@ private:
         }
         m_p.free(Xn);
         m_p.free(Rs);
-        (void)in;
     }
 
-    // Linear.forward, einsum(x, weight): under autocast the input cast to the 16-bit dtype unless it is in
-    // it already, the weight's cast (made once and cached under no_grad), the output; the casts go after.
-    void einsum(int in, double inBytes, int out, double rows, double cols, int castId) {
+    // Linear.forward, einsum(x, weight) on an input of `inBytes` per element: under autocast the input cast
+    // to the 16-bit dtype unless it is in it already, the weight's cast (each weight is used once per
+    // forward, so the cast is new; under no_grad autocast's cache keeps it to the region's end), the output;
+    // the casts go after.
+    void einsum(double inBytes, int out, double rows, double cols, int castId) {
         const Dims& d = m_d;
         const bool castInput = d.cast && inBytes != d.m;
         if (castInput)
             m_p.alloc(Cin, d.m * d.t * cols);
-        const int w = d.cachedCasts ? kIds + castId : Cw;
-        if (d.cast && (!d.cachedCasts || !m_castMade[static_cast<std::size_t>(castId)])) {
-            m_p.alloc(w, d.m * rows * cols);
-            m_castMade[static_cast<std::size_t>(castId)] = true;
-        }
+        if (d.cast)
+            m_p.alloc(d.cachedCasts ? kIds + castId : Cw, d.m * rows * cols);
         if (m_workspace > 0) { // cuBLAS's workspace, at the first matrix multiply
             m_p.alloc(Ws, m_workspace);
             m_workspace = 0;
@@ -208,7 +206,6 @@ private:
             m_p.free(Cin);
         if (d.cast && !d.cachedCasts)
             m_p.free(Cw);
-        (void)in;
     }
 
     // RotaryEmbedding.forward on Q or K (their heads views of the einsum's output): x1_rot = cos * x1 -
@@ -233,9 +230,9 @@ private:
         const Dims& d = m_d;
         const double scores = d.t * d.a * d.s; // per batch: heads x queries x keys
         const double rows = d.t * d.a;         // a row statistic per head and query
-        einsum(Y1, d.e, Q, d.h, d.h, l * kCastsPerLayer + 0);
-        einsum(Y1, d.e, K, d.h, d.h, l * kCastsPerLayer + 1);
-        einsum(Y1, d.e, V, d.h, d.h, l * kCastsPerLayer + 2);
+        einsum(d.e, Q, d.h, d.h, l * kCastsPerLayer + 0);
+        einsum(d.e, K, d.h, d.h, l * kCastsPerLayer + 1);
+        einsum(d.e, V, d.h, d.h, l * kCastsPerLayer + 2);
         rope(Q, Qr);
         rope(K, Kr);
         m_p.alloc(Iota, 8 * d.s);
@@ -289,31 +286,31 @@ private:
         // rearrange(...).contiguous(), then output_proj; the attention's locals go on return.
         m_p.alloc(C, d.m * d.t * d.h);
         m_p.free(O2);
-        einsum(C, d.m, A, d.h, d.h, l * kCastsPerLayer + 3);
+        einsum(d.m, A, d.h, d.h, l * kCastsPerLayer + 3);
         for (int id : {Qr, Kr, V, Iota, Mask, C})
             m_p.free(id);
     }
 
     // TransformerBlock.forward: x_attn = attn(ln1(x)), x + x_attn, ffn(ln2(...)), and the sum; the locals
     // (x_attn, the first sum, x_ffn) go on return.
-    void block(int l, int in) {
+    void block(int l) {
         const Dims& d = m_d;
-        norm(in, Y1);
+        norm(Y1);
         attention(l);
         m_p.free(Y1);
         m_p.alloc(H1, d.e * d.t * d.h); // promoted: the residual stream keeps the parameters' dtype
-        norm(H1, Y2);
+        norm(Y2);
         // SwiGLU.forward: w2(silu(w1(x)) * w3(x)), silu being x * sigmoid(x).
-        einsum(Y2, d.e, G, d.f, d.h, l * kCastsPerLayer + 4);
+        einsum(d.e, G, d.f, d.h, l * kCastsPerLayer + 4);
         m_p.alloc(Sg, d.m * d.t * d.f);
         m_p.alloc(Si, d.m * d.t * d.f);
         m_p.free(Sg);
         m_p.free(G);
-        einsum(Y2, d.e, U, d.f, d.h, l * kCastsPerLayer + 6);
+        einsum(d.e, U, d.f, d.h, l * kCastsPerLayer + 6);
         m_p.alloc(Pr, d.m * d.t * d.f);
         m_p.free(Si);
         m_p.free(U);
-        einsum(Pr, d.m, Fo, d.h, d.f, l * kCastsPerLayer + 5);
+        einsum(d.m, Fo, d.h, d.f, l * kCastsPerLayer + 5);
         m_p.free(Pr);
         m_p.free(Y2);
         m_p.alloc(H2, d.e * d.t * d.h);
@@ -328,7 +325,6 @@ private:
     int m_layers;
     double m_workspace = 0;
     bool m_everyBlock = false;
-    std::vector<bool> m_castMade = std::vector<bool>(static_cast<std::size_t>(m_layers * kCastsPerLayer + 1));
 };
 
 } // namespace
