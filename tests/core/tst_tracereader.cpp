@@ -10,6 +10,7 @@
 #include "core/trace/formats/gzip.h"
 #include "core/trace/formats/picklereader.h"
 #include "core/trace/formats/tracereader.h"
+#include "core/trace/frames.h"
 #include "core/trace/traceindex.h"
 #include "core/trace/traceloadjob.h"
 #include "core/trace/tracesummary.h"
@@ -120,7 +121,8 @@ QString traces() {
     return test::dataDir() + "/traces";
 }
 
-std::string smallSnapshot(int protocolByte = 4) {
+// `line`: the frame's line as raw pickle opcodes (empty: the integer 54).
+std::string smallSnapshot(int protocolByte = 4, const std::string& line = {}) {
     PickleWriter w(protocolByte);
     w.beginDict();
     w.str("segments");
@@ -142,7 +144,11 @@ std::string smallSnapshot(int protocolByte = 4) {
     w.beginList();
     const auto frames = w.beginList();
     w.beginDict();
-    w.str("name"), w.str("forward"), w.str("filename"), w.str("model.py"), w.str("line"), w.integer(54);
+    w.str("name"), w.str("forward"), w.str("filename"), w.str("model.py"), w.str("line");
+    if (line.empty())
+        w.integer(54);
+    else
+        w.raw(line);
     w.endDict();
     w.endList();
     w.raw("0"); // pop the frames list: it is referenced through the memo below
@@ -193,6 +199,7 @@ private slots:
     void liveSetMatchesBruteForce();
     void protocolJsonAndGzipVariantsAgree();
     void smallSnapshotReplay();
+    void unknownFrameLine();
     void bareSegmentListAndLegacyFree();
     void hostileOpcodesAreRejected();
     void hostileStructure();
@@ -365,6 +372,27 @@ void TestTraceReader::smallSnapshotReplay() {
     QCOMPARE(d.entries, size_t(5));
     QCOMPARE(t.stacks.size(), size_t(2)); // "no stack" + the one shared stack
     QCOMPARE(t.strings[t.stacks[1][0].filename], std::string("model.py"));
+}
+
+// PyTorch writes a frame whose line it could not read as size_t(-1): kkaitlyn111/cs336-a2-systems'
+// memory_small_forward.pickle (commit 46eae3f, torch 2.7 with stacks='all') has
+// torch/_subclasses/fake_tensor.py's init_gpu_context at line 18446744073709551615, pickled as LONG1 of nine
+// bytes (eight 0xff, then 0x00 for the sign). That is an unknown line, not a broken file; a line that is not
+// an integer still is.
+void TestTraceReader::unknownFrameLine() {
+    const std::string unknown = std::string("\x8a\x09", 2) + std::string(8, '\xff') + std::string(1, '\0');
+    const Trace t = readTrace(smallSnapshot(4, unknown));
+    bool found = false;
+    for (const auto& st : t.stacks)
+        for (const Frame& f : st)
+            if (t.strings.at(f.filename) == "model.py") {
+                QCOMPARE(f.line, std::int64_t(0)); // shown without a line, as C++ frames are
+                QCOMPARE(frameText(t, f), std::string("forward (model.py)"));
+                found = true;
+            }
+    QVERIFY(found);
+    // A line that is not an integer is refused, naming the field.
+    expectError(smallSnapshot(4, std::string("\x8c\x02") + "54"), "frames[0].line: must be an integer");
 }
 
 void TestTraceReader::bareSegmentListAndLegacyFree() {

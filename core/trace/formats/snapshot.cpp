@@ -72,6 +72,18 @@ private:
         }
         return n;
     }
+    // A frame's line: an integer, or none. PyTorch writes a frame whose line it could not read (a Python
+    // frame inside torch's fake-tensor code, recorded with stacks='all') as size_t(-1), 2^64 - 1, which no
+    // signed 64-bit line holds: any integer beyond 64 bits is such an unknown line (0, as C++ frames carry),
+    // not a reason to refuse the file. Anything but an integer still is.
+    template <typename Path> std::int64_t lineNumber(Value f, const Path& path) {
+        bool found = false;
+        const Value v = m_tree.get(f, "line", &found);
+        long long n = 0;
+        if (found && v != DataTree::kNone && m_tree.isInt(v) && !m_tree.toInt(v, &n))
+            return 0;
+        return integer(f, "line", path(), false);
+    }
     std::uint32_t string(std::string_view s) {
         auto it = m_strings.find(s);
         if (it != m_strings.end())
@@ -93,7 +105,7 @@ private:
         Frame fr;
         fr.name = string(m_tree.str(m_tree.get(f, "name")));
         fr.filename = string(m_tree.str(m_tree.get(f, "filename")));
-        fr.line = integer(f, "line", idx(path(), i), false);
+        fr.line = lineNumber(f, [&] { return idx(path(), i); });
         const std::string key(reinterpret_cast<const char*>(&fr), sizeof fr);
         auto [it, inserted] = m_frameByContent.emplace(key, static_cast<std::uint32_t>(m_frames.size()));
         if (inserted)
