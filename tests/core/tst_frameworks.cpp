@@ -637,12 +637,16 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // of Cgfyufsygsm/CS336-assignment2-systems' forwards with autograd on (validate: inference.grad_mode
     // "enabled", the training table's saved tensors, written before they were compared), and three first
     // steps on two ranks from Wedsonlin's sharded_optimizer results, at the step and before it (validate:
-    // torch's AdamW over all the states in fp32 and under autocast, and over each rank's half). Every one is held to 1%, the validate runs also
-    // to the targets (median at most 5%, worst at most 12%).
+    // torch's AdamW over all the states in fp32 and under autocast, and over each rank's half). Every one is
+    // held to 1%, the validate runs also to the targets (median at most 5%, worst at most 12%). Nine more are
+    // of a student's own implementation of the same assignment (kkaitlyn111/cs336-a2-systems: forwards with
+    // autograd on in fp32 and under autocast, first steps, allocated peaks read from its snapshots): not the
+    // code the profile was read from, so held to the validate targets alone (they were 0.1-2.5% off when
+    // first compared: its fp32 forwards keep more at 256 and 512 tokens than the staff code does).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
-    std::size_t traced = 0, published = 0;
+    std::size_t traced = 0, published = 0, ownCode = 0;
     std::vector<double> validate;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics")
@@ -653,6 +657,11 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
             ++traced;
             QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
             QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
+        } else if (r.c->id.find("-kkaitlyn") != std::string::npos) {
+            ++ownCode;
+            QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("validate"));
+            QVERIFY2(std::abs(r.error()) <= 0.12, qPrintable(what));
+            validate.push_back(std::abs(r.error()));
         } else {
             ++published;
             QVERIFY2(std::abs(r.error()) <= 0.01, qPrintable(what));
@@ -662,9 +671,10 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     }
     QCOMPARE(traced, size_t(11));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(validate.size(), size_t(31));
+    QCOMPARE(ownCode, size_t(9));
+    QCOMPARE(validate.size(), size_t(40));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[15] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[19] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
