@@ -306,6 +306,7 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                 }
                 sc.calibration = calibrate(runs, rules).factors;
             }
+            r.calibrated = sc.calibration.present;
             const Estimate est = estimate(sc);
             if (c.tracePath.empty()) {
                 r.measured = c.measuredBytes;
@@ -351,6 +352,7 @@ nlohmann::json validationToJson(const Validation& v) {
             {"known_miss", r.c->knownMiss.empty() ? nlohmann::json() : nlohmann::json(r.c->knownMiss)}};
         if (!r.c->calibrateOn.empty())
             j["calibrated_on"] = r.c->calibrateOn;
+        j["calibrated"] = r.calibrated;
         if (r.plainPytorch > 0)
             j["plain_pytorch_bytes"] = std::llround(r.plainPytorch);
         if (r.traced) {
@@ -394,7 +396,7 @@ nlohmann::json validationToJson(const Validation& v) {
         // Predictions from a calibration on other runs test calibration, not the profiles: apart too.
         std::vector<const CaseResult*> calibrated;
         for (const CaseResult* r : all)
-            if (!r->c->calibrateOn.empty())
+            if (r->calibrated)
                 calibrated.push_back(r);
         if (!calibrated.empty())
             s["calibrated"] = summaryJson(summarizeErrors(calibrated));
@@ -425,7 +427,7 @@ std::string runTable(const std::vector<const CaseResult*>& rs) {
     const bool plain =
         std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return r->plainPytorch > 0; });
     const bool calibrated =
-        std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return !r->c->calibrateOn.empty(); });
+        std::any_of(rs.begin(), rs.end(), [](const CaseResult* r) { return r->calibrated; });
     o << "| run | framework | counter | measured GiB | estimate GiB | error |"
       << (calibrated ? " calibrated on |" : "") << (plain ? " plain PyTorch |" : "") << "\n";
     o << "|---|---|---|---|---|---|" << (calibrated ? "---|" : "") << (plain ? "---|" : "") << "\n";
@@ -437,7 +439,7 @@ std::string runTable(const std::vector<const CaseResult*>& rs) {
             std::string on;
             for (const std::string& id : r->c->calibrateOn)
                 on += (on.empty() ? "`" : ", `") + id + "`";
-            o << " " << (on.empty() ? "\u2014" : on) << " |";
+            o << " " << (!on.empty() ? on : r->calibrated ? "its scenario's" : "\u2014") << " |";
         }
         if (plain)
             o << " "
@@ -494,9 +496,9 @@ std::string validationMarkdown(const Validation& v, bool runs) {
         }
         std::vector<const CaseResult*> calibrated, planned;
         for (const CaseResult* r : rs)
-            (r->c->calibrateOn.empty() ? planned : calibrated).push_back(r);
+            (r->calibrated ? calibrated : planned).push_back(r);
         if (!calibrated.empty() && !planned.empty())
-            o << "\nCalibrated on recorded runs (`calibrate_on`): "
+            o << "\nCalibrated on recorded runs (`calibrate_on`, or the scenario's own): "
               << summaryLine(summarizeErrors(calibrated))
               << "; planned as they come: " << summaryLine(summarizeErrors(planned)) << ".\n";
         o << "\n";

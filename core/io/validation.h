@@ -63,6 +63,9 @@ struct CaseResult {
     // The same scenario planned as plain PyTorch (framework pytorch, Megatron-style selective for per-op
     // selective checkpointing): what a profile buys. 0 when the case is plain PyTorch already.
     double plainPytorch = 0;
+    // Planned with a calibration: on the cases of `calibrate_on`, or the one its scenario carries (fitted
+    // by `calibrate` to a recording the cases file does not hold).
+    bool calibrated = false;
     // With a trace: the measured peak and the estimate in measured categories.
     bool traced = false;
     std::array<std::int64_t, kMeasuredCategories> measuredByCategory{}, estimatedByCategory{};

@@ -1342,7 +1342,7 @@ void TestAttribution::reservedOfTheTracedRuns() {
             most = std::max(most, cache);
             continue;
         }
-        if (r.c->stack != "cs336_basics" && r.c->calibrateOn.empty())
+        if (r.c->stack != "cs336_basics" && !r.calibrated)
             continue; // the plain profile's own misses, allocated's too
         ++fits;
         if (r.c->id == "cs336-basics-small-gpt2vocab-1x64-compiled") // its cache, as the README says
@@ -1376,7 +1376,7 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
     for (const CaseResult& r : v.results)
-        if (r.c->role == "validate" && r.c->stack == "pytorch" && r.c->calibrateOn.empty()) {
+        if (r.c->role == "validate" && r.c->stack == "pytorch" && !r.calibrated) {
             QVERIFY(r.traced);
             QCOMPARE(r.c->metric, std::string("allocated"));
             const CounterReading k = counter == "reserved" ? r.reserved
@@ -1436,13 +1436,23 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // to 512 tokens, under bf16 autocast and in fp32, on one and two GPUs, forward only and before and after the
 // step; and forwards with autograd on (inference.grad_mode "enabled"), told by the training runs' tables.
 // The runs no rule was chosen on (examples/measured/cases.json, role validate, calibrate_on):
-// within the 10% at other lengths and under autocast each, and a median within 5%.
+// within the 10% at other lengths and under autocast each, and a median within 5%. And another
+// student's own code (kkaitlyn111/cs336-a2-systems, whose snapshots this repository may not copy): the plain
+// profile calibrated on its 128-token fp32 forward with autograd on alone, its factors kept in the scenarios,
+// predicting the same forward at 256 and 512 tokens and under bf16 autocast at 128 to 512; calibrated on its
+// 128-token first step, the steps at 256 and 512. When first computed: the fp32 forwards to the byte, the
+// autocast ones +0.1%, -0.3% and -1.8%, the steps -0.1%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
+    std::size_t ownFactors = 0;
     for (const CaseResult& r : v.results)
-        if (r.c->role == "validate" && !r.c->calibrateOn.empty()) {
-            QVERIFY(r.c->plainPytorch);
+        if (r.c->role == "validate" && r.calibrated) {
+            QVERIFY(r.c->plainPytorch || r.c->stack == "pytorch");
+            if (r.c->calibrateOn.empty()) {
+                ++ownFactors;
+                QVERIFY(r.c->id.find("-kkaitlyn") != std::string::npos);
+            }
             const QString what = QStringLiteral("%1: %2%")
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
@@ -1450,9 +1460,10 @@ void TestAttribution::calibratedValidatePredictions() {
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(errors.size(), size_t(36));
+    QCOMPARE(ownFactors, size_t(7));
+    QCOMPARE(errors.size(), size_t(43));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[17] + errors[18]) / 2;
+    const double median = errors[21];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

@@ -489,7 +489,7 @@ void TestFrameworks::trackRecordFollowsTheCases() {
     std::map<Framework, std::set<std::string>> counters;
     std::array<std::vector<const CaseResult*>, 2> calibrated;
     for (const CaseResult& r : v.results) {
-        if (!r.c->calibrateOn.empty()) {
+        if (r.calibrated) {
             calibrated[r.c->role == "fit" ? 1 : 0].push_back(&r);
             continue;
         }
