@@ -638,11 +638,14 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // "enabled", the training table's saved tensors, written before they were compared), and three first
     // steps on two ranks from Wedsonlin's sharded_optimizer results, at the step and before it (validate:
     // torch's AdamW over all the states in fp32 and under autocast, and over each rank's half). Every one is
-    // held to 1%, the validate runs also to the targets (median at most 5%, worst at most 12%). Nine more are
-    // of a student's own implementation of the same assignment (kkaitlyn111/cs336-a2-systems: forwards with
-    // autograd on in fp32 and under autocast, first steps, allocated peaks read from its snapshots): not the
-    // code the profile was read from, so held to the validate targets alone (they were 0.1-2.5% off when
-    // first compared: its fp32 forwards keep more at 256 and 512 tokens than the staff code does).
+    // held to 1%, the validate runs also to the targets (median at most 5%, worst at most 12%). Nine more
+    // runs are of a student's own implementation of the same assignment (kkaitlyn111/cs336-a2-systems:
+    // forwards with autograd on in fp32 and under autocast, first steps; allocated and reserved peaks read
+    // from its snapshots): not the code the profile was read from, so held to the validate targets alone.
+    // When first compared, allocated 0.1-2.5% off (its fp32 forwards keep more at 256 and 512 tokens than
+    // the staff code does); reserved within 2% for the forwards, 6.9-9.5% under for the first steps, whose
+    // AdamW makes its states after the backward left its activations' segments cached (the plan reserves 3%
+    // beyond its tensors).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -671,10 +674,10 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     }
     QCOMPARE(traced, size_t(11));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(ownCode, size_t(9));
-    QCOMPARE(validate.size(), size_t(40));
+    QCOMPARE(ownCode, size_t(18));
+    QCOMPARE(validate.size(), size_t(49));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[19] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[24] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
