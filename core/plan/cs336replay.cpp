@@ -23,6 +23,9 @@ constexpr int kMaxReplayedLayers = 128; // more than any published model has (Ll
 // the 2.7B model's 32 (CS336's largest has 48); beyond, the fraction stands (a bound on the time).
 constexpr int kMaxCachedCastLayers = 64;
 constexpr int kCastsPerLayer = 7;       // q, k, v, output_proj, w1, w2, w3
+// A training step replays every block twice (a first step, then the one planned) and its backward: half
+// the forward's bound keeps its time there (CS336's largest model has 48).
+constexpr int kMaxStepLayers = 64;
 
 enum Id : int {
     Param,  // a parameter or buffer: allocated once, never freed
@@ -78,8 +81,54 @@ enum Id : int {
     H2, // the block's output
     Yf, // ln_final's output
     L,  // the logits
+    // The training step's: the loss's tensors, the gradient flowing back (Gin) and what it becomes (Gout),
+    // and an op's temporaries in the backward and the optimizer's step.
+    Lr,
+    Le,
+    Gin,
+    Gout,
+    T1,
+    T2,
+    T3,
+    T4,
+    T5,
+    T6,
+    Lh, // the logits of the step before, which the caller's variable holds until the new ones come
     kIds
 };
+
+// What autograd saves of one layer, held from its forward to its backward (cs336basics.cpp's layerSaved,
+// layerScores and layerMask, tensor by tensor; tools/autograd/derivatives.yaml): the block's input, which
+// ln1's pow saves, each norm's rsqrt and normalised x, ln1's output (the q, k, v einsums' input), the rotated
+// Q and K and V (the score and P @ V einsums'), the mask (where's condition), max's indices, exp's output and
+// the row sums (the division's), P, the heads' output (output_proj's input), the residual after attention
+// (ln2's input), ln2's output (w1's and w3's input) and SwiGLU's five.
+enum Saved : int {
+    SX,
+    SRs1,
+    SXn1,
+    SY1,
+    SQr,
+    SKr,
+    SV,
+    SMask,
+    SMi,
+    SE,
+    SSm,
+    SP,
+    SC,
+    SH1,
+    SRs2,
+    SXn2,
+    SY2,
+    SG,
+    SSg,
+    SSi,
+    SU,
+    SPr,
+    kSavedPerLayer
+};
+constexpr int kParamsPerLayer = 9; // q, k, v, output_proj, w1, w2, w3, ln1, ln2
 
 struct Dims {
     double t = 0; // tokens in the batch
@@ -91,12 +140,18 @@ struct Dims {
     double r = 4; // RoPE's output: its fp32 or 16-bit buffer (the model's dtype) times Q, promoted
 };
 
-class Forward {
+// The code's tensors in its order: the forward alone (without autograd), or with `training` the forward
+// that saves what autograd keeps, the loss, the backward and AdamW's step.
+class Program {
 public:
-    Forward(CachingAllocatorModel& a, TensorProgram& p, const Dims& d, int layers)
-        : m_a(a), m_p(p), m_d(d), m_layers(layers) {}
+    Program(CachingAllocatorModel& a, TensorProgram& p, const Dims& d, int layers, bool training = false)
+        : m_a(a), m_p(p), m_d(d), m_layers(layers), m_training(training) {}
 
-    void parameters() {
+    // The names a program of `layers` layers uses: its own, the weights' casts, each layer's saved tensors
+    // (and the head's, as a layer past the last), each parameter's gradient and its two AdamW states.
+    static int names(int layers) { return stateBase(layers) + 2 * parameters(layers); }
+
+    void allocateParameters() {
         // model.to(device) (Module._apply): each module's children before its own parameters, in the order
         // __init__ registered them: the embedding, RoPE's cos/sin buffer, every block (attention's q, k, v
         // and output projections, SwiGLU's w1, w2, w3, then ln1 and ln2), ln_final, lm_head.
@@ -134,12 +189,12 @@ public:
                 return; // out of memory, the forward goes no further: the verdict is given
             block(l);   // its input: the embedding's output, then the last block's
             if (l > 0)
-                m_p.free(X); // `x = layer(x)` drops the block's input once it returns
+                keep(X, l, SX); // `x = layer(x)` drops the block's input once it returns (ln1's pow saved it)
             m_p.rename(H2, X);
             if (lastOne)
                 break;
-            if (d.cachedCasts || m_everyBlock)
-                continue;
+            if (d.cachedCasts || m_everyBlock || m_training)
+                continue; // every block leaves what it saves (or its casts) behind: no state repeats
             after.emplace_back(m_a.events().size(), m_a.freeBlocks());
             if (l >= 2 && after[static_cast<std::size_t>(l)] == after[static_cast<std::size_t>(l - 2)] &&
                 l + 1 < m_layers) {
@@ -148,21 +203,276 @@ public:
                 lastOne = true; // one block more brings it
             }
         }
-        norm(Yf);
-        m_p.free(X);
+        norm(Yf, m_layers, 0);
+        keep(X, m_layers, SX);
         einsum(d.e, L, d.vocab, d.h, m_layers * kCastsPerLayer);
-        m_p.free(Yf);
-        m_p.free(Emb);
-        m_p.free(L);
+        keep(Yf, m_layers, SY1);
+        keep(Emb, 0, SX); // forward's embedded_tokens; ln1's pow of the first block saved it
+        if (!m_training)
+            m_p.free(L); // with autograd the caller keeps the logits (`logits = model(x)`) for the loss
         // Leaving the autocast region clears its cache of weight casts.
         for (int i = 0; i <= m_layers * kCastsPerLayer; ++i)
             m_p.free(kIds + i);
     }
 
+    // One training step of a benchmark's loop (optimizer.zero_grad(); logits = model(x); loss =
+    // cross_entropy(logits, y); loss.backward(); optimizer.step()), fp32: the forward saving what autograd
+    // keeps, the loss, the backward layer by layer and AdamW one parameter at a time. `first`: the
+    // optimizer makes its states in this step; otherwise the last step's gradients go first (zero_grad's
+    // set_to_none) and its logits once the new ones are made.
+    void trainingStep(double workspace, bool first) {
+        for (int i = 0; i < parameters(m_layers); ++i)
+            m_p.free(grad(i));
+        if (!first)
+            m_p.rename(L, Lh);
+        run(workspace, true);
+        if (!first)
+            m_p.free(Lh);
+        loss();
+        m_reservedByForward = m_p.peakReserved();
+        backward();
+        m_reservedByBackward = m_p.peakReserved();
+        for (int i = 0; i < parameters(m_layers); ++i)
+            stepParameter(i, first);
+    }
+    double reservedByForward() const { return m_reservedByForward; }
+    double reservedByBackward() const { return m_reservedByBackward; }
+
 private:
+    // nn_utils.cross_entropy on the logits L (held by the caller): R = L - max, E = exp(R) (saved), LS =
+    // R - log(sum E), N = -LS, then gather and mean; R goes with log_softmax's frame, LS once negated.
+    void loss() {
+        const double n = m_d.m * m_d.t * m_d.vocab;
+        m_p.alloc(Lr, n);
+        m_p.alloc(Le, n);
+        m_p.alloc(Gout, n);
+        m_p.free(Lr);
+        m_p.alloc(Gin, n);
+        m_p.free(Gout);
+        m_p.free(Gin);
+    }
+
+    // loss.backward(): gather's backward scatters into zeros (T1), neg's makes LS's gradient (T2), exp's
+    // E's part of R's (T3, added into T2 in place: autograd's InputBuffer adds into a gradient nothing else
+    // holds), max's backward a dense scatter (added in place too); then the head, the final norm, every
+    // layer from the last, and the embedding.
+    void backward() {
+        const Dims& d = m_d;
+        const double n = d.m * d.t * d.vocab;
+        m_p.alloc(T1, n);
+        m_p.alloc(T2, n);
+        m_p.free(T1);
+        m_p.alloc(T3, n);
+        m_p.free(T3);
+        m_p.free(Le);
+        m_p.alloc(T5, n);
+        m_p.free(T5);
+        // lm_head's einsum: the final norm's output's gradient and the head's weight's.
+        m_p.alloc(Gin, d.e * d.t * d.h);
+        m_p.alloc(grad(parameters(m_layers) - 1), size(parameters(m_layers) - 1));
+        m_p.free(T2);
+        m_p.free(saved(m_layers, SY1));
+        normBackward(m_layers, 0, parameters(m_layers) - 2);
+        m_p.free(Gin);
+        m_p.rename(Gout, Gin);
+        m_p.free(saved(m_layers, SX));
+        for (int l = m_layers - 1; l >= 0; --l) {
+            if (m_p.outOfMemory())
+                return;
+            blockBackward(l);
+        }
+        // The embedding's weight gradient (embedding_dense_backward: zeros of its size, indexed into).
+        m_p.alloc(grad(0), size(0));
+        m_p.free(Gin);
+    }
+
+    // RMSNorm's backward on its output's gradient (the caller's, freed by it): the weight's gradient (the sum
+    // of dy * x_norm), x_norm's (dy * weight), through x * rms to x and to rms (the sum of that times x), and
+    // pow's part of x's, added in place; the result in Gout. Uses T4-T6.
+    void normBackward(int layer, int which, int parameter) {
+        const double bytes = 4 * m_d.t * m_d.h; // RMSNorm computes in fp32
+        m_p.alloc(T4, bytes);
+        m_p.alloc(grad(parameter), size(parameter));
+        m_p.free(T4);
+        m_p.alloc(T4, bytes);
+        m_p.alloc(T5, bytes);
+        m_p.alloc(T6, bytes);
+        m_p.free(T6);
+        m_p.free(T4);
+        m_p.free(saved(layer, which ? SXn2 : SXn1));
+        m_p.alloc(T6, bytes);
+        m_p.free(T6);
+        m_p.free(saved(layer, which ? SRs2 : SRs1));
+        m_p.rename(T5, Gout);
+    }
+
+    // TransformerBlock's backward on its output's gradient (Gin), op by op in reverse; the input's gradient
+    // is left in Gin. Each saved tensor goes once the node that saved it has run; a parameter's gradient is
+    // kept as its .grad.
+    void blockBackward(int l) {
+        const Dims& d = m_d;
+        const int p = 1 + l * kParamsPerLayer; // q, k, v, output_proj, w1, w2, w3, ln1, ln2
+        const double lin = d.m * d.t * d.h, wide = d.m * d.t * d.f, scores = d.m * d.t * d.a * d.s;
+        // SwiGLU: w2's einsum (Pr's gradient, w2's), the product (both factors'), w3's einsum (part of ln2's
+        // output's gradient), x * sigmoid(x) and sigmoid's backward (G's two parts, added in place), w1's
+        // einsum (the other part of ln2's output's, added in place).
+        m_p.alloc(T1, wide);
+        m_p.alloc(grad(p + 5), size(p + 5));
+        m_p.free(saved(l, SPr));
+        m_p.alloc(T2, wide);
+        m_p.alloc(T3, wide);
+        m_p.free(T1);
+        m_p.free(saved(l, SU));
+        m_p.free(saved(l, SSi));
+        m_p.alloc(T1, lin);
+        m_p.alloc(grad(p + 6), size(p + 6));
+        m_p.free(T3);
+        m_p.alloc(T3, wide);
+        m_p.alloc(T4, wide);
+        m_p.free(T2);
+        m_p.alloc(T2, wide);
+        m_p.free(T4);
+        m_p.free(T2);
+        m_p.free(saved(l, SSg));
+        m_p.free(saved(l, SG));
+        m_p.alloc(T2, lin);
+        m_p.alloc(grad(p + 4), size(p + 4));
+        m_p.free(T3);
+        m_p.free(T2);
+        m_p.free(saved(l, SY2));
+        // ln2, and the residual's two gradients added in place.
+        normBackward(l, 1, p + 8);
+        m_p.free(T1);
+        m_p.free(Gout);
+        m_p.free(saved(l, SH1));
+        // Attention: output_proj's einsum, P @ V's (P's gradient, score-sized, and V's), the division E / sum
+        // (its gradient beside four more of P's size), the sum's gradient expanded and added (a new tensor:
+        // the expansion is a view), exp's, max's scatter (added in place), where's, the division by
+        // sqrt(d_k), the score einsum (Q's and K's), RoPE's halves put back together, and the q, k, v
+        // einsums (ln1's output's three parts added in place, their weights').
+        m_p.alloc(T1, lin);
+        m_p.alloc(grad(p + 3), size(p + 3));
+        m_p.free(saved(l, SC));
+        m_p.alloc(T2, scores);
+        m_p.alloc(T3, lin);
+        m_p.free(T1);
+        m_p.free(saved(l, SP));
+        m_p.free(saved(l, SV));
+        m_p.alloc(T1, scores);
+        m_p.alloc(T4, scores);
+        m_p.alloc(T5, scores);
+        m_p.alloc(T6, scores);
+        m_p.free(T4);
+        m_p.free(T5);
+        m_p.free(T6);
+        m_p.free(T2);
+        m_p.free(saved(l, SSm));
+        m_p.alloc(T2, scores);
+        m_p.free(T1);
+        m_p.alloc(T1, scores);
+        m_p.free(T2);
+        m_p.free(saved(l, SE));
+        m_p.alloc(T2, scores);
+        m_p.free(T2);
+        m_p.free(saved(l, SMi));
+        m_p.alloc(T2, scores);
+        m_p.free(T1);
+        m_p.free(saved(l, SMask));
+        m_p.alloc(T1, scores);
+        m_p.free(T2);
+        m_p.alloc(T2, d.r * d.t * d.h);
+        m_p.alloc(T4, d.r * d.t * d.h);
+        m_p.free(T1);
+        m_p.free(saved(l, SQr));
+        m_p.free(saved(l, SKr));
+        for (const auto& [rotated, input] : {std::pair{T2, T1}, std::pair{T4, Gout}}) {
+            m_p.alloc(T5, d.r * d.t * d.h / 2);
+            m_p.alloc(T6, d.r * d.t * d.h / 2);
+            m_p.alloc(input, lin);
+            m_p.free(T5);
+            m_p.free(T6);
+            m_p.free(rotated);
+        }
+        m_p.alloc(T2, lin);
+        m_p.alloc(grad(p), size(p));
+        m_p.free(T1);
+        m_p.alloc(T4, lin);
+        m_p.alloc(grad(p + 1), size(p + 1));
+        m_p.free(Gout);
+        m_p.free(T4);
+        m_p.alloc(T4, lin);
+        m_p.alloc(grad(p + 2), size(p + 2));
+        m_p.free(T3);
+        m_p.free(T4);
+        m_p.free(saved(l, SY1));
+        // ln1, the residual's gradients added in place, and the block's input (ln1's pow saved it).
+        normBackward(l, 0, p + 7);
+        m_p.free(T2);
+        m_p.free(Gout);
+        m_p.free(saved(l, SX));
+    }
+
+    // optimizer.py AdamW.step for one parameter (cs336basics.cpp cs336StepTemporaries): p.data -= lr * wd *
+    // p.data (a temporary), state.get("m", zeros_like(grad)) (the default made even when the state exists,
+    // then dropped), m_t = b1 * m + (1 - b1) * grad, the same for v_t with grad * grad, then p.data -=
+    // alpha_t * m_t / (sqrt(v_t) + eps); m_t and v_t become the states, the old ones go. On the first step
+    // m and v are the defaults, alive until the next parameter's rebinds them.
+    void stepParameter(int i, bool first) {
+        const double n = size(i);
+        m_p.alloc(T1, n);
+        m_p.free(T1);
+        m_p.alloc(T2, n);
+        if (!first)
+            m_p.free(T2);
+        m_p.alloc(T3, n);
+        m_p.alloc(T4, n);
+        m_p.alloc(T5, n);
+        m_p.free(T3);
+        m_p.free(T4);
+        m_p.alloc(T3, n);
+        if (!first)
+            m_p.free(T3);
+        m_p.alloc(T4, n);
+        m_p.alloc(T6, n);
+        m_p.alloc(T1, n);
+        m_p.free(T6);
+        m_p.alloc(T6, n);
+        m_p.free(T4);
+        m_p.free(T1);
+        m_p.alloc(T1, n);
+        m_p.alloc(T4, n);
+        m_p.alloc(Gin, n);
+        m_p.free(T4);
+        m_p.alloc(T4, n);
+        m_p.free(T1);
+        m_p.free(Gin);
+        m_p.free(T4);
+        m_p.free(T2);
+        m_p.free(T3);
+        m_p.free(state(i, 0));
+        m_p.free(state(i, 1));
+        m_p.rename(T5, state(i, 0));
+        m_p.rename(T6, state(i, 1));
+    }
+
+    // Parameter i's bytes, in model.parameters()' order: the embedding, each layer's q, k, v, output_proj,
+    // w1, w2, w3, ln1 and ln2, ln_final, lm_head.
+    double size(int i) const {
+        const Dims& d = m_d;
+        if (i == 0 || i == parameters(m_layers) - 1)
+            return d.e * d.vocab * d.h;
+        if (i == parameters(m_layers) - 2)
+            return d.e * d.h;
+        const int k = (i - 1) % kParamsPerLayer;
+        return d.e * (k < 4 ? d.h * d.h : k < 7 ? d.h * d.f : d.h);
+    }
+    int grad(int i) const { return gradBase(m_layers) + i; }
+    int state(int i, int k) const { return stateBase(m_layers) + 2 * i + k; }
+
     // RMSNorm.forward: x.to(float32) (a copy for a 16-bit input), pow, mean, + eps, rsqrt, x * rms (the
     // copy goes as x is rebound), weight * x in fp32 (promoted), .to(in_dtype); the locals go on return.
-    void norm(int out) {
+    // `layer` and `which` (0: ln1 or ln_final, 1: ln2) name where autograd keeps its rsqrt and normalised x.
+    void norm(int out, int layer, int which) {
         const Dims& d = m_d;
         if (d.e < 4)
             m_p.alloc(Xf, 4 * d.t * d.h);
@@ -182,8 +492,8 @@ private:
         } else {
             m_p.alloc(out, 4 * d.t * d.h);
         }
-        m_p.free(Xn);
-        m_p.free(Rs);
+        keep(Xn, layer, which ? SXn2 : SXn1); // saved by weight * x
+        keep(Rs, layer, which ? SRs2 : SRs1); // saved by rsqrt (its output) and x * rms
     }
 
     // Linear.forward, einsum(x, weight) on an input of `inBytes` per element: under autocast the input cast
@@ -259,7 +569,7 @@ private:
         const double x = d.cast ? 4 : d.m;
         m_p.alloc(Mv, d.m * rows);
         m_p.alloc(Mi, 8 * rows);
-        m_p.free(Mi);
+        keep(Mi, l, SMi); // max's backward scatters through its indices
         m_p.alloc(Rm, d.m * scores);
         m_p.free(Mv);
         if (x != d.m)
@@ -269,9 +579,9 @@ private:
             m_p.free(Rc);
         m_p.alloc(Sm, x * rows);
         m_p.alloc(P, x * scores);
-        m_p.free(Sm);
+        keep(Sm, l, SSm); // the division saves both operands
         m_p.free(Rm);
-        m_p.free(E);
+        keep(E, l, SE); // exp saves its output
         // einsum(P, V): P cast to the 16-bit dtype under autocast; torch.einsum writes the batched product
         // and returns a copy of it in the pattern's layout.
         if (x != d.m)
@@ -281,50 +591,69 @@ private:
         m_p.free(O1);
         if (x != d.m)
             m_p.free(Pc);
-        m_p.free(S3); // the function's locals: where's output and P
-        m_p.free(P);
+        m_p.free(S3); // the function's locals: where's output and P (saved by the P @ V einsum)
+        keep(P, l, SP);
         // rearrange(...).contiguous(), then output_proj; the attention's locals go on return.
         m_p.alloc(C, d.m * d.t * d.h);
         m_p.free(O2);
         einsum(d.m, A, d.h, d.h, l * kCastsPerLayer + 3);
-        for (int id : {Qr, Kr, V, Iota, Mask, C})
-            m_p.free(id);
+        keep(Qr, l, SQr); // the score einsum's inputs
+        keep(Kr, l, SKr);
+        keep(V, l, SV);
+        m_p.free(Iota);
+        keep(Mask, l, SMask); // where's condition
+        keep(C, l, SC);       // output_proj's input
     }
 
     // TransformerBlock.forward: x_attn = attn(ln1(x)), x + x_attn, ffn(ln2(...)), and the sum; the locals
     // (x_attn, the first sum, x_ffn) go on return.
     void block(int l) {
         const Dims& d = m_d;
-        norm(Y1);
+        norm(Y1, l, 0);
         attention(l);
-        m_p.free(Y1);
+        keep(Y1, l, SY1);               // the q, k and v einsums' input
         m_p.alloc(H1, d.e * d.t * d.h); // promoted: the residual stream keeps the parameters' dtype
-        norm(Y2);
+        norm(Y2, l, 1);
         // SwiGLU.forward: w2(silu(w1(x)) * w3(x)), silu being x * sigmoid(x).
         einsum(d.e, G, d.f, d.h, l * kCastsPerLayer + 4);
         m_p.alloc(Sg, d.m * d.t * d.f);
         m_p.alloc(Si, d.m * d.t * d.f);
-        m_p.free(Sg);
-        m_p.free(G);
+        keep(Sg, l, SSg); // sigmoid saves its output, x * sigmoid(x) both operands
+        keep(G, l, SG);
         einsum(d.e, U, d.f, d.h, l * kCastsPerLayer + 6);
         m_p.alloc(Pr, d.m * d.t * d.f);
-        m_p.free(Si);
-        m_p.free(U);
+        keep(Si, l, SSi); // the product saves both operands
+        keep(U, l, SU);
         einsum(d.m, Fo, d.h, d.f, l * kCastsPerLayer + 5);
-        m_p.free(Pr);
-        m_p.free(Y2);
+        keep(Pr, l, SPr); // w2's input
+        keep(Y2, l, SY2); // w1's and w3's
         m_p.alloc(H2, d.e * d.t * d.h);
         m_p.free(A);
-        m_p.free(H1);
+        keep(H1, l, SH1); // ln2's pow saved it
         m_p.free(Fo);
+    }
+
+    static int parameters(int layers) { return 3 + kParamsPerLayer * layers; }
+    static int savedBase(int layers) { return kIds + layers * kCastsPerLayer + 1; }
+    static int gradBase(int layers) { return savedBase(layers) + (layers + 1) * kSavedPerLayer; }
+    static int stateBase(int layers) { return gradBase(layers) + parameters(layers); }
+    int saved(int layer, int slot) const { return savedBase(m_layers) + layer * kSavedPerLayer + slot; }
+    // A tensor autograd saves stays to its layer's backward under another name; without autograd it goes.
+    void keep(int id, int layer, int slot) {
+        if (m_training)
+            m_p.rename(id, saved(layer, slot));
+        else
+            m_p.free(id);
     }
 
     CachingAllocatorModel& m_a;
     TensorProgram& m_p;
     const Dims& m_d;
     int m_layers;
+    bool m_training = false;
     double m_workspace = 0;
     bool m_everyBlock = false;
+    double m_reservedByForward = 0, m_reservedByBackward = 0;
 };
 
 } // namespace
@@ -372,10 +701,10 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
         settings.expandableSegments = run.expandableSegments;
         settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(run.device));
         CachingAllocatorModel allocator{settings};
-        TensorProgram p(allocator, kIds + run.layers * kCastsPerLayer + 1);
+        TensorProgram p(allocator, Program::names(run.layers));
         p.stopAtFirstFailure();
-        Forward forward(allocator, p, d, run.layers);
-        forward.parameters();
+        Program forward(allocator, p, d, run.layers);
+        forward.allocateParameters();
         p.alloc(Tokens, 8 * d.t);
         forward.run(run.workspace, run.everyBlock);
         ForwardReplay one;
@@ -395,6 +724,92 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     whole.reserved = std::max(whole.reserved, r.reserved);
     whole.outOfMemory = true;
     return whole;
+}
+
+ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
+    ForwardReplay out;
+    const Cs336Shape& s = run.shape;
+    Dims d;
+    d.s = s.sequence;
+    d.t = run.batch * s.sequence;
+    d.h = s.hidden;
+    d.f = s.ffn;
+    d.a = s.heads;
+    d.vocab = s.vocab;
+    d.e = d.m = d.r = 4; // fp32 only: autocast's saved casts are not written here
+    const double widest = std::max({d.h, d.f, d.vocab});
+    if (!(s.weightBytes == 4 && s.autocastBytes == 0 && d.t > 0 && d.h > 0 && d.a > 0 && d.f > 0 &&
+          d.vocab > 0 && d.t * widest * 4 < 1e15 && d.t * d.a * d.s * 4 < 1e15 && d.h * widest * 4 < 1e15 &&
+          run.workspace >= 0 && run.workspace < 1e12 && run.device >= 0 && run.device < 1e18) ||
+        run.layers <= 0 || run.layers > kMaxStepLayers)
+        return out;
+    std::vector<double> key{d.t,
+                            d.s,
+                            d.h,
+                            d.f,
+                            d.a,
+                            d.vocab,
+                            run.workspace,
+                            run.firstStep ? 1.0 : 0.0,
+                            run.expandableSegments ? 1.0 : 0.0,
+                            static_cast<double>(run.layers),
+                            run.device};
+    static RecentResults<ForwardReplay> kept;
+    const ForwardReplay r = kept.get(key, [&] {
+        AllocatorSettings settings;
+        settings.expandableSegments = run.expandableSegments;
+        settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(run.device));
+        CachingAllocatorModel allocator{settings};
+        TensorProgram p(allocator, Program::names(run.layers));
+        p.stopAtFirstFailure();
+        Program step(allocator, p, d, run.layers, true);
+        step.allocateParameters();
+        p.alloc(Tokens, 8 * d.t);
+        // A later step follows a first one, whose segments stay cached (the allocator hands none back):
+        // what the run reserves is the most over both.
+        step.trainingStep(run.workspace, true);
+        if (!run.firstStep)
+            step.trainingStep(0, false);
+        ForwardReplay one;
+        one.replayed = true;
+        one.allocated = p.peakAllocated();
+        one.reserved = p.peakReserved();
+        if (run.firstStep) { // a later step's cache is the first step's from its start
+            one.reservedByForward = step.reservedByForward();
+            one.reservedByBackward = step.reservedByBackward();
+        }
+        one.outOfMemory = p.outOfMemory();
+        return one;
+    });
+    if (!r.outOfMemory || !beyond)
+        return r;
+    Cs336StepRun unlimited = run;
+    unlimited.device = 0;
+    ForwardReplay whole = cs336StepReplay(unlimited, false);
+    whole.reserved = std::max(whole.reserved, r.reserved);
+    whole.outOfMemory = true;
+    return whole;
+}
+
+std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device) {
+    const TrainingSettings& tr = sc.training;
+    const ClusterSettings& c = sc.cluster;
+    if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
+        sc.calibration.present || tr.bytes.weights != 4 || tr.autocastBytes > 0 ||
+        tr.optimizer != Optimizer::AdamW || tr.optimizerImpl != OptimizerImpl::Cs336Basics ||
+        tr.checkpointing != Checkpointing::None || tr.gradientAccumulationSteps != 1 || tr.compile ||
+        tr.zeroGrad != ZeroGrad::BeforeForward || c.numGpus != 1 || c.tensorParallel != 1 ||
+        c.pipelineParallel != 1)
+        return std::nullopt;
+    Cs336StepRun run;
+    run.shape = cs336ShapeOf(sc.model, tr.sequenceLength, 4, 0);
+    run.layers = sc.model.layers;
+    run.batch = tr.microBatchSize;
+    run.workspace = workspace;
+    run.firstStep = tr.firstStep;
+    run.expandableSegments = c.expandableSegments;
+    run.device = std::max(0.0, device);
+    return run;
 }
 
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device) {

@@ -18,6 +18,9 @@ struct ForwardReplay {
     bool replayed = false;    // false where the sizes are past any GPU or the layers past any model's
     double allocated = 0;     // the most allocated at once, parameters included
     double reserved = 0;      // the most its segments reserve (beyond the device: what it would have taken)
+    // A first training step's: the most reserved by the end of its forward and loss, and of its backward.
+    // 0 for a forward and a later step, whose cache is the first step's from its start.
+    double reservedByForward = 0, reservedByBackward = 0;
     bool outOfMemory = false; // a request failed even with the cache released: it does not fit
 };
 
@@ -46,5 +49,29 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true)
 // `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device` what the driver can
 // give PyTorch.
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device);
+
+// cs336_basics' training step in fp32 on one GPU (the benchmark's loop: zero_grad, forward, the package's
+// cross-entropy, backward, its AdamW), every tensor as the code makes and drops it: the forward keeps what
+// autograd saves (cs336basics.h's tables, tensor by tensor), the backward frees it layer by layer from the
+// last while each parameter's gradient is made, and AdamW steps one parameter at a time. A first step makes
+// the optimizer's states after the backward, when the activations' segments stay cached beside them: a
+// state as large as no cached block is takes a segment of its own (2.7B at 128 tokens: 20 MiB blocks, 25-100
+// MiB states). A later step is replayed after a first, whose segments stay reserved.
+struct Cs336StepRun {
+    Cs336Shape shape; // per sequence, fp32
+    int layers = 0;
+    double batch = 1;
+    double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply
+    bool firstStep = false;
+    bool expandableSegments = false;
+    double device = 0; // what the driver can give PyTorch (0: unlimited)
+};
+
+ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
+
+// The run a scenario plans, when it is one: cs336_basics training in fp32 without autocast on one GPU, of a
+// known architecture, uncalibrated, AdamW as the package writes it, no checkpointing, accumulation or
+// compile, gradients set to None before the forward.
+std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device);
 
 } // namespace headroom

@@ -1141,6 +1141,15 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
                                                            st.cudaContext - st.nonTorch))
         if (const ForwardReplay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
             st.replayedReserved = replay.reserved;
+    // Its training step in fp32, the same way: the backward's order and AdamW's states made in a first step
+    // beside what the activations left cached.
+    if (const auto run = cs336StepRunOf(
+            sc, st.workspace, static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch))
+        if (const ForwardReplay replay = cs336StepReplay(*run, !probe); replay.replayed) {
+            st.replayedReserved = replay.reserved;
+            st.replayedReservedForward = replay.reservedByForward;
+            st.replayedReservedBackward = replay.reservedByBackward;
+        }
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
@@ -1303,7 +1312,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                                                        st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
     } else if (st.replayedReserved > 0) {
-        b[Category::AllocatorOverhead] = std::max(0.0, st.replayedReserved - managed);
+        // Reserved only grows: by a phase's end, what the replay had reserved by then.
+        const double by =
+            phase == Phase::Forward && st.replayedReservedForward > 0     ? st.replayedReservedForward
+            : phase == Phase::Backward && st.replayedReservedBackward > 0 ? st.replayedReservedBackward
+                                                                          : st.replayedReserved;
+        b[Category::AllocatorOverhead] = std::max(0.0, by - managed);
     }
     return b;
 }

@@ -80,6 +80,9 @@ struct StageModel {
     // Another replay of the whole run through the allocator, its parameters included (cs336_basics' forward
     // without autograd, core/plan/cs336replay.h): what its segments reserve at their most, at this batch.
     double replayedReserved = 0;
+    // A replayed training step's by the end of its forward and loss, and of its backward (0: the whole
+    // step's, replayedReserved): the segments it has made by then.
+    double replayedReservedForward = 0, replayedReservedBackward = 0;
     double offloadedActivations = 0; // per sample: saved activations held in host memory instead
     double inFlight = 1;             // micro-batches' worth of this stage's layers alive at the peak
     double current = 1;              // the part of that which the micro-batch being computed is

@@ -1321,13 +1321,17 @@ void TestAttribution::reservedOfTheTracedRuns() {
     // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
     // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 11.4% over the six
     // validate runs. The fit runs the cs336_basics profile plans, and the calibrated ones, reserve within
-    // 2% of the plan but for those named here at their errors (the plan reserves 3% beyond its tensors).
+    // 2% of the plan but for those named here at their errors (the plan reserves 3% beyond its tensors where
+    // no replay of the code's own order gives its reserved: calibrated plans, autocast steps).
     const std::map<std::string, double> beyond = {
         {"cs336-medium-1024-inference-calibrated-from-128-256", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-128", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-256", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.048},
-        {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.065},
+        // Its step replayed (core/plan/cs336replay.h) where the 3% fraction was 6.5% under: the cache holds
+        // 10.1% beyond the tensors, most of it what the eager step's order leaves; its compiled AdamW's own
+        // scratch (4.1 bytes a parameter) is not the eager one's.
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.026},
         {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.054},
         {"cs336-small-32x256-no-optimizer-calibrated", -0.048}}; // allocated 5.8% under too
     double least = 1, most = 0;

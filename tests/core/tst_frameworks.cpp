@@ -85,6 +85,7 @@ private slots:
     void cs336BasicsForwardByHand();
     void cs336BasicsRecordedRuns();
     void cs336ForwardReplayedThroughTheAllocator();
+    void cs336StepReplayedThroughTheAllocator();
     void cs336ForwardNearTheDevice();
     void cs336ForwardRepeatsItsBlocks();
     void autocastCacheFollowsTheGradMode();
@@ -644,8 +645,9 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // from its snapshots): not the code the profile was read from, so held to the validate targets alone.
     // When first compared, allocated 0.1-2.5% off (its fp32 forwards keep more at 256 and 512 tokens than
     // the staff code does); reserved within 2% for the forwards, 6.9-9.5% under for the first steps, whose
-    // AdamW makes its states after the backward left its activations' segments cached (the plan reserves 3%
-    // beyond its tensors).
+    // AdamW makes its states after the backward left its activations' segments cached where the plan
+    // reserved 3% beyond its tensors. The step's replay through the allocator (cs336replay.h) was written
+    // because of those three, which are fit since: within 3%.
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -662,9 +664,11 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
             QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
         } else if (r.c->id.find("-kkaitlyn") != std::string::npos) {
             ++ownCode;
-            QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("validate"));
             QVERIFY2(std::abs(r.error()) <= 0.12, qPrintable(what));
-            validate.push_back(std::abs(r.error()));
+            if (r.c->role == "validate")
+                validate.push_back(std::abs(r.error()));
+            else // the three first steps' reserved peaks, which the step's replay was written for
+                QVERIFY2(r.c->metric == "reserved" && std::abs(r.error()) <= 0.03, qPrintable(what));
         } else {
             ++published;
             QVERIFY2(std::abs(r.error()) <= 0.01, qPrintable(what));
@@ -675,9 +679,9 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     QCOMPARE(traced, size_t(11));
     QCOMPARE(published, size_t(36));
     QCOMPARE(ownCode, size_t(18));
-    QCOMPARE(validate.size(), size_t(49));
+    QCOMPARE(validate.size(), size_t(46));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[24] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[23] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
@@ -717,6 +721,62 @@ void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
         QCOMPARE(r.reserved.estimated - r.reserved.measured, off == reservedOff.end() ? 0.0 : off->second);
     }
     QCOMPARE(traced, size_t(4));
+}
+
+void TestFrameworks::cs336StepReplayedThroughTheAllocator() {
+    // cs336_basics' training step in fp32 through the caching allocator's model (core/plan/cs336replay.h
+    // cs336StepReplay): the forward saving what autograd keeps, the loss, the backward layer by layer, AdamW
+    // one parameter at a time. Against Wedsonlin's traced steps at 128 and 256 tokens (after warm-up steps,
+    // so their states were made in a first step whose segments stay cached): the allocated peak within 0.01%
+    // (what is left is row-sized: the loss's scalars and statistics, the warm-up batches' ids) and reserved,
+    // the plan's figure, within 0.1% and 1.2% (a 3% fraction: 2.2% under and 1.2% over). bcrafton's step,
+    // whose AdamW was compiled (the scenario plans the eager one): allocated within 512 bytes, reserved 2.6%
+    // under where the fraction was 6.5%.
+    // And kkaitlyn111's first steps of the 2.7B model (examples/measured, reserved peaks read from its
+    // snapshots): the states made after the backward, beside the activations' cached segments, which at 128
+    // tokens are 20 MiB at most where every matrix's state is 25 MiB or more: within 3% where the fraction
+    // was 7-10% under (those three are fit: the replay was written because of them).
+    const Validation v =
+        runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    const std::map<std::string, std::pair<double, double>> bounds = {
+        // id: reserved error, its bound
+        {"cs336-basics-medium-128-training", {-0.0009, 0.0005}},
+        {"cs336-basics-medium-256-training", {-0.0115, 0.0005}},
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", {-0.026, 0.0005}},
+        {"cs336-basics-2.7b-128-first-step-kkaitlyn-reserved", {0.0048, 0.0005}},
+        {"cs336-basics-2.7b-256-first-step-kkaitlyn-reserved", {-0.0091, 0.0005}},
+        {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {0.0291, 0.0005}}};
+    std::size_t replayed = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
+            continue;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        const auto run =
+            cs336StepRunOf(sc, workspaceBytes(sc),
+                           static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
+        if (!run || (!r.traced && r.c->metric != "reserved"))
+            continue;
+        ++replayed;
+        const ForwardReplay replay = cs336StepReplay(*run);
+        QVERIFY(replay.replayed && !replay.outOfMemory);
+        const CounterReading reserved = r.traced ? r.reserved : CounterReading{r.measured, r.estimated};
+        QCOMPARE(reserved.estimated, replay.reserved); // the plan's reserved is the replay's
+        const double error = reserved.estimated / reserved.measured - 1;
+        const QString what =
+            QStringLiteral("%1: allocated %2 (the run: %3), reserved %4%")
+                .arg(QString::fromStdString(r.c->id))
+                .arg(replay.allocated, 0, 'f', 0)
+                .arg(r.traced ? QString::number(r.measured, 'f', 0) : QStringLiteral("not read"))
+                .arg(100 * error, 0, 'f', 2);
+        qInfo().noquote() << what;
+        if (r.traced)
+            QVERIFY2(std::abs(replay.allocated / r.measured - 1) <= 0.0001, qPrintable(what));
+        const auto b = bounds.find(r.c->id);
+        QVERIFY2(b != bounds.end(), qPrintable(what));
+        QVERIFY2(std::abs(error - b->second.first) <= b->second.second, qPrintable(what));
+    }
+    QCOMPARE(replayed, bounds.size());
 }
 
 void TestFrameworks::cs336ForwardNearTheDevice() {
