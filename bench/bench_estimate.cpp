@@ -127,6 +127,28 @@ int main() {
     // stop being replayed once the allocator's state repeats) and under autocast with torch.no_grad (every
     // block replayed, its casts kept). A sweep over batch 1..64, a replay at each; then full estimates, each
     // searching the largest batch that fits (a replay per batch tried), at lengths none was kept for.
+    // Five sweeps over batch 1..`batches` at lengths from `sweepLength` on, then five full estimates at batch
+    // 4 from `estimateLength` on (a length of its own each time, so that no replay is found kept from
+    // before): the milliseconds of each. `batch` and `length` are the scenario's fields.
+    auto replayTimes = [&](Scenario& plan, int& batch, int& length, int batches, int sweepLength,
+                           int estimateLength) {
+        std::vector<double> sweeps, full;
+        for (int rep = 0; rep < 5; ++rep) {
+            length = sweepLength + rep;
+            const auto t0 = Clock::now();
+            for (int b = 1; b <= batches; ++b) {
+                batch = b;
+                sink = sink + estimatePeak(plan).peakBytes;
+            }
+            sweeps.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            batch = 4;
+            length = estimateLength + rep;
+            const auto t1 = Clock::now();
+            sink = sink + static_cast<double>(estimate(plan).maxMicroBatchSize);
+            full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
+        }
+        return std::pair{sweeps, full};
+    };
     nlohmann::json cs;
     cs["schema"] = "headroom.scenario/1";
     cs["model"] = {{"model_type", "llama"},      {"vocab_size", 10000},          {"hidden_size", 2560},
@@ -143,21 +165,8 @@ int main() {
             d["inference"]["grad_mode"] = "no_grad";
         }
         Scenario probe = scenarioFromJson(d);
-        std::vector<double> sweeps, full;
-        for (int rep = 0; rep < 5; ++rep) {
-            probe.inference.contextLength = 512 + rep; // nothing kept from the rep before
-            const auto t0 = Clock::now();
-            for (int b = 1; b <= 64; ++b) {
-                probe.inference.batchSize = b;
-                sink = sink + estimatePeak(probe).peakBytes;
-            }
-            sweeps.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-            probe.inference.batchSize = 4;
-            probe.inference.contextLength = 600 + rep;
-            const auto t1 = Clock::now();
-            sink = sink + static_cast<double>(estimate(probe).maxMicroBatchSize);
-            full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
-        }
+        const auto [sweeps, full] =
+            replayTimes(probe, probe.inference.batchSize, probe.inference.contextLength, 64, 512, 600);
         const char* what = cached ? "cs336_autocast_no_grad" : "cs336_inference_mode";
         std::printf("{\"metric\": \"sweep_64_%s_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": "
                     "\"median of 5 sweeps over batch 1..64 of cs336_basics' 2.7B forward at 512 tokens, "
@@ -177,21 +186,8 @@ int main() {
                       {"precision", "fp32"},         {"optimizer", "adamw"},  {"attention", "eager"},
                       {"first_step", true}};
     Scenario step336 = scenarioFromJson(tr);
-    std::vector<double> stepSweeps, stepFull;
-    for (int rep = 0; rep < 5; ++rep) {
-        step336.training.sequenceLength = 128 + rep; // nothing kept from the rep before
-        const auto t0 = Clock::now();
-        for (int b = 1; b <= 16; ++b) {
-            step336.training.microBatchSize = b;
-            sink = sink + estimatePeak(step336).peakBytes;
-        }
-        stepSweeps.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        step336.training.microBatchSize = 4;
-        step336.training.sequenceLength = 160 + rep;
-        const auto t1 = Clock::now();
-        sink = sink + static_cast<double>(estimate(step336).maxMicroBatchSize);
-        stepFull.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
-    }
+    const auto [stepSweeps, stepFull] =
+        replayTimes(step336, step336.training.microBatchSize, step336.training.sequenceLength, 16, 128, 160);
     std::printf(
         "{\"metric\": \"sweep_16_cs336_first_step_ms\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": "
         "\"median of 5 sweeps over micro-batch 1..16 of cs336_basics' 2.7B first step at 128 tokens, "

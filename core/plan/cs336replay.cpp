@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 namespace headroom {
@@ -658,12 +659,13 @@ private:
 
 } // namespace
 
-ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
-    ForwardReplay out;
-    const Cs336Shape& s = run.shape;
+namespace {
+
+// A shape at a batch in the replay's terms: the parameters' dtype `e`, autocast's `m` (or e), RoPE's `r`.
+Dims dimsOf(const Cs336Shape& s, double batch) {
     Dims d;
     d.s = s.sequence;
-    d.t = run.batch * s.sequence;
+    d.t = batch * s.sequence;
     d.h = s.hidden;
     d.f = s.ffn;
     d.a = s.heads;
@@ -671,124 +673,107 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     d.e = s.weightBytes;
     d.cast = s.autocastBytes > 0 && s.autocastBytes != s.weightBytes;
     d.m = d.cast ? s.autocastBytes : s.weightBytes;
-    d.cachedCasts = d.cast && run.cachedCasts;
     d.r = std::max(d.e, d.m);
-    // A scenario file can ask for anything: sizes past any GPU, or more layers than any model has, are not
-    // replayed (the fraction stands), so neither the sizes nor the time can run away.
+    return d;
+}
+
+// What a replay is kept by: the dims, then the run's own settings.
+std::vector<double> keyOf(const Dims& d, std::initializer_list<double> more) {
+    std::vector<double> key{
+        d.t, d.s, d.h, d.f, d.a, d.vocab, d.e, d.m, d.cast ? 1.0 : 0.0, d.cachedCasts ? 1.0 : 0.0};
+    key.insert(key.end(), more);
+    return key;
+}
+
+// A scenario file can ask for anything: sizes past any GPU, or more layers than any model has, are not
+// replayed (the fraction stands), so neither the sizes nor the time can run away.
+bool replayable(const Dims& d, int layers, int maxLayers, double workspace, double device) {
     const double widest = std::max({d.h, d.f, d.vocab});
-    if (!(d.t > 0 && d.h > 0 && d.a > 0 && d.f > 0 && d.vocab > 0 && d.t * widest * 4 < 1e15 &&
-          d.t * d.a * d.s * 4 < 1e15 && d.h * widest * 4 < 1e15 && run.workspace >= 0 &&
-          run.workspace < 1e12 && run.device >= 0 && run.device < 1e18) ||
-        run.layers <= 0 || run.layers > (d.cachedCasts ? kMaxCachedCastLayers : kMaxReplayedLayers))
-        return out;
-    std::vector<double> key{d.t,
-                            d.s,
-                            d.h,
-                            d.f,
-                            d.a,
-                            d.vocab,
-                            d.e,
-                            d.m,
-                            d.cast ? 1.0 : 0.0,
-                            d.cachedCasts ? 1.0 : 0.0,
-                            run.workspace,
-                            run.expandableSegments ? 1.0 : 0.0,
-                            static_cast<double>(run.layers),
-                            run.device};
-    static RecentResults<ForwardReplay> kept;
-    const ForwardReplay r = kept.get(key, [&] {
+    return d.t > 0 && d.h > 0 && d.a > 0 && d.f > 0 && d.vocab > 0 && d.t * widest * 4 < 1e15 &&
+           d.t * d.a * d.s * 4 < 1e15 && d.h * widest * 4 < 1e15 && workspace >= 0 && workspace < 1e12 &&
+           device >= 0 && device < 1e18 && layers > 0 && layers <= maxLayers;
+}
+
+// The program `body` writes after the parameters and the batch's token ids, through a fresh allocator
+// (expandable segments or not, the device's limit), kept by `key`: what it allocated and reserved.
+template <typename Body>
+ForwardReplay replayed(RecentResults<ForwardReplay>& kept, const std::vector<double>& key, const Dims& d,
+                       int layers, bool training, bool expandableSegments, double device, Body body) {
+    return kept.get(key, [&] {
         AllocatorSettings settings;
-        settings.expandableSegments = run.expandableSegments;
-        settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(run.device));
+        settings.expandableSegments = expandableSegments;
+        settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(device));
         CachingAllocatorModel allocator{settings};
-        TensorProgram p(allocator, Program::names(run.layers));
+        TensorProgram p(allocator, Program::names(layers));
         p.stopAtFirstFailure();
-        Program forward(allocator, p, d, run.layers);
-        forward.allocateParameters();
+        Program program(allocator, p, d, layers, training);
+        program.allocateParameters();
         p.alloc(Tokens, 8 * d.t);
-        forward.run(run.workspace, run.everyBlock);
         ForwardReplay one;
+        body(program, one);
         one.replayed = true;
         one.allocated = p.peakAllocated();
         one.reserved = p.peakReserved();
         one.outOfMemory = p.outOfMemory();
         return one;
     });
+}
+
+// Out of memory a replay stops at its first failed request: what it needs is what it reserves on a device
+// without a limit (a GPU that would hold it), the figure a plan that does not fit shows.
+template <typename Run, typename Replay>
+ForwardReplay beyondTheDevice(const ForwardReplay& r, const Run& run, bool beyond, Replay replay) {
     if (!r.outOfMemory || !beyond)
         return r;
-    // Out of memory the forward stops at its first failed request: what it needs is what it reserves on a
-    // device without a limit (a GPU that would hold it), the figure a plan that does not fit shows.
-    Cs336ForwardRun unlimited = run;
+    Run unlimited = run;
     unlimited.device = 0;
-    ForwardReplay whole = cs336ForwardReplay(unlimited, false);
+    ForwardReplay whole = replay(unlimited, false);
     whole.reserved = std::max(whole.reserved, r.reserved);
     whole.outOfMemory = true;
     return whole;
 }
 
-ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
-    ForwardReplay out;
-    const Cs336Shape& s = run.shape;
-    Dims d;
-    d.s = s.sequence;
-    d.t = run.batch * s.sequence;
-    d.h = s.hidden;
-    d.f = s.ffn;
-    d.a = s.heads;
-    d.vocab = s.vocab;
-    d.e = d.m = d.r = 4; // fp32 only: autocast's saved casts are not written here
-    const double widest = std::max({d.h, d.f, d.vocab});
-    if (!(s.weightBytes == 4 && s.autocastBytes == 0 && d.t > 0 && d.h > 0 && d.a > 0 && d.f > 0 &&
-          d.vocab > 0 && d.t * widest * 4 < 1e15 && d.t * d.a * d.s * 4 < 1e15 && d.h * widest * 4 < 1e15 &&
-          run.workspace >= 0 && run.workspace < 1e12 && run.device >= 0 && run.device < 1e18) ||
-        run.layers <= 0 || run.layers > kMaxStepLayers)
-        return out;
-    std::vector<double> key{d.t,
-                            d.s,
-                            d.h,
-                            d.f,
-                            d.a,
-                            d.vocab,
-                            run.workspace,
-                            run.firstStep ? 1.0 : 0.0,
-                            run.expandableSegments ? 1.0 : 0.0,
-                            static_cast<double>(run.layers),
-                            run.device};
+} // namespace
+
+ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
+    Dims d = dimsOf(run.shape, run.batch);
+    d.cachedCasts = d.cast && run.cachedCasts;
+    if (!replayable(d, run.layers, d.cachedCasts ? kMaxCachedCastLayers : kMaxReplayedLayers, run.workspace,
+                    run.device))
+        return {};
+    const std::vector<double> key = keyOf(
+        d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers), run.device});
     static RecentResults<ForwardReplay> kept;
-    const ForwardReplay r = kept.get(key, [&] {
-        AllocatorSettings settings;
-        settings.expandableSegments = run.expandableSegments;
-        settings.deviceMemory = static_cast<std::uint64_t>(std::ceil(run.device));
-        CachingAllocatorModel allocator{settings};
-        TensorProgram p(allocator, Program::names(run.layers));
-        p.stopAtFirstFailure();
-        Program step(allocator, p, d, run.layers, true);
-        step.allocateParameters();
-        p.alloc(Tokens, 8 * d.t);
-        // A later step follows a first one, whose segments stay cached (the allocator hands none back):
-        // what the run reserves is the most over both.
-        step.trainingStep(run.workspace, true);
-        if (!run.firstStep)
-            step.trainingStep(0, false);
-        ForwardReplay one;
-        one.replayed = true;
-        one.allocated = p.peakAllocated();
-        one.reserved = p.peakReserved();
-        if (run.firstStep) { // a later step's cache is the first step's from its start
-            one.reservedByForward = step.reservedByForward();
-            one.reservedByBackward = step.reservedByBackward();
-        }
-        one.outOfMemory = p.outOfMemory();
-        return one;
-    });
-    if (!r.outOfMemory || !beyond)
-        return r;
-    Cs336StepRun unlimited = run;
-    unlimited.device = 0;
-    ForwardReplay whole = cs336StepReplay(unlimited, false);
-    whole.reserved = std::max(whole.reserved, r.reserved);
-    whole.outOfMemory = true;
-    return whole;
+    const ForwardReplay r =
+        replayed(kept, key, d, run.layers, false, run.expandableSegments, run.device,
+                 [&](Program& forward, ForwardReplay&) { forward.run(run.workspace, run.everyBlock); });
+    return beyondTheDevice(r, run, beyond, cs336ForwardReplay);
+}
+
+ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
+    const Dims d = dimsOf(run.shape, run.batch);
+    // fp32 only: autocast's saved casts are not written here.
+    if (run.shape.weightBytes != 4 || run.shape.autocastBytes != 0 ||
+        !replayable(d, run.layers, kMaxStepLayers, run.workspace, run.device))
+        return {};
+    const std::vector<double> key =
+        keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
+                  run.device, run.firstStep ? 1.0 : 0.0});
+    static RecentResults<ForwardReplay> kept;
+    const ForwardReplay r =
+        replayed(kept, key, d, run.layers, true, run.expandableSegments, run.device,
+                 [&](Program& step, ForwardReplay& one) {
+                     // A later step follows a first one, whose segments stay cached (the allocator hands none
+                     // back): what the run reserves is the most over both.
+                     step.trainingStep(run.workspace, true);
+                     if (!run.firstStep)
+                         step.trainingStep(0, false);
+                     if (run.firstStep) { // a later step's cache is the first step's from its start
+                         one.reservedByForward = step.reservedByForward();
+                         one.reservedByBackward = step.reservedByBackward();
+                     }
+                 });
+    return beyondTheDevice(r, run, beyond, cs336StepReplay);
 }
 
 std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device) {
