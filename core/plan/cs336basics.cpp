@@ -81,9 +81,12 @@ Cs336Training cs336Training(const Cs336Shape& s) {
     t.lastLayerForward = (d.cast ? 3 * d.e * h : 0) * s.sequence;
     t.lastLayerForwardScores = a * keys * (d.m + d.exp) * s.sequence; // beside what is saved
     // Its backward at the softmax's division (DivBackward0: grad / Z, then -grad * (E / Z) / Z): the MLP's
-    // and output projection's saved tensors and P's kept copy are gone; the gradient of P in exp's dtype
-    // (cast up from the matmul's under autocast) and four more of its size, the residual's gradient and V's.
-    t.lastLayerFreed = -afterSoftmax * s.sequence;
+    // and output projection's saved tensors, P's kept copy and V (saved by the P @ V einsum alone, freed
+    // once its backward has run: the training step's replay, cs336replay.cpp, showed it kept here one
+    // tensor too long) are gone; the gradient of P in exp's dtype (cast up from the matmul's under autocast)
+    // and four more of its size, the residual's gradient and V's.
+    t.lastLayerFreed = -(afterSoftmax + d.m * h) * s.sequence;
+    t.lastLayerNotMade = -afterSoftmax * s.sequence;
     t.lastLayerFreedScores = -a * keys * d.m * s.sequence;
     t.backwardScratch = (d.e + d.m) * h * s.sequence;
     t.backwardScratchScores = 5 * a * keys * d.exp * s.sequence;

@@ -33,6 +33,8 @@ struct Cs336Training {
     // Its backward at the softmax's division: what the layer's saved tensors have lost by then (negative)
     // and the scratch its gradients take.
     double lastLayerFreed = 0, lastLayerFreedScores = 0;
+    // In its forward at the softmax, what it has not made yet (its output projection and MLP; negative).
+    double lastLayerNotMade = 0;
     double backwardScratch = 0, backwardScratchScores = 0;
     double head = 0;       // the final norm's and the head's saved inputs
     double lossForward = 0;  // per (token, vocabulary entry): the loss's tensors at their most, forward

@@ -27,6 +27,7 @@ constexpr int kCastsPerLayer = 7;       // q, k, v, output_proj, w1, w2, w3
 // A training step replays every block twice (a first step, then the one planned) and its backward: half
 // the forward's bound keeps its time there (CS336's largest model has 48).
 constexpr int kMaxStepLayers = 64;
+constexpr int kMaxMicroBatches = 8; // each one more forward and backward replayed; beyond, the fraction
 
 enum Id : int {
     Param,  // a parameter or buffer: allocated once, never freed
@@ -95,6 +96,7 @@ enum Id : int {
     T5,
     T6,
     Lh, // the logits of the step before, which the caller's variable holds until the new ones come
+    Gw, // a weight's gradient on its way into the .grad an earlier micro-batch made
     kIds
 };
 
@@ -216,23 +218,28 @@ public:
             m_p.free(kIds + i);
     }
 
-    // One training step of a benchmark's loop (optimizer.zero_grad(); logits = model(x); loss =
-    // cross_entropy(logits, y); loss.backward(); optimizer.step()), fp32: the forward saving what autograd
-    // keeps, the loss, the backward layer by layer and AdamW one parameter at a time. `first`: the
-    // optimizer makes its states in this step; otherwise the last step's gradients go first (zero_grad's
-    // set_to_none) and its logits once the new ones are made.
-    void trainingStep(double workspace, bool first) {
+    // One training step of a benchmark's loop (optimizer.zero_grad(); then per micro-batch logits =
+    // model(x); loss = cross_entropy(logits, y); loss.backward(); then optimizer.step()), fp32: the forward
+    // saving what autograd keeps, the loss, the backward layer by layer and AdamW one parameter at a time.
+    // `first`: the optimizer makes its states in this step; otherwise the last step's gradients go first
+    // (zero_grad's set_to_none). The caller's logits go once the next ones are made; from the second
+    // micro-batch on each weight's gradient is added into its .grad (AccumulateGrad, in place).
+    void trainingStep(double workspace, bool first, int microBatches) {
         for (int i = 0; i < parameters(m_layers); ++i)
             m_p.free(grad(i));
-        if (!first)
-            m_p.rename(L, Lh);
-        run(workspace, true);
-        if (!first)
-            m_p.free(Lh);
-        loss();
-        m_reservedByForward = m_p.peakReserved();
-        backward();
-        m_reservedByBackward = m_p.peakReserved();
+        for (int k = 0; k < microBatches; ++k) {
+            const bool held = !first || k > 0;
+            if (held)
+                m_p.rename(L, Lh);
+            run(k == 0 ? workspace : 0, true);
+            if (held)
+                m_p.free(Lh);
+            loss();
+            m_reservedByForward = m_p.peakReserved();
+            m_accumulating = k > 0;
+            backward();
+            m_reservedByBackward = m_p.peakReserved();
+        }
         for (int i = 0; i < parameters(m_layers); ++i)
             stepParameter(i, first);
     }
@@ -270,7 +277,7 @@ private:
         m_p.free(T5);
         // lm_head's einsum: the final norm's output's gradient and the head's weight's.
         m_p.alloc(Gin, d.e * d.t * d.h);
-        m_p.alloc(grad(parameters(m_layers) - 1), size(parameters(m_layers) - 1));
+        gradient(parameters(m_layers) - 1);
         m_p.free(T2);
         m_p.free(saved(m_layers, SY1));
         normBackward(m_layers, 0, parameters(m_layers) - 2);
@@ -283,7 +290,7 @@ private:
             blockBackward(l);
         }
         // The embedding's weight gradient (embedding_dense_backward: zeros of its size, indexed into).
-        m_p.alloc(grad(0), size(0));
+        gradient(0);
         m_p.free(Gin);
     }
 
@@ -293,7 +300,7 @@ private:
     void normBackward(int layer, int which, int parameter) {
         const double bytes = 4 * m_d.t * m_d.h; // RMSNorm computes in fp32
         m_p.alloc(T4, bytes);
-        m_p.alloc(grad(parameter), size(parameter));
+        gradient(parameter);
         m_p.free(T4);
         m_p.alloc(T4, bytes);
         m_p.alloc(T5, bytes);
@@ -318,7 +325,7 @@ private:
         // output's gradient), x * sigmoid(x) and sigmoid's backward (G's two parts, added in place), w1's
         // einsum (the other part of ln2's output's, added in place).
         m_p.alloc(T1, wide);
-        m_p.alloc(grad(p + 5), size(p + 5));
+        gradient(p + 5);
         m_p.free(saved(l, SPr));
         m_p.alloc(T2, wide);
         m_p.alloc(T3, wide);
@@ -326,7 +333,7 @@ private:
         m_p.free(saved(l, SU));
         m_p.free(saved(l, SSi));
         m_p.alloc(T1, lin);
-        m_p.alloc(grad(p + 6), size(p + 6));
+        gradient(p + 6);
         m_p.free(T3);
         m_p.alloc(T3, wide);
         m_p.alloc(T4, wide);
@@ -337,7 +344,7 @@ private:
         m_p.free(saved(l, SSg));
         m_p.free(saved(l, SG));
         m_p.alloc(T2, lin);
-        m_p.alloc(grad(p + 4), size(p + 4));
+        gradient(p + 4);
         m_p.free(T3);
         m_p.free(T2);
         m_p.free(saved(l, SY2));
@@ -352,7 +359,7 @@ private:
         // sqrt(d_k), the score einsum (Q's and K's), RoPE's halves put back together, and the q, k, v
         // einsums (ln1's output's three parts added in place, their weights').
         m_p.alloc(T1, lin);
-        m_p.alloc(grad(p + 3), size(p + 3));
+        gradient(p + 3);
         m_p.free(saved(l, SC));
         m_p.alloc(T2, scores);
         m_p.alloc(T3, lin);
@@ -395,14 +402,14 @@ private:
             m_p.free(rotated);
         }
         m_p.alloc(T2, lin);
-        m_p.alloc(grad(p), size(p));
+        gradient(p);
         m_p.free(T1);
         m_p.alloc(T4, lin);
-        m_p.alloc(grad(p + 1), size(p + 1));
+        gradient(p + 1);
         m_p.free(Gout);
         m_p.free(T4);
         m_p.alloc(T4, lin);
-        m_p.alloc(grad(p + 2), size(p + 2));
+        gradient(p + 2);
         m_p.free(T3);
         m_p.free(T4);
         m_p.free(saved(l, SY1));
@@ -468,6 +475,16 @@ private:
         return d.e * (k < 4 ? d.h * d.h : k < 7 ? d.h * d.f : d.h);
     }
     int grad(int i) const { return gradBase(m_layers) + i; }
+    // Parameter i's gradient as its backward node writes it: kept as its .grad, or added into the .grad an
+    // earlier micro-batch made.
+    void gradient(int i) {
+        if (m_accumulating) {
+            m_p.alloc(Gw, size(i));
+            m_p.free(Gw);
+        } else {
+            m_p.alloc(grad(i), size(i));
+        }
+    }
     int state(int i, int k) const { return stateBase(m_layers) + 2 * i + k; }
 
     // RMSNorm.forward: x.to(float32) (a copy for a 16-bit input), pow, mean, + eps, rsqrt, x * rms (the
@@ -655,6 +672,7 @@ private:
     double m_workspace = 0;
     bool m_everyBlock = false;
     double m_reservedByForward = 0, m_reservedByBackward = 0;
+    bool m_accumulating = false;
 };
 
 } // namespace
@@ -753,21 +771,22 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
 ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     const Dims d = dimsOf(run.shape, run.batch);
     // fp32 only: autocast's saved casts are not written here.
-    if (run.shape.weightBytes != 4 || run.shape.autocastBytes != 0 ||
+    if (run.shape.weightBytes != 4 || run.shape.autocastBytes != 0 || run.microBatches < 1 ||
+        run.microBatches > kMaxMicroBatches ||
         !replayable(d, run.layers, kMaxStepLayers, run.workspace, run.device))
         return {};
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
-                  run.device, run.firstStep ? 1.0 : 0.0});
+                  run.device, run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches)});
     static RecentResults<ForwardReplay> kept;
     const ForwardReplay r =
         replayed(kept, key, d, run.layers, true, run.expandableSegments, run.device,
                  [&](Program& step, ForwardReplay& one) {
                      // A later step follows a first one, whose segments stay cached (the allocator hands none
                      // back): what the run reserves is the most over both.
-                     step.trainingStep(run.workspace, true);
+                     step.trainingStep(run.workspace, true, run.microBatches);
                      if (!run.firstStep)
-                         step.trainingStep(0, false);
+                         step.trainingStep(0, false, run.microBatches);
                      if (run.firstStep) { // a later step's cache is the first step's from its start
                          one.reservedByForward = step.reservedByForward();
                          one.reservedByBackward = step.reservedByBackward();
@@ -782,8 +801,8 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
         sc.calibration.present || tr.bytes.weights != 4 || tr.autocastBytes > 0 ||
         tr.optimizer != Optimizer::AdamW || tr.optimizerImpl != OptimizerImpl::Cs336Basics ||
-        tr.checkpointing != Checkpointing::None || tr.gradientAccumulationSteps != 1 || tr.compile ||
-        tr.zeroGrad != ZeroGrad::BeforeForward || c.numGpus != 1 || c.tensorParallel != 1 ||
+        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.zeroGrad != ZeroGrad::BeforeForward ||
+        tr.checkpointing != Checkpointing::None || tr.compile || c.numGpus != 1 || c.tensorParallel != 1 ||
         c.pipelineParallel != 1)
         return std::nullopt;
     Cs336StepRun run;
@@ -792,6 +811,7 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     run.batch = tr.microBatchSize;
     run.workspace = workspace;
     run.firstStep = tr.firstStep;
+    run.microBatches = tr.gradientAccumulationSteps;
     run.expandableSegments = c.expandableSegments;
     run.device = std::max(0.0, device);
     return run;

@@ -63,6 +63,7 @@ struct Cs336StepRun {
     double batch = 1;
     double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply
     bool firstStep = false;
+    int microBatches = 1; // gradient accumulation: forwards and backwards before the step (up to 8)
     bool expandableSegments = false;
     double device = 0; // what the driver can give PyTorch (0: unlimited)
 };
@@ -70,8 +71,8 @@ struct Cs336StepRun {
 ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
 
 // The run a scenario plans, when it is one: cs336_basics training in fp32 without autocast on one GPU, of a
-// known architecture, uncalibrated, AdamW as the package writes it, no checkpointing, accumulation or
-// compile, gradients set to None before the forward.
+// known architecture, uncalibrated, AdamW as the package writes it with the states it makes (no bytes per
+// parameter given), no checkpointing or compile, gradients set to None before the forward.
 std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device);
 
 } // namespace headroom

@@ -994,12 +994,13 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             st.scores = st.layers * saved.layerScores;
             st.fixedActivations = st.layers * saved.layerMask;
             const double atHead = saved.head + saved.heldLogits * tokens * m.vocab;
-            const double atSoftmax = saved.lastLayerForward + saved.lastLayerFreed + saved.lastLayerForwardScores;
+            const double atSoftmax =
+                saved.lastLayerForward + saved.lastLayerNotMade + saved.lastLayerForwardScores;
             if (atHead >= atSoftmax) {
                 st.activations += saved.head;
                 st.logits = saved.heldLogits * tokens * m.vocab;
             } else {
-                st.activations += saved.lastLayerForward + saved.lastLayerFreed;
+                st.activations += saved.lastLayerForward + saved.lastLayerNotMade;
                 st.scores += saved.lastLayerForwardScores;
             }
             return st;
