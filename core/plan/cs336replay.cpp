@@ -24,10 +24,10 @@ constexpr int kMaxReplayedLayers = 128; // more than any published model has (Ll
 // the 2.7B model's 32 (CS336's largest has 48); beyond, the fraction stands (a bound on the time).
 constexpr int kMaxCachedCastLayers = 64;
 constexpr int kCastsPerLayer = 7;       // q, k, v, output_proj, w1, w2, w3
-// A training step replays every block twice (a first step, then the one planned) and its backward: half
-// the forward's bound keeps its time there (CS336's largest model has 48).
-constexpr int kMaxStepLayers = 64;
-constexpr int kMaxMicroBatches = 8; // each one more forward and backward replayed; beyond, the fraction
+// A training step replays each block's forward and backward once per micro-batch, and a later step after a
+// first one: at most 128 such passes (the 2.7B model's later step, 32 layers, with two micro-batches; its
+// first step with four), which bounds the time (about 6 ms a replay); beyond, the fraction stands.
+constexpr int kMaxBlockPasses = 128;
 
 enum Id : int {
     Param,  // a parameter or buffer: allocated once, never freed
@@ -772,8 +772,9 @@ ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     const Dims d = dimsOf(run.shape, run.batch);
     // fp32 only: autocast's saved casts are not written here.
     if (run.shape.weightBytes != 4 || run.shape.autocastBytes != 0 || run.microBatches < 1 ||
-        run.microBatches > kMaxMicroBatches ||
-        !replayable(d, run.layers, kMaxStepLayers, run.workspace, run.device))
+        run.microBatches > kMaxBlockPasses ||
+        !replayable(d, run.layers, kMaxBlockPasses / run.microBatches / (run.firstStep ? 1 : 2),
+                    run.workspace, run.device))
         return {};
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),

@@ -56,14 +56,15 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
 // last while each parameter's gradient is made, and AdamW steps one parameter at a time. A first step makes
 // the optimizer's states after the backward, when the activations' segments stay cached beside them: a
 // state as large as no cached block is takes a segment of its own (2.7B at 128 tokens: 20 MiB blocks, 25-100
-// MiB states). A later step is replayed after a first, whose segments stay reserved.
+// MiB states). A later step is replayed after a first, whose segments stay reserved. At most 128 blocks'
+// forwards and backwards in all (layers x micro-batches x steps); beyond, nothing is replayed.
 struct Cs336StepRun {
     Cs336Shape shape; // per sequence, fp32
     int layers = 0;
     double batch = 1;
     double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply
     bool firstStep = false;
-    int microBatches = 1; // gradient accumulation: forwards and backwards before the step (up to 8)
+    int microBatches = 1; // gradient accumulation: forwards and backwards before the step
     bool expandableSegments = false;
     double device = 0; // what the driver can give PyTorch (0: unlimited)
 };

@@ -784,14 +784,16 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
     // Two derivations of the same step: the profile's moments (cs336basics.h: what each layer saves, the
     // last layer's softmax backward, the loss, AdamW's five temporaries) and the replay's tensors in the
     // code's order. Their allocated peaks agree within 0.05% over the medium model at 128, 256 and 1,024
-    // tokens and the 2.7B at 128 and 512, first steps and later ones, with 1 to 3 micro-batches accumulated
-    // (the replay adds each micro-batch's weight gradients into the .grad the first one made).
+    // tokens and the 2.7B at 128 and 512, first steps and later ones, with one and two micro-batches
+    // accumulated (the replay adds each micro-batch's weight gradients into the .grad the first one made).
+    // Past 128 blocks' forwards and backwards (the medium model's later step with three micro-batches:
+    // 24 x 3 x 2) nothing is replayed.
     std::size_t compared = 0;
     for (const char* file :
          {"cs336-medium-128-training.headroom.json", "cs336-medium-256-training.headroom.json",
           "cs336-2.7b-128-first-step-kkaitlyn.headroom.json",
           "cs336-2.7b-512-first-step-kkaitlyn.headroom.json"})
-        for (const int accumulation : {1, 2, 3})
+        for (const int accumulation : {1, 2})
             for (const int length : {0, 1024}) {
                 json doc = parseJsonText(
                     readTextFile((measuredDir() + QStringLiteral("cs336-basics/") + QString::fromLatin1(file))
@@ -817,7 +819,16 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                          qPrintable(what));
                 ++compared;
             }
-    QCOMPARE(compared, size_t(18));
+    QCOMPARE(compared, size_t(12));
+    json doc = parseJsonText(
+        readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
+                         .toStdString()));
+    doc["training"]["gradient_accumulation_steps"] = 3;
+    const Scenario past = scenarioFromJson(doc);
+    QVERIFY(!cs336StepReplay(*cs336StepRunOf(past, workspaceBytes(past), 0)).replayed);
+    doc["training"]["first_step"] = true; // 24 x 3 x 1
+    const Scenario first = scenarioFromJson(doc);
+    QVERIFY(cs336StepReplay(*cs336StepRunOf(first, workspaceBytes(first), 0)).replayed);
 }
 
 void TestFrameworks::cs336ForwardNearTheDevice() {
