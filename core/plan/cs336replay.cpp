@@ -95,8 +95,10 @@ enum Id : int {
     T4,
     T5,
     T6,
-    Lh, // the logits of the step before, which the caller's variable holds until the new ones come
-    Gw, // a weight's gradient on its way into the .grad an earlier micro-batch made
+    Lh,  // the logits of the step before, which the caller's variable holds until the new ones come
+    Gw,  // a weight's gradient on its way into the .grad an earlier micro-batch made
+    Gw2, // under autocast, a weight's gradient in its cast's dtype, before the cast's backward
+    Gc,  // under autocast, a gradient in another dtype (a cast's backward)
     kIds
 };
 
@@ -129,6 +131,16 @@ enum Saved : int {
     SSi,
     SU,
     SPr,
+    // Under autocast each einsum saves its own 16-bit cast of an fp32 input (q, k, v of ln1's output, the
+    // score einsum of the rotated Q and K, w1 and w3 of ln2's output; the head's of ln_final's as the
+    // head's q slot), not the input.
+    SCq,
+    SCk,
+    SCv,
+    SCQr,
+    SCKr,
+    SC1,
+    SC3,
     kSavedPerLayer
 };
 constexpr int kParamsPerLayer = 9; // q, k, v, output_proj, w1, w2, w3, ln1, ln2
@@ -208,18 +220,20 @@ public:
         }
         norm(Yf, m_layers, 0);
         keep(X, m_layers, SX);
-        einsum(d.e, L, d.vocab, d.h, m_layers * kCastsPerLayer);
-        keep(Yf, m_layers, SY1);
+        einsum(d.e, L, d.vocab, d.h, m_layers * kCastsPerLayer, m_layers, SCq);
+        keepUncast(Yf, m_layers, SY1);
         keep(Emb, 0, SX); // forward's embedded_tokens; ln1's pow of the first block saved it
         if (!m_training)
             m_p.free(L); // with autograd the caller keeps the logits (`logits = model(x)`) for the loss
-        // Leaving the autocast region clears its cache of weight casts.
-        for (int i = 0; i <= m_layers * kCastsPerLayer; ++i)
-            m_p.free(kIds + i);
+        // Leaving the autocast region clears its cache of weight casts (with autograd each einsum still holds
+        // its weight's, to its backward).
+        if (!m_training)
+            for (int i = 0; i <= m_layers * kCastsPerLayer; ++i)
+                m_p.free(kIds + i);
     }
 
     // One training step of a benchmark's loop (optimizer.zero_grad(); then per micro-batch logits =
-    // model(x); loss = cross_entropy(logits, y); loss.backward(); then optimizer.step()), fp32: the forward
+    // model(x); loss = cross_entropy(logits, y); loss.backward(); then optimizer.step()): the forward
     // saving what autograd keeps, the loss, the backward layer by layer and AdamW one parameter at a time.
     // `first`: the optimizer makes its states in this step; otherwise the last step's gradients go first
     // (zero_grad's set_to_none). The caller's logits go once the next ones are made; from the second
@@ -249,13 +263,18 @@ public:
 private:
     // nn_utils.cross_entropy on the logits L (held by the caller): R = L - max, E = exp(R) (saved), LS =
     // R - log(sum E), N = -LS, then gather and mean; R goes with log_softmax's frame, LS once negated.
+    // Under autocast L and R are 16-bit, exp is on autocast's fp32 list (R cast up first) and LS, N promoted.
     void loss() {
-        const double n = m_d.m * m_d.t * m_d.vocab;
-        m_p.alloc(Lr, n);
-        m_p.alloc(Le, n);
-        m_p.alloc(Gout, n);
+        const double n = m_d.t * m_d.vocab, l = m_d.m * n, x = m_d.cast ? 4 * n : l;
+        m_p.alloc(Lr, l);
+        if (m_d.cast)
+            m_p.alloc(Gc, x);
+        m_p.alloc(Le, x);
+        if (m_d.cast)
+            m_p.free(Gc);
+        m_p.alloc(Gout, x);
         m_p.free(Lr);
-        m_p.alloc(Gin, n);
+        m_p.alloc(Gin, x);
         m_p.free(Gout);
         m_p.free(Gin);
     }
@@ -266,20 +285,33 @@ private:
     // layer from the last, and the embedding.
     void backward() {
         const Dims& d = m_d;
-        const double n = d.m * d.t * d.vocab;
-        m_p.alloc(T1, n);
-        m_p.alloc(T2, n);
+        const double n = d.m * d.t * d.vocab, x = (d.cast ? 4 : d.m) * d.t * d.vocab;
+        m_p.alloc(T1, x);
+        m_p.alloc(T2, x);
         m_p.free(T1);
-        m_p.alloc(T3, n);
-        m_p.free(T3);
+        int dl = T2;
+        if (d.cast) {
+            // LS's gradient (fp32) cast back to R's dtype for R, and exp's part cast back and added.
+            m_p.alloc(T4, n);
+            m_p.alloc(T3, x);
+            m_p.free(T2);
+            m_p.alloc(T5, n);
+            m_p.free(T3);
+            m_p.free(T5);
+            dl = T4;
+        } else {
+            m_p.alloc(T3, x);
+            m_p.free(T3);
+        }
         m_p.free(Le);
         m_p.alloc(T5, n);
         m_p.free(T5);
         // lm_head's einsum: the final norm's output's gradient and the head's weight's.
-        m_p.alloc(Gin, d.e * d.t * d.h);
-        gradient(parameters(m_layers) - 1);
-        m_p.free(T2);
-        m_p.free(saved(m_layers, SY1));
+        m_p.alloc(Gin, d.m * d.t * d.h);
+        weightGradient(parameters(m_layers) - 1, m_layers * kCastsPerLayer);
+        m_p.free(dl);
+        m_p.free(saved(m_layers, d.cast ? SCq : SY1));
+        castUp(Gin, 4 * d.t * d.h);
         normBackward(m_layers, 0, parameters(m_layers) - 2);
         m_p.free(Gin);
         m_p.rename(Gout, Gin);
@@ -321,11 +353,13 @@ private:
         const Dims& d = m_d;
         const int p = 1 + l * kParamsPerLayer; // q, k, v, output_proj, w1, w2, w3, ln1, ln2
         const double lin = d.m * d.t * d.h, wide = d.m * d.t * d.f, scores = d.m * d.t * d.a * d.s;
+        const double wideScores = (d.cast ? 4 : d.m) * d.t * d.a * d.s, fp32 = 4 * d.t * d.h;
+        const int c = l * kCastsPerLayer; // q, k, v, output_proj, w1, w2, w3
         // SwiGLU: w2's einsum (Pr's gradient, w2's), the product (both factors'), w3's einsum (part of ln2's
         // output's gradient), x * sigmoid(x) and sigmoid's backward (G's two parts, added in place), w1's
         // einsum (the other part of ln2's output's, added in place).
         m_p.alloc(T1, wide);
-        gradient(p + 5);
+        weightGradient(p + 5, c + 5);
         m_p.free(saved(l, SPr));
         m_p.alloc(T2, wide);
         m_p.alloc(T3, wide);
@@ -333,7 +367,9 @@ private:
         m_p.free(saved(l, SU));
         m_p.free(saved(l, SSi));
         m_p.alloc(T1, lin);
-        gradient(p + 6);
+        weightGradient(p + 6, c + 6);
+        freeCast(l, SC3);
+        castUp(T1, fp32);
         m_p.free(T3);
         m_p.alloc(T3, wide);
         m_p.alloc(T4, wide);
@@ -344,10 +380,13 @@ private:
         m_p.free(saved(l, SSg));
         m_p.free(saved(l, SG));
         m_p.alloc(T2, lin);
-        gradient(p + 4);
+        weightGradient(p + 4, c + 4);
+        freeCast(l, SC1);
+        castUp(T2, fp32);
         m_p.free(T3);
         m_p.free(T2);
-        m_p.free(saved(l, SY2));
+        if (!d.cast)
+            m_p.free(saved(l, SY2));
         // ln2, and the residual's two gradients added in place.
         normBackward(l, 1, p + 8);
         m_p.free(T1);
@@ -359,27 +398,29 @@ private:
         // sqrt(d_k), the score einsum (Q's and K's), RoPE's halves put back together, and the q, k, v
         // einsums (ln1's output's three parts added in place, their weights').
         m_p.alloc(T1, lin);
-        gradient(p + 3);
+        weightGradient(p + 3, c + 3);
         m_p.free(saved(l, SC));
         m_p.alloc(T2, scores);
         m_p.alloc(T3, lin);
         m_p.free(T1);
         m_p.free(saved(l, SP));
         m_p.free(saved(l, SV));
-        m_p.alloc(T1, scores);
-        m_p.alloc(T4, scores);
-        m_p.alloc(T5, scores);
-        m_p.alloc(T6, scores);
+        castUp(T2, wideScores); // P's cast's backward: its gradient in exp's dtype
+        m_p.alloc(T1, wideScores);
+        m_p.alloc(T4, wideScores);
+        m_p.alloc(T5, wideScores);
+        m_p.alloc(T6, wideScores);
         m_p.free(T4);
         m_p.free(T5);
         m_p.free(T6);
         m_p.free(T2);
         m_p.free(saved(l, SSm));
-        m_p.alloc(T2, scores);
+        m_p.alloc(T2, wideScores);
         m_p.free(T1);
-        m_p.alloc(T1, scores);
+        m_p.alloc(T1, wideScores);
         m_p.free(T2);
         m_p.free(saved(l, SE));
+        castUp(T1, scores); // x - max's cast up's backward: back to the scores' dtype
         m_p.alloc(T2, scores);
         m_p.free(T2);
         m_p.free(saved(l, SMi));
@@ -388,11 +429,16 @@ private:
         m_p.free(saved(l, SMask));
         m_p.alloc(T1, scores);
         m_p.free(T2);
-        m_p.alloc(T2, d.r * d.t * d.h);
-        m_p.alloc(T4, d.r * d.t * d.h);
+        const bool castQk = d.cast && d.r != d.m; // the score einsum read casts of the rotated Q and K
+        m_p.alloc(T2, (castQk ? d.m : d.r) * d.t * d.h);
+        m_p.alloc(T4, (castQk ? d.m : d.r) * d.t * d.h);
         m_p.free(T1);
-        m_p.free(saved(l, SQr));
-        m_p.free(saved(l, SKr));
+        m_p.free(saved(l, castQk ? SCQr : SQr));
+        m_p.free(saved(l, castQk ? SCKr : SKr));
+        if (castQk) {
+            castUp(T2, d.r * d.t * d.h);
+            castUp(T4, d.r * d.t * d.h);
+        }
         for (const auto& [rotated, input] : {std::pair{T2, T1}, std::pair{T4, Gout}}) {
             m_p.alloc(T5, d.r * d.t * d.h / 2);
             m_p.alloc(T6, d.r * d.t * d.h / 2);
@@ -402,17 +448,24 @@ private:
             m_p.free(rotated);
         }
         m_p.alloc(T2, lin);
-        gradient(p);
+        weightGradient(p, c);
         m_p.free(T1);
+        freeCast(l, SCq);
+        castUp(T2, fp32);
         m_p.alloc(T4, lin);
-        gradient(p + 1);
+        weightGradient(p + 1, c + 1);
         m_p.free(Gout);
+        freeCast(l, SCk);
+        castUp(T4, fp32);
         m_p.free(T4);
         m_p.alloc(T4, lin);
-        gradient(p + 2);
+        weightGradient(p + 2, c + 2);
         m_p.free(T3);
+        freeCast(l, SCv);
+        castUp(T4, fp32);
         m_p.free(T4);
-        m_p.free(saved(l, SY1));
+        if (!d.cast)
+            m_p.free(saved(l, SY1));
         // ln1, the residual's gradients added in place, and the block's input (ln1's pow saved it).
         normBackward(l, 0, p + 7);
         m_p.free(T2);
@@ -475,6 +528,31 @@ private:
         return d.e * (k < 4 ? d.h * d.h : k < 7 ? d.h * d.f : d.h);
     }
     int grad(int i) const { return gradBase(m_layers) + i; }
+    // A weight's gradient from its einsum's backward: under autocast in its cast's dtype first, then through
+    // the cast's backward into the parameter's (the cast, cached by autocast and saved by the einsum, goes).
+    void weightGradient(int i, int castId) {
+        if (!m_d.cast) {
+            gradient(i);
+            return;
+        }
+        m_p.alloc(Gw2, size(i) * m_d.m / m_d.e);
+        gradient(i);
+        m_p.free(Gw2);
+        m_p.free(kIds + castId);
+    }
+    // Under autocast: a gradient through a cast's backward, written anew in the other dtype (`bytes`).
+    void castUp(int id, double bytes) {
+        if (!m_d.cast)
+            return;
+        m_p.alloc(Gc, bytes);
+        m_p.free(id);
+        m_p.rename(Gc, id);
+    }
+    // Under autocast: an einsum's saved cast of its input, once its backward has run.
+    void freeCast(int layer, int slot) {
+        if (m_d.cast)
+            m_p.free(saved(layer, slot));
+    }
     // Parameter i's gradient as its backward node writes it: kept as its .grad, or added into the .grad an
     // earlier micro-batch made.
     void gradient(int i) {
@@ -518,21 +596,27 @@ private:
     // to the 16-bit dtype unless it is in it already, the weight's cast (each weight is used once per
     // forward, so the cast is new; under no_grad autocast's cache keeps it to the region's end), the output;
     // the casts go after.
-    void einsum(double inBytes, int out, double rows, double cols, int castId) {
+    // In a training step under autocast the input's cast is saved (in `layer`'s `castSlot`) and the weight's,
+    // cached, lives to the einsum's backward.
+    void einsum(double inBytes, int out, double rows, double cols, int castId, int layer = -1,
+                int castSlot = -1) {
         const Dims& d = m_d;
         const bool castInput = d.cast && inBytes != d.m;
+        const bool kept = d.cachedCasts || m_training;
         if (castInput)
             m_p.alloc(Cin, d.m * d.t * cols);
         if (d.cast)
-            m_p.alloc(d.cachedCasts ? kIds + castId : Cw, d.m * rows * cols);
+            m_p.alloc(kept ? kIds + castId : Cw, d.m * rows * cols);
         if (m_workspace > 0) { // cuBLAS's workspace, at the first matrix multiply
             m_p.alloc(Ws, m_workspace);
             m_workspace = 0;
         }
         m_p.alloc(out, d.m * d.t * rows);
-        if (castInput)
+        if (castInput && m_training && castSlot >= 0)
+            keep(Cin, layer, castSlot);
+        else if (castInput)
             m_p.free(Cin);
-        if (d.cast && !d.cachedCasts)
+        if (d.cast && !kept)
             m_p.free(Cw);
     }
 
@@ -558,9 +642,9 @@ private:
         const Dims& d = m_d;
         const double scores = d.t * d.a * d.s; // per batch: heads x queries x keys
         const double rows = d.t * d.a;         // a row statistic per head and query
-        einsum(d.e, Q, d.h, d.h, l * kCastsPerLayer + 0);
-        einsum(d.e, K, d.h, d.h, l * kCastsPerLayer + 1);
-        einsum(d.e, V, d.h, d.h, l * kCastsPerLayer + 2);
+        einsum(d.e, Q, d.h, d.h, l * kCastsPerLayer + 0, l, SCq);
+        einsum(d.e, K, d.h, d.h, l * kCastsPerLayer + 1, l, SCk);
+        einsum(d.e, V, d.h, d.h, l * kCastsPerLayer + 2, l, SCv);
         rope(Q, Qr);
         rope(K, Kr);
         m_p.alloc(Iota, 8 * d.s);
@@ -572,9 +656,9 @@ private:
             m_p.alloc(Cw, d.m * d.t * d.h);
         }
         m_p.alloc(S1, d.m * scores);
-        if (d.cast && d.r != d.m) {
-            m_p.free(Cin);
-            m_p.free(Cw);
+        if (d.cast && d.r != d.m) { // with autograd the einsum saves the casts, not Q and K
+            keep(Cin, l, SCQr);
+            keep(Cw, l, SCKr);
         }
         m_p.alloc(S2, d.m * scores);
         m_p.free(S1);
@@ -607,16 +691,25 @@ private:
         m_p.alloc(O1, d.m * d.t * d.h);
         m_p.alloc(O2, d.m * d.t * d.h);
         m_p.free(O1);
-        if (x != d.m)
-            m_p.free(Pc);
-        m_p.free(S3); // the function's locals: where's output and P (saved by the P @ V einsum)
-        keep(P, l, SP);
+        m_p.free(
+            S3); // the function's locals: where's output and P (saved by the P @ V einsum: P, or its cast)
+        if (x != d.m) {
+            keep(Pc, l, SP);
+            m_p.free(P);
+        } else {
+            keep(P, l, SP);
+        }
         // rearrange(...).contiguous(), then output_proj; the attention's locals go on return.
         m_p.alloc(C, d.m * d.t * d.h);
         m_p.free(O2);
         einsum(d.m, A, d.h, d.h, l * kCastsPerLayer + 3);
-        keep(Qr, l, SQr); // the score einsum's inputs
-        keep(Kr, l, SKr);
+        if (d.cast && d.r != d.m) {
+            m_p.free(Qr);
+            m_p.free(Kr);
+        } else {
+            keep(Qr, l, SQr); // the score einsum's inputs
+            keep(Kr, l, SKr);
+        }
         keep(V, l, SV);
         m_p.free(Iota);
         keep(Mask, l, SMask); // where's condition
@@ -629,22 +722,22 @@ private:
         const Dims& d = m_d;
         norm(Y1, l, 0);
         attention(l);
-        keep(Y1, l, SY1);               // the q, k and v einsums' input
+        keepUncast(Y1, l, SY1);         // the q, k and v einsums' input (or their casts)
         m_p.alloc(H1, d.e * d.t * d.h); // promoted: the residual stream keeps the parameters' dtype
         norm(Y2, l, 1);
         // SwiGLU.forward: w2(silu(w1(x)) * w3(x)), silu being x * sigmoid(x).
-        einsum(d.e, G, d.f, d.h, l * kCastsPerLayer + 4);
+        einsum(d.e, G, d.f, d.h, l * kCastsPerLayer + 4, l, SC1);
         m_p.alloc(Sg, d.m * d.t * d.f);
         m_p.alloc(Si, d.m * d.t * d.f);
         keep(Sg, l, SSg); // sigmoid saves its output, x * sigmoid(x) both operands
         keep(G, l, SG);
-        einsum(d.e, U, d.f, d.h, l * kCastsPerLayer + 6);
+        einsum(d.e, U, d.f, d.h, l * kCastsPerLayer + 6, l, SC3);
         m_p.alloc(Pr, d.m * d.t * d.f);
         keep(Si, l, SSi); // the product saves both operands
         keep(U, l, SU);
         einsum(d.m, Fo, d.h, d.f, l * kCastsPerLayer + 5);
         keep(Pr, l, SPr); // w2's input
-        keep(Y2, l, SY2); // w1's and w3's
+        keepUncast(Y2, l, SY2); // w1's and w3's
         m_p.alloc(H2, d.e * d.t * d.h);
         m_p.free(A);
         keep(H1, l, SH1); // ln2's pow saved it
@@ -656,6 +749,13 @@ private:
     static int gradBase(int layers) { return savedBase(layers) + (layers + 1) * kSavedPerLayer; }
     static int stateBase(int layers) { return gradBase(layers) + parameters(layers); }
     int saved(int layer, int slot) const { return savedBase(m_layers) + layer * kSavedPerLayer + slot; }
+    // An einsum's fp32 input, saved by it unless autocast casts it (the cast is saved instead).
+    void keepUncast(int id, int layer, int slot) {
+        if (m_d.cast)
+            m_p.free(id);
+        else
+            keep(id, layer, slot);
+    }
     // A tensor autograd saves stays to its layer's backward under another name; without autograd it goes.
     void keep(int id, int layer, int slot) {
         if (m_training)
@@ -770,9 +870,8 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
 
 ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     const Dims d = dimsOf(run.shape, run.batch);
-    // fp32 only: autocast's saved casts are not written here.
-    if (run.shape.weightBytes != 4 || run.shape.autocastBytes != 0 || run.microBatches < 1 ||
-        run.microBatches > kMaxBlockPasses ||
+    // fp32 parameters (under autocast or not): a 16-bit model's own dtypes are not written here.
+    if (run.shape.weightBytes != 4 || run.microBatches < 1 || run.microBatches > kMaxBlockPasses ||
         !replayable(d, run.layers, kMaxBlockPasses / run.microBatches / (run.firstStep ? 1 : 2),
                     run.workspace, run.device))
         return {};
@@ -800,14 +899,14 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
     if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
-        sc.calibration.present || tr.bytes.weights != 4 || tr.autocastBytes > 0 ||
-        tr.optimizer != Optimizer::AdamW || tr.optimizerImpl != OptimizerImpl::Cs336Basics ||
-        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.zeroGrad != ZeroGrad::BeforeForward ||
+        sc.calibration.present || tr.bytes.weights != 4 || tr.optimizer != Optimizer::AdamW ||
+        tr.optimizerImpl != OptimizerImpl::Cs336Basics || tr.bytesOverridden ||
+        tr.optimizerStatesGiven >= 0 || tr.zeroGrad != ZeroGrad::BeforeForward ||
         tr.checkpointing != Checkpointing::None || tr.compile || c.numGpus != 1 || c.tensorParallel != 1 ||
         c.pipelineParallel != 1)
         return std::nullopt;
     Cs336StepRun run;
-    run.shape = cs336ShapeOf(sc.model, tr.sequenceLength, 4, 0);
+    run.shape = cs336ShapeOf(sc.model, tr.sequenceLength, 4, tr.autocastBytes);
     run.layers = sc.model.layers;
     run.batch = tr.microBatchSize;
     run.workspace = workspace;

@@ -50,7 +50,8 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true)
 // give PyTorch.
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device);
 
-// cs336_basics' training step in fp32 on one GPU (the benchmark's loop: zero_grad, forward, the package's
+// cs336_basics' training step with fp32 parameters, in fp32 or under autocast, on one GPU (the benchmark's
+// loop: zero_grad, forward, the package's
 // cross-entropy, backward, its AdamW), every tensor as the code makes and drops it: the forward keeps what
 // autograd saves (cs336basics.h's tables, tensor by tensor), the backward frees it layer by layer from the
 // last while each parameter's gradient is made, and AdamW steps one parameter at a time. A first step makes
@@ -59,7 +60,7 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
 // MiB states). A later step is replayed after a first, whose segments stay reserved. At most 128 blocks'
 // forwards and backwards in all (layers x micro-batches x steps); beyond, nothing is replayed.
 struct Cs336StepRun {
-    Cs336Shape shape; // per sequence, fp32
+    Cs336Shape shape; // per sequence; fp32 parameters, autocast's dtype or none
     int layers = 0;
     double batch = 1;
     double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply

@@ -1142,8 +1142,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
                                                            st.cudaContext - st.nonTorch))
         if (const ForwardReplay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
             st.replayedReserved = replay.reserved;
-    // Its training step in fp32, the same way: the backward's order and AdamW's states made in a first step
-    // beside what the activations left cached.
+    // Its training step with fp32 parameters (under autocast or not), the same way: the backward's order and
+    // AdamW's states made in a first step beside what the activations left cached.
     if (const auto run = cs336StepRunOf(
             sc, st.workspace, static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch))
         if (const ForwardReplay replay = cs336StepReplay(*run, !probe); replay.replayed) {
