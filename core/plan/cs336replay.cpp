@@ -855,15 +855,19 @@ ForwardReplay beyondTheDevice(const ForwardReplay& r, const Run& run, bool beyon
 
 ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     Dims d = dimsOf(run.shape, run.batch);
-    d.cachedCasts = d.cast && run.cachedCasts;
-    if (!replayable(d, run.layers, d.cachedCasts ? kMaxCachedCastLayers : kMaxReplayedLayers, run.workspace,
-                    run.device))
+    d.cachedCasts = d.cast && run.cachedCasts && !run.graph;
+    // With autograd on, the training step's forward (fp32 parameters only), which leaves every block's saved
+    // tensors behind: the step's bound on its passes.
+    const int most = run.graph ? kMaxBlockPasses : d.cachedCasts ? kMaxCachedCastLayers : kMaxReplayedLayers;
+    if ((run.graph && run.shape.weightBytes != 4) ||
+        !replayable(d, run.layers, most, run.workspace, run.device))
         return {};
-    const std::vector<double> key = keyOf(
-        d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers), run.device});
+    const std::vector<double> key =
+        keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
+                  run.device, run.graph ? 1.0 : 0.0});
     static RecentResults<ForwardReplay> kept;
     const ForwardReplay r =
-        replayed(kept, key, d, run.layers, false, run.expandableSegments, run.device,
+        replayed(kept, key, d, run.layers, run.graph, run.expandableSegments, run.device,
                  [&](Program& forward, ForwardReplay&) { forward.run(run.workspace, run.everyBlock); });
     return beyondTheDevice(r, run, beyond, cs336ForwardReplay);
 }
@@ -920,8 +924,9 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device) {
     const InferenceSettings& in = sc.inference;
     if (sc.mode != Mode::Inference || in.engine != Engine::None || in.framework != Framework::Cs336Basics ||
-        in.gradEnabled || (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs())) ||
-        !sc.model.known || sc.cluster.tensorParallel != 1 || sc.cluster.pipelineParallel != 1)
+        (in.gradEnabled && in.weightBytes < 4) ||
+        (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs())) || !sc.model.known ||
+        sc.cluster.tensorParallel != 1 || sc.cluster.pipelineParallel != 1)
         return std::nullopt;
     Cs336ForwardRun run;
     run.shape = cs336ShapeOf(sc.model, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes);
@@ -929,6 +934,7 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
     run.batch = in.batchSize;
     run.workspace = workspace;
     run.cachedCasts = !in.inferenceMode; // torch.no_grad keeps autocast's cache; inference_mode does not
+    run.graph = in.gradEnabled;
     run.expandableSegments = sc.cluster.expandableSegments;
     run.device = std::max(0.0, device);
     return run;

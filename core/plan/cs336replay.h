@@ -30,6 +30,9 @@ struct Cs336ForwardRun {
     double batch = 1;
     double workspace = 0;     // cuBLAS's workspace, allocated by the first matrix multiply
     bool cachedCasts = false; // torch.no_grad under autocast: each weight's 16-bit copy kept to the end
+    // Autograd on (inference.grad_mode "enabled", fp32 parameters): each op saves what its backward would
+    // need, as the training step's forward does, and all of it stays with the logits the caller holds.
+    bool graph = false;
     bool expandableSegments = false;
     // What the driver can give PyTorch (0: unlimited). Near it the allocator frees its cached segments and
     // retries before it fails, as PyTorch's does, so a forward that fits only so is planned to fit.
@@ -44,10 +47,10 @@ struct Cs336ForwardRun {
 // what it had when it failed plus the request (enough to say it does not fit).
 ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 
-// The run a scenario plans, when it is one: cs336_basics' forward without autograd on one GPU, of a known
-// architecture, uncalibrated in inference (a calibration's tensors are its own, not the code's).
-// `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device` what the driver can
-// give PyTorch.
+// The run a scenario plans, when it is one: cs336_basics' forward (without autograd, or with it and fp32
+// parameters) on one GPU, of a known architecture, uncalibrated in inference (a calibration's tensors are its
+// own, not the code's). `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device`
+// what the driver can give PyTorch.
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device);
 
 // cs336_basics' training step with fp32 parameters, in fp32 or under autocast, on one GPU (the benchmark's

@@ -87,6 +87,7 @@ private slots:
     void cs336ForwardReplayedThroughTheAllocator();
     void cs336StepReplayedThroughTheAllocator();
     void cs336StepReplayAgreesWithTheProfile();
+    void cs336ForwardWithGraphReplayed();
     void cs336ForwardNearTheDevice();
     void cs336ForwardRepeatsItsBlocks();
     void autocastCacheFollowsTheGradMode();
@@ -835,6 +836,60 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
     doc["training"]["first_step"] = true; // 24 x 3 x 1
     const Scenario first = scenarioFromJson(doc);
     QVERIFY(cs336StepReplay(*cs336StepRunOf(first, workspaceBytes(first), 0)).replayed);
+}
+
+void TestFrameworks::cs336ForwardWithGraphReplayed() {
+    // A forward with autograd on and no backward (inference.grad_mode "enabled": `_ = model(x)` in a
+    // benchmark), fp32 parameters, replayed as the training step's forward (cs336replay.h, `graph`): every
+    // tensor autograd saves stays with the logits the caller holds. Its allocated peak and the profile's
+    // moments (the training table's forward) agree within 0.06% for the 2.7B model at 128 to 512 tokens, in
+    // fp32 and under bf16 autocast; the plan's reserved is the replay's. Against kkaitlyn111's six such runs
+    // (validate rows; the rule, a replay of the code's own forward, was the training step's), reserved
+    // within 3.2%, each as close as its allocated peak is (its own code keeps more at 512 tokens than the
+    // package the profile reads): where the 3% fraction was 0.2-2.0% off, partly the fraction's excess over
+    // these runs' caches (1.5-2.4%) standing in for the tensors.
+    const std::map<std::string, double> reservedError = {
+        {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-reserved", -0.0049},
+        {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-reserved", -0.0110},
+        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-reserved", -0.0312},
+        {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0005},
+        {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0008},
+        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0115}};
+    const Validation v =
+        runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    std::size_t replayed = 0, reserved = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics" || r.calibrated)
+            continue;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        if (sc.mode != Mode::Inference || !sc.inference.gradEnabled)
+            continue;
+        const auto run =
+            cs336ForwardRunOf(sc, workspaceBytes(sc),
+                              static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
+        QVERIFY(run && run->graph);
+        const ForwardReplay replay = cs336ForwardReplay(*run);
+        const Estimate est = estimate(sc);
+        const QString what = QStringLiteral("%1: replay %2, profile %3, plan's reserved %4")
+                                 .arg(QString::fromStdString(r.c->id))
+                                 .arg(replay.allocated, 0, 'f', 0)
+                                 .arg(est.allocatedPeakBytes, 0, 'f', 0)
+                                 .arg(est.reservedPeakBytes, 0, 'f', 0);
+        QVERIFY2(replay.replayed && std::abs(replay.allocated / est.allocatedPeakBytes - 1) <= 0.0006,
+                 qPrintable(what));
+        QCOMPARE(est.reservedPeakBytes, replay.reserved);
+        ++replayed;
+        if (r.c->metric == "reserved") {
+            ++reserved;
+            const auto it = reservedError.find(r.c->id);
+            QVERIFY2(it != reservedError.end(), qPrintable(what));
+            QVERIFY2(std::abs(r.error() - it->second) <= 0.0005,
+                     qPrintable(what + QStringLiteral(": %1%").arg(100 * r.error())));
+        }
+    }
+    QCOMPARE(replayed, size_t(18)); // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved
+    QCOMPARE(reserved, reservedError.size());
 }
 
 void TestFrameworks::cs336ForwardNearTheDevice() {
