@@ -78,7 +78,7 @@ struct StageModel {
     double fsdp1Wrapped = 0;         // reserved once wrapped, before any step
     double fsdp1StepReserved = 0;    // reserved at its most through a replayed step (0: not replayed)
     // Another replay of the whole run through the allocator, its parameters included (cs336_basics' forward
-    // without autograd, core/plan/cs336replay.h): what its segments reserve at their most, at this batch.
+    // or training step, core/plan/cs336replay.h): what its segments reserve at their most, at this batch.
     double replayedReserved = 0;
     // A replayed training step's by the end of its forward and loss, and of its backward (0: the whole
     // step's, replayedReserved): the segments it has made by then.
