@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// cs336_basics' forward without autograd through the caching allocator. The order below is the code's
+// cs336_basics' forward and training step through the caching allocator. The order below is the code's
 // (cs336-basics/cs336_basics/model.py and nn_utils.py at Wedsonlin/assignment2-systems 882ca8d, as
 // docs/frameworks.md cites them): each tensor is allocated when the op that writes it runs and freed when
 // its last Python reference goes (a rebound local, a function's return). Autocast's dtypes are
 // aten/src/ATen/autocast_mode.cpp's: einsum on the 16-bit list (its inputs cast, a weight's cast cached
-// under torch.no_grad but not under torch.inference_mode), exp and sum on the fp32 list, the rest promoted.
+// under torch.no_grad but not under torch.inference_mode), exp and sum on the fp32 list, the rest promoted;
+// autograd's saved tensors tools/autograd/derivatives.yaml's.
 #include "core/plan/cs336replay.h"
 
 #include "core/plan/tensorprogram.h"
@@ -185,7 +186,8 @@ public:
         m_p.alloc(Param, d.e * d.vocab * d.h);
     }
 
-    // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits.
+    // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits (with autograd, keeps
+    // them for the loss).
     void run(double workspace, bool everyBlock) {
         const Dims& d = m_d;
         m_workspace = workspace;
@@ -815,8 +817,8 @@ bool replayable(const Dims& d, int layers, int maxLayers, double workspace, doub
 // The program `body` writes after the parameters and the batch's token ids, through a fresh allocator
 // (expandable segments or not, the device's limit), kept by `key`: what it allocated and reserved.
 template <typename Body>
-ForwardReplay replayed(RecentResults<ForwardReplay>& kept, const std::vector<double>& key, const Dims& d,
-                       int layers, bool training, bool expandableSegments, double device, Body body) {
+Cs336Replay replayed(RecentResults<Cs336Replay>& kept, const std::vector<double>& key, const Dims& d,
+                     int layers, bool training, bool expandableSegments, double device, Body body) {
     return kept.get(key, [&] {
         AllocatorSettings settings;
         settings.expandableSegments = expandableSegments;
@@ -827,7 +829,7 @@ ForwardReplay replayed(RecentResults<ForwardReplay>& kept, const std::vector<dou
         Program program(allocator, p, d, layers, training);
         program.allocateParameters();
         p.alloc(Tokens, 8 * d.t);
-        ForwardReplay one;
+        Cs336Replay one;
         body(program, one);
         one.replayed = true;
         one.allocated = p.peakAllocated();
@@ -840,12 +842,12 @@ ForwardReplay replayed(RecentResults<ForwardReplay>& kept, const std::vector<dou
 // Out of memory a replay stops at its first failed request: what it needs is what it reserves on a device
 // without a limit (a GPU that would hold it), the figure a plan that does not fit shows.
 template <typename Run, typename Replay>
-ForwardReplay beyondTheDevice(const ForwardReplay& r, const Run& run, bool beyond, Replay replay) {
+Cs336Replay beyondTheDevice(const Cs336Replay& r, const Run& run, bool beyond, Replay replay) {
     if (!r.outOfMemory || !beyond)
         return r;
     Run unlimited = run;
     unlimited.device = 0;
-    ForwardReplay whole = replay(unlimited, false);
+    Cs336Replay whole = replay(unlimited, false);
     whole.reserved = std::max(whole.reserved, r.reserved);
     whole.outOfMemory = true;
     return whole;
@@ -853,7 +855,7 @@ ForwardReplay beyondTheDevice(const ForwardReplay& r, const Run& run, bool beyon
 
 } // namespace
 
-ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
+Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     Dims d = dimsOf(run.shape, run.batch);
     d.cachedCasts = d.cast && run.cachedCasts && !run.graph;
     // With autograd on, the training step's forward (fp32 parameters only), which leaves every block's saved
@@ -865,14 +867,14 @@ ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
                   run.device, run.graph ? 1.0 : 0.0});
-    static RecentResults<ForwardReplay> kept;
-    const ForwardReplay r =
+    static RecentResults<Cs336Replay> kept;
+    const Cs336Replay r =
         replayed(kept, key, d, run.layers, run.graph, run.expandableSegments, run.device,
-                 [&](Program& forward, ForwardReplay&) { forward.run(run.workspace, run.everyBlock); });
+                 [&](Program& forward, Cs336Replay&) { forward.run(run.workspace, run.everyBlock); });
     return beyondTheDevice(r, run, beyond, cs336ForwardReplay);
 }
 
-ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
+Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     const Dims d = dimsOf(run.shape, run.batch);
     // fp32 parameters (under autocast or not): a 16-bit model's own dtypes are not written here.
     if (run.shape.weightBytes != 4 || run.microBatches < 1 || run.microBatches > kMaxBlockPasses ||
@@ -882,10 +884,10 @@ ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
                   run.device, run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches)});
-    static RecentResults<ForwardReplay> kept;
-    const ForwardReplay r =
+    static RecentResults<Cs336Replay> kept;
+    const Cs336Replay r =
         replayed(kept, key, d, run.layers, true, run.expandableSegments, run.device,
-                 [&](Program& step, ForwardReplay& one) {
+                 [&](Program& step, Cs336Replay& one) {
                      // A later step follows a first one, whose segments stay cached (the allocator hands none
                      // back): what the run reserves is the most over both.
                      step.trainingStep(run.workspace, true, run.microBatches);

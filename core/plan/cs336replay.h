@@ -7,14 +7,15 @@
 
 namespace headroom {
 
-// cs336_basics' forward without autograd (torch.inference_mode or torch.no_grad), tensor by tensor as the
-// package's code makes and drops them (model.py BasicsTransformerLM.forward, TransformerBlock, RMSNorm,
-// RotaryEmbedding, CausalMultiHeadSelfAttention, scaled_dot_product_attention, SwiGLU; nn_utils.py softmax),
-// replayed through PyTorch's caching allocator (core/allocator/cachingallocator.h) after the model's
-// parameters are moved to the GPU in `model.to(device)`'s order. What its segments reserve is the
-// forward's reserved peak: the allocator's overhead from the code's own sizes and order, not a fraction
-// (the 1,024-token medium forward caches 11% beyond what it allocates, its 512-token one 2%).
-struct ForwardReplay {
+// cs336_basics' code, tensor by tensor as the package makes and drops them (model.py
+// BasicsTransformerLM.forward, TransformerBlock, RMSNorm, RotaryEmbedding, CausalMultiHeadSelfAttention,
+// scaled_dot_product_attention, SwiGLU; nn_utils.py softmax and cross_entropy; optimizer.py AdamW), replayed
+// through PyTorch's caching allocator (core/allocator/cachingallocator.h) after the model's parameters are
+// moved to the GPU in `model.to(device)`'s order: a forward (below) or a training step (further down). What
+// its segments reserve is the run's reserved peak: the allocator's overhead from the code's own sizes and
+// order, not a fraction (the 1,024-token medium forward caches 11% beyond what it allocates, its 512-token
+// one 2%; a first AdamW step of the 2.7B model at 128 tokens 11%).
+struct Cs336Replay {
     bool replayed = false;    // false where the sizes are past any GPU or the layers past any model's
     double allocated = 0;     // the most allocated at once, parameters included
     double reserved = 0;      // the most its segments reserve (beyond the device: what it would have taken)
@@ -45,7 +46,7 @@ struct Cs336ForwardRun {
 // Out of memory the forward stops at its first failed request; with `beyond` it is replayed again without
 // the device's limit for what it would need (the figure a plan that does not fit shows), else its reserved is
 // what it had when it failed plus the request (enough to say it does not fit).
-ForwardReplay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
+Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 
 // The run a scenario plans, when it is one: cs336_basics' forward (without autograd, or with it and fp32
 // parameters) on one GPU, of a known architecture, uncalibrated in inference (a calibration's tensors are its
@@ -73,7 +74,7 @@ struct Cs336StepRun {
     double device = 0; // what the driver can give PyTorch (0: unlimited)
 };
 
-ForwardReplay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
+Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
 
 // The run a scenario plans, when it is one: cs336_basics training in fp32 without autocast on one GPU, of a
 // known architecture, uncalibrated, AdamW as the package writes it with the states it makes (no bytes per

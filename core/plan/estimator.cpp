@@ -1140,13 +1140,13 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
                                    : cs336ForwardRunOf(sc, st.workspace,
                                                        static_cast<double>(sc.cluster.capacityBytes) -
                                                            st.cudaContext - st.nonTorch))
-        if (const ForwardReplay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
+        if (const Cs336Replay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
             st.replayedReserved = replay.reserved;
     // Its training step with fp32 parameters (under autocast or not), the same way: the backward's order and
     // AdamW's states made in a first step beside what the activations left cached.
     if (const auto run = cs336StepRunOf(
             sc, st.workspace, static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch))
-        if (const ForwardReplay replay = cs336StepReplay(*run, !probe); replay.replayed) {
+        if (const Cs336Replay replay = cs336StepReplay(*run, !probe); replay.replayed) {
             st.replayedReserved = replay.reserved;
             st.replayedReservedForward = replay.reservedByForward;
             st.replayedReservedBackward = replay.reservedByBackward;

@@ -713,7 +713,7 @@ void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
         if (!run)
             continue;
         ++traced;
-        const ForwardReplay replay = cs336ForwardReplay(*run);
+        const Cs336Replay replay = cs336ForwardReplay(*run);
         QVERIFY(replay.replayed);
         QCOMPARE(run->batch, 4.0);
         const double warmUpIds = 5 * 4 * run->shape.sequence * 8;
@@ -766,7 +766,7 @@ void TestFrameworks::cs336StepReplayedThroughTheAllocator() {
         if (!run || (!r.traced && r.c->metric != "reserved"))
             continue;
         ++replayed;
-        const ForwardReplay replay = cs336StepReplay(*run);
+        const Cs336Replay replay = cs336StepReplay(*run);
         QVERIFY(replay.replayed && !replay.outOfMemory);
         const CounterReading reserved = r.traced ? r.reserved : CounterReading{r.measured, r.estimated};
         QCOMPARE(reserved.estimated, replay.reserved); // the plan's reserved is the replay's
@@ -814,7 +814,7 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                 const Scenario sc = scenarioFromJson(doc);
                 const auto run = cs336StepRunOf(sc, workspaceBytes(sc), 0);
                 QVERIFY(run);
-                const ForwardReplay replay = cs336StepReplay(*run);
+                const Cs336Replay replay = cs336StepReplay(*run);
                 const double planned = estimate(sc).allocatedPeakBytes;
                 const QString what = QStringLiteral("%1, %2 micro-batches, %3 tokens: replay %4, profile %5")
                                          .arg(QString::fromLatin1(file))
@@ -869,7 +869,7 @@ void TestFrameworks::cs336ForwardWithGraphReplayed() {
             cs336ForwardRunOf(sc, workspaceBytes(sc),
                               static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
         QVERIFY(run && run->graph);
-        const ForwardReplay replay = cs336ForwardReplay(*run);
+        const Cs336Replay replay = cs336ForwardReplay(*run);
         const Estimate est = estimate(sc);
         const QString what = QStringLiteral("%1: replay %2, profile %3, plan's reserved %4")
                                  .arg(QString::fromStdString(r.c->id))
@@ -946,9 +946,9 @@ void TestFrameworks::cs336ForwardRepeatsItsBlocks() {
                         const Scenario sc = scenarioFromJson(doc);
                         for (double device : {0.0, 20 * kGiB}) {
                             Cs336ForwardRun run = *cs336ForwardRunOf(sc, workspaceBytes(sc), device);
-                            const ForwardReplay quick = cs336ForwardReplay(run);
+                            const Cs336Replay quick = cs336ForwardReplay(run);
                             run.everyBlock = true;
-                            const ForwardReplay whole = cs336ForwardReplay(run);
+                            const Cs336Replay whole = cs336ForwardReplay(run);
                             const QString what =
                                 QStringLiteral("%1 %2 x %3 %4 %5 %6 GiB")
                                     .arg(QString::fromUtf8(file))
