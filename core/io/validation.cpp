@@ -487,12 +487,31 @@ std::string validationMarkdown(const Validation& v, bool runs) {
         for (const CaseResult* r : rs)
             if (r->traced)
                 traced.push_back(r);
-        if (!traced.empty()) {
-            o << "\nEvery counter the traced runs record: allocated " << summaryLine(summarizeErrors(traced));
+        auto everyCounter = [&](const std::vector<const CaseResult*>& group) {
+            o << "allocated " << summaryLine(summarizeErrors(group));
             for (const char* counter : {"reserved", "active"})
-                if (const ErrorSummary k = summarizeCounter(traced, counter); k.runs > 0)
+                if (const ErrorSummary k = summarizeCounter(group, counter); k.runs > 0)
                     o << "; " << counter << " " << summaryLine(k);
+        };
+        if (!traced.empty()) {
+            o << "\nEvery counter the traced runs record: ";
+            everyCounter(traced);
             o << ".\n";
+            // The same per framework: a profile planning the code it was read from and the plain one
+            // planning code it does not know are different questions.
+            std::map<std::string, std::vector<const CaseResult*>> byStack;
+            for (const CaseResult* r : traced)
+                byStack[r->c->stack].push_back(r);
+            if (byStack.size() > 1) {
+                o << "\nEvery counter, by framework: ";
+                bool first = true;
+                for (const auto& [stack, group] : byStack) {
+                    o << (first ? "" : "; ") << stack << ": ";
+                    everyCounter(group);
+                    first = false;
+                }
+                o << ".\n";
+            }
         }
         std::vector<const CaseResult*> calibrated, planned;
         for (const CaseResult* r : rs)

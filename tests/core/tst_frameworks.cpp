@@ -649,7 +649,11 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // the staff code does); reserved within 2% for the forwards, 6.9-9.5% under for the first steps, whose
     // AdamW makes its states after the backward left its activations' segments cached where the plan
     // reserved 3% beyond its tensors. The step's replay through the allocator (cs336replay.h) was written
-    // because of those three, which are fit since: within 3%.
+    // because of those three, which are fit since: within 3%. Two more are another student's own model
+    // traced (notHanmin's XL forwards in fp32 and under autocast, a later step's with the previous
+    // gradients alive): validate, every counter the trace records held to the targets. When first compared,
+    // allocated and active 1.3% under in both, reserved 2.0% and 5.8% under (the 3% fraction: the replay
+    // does not cover a zero_grad after the forward).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -660,13 +664,22 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
             continue;
         const QString what =
             QStringLiteral("%1: %2%").arg(QString::fromStdString(r.c->id)).arg(100 * r.error(), 0, 'f', 2);
-        if (r.traced) {
+        const bool studentsOwnModel =
+            r.c->id.find("-kkaitlyn") != std::string::npos || r.c->id.find("-xl-256-") != std::string::npos;
+        if (r.traced && !studentsOwnModel) {
             ++traced;
             QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
             QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
-        } else if (r.c->id.find("-kkaitlyn") != std::string::npos) {
+        } else if (studentsOwnModel) {
             ++ownCode;
             QVERIFY2(std::abs(r.error()) <= 0.12, qPrintable(what));
+            if (r.traced) {
+                QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("validate"));
+                for (const CounterReading* counter : {&r.reserved, &r.active}) {
+                    QVERIFY2(counter->measured > 0, qPrintable(what));
+                    QVERIFY2(std::abs(counter->error()) <= 0.12, qPrintable(what));
+                }
+            }
             if (r.c->role == "validate")
                 validate.push_back(std::abs(r.error()));
             else // the three first steps' reserved peaks, which the step's replay was written for
@@ -680,10 +693,10 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     }
     QCOMPARE(traced, size_t(11));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(ownCode, size_t(18));
-    QCOMPARE(validate.size(), size_t(46));
+    QCOMPARE(ownCode, size_t(20));
+    QCOMPARE(validate.size(), size_t(48));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[23] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[24] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
