@@ -99,6 +99,7 @@ enum Id : int {
     Lh,  // the logits of the step before, which the caller's variable holds until the new ones come
     Gw,  // a weight's gradient on its way into the .grad an earlier micro-batch made
     Gw2, // under autocast, a weight's gradient in its cast's dtype, before the cast's backward
+    Gr,  // an einsum's weight gradient as its backward wrote it, before AccumulateGrad copies it
     Gc,  // under autocast, a gradient in another dtype (a cast's backward)
     kIds
 };
@@ -164,8 +165,9 @@ public:
         : m_a(a), m_p(p), m_d(d), m_layers(layers), m_training(training) {}
 
     // The names a program of `layers` layers uses: its own, the weights' casts, each layer's saved tensors
-    // (and the head's, as a layer past the last), each parameter's gradient and its two AdamW states.
-    static int names(int layers) { return stateBase(layers) + 2 * parameters(layers); }
+    // (and the head's, as a layer past the last), each parameter's gradient, its two AdamW states and
+    // foreach AdamW's temporary.
+    static int names(int layers) { return stateBase(layers) + 3 * parameters(layers); }
 
     void allocateParameters() {
         // model.to(device) (Module._apply): each module's children before its own parameters, in the order
@@ -236,13 +238,16 @@ public:
 
     // One training step of a benchmark's loop (optimizer.zero_grad(); then per micro-batch logits =
     // model(x); loss = cross_entropy(logits, y); loss.backward(); then optimizer.step()): the forward
-    // saving what autograd keeps, the loss, the backward layer by layer and AdamW one parameter at a time.
-    // `first`: the optimizer makes its states in this step; otherwise the last step's gradients go first
-    // (zero_grad's set_to_none). The caller's logits go once the next ones are made; from the second
-    // micro-batch on each weight's gradient is added into its .grad (AccumulateGrad, in place).
-    void trainingStep(double workspace, bool first, int microBatches) {
-        for (int i = 0; i < parameters(m_layers); ++i)
-            m_p.free(grad(i));
+    // saving what autograd keeps, the loss, the backward layer by layer and the optimizer's step.
+    // `first`: the optimizer makes its states in this step. zero_grad (set_to_none: each .grad dropped in
+    // the parameters' order) runs before the forward, after the first micro-batch's forward and loss (the
+    // previous step's gradients alive through it), or never (each step's gradients added into the last's).
+    // The caller's logits go once the next ones are made; a weight's gradient is added into a .grad that
+    // exists (AccumulateGrad, in place).
+    void trainingStep(double workspace, bool first, int microBatches, ZeroGrad zeroGrad,
+                      OptimizerImpl adamw) {
+        if (zeroGrad == ZeroGrad::BeforeForward)
+            dropGradients();
         for (int k = 0; k < microBatches; ++k) {
             const bool held = !first || k > 0;
             if (held)
@@ -252,12 +257,13 @@ public:
                 m_p.free(Lh);
             loss();
             m_reservedByForward = m_p.peakReserved();
-            m_accumulating = k > 0;
+            if (k == 0 && zeroGrad == ZeroGrad::AfterForward)
+                dropGradients();
+            m_accumulating = k > 0 || (zeroGrad == ZeroGrad::Keep && !first);
             backward();
             m_reservedByBackward = m_p.peakReserved();
         }
-        for (int i = 0; i < parameters(m_layers); ++i)
-            stepParameter(i, first);
+        step(first, adamw);
     }
     double reservedByForward() const { return m_reservedByForward; }
     double reservedByBackward() const { return m_reservedByBackward; }
@@ -313,6 +319,7 @@ private:
         weightGradient(parameters(m_layers) - 1, m_layers * kCastsPerLayer);
         m_p.free(dl);
         m_p.free(saved(m_layers, d.cast ? SCq : SY1));
+        accumulated(parameters(m_layers) - 1);
         castUp(Gin, 4 * d.t * d.h);
         normBackward(m_layers, 0, parameters(m_layers) - 2);
         m_p.free(Gin);
@@ -363,6 +370,7 @@ private:
         m_p.alloc(T1, wide);
         weightGradient(p + 5, c + 5);
         m_p.free(saved(l, SPr));
+        accumulated(p + 5);
         m_p.alloc(T2, wide);
         m_p.alloc(T3, wide);
         m_p.free(T1);
@@ -371,6 +379,7 @@ private:
         m_p.alloc(T1, lin);
         weightGradient(p + 6, c + 6);
         freeCast(l, SC3);
+        accumulated(p + 6);
         castUp(T1, fp32);
         m_p.free(T3);
         m_p.alloc(T3, wide);
@@ -384,6 +393,7 @@ private:
         m_p.alloc(T2, lin);
         weightGradient(p + 4, c + 4);
         freeCast(l, SC1);
+        accumulated(p + 4);
         castUp(T2, fp32);
         m_p.free(T3);
         m_p.free(T2);
@@ -402,6 +412,7 @@ private:
         m_p.alloc(T1, lin);
         weightGradient(p + 3, c + 3);
         m_p.free(saved(l, SC));
+        accumulated(p + 3);
         m_p.alloc(T2, scores);
         m_p.alloc(T3, lin);
         m_p.free(T1);
@@ -453,17 +464,20 @@ private:
         weightGradient(p, c);
         m_p.free(T1);
         freeCast(l, SCq);
+        accumulated(p);
         castUp(T2, fp32);
         m_p.alloc(T4, lin);
         weightGradient(p + 1, c + 1);
         m_p.free(Gout);
         freeCast(l, SCk);
+        accumulated(p + 1);
         castUp(T4, fp32);
         m_p.free(T4);
         m_p.alloc(T4, lin);
         weightGradient(p + 2, c + 2);
         m_p.free(T3);
         freeCast(l, SCv);
+        accumulated(p + 2);
         castUp(T4, fp32);
         m_p.free(T4);
         if (!d.cast)
@@ -473,6 +487,49 @@ private:
         m_p.free(T2);
         m_p.free(Gout);
         m_p.free(saved(l, SX));
+    }
+
+    void dropGradients() {
+        for (int i = 0; i < parameters(m_layers); ++i)
+            m_p.free(grad(i));
+    }
+
+    // optimizer.step(): the package's AdamW, or torch.optim.AdamW in one of its three implementations
+    // (torch/optim/adam.py, which AdamW runs with decoupled weight decay since torch 2.6, and adamw.py
+    // before: the same tensors). torch's _init_group makes every parameter's states, zeros_like exp_avg then
+    // exp_avg_sq, before any is updated; fused and capturable keep each step count on the device too (a
+    // 0-dimensional fp32 tensor). The update then works in place but for the denominator, sqrt(exp_avg_sq)
+    // / bias_correction2_sqrt + eps: one tensor at a time (_single_tensor_adam) makes the square root and the
+    // quotient, the root going as the quotient is made; foreach (_multi_tensor_adam) the square roots of
+    // every state at once (_foreach_sqrt), divided and added to in place, dropped when the function returns
+    // (a list's elements last first); fused (_fused_adam_) none.
+    void step(bool first, OptimizerImpl adamw) {
+        const int n = parameters(m_layers);
+        if (adamw == OptimizerImpl::Cs336Basics) {
+            for (int i = 0; i < n; ++i)
+                stepParameter(i, first);
+            return;
+        }
+        if (first)
+            for (int i = 0; i < n; ++i) {
+                if (adamw == OptimizerImpl::Fused)
+                    m_p.alloc(Param, 4); // state["step"], never freed
+                m_p.alloc(state(i, 0), size(i));
+                m_p.alloc(state(i, 1), size(i));
+            }
+        if (adamw == OptimizerImpl::ForLoop)
+            for (int i = 0; i < n; ++i) {
+                m_p.alloc(T1, size(i));
+                m_p.alloc(T2, size(i));
+                m_p.free(T1);
+                m_p.free(T2);
+            }
+        if (adamw == OptimizerImpl::ForEach) {
+            for (int i = 0; i < n; ++i)
+                m_p.alloc(root(i), size(i));
+            for (int i = n - 1; i >= 0; --i)
+                m_p.free(root(i));
+        }
     }
 
     // optimizer.py AdamW.step for one parameter (cs336basics.cpp cs336StepTemporaries): p.data -= lr * wd *
@@ -530,17 +587,31 @@ private:
         return d.e * (k < 4 ? d.h * d.h : k < 7 ? d.h * d.f : d.h);
     }
     int grad(int i) const { return gradBase(m_layers) + i; }
-    // A weight's gradient from its einsum's backward: under autocast in its cast's dtype first, then through
-    // the cast's backward into the parameter's (the cast, cached by autocast and saved by the einsum, goes).
+    // A weight's gradient as its einsum's backward writes it (under autocast in its cast's dtype; the
+    // cast, cached by autocast and saved by the einsum, goes with the einsum's other saved tensors).
+    // `accumulated` follows once the node has released what it held.
     void weightGradient(int i, int castId) {
         if (!m_d.cast) {
-            gradient(i);
+            m_p.alloc(Gr, size(i));
             return;
         }
         m_p.alloc(Gw2, size(i) * m_d.m / m_d.e);
-        gradient(i);
-        m_p.free(Gw2);
         m_p.free(kIds + castId);
+    }
+    // Then, under autocast, the cast's backward (ToCopyBackward0, next in autograd's ready queue: the
+    // weight's cast was made after the input's) writes it in the parameter's dtype, keeping its strides;
+    // AccumulateGrad (torch/csrc/autograd/functions/accumulate_grad.h, accumulateGrad) cannot take it as
+    // the .grad, since the einsum's backward leaves it transposed, not in the parameter's layout: it
+    // copies it (utils::clone_obey_contract), and the written one goes. Into a .grad that exists it is
+    // added in place. Wedsonlin's traces show the copy for every einsum weight (24 x 7 + the head's).
+    void accumulated(int i) {
+        if (m_d.cast) {
+            m_p.alloc(Gr, size(i));
+            m_p.free(Gw2);
+        }
+        if (!m_accumulating)
+            m_p.alloc(grad(i), size(i));
+        m_p.free(Gr);
     }
     // Under autocast: a gradient through a cast's backward, written anew in the other dtype (`bytes`).
     void castUp(int id, double bytes) {
@@ -566,6 +637,8 @@ private:
         }
     }
     int state(int i, int k) const { return stateBase(m_layers) + 2 * i + k; }
+    // foreach AdamW's square root of parameter i's exp_avg_sq, in the list _foreach_sqrt returns.
+    int root(int i) const { return stateBase(m_layers) + 2 * parameters(m_layers) + i; }
 
     // RMSNorm.forward: x.to(float32) (a copy for a 16-bit input), pow, mean, + eps, rsqrt, x * rms (the
     // copy goes as x is rebound), weight * x in fp32 (promoted), .to(in_dtype); the locals go on return.
@@ -883,16 +956,17 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
         return {};
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
-                  run.device, run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches)});
+                  run.device, run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches),
+                  static_cast<double>(run.zeroGrad), static_cast<double>(run.adamw)});
     static RecentResults<Cs336Replay> kept;
     const Cs336Replay r =
         replayed(kept, key, d, run.layers, true, run.expandableSegments, run.device,
                  [&](Program& step, Cs336Replay& one) {
                      // A later step follows a first one, whose segments stay cached (the allocator hands none
                      // back): what the run reserves is the most over both.
-                     step.trainingStep(run.workspace, true, run.microBatches);
+                     step.trainingStep(run.workspace, true, run.microBatches, run.zeroGrad, run.adamw);
                      if (!run.firstStep)
-                         step.trainingStep(0, false, run.microBatches);
+                         step.trainingStep(0, false, run.microBatches, run.zeroGrad, run.adamw);
                      if (run.firstStep) { // a later step's cache is the first step's from its start
                          one.reservedByForward = step.reservedByForward();
                          one.reservedByBackward = step.reservedByBackward();
@@ -906,10 +980,8 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     const ClusterSettings& c = sc.cluster;
     if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
         sc.calibration.present || tr.bytes.weights != 4 || tr.optimizer != Optimizer::AdamW ||
-        tr.optimizerImpl != OptimizerImpl::Cs336Basics || tr.bytesOverridden ||
-        tr.optimizerStatesGiven >= 0 || tr.zeroGrad != ZeroGrad::BeforeForward ||
-        tr.checkpointing != Checkpointing::None || tr.compile || c.numGpus != 1 || c.tensorParallel != 1 ||
-        c.pipelineParallel != 1)
+        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.checkpointing != Checkpointing::None ||
+        tr.compile || c.numGpus != 1 || c.tensorParallel != 1 || c.pipelineParallel != 1)
         return std::nullopt;
     Cs336StepRun run;
     run.shape = cs336ShapeOf(sc.model, tr.sequenceLength, 4, tr.autocastBytes);
@@ -918,6 +990,8 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     run.workspace = workspace;
     run.firstStep = tr.firstStep;
     run.microBatches = tr.gradientAccumulationSteps;
+    run.zeroGrad = tr.zeroGrad;
+    run.adamw = tr.optimizerImpl;
     run.expandableSegments = c.expandableSegments;
     run.device = std::max(0.0, device);
     return run;

@@ -56,13 +56,15 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
 
 // cs336_basics' training step with fp32 parameters, in fp32 or under autocast, on one GPU (the benchmark's
 // loop: zero_grad, forward, the package's
-// cross-entropy, backward, its AdamW), every tensor as the code makes and drops it: the forward keeps what
+// cross-entropy, backward, AdamW), every tensor as the code makes and drops it: the forward keeps what
 // autograd saves (cs336basics.h's tables, tensor by tensor), the backward frees it layer by layer from the
-// last while each parameter's gradient is made, and AdamW steps one parameter at a time. A first step makes
-// the optimizer's states after the backward, when the activations' segments stay cached beside them: a
-// state as large as no cached block is takes a segment of its own (2.7B at 128 tokens: 20 MiB blocks, 25-100
-// MiB states). A later step is replayed after a first, whose segments stay reserved. At most 128 blocks'
-// forwards and backwards in all (layers x micro-batches x steps); beyond, nothing is replayed.
+// last while each parameter's gradient is made, and AdamW steps: the package's one parameter at a time, or
+// torch.optim.AdamW's (one tensor at a time, foreach or fused). zero_grad runs before the forward, after it
+// (the last step's gradients alive through it) or never. A first step makes the optimizer's states after the
+// backward, when the activations' segments stay cached beside them: a state as large as no cached block is
+// takes a segment of its own (2.7B at 128 tokens: 20 MiB blocks, 25-100 MiB states). A later step is
+// replayed after a first, whose segments stay reserved. At most 128 blocks' forwards and backwards in all
+// (layers x micro-batches x steps); beyond, nothing is replayed.
 struct Cs336StepRun {
     Cs336Shape shape; // per sequence; fp32 parameters, autocast's dtype or none
     int layers = 0;
@@ -70,15 +72,17 @@ struct Cs336StepRun {
     double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply
     bool firstStep = false;
     int microBatches = 1; // gradient accumulation: forwards and backwards before the step
+    ZeroGrad zeroGrad = ZeroGrad::BeforeForward;
+    OptimizerImpl adamw = OptimizerImpl::Cs336Basics;
     bool expandableSegments = false;
     double device = 0; // what the driver can give PyTorch (0: unlimited)
 };
 
 Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
 
-// The run a scenario plans, when it is one: cs336_basics training in fp32 without autocast on one GPU, of a
-// known architecture, uncalibrated, AdamW as the package writes it with the states it makes (no bytes per
-// parameter given), no checkpointing or compile, gradients set to None before the forward.
+// The run a scenario plans, when it is one: cs336_basics training with fp32 parameters on one GPU, of a
+// known architecture, uncalibrated, AdamW with the states it makes (no bytes per parameter given), no
+// checkpointing or compile.
 std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device);
 
 } // namespace headroom

@@ -490,10 +490,20 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
     st.logits = t.head + t.lossForward * tokens * m.vocab;
     st.logitsGradient = (t.lossBackward - t.lossForward) * tokens * m.vocab;
     st.heldLogits = t.heldLogits * tokens * m.vocab;
-    // The head's backward reads the logits' gradient and writes its weight's: less than the loss's start
-    // holds, so no moment of its own; its gradient, the final norm's and the last layer's output
-    // projection and MLP are written when that layer's softmax backward runs.
+    // The head's backward reads the logits' gradient and writes its weight's. The einsum's backward leaves
+    // that gradient transposed, so AccumulateGrad copies it into the parameter's layout once the einsum's
+    // node has freed the logits' gradient and the head's saved input (torch/csrc/autograd/functions/
+    // accumulate_grad.h, utils::clone_obey_contract; Wedsonlin's traces show the copy for every einsum
+    // weight): two of the head's gradient beside the final norm's saved tensors, the head input's gradient
+    // and the logits the loop holds. Into a .grad that exists (accumulation, zero_grad never) it is added
+    // in place: less than the loss's start holds, no moment of its own. Its gradient, the final norm's and
+    // the last layer's output projection and MLP are written when that layer's softmax backward runs.
     st.headGradient = st.headLogitsGradient = st.headGradientCopies = 0;
+    if (!st.gradientsInForward) {
+        st.headGradient = tr.bytes.gradients * static_cast<double>(m.vocab) * m.hidden;
+        st.headGradientCopies = 2;
+        st.headLogitsGradient = t.head + st.heldLogits;
+    }
     st.layerBackwardGradients =
         tr.bytes.gradients * (static_cast<double>(m.vocab) * m.hidden + m.hidden +
                               static_cast<double>(m.hidden) * m.hidden + 3.0 * m.hidden * m.ffn);

@@ -653,7 +653,7 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // traced (notHanmin's XL forwards in fp32 and under autocast, a later step's with the previous
     // gradients alive): validate, every counter the trace records held to the targets. When first compared,
     // allocated and active 1.3% under in both, reserved 2.0% and 5.8% under (the 3% fraction: the replay
-    // does not cover a zero_grad after the forward).
+    // did not cover a zero_grad after the forward), 1.5% and 4.8% since it does.
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -740,34 +740,42 @@ void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
 
 void TestFrameworks::cs336StepReplayedThroughTheAllocator() {
     // cs336_basics' training step through the caching allocator's model (core/plan/cs336replay.h
-    // cs336StepReplay): the forward saving what autograd keeps, the loss, the backward layer by layer, AdamW
-    // one parameter at a time. Against Wedsonlin's traced steps at 128 and 256 tokens (after warm-up steps,
-    // so their states were made in a first step whose segments stay cached): the allocated peak within 0.01%
-    // (what is left is row-sized: the loss's scalars and statistics, the warm-up batches' ids) and reserved,
-    // the plan's figure, within 0.1% and 1.2% (a 3% fraction: 2.2% under and 1.2% over); and at 512 and
-    // 1,024 tokens under bf16 autocast (each einsum's cast of an fp32 input saved in its place, the weights'
-    // casts cached and freed as each einsum's backward runs, gradients through each cast's backward): the
-    // allocated peak within 0.002% (the profile's moments: 0.2% over at 1,024, the last layer's casts kept
-    // to the backward's end) and reserved -0.02% and +0.17% (the fraction: +1.1%, -0.7%). bcrafton's step,
-    // whose AdamW was compiled (the scenario plans the eager one): allocated within 512 bytes, reserved 2.6%
-    // under where the fraction was 6.5%.
+    // cs336StepReplay): the forward saving what autograd keeps, the loss, the backward layer by layer (each
+    // einsum weight's gradient copied by AccumulateGrad into the parameter's layout, as the traces show),
+    // AdamW one parameter at a time. Against Wedsonlin's traced steps at 128 and 256 tokens (after warm-up
+    // steps, so their states were made in a first step whose segments stay cached): the allocated peak within
+    // 0.01% (what is left is row-sized: the loss's scalars and statistics, the warm-up batches' ids) and
+    // reserved, the plan's figure, +0.4% and -1.6% (a 3% fraction: 2.2% under and 1.2% over; without the
+    // copies -0.1% and -1.2%: where segments fall is that sensitive to the order of transient tensors); and
+    // at 512 and 1,024 tokens under bf16 autocast (each einsum's cast of an fp32 input saved in its place,
+    // the weights' casts cached and freed as each einsum's backward runs, gradients through each cast's
+    // backward): the allocated peak within 0.002% (the profile's moments: 0.2% over at 1,024, the last
+    // layer's casts kept to the backward's end) and reserved -0.02% and +0.17% (the fraction: +1.1%, -0.7%).
+    // bcrafton's step, whose model was compiled (the scenario plans the eager one, AdamW being its peak):
+    // allocated within 512 bytes, reserved 2.9% under where the fraction was 6.5%.
     // And kkaitlyn111's first steps of the 2.7B model (examples/measured, reserved peaks read from its
     // snapshots): the states made after the backward, beside the activations' cached segments, which at 128
-    // tokens are 20 MiB at most where every matrix's state is 25 MiB or more: within 3% where the fraction
-    // was 7-10% under (those three are fit: the replay was written because of them).
+    // tokens are 20 MiB at most where every matrix's state is 25 MiB or more: within 2% where the fraction
+    // was 7-10% under (those three are fit: the replay was written because of them). notHanmin's XL forwards
+    // (another student's own model, validate: a later step whose loop calls zero_grad after the forward,
+    // with torch's one-tensor-at-a-time AdamW declared) are replayed since zero_grad's place and torch's
+    // AdamW were written: reserved 1.5% and 4.8% under (the fraction: 2.0% and 5.8%); their allocated peaks
+    // are the profile's question (this code keeps 1.3% more), not the replay's.
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
     const std::map<std::string, std::pair<double, double>> bounds = {
         // id: reserved error, its bound
-        {"cs336-basics-medium-128-training", {-0.0009, 0.0005}},
-        {"cs336-basics-medium-256-training", {-0.0115, 0.0005}},
+        {"cs336-basics-medium-128-training", {0.0038, 0.0005}},
+        {"cs336-basics-medium-256-training", {-0.0161, 0.0005}},
         {"cs336-basics-medium-512-training-bf16-autocast", {-0.0002, 0.0005}},
         {"cs336-basics-medium-1024-training-bf16-autocast", {0.0017, 0.0005}},
-        {"cs336-basics-small-gpt2vocab-1x64-compiled", {-0.026, 0.0005}},
-        {"cs336-basics-2.7b-128-first-step-kkaitlyn-reserved", {0.0048, 0.0005}},
-        {"cs336-basics-2.7b-256-first-step-kkaitlyn-reserved", {-0.0091, 0.0005}},
-        {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {0.0291, 0.0005}}};
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", {-0.0287, 0.0005}},
+        {"cs336-basics-2.7b-128-first-step-kkaitlyn-reserved", {0.0043, 0.0005}},
+        {"cs336-basics-2.7b-256-first-step-kkaitlyn-reserved", {-0.0108, 0.0005}},
+        {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {-0.0193, 0.0005}},
+        {"cs336-basics-xl-256-forward-zero-grad-after", {-0.0149, 0.0005}},
+        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", {-0.0483, 0.0005}}};
     std::size_t replayed = 0;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
@@ -791,7 +799,7 @@ void TestFrameworks::cs336StepReplayedThroughTheAllocator() {
                 .arg(r.traced ? QString::number(r.measured, 'f', 0) : QStringLiteral("not read"))
                 .arg(100 * error, 0, 'f', 2);
         qInfo().noquote() << what;
-        if (r.traced)
+        if (r.traced && r.c->id.find("-xl-256-") == std::string::npos) // the package's own code
             QVERIFY2(std::abs(replay.allocated / r.measured - 1) <= 0.0001, qPrintable(what));
         const auto b = bounds.find(r.c->id);
         QVERIFY2(b != bounds.end(), qPrintable(what));
@@ -840,6 +848,38 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                 ++compared;
             }
     QCOMPARE(compared, size_t(12));
+    // The same with torch.optim.AdamW in each implementation (its states made before any update, the
+    // denominator's temporaries: two at a time, all at once, none) and zero_grad before the forward, after
+    // it or never, for a later step of the medium model and a first one of the 2.7B.
+    compared = 0;
+    for (const char* file :
+         {"cs336-medium-128-training.headroom.json", "cs336-2.7b-512-first-step-kkaitlyn.headroom.json"})
+        for (const char* adamw : {"cs336_basics", "for_loop", "foreach", "fused"})
+            for (const char* zeroGrad : {"before_forward", "after_forward", "keep"})
+                for (const int accumulation : {1, 2}) {
+                    json doc = parseJsonText(readTextFile(
+                        (measuredDir() + QStringLiteral("cs336-basics/") + QString::fromLatin1(file))
+                            .toStdString()));
+                    doc["training"]["optimizer_implementation"] = adamw;
+                    doc["training"]["zero_grad"] = zeroGrad;
+                    doc["training"]["gradient_accumulation_steps"] = accumulation;
+                    const Scenario sc = scenarioFromJson(doc);
+                    const auto run = cs336StepRunOf(sc, workspaceBytes(sc), 0);
+                    QVERIFY(run);
+                    const Cs336Replay replay = cs336StepReplay(*run);
+                    const double planned = estimate(sc).allocatedPeakBytes;
+                    const QString what =
+                        QStringLiteral("%1, %2, zero_grad %3, %4 micro-batches: replay %5, profile %6")
+                            .arg(QString::fromLatin1(file), QString::fromLatin1(adamw),
+                                 QString::fromLatin1(zeroGrad))
+                            .arg(accumulation)
+                            .arg(replay.allocated, 0, 'f', 0)
+                            .arg(planned, 0, 'f', 0);
+                    QVERIFY2(replay.replayed && std::abs(replay.allocated / planned - 1) <= 0.0005,
+                             qPrintable(what));
+                    ++compared;
+                }
+    QCOMPARE(compared, size_t(48));
     json doc = parseJsonText(
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
                          .toStdString()));
