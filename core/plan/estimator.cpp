@@ -498,6 +498,13 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
     // and the logits the loop holds. Into a .grad that exists (accumulation, zero_grad never) it is added
     // in place: less than the loss's start holds, no moment of its own. Its gradient, the final norm's and
     // the last layer's output projection and MLP are written when that layer's softmax backward runs.
+    // Under autocast the head's and the last layer's output_proj, w1, w2 and w3 einsums have run their
+    // backwards when its softmax's does, each freeing the weight's cast it saved (the step's replay,
+    // cs336replay.cpp, showed the moment keeping them: 0.2% over the 1,024-token autocast run).
+    if (st.castWeights > 0)
+        st.backwardCastsFreed =
+            tr.autocastBytes * (static_cast<double>(m.vocab) * m.hidden +
+                                static_cast<double>(m.hidden) * m.hidden + 3.0 * m.hidden * m.ffn);
     st.headGradient = st.headLogitsGradient = st.headGradientCopies = 0;
     if (!st.gradientsInForward) {
         st.headGradient = tr.bytes.gradients * static_cast<double>(m.vocab) * m.hidden;
@@ -1240,7 +1247,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         double layerActivations = loss ? 0 : st.transient, layerScores = loss ? 0 : st.transientScores;
         if (st.ownBackwardMoment) {
             const bool peak = layerRunning && x <= 0;
-            layerActivations = peak ? st.backwardActivations : 0;
+            layerActivations = peak ? st.backwardActivations - st.backwardCastsFreed : 0;
             layerScores = peak ? st.backwardScores : 0;
             b[Category::Temporaries] += peak ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
             // New gradients, unless earlier micro-batches left them (then they accumulate in place).

@@ -42,6 +42,10 @@ struct StageModel {
     // sample), and the backward's scratch (temporaries, per sample: growing with tokens, with tokens x keys).
     bool ownBackwardMoment = false;
     double backwardActivations = 0, backwardScores = 0;
+    // Under autocast, whatever the batch: the weights' 16-bit casts the backwards before that moment have
+    // freed (cs336_basics: the head's and the last layer's output projection and MLP, each einsum's saved
+    // cast going once its backward has run).
+    double backwardCastsFreed = 0;
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.
