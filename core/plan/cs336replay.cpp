@@ -206,9 +206,19 @@ public:
         for (int l = 0; l < m_layers; ++l) {
             if (m_p.outOfMemory())
                 return; // out of memory, the forward goes no further: the verdict is given
-            block(l);   // its input: the embedding's output, then the last block's
-            if (l > 0)
-                keep(X, l, SX); // `x = layer(x)` drops the block's input once it returns (ln1's pow saved it)
+            if (m_checkpointed) {
+                // torch.utils.checkpoint runs the block under torch.no_grad, keeping only its input.
+                m_training = false;
+                block(l);
+                m_training = true;
+                if (l > 0)
+                    m_p.rename(X, saved(l, SX));
+            } else {
+                block(l); // its input: the embedding's output, then the last block's
+                if (l > 0)
+                    keep(X, l,
+                         SX); // `x = layer(x)` drops the block's input once it returns (ln1's pow saved it)
+            }
             m_p.rename(H2, X);
             if (lastOne)
                 break;
@@ -265,6 +275,7 @@ public:
         }
         step(first, adamw);
     }
+    void checkpointEveryBlock() { m_checkpointed = true; }
     double reservedByForward() const { return m_reservedByForward; }
     double reservedByBackward() const { return m_reservedByBackward; }
 
@@ -328,7 +339,17 @@ private:
         for (int l = m_layers - 1; l >= 0; --l) {
             if (m_p.outOfMemory())
                 return;
-            blockBackward(l);
+            if (m_checkpointed) {
+                // The checkpoint's backward (reentrant: torch/utils/checkpoint.py
+                // CheckpointFunction.backward) runs the block's forward again from its kept input, saving
+                // what autograd keeps, then the backward through it; the recomputed output it holds goes when
+                // it returns.
+                block(l);
+                blockBackward(l);
+                m_p.free(H2);
+            } else {
+                blockBackward(l);
+            }
         }
         // The embedding's weight gradient (embedding_dense_backward: zeros of its size, indexed into).
         gradient(0);
@@ -844,6 +865,7 @@ private:
     const Dims& m_d;
     int m_layers;
     bool m_training = false;
+    bool m_checkpointed = false; // every block under torch.utils.checkpoint (a training step)
     double m_workspace = 0;
     bool m_everyBlock = false;
     double m_reservedByForward = 0, m_reservedByBackward = 0;
@@ -954,16 +976,18 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
         !replayable(d, run.layers, kMaxBlockPasses / run.microBatches / (run.firstStep ? 1 : 2),
                     run.workspace, run.device))
         return {};
-    const std::vector<double> key =
-        keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
-                  run.device, run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches),
-                  static_cast<double>(run.zeroGrad), static_cast<double>(run.adamw)});
+    const std::vector<double> key = keyOf(
+        d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers), run.device,
+            run.firstStep ? 1.0 : 0.0, static_cast<double>(run.microBatches),
+            static_cast<double>(run.zeroGrad), static_cast<double>(run.adamw), run.checkpointed ? 1.0 : 0.0});
     static RecentResults<Cs336Replay> kept;
     const Cs336Replay r =
         replayed(kept, key, d, run.layers, true, run.expandableSegments, run.device,
                  [&](Program& step, Cs336Replay& one) {
                      // A later step follows a first one, whose segments stay cached (the allocator hands none
                      // back): what the run reserves is the most over both.
+                     if (run.checkpointed)
+                         step.checkpointEveryBlock();
                      step.trainingStep(run.workspace, true, run.microBatches, run.zeroGrad, run.adamw);
                      if (!run.firstStep)
                          step.trainingStep(0, false, run.microBatches, run.zeroGrad, run.adamw);
@@ -980,8 +1004,10 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     const ClusterSettings& c = sc.cluster;
     if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
         sc.calibration.present || tr.bytes.weights != 4 || tr.optimizer != Optimizer::AdamW ||
-        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.checkpointing != Checkpointing::None ||
-        tr.compile || c.numGpus != 1 || c.tensorParallel != 1 || c.pipelineParallel != 1)
+        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.compile || c.numGpus != 1 ||
+        !(tr.checkpointing == Checkpointing::None ||
+          (tr.checkpointing == Checkpointing::Full && tr.checkpointEvery <= 1 && tr.autocastBytes == 0)) ||
+        c.tensorParallel != 1 || c.pipelineParallel != 1)
         return std::nullopt;
     Cs336StepRun run;
     run.shape = cs336ShapeOf(sc.model, tr.sequenceLength, 4, tr.autocastBytes);
@@ -992,6 +1018,7 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     run.microBatches = tr.gradientAccumulationSteps;
     run.zeroGrad = tr.zeroGrad;
     run.adamw = tr.optimizerImpl;
+    run.checkpointed = tr.checkpointing == Checkpointing::Full;
     run.expandableSegments = c.expandableSegments;
     run.device = std::max(0.0, device);
     return run;

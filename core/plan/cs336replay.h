@@ -72,8 +72,9 @@ struct Cs336StepRun {
     double workspace = 0; // cuBLAS's workspaces, allocated by the first matrix multiply
     bool firstStep = false;
     int microBatches = 1; // gradient accumulation: forwards and backwards before the step
-    ZeroGrad zeroGrad = ZeroGrad::BeforeForward;
-    OptimizerImpl adamw = OptimizerImpl::Cs336Basics;
+    ZeroGrad zeroGrad = ZeroGrad::BeforeForward;      // where the loop calls zero_grad
+    OptimizerImpl adamw = OptimizerImpl::Cs336Basics; // the package's AdamW or torch's, as implemented
+    bool checkpointed = false; // every block under torch.utils.checkpoint (fp32, without autocast)
     bool expandableSegments = false;
     double device = 0; // what the driver can give PyTorch (0: unlimited)
 };

@@ -477,6 +477,14 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         if (st.castWeights > 0)
             st.castWeights = tr.autocastBytes * (static_cast<double>(m.vocab) * m.hidden +
                                                  4.0 * m.hidden * m.hidden + 3.0 * m.hidden * m.ffn);
+        // The first block's backward, after every later block's: what it holds beyond its saved tensors
+        // (its input, the recomputed output the checkpoint keeps while it runs; the q, k and v casts its
+        // einsums still hold at the softmax's backward) and the gradients not written by then.
+        st.recomputedFirstBlock = true;
+        st.firstBlockHeld = 2.0 * tr.bytes.weights * m.hidden * tr.sequenceLength;
+        st.firstBlockCasts = st.castWeights > 0 ? tr.autocastBytes * 3.0 * m.hidden * m.hidden : 0;
+        st.firstBlockUnwritten = tr.bytes.gradients * (3.0 * m.hidden * m.hidden + m.hidden +
+                                                       static_cast<double>(m.vocab) * m.hidden);
     } else {
         st.activations = layers * t.layerSaved;
         st.scores = layers * t.layerScores;
@@ -1115,9 +1123,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
             *v *= 2;
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
-    for (double* v :
-         {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
-          &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits})
+    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
+                      &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits,
+                      &st.firstBlockHeld})
         *v *= c.linear;
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
@@ -1188,12 +1196,26 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
-    for (double* v :
-         {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
-          &st.headLogitsGradient, &st.kvCache, &st.prefillKvExtra, &st.decodeKvTransient,
-          &st.decodeActivations, &st.cachedLogits, &st.offloadedActivations, &st.backwardActivations,
-          &st.backwardScores, &st.backwardTemporaries, &st.backwardTemporaryScores, &st.heldLogits,
-          &st.backwardScratchScores})
+    for (double* v : {&st.activations,
+                      &st.scores,
+                      &st.transient,
+                      &st.transientScores,
+                      &st.logits,
+                      &st.logitsGradient,
+                      &st.headLogitsGradient,
+                      &st.kvCache,
+                      &st.prefillKvExtra,
+                      &st.decodeKvTransient,
+                      &st.decodeActivations,
+                      &st.cachedLogits,
+                      &st.offloadedActivations,
+                      &st.backwardActivations,
+                      &st.backwardScores,
+                      &st.backwardTemporaries,
+                      &st.backwardTemporaryScores,
+                      &st.heldLogits,
+                      &st.backwardScratchScores,
+                      &st.firstBlockHeld})
         *v *= batch;
     return st;
 }
@@ -1247,11 +1269,18 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         double layerActivations = loss ? 0 : st.transient, layerScores = loss ? 0 : st.transientScores;
         if (st.ownBackwardMoment) {
             const bool peak = layerRunning && x <= 0;
-            layerActivations = peak ? st.backwardActivations - st.backwardCastsFreed : 0;
-            layerScores = peak ? st.backwardScores : 0;
-            b[Category::Temporaries] += peak ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
+            // Every block checkpointed, the first block's backward at the end can hold more: by then every
+            // later block's gradients outweigh the inputs those blocks kept (the step's replay showed it).
+            const bool first = st.recomputedFirstBlock && layerRunning && x >= 1;
+            layerActivations = peak    ? st.backwardActivations - st.backwardCastsFreed
+                               : first ? st.backwardActivations + st.firstBlockHeld + st.firstBlockCasts
+                                       : 0;
+            layerScores = peak || first ? st.backwardScores : 0;
+            b[Category::Temporaries] +=
+                peak || first ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
             // New gradients, unless earlier micro-batches left them (then they accumulate in place).
             b[Category::Gradients] += peak && !st.gradientsInForward ? st.layerBackwardGradients : 0;
+            b[Category::Gradients] -= first && !st.gradientsInForward ? st.firstBlockUnwritten : 0;
         } else if (layerRunning && x <= 0) {
             b[Category::Temporaries] += st.backwardScratchScores;
         }
@@ -1356,9 +1385,10 @@ struct Candidate {
 // end of the forward and at the start of the backward, the head's backward after it, the first layer's
 // backward (all activations, its recomputation and gathered gradients), the end of the backward and the
 // optimizer step.
-constexpr Candidate kTrainingCandidates[] = {
-    {Phase::Forward, 1, true},  {Phase::Forward, 1},  {Phase::Backward, 0}, {Phase::Backward, 0, false, true},
-    {Phase::Backward, 0, true}, {Phase::Backward, 1}, {Phase::Optimizer, 1}};
+constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},  {Phase::Forward, 1},
+                                             {Phase::Backward, 0},       {Phase::Backward, 0, false, true},
+                                             {Phase::Backward, 0, true}, {Phase::Backward, 1},
+                                             {Phase::Backward, 1, true}, {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
 
 template <typename F> void forEachCandidate(Mode mode, F&& f) {

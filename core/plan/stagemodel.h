@@ -46,6 +46,12 @@ struct StageModel {
     // freed (cs336_basics: the head's and the last layer's output projection and MLP, each einsum's saved
     // cast going once its backward has run).
     double backwardCastsFreed = 0;
+    // Every block checkpointed (cs336_basics): the first block's backward, run again from its kept input,
+    // comes once every later block's gradients are written. There, per sample, its input and the output
+    // the checkpoint holds (and under autocast its q, k and v casts, whatever the batch), and the
+    // gradients not written yet: its q, k, v and ln1 weights' and the embedding's (whatever the batch).
+    bool recomputedFirstBlock = false;
+    double firstBlockHeld = 0, firstBlockCasts = 0, firstBlockUnwritten = 0;
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.

@@ -18,6 +18,7 @@
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -816,20 +817,20 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
     // accumulated (the replay adds each micro-batch's weight gradients into the .grad the first one made),
     // and the recorded autocast steps. Past 128 blocks' forwards and backwards (the medium model's later
     // step with three micro-batches: 24 x 3 x 2) nothing is replayed.
-    // The replay's and the profile's allocated peaks of one scenario, or what differs beyond 0.05%.
-    auto disagreement = [](const json& doc, const QString& what) {
+    // The profile's allocated peak over the replay's, less one, for a scenario the replay covers (NaN
+    // otherwise); and that as a message when it is beyond 0.05%.
+    auto difference = [](const json& doc) {
         const Scenario sc = scenarioFromJson(doc);
         const auto run = cs336StepRunOf(sc, workspaceBytes(sc), 0);
-        if (!run)
-            return what + QStringLiteral(": not a replayed step");
-        const Cs336Replay replay = cs336StepReplay(*run);
-        const double planned = estimate(sc).allocatedPeakBytes;
-        if (replay.replayed && std::abs(replay.allocated / planned - 1) <= 0.0005)
-            return QString();
-        return QStringLiteral("%1: replay %2, profile %3")
-            .arg(what)
-            .arg(replay.allocated, 0, 'f', 0)
-            .arg(planned, 0, 'f', 0);
+        const Cs336Replay replay = run ? cs336StepReplay(*run) : Cs336Replay{};
+        return replay.replayed ? estimate(sc).allocatedPeakBytes / replay.allocated - 1
+                               : std::numeric_limits<double>::quiet_NaN();
+    };
+    auto disagreement = [&](const json& doc, const QString& what) {
+        const double d = difference(doc);
+        return std::abs(d) <= 0.0005
+                   ? QString()
+                   : QStringLiteral("%1: the profile %2% off the replay").arg(what).arg(100 * d);
     };
     auto scenario = [](const char* file) {
         return parseJsonText(readTextFile(
@@ -897,6 +898,48 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         ++compared;
     }
     QCOMPARE(compared, size_t(7));
+    // And with every block under torch.utils.checkpoint (fp32): its forward run under no_grad keeping the
+    // block's input, run again in the block's backward. The first steps of the 2.7B model peak in their
+    // step and agree. The medium model's later steps can peak in the first block's backward, every later
+    // block's gradients written by then (the replay showed the profile that moment: it was 1.6% under at
+    // 256 tokens with fused AdamW, 0.4% since), and there the replay holds more than the profile's moments
+    // name: the first block's MLP backward, its f-wide gradients and a weight's gradient beside them.
+    compared = 0;
+    std::vector<double> apart;
+    for (const char* file :
+         {"cs336-medium-128-training.headroom.json", "cs336-medium-256-training.headroom.json",
+          "cs336-2.7b-128-first-step-kkaitlyn.headroom.json",
+          "cs336-2.7b-512-first-step-kkaitlyn.headroom.json"})
+        for (const char* adamw : {"cs336_basics", "fused"})
+            for (const int accumulation : {1, 2}) {
+                json doc = scenario(file);
+                doc["training"]["activation_checkpointing"] = "full";
+                doc["training"]["optimizer_implementation"] = adamw;
+                doc["training"]["gradient_accumulation_steps"] = accumulation;
+                const double d = difference(doc);
+                const QString what = QStringLiteral("%1 checkpointed, %2, %3 micro-batches: %4%")
+                                         .arg(QString::fromLatin1(file), QString::fromLatin1(adamw))
+                                         .arg(accumulation)
+                                         .arg(100 * d, 0, 'f', 3);
+                QVERIFY2(!std::isnan(d), qPrintable(what));
+                if (doc["training"].value("first_step", false))
+                    QVERIFY2(std::abs(d) <= 0.0005, qPrintable(what));
+                else
+                    QVERIFY2(d <= 0.0005 && d >= -0.01, qPrintable(what)); // never over, at most 1% under
+                if (std::abs(d) > 0.0005)
+                    apart.push_back(d);
+                ++compared;
+            }
+    QCOMPARE(compared, size_t(16));
+    QEXPECT_FAIL(
+        "",
+        "Five checkpointed later steps of the medium model (fused AdamW at 128 tokens, one and two "
+        "micro-batches; at 256 tokens fused with one, both AdamWs with two) are 0.2% to 0.9% under the "
+        "replay: their peak is inside the first block's MLP backward, which the profile's moments do "
+        "not name. No recorded run is checkpointed; the plan's reserved is the replay's.",
+        Continue);
+    QVERIFY2(apart.empty(), qPrintable(QStringLiteral("%1 beyond 0.05%").arg(apart.size())));
+    QCOMPARE(apart.size(), size_t(5));
     json doc = parseJsonText(
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
                          .toStdString()));
