@@ -60,7 +60,8 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
 // autograd saves (cs336basics.h's tables, tensor by tensor), the backward frees it layer by layer from the
 // last while each parameter's gradient is made, and AdamW steps: the package's one parameter at a time, or
 // torch.optim.AdamW's (one tensor at a time, foreach or fused). zero_grad runs before the forward, after it
-// (the last step's gradients alive through it) or never. A first step makes the optimizer's states after the
+// (the last step's gradients alive through it) or never. Checkpointed (fp32), each block's forward keeps only
+// its input and runs again in its backward. A first step makes the optimizer's states after the
 // backward, when the activations' segments stay cached beside them: a state as large as no cached block is
 // takes a segment of its own (2.7B at 128 tokens: 20 MiB blocks, 25-100 MiB states). A later step is
 // replayed after a first, whose segments stay reserved. At most 128 blocks' forwards and backwards in all
@@ -83,7 +84,7 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond = true);
 
 // The run a scenario plans, when it is one: cs336_basics training with fp32 parameters on one GPU, of a
 // known architecture, uncalibrated, AdamW with the states it makes (no bytes per parameter given), no
-// checkpointing or compile.
+// compile; checkpointed, every block and without autocast.
 std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device);
 
 } // namespace headroom
