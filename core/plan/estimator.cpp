@@ -1703,6 +1703,9 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
                 out.push_back({ph, x, memoryAt(st, ph, x, false, true), false, true});
             if (ph == Phase::Backward && i == 0)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
+            // Every block checkpointed (cs336_basics): the first block's backward, at the phase's end.
+            if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.recomputedFirstBlock)
+                out.push_back({ph, x, memoryAt(st, ph, x, true), true});
         }
     };
     if (sc.mode == Mode::Training)

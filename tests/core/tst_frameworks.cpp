@@ -917,6 +917,14 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                 doc["training"]["optimizer_implementation"] = adamw;
                 doc["training"]["gradient_accumulation_steps"] = accumulation;
                 const double d = difference(doc);
+                // The step's chart reaches the plan's allocated peak: the first block's backward is one of
+                // its points.
+                const Scenario sc = scenarioFromJson(doc);
+                double highest = 0;
+                for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+                    highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
+                                                    t.bytes[Category::CudaContext]);
+                QCOMPARE(highest, estimate(sc).allocatedPeakBytes);
                 const QString what = QStringLiteral("%1 checkpointed, %2, %3 micro-batches: %4%")
                                          .arg(QString::fromLatin1(file), QString::fromLatin1(adamw))
                                          .arg(accumulation)
