@@ -470,7 +470,8 @@ void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants_data() {
 
 void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants() {
     // What must hold wherever no recorded run checks the plan, on every scenario the project ships (the
-    // published and measured runs', the serving logs', the examples'), each changed by hand in one setting:
+    // published and measured runs', the serving logs', the examples'): a training step's chart reaches its
+    // allocated peak; and each changed by hand in one setting:
     // a longer sequence or a larger micro-batch never allocates less; full activation checkpointing never
     // allocates more than what the scenario checkpoints, nor ZeRO-3 (FSDP) over twice the GPUs; the largest
     // micro-batch and the longest sequence the plan reports fit and one step beyond them does not (a batch
@@ -494,6 +495,20 @@ void TestEstimator::everyShippedScenarioKeepsThePlannersInvariants() {
     const auto allocated = [&](const json& patch) { return estimatePeak(with(patch)).allocatedPeakBytes; };
     if (sc.mode == Mode::Training) {
         const TrainingSettings& tr = sc.training;
+        // The step's chart (the phase timeline of the most loaded stage) reaches the allocated peak the plan
+        // reports: every moment a peak can be at is one of its points. (A paged optimizer's states, outside
+        // PyTorch's allocator, are in the chart's bars and not in its counter.)
+        if (!tr.pagedOptimizer) {
+            double highest = 0;
+            for (const TimelinePoint& t : phaseTimeline(sc, base.mostLoadedStage, 2))
+                highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
+                                                t.bytes[Category::CudaContext] -
+                                                t.bytes[Category::CommunicationBuffers]);
+            QVERIFY2(std::abs(highest / base.allocatedPeakBytes - 1) <= 1e-9,
+                     qPrintable(QStringLiteral("the chart's highest point %1, the plan's allocated peak %2")
+                                    .arg(highest, 0, 'f', 0)
+                                    .arg(base.allocatedPeakBytes, 0, 'f', 0)));
+        }
         // +128 tokens keeps a length divisible by any context-parallel degree's 2 x degree chunks up to 64.
         QVERIFY(allocated({{"training", {{"sequence_length", tr.sequenceLength + 128}}}}) >=
                 base.allocatedPeakBytes);
