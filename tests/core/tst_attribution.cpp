@@ -1329,9 +1329,11 @@ void TestAttribution::reservedOfTheTracedRuns() {
         {"cs336-medium-1024-inference-calibrated-from-256", -0.075},
         {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.048},
         // Its step replayed (core/plan/cs336replay.h) where the 3% fraction was 6.5% under: the cache holds
-        // 10.1% beyond the tensors, most of it what the eager step's order leaves; its compiled AdamW's own
-        // scratch (4.1 bytes a parameter) is not the eager one's.
-        {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.026},
+        // 10.1% beyond the tensors. The run compiled its model (the trace's forward and backward allocations
+        // come from Inductor's kernels, AOT autograd's wrappers) and stepped the hand-written AdamW eagerly;
+        // the replay is the eager model's (it copies each weight's gradient as the eager einsum's backward
+        // makes AccumulateGrad do), whose order leaves the cache a little differently.
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.029},
         {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.054},
         {"cs336-small-32x256-no-optimizer-calibrated", -0.048}}; // allocated 5.8% under too
     double least = 1, most = 0;
