@@ -523,6 +523,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     backward << std::setprecision(3) << c.backwardScratchScores;
     std::ostringstream attention;
     attention << std::setprecision(3) << c.prefillAttentionLinear;
+    auto percentOf = [](double fraction) {
+        std::ostringstream o;
+        o << std::fixed << std::setprecision(1) << 100 * fraction << "%";
+        return o.str();
+    };
     // The scores' factor of the other activation dtypes the runs told (an autocast run tells fp32's too).
     std::ostringstream otherDtypes;
     for (const auto& [dtype, factor] : c.quadraticByDtype)
@@ -569,6 +574,12 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                 : std::string())
         << "  workspaces                         " << std::fixed << std::setprecision(1)
         << c.workspaceBytes / 1048576.0 << " MiB\n"
+        << (c.allocatorOverhead >= 0
+                ? "  reserved beyond the tensors        " + percentOf(c.allocatorOverhead) +
+                      " of the allocated peak (what the runs' caching allocator kept cached; in place of the "
+                      "plan's " +
+                      percentOf(scenarios.front().overheads.allocatorOverheadFraction) + ")\n"
+                : std::string())
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "
                               "every .grad from an earlier step)\n"
                             : "")
@@ -586,6 +597,17 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
             << static_cast<double>(run.measured) / 1073741824.0
             << (run.firstStep ? " GiB (a first step: what a later step would reach)" : " GiB")
             << ", estimate before " << err(run.before) << ", after " << err(run.after) << "\n";
+        if (run.reservedMeasured > 0) {
+            auto off = [&](std::int64_t e) {
+                std::ostringstream s;
+                s << std::showpos << std::fixed << std::setprecision(1)
+                  << 100.0 * (static_cast<double>(e) / static_cast<double>(run.reservedMeasured) - 1) << "%";
+                return s.str();
+            };
+            out << "    reserved " << std::fixed << std::setprecision(3)
+                << static_cast<double>(run.reservedMeasured) / 1073741824.0 << " GiB, estimate before "
+                << off(run.reservedBefore) << ", after " << off(run.reservedAfter) << "\n";
+        }
         if (run.noBackward)
             out << "    no backward recorded (no gradient, no step): a forward with autograd on? Plan it as "
                    "inference with grad_mode \"enabled\" and calibrate that; its factors serve training "

@@ -620,6 +620,18 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     if (run.scenario->mode == Mode::Training && step >= n && m.gradients == 0)
         m.noBackward =
             attribute(*run.trace, index, n - 1, rules, run.scenario).of(MeasuredCategory::Gradients) == 0;
+    // The allocator's segments beside the allocations, from the first allocation on.
+    if (index.hasSegments() || run.index->device().hasReservedTotals) {
+        const auto& actions = index.device().action;
+        std::size_t first = 0;
+        while (first < n && actions[first] != TraceAction::Alloc)
+            ++first;
+        const auto& reserved = index.reservedSeries();
+        for (std::size_t k = first < n ? first : 0; k < n; ++k) {
+            m.allocatedPeak = std::max(m.allocatedPeak, allocated[k]);
+            m.reservedPeak = std::max(m.reservedPeak, reserved[k]);
+        }
+    }
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
@@ -949,6 +961,19 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             r.backwardFromForward = true;
         }
     c.kvCache = kvRuns ? kvRatio / kvRuns : 1;
+    // The allocator's overhead the runs showed, as a share of what they allocated (the mean of theirs, as
+    // the tokens' factor is a least-squares fit on relative error): measured, it replaces the 3% the plan
+    // assumes. The runs' allocated peaks are the recorded ones, so a plan off in allocated is not made up
+    // for in reserved.
+    double overhead = 0;
+    int overheadRuns = 0;
+    for (const RunMeasurement& m : measured)
+        if (m.reservedPeak > 0 && m.allocatedPeak > 0) {
+            overhead +=
+                std::max(0.0, static_cast<double>(m.reservedPeak) / static_cast<double>(m.allocatedPeak) - 1);
+            ++overheadRuns;
+        }
+    c.allocatorOverhead = overheadRuns ? overhead / overheadRuns : -1;
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const CalibrationInput& in = runs[i];
@@ -956,14 +981,17 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         before.calibration = Calibration{};
         Scenario after = *in.scenario;
         after.calibration = c;
-        const Comparison b = compareAtPeak(before, estimate(before), *in.trace, *in.index, rules);
+        const Estimate planBefore = estimate(before), planAfter = estimate(after);
+        const Comparison b = compareAtPeak(before, planBefore, *in.trace, *in.index, rules);
         // After: the same measured peak, so only the estimate is counted again (as compare counts it).
         std::int64_t afterTotal = 0;
-        for (const std::int64_t v : estimateInMeasuredCategories(estimate(after)))
+        for (const std::int64_t v : estimateInMeasuredCategories(planAfter))
             afterTotal = saturatingAdd(afterTotal, v);
         r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
                           afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
-                          measured[i].atLoss, measured[i].atStep});
+                          measured[i].atLoss, measured[i].atStep, measured[i].reservedPeak,
+                          clampToInt64(planBefore.reservedPeakBytes),
+                          clampToInt64(planAfter.reservedPeakBytes)});
     }
     return r;
 }

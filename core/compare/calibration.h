@@ -70,6 +70,10 @@ struct RunMeasurement {
     std::int64_t restTransient = 0;                           // at the second
     // Every live allocation at the two moments, matched to the model's tensor shapes or left as residual.
     TensorTable atLoss, atStep;
+    // The run's allocated and reserved bytes at their most from its first allocation on (a recording that
+    // begins by releasing what an earlier run in the process left cached counts from there); reserved 0
+    // when the trace records no segments.
+    std::int64_t allocatedPeak = 0, reservedPeak = 0;
 };
 RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& rules);
 
@@ -85,6 +89,9 @@ struct CalibrationRun {
     // plans too (measured_on "training").
     bool noBackward = false;
     TensorTable atLoss, atStep; // what the run held at its loss peak and its step's peak, tensor by tensor
+    // Reserved at its most (RunMeasurement::reservedPeak; 0: the trace records no segments) and the plan's
+    // figure before and after.
+    std::int64_t reservedMeasured = 0, reservedBefore = 0, reservedAfter = 0;
 };
 struct CalibrationResult {
     Calibration factors;

@@ -47,6 +47,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["quadratic_activation_bytes"] = c.quadraticActivationBytes;
     for (const auto& [dtype, factor] : c.quadraticByDtype)
         j["quadratic_by_activation_bytes"][std::to_string(static_cast<int>(dtype))] = factor;
+    if (c.allocatorOverhead >= 0)
+        j["allocator_overhead_fraction"] = c.allocatorOverhead;
     if (c.gradientsHeld)
         j["gradients_held"] = true;
     if (c.measuredOn)
@@ -87,6 +89,10 @@ nlohmann::json calibrationToJson(const CalibrationResult& r) {
             j["tensors_at_step_peak"] = tensorTableToJson(run.atStep);
         if (run.noBackward)
             j["no_backward"] = true;
+        if (run.reservedMeasured > 0)
+            j["reserved"] = {{"measured_bytes", run.reservedMeasured},
+                             {"before_bytes", run.reservedBefore},
+                             {"after_bytes", run.reservedAfter}};
         runs.push_back(std::move(j));
     }
     return {{"schema", "headroom.calibration/1"},

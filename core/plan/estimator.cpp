@@ -905,7 +905,11 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.rootReduceAtEnd = embedding * (2 * gb + reduced);
         }
     }
-    if (tr.framework == Framework::Unsloth && m.known && st.layers > 0) {
+    // (A calibration that measured the allocator's overhead stands for it instead:
+    // Calibration::allocatorOverhead.)
+    const bool overheadMeasured =
+        sc.calibration.allocatorOverhead >= 0 && sc.calibration.measuredIn(sc.keptAs());
+    if (tr.framework == Framework::Unsloth && m.known && st.layers > 0 && !overheadMeasured) {
         // Unsloth's checkpointed layers, replayed op by op through the caching allocator
         // (core/plan/unslothreplay.h): their tensors reserve what the replay finds, in place of the fraction
         // that stands for the allocator elsewhere.
@@ -1115,6 +1119,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     // square, the KV cache, and the bytes the optimizer step and workspaces hold.
     // Measured in the other mode, the tokens' and scores' factors are not applied (Calibration::measuredOn).
     const Calibration c = sc.calibration.measuredIn(sc.keptAs()) ? sc.calibration : Calibration{};
+    if (c.allocatorOverhead >= 0)
+        st.allocatorFraction = c.allocatorOverhead; // what the runs' allocator reserved beyond allocated
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.

@@ -396,6 +396,13 @@ struct Calibration {
     // under autocast). Negative: not measured (the profile's own, if any, stand).
     double heldLogitCopies = -1;
     double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout (replaces the planned ones)
+    // What the caching allocator reserved beyond what was allocated in the runs, as a fraction of the
+    // allocated peak: each run's reserved at its most over its allocated at its most, less one, averaged.
+    // Where segments fall depends on the code's own sizes and order (a first AdamW step makes its states
+    // after the backward, beside the activations' cached segments: 11.5% in kkaitlyn111's 2.7B run), which
+    // a table of tensors does not hold; it replaces overheads.allocator_overhead_fraction. Negative: not
+    // measured (the runs recorded no segments).
+    double allocatorOverhead = -1;
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.

@@ -58,6 +58,7 @@ private slots:
     void calibrationReproducesAndPredicts();
     void calibrationInTheScenario();
     void runShapePerRank();
+    void calibrationLearnsTheAllocatorsOverhead();
     void scoresFactorKeepsToItsDtype();
     void calibrationWhateverTheOptimizer();
     void stepScratchFollowsTheLargestParameter();
@@ -697,6 +698,43 @@ void TestAttribution::calibrationInTheScenario() {
     QCOMPARE(estimate(crossed).ranks.at(0).allocatedBytes, estimate(uncalibrated).ranks.at(0).allocatedBytes);
 }
 
+// The allocator's overhead a calibration measures: a run's reserved at its most over its allocated at its
+// most, less one, which the plan then reserves beyond its tensors in place of its 3%.
+void TestAttribution::calibrationLearnsTheAllocatorsOverhead() {
+    const Run run =
+        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    const DeviceSummary& d = run.trace->summary.devices.at(0);
+    // Its segments are the snapshot's (the recording has no segment events): reserved holds throughout.
+    QCOMPARE(d.peakReserved, d.finalReserved);
+    const CalibrationResult cal = calibrate({inputOf(run, "256")}, AttributionRules::pytorchDefaults());
+    const double share = static_cast<double>(d.peakReserved) / static_cast<double>(d.peakAllocated) - 1;
+    QCOMPARE(cal.factors.allocatorOverhead, share);
+    QVERIFY(share > 0.017 && share < 0.018); // 9,265,217,536 bytes reserved, 9,103,544,320 allocated at most
+    // Kept in the scenario and read back.
+    json doc = run.scenario.document;
+    doc["calibration"] = {{"factors", calibrationFactorsToJson(cal.factors)}};
+    QCOMPARE(scenarioFromJson(doc, run.scenario.baseDir).calibration.allocatorOverhead, share);
+    // By hand: a plain-PyTorch step on one GPU reserves its allocated peak times 1 + the share, where the
+    // uncalibrated plan reserves 3% more.
+    doc["calibration"] = {{"factors", {{"allocator_overhead_fraction", 0.1}, {"measured_on", "training"}}}};
+    const Estimate withShare = estimate(scenarioFromJson(doc, run.scenario.baseDir));
+    QVERIFY(std::abs(withShare.reservedPeakBytes - 1.1 * withShare.allocatedPeakBytes) < 1);
+    const Estimate plain = estimate(run.scenario);
+    QVERIFY(std::abs(plain.reservedPeakBytes - 1.03 * plain.allocatedPeakBytes) < 1);
+    // Measured on forward-only runs, it is not a training step's: not applied.
+    doc["calibration"]["factors"]["measured_on"] = "inference";
+    const Estimate other = estimate(scenarioFromJson(doc, run.scenario.baseDir));
+    QVERIFY(std::abs(other.reservedPeakBytes - 1.03 * other.allocatedPeakBytes) < 1);
+    doc["calibration"]["factors"]["allocator_overhead_fraction"] = 11;
+    try {
+        scenarioFromJson(doc, run.scenario.baseDir);
+        QFAIL("a share of 1,100% was accepted");
+    } catch (const Error& err) {
+        QCOMPARE(QString::fromStdString(err.where()),
+                 QStringLiteral("calibration.factors.allocator_overhead_fraction"));
+    }
+}
+
 void TestAttribution::scoresFactorKeepsToItsDtype() {
     // Calibrated on the fp32 128-token run, the scores' factor (x2: the fp32 softmax's two kept copies) is
     // not applied under bf16 autocast, where the softmax stays fp32 and the next matmul keeps a bf16 copy
@@ -1250,6 +1288,15 @@ void TestAttribution::calibrationReproducesEveryRecordedRun() {
                              .arg(100 * relative(r.after, r.measured), 0, 'f', 1);
     qInfo().noquote() << what;
     QVERIFY2(relative(r.after, r.measured) <= 0.02, qPrintable(what));
+    // And its reserved peak, read by the summary: the calibration learns what the run's allocator cached
+    // beyond its tensors (the plan's 3% was from 1.8% over to 7.5% under on these runs: their caches
+    // hold 1.2% to 11.4% beyond their tensors).
+    Scenario calibrated = sc;
+    calibrated.calibration = cal.factors;
+    const double reserved = static_cast<double>(run.trace->summary.devices.at(0).peakReserved);
+    const double planned = estimate(calibrated).reservedPeakBytes;
+    QVERIFY2(std::abs(planned / reserved - 1) <= 0.02,
+             qPrintable(QStringLiteral("reserved %1%").arg(100 * (planned / reserved - 1), 0, 'f', 1)));
     // Two of the runs hold an earlier step's gradients at their loss peak: MAGMA27's after its warm-up,
     // bcrafton's (which records a later step) beside its AdamW states, 16 bytes for each of its 190,460,160
     // parameters (fp32 weights, gradients, two moments). The others free them with zero_grad.
@@ -1320,22 +1367,32 @@ void TestAttribution::calibratedPredictions() {
 void TestAttribution::reservedOfTheTracedRuns() {
     // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
     // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 11.4% over the six
-    // validate runs. The fit runs the cs336_basics profile plans, and the calibrated ones, reserve within
-    // 2% of the plan but for those named here at their errors (the plan reserves 3% beyond its tensors where
-    // no replay of the code's own order gives its reserved: calibrated plans, autocast steps).
+    // validate runs. The fit runs the cs336_basics profile plans reserve within 2% of the plan (a replay of
+    // the code's own order gives its reserved), and the calibrated ones within 2% of their own run (the
+    // calibration learns the allocator's overhead from it: Calibration::allocatorOverhead). Named here at
+    // their errors, those calibrated on runs whose cache was another share of their tensors: a forward's
+    // cache grows with the length faster than its tensors (the medium model's forward: 1.2% beyond its
+    // tensors at 128 tokens, 4.0% at 256, 11.4% at 1,024, where each 256 MiB score-sized tensor takes a
+    // segment of its own), so a share measured at one length is short at a longer one and over at a shorter
+    // one; under autocast the XL forward's casts leave 8.0% cached where its fp32 run leaves 3.7%.
     const std::map<std::string, double> beyond = {
-        {"cs336-medium-1024-inference-calibrated-from-128-256", -0.075},
-        {"cs336-medium-1024-inference-calibrated-from-128", -0.075},
-        {"cs336-medium-1024-inference-calibrated-from-256", -0.075},
-        {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.048},
+        {"cs336-medium-1024-inference-calibrated-from-128-256", -0.078},
+        {"cs336-medium-1024-inference-calibrated-from-128", -0.089},
+        {"cs336-medium-1024-inference-calibrated-from-256", -0.067},
+        {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", -0.060},
+        {"cs336-medium-128-inference-calibrated-from-1024", 0.097},
+        {"cs336-medium-128-inference-calibrated-from-256", 0.024},
+        {"cs336-medium-256-inference-calibrated-from-128", -0.023},
+        {"cs336-medium-1024-training-bf16-autocast-calibrated-from-256", -0.022},
         // Its step replayed (core/plan/cs336replay.h) where the 3% fraction was 6.5% under: the cache holds
         // 10.1% beyond the tensors. The run compiled its model (the trace's forward and backward allocations
         // come from Inductor's kernels, AOT autograd's wrappers) and stepped the hand-written AdamW eagerly;
         // the replay is the eager model's (it copies each weight's gradient as the eager einsum's backward
         // makes AccumulateGrad do), whose order leaves the cache a little differently.
         {"cs336-basics-small-gpt2vocab-1x64-compiled", -0.029},
-        {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.054},
-        {"cs336-small-32x256-no-optimizer-calibrated", -0.048}}; // allocated 5.8% under too
+        {"cs336-xl-256-forward-zero-grad-after-bf16-autocast-calibrated-from-fp32", -0.047},
+        {"cs336-xl-256-forward-zero-grad-after-calibrated-from-bf16-autocast", 0.055},
+        {"cs336-small-32x256-no-optimizer-calibrated", -0.053}}; // allocated 5.8% under too
     double least = 1, most = 0;
     std::size_t fits = 0;
     for (const CaseResult& r : measuredValidation().results) {
@@ -1448,7 +1505,10 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // predicting the same forward at 256 and 512 tokens and under bf16 autocast at 128 to 512; calibrated on its
 // 128-token first step, the steps at 256 and 512. When first computed: the fp32 forwards to the byte, the
 // autocast ones +0.1%, -0.3% and -1.8%, the steps -0.1%; in reserved the forwards within 1.9%, the steps
-// 7.5% and 10.1% under (a calibration learns tensors, not the cache a first step leaves).
+// 7.5% and 10.1% under (the plan's 3% beside the cache a first step leaves). The calibration learns the
+// allocator's overhead from its run since then (the steps' reserved rows are fit: that rule was written
+// because of them); the forwards' reserved moved from +1.9%, +0.6%, +1.5%, +0.6% and -0.5% to +0.5%, -0.7%,
+// +0.2%, -0.7% and -1.8%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -1464,24 +1524,13 @@ void TestAttribution::calibratedValidatePredictions() {
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
             qInfo().noquote() << what;
-            if (r.c->id == "cs336-2.7b-512-first-step-kkaitlyn-calibrated-from-128-reserved")
-                QEXPECT_FAIL(
-                    "",
-                    "10.1% under in reserved (allocated: 0.1%): the first AdamW step makes its states "
-                    "after the backward, and what the forward's and backward's segments keep cached "
-                    "(PyTorch hands none back) stays reserved beside them: 8.0 GB beyond the allocated peak "
-                    "at 512 tokens, 6.3 GB at 128 (where the activations' blocks, 20 MiB at most, "
-                    "are too small for a 25-100 MiB state). The plan reserves 3% beyond its tensors, "
-                    "and neither a calibration nor the profile replays the step through the "
-                    "allocator yet.",
-                    Continue);
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
-    QCOMPARE(ownFactors, size_t(14));
-    QCOMPARE(errors.size(), size_t(50));
+    QCOMPARE(ownFactors, size_t(12));
+    QCOMPARE(errors.size(), size_t(48));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[24] + errors[25]) / 2;
+    const double median = (errors[23] + errors[24]) / 2;
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

@@ -89,6 +89,12 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                                    static_cast<double>(std::max<std::int64_t>(run.measured, 1)),
                                'f', 1);
     };
+    auto reservedPct = [&](std::int64_t e) {
+        return QString::number(100.0 * (static_cast<double>(e) / static_cast<double>(std::max<std::int64_t>(
+                                                                     run.reservedMeasured, 1)) -
+                                        1),
+                               'f', 1);
+    };
     const QString firstStep =
         run.firstStep ? tr("This trace records a first step, whose optimizer states appear only in its step: "
                            "the peak compared is what a later step would reach, %1. ")
@@ -145,13 +151,22 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                   .arg(r.factors.quadratic, 0, 'f', 1)
                   .arg(r.factors.prefillAttentionLinear, 0, 'f', 2)
             : QString();
+    // What the run's allocator kept cached beside its tensors (Calibration::allocatorOverhead).
+    const QString cache =
+        r.factors.allocatorOverhead >= 0
+            ? tr("Its allocator reserved %1% beyond its tensors at their most, where the plan assumed %2%: "
+                 "the calibrated plan reserves the same share (reserved %3% off the run's, was %4%). ")
+                  .arg(100 * r.factors.allocatorOverhead, 0, 'f', 1)
+                  .arg(100 * scenario.overheads.allocatorOverheadFraction, 0, 'f', 1)
+                  .arg(reservedPct(run.reservedAfter), reservedPct(run.reservedBefore))
+            : QString();
     const QString noBackward =
         run.noBackward
             ? tr("This trace records no backward (no gradient, no step) while the plan is a training "
                  "step: if it is a forward with autograd on, plan it as inference with Grad mode "
                  "\"autograd on\" and calibrate that; its factors serve training plans too. ")
             : QString();
-    return noBackward + firstStep + gradients + step + backward + moments +
+    return noBackward + firstStep + gradients + step + backward + moments + cache +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
