@@ -973,7 +973,9 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                 std::max(0.0, static_cast<double>(m.reservedPeak) / static_cast<double>(m.allocatedPeak) - 1);
             ++overheadRuns;
         }
-    c.allocatorOverhead = overheadRuns ? overhead / overheadRuns : -1;
+    // At most ten times the tensors, what a scenario may say (a recording that began beside a large cache an
+    // earlier run left, with little allocated, could measure more).
+    c.allocatorOverhead = overheadRuns ? std::min(10.0, overhead / overheadRuns) : -1;
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const CalibrationInput& in = runs[i];

@@ -480,8 +480,13 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         // The first block's backward, after every later block's: what it holds beyond its saved tensors
         // (its input, the recomputed output the checkpoint keeps while it runs; the q, k and v casts its
         // einsums still hold at the softmax's backward) and the gradients not written by then.
-        st.recomputedFirstBlock = true;
-        st.firstBlockHeld = 2.0 * tr.bytes.weights * m.hidden * tr.sequenceLength;
+        st.recomputedSaved = t.layerSaved - input;
+        st.recomputedScores = t.layerScores;
+        st.recomputedMask = t.layerMask;
+        st.blockOutputHeld = tr.bytes.weights * m.hidden * tr.sequenceLength;
+        st.backwardActivations += st.blockOutputHeld; // the last block's too (1 x 2,048 small: 0.46% under)
+        st.firstBlockMoment = true;
+        st.firstBlockHeld = tr.bytes.weights * m.hidden * tr.sequenceLength; // its input (the output: above)
         st.firstBlockCasts = st.castWeights > 0 ? tr.autocastBytes * 3.0 * m.hidden * m.hidden : 0;
         st.firstBlockUnwritten = tr.bytes.gradients * (3.0 * m.hidden * m.hidden + m.hidden +
                                                        static_cast<double>(m.vocab) * m.hidden);
@@ -491,8 +496,65 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         st.fixedActivations = layers * t.layerMask;
         st.transient = t.lastLayerForward;
         st.transientScores = t.lastLayerForwardScores;
+        // Its output projection and MLP come after its softmax: not saved yet there. (Below the backward's
+        // moments but where the last step's gradients live through the forward, zero_grad after it: the
+        // 2.7B model at 4 x 1,024 tokens 0.22% over the step's replay when they were counted.)
+        st.transientNotMade = t.lastLayerNotMade;
         st.backwardActivations = t.lastLayerFreed;
         st.backwardScores = t.lastLayerFreedScores;
+        // The first block's softmax backward, as the last one's but with one block's saved tensors left
+        // and every later block's gradients written: the peak of a later step where the gradients outweigh
+        // the activations (the XL model at 1 x 512 tokens, 0.27% over the last block's moment in the step's
+        // replay, cs336replay.cpp, which showed it).
+        st.firstBlockMoment = true;
+        st.firstBlockHeld = t.layerSaved;
+        st.firstBlockScores = t.layerScores;
+        st.firstBlockCasts = st.castWeights > 0 ? tr.autocastBytes * 3.0 * m.hidden * m.hidden : 0;
+        st.firstBlockUnwritten = tr.bytes.gradients * (3.0 * m.hidden * m.hidden + m.hidden +
+                                                       static_cast<double>(m.vocab) * m.hidden);
+    }
+    st.firstBlockFixed = t.layerMask;
+    // A block's MLP backward (SwiGLU's in model.py, cs336replay.cpp's blockBackward): w2's einsum frees
+    // the product it saved and writes Pr's gradient and w2's (copied by AccumulateGrad), then the product's
+    // backward makes both factors' gradients (f wide, in the matmul's dtype) beside Pr's, whose two saved
+    // factors it frees (moment 0); then w3's einsum writes its input's gradient and w3's, which
+    // AccumulateGrad copies (moment 1: w3's gradient twice). The residual's gradient flows in alongside.
+    // Under autocast w2's weight cast goes with its einsum's backward, w3's and the cast of its input with
+    // its own. One or the other is the peak of a later step where the FFN is wide and the tokens few, which
+    // the step's replay showed (the 2.7B model at 8 x 128 tokens: in the first block, 0.22% over the
+    // softmax's moment; checkpointed, up to 3.2%); the product's at more tokens, w3's copy at fewer.
+    {
+        const double e = tr.bytes.weights, mm = tr.autocastBytes > 0 ? tr.autocastBytes : e;
+        const double h = m.hidden, f = m.ffn, v = static_cast<double>(m.vocab), g = tr.bytes.gradients;
+        const double s = tr.sequenceLength, cast = st.castWeights > 0 ? tr.autocastBytes : 0;
+        st.mlpMoment = true;
+        StageModel::MlpMoment& product = st.mlp[0];
+        product.freed = -mm * f * s;
+        product.scratch = (e * h + 3 * mm * f) * s;
+        product.castsFreed = cast * (v * h + h * f);
+        product.firstCasts = cast * (4 * h * h + 2 * h * f);
+        product.gradients = g * (v * h + h + h * f);
+        product.firstUnwritten = g * (4 * h * h + 2 * h * f + 2 * h + v * h);
+        StageModel::MlpMoment& w3 = st.mlp[1];
+        w3.freed = -(3 * mm * f + (cast > 0 ? mm * h : 0)) * s;
+        w3.scratch = ((e + mm) * h + 2 * mm * f) * s;
+        w3.castsFreed = cast * (v * h + 2 * h * f);
+        w3.firstCasts = cast * (4 * h * h + h * f);
+        w3.gradients = g * (v * h + h + 2 * h * f);
+        w3.firstUnwritten = g * (4 * h * h + h * f + 2 * h + v * h);
+        w3.gradientCopy = g * h * f;
+        // Before either: w2's gradient as its einsum writes it, the product it saved still alive, Pr's
+        // gradient beside it (under autocast in the cast's dtype, w2's cast not freed yet). Into a .grad
+        // that exists nothing is copied after, and this is the MLP's most (accumulation, checkpointed: the
+        // medium model at 4 x 128 tokens, 0.12% over the others).
+        StageModel::MlpMoment& w2 = st.mlp[2];
+        w2.freed = 0;
+        w2.scratch = (e * h + mm * f) * s;
+        w2.castsFreed = cast * v * h;
+        w2.firstCasts = cast * (4 * h * h + 3 * h * f);
+        w2.gradients = g * (v * h + h);
+        w2.firstUnwritten = g * (4 * h * h + 3 * h * f + 2 * h + v * h);
+        w2.gradientCopy = (cast > 0 ? cast : g) * h * f;
     }
     const double tokens = tr.sequenceLength;
     st.logits = t.head + t.lossForward * tokens * m.vocab;
@@ -509,15 +571,41 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
     // Under autocast the head's and the last layer's output_proj, w1, w2 and w3 einsums have run their
     // backwards when its softmax's does, each freeing the weight's cast it saved (the step's replay,
     // cs336replay.cpp, showed the moment keeping them: 0.2% over the 1,024-token autocast run).
-    if (st.castWeights > 0)
+    if (st.castWeights > 0) {
         st.backwardCastsFreed =
             tr.autocastBytes * (static_cast<double>(m.vocab) * m.hidden +
                                 static_cast<double>(m.hidden) * m.hidden + 3.0 * m.hidden * m.ffn);
+        // The head's alone at its gradient's copy (AccumulateGrad runs once the einsum's node has released
+        // what it saved): the medium model's later step at 4 x 128 tokens peaks there, 0.14% over before.
+        st.headCastFreed = tr.autocastBytes * static_cast<double>(m.vocab) * m.hidden;
+    }
     st.headGradient = st.headLogitsGradient = st.headGradientCopies = 0;
+    const double headWeight = static_cast<double>(m.vocab) * m.hidden;
     if (!st.gradientsInForward) {
-        st.headGradient = tr.bytes.gradients * static_cast<double>(m.vocab) * m.hidden;
+        st.headGradient = tr.bytes.gradients * headWeight;
         st.headGradientCopies = 2;
         st.headLogitsGradient = t.head + st.heldLogits;
+    } else {
+        // Into a .grad that exists (accumulation's later micro-batches, zero_grad never) the head's gradient
+        // is added in place, with no copy, but is written first beside what the einsum's backward still
+        // holds: the logits' gradient and the head's saved input (fp32). Under autocast it is written in
+        // the cast's dtype in place of the head's cast; then its fp32 copy (the cast's backward) beside it,
+        // once the logits' gradient and saved input are gone: whichever holds more at the scenario's
+        // micro-batch. The step's replay showed it as the peak with torch's one-at-a-time AdamW and few
+        // tokens (the small model at 1 x 64: 1.1% over the loss's moment).
+        const double mm = tr.autocastBytes > 0 ? tr.autocastBytes : tr.bytes.weights;
+        const double written = (mm * m.hidden + mm * m.vocab) * tokens; // per sample, beside t.head
+        const bool cast = st.castWeights > 0;
+        const double batch = tr.microBatchSize;
+        if (cast && (tr.bytes.gradients + mm) * headWeight >= batch * written + mm * headWeight) {
+            st.headGradient = headWeight;
+            st.headGradientCopies = tr.bytes.gradients + mm;
+            st.headLogitsGradient = t.head + st.heldLogits;
+        } else {
+            st.headGradient = (cast ? mm : tr.bytes.gradients) * headWeight;
+            st.headGradientCopies = 1;
+            st.headLogitsGradient = t.head + st.heldLogits + written;
+        }
     }
     st.layerBackwardGradients =
         tr.bytes.gradients * (static_cast<double>(m.vocab) * m.hidden + m.hidden +
@@ -1131,7 +1219,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
                       &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits,
-                      &st.firstBlockHeld})
+                      &st.firstBlockHeld, &st.mlp[0].freed, &st.mlp[0].scratch, &st.mlp[1].freed, &st.mlp[1].scratch,
+                      &st.mlp[2].freed, &st.mlp[2].scratch, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade})
         *v *= c.linear;
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
@@ -1157,6 +1246,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
             st.scores = 0;
     }
     st.backwardScores *= q;
+    st.firstBlockScores *= q;
+    st.recomputedScores *= q;
     st.backwardTemporaryScores *= q;
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
@@ -1221,7 +1312,18 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.backwardTemporaryScores,
                       &st.heldLogits,
                       &st.backwardScratchScores,
-                      &st.firstBlockHeld})
+                      &st.firstBlockHeld,
+                      &st.firstBlockScores,
+                      &st.mlp[0].freed,
+                      &st.mlp[0].scratch,
+                      &st.mlp[1].freed,
+                      &st.mlp[1].scratch,
+                      &st.mlp[2].freed,
+                      &st.mlp[2].scratch,
+                      &st.recomputedSaved,
+                      &st.recomputedScores,
+                      &st.blockOutputHeld,
+                      &st.transientNotMade})
         *v *= batch;
     return st;
 }
@@ -1230,7 +1332,7 @@ StageModel withBatch(StageModel st, double batch) {
 // that runs, with its transients, rather than the loss, with the logits. `headRunning`: at x = 0 of the
 // backward, the head's backward between the two (the loss's when the head has none).
 Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunning = false,
-                   bool headRunning = false) {
+                   bool headRunning = false, int mlpRunning = -1) {
     Breakdown b;
     b[Category::Weights] = st.weights;
     b[Category::MasterWeights] = st.master;
@@ -1250,8 +1352,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Gradients] = st.gradientsInForward || st.gradientsThroughForward ? st.gradients : 0;
         // Autocast's weight copies count as activations, where attribution finds them (the forward made
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
-        b[Category::Activations] = st.activations * (before + x * st.current) + (loss ? 0 : st.transient) +
-                                   (st.castWeights + st.fixedActivations) * x;
+        b[Category::Activations] =
+            std::max(0.0, st.activations * (before + x * st.current) +
+                              (loss ? 0 : st.transient + st.transientNotMade)) +
+            (st.castWeights + st.fixedActivations) * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
@@ -1277,16 +1381,33 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             const bool peak = layerRunning && x <= 0;
             // Every block checkpointed, the first block's backward at the end can hold more: by then every
             // later block's gradients outweigh the inputs those blocks kept (the step's replay showed it).
-            const bool first = st.recomputedFirstBlock && layerRunning && x >= 1;
-            layerActivations = peak    ? st.backwardActivations - st.backwardCastsFreed
-                               : first ? st.backwardActivations + st.firstBlockHeld + st.firstBlockCasts
+            const bool first = st.firstBlockMoment && layerRunning && x >= 1;
+            layerActivations = peak ? st.backwardActivations - st.backwardCastsFreed + st.recomputedMask
+                               : first ? st.backwardActivations + st.firstBlockHeld + st.firstBlockFixed +
+                                             st.firstBlockCasts
                                        : 0;
-            layerScores = peak || first ? st.backwardScores : 0;
+            layerScores = peak ? st.backwardScores : first ? st.backwardScores + st.firstBlockScores : 0;
             b[Category::Temporaries] +=
                 peak || first ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
             // New gradients, unless earlier micro-batches left them (then they accumulate in place).
             b[Category::Gradients] += peak && !st.gradientsInForward ? st.layerBackwardGradients : 0;
             b[Category::Gradients] -= first && !st.gradientsInForward ? st.firstBlockUnwritten : 0;
+            if (mlpRunning >= 0 && layerRunning && st.mlpMoment) {
+                // Inside the block's MLP backward, before its attention's (StageModel::mlp): the last
+                // block's (x = 0) or the first's (x = 1).
+                const StageModel::MlpMoment& at = st.mlp[std::clamp(mlpRunning, 0, 2)];
+                const bool atFirst = x >= 1;
+                layerActivations =
+                    (atFirst ? st.firstBlockHeld + st.firstBlockFixed + at.firstCasts
+                             : st.recomputedMask - at.castsFreed) +
+                    st.recomputedSaved + st.blockOutputHeld + at.freed;
+                layerScores = (atFirst ? st.firstBlockScores : 0) + st.recomputedScores;
+                b[Category::Temporaries] = st.layerTemporary + at.scratch;
+                b[Category::Gradients] =
+                    (atFirst || st.gradientsInForward ? st.gradients : 0) + at.gradientCopy;
+                if (!st.gradientsInForward)
+                    b[Category::Gradients] += atFirst ? -at.firstUnwritten : at.gradients;
+            }
         } else if (layerRunning && x <= 0) {
             b[Category::Temporaries] += st.backwardScratchScores;
         }
@@ -1309,6 +1430,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             // the gradients earlier micro-batches left.
             b[Category::Logits] = st.headLogitsGradient;
             b[Category::Gradients] = (st.stepInBackward ? 0 : g0) + st.headGradientCopies * st.headGradient;
+            b[Category::Activations] -= st.headCastFreed;
         }
         break;
     }
@@ -1386,6 +1508,7 @@ struct Candidate {
     double x;
     bool layerRunning = false;
     bool headRunning = false;
+    int mlpRunning = -1; // a moment of a block's MLP backward (StageModel::mlp), or none
 };
 // The points where a step's memory can peak: the last layer's forward (its transients), the loss at the
 // end of the forward and at the start of the backward, the head's backward after it, the first layer's
@@ -1394,7 +1517,10 @@ struct Candidate {
 constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},  {Phase::Forward, 1},
                                              {Phase::Backward, 0},       {Phase::Backward, 0, false, true},
                                              {Phase::Backward, 0, true}, {Phase::Backward, 1},
-                                             {Phase::Backward, 1, true}, {Phase::Optimizer, 1}};
+                                             {Phase::Backward, 1, true}, {Phase::Backward, 0, true, false, 0},
+                                             {Phase::Backward, 0, true, false, 1}, {Phase::Backward, 0, true, false, 2},
+                                             {Phase::Backward, 1, true, false, 0}, {Phase::Backward, 1, true, false, 1},
+                                             {Phase::Backward, 1, true, false, 2}, {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
 
 template <typename F> void forEachCandidate(Mode mode, F&& f) {
@@ -1537,7 +1663,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         double stagePeak = -1, stageAllocated = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
-            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning);
+            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning);
             const double total = b.total();
             residentPeak = std::max(residentPeak, residentBytes(st, b));
             // A replayed step reserves the same at every point (its segments stay): the peak is then
@@ -1568,16 +1694,16 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 maxBatch = largestFitting(
                     [&](double n) {
                         const StageModel m = withBatch(unit, n);
-                        return residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning)) <=
+                        return residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) <=
                                est.capacityBytes;
                     },
                     maxBatch);
                 return;
             }
             const double intercept =
-                residentBytes(none, memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning));
+                residentBytes(none, memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning));
             const double slope =
-                residentBytes(unit, memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning)) - intercept;
+                residentBytes(unit, memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) - intercept;
             if (slope > 0)
                 maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
             else if (intercept > est.capacityBytes)
@@ -1598,7 +1724,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                     const StageModel m = withBatch(stageModel(probe, s, sizer, true), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {
-                        ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning)) <=
+                        ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) <=
                                        est.capacityBytes;
                     });
                     return ok;
@@ -1707,10 +1833,16 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
             out.push_back({ph, x, memoryAt(st, ph, x), false});
             if (ph == Phase::Backward && i == 0 && st.headGradient > 0)
                 out.push_back({ph, x, memoryAt(st, ph, x, false, true), false, true});
+            if (ph == Phase::Backward && i == 0 && st.mlpMoment)
+                for (int k : {0, 1, 2})
+                    out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
             if (ph == Phase::Backward && i == 0)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
             // Every block checkpointed (cs336_basics): the first block's backward, at the phase's end.
-            if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.recomputedFirstBlock)
+            if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.mlpMoment)
+                for (int k : {0, 1, 2})
+                    out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
+            if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.firstBlockMoment)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
         }
     };

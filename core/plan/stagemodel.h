@@ -26,6 +26,9 @@ struct StageModel {
     bool gradientsThroughForward = false;
     // Per sample (withBatch scales them) for all layers of the stage.
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
+    // With `transient`, what the running layer has not saved yet at that moment (negative; cs336_basics: the
+    // last layer's output projection and MLP at its softmax), where `activations` counts all of it.
+    double transientNotMade = 0;
     double logits = 0, logitsGradient = 0;
     // The head's backward, between the loss's and the last layer's: the logits' gradient it reads (per
     // sample) and its weight's gradient it writes, `headGradientCopies` of them alive (core/plan
@@ -46,12 +49,36 @@ struct StageModel {
     // freed (cs336_basics: the head's and the last layer's output projection and MLP, each einsum's saved
     // cast going once its backward has run).
     double backwardCastsFreed = 0;
-    // Every block checkpointed (cs336_basics): the first block's backward, run again from its kept input,
-    // comes once every later block's gradients are written. There, per sample, its input and the output
-    // the checkpoint holds (and under autocast its q, k and v casts, whatever the batch), and the
-    // gradients not written yet: its q, k, v and ln1 weights' and the embedding's (whatever the batch).
-    bool recomputedFirstBlock = false;
-    double firstBlockHeld = 0, firstBlockCasts = 0, firstBlockUnwritten = 0;
+    // cs336_basics: the first block's backward comes once every later block's gradients are written, and
+    // can hold more than the last block's (a later step of a wide model at few tokens; every block
+    // checkpointed). There, beside `backwardActivations` and `backwardScores`, per sample: what the block
+    // keeps (its saved tensors and scores; checkpointed, its input and the output the checkpoint holds
+    // while it runs again), and whatever the batch: its causal mask, under autocast its q, k and v casts,
+    // and the gradients not written yet (its q, k, v and ln1 weights' and the embedding's).
+    bool firstBlockMoment = false;
+    double firstBlockHeld = 0, firstBlockScores = 0, firstBlockFixed = 0, firstBlockCasts = 0,
+           firstBlockUnwritten = 0;
+    // Under autocast, at the head's gradient copy (headGradientCopies): the head weight's 16-bit cast, which
+    // its einsum saved and whose backward has freed it by then (cs336_basics).
+    double headCastFreed = 0;
+    // cs336_basics: three moments of a block's MLP backward (0: the product's, its two factors' gradients
+    // made; 1: w3's gradient copy; 2: w2's gradient written, the product it saved not freed yet), in the
+    // last block (with every block's saved tensors) and in the first
+    // (with every later block's gradients): per sample, what the block's saved tensors have lost by then
+    // (negative) and the gradients flowing through it; whatever the batch, the weight casts gone by then
+    // (the last block's), those left (the first block's), the gradients written (the last block's) or not
+    // yet (the first block's), and the copy AccumulateGrad makes.
+    bool mlpMoment = false;
+    struct MlpMoment {
+        double freed = 0, scratch = 0;
+        double castsFreed = 0, firstCasts = 0, gradients = 0, firstUnwritten = 0, gradientCopy = 0;
+    };
+    MlpMoment mlp[3];
+    // Every block checkpointed: a block's backward runs its forward again, saving what an unchecked block
+    // saves (beyond the input the checkpoint keeps), and holds the recomputed output until it returns
+    // (per sample; in firstBlockHeld for the first block).
+    double recomputedSaved = 0, recomputedScores = 0, blockOutputHeld = 0;
+    double recomputedMask = 0; // the running block's causal mask, made again (whatever the batch)
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.

@@ -902,10 +902,10 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
     // block's input, run again in the block's backward. The first steps of the 2.7B model peak in their
     // step and agree. The medium model's later steps can peak in the first block's backward, every later
     // block's gradients written by then (the replay showed the profile that moment: it was 1.6% under at
-    // 256 tokens with fused AdamW, 0.4% since), and there the replay holds more than the profile's moments
-    // name: the first block's MLP backward, its f-wide gradients and a weight's gradient beside them.
+    // 256 tokens with fused AdamW, 0.4% since), and inside its MLP backward: its f-wide gradients and a
+    // weight's gradient beside them (five of these were 0.2% to 0.9% under, a named expected failure,
+    // until the profile named the MLP's moments).
     compared = 0;
-    std::vector<double> apart;
     for (const char* file :
          {"cs336-medium-128-training.headroom.json", "cs336-medium-256-training.headroom.json",
           "cs336-2.7b-128-first-step-kkaitlyn.headroom.json",
@@ -930,24 +930,75 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                                          .arg(accumulation)
                                          .arg(100 * d, 0, 'f', 3);
                 QVERIFY2(!std::isnan(d), qPrintable(what));
-                if (doc["training"].value("first_step", false))
-                    QVERIFY2(std::abs(d) <= 0.0005, qPrintable(what));
-                else
-                    QVERIFY2(d <= 0.0005 && d >= -0.01, qPrintable(what)); // never over, at most 1% under
-                if (std::abs(d) > 0.0005)
-                    apart.push_back(d);
+                QVERIFY2(std::abs(d) <= 0.0005, qPrintable(what));
                 ++compared;
             }
     QCOMPARE(compared, size_t(16));
-    QEXPECT_FAIL(
-        "",
-        "Five checkpointed later steps of the medium model (fused AdamW at 128 tokens, one and two "
-        "micro-batches; at 256 tokens fused with one, both AdamWs with two) are 0.2% to 0.9% under the "
-        "replay: their peak is inside the first block's MLP backward, which the profile's moments do "
-        "not name. No recorded run is checkpointed; the plan's reserved is the replay's.",
-        Continue);
-    QVERIFY2(apart.empty(), qPrintable(QStringLiteral("%1 beyond 0.05%").arg(apart.size())));
-    QCOMPARE(apart.size(), size_t(5));
+    // And the shapes that showed each moment the profile lacked, when both derivations were compared over
+    // 2,616 shapes (the five model sizes of the assignment, 1 to 8 sequences of 64 to 8,192 tokens, fp32
+    // and autocast, first and later steps, each AdamW and place of zero_grad, one and two micro-batches,
+    // checkpointed or not); they agree within 0.05% on all since. Each is given with the profile's error
+    // before (against the replay) and what it was.
+    struct Shape {
+        int hidden, ffn, layers, heads, batch, tokens;
+        bool autocast = false, checkpointed = false;
+        const char* adamw = "fused";
+        const char* zeroGrad = "before_forward";
+        int accumulation = 1;
+        bool firstStep = false;
+    };
+    const std::pair<Shape, const char*> shapes[] = {
+        {{1600, 6400, 48, 25, 1, 512}, "-0.27%: the first block's softmax backward, every later gradient written"},
+        {{1024, 4096, 24, 16, 4, 128, true}, "+0.14%: the head's cast gone at its gradient's copy"},
+        {{768, 3072, 12, 12, 1, 256, true}, "+0.72%: the same"},
+        {{2560, 10240, 32, 32, 8, 128}, "-0.22%: the first block's MLP backward at w3's gradient copy"},
+        {{1600, 6400, 48, 25, 4, 256}, "-0.06%: the last block's, the same"},
+        {{2560, 10240, 32, 32, 4, 1024, false, false, "foreach", "after_forward"},
+         "+0.22%: the last block's MLP not made yet at its softmax, the last step's gradients alive"},
+        {{768, 3072, 12, 12, 1, 64, false, false, "for_loop", "keep"},
+         "-1.12%: the head's gradient written into a .grad that exists"},
+        {{768, 3072, 12, 12, 1, 64, true, false, "for_loop", "keep"}, "-0.89%: the same under autocast"},
+        {{768, 3072, 12, 12, 8, 256, false, true}, "-3.25%: checkpointed, the MLP's product backward"},
+        {{768, 3072, 12, 12, 8, 2048, false, true, "fused", "before_forward", 1, true},
+         "-0.46%: checkpointed, the recomputed output held"},
+        {{1024, 4096, 24, 16, 4, 128, false, true, "fused", "before_forward", 2},
+         "-0.12%: checkpointed, accumulating: w2's gradient written"},
+        {{768, 3072, 12, 12, 1, 2048, false, true, "fused", "before_forward", 2, true},
+         "-0.19%: checkpointed, accumulating: the recomputed mask"}};
+    for (const auto& [shape, before] : shapes) {
+        json doc = scenario("cs336-medium-128-training.headroom.json");
+        doc.erase("x_measured");
+        doc["cluster"]["gpu"] = "H200-141GB";
+        doc["model"]["hidden_size"] = shape.hidden;
+        doc["model"]["intermediate_size"] = shape.ffn;
+        doc["model"]["num_hidden_layers"] = shape.layers;
+        doc["model"]["num_attention_heads"] = shape.heads;
+        doc["model"]["num_key_value_heads"] = shape.heads;
+        doc["training"]["micro_batch_size"] = shape.batch;
+        doc["training"]["sequence_length"] = shape.tokens;
+        if (shape.autocast)
+            doc["training"]["autocast"] = "bf16";
+        if (shape.checkpointed)
+            doc["training"]["activation_checkpointing"] = "full";
+        doc["training"]["optimizer_implementation"] = shape.adamw;
+        doc["training"]["zero_grad"] = shape.zeroGrad;
+        doc["training"]["gradient_accumulation_steps"] = shape.accumulation;
+        doc["training"]["first_step"] = shape.firstStep;
+        const QString error = disagreement(
+            doc, QStringLiteral("%1 x %2 tokens, hidden %3 (was %4)")
+                     .arg(shape.batch)
+                     .arg(shape.tokens)
+                     .arg(shape.hidden)
+                     .arg(QString::fromLatin1(before)));
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        // The step's chart reaches the plan's allocated peak: each moment is one of its points.
+        const Scenario sc = scenarioFromJson(doc);
+        double highest = 0;
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
+                                            t.bytes[Category::CudaContext]);
+        QCOMPARE(highest, estimate(sc).allocatedPeakBytes);
+    }
     json doc = parseJsonText(
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
                          .toStdString()));
