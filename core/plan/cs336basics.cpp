@@ -127,6 +127,9 @@ Cs336Forward cs336Forward(const Cs336Shape& s) {
     const double logits = d.m * s.vocab;
 
     Cs336Forward out;
+    out.attention = {attention * s.sequence, attentionScores * s.sequence, 0};
+    out.mlp = {mlp * s.sequence, 0, 0};
+    out.head = {head * s.sequence, 0, logits * s.sequence};
     const double atAttention = attention + attentionScores, atHead = head + logits;
     if (atAttention >= mlp && atAttention >= atHead) {
         out.activations = attention * s.sequence;

@@ -51,6 +51,13 @@ struct Cs336Forward {
     double scores = 0;      // what grows with tokens x keys
     double logits = 0;      // the logits, when the head's moment is the largest
     double mask = 0;        // the causal mask while a layer attends (once, whatever the batch)
+    // Each moment apart (the attention's softmax, the MLP's silu, the head): which is the largest can
+    // depend on what does not grow with the sequences (autocast's weight casts), so a plan weighs them at
+    // its batch.
+    struct Moment {
+        double activations = 0, scores = 0, logits = 0;
+    };
+    Moment attention, mlp, head;
 };
 
 Cs336Forward cs336Forward(const Cs336Shape& s);

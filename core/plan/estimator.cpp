@@ -1032,6 +1032,16 @@ Scenario trainingForward(const Scenario& sc) {
     return t;
 }
 
+// cs336_basics under autocast: the weight casts its forward has not made yet at its last layer's softmax
+// (`atSoftmax`: the head's, the layer's output projection's and MLP's) or at its silu (the head's, w2's and
+// w3's), in the cast's dtype.
+double lastLayerCasts(const Cs336Shape& s, bool atSoftmax) {
+    if (s.autocastBytes <= 0 || s.autocastBytes >= s.weightBytes)
+        return 0;
+    const double h = s.hidden, f = s.ffn;
+    return s.autocastBytes * (s.vocab * h + (atSoftmax ? h * h + 3 * h * f : 2 * h * f));
+}
+
 StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     StageModel st;
     st.mode = Mode::Inference;
@@ -1107,26 +1117,58 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             // the graph). The head's moment is the larger for short sequences, the softmax's for long ones.
             const Cs336Training saved = cs336Training(cs);
             const double tokens = in.contextLength;
-            st.activations = st.layers * saved.layerSaved;
-            st.scores = st.layers * saved.layerScores;
+            const double layers = st.layers * saved.layerSaved, layerScores = st.layers * saved.layerScores;
             st.fixedActivations = st.layers * saved.layerMask;
+            // Under autocast the einsums keep their weights' casts for the backward: at the last layer's
+            // softmax all but its output projection's, MLP's and the head's are made (the step's replay
+            // showed the head's moment 0.1% to 0.2% under when all were counted at both).
             const double atHead = saved.head + saved.heldLogits * tokens * m.vocab;
             const double atSoftmax =
                 saved.lastLayerForward + saved.lastLayerNotMade + saved.lastLayerForwardScores;
-            if (atHead >= atSoftmax) {
-                st.activations += saved.head;
-                st.logits = saved.heldLogits * tokens * m.vocab;
-            } else {
-                st.activations += saved.lastLayerForward + saved.lastLayerNotMade;
-                st.scores += saved.lastLayerForwardScores;
-            }
+            st.activations =
+                layers + (atHead >= atSoftmax ? saved.head : saved.lastLayerForward + saved.lastLayerNotMade);
+            st.scores = layerScores + (atHead >= atSoftmax ? 0 : saved.lastLayerForwardScores);
+            st.logits = atHead >= atSoftmax ? saved.heldLogits * tokens * m.vocab : 0;
+            if (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs()))
+                return st; // a calibration scales the largest moment's tensors (its own, not the code's)
+            st.logits = 0;
+            st.forwardMoments = 2;
+            st.forwardMoment[0] = {layers + saved.lastLayerForward + saved.lastLayerNotMade,
+                                   layerScores + saved.lastLayerForwardScores, 0,
+                                   std::max(0.0, st.castWeights - lastLayerCasts(cs, true))};
+            // At the head, under autocast the final norm's output is alive beside the cast the einsum saved
+            // (the forward's local, until it returns: 0.23% under for the small model at 8 x 256 without).
+            const double normOutput =
+                st.castWeights > 0 ? std::min(4.0, in.weightBytes) * m.hidden * tokens : 0;
+            st.forwardMoment[1] = {layers + saved.head + normOutput, layerScores,
+                                   saved.heldLogits * tokens * m.vocab, st.castWeights};
+            st.castWeights = 0;
             return st;
         }
+        // Without autograd: at the last layer's softmax, its silu and its head. Under torch.no_grad
+        // autocast's cache keeps every cast made by then (not yet the last layer's output projection and
+        // MLP, nor the head's, at the softmax; nor w2's, w3's and the head's at the silu); under
+        // inference_mode each cast goes with its einsum, and only the head's is alive at its moment. The
+        // forward's replay showed them: counted every cast at every moment, the 2.7B model at 1 x 1,024
+        // tokens was 1.1% over it under no_grad; without the head's cast, 0.4% under at 1 x 64 under
+        // inference_mode.
         const Cs336Forward f = cs336Forward(cs);
+        st.fixedActivations = f.mask;
         st.activations = f.activations;
         st.scores = f.scores;
         st.logits = f.logits;
-        st.fixedActivations = f.mask;
+        if (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs()))
+            return st; // a calibration scales the largest moment's tensors (its own, not the code's)
+        const double cached = st.castWeights;
+        const double headCast = in.autocastBytes > 0 && std::min(4.0, in.weightBytes) > in.autocastBytes
+                                    ? in.autocastBytes * static_cast<double>(m.vocab) * m.hidden
+                                    : 0;
+        st.forwardMoments = 3;
+        st.forwardMoment[0] = {f.attention.activations, f.attention.scores, 0,
+                               std::max(0.0, cached - lastLayerCasts(cs, true))};
+        st.forwardMoment[1] = {f.mlp.activations, 0, 0, std::max(0.0, cached - lastLayerCasts(cs, false))};
+        st.forwardMoment[2] = {f.head.activations, 0, f.head.logits, cached > 0 ? cached : headCast};
+        st.castWeights = 0;
         return st;
     }
     if (!st.engine && in.gradEnabled) {
@@ -1323,7 +1365,16 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.recomputedSaved,
                       &st.recomputedScores,
                       &st.blockOutputHeld,
-                      &st.transientNotMade})
+                      &st.transientNotMade,
+                      &st.forwardMoment[0].activations,
+                      &st.forwardMoment[0].scores,
+                      &st.forwardMoment[0].logits,
+                      &st.forwardMoment[1].activations,
+                      &st.forwardMoment[1].scores,
+                      &st.forwardMoment[1].logits,
+                      &st.forwardMoment[2].activations,
+                      &st.forwardMoment[2].scores,
+                      &st.forwardMoment[2].logits})
         *v *= batch;
     return st;
 }
@@ -1332,7 +1383,7 @@ StageModel withBatch(StageModel st, double batch) {
 // that runs, with its transients, rather than the loss, with the logits. `headRunning`: at x = 0 of the
 // backward, the head's backward between the two (the loss's when the head has none).
 Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunning = false,
-                   bool headRunning = false, int mlpRunning = -1) {
+                   bool headRunning = false, int moment = -1) {
     Breakdown b;
     b[Category::Weights] = st.weights;
     b[Category::MasterWeights] = st.master;
@@ -1392,10 +1443,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             // New gradients, unless earlier micro-batches left them (then they accumulate in place).
             b[Category::Gradients] += peak && !st.gradientsInForward ? st.layerBackwardGradients : 0;
             b[Category::Gradients] -= first && !st.gradientsInForward ? st.firstBlockUnwritten : 0;
-            if (mlpRunning >= 0 && layerRunning && st.mlpMoment) {
+            if (moment >= 0 && layerRunning && st.mlpMoment) {
                 // Inside the block's MLP backward, before its attention's (StageModel::mlp): the last
                 // block's (x = 0) or the first's (x = 1).
-                const StageModel::MlpMoment& at = st.mlp[std::clamp(mlpRunning, 0, 2)];
+                const StageModel::MlpMoment& at = st.mlp[std::clamp(moment, 0, 2)];
                 const bool atFirst = x >= 1;
                 layerActivations =
                     (atFirst ? st.firstBlockHeld + st.firstBlockFixed + at.firstCasts
@@ -1447,6 +1498,13 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Activations] = st.activations + st.fixedActivations + st.castWeights;
         b[Category::AttentionScores] = st.scores;
         b[Category::Logits] = st.logits;
+        if (st.forwardMoments > 0) {
+            const StageModel::ForwardMoment& f =
+                st.forwardMoment[std::clamp(moment, 0, st.forwardMoments - 1)];
+            b[Category::Activations] = f.activations + st.fixedActivations + f.casts;
+            b[Category::AttentionScores] = f.scores;
+            b[Category::Logits] = f.logits;
+        }
         b[Category::KvCache] = st.engine ? st.kvCache // an engine allocates its pool up front
                                          : (st.kvCache + st.prefillKvExtra) * x;
         break;
@@ -1508,7 +1566,9 @@ struct Candidate {
     double x;
     bool layerRunning = false;
     bool headRunning = false;
-    int mlpRunning = -1; // a moment of a block's MLP backward (StageModel::mlp), or none
+    // A moment of a block's MLP backward (StageModel::mlp) or of cs336_basics' forward
+    // (StageModel::forwardMoment), or none.
+    int moment = -1;
 };
 // The points where a step's memory can peak: the last layer's forward (its transients), the loss at the
 // end of the forward and at the start of the backward, the head's backward after it, the first layer's
@@ -1521,7 +1581,10 @@ constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},  {Phase:
                                              {Phase::Backward, 0, true, false, 1}, {Phase::Backward, 0, true, false, 2},
                                              {Phase::Backward, 1, true, false, 0}, {Phase::Backward, 1, true, false, 1},
                                              {Phase::Backward, 1, true, false, 2}, {Phase::Optimizer, 1}};
-constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1}, {Phase::Decode, 1}};
+constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1},
+                                              {Phase::Prefill, 1, false, false, 1},
+                                              {Phase::Prefill, 1, false, false, 2},
+                                              {Phase::Decode, 1}};
 
 template <typename F> void forEachCandidate(Mode mode, F&& f) {
     if (mode == Mode::Training)
@@ -1663,7 +1726,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         double stagePeak = -1, stageAllocated = -1;
         forEachCandidate(sc.mode, [&](const Candidate& c) {
-            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning);
+            const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning, c.moment);
             const double total = b.total();
             residentPeak = std::max(residentPeak, residentBytes(st, b));
             // A replayed step reserves the same at every point (its segments stay): the peak is then
@@ -1694,16 +1757,17 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 maxBatch = largestFitting(
                     [&](double n) {
                         const StageModel m = withBatch(unit, n);
-                        return residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) <=
-                               est.capacityBytes;
+                        return residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning,
+                                                         c.moment)) <= est.capacityBytes;
                     },
                     maxBatch);
                 return;
             }
             const double intercept =
-                residentBytes(none, memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning));
+                residentBytes(none, memoryAt(none, c.phase, c.x, c.layerRunning, c.headRunning, c.moment));
             const double slope =
-                residentBytes(unit, memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) - intercept;
+                residentBytes(unit, memoryAt(unit, c.phase, c.x, c.layerRunning, c.headRunning, c.moment)) -
+                intercept;
             if (slope > 0)
                 maxBatch = std::min(maxBatch, std::floor((est.capacityBytes - intercept) / slope));
             else if (intercept > est.capacityBytes)
@@ -1724,8 +1788,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                     const StageModel m = withBatch(stageModel(probe, s, sizer, true), n);
                     bool ok = true;
                     forEachCandidate(sc.mode, [&](const Candidate& c) {
-                        ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning, c.mlpRunning)) <=
-                                       est.capacityBytes;
+                        ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning,
+                                                             c.moment)) <= est.capacityBytes;
                     });
                     return ok;
                 },
@@ -1844,6 +1908,10 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
                     out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
             if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.firstBlockMoment)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
+            // cs336_basics' forward: its other moments, at the prefill's end.
+            if (ph == Phase::Prefill && i == pointsPerPhase - 1)
+                for (int k = 1; k < st.forwardMoments; ++k)
+                    out.push_back({ph, x, memoryAt(st, ph, x, false, false, k), false});
         }
     };
     if (sc.mode == Mode::Training)

@@ -79,6 +79,13 @@ struct StageModel {
     // (per sample; in firstBlockHeld for the first block).
     double recomputedSaved = 0, recomputedScores = 0, blockOutputHeld = 0;
     double recomputedMask = 0; // the running block's causal mask, made again (whatever the batch)
+    // cs336_basics' forward in inference: its moments (per sample: activations, scores, logits; whatever
+    // the batch: the weight casts alive then), the prefill's peak at whichever holds the most at the batch.
+    struct ForwardMoment {
+        double activations = 0, scores = 0, logits = 0, casts = 0;
+    };
+    int forwardMoments = 0;
+    ForwardMoment forwardMoment[3];
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.
