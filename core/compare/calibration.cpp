@@ -111,14 +111,18 @@ EstimatedParts estimatedParts(Scenario sc, bool inBackward = false) {
     EstimatedParts p;
     const Estimate est = estimate(sc);
     const int stage = est.mostLoadedStage;
+    bool prefillRead = false;
     for (const TimelinePoint& t : phaseTimeline(sc, stage, 2)) {
         if (t.phase == Phase::Optimizer)
             p.gradients = std::max(p.gradients, t.bytes[Category::Gradients]);
-        const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0 &&
-                                                       t.layerRunning == inBackward && !t.headRunning)
-                                                    : (t.phase == Phase::Prefill && t.progress >= 1);
+        // (In inference the first point at the prefill's end: cs336_basics' other moments follow it.)
+        const bool loss = sc.mode == Mode::Training
+                              ? (t.phase == Phase::Backward && t.progress == 0 &&
+                                 t.layerRunning == inBackward && !t.headRunning)
+                              : (t.phase == Phase::Prefill && t.progress >= 1 && !prefillRead);
         if (!loss)
             continue;
+        prefillRead = sc.mode == Mode::Inference;
         // Autocast's weight copies do not grow with tokens: they are taken out of what the factors scale.
         const auto& ranks = est.ranks;
         const double casts = stage < static_cast<int>(ranks.size())

@@ -1586,13 +1586,17 @@ constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1},
                                               {Phase::Prefill, 1, false, false, 2},
                                               {Phase::Decode, 1}};
 
-template <typename F> void forEachCandidate(Mode mode, F&& f) {
-    if (mode == Mode::Training)
+template <typename F> void forEachCandidate(const StageModel& st, Mode mode, F&& f) {
+    // The moments of a profile that names them (StageModel::mlp, forwardMoment) are looked at only there.
+    if (mode == Mode::Training) {
         for (const auto& c : kTrainingCandidates)
-            f(c);
-    else
+            if (c.moment < 0 || st.mlpMoment)
+                f(c);
+    } else {
         for (const auto& c : kInferenceCandidates)
-            f(c);
+            if (c.moment < 0 || c.moment < st.forwardMoments)
+                f(c);
+    }
 }
 
 } // namespace
@@ -1722,10 +1726,12 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.inFlightMicroBatches = st.inFlight;
         se.optimizerTemporaryBytes = st.optimizerTemp;
         se.autocastCopyBytes = st.castWeights;
+        for (int k = 0; k < st.forwardMoments; ++k) // cs336_basics' forward: the most at any of its moments
+            se.autocastCopyBytes = std::max(se.autocastCopyBytes, st.forwardMoment[k].casts);
         se.frozenWeightBytes = st.frozenWeights;
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         double stagePeak = -1, stageAllocated = -1;
-        forEachCandidate(sc.mode, [&](const Candidate& c) {
+        forEachCandidate(st, sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning, c.moment);
             const double total = b.total();
             residentPeak = std::max(residentPeak, residentBytes(st, b));
@@ -1787,7 +1793,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                         probe.inference.batchSize = static_cast<int>(n);
                     const StageModel m = withBatch(stageModel(probe, s, sizer, true), n);
                     bool ok = true;
-                    forEachCandidate(sc.mode, [&](const Candidate& c) {
+                    forEachCandidate(m, sc.mode, [&](const Candidate& c) {
                         ok = ok && residentBytes(m, memoryAt(m, c.phase, c.x, c.layerRunning, c.headRunning,
                                                              c.moment)) <= est.capacityBytes;
                     });
