@@ -1261,9 +1261,12 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
                       &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits,
-                      &st.firstBlockHeld, &st.mlp[0].freed, &st.mlp[0].scratch, &st.mlp[1].freed, &st.mlp[1].scratch,
-                      &st.mlp[2].freed, &st.mlp[2].scratch, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade})
+                      &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade})
         *v *= c.linear;
+    for (StageModel::MlpMoment& m : st.mlp) {
+        m.freed *= c.linear;
+        m.scratch *= c.linear;
+    }
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
@@ -1356,26 +1359,20 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.backwardScratchScores,
                       &st.firstBlockHeld,
                       &st.firstBlockScores,
-                      &st.mlp[0].freed,
-                      &st.mlp[0].scratch,
-                      &st.mlp[1].freed,
-                      &st.mlp[1].scratch,
-                      &st.mlp[2].freed,
-                      &st.mlp[2].scratch,
                       &st.recomputedSaved,
                       &st.recomputedScores,
                       &st.blockOutputHeld,
-                      &st.transientNotMade,
-                      &st.forwardMoment[0].activations,
-                      &st.forwardMoment[0].scores,
-                      &st.forwardMoment[0].logits,
-                      &st.forwardMoment[1].activations,
-                      &st.forwardMoment[1].scores,
-                      &st.forwardMoment[1].logits,
-                      &st.forwardMoment[2].activations,
-                      &st.forwardMoment[2].scores,
-                      &st.forwardMoment[2].logits})
+                      &st.transientNotMade})
         *v *= batch;
+    for (StageModel::MlpMoment& m : st.mlp) {
+        m.freed *= batch;
+        m.scratch *= batch;
+    }
+    for (StageModel::ForwardMoment& f : st.forwardMoment) {
+        f.activations *= batch;
+        f.scores *= batch;
+        f.logits *= batch;
+    }
     return st;
 }
 

@@ -836,6 +836,14 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         return replay.replayed ? estimate(sc).allocatedPeakBytes / replay.allocated - 1
                                : std::numeric_limits<double>::quiet_NaN();
     };
+    // The most the step's chart draws allocated (what the allocator hands out: no context, no cache).
+    auto chartPeak = [](const Scenario& sc) {
+        double highest = 0;
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
+                                            t.bytes[Category::CudaContext]);
+        return highest;
+    };
     auto disagreement = [&](const json& doc, const QString& what) {
         const double d = difference(doc);
         return std::abs(d) <= 0.0005
@@ -930,11 +938,7 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
                 // The step's chart reaches the plan's allocated peak: the first block's backward is one of
                 // its points.
                 const Scenario sc = scenarioFromJson(doc);
-                double highest = 0;
-                for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
-                    highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
-                                                    t.bytes[Category::CudaContext]);
-                QCOMPARE(highest, estimate(sc).allocatedPeakBytes);
+                QCOMPARE(chartPeak(sc), estimate(sc).allocatedPeakBytes);
                 const QString what = QStringLiteral("%1 checkpointed, %2, %3 micro-batches: %4%")
                                          .arg(QString::fromLatin1(file), QString::fromLatin1(adamw))
                                          .arg(accumulation)
@@ -1003,11 +1007,7 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         QVERIFY2(error.isEmpty(), qPrintable(error));
         // The step's chart reaches the plan's allocated peak: each moment is one of its points.
         const Scenario sc = scenarioFromJson(doc);
-        double highest = 0;
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
-            highest = std::max(highest, t.bytes.total() - t.bytes[Category::AllocatorOverhead] -
-                                            t.bytes[Category::CudaContext]);
-        QCOMPARE(highest, estimate(sc).allocatedPeakBytes);
+        QCOMPARE(chartPeak(sc), estimate(sc).allocatedPeakBytes);
     }
     json doc = parseJsonText(
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
