@@ -80,6 +80,14 @@ Cs336Training cs336Training(const Cs336Shape& s) {
     // counted: this moment stays below the backward's below, whatever the shape.)
     t.lastLayerForward = (d.cast ? 3 * d.e * h : 0) * s.sequence;
     t.lastLayerForwardScores = a * keys * (d.m + d.exp) * s.sequence; // beside what is saved
+    // Or a little later, as the P @ V einsum writes its output and the copy torch.einsum returns (two of
+    // b·s·h in the matmul's dtype): x - max is gone by then, P's cast (autocast) in its place. The larger
+    // when the keys are few against the hidden size (in fp32, 2h > heads x keys); under autocast always,
+    // by those two tensors (the step's replay showed it: the small model at 8 x 1,024 tokens 0.18% under
+    // it with autograd on).
+    const double atProduct = 2 * d.m * h - (d.cast ? 0 : a * keys * d.m);
+    if (atProduct > 0)
+        t.lastLayerForward += atProduct * s.sequence;
     // Its backward at the softmax's division (DivBackward0: grad / Z, then -grad * (E / Z) / Z): the MLP's
     // and output projection's saved tensors, P's kept copy and V (saved by the P @ V einsum alone, freed
     // once its backward has run: the training step's replay, cs336replay.cpp, showed it kept here one
@@ -117,8 +125,17 @@ Cs336Forward cs336Forward(const Cs336Shape& s) {
     // At the softmax (P = E / sum): the norm's output, the rotated Q and K (the buffer's dtype) and V,
     // and the scores, where's output and R = x - max (the matmul's dtype) with E and P (exp's); the
     // q and k casts went with their einsum.
-    const double attention = held + 3 * d.e * h + d.m * h;
-    const double attentionScores = a * keys * (2 * d.m + 2 * d.exp) + a * (8 + d.exp);
+    double attention = held + 3 * d.e * h + d.m * h;
+    double attentionScores = a * keys * (2 * d.m + 2 * d.exp) + a * (8 + d.exp);
+    // Or as the P @ V einsum writes its output and the copy torch.einsum returns (two of b·s·h): exp's
+    // output, x - max and the row statistics gone by then (nothing is saved), P's cast beside P under
+    // autocast. The larger when the keys are few against the hidden size (the 2.7B model at 64 tokens: the
+    // forward's replay showed it, 0.2% under without).
+    const double productScores = a * keys * (d.m + d.exp + (d.cast ? d.m : 0));
+    if (2 * d.m * h + productScores > attentionScores) {
+        attention += 2 * d.m * h;
+        attentionScores = productScores;
+    }
     // At x * sigmoid(x) in the MLP: the attention's output (x_attn) and the residual after it, ln2's
     // output, and w1's output, its sigmoid and their product.
     const double mlp = held + d.m * h + 2 * d.e * h + 3 * d.m * f;
@@ -130,6 +147,7 @@ Cs336Forward cs336Forward(const Cs336Shape& s) {
     out.attention = {attention * s.sequence, attentionScores * s.sequence, 0};
     out.mlp = {mlp * s.sequence, 0, 0};
     out.head = {head * s.sequence, 0, logits * s.sequence};
+    out.w3 = {(held + d.m * h + 2 * d.e * h + 2 * d.m * f + (d.cast ? d.m * h : 0)) * s.sequence, 0, 0};
     const double atAttention = attention + attentionScores, atHead = head + logits;
     if (atAttention >= mlp && atAttention >= atHead) {
         out.activations = attention * s.sequence;

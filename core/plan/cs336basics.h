@@ -58,6 +58,10 @@ struct Cs336Forward {
         double activations = 0, scores = 0, logits = 0;
     };
     Moment attention, mlp, head;
+    // And w3's einsum in the last layer's MLP, silu's output beside its input's cast and its output: with
+    // the weight's cast (its own under inference_mode, a whatever-the-batch figure the plan adds) the
+    // largest at a few tokens.
+    Moment w3;
 };
 
 Cs336Forward cs336Forward(const Cs336Shape& s);

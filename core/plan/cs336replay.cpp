@@ -155,6 +155,8 @@ struct Dims {
     bool cast = false; // autocast below the parameters' dtype
     bool cachedCasts = false;
     double r = 4; // RoPE's output: its fp32 or 16-bit buffer (the model's dtype) times Q, promoted
+    // exp's and sum's (autocast's fp32 list: fp32 under autocast, whatever the parameters' dtype), else m.
+    double exp = 4;
 };
 
 // The code's tensors in its order: the forward alone (without autograd), or with `training` the forward
@@ -763,8 +765,8 @@ private:
         m_p.free(Inf);
         m_p.free(S2);
         // nn_utils.softmax: x - max(x)[0] (the indices go at once, the values after the subtraction), exp
-        // (fp32 under autocast, of R cast up), sum, E / sum.
-        const double x = d.cast ? 4 : d.m;
+        // (fp32 under autocast, of R cast up, a 16-bit model's too), sum, E / sum.
+        const double x = d.exp;
         m_p.alloc(Mv, d.m * rows);
         m_p.alloc(Mi, 8 * rows);
         keep(Mi, l, SMi); // max's backward scatters through its indices
@@ -889,13 +891,14 @@ Dims dimsOf(const Cs336Shape& s, double batch) {
     d.cast = s.autocastBytes > 0 && s.autocastBytes != s.weightBytes;
     d.m = d.cast ? s.autocastBytes : s.weightBytes;
     d.r = std::max(d.e, d.m);
+    d.exp = s.autocastBytes > 0 ? 4 : d.m;
     return d;
 }
 
 // What a replay is kept by: the dims, then the run's own settings.
 std::vector<double> keyOf(const Dims& d, std::initializer_list<double> more) {
     std::vector<double> key{
-        d.t, d.s, d.h, d.f, d.a, d.vocab, d.e, d.m, d.cast ? 1.0 : 0.0, d.cachedCasts ? 1.0 : 0.0};
+        d.t, d.s, d.h, d.f, d.a, d.vocab, d.e, d.m, d.cast ? 1.0 : 0.0, d.cachedCasts ? 1.0 : 0.0, d.exp};
     key.insert(key.end(), more);
     return key;
 }

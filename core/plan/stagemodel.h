@@ -85,7 +85,7 @@ struct StageModel {
         double activations = 0, scores = 0, logits = 0, casts = 0;
     };
     int forwardMoments = 0;
-    ForwardMoment forwardMoment[3];
+    ForwardMoment forwardMoment[4];
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.

@@ -86,6 +86,7 @@ private slots:
     void cs336BasicsForwardByHand();
     void cs336BasicsRecordedRuns();
     void cs336ForwardReplayedThroughTheAllocator();
+    void cs336ForwardReplayAgreesWithTheProfile();
     void cs336StepReplayedThroughTheAllocator();
     void cs336StepReplayAgreesWithTheProfile();
     void cs336ForwardWithGraphReplayed();
@@ -710,6 +711,67 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     QVERIFY(validate[24] <= 0.05 && validate.back() <= 0.12);
 }
 
+void TestFrameworks::cs336ForwardReplayAgreesWithTheProfile() {
+    // The forward's two derivations, the profile's moments (cs336basics.h: cs336Forward; the training table
+    // with autograd on) and the replay's tensors in the code's order, compared over 860 shapes (the five
+    // model sizes, 1 to 16 sequences of 32 to 8,192 tokens, fp32 and bf16 parameters, with and without
+    // autocast, each grad mode): within 0.05% on all but eight bf16-parameter ones (0.05% to 0.09%). These
+    // showed what either lacked, each with the profile's error before against the replay.
+    struct Shape {
+        int hidden, ffn, layers, heads, batch, tokens;
+        const char* gradMode;
+        bool autocast = true;
+        const char* weights = "fp32";
+    };
+    const std::pair<Shape, const char*> shapes[] = {
+        {{2560, 10240, 32, 32, 1, 1024, "no_grad"},
+         "+1.07%: autocast's cache counted whole at the last layer's softmax, before its output "
+         "projection's, "
+         "MLP's and the head's casts are made"},
+        {{2560, 10240, 32, 32, 1, 64, "inference_mode"}, "-0.38%: the head's own cast while its einsum runs"},
+        {{768, 3072, 12, 12, 8, 256, "enabled"},
+         "-0.24%: the final norm's output beside the head's saved cast"},
+        {{768, 3072, 12, 12, 8, 1024, "enabled"}, "-0.18%: the P @ V einsum's output and its copy"},
+        {{2560, 10240, 32, 32, 8, 64, "inference_mode"}, "-0.18%: w3's einsum with its own cast"},
+        {{2560, 10240, 32, 32, 8, 256, "no_grad"}, "-0.10%: w3's cast made by the MLP's product"},
+        {{768, 3072, 12, 12, 16, 8192, "no_grad", true, "bf16"},
+         "+49%: the replay's exp in bf16 for a bf16 model under autocast, whose fp32 list takes it to fp32"}};
+    json base = parseJsonText(
+        readTextFile((measuredDir() +
+                      QStringLiteral("cs336-basics/cs336-medium-512-inference-bf16-autocast.headroom.json"))
+                         .toStdString()));
+    base.erase("x_measured");
+    base["cluster"]["gpu"] = "H200-141GB";
+    for (const auto& [shape, before] : shapes) {
+        json doc = base;
+        doc["model"]["hidden_size"] = shape.hidden;
+        doc["model"]["intermediate_size"] = shape.ffn;
+        doc["model"]["num_hidden_layers"] = shape.layers;
+        doc["model"]["num_attention_heads"] = shape.heads;
+        doc["model"]["num_key_value_heads"] = shape.heads;
+        doc["inference"]["batch_size"] = shape.batch;
+        doc["inference"]["context_length"] = shape.tokens;
+        doc["inference"]["grad_mode"] = shape.gradMode;
+        doc["inference"]["weight_dtype"] = shape.weights;
+        if (!shape.autocast)
+            doc["inference"].erase("autocast");
+        const Scenario sc = scenarioFromJson(doc);
+        const auto run = cs336ForwardRunOf(sc, workspaceBytes(sc), 0);
+        QVERIFY(run);
+        const Cs336Replay replay = cs336ForwardReplay(*run);
+        QVERIFY(replay.replayed);
+        const double d = estimate(sc).allocatedPeakBytes / replay.allocated - 1;
+        QVERIFY2(std::abs(d) <= 0.0005,
+                 qPrintable(QStringLiteral("%1 x %2 tokens, hidden %3, %4: %5% (was %6)")
+                                .arg(shape.batch)
+                                .arg(shape.tokens)
+                                .arg(shape.hidden)
+                                .arg(QString::fromLatin1(shape.gradMode))
+                                .arg(100 * d, 0, 'f', 3)
+                                .arg(QString::fromLatin1(before))));
+    }
+}
+
 void TestFrameworks::cs336ForwardReplayedThroughTheAllocator() {
     // cs336_basics' forward without autograd, tensor by tensor through the caching allocator's model
     // (core/plan/cs336replay.h), against Wedsonlin's four traced forwards (nsys_profile.py memory_profile:
@@ -1166,9 +1228,16 @@ void TestFrameworks::autocastCacheFollowsTheGradMode() {
     const Estimate noGrad = estimate(scenarioFromJson(doc));
     doc["inference"]["grad_mode"] = "inference_mode";
     const Estimate inferenceMode = estimate(scenarioFromJson(doc));
-    // Both peak as the head writes the logits, where under inference_mode the head's own copy is alive
-    // while its einsum runs (2 x 10,000 x 2,560 bytes).
-    QCOMPARE(noGrad.allocatedPeakBytes - inferenceMode.allocatedPeakBytes, copies - 2 * V * d);
+    // Under no_grad the forward peaks as the head writes the logits, every copy cached: beside them the
+    // final norm's output, the head's input and its cast (4 + 4 + 2 bytes a hidden unit) and the bf16
+    // logits. Under inference_mode it peaks in the last layer's MLP, at w3's einsum, whose own copy is alive
+    // while it runs: silu's output and w3's (2 + 2 bytes a unit of the FFN), the input's cast (2 a hidden
+    // unit) beside the block's input, the embedding's output, x_attn, the residual and ln2's output (4 + 4
+    // + 2 + 4 + 4).
+    const double tokens = 4 * 128;
+    const double atHead = tokens * ((4 + 4 + 2) * d + 2 * V);
+    const double atW3 = tokens * ((2 + 2) * f + 2 * d + (4 + 4 + 2 + 4 + 4) * d) + 2 * d * f;
+    QCOMPARE(noGrad.allocatedPeakBytes - inferenceMode.allocatedPeakBytes, copies + atHead - atW3);
     // The published runs agree: the bf16 forward at 128 tokens peaked 6.28 GiB above the fp32 one (19.18
     // and 12.90 GiB, damek's memory_viz_report.md), the copies 6.30 GiB with bf16 activations a little
     // smaller than fp32's.
