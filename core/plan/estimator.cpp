@@ -1408,10 +1408,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Gradients] = st.gradientsInForward || st.gradientsThroughForward ? st.gradients : 0;
         // Autocast's weight copies count as activations, where attribution finds them (the forward made
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
-        b[Category::Activations] =
-            std::max(0.0, st.activations * (before + x * st.current) +
-                              (loss ? 0 : st.transient + st.transientNotMade)) +
-            (st.castWeights + st.fixedActivations) * x;
+        b[Category::Activations] = std::max(0.0, st.activations * (before + x * st.current) +
+                                                     (loss ? 0 : st.transient + st.transientNotMade)) +
+                                   (st.castWeights + st.fixedActivations) * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
@@ -1438,10 +1437,10 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             // Every block checkpointed, the first block's backward at the end can hold more: by then every
             // later block's gradients outweigh the inputs those blocks kept (the step's replay showed it).
             const bool first = st.firstBlockMoment && layerRunning && x >= 1;
-            layerActivations = peak ? st.backwardActivations - st.backwardCastsFreed + st.recomputedMask
-                               : first ? st.backwardActivations + st.firstBlockHeld + st.firstBlockFixed +
-                                             st.firstBlockCasts
-                                       : 0;
+            layerActivations =
+                peak    ? st.backwardActivations - st.backwardCastsFreed + st.recomputedMask
+                : first ? st.backwardActivations + st.firstBlockHeld + st.firstBlockFixed + st.firstBlockCasts
+                        : 0;
             layerScores = peak ? st.backwardScores : first ? st.backwardScores + st.firstBlockScores : 0;
             b[Category::Temporaries] +=
                 peak || first ? st.backwardTemporaries + st.backwardTemporaryScores : 0;
@@ -1453,10 +1452,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                 // block's (x = 0) or the first's (x = 1).
                 const StageModel::MlpMoment& at = st.mlp[std::clamp(moment, 0, 2)];
                 const bool atFirst = x >= 1;
-                layerActivations =
-                    (atFirst ? st.firstBlockHeld + st.firstBlockFixed + at.firstCasts
-                             : st.recomputedMask - at.castsFreed) +
-                    st.recomputedSaved + st.blockOutputHeld + at.freed;
+                layerActivations = (atFirst ? st.firstBlockHeld + st.firstBlockFixed + at.firstCasts
+                                            : st.recomputedMask - at.castsFreed) +
+                                   st.recomputedSaved + st.blockOutputHeld + at.freed;
                 layerScores = (atFirst ? st.firstBlockScores : 0) + st.recomputedScores;
                 b[Category::Temporaries] = st.layerTemporary + at.scratch;
                 b[Category::Gradients] =
@@ -1579,13 +1577,20 @@ struct Candidate {
 // end of the forward and at the start of the backward, the head's backward after it, the first layer's
 // backward (all activations, its recomputation and gathered gradients), the end of the backward and the
 // optimizer step.
-constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},  {Phase::Forward, 1},
-                                             {Phase::Backward, 0},       {Phase::Backward, 0, false, true},
-                                             {Phase::Backward, 0, true}, {Phase::Backward, 1},
-                                             {Phase::Backward, 1, true}, {Phase::Backward, 0, true, false, 0},
-                                             {Phase::Backward, 0, true, false, 1}, {Phase::Backward, 0, true, false, 2},
-                                             {Phase::Backward, 1, true, false, 0}, {Phase::Backward, 1, true, false, 1},
-                                             {Phase::Backward, 1, true, false, 2}, {Phase::Optimizer, 1}};
+constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},
+                                             {Phase::Forward, 1},
+                                             {Phase::Backward, 0},
+                                             {Phase::Backward, 0, false, true},
+                                             {Phase::Backward, 0, true},
+                                             {Phase::Backward, 1},
+                                             {Phase::Backward, 1, true},
+                                             {Phase::Backward, 0, true, false, 0},
+                                             {Phase::Backward, 0, true, false, 1},
+                                             {Phase::Backward, 0, true, false, 2},
+                                             {Phase::Backward, 1, true, false, 0},
+                                             {Phase::Backward, 1, true, false, 1},
+                                             {Phase::Backward, 1, true, false, 2},
+                                             {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1},
                                               {Phase::Prefill, 1, false, false, 1},
                                               {Phase::Prefill, 1, false, false, 2},

@@ -1024,7 +1024,8 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         bool firstStep = false;
     };
     const std::pair<Shape, const char*> shapes[] = {
-        {{1600, 6400, 48, 25, 1, 512}, "-0.27%: the first block's softmax backward, every later gradient written"},
+        {{1600, 6400, 48, 25, 1, 512},
+         "-0.27%: the first block's softmax backward, every later gradient written"},
         {{1024, 4096, 24, 16, 4, 128, true}, "+0.14%: the head's cast gone at its gradient's copy"},
         {{768, 3072, 12, 12, 1, 256, true}, "+0.72%: the same"},
         {{2560, 10240, 32, 32, 8, 128}, "-0.22%: the first block's MLP backward at w3's gradient copy"},
@@ -1060,12 +1061,11 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         doc["training"]["zero_grad"] = shape.zeroGrad;
         doc["training"]["gradient_accumulation_steps"] = shape.accumulation;
         doc["training"]["first_step"] = shape.firstStep;
-        const QString error = disagreement(
-            doc, QStringLiteral("%1 x %2 tokens, hidden %3 (was %4)")
-                     .arg(shape.batch)
-                     .arg(shape.tokens)
-                     .arg(shape.hidden)
-                     .arg(QString::fromLatin1(before)));
+        const QString error = disagreement(doc, QStringLiteral("%1 x %2 tokens, hidden %3 (was %4)")
+                                                    .arg(shape.batch)
+                                                    .arg(shape.tokens)
+                                                    .arg(shape.hidden)
+                                                    .arg(QString::fromLatin1(before)));
         QVERIFY2(error.isEmpty(), qPrintable(error));
         // The step's chart reaches the plan's allocated peak: each moment is one of its points.
         const Scenario sc = scenarioFromJson(doc);

@@ -750,9 +750,10 @@ void TestTraceView::calibrateFromTheWindow() {
              qPrintable(said));
     // Its allocator kept 9,265,217,536 bytes reserved where 9,103,544,320 were allocated at most (its
     // trace-summary): 1.8% beyond its tensors, which the calibrated plan reserves in place of its 3%.
-    QVERIFY2(said.contains(QStringLiteral("Its allocator reserved 1.8% beyond its tensors at their most, where "
-                                          "the plan assumed 3.0%")),
-             qPrintable(said));
+    QVERIFY2(
+        said.contains(QStringLiteral("Its allocator reserved 1.8% beyond its tensors at their most, where "
+                                     "the plan assumed 3.0%")),
+        qPrintable(said));
     // Its scores it tells from its FFN outputs by the calls that allocated them: no common factor.
     QVERIFY2(!said.contains(QStringLiteral("one factor scales")), qPrintable(said));
     qInfo().noquote() << said;
