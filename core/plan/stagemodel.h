@@ -76,7 +76,7 @@ struct StageModel {
     MlpMoment mlp[3];
     // Every block checkpointed: a block's backward runs its forward again, saving what an unchecked block
     // saves (beyond the input the checkpoint keeps), and holds the recomputed output until it returns
-    // (per sample; in firstBlockHeld for the first block).
+    // (per sample; the first block's input is firstBlockHeld, the others' are in `activations`).
     double recomputedSaved = 0, recomputedScores = 0, blockOutputHeld = 0;
     double recomputedMask = 0; // the running block's causal mask, made again (whatever the batch)
     // cs336_basics' forward in inference: its moments (per sample: activations, scores, logits; whatever
