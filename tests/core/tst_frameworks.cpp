@@ -579,6 +579,15 @@ Scenario cs336Scenario(const char* file) {
     return loadScenarioFile((measuredDir() + QStringLiteral("cs336-basics/") + QLatin1String(file)).toStdString());
 }
 
+// A cs336_basics scenario's model made another of the course's sizes (every head its own keys and values).
+void setCs336Model(json& doc, int hidden, int ffn, int layers, int heads) {
+    doc["model"]["hidden_size"] = hidden;
+    doc["model"]["intermediate_size"] = ffn;
+    doc["model"]["num_hidden_layers"] = layers;
+    doc["model"]["num_attention_heads"] = heads;
+    doc["model"]["num_key_value_heads"] = heads;
+}
+
 } // namespace
 
 void TestFrameworks::cs336BasicsStepByHand() {
@@ -744,11 +753,7 @@ void TestFrameworks::cs336ForwardReplayAgreesWithTheProfile() {
     base["cluster"]["gpu"] = "H200-141GB";
     for (const auto& [shape, before] : shapes) {
         json doc = base;
-        doc["model"]["hidden_size"] = shape.hidden;
-        doc["model"]["intermediate_size"] = shape.ffn;
-        doc["model"]["num_hidden_layers"] = shape.layers;
-        doc["model"]["num_attention_heads"] = shape.heads;
-        doc["model"]["num_key_value_heads"] = shape.heads;
+        setCs336Model(doc, shape.hidden, shape.ffn, shape.layers, shape.heads);
         doc["inference"]["batch_size"] = shape.batch;
         doc["inference"]["context_length"] = shape.tokens;
         doc["inference"]["grad_mode"] = shape.gradMode;
@@ -1046,11 +1051,7 @@ void TestFrameworks::cs336StepReplayAgreesWithTheProfile() {
         json doc = scenario("cs336-medium-128-training.headroom.json");
         doc.erase("x_measured");
         doc["cluster"]["gpu"] = "H200-141GB";
-        doc["model"]["hidden_size"] = shape.hidden;
-        doc["model"]["intermediate_size"] = shape.ffn;
-        doc["model"]["num_hidden_layers"] = shape.layers;
-        doc["model"]["num_attention_heads"] = shape.heads;
-        doc["model"]["num_key_value_heads"] = shape.heads;
+        setCs336Model(doc, shape.hidden, shape.ffn, shape.layers, shape.heads);
         doc["training"]["micro_batch_size"] = shape.batch;
         doc["training"]["sequence_length"] = shape.tokens;
         if (shape.autocast)
