@@ -76,8 +76,8 @@ Cs336Training cs336Training(const Cs336Shape& s) {
 
     // The last layer's softmax in the forward: the scores, where's output and x - max (the matmul's
     // dtype) and P beside exp's output, before the einsum keeps its own copy of P. Under autocast the norm's
-    // output and the rotated Q and K are not saved, but alive as locals. (Its MLP part, not made yet, is
-    // counted: this moment stays below the backward's below, whatever the shape.)
+    // output and the rotated Q and K are not saved, but alive as locals. (Its output projection and MLP,
+    // not made yet, are in what is saved: lastLayerNotMade below takes them out.)
     t.lastLayerForward = (d.cast ? 3 * d.e * h : 0) * s.sequence;
     t.lastLayerForwardScores = a * keys * (d.m + d.exp) * s.sequence; // beside what is saved
     // Or a little later, as the P @ V einsum writes its output and the copy torch.einsum returns (two of
@@ -147,7 +147,8 @@ Cs336Forward cs336Forward(const Cs336Shape& s) {
     out.attention = {attention * s.sequence, attentionScores * s.sequence, 0};
     out.mlp = {mlp * s.sequence, 0, 0};
     out.head = {head * s.sequence, 0, logits * s.sequence};
-    out.w3 = {(held + d.m * h + 2 * d.e * h + 2 * d.m * f + (d.cast ? d.m * h : 0)) * s.sequence, 0, 0};
+    // (w3's output in sigmoid's and w1's place, beside the cast of its input.)
+    out.w3 = {(mlp - d.m * f + (d.cast ? d.m * h : 0)) * s.sequence, 0, 0};
     const double atAttention = attention + attentionScores, atHead = head + logits;
     if (atAttention >= mlp && atAttention >= atHead) {
         out.activations = attention * s.sequence;
