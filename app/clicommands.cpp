@@ -521,8 +521,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     std::ostringstream logitCopies, backward;
     logitCopies << std::setprecision(3) << c.heldLogitCopies;
     backward << std::setprecision(3) << c.backwardScratchScores;
-    std::ostringstream attention;
+    std::ostringstream attention, replayed;
     attention << std::setprecision(3) << c.prefillAttentionLinear;
+    replayed << std::showpos << std::fixed << std::setprecision(1) << 100 * c.replayedOverhead << "%";
     auto percentOf = [](double fraction) {
         std::ostringstream o;
         o << std::fixed << std::setprecision(1) << 100 * fraction << "%";
@@ -579,6 +580,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                       " of the allocated peak (what the runs' caching allocator kept cached; in place of the "
                       "plan's " +
                       percentOf(scenarios.front().overheads.allocatorOverheadFraction) + ")\n"
+                : std::string())
+        << (c.replayedOverheadMeasured()
+                ? "  beside the allocator's replay      " + replayed.str() +
+                      " of the allocated peak beyond what the replay of the runs' plans reserved (the plan "
+                      "replays its own shape and adds this, in place of the share)\n"
                 : std::string())
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "
                               "every .grad from an earlier step)\n"

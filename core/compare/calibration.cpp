@@ -111,21 +111,30 @@ EstimatedParts estimatedParts(Scenario sc, bool inBackward = false) {
     EstimatedParts p;
     const Estimate est = estimate(sc);
     const int stage = est.mostLoadedStage;
-    bool prefillRead = false;
+    // In inference the prefill's end, at the moment with the most transient bytes: the run was measured at
+    // its peak, and cs336_basics' forward has several moments there (the attention's, the MLP's, the
+    // head's), the largest of which depends on the length (the medium model's MLP at 128 tokens, its
+    // attention at 1,024).
+    const auto transientAt = [](const TimelinePoint& t) {
+        return t.bytes[Category::Activations] + t.bytes[Category::Logits] +
+               t.bytes[Category::AttentionScores] - t.casts;
+    };
+    std::optional<TimelinePoint> prefill;
     for (const TimelinePoint& t : phaseTimeline(sc, stage, 2)) {
         if (t.phase == Phase::Optimizer)
             p.gradients = std::max(p.gradients, t.bytes[Category::Gradients]);
-        // (In inference the first point at the prefill's end: cs336_basics' other moments follow it.)
-        const bool loss = sc.mode == Mode::Training
-                              ? (t.phase == Phase::Backward && t.progress == 0 &&
-                                 t.layerRunning == inBackward && !t.headRunning)
-                              : (t.phase == Phase::Prefill && t.progress >= 1 && !prefillRead);
+        const bool loss = sc.mode == Mode::Training ? (t.phase == Phase::Backward && t.progress == 0 &&
+                                                       t.layerRunning == inBackward && !t.headRunning)
+                                                    : (t.phase == Phase::Prefill && t.progress >= 1 &&
+                                                       (!prefill || transientAt(t) > transientAt(*prefill)));
         if (!loss)
             continue;
-        prefillRead = sc.mode == Mode::Inference;
+        if (sc.mode == Mode::Inference)
+            prefill = t;
         // Autocast's weight copies do not grow with tokens: they are taken out of what the factors scale.
         const auto& ranks = est.ranks;
-        const double casts = stage < static_cast<int>(ranks.size())
+        const double casts = sc.mode == Mode::Inference ? t.casts
+                             : stage < static_cast<int>(ranks.size())
                                  ? ranks[static_cast<std::size_t>(stage)].autocastCopyBytes
                                  : 0;
         p.fixed = casts;
@@ -980,6 +989,30 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // At most ten times the tensors, what a scenario may say (a recording that began beside a large cache an
     // earlier run left, with little allocated, could measure more).
     c.allocatorOverhead = overheadRuns ? std::min(10.0, overhead / overheadRuns) : -1;
+    // Where the plan replays the code through the allocator (cs336_basics), what the runs kept beyond their
+    // tensors less what the replay of their own scenarios keeps beyond its, as a share of their allocated
+    // peaks, averaged: the replay carries the rest to other shapes (a cache share does not: a long
+    // forward's score tensors each take a segment of their own). Calibration::replayedOverhead.
+    double beyondReplay = 0;
+    int replayedRuns = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const RunMeasurement& m = measured[i];
+        Scenario plain = runs[i].scenario->settingsCopy();
+        plain.calibration = Calibration{};
+        const Estimate e = estimate(plain);
+        const auto stage = static_cast<std::size_t>(e.mostLoadedStage);
+        if (m.reservedPeak <= 0 || m.allocatedPeak <= 0 || stage >= e.ranks.size() ||
+            e.ranks[stage].replayedReservedBytes <= 0)
+            continue;
+        const double measuredBeyond = std::max(0.0, static_cast<double>(m.reservedPeak - m.allocatedPeak));
+        const double replayedBeyond =
+            std::max(0.0, e.ranks[stage].replayedReservedBytes - e.ranks[stage].replayedAllocatedBytes);
+        beyondReplay += (measuredBeyond - replayedBeyond) / static_cast<double>(m.allocatedPeak);
+        ++replayedRuns;
+    }
+    // (Within what the scenario reads.)
+    if (replayedRuns > 0)
+        c.replayedOverhead = std::clamp(beyondReplay / replayedRuns, -1.0, 10.0);
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const CalibrationInput& in = runs[i];

@@ -49,6 +49,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["quadratic_by_activation_bytes"][std::to_string(static_cast<int>(dtype))] = factor;
     if (c.allocatorOverhead >= 0)
         j["allocator_overhead_fraction"] = c.allocatorOverhead;
+    if (c.replayedOverheadMeasured())
+        j["reserved_beyond_replay_fraction"] = c.replayedOverhead;
     if (c.gradientsHeld)
         j["gradients_held"] = true;
     if (c.measuredOn)

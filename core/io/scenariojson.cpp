@@ -871,6 +871,8 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.prefillAttentionLinear = factors.number("prefill_attention_linear", -1, -1, 1000);
     c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
     c.allocatorOverhead = factors.number("allocator_overhead_fraction", -1, -1, 10);
+    c.replayedOverhead =
+        factors.number("reserved_beyond_replay_fraction", std::numeric_limits<double>::quiet_NaN(), -1, 10);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (const std::string on = factors.string("measured_on", ""); on == "training" || on == "inference")

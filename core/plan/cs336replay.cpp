@@ -1006,8 +1006,8 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;
     if (sc.mode != Mode::Training || tr.framework != Framework::Cs336Basics || !sc.model.known ||
-        sc.calibration.present || tr.bytes.weights != 4 || tr.optimizer != Optimizer::AdamW ||
-        tr.bytesOverridden || tr.optimizerStatesGiven >= 0 || tr.compile || c.numGpus != 1 ||
+        tr.bytes.weights != 4 || tr.optimizer != Optimizer::AdamW || tr.bytesOverridden ||
+        tr.optimizerStatesGiven >= 0 || tr.compile || c.numGpus != 1 ||
         !(tr.checkpointing == Checkpointing::None ||
           (tr.checkpointing == Checkpointing::Full && tr.checkpointEvery <= 1 && tr.autocastBytes == 0)) ||
         c.tensorParallel != 1 || c.pipelineParallel != 1)
@@ -1030,9 +1030,8 @@ std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace,
 std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double workspace, double device) {
     const InferenceSettings& in = sc.inference;
     if (sc.mode != Mode::Inference || in.engine != Engine::None || in.framework != Framework::Cs336Basics ||
-        (in.gradEnabled && in.weightBytes < 4) ||
-        (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs())) || !sc.model.known ||
-        sc.cluster.tensorParallel != 1 || sc.cluster.pipelineParallel != 1)
+        (in.gradEnabled && in.weightBytes < 4) || !sc.model.known || sc.cluster.tensorParallel != 1 ||
+        sc.cluster.pipelineParallel != 1)
         return std::nullopt;
     Cs336ForwardRun run;
     run.shape = cs336ShapeOf(sc.model, in.contextLength, std::min(4.0, in.weightBytes), in.autocastBytes);

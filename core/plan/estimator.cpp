@@ -1129,8 +1129,6 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
                 layers + (atHead >= atSoftmax ? saved.head : saved.lastLayerForward + saved.lastLayerNotMade);
             st.scores = layerScores + (atHead >= atSoftmax ? 0 : saved.lastLayerForwardScores);
             st.logits = atHead >= atSoftmax ? saved.heldLogits * tokens * m.vocab : 0;
-            if (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs()))
-                return st; // a calibration scales the largest moment's tensors (its own, not the code's)
             st.logits = 0;
             st.forwardMoments = 2;
             st.forwardMoment[0] = {layers + saved.lastLayerForward + saved.lastLayerNotMade,
@@ -1157,8 +1155,6 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         st.activations = f.activations;
         st.scores = f.scores;
         st.logits = f.logits;
-        if (sc.calibration.present && sc.calibration.measuredIn(sc.keptAs()))
-            return st; // a calibration scales the largest moment's tensors (its own, not the code's)
         const double cached = st.castWeights;
         const double headCast = in.autocastBytes > 0 && std::min(4.0, in.weightBytes) > in.autocastBytes
                                     ? in.autocastBytes * static_cast<double>(m.vocab) * m.hidden
@@ -1275,6 +1271,15 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         m.freed *= c.linear;
         m.scratch *= c.linear;
     }
+    // cs336_basics' forward moments keep their own order under a calibration: each is scaled as the
+    // calibration read it (the largest moment of the uncalibrated plan, core/compare/calibration.cpp), so
+    // a run whose peak is in the MLP at one length still peaks in the attention at another. Scaling only
+    // the largest moment's tensors put the 128-token forward's MLP against the attention's plan: x1.21 on a
+    // profile that matched, +8.7% at 1,024 tokens.
+    for (StageModel::ForwardMoment& f : st.forwardMoment) {
+        f.activations *= c.linear;
+        f.logits *= c.linear;
+    }
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
@@ -1298,6 +1303,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         else
             st.scores = 0;
     }
+    for (StageModel::ForwardMoment& f : st.forwardMoment)
+        f.scores *= q;
     st.backwardScores *= q;
     st.firstBlockScores *= q;
     st.recomputedScores *= q;
@@ -1310,22 +1317,30 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.workspace = workspaceBytes(sc);
     // cs336_basics' forward without autograd, replayed through the allocator with its parameters
     // (core/plan/cs336replay.h): reserved is what the code's own sizes and order leave cached, not a
-    // fraction.
-    if (const auto run = st.engine ? std::nullopt
-                                   : cs336ForwardRunOf(sc, st.workspace,
-                                                       static_cast<double>(sc.cluster.capacityBytes) -
-                                                           st.cudaContext - st.nonTorch))
-        if (const Cs336Replay replay = cs336ForwardReplay(*run, !probe); replay.replayed)
-            st.replayedReserved = replay.reserved;
+    // fraction. Under a calibration the replay is of the profile's tensors, not the calibrated ones: it
+    // gives what the allocator keeps beyond them, scaled as the calibration measured it
+    // (Calibration::replayedOverhead), or nothing when the calibration measured a fraction instead.
+    const bool scaled = sc.calibration.present && sc.calibration.measuredIn(sc.keptAs());
+    const bool replay = !scaled || c.replayedOverheadMeasured();
+    const double device = static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch;
+    Cs336Replay replayed;
+    if (const auto run = st.engine || !replay ? std::nullopt : cs336ForwardRunOf(sc, st.workspace, device))
+        replayed = cs336ForwardReplay(*run, !probe);
     // Its training step with fp32 parameters (under autocast or not), the same way: the backward's order and
     // AdamW's states made in a first step beside what the activations left cached.
-    if (const auto run = cs336StepRunOf(
-            sc, st.workspace, static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch))
-        if (const Cs336Replay replay = cs336StepReplay(*run, !probe); replay.replayed) {
-            st.replayedReserved = replay.reserved;
-            st.replayedReservedForward = replay.reservedByForward;
-            st.replayedReservedBackward = replay.reservedByBackward;
+    if (const auto run = replay ? cs336StepRunOf(sc, st.workspace, device) : std::nullopt)
+        replayed = cs336StepReplay(*run, !probe);
+    if (replayed.replayed) {
+        st.replayedReserved = replayed.reserved;
+        st.replayedAllocated = replayed.allocated;
+        st.replayedReservedForward = replayed.reservedByForward;
+        st.replayedReservedBackward = replayed.reservedByBackward;
+        if (scaled) {
+            st.calibratedWaste = std::max(0.0, replayed.reserved - replayed.allocated);
+            st.calibratedShare = c.replayedOverhead;
+            st.replayedReserved = st.replayedReservedForward = st.replayedReservedBackward = 0;
         }
+    }
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
@@ -1547,6 +1562,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                 : st.fsdp1Reserved + std::max(0.0, (1 + st.allocatorFraction) * transient + st.cachedLogits -
                                                        st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
+    } else if (st.calibratedWaste >= 0) {
+        b[Category::AllocatorOverhead] = std::max(0.0, st.calibratedWaste + st.calibratedShare * managed);
     } else if (st.replayedReserved > 0) {
         // Reserved only grows: by a phase's end, what the replay had reserved by then.
         const double by =
@@ -1741,6 +1758,10 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             se.autocastCopyBytes = std::max(se.autocastCopyBytes, st.forwardMoment[k].casts);
         se.frozenWeightBytes = st.frozenWeights;
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
+        if (st.replayedReserved > 0) {
+            se.replayedReservedBytes = st.replayedReserved;
+            se.replayedAllocatedBytes = st.replayedAllocated;
+        }
         double stagePeak = -1, stageAllocated = -1;
         forEachCandidate(st, sc.mode, [&](const Candidate& c) {
             const Breakdown b = memoryAt(st, c.phase, c.x, c.layerRunning, c.headRunning, c.moment);
@@ -1765,7 +1786,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             if (c.phase == Phase::Forward || c.phase == Phase::Backward)
                 se.allocatedBeforeStepBytes =
                     std::max(se.allocatedBeforeStepBytes, reserved - b[Category::AllocatorOverhead]);
-            if (unit.fsdp1StepReserved > 0 || unit.replayedReserved > 0)
+            if (unit.fsdp1StepReserved > 0 || unit.replayedReserved > 0 || unit.calibratedWaste >= 0)
                 return; // the step's replay depends on the batch: searched below
             if (unit.fsdp1) {
                 // What FSDP1's wrap left cached takes the first of the batch's tensors: memory is the
@@ -1790,7 +1811,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
             else if (intercept > est.capacityBytes)
                 maxBatch = 0;
         });
-        if (((unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training) || unit.replayedReserved > 0) &&
+        if (((unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training) || unit.replayedReserved > 0 ||
+             unit.calibratedWaste >= 0) &&
             searchBatch) {
             // The step replayed at each batch asked (core/plan/peftstep.h, cs336replay.h).
             maxBatch = largestFitting(
@@ -1925,10 +1947,14 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
                     out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
             if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.firstBlockMoment)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
+            if (ph == Phase::Prefill)
+                out.back().casts = st.forwardMoments > 0 ? st.forwardMoment[0].casts : st.castWeights;
             // cs336_basics' forward: its other moments, at the prefill's end.
             if (ph == Phase::Prefill && i == pointsPerPhase - 1)
-                for (int k = 1; k < st.forwardMoments; ++k)
+                for (int k = 1; k < st.forwardMoments; ++k) {
                     out.push_back({ph, x, memoryAt(st, ph, x, false, false, k), false});
+                    out.back().casts = st.forwardMoment[k].casts;
+                }
         }
     };
     if (sc.mode == Mode::Training)

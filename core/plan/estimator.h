@@ -51,6 +51,9 @@ struct StageEstimate {
     // FSDP1 with a PEFT model: what PyTorch has reserved once the model is wrapped, before any step (the
     // replay of core/plan/fsdp1pools.h; fsdp_qlora logs it as reserved_after_model_wrap). 0 otherwise.
     double wrappedReservedBytes = 0;
+    // cs336_basics' replay through the allocator (core/plan/cs336replay.h) of this plan's tensors,
+    // uncalibrated: the most its segments reserve and the most it allocates at once (0: not replayed).
+    double replayedReservedBytes = 0, replayedAllocatedBytes = 0;
 };
 
 struct OffloadInfo {
@@ -202,6 +205,9 @@ struct TimelinePoint {
     bool layerRunning = false;
     // At the backward's start, a third: the head's backward, after the loss's and before any layer's.
     bool headRunning = false;
+    // In a forward (prefill), autocast's weight copies counted in bytes[Activations] here: they do not grow
+    // with tokens, and cs336_basics' moments each hold their own.
+    double casts = 0;
 };
 // Memory of one pipeline stage's GPU through one step (training: forward, backward, optimizer;
 // inference: prefill, decode), `pointsPerPhase` samples each, and in training one more at each side of the

@@ -2,7 +2,9 @@
 #pragma once
 #include "core/model/modelspec.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -403,6 +405,18 @@ struct Calibration {
     // a table of tensors does not hold; it replaces overheads.allocator_overhead_fraction. Negative: not
     // measured (the runs recorded no segments).
     double allocatorOverhead = -1;
+    // Where the plan replays the code through the allocator's model (cs336_basics' forward and step,
+    // core/plan/cs336replay.h), the same measured beside the replay: what the runs reserved beyond their
+    // tensors less what the replay of their own scenarios (uncalibrated) reserves beyond its, as a share of
+    // the runs' allocated peaks, averaged (negative where the replay kept more). The plan then reserves
+    // beyond its tensors what the replay at its own shape keeps beyond them, plus this share: a forward
+    // calibrated at 128 tokens, whose cache is 1.5% of its tensors, is planned at 1,024 tokens with the 11%
+    // that length's score tensors leave (each a segment of its own), where the share alone was 8.8% under.
+    // A ratio of the two would be of small numbers (a replay that keeps 0.1% beyond its tensors against a
+    // run's 1.8%: x12, +47% at four times the length). NaN: not measured (no replay, or no segments
+    // recorded); the share then stands.
+    double replayedOverhead = std::numeric_limits<double>::quiet_NaN();
+    bool replayedOverheadMeasured() const { return !std::isnan(replayedOverhead); }
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.

@@ -124,6 +124,11 @@ struct StageModel {
     // Another replay of the whole run through the allocator, its parameters included (cs336_basics' forward
     // or training step, core/plan/cs336replay.h): what its segments reserve at their most, at this batch.
     double replayedReserved = 0;
+    double replayedAllocated = 0; // the same replay's most allocated at once
+    // Under a calibration with Calibration::replayedOverhead, where the calibrated tensors are not the
+    // replay's own: what the allocator reserves beyond the tensors at every point is the replay's reserved
+    // less its allocated, plus that share of what is allocated there (negative waste: none).
+    double calibratedWaste = -1, calibratedShare = 0;
     // A replayed training step's by the end of its forward and loss, and of its backward (0: the whole
     // step's, replayedReserved): the segments it has made by then.
     double replayedReservedForward = 0, replayedReservedBackward = 0;

@@ -664,7 +664,11 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // traced (notHanmin's XL forwards in fp32 and under autocast, a later step's with the previous
     // gradients alive): validate, every counter the trace records held to the targets. When first compared,
     // allocated and active 1.3% under in both, reserved 2.0% and 5.8% under (the 3% fraction: the replay
-    // did not cover a zero_grad after the forward), 1.5% and 4.8% since it does.
+    // did not cover a zero_grad after the forward), 1.5% and 4.8% since it does. Calibrated plans count
+    // here too: four of the traced runs' planned from the 128-token forward or step alone (fit: calibration
+    // keeps the profile's moments and carries reserved through its replay because of them), and fourteen of
+    // kkaitlyn111's from its 128-token forward or first step, their factors kept in the scenarios (the first
+    // steps' reserved fit, as above).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -712,12 +716,12 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
                 validate.push_back(std::abs(r.error()));
         }
     }
-    QCOMPARE(traced, size_t(11));
+    QCOMPARE(traced, size_t(15));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(ownCode, size_t(20));
-    QCOMPARE(validate.size(), size_t(48));
+    QCOMPARE(ownCode, size_t(34));
+    QCOMPARE(validate.size(), size_t(60));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[24] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[30] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayAgreesWithTheProfile() {

@@ -804,6 +804,23 @@ void TestTraceView::calibrateFromTheWindow() {
             !moments.contains(QStringLiteral("one factor")),
         qPrintable(moments));
     QVERIFY(w->document()->scenario().calibration.prefillAttentionLinear > 0);
+    // The cs336_basics profile replays that forward through the allocator's model: the calibration says what
+    // the run reserved beyond the replay of its plan, which the calibrated plan adds to its own shape's
+    // replay. The run's trace-summary: 1,763,704,832 bytes reserved, 1,736,962,048 allocated at most (1.5%).
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR
+                       "/examples/measured/cs336-basics/cs336-medium-128-inference.headroom.json"),
+        &error));
+    TracePage* basics =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+    QVERIFY(basics && !basics->hasFailed());
+    const QString replayed = w->calibrateFrom(basics);
+    qInfo().noquote() << replayed;
+    QVERIFY2(
+        replayed.contains(QStringLiteral("Its allocator reserved 1.5% beyond its tensors at their most; ")) &&
+            replayed.contains(QStringLiteral("beside the allocator's replay of the plan, a difference of")),
+        qPrintable(replayed));
+    QVERIFY(w->document()->scenario().calibration.replayedOverheadMeasured());
 }
 
 void TestTraceView::allocatorWhatIfPanel() {

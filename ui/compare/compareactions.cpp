@@ -151,9 +151,17 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                   .arg(r.factors.quadratic, 0, 'f', 1)
                   .arg(r.factors.prefillAttentionLinear, 0, 'f', 2)
             : QString();
-    // What the run's allocator kept cached beside its tensors (Calibration::allocatorOverhead).
+    // What the run's allocator kept cached beside its tensors (Calibration::allocatorOverhead), or, where
+    // the plan replays the code through the allocator, beside the replay's (Calibration::replayedOverhead).
     const QString cache =
-        r.factors.allocatorOverhead >= 0
+        r.factors.replayedOverheadMeasured()
+            ? tr("Its allocator reserved %1% beyond its tensors at their most; beside the allocator's replay "
+                 "of the plan, a difference of %2% of them, which the calibrated plan adds to the replay of "
+                 "its own shape (reserved %3% off the run's, was %4%). ")
+                  .arg(100 * r.factors.allocatorOverhead, 0, 'f', 1)
+                  .arg(QString::asprintf("%+.1f", 100 * r.factors.replayedOverhead))
+                  .arg(reservedPct(run.reservedAfter), reservedPct(run.reservedBefore))
+        : r.factors.allocatorOverhead >= 0
             ? tr("Its allocator reserved %1% beyond its tensors at their most, where the plan assumed %2%: "
                  "the calibrated plan reserves the same share (reserved %3% off the run's, was %4%). ")
                   .arg(100 * r.factors.allocatorOverhead, 0, 'f', 1)
