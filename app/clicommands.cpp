@@ -706,6 +706,8 @@ int cmdCompare(const Args& a, std::ostream& out) {
             << gib(c.laterStepPeak) << " GiB before its step: the estimate is " << std::setprecision(1)
             << std::abs(c.laterStepError()) * 100 << "% " << (c.laterStepError() < 0 ? "below" : "above")
             << " that (training.first_step: true plans the first step itself)\n";
+    if (const std::string advice = c.advice(); !advice.empty())
+        out << "  " << advice << "\n";
     return 0;
 }
 

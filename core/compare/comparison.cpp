@@ -60,6 +60,8 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
     c.device = index.device().key;
     const std::size_t peak = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();
     c.measured = attribute(trace, index, peak, rules, &scenario);
+    c.code = codeOrigin(trace, c.measured);
+    c.planned = plannedFramework(scenario);
     c.estimated = estimateInMeasuredCategories(estimate);
     for (std::int64_t v : c.estimated)
         c.estimatedTotal = saturatingAdd(c.estimatedTotal, v);

@@ -2,6 +2,7 @@
 #pragma once
 #include "core/checkednumbers.h"
 #include "core/compare/attribution.h"
+#include "core/compare/codeorigin.h"
 #include "core/serve/estimate.h"
 
 #include <array>
@@ -21,6 +22,11 @@ struct Comparison {
     // the highest point before the step plus those states: what a later step's loss would reach.
     bool firstStep = false;
     std::int64_t createdStates = 0, laterStepPeak = 0;
+    // Which framework's code the stacks at the peak name, and the profile the scenario planned with: when
+    // they differ, codeOriginAdvice says which profile plans that code.
+    CodeOrigin code;
+    Framework planned = Framework::PyTorch;
+    std::string advice() const { return codeOriginAdvice(code, planned); }
     std::int64_t difference() const { return saturatingSub(estimatedTotal, measured.total); }
     // (estimate - measured) / measured; 0 when nothing was measured.
     double relativeError() const {

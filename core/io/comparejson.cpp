@@ -2,6 +2,7 @@
 #include "core/io/comparejson.h"
 
 #include "core/checkednumbers.h"
+#include "core/plan/settingnames.h"
 
 namespace headroom {
 
@@ -20,6 +21,12 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
                         {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
                         {"difference_bytes", c.difference()},
                         {"relative_error", c.relativeError()}};
+    if (c.code.found)
+        j["code"] = {{"framework", nameOf(frameworkNames(), c.code.framework)},
+                     {"file", c.code.file},
+                     {"bytes", c.code.bytes},
+                     {"bytes_with_stack", c.code.stacked},
+                     {"planned_with", nameOf(frameworkNames(), c.planned)}};
     if (c.firstStep)
         j["first_step"] = {{"created_optimizer_states_bytes", c.createdStates},
                            {"later_step_peak_bytes", c.laterStepPeak},

@@ -60,6 +60,7 @@ private slots:
     void runShapePerRank();
     void calibrationLearnsTheAllocatorsOverhead();
     void calibratedProfileCarriesToOtherLengths();
+    void codeOriginFromTheStacks();
     void scoresFactorKeepsToItsDtype();
     void calibrationWhateverTheOptimizer();
     void stepScratchFollowsTheLargestParameter();
@@ -814,6 +815,75 @@ void TestAttribution::calibratedProfileCarriesToOtherLengths() {
         QCOMPARE(QString::fromStdString(err.where()),
                  QStringLiteral("calibration.factors.reserved_beyond_replay_fraction"));
     }
+}
+
+// Which framework's code made a run, from the files its stacks name, and the advice a plan with another
+// profile gets. The CS336 traces' activations are allocated through cs336_basics/model.py and nn_utils.py
+// (Wedsonlin's on Linux, MAGMA27's with Windows backslashes); notHanmin's XL model is the student's own
+// (cs336_systems/adapters.py): no profile's code.
+void TestAttribution::codeOriginFromTheStacks() {
+    const auto rules = AttributionRules::pytorchDefaults();
+    struct Case {
+        const char *scenario, *trace;
+        bool found;
+    };
+    const Case cases[] = {
+        {"cs336-medium-1024-inference", "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle", true},
+        {"cs336-small-32x256-no-optimizer", "cs336_MAGMA27_memory_snapshot.pickle", true},
+        {"cs336-xl-256-forward-zero-grad-after", "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle",
+         false},
+    };
+    for (const Case& k : cases) {
+        const Run run = loadRun(k.scenario, k.trace);
+        const Estimate est = estimate(run.scenario);
+        const Comparison c =
+            compareAtPeak(run.scenario, est, run.trace->trace, *run.trace->indexes[0], rules);
+        QCOMPARE(c.code.found, k.found);
+        QCOMPARE(c.planned, Framework::PyTorch);
+        if (!k.found) {
+            QVERIFY(c.advice().empty());
+            continue;
+        }
+        QCOMPARE(c.code.framework, Framework::Cs336Basics);
+        QVERIFY2(QString::fromStdString(c.code.file).contains(QStringLiteral("cs336_basics")),
+                 c.code.file.c_str());
+        // Every stacked byte at the peak is the model's but the script's own scalars (4 bytes in MAGMA27's;
+        // the weights were allocated without a stack).
+        QVERIFY(c.code.bytes <= c.code.stacked && c.code.stacked - c.code.bytes < 1024);
+        const std::string advice = c.advice();
+        QVERIFY2(advice.find("framework \"cs336_basics\" plans this trace's code") == 0 &&
+                     advice.find("as pytorch") != std::string::npos,
+                 advice.c_str());
+        QVERIFY(comparisonToJson(c, k.trace).at("code").at("framework") == "cs336_basics");
+        // Planned with that profile: nothing to say.
+        QVERIFY(codeOriginAdvice(c.code, Framework::Cs336Basics).empty());
+    }
+    // By hand: DeepSpeed's engine around transformers' modules is DeepSpeed's (the outer framework that plans
+    // its own code decides); transformers alone is Hugging Face's; a directory that merely contains a
+    // framework's name is none; a quarter of the stacked bytes is the least that counts.
+    auto originOf = [&](const std::string& events) {
+        const Trace t = readTrace(R"({"segments": [], "device_traces": [[)" + events + "]]}");
+        const TraceSummary s = summarize(t);
+        const TraceIndex index(t.devices.at(0), s.devices.at(0));
+        return codeOrigin(t, attribute(t, index, index.events() - 1, rules));
+    };
+    auto alloc = [](int addr, int size, const std::string& frames) {
+        return R"({"action": "alloc", "addr": )" + std::to_string(addr) + R"(, "size": )" +
+               std::to_string(size) + R"(, "time_us": 1, "frames": [)" + frames + "]}";
+    };
+    const std::string hf =
+        R"({"name": "forward", "filename": "/v/site-packages/transformers/models/llama/modeling_llama.py", "line": 5})";
+    const std::string ds =
+        R"({"name": "forward", "filename": "/v/site-packages/deepspeed/runtime/engine.py", "line": 9})";
+    const std::string mine =
+        R"({"name": "forward", "filename": "/home/u/mytransformers/model.py", "line": 3})";
+    const CodeOrigin both = originOf(alloc(4096, 1000, hf + "," + ds));
+    QVERIFY(both.found && both.framework == Framework::DeepSpeed);
+    const CodeOrigin alone = originOf(alloc(4096, 1000, hf));
+    QVERIFY(alone.found && alone.framework == Framework::HuggingFace);
+    QVERIFY(!originOf(alloc(4096, 1000, mine)).found);
+    QVERIFY(originOf(alloc(4096, 250, hf) + "," + alloc(8192, 750, mine)).found);
+    QVERIFY(!originOf(alloc(4096, 249, hf) + "," + alloc(8192, 751, mine)).found);
 }
 
 void TestAttribution::scoresFactorKeepsToItsDtype() {

@@ -55,6 +55,12 @@ void CategoryBars::setNames(const QString& first, const QString& second) {
     refresh();
 }
 
+void CategoryBars::setNote(const QString& note) {
+    m_note = note;
+    setToolTip(note);
+    update();
+}
+
 void CategoryBars::setStyle(const ChartStyle& style) {
     m_style = style;
     refresh();
@@ -141,6 +147,11 @@ void CategoryBars::paintEvent(QPaintEvent*) {
     bar(fm.height() + 8, m_measured, m_first);
     if (m_estimate)
         bar(fm.height() + 36, *m_estimate, m_second);
+    if (!m_note.isEmpty() && m_estimate) {
+        p.setPen(text);
+        p.drawText(QRect(6, fm.height() + 62, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(m_note, Qt::ElideRight, width() - 12));
+    }
 }
 
 } // namespace headroom

@@ -24,6 +24,9 @@ public:
     // What the two bars are called ("Measured" / "Estimate" by default; "A" / "B" for two runs).
     void setNames(const QString& first, const QString& second);
     void setStyle(const ChartStyle& style);
+    // A line under the bars (which profile plans the trace's code, when the scenario's does not).
+    void setNote(const QString& note);
+    QString note() const { return m_note; }
     QTableWidget* table() const { return m_table; }
     QString verdict() const; // "the estimate is 12.3% below the measured bytes", or "" without a scenario
 
@@ -34,7 +37,7 @@ private:
     void refresh();
     Bytes m_measured{};
     std::optional<Bytes> m_estimate;
-    QString m_caption, m_scenarioName;
+    QString m_caption, m_scenarioName, m_note;
     QString m_first = tr("Measured"), m_second = tr("Estimate");
     ChartStyle m_style;
     QTableWidget* m_table = nullptr;

@@ -540,6 +540,11 @@ void TracePage::refreshSelection() {
     // The split by category at the same moment, and with a scenario the estimate beside it.
     const Scenario* scenario = m_scenario ? &*m_scenario : nullptr;
     m_attribution = attribute(lane.trace->trace, index, segmentsAt, m_rules, scenario);
+    // Which profile plans the code that made these bytes, when the scenario's does not.
+    const std::string advice =
+        scenario ? codeOriginAdvice(codeOrigin(lane.trace->trace, m_attribution), plannedFramework(*scenario))
+                 : std::string();
+    m_categories->setNote(advice.empty() ? QString() : tr("Note: %1.").arg(QString::fromStdString(advice)));
     m_categories->setMeasured(
         m_attribution.bytes,
         lane.trace->trace.devices.at(lane.device).hasTotals
