@@ -729,6 +729,11 @@ void TestTraceView::calibrateFromTheWindow() {
     TracePage* view =
         open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
     QVERIFY(view && !view->hasFailed());
+    // Planned as plain PyTorch, the trace's code is cs336_basics' (its frames): the bars say which profile
+    // plans it (tst_attribution::codeOriginFromTheStacks).
+    w->compareWithPlanner(view);
+    QVERIFY2(view->categoryBars()->note().contains(QStringLiteral("framework \"cs336_basics\" plans this")),
+             qPrintable(view->categoryBars()->note()));
     const QString said = w->calibrateFrom(view);
     QVERIFY2(said.contains(QStringLiteral("12.1% off")), qPrintable(said)); // before: README's compare table
     QVERIFY(w->document()->json().contains("calibration"));
