@@ -39,14 +39,28 @@ const std::vector<GpuSpec>& gpuCatalogue() {
 }
 
 const GpuSpec* findGpu(const std::string& name) {
+    // One estimate asks for the same GPU several times (each stage's workspaces, fp8, the device's size),
+    // and a slider tick runs one estimate: the last answer is kept, per thread (estimates run off the GUI
+    // thread too). The case-insensitive walk of the catalogue was 4% of an estimate.
+    thread_local std::string lastName;
+    thread_local const GpuSpec* last = nullptr;
+    thread_local bool asked = false;
+    if (asked && name == lastName)
+        return last;
+    const GpuSpec* found = nullptr;
     for (const auto& g : gpuCatalogue()) {
         if (sameName(g.name, name))
-            return &g;
+            found = &g;
         for (const auto& a : g.aliases)
-            if (sameName(a, name))
-                return &g;
+            if (!found && sameName(a, name))
+                found = &g;
+        if (found)
+            break;
     }
-    return nullptr;
+    lastName = name;
+    last = found;
+    asked = true;
+    return found;
 }
 
 // Whether `token` stands in `name` as a word of its own: "T4" in "TESLA-T4" but not in "RTX4080", "A10" in
