@@ -614,6 +614,8 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                 << static_cast<double>(run.reservedMeasured) / 1073741824.0 << " GiB, estimate before "
                 << off(run.reservedBefore) << ", after " << off(run.reservedAfter) << "\n";
         }
+        if (!run.advice.empty())
+            out << "    " << run.advice << "\n";
         if (run.noBackward)
             out << "    no backward recorded (no gradient, no step): a forward with autograd on? Plan it as "
                    "inference with grad_mode \"enabled\" and calibrate that; its factors serve training "

@@ -1030,7 +1030,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                           afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
                           measured[i].atLoss, measured[i].atStep, measured[i].reservedPeak,
                           clampToInt64(planBefore.reservedPeakBytes),
-                          clampToInt64(planAfter.reservedPeakBytes)});
+                          clampToInt64(planAfter.reservedPeakBytes), b.advice()});
     }
     return r;
 }

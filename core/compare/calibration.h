@@ -92,6 +92,8 @@ struct CalibrationRun {
     // Reserved at its most (RunMeasurement::reservedPeak; 0: the trace records no segments) and the plan's
     // figure before and after.
     std::int64_t reservedMeasured = 0, reservedBefore = 0, reservedAfter = 0;
+    // Which profile plans the run's code when the scenario's does not (Comparison::advice), or "".
+    std::string advice;
 };
 struct CalibrationResult {
     Calibration factors;

@@ -846,6 +846,8 @@ void TestAttribution::codeOriginFromTheStacks() {
         QVERIFY(comparisonToJson(c, k.trace).at("code").at("framework") == "cs336_basics");
         // Planned with that profile: nothing to say.
         QVERIFY(codeOriginAdvice(c.code, Framework::Cs336Basics).empty());
+        // Calibrating the plain plan on it says the same beside the run.
+        QCOMPARE(calibrate({inputOf(run, k.trace)}, rules).runs.at(0).advice, advice);
     }
     // By hand: DeepSpeed's engine around transformers' modules is DeepSpeed's (the outer framework that plans
     // its own code decides); transformers alone is Hugging Face's; a directory that merely contains a
