@@ -1317,9 +1317,10 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.workspace = workspaceBytes(sc);
     // cs336_basics' forward without autograd, replayed through the allocator with its parameters
     // (core/plan/cs336replay.h): reserved is what the code's own sizes and order leave cached, not a
-    // fraction. Under a calibration the replay is of the profile's tensors, not the calibrated ones: it
-    // gives what the allocator keeps beyond them, scaled as the calibration measured it
-    // (Calibration::replayedOverhead), or nothing when the calibration measured a fraction instead.
+    // fraction. Under a calibration the replay is of the profile's tensors at this shape, not the calibrated
+    // ones: it gives what the allocator keeps beyond them, to which the share the calibration's runs kept
+    // beyond the replay of theirs is added (Calibration::replayedOverhead); a calibration that measured
+    // only the fraction (no segments, or an older file) keeps the fraction.
     const bool scaled = sc.calibration.present && sc.calibration.measuredIn(sc.keptAs());
     const bool replay = !scaled || c.replayedOverheadMeasured();
     const double device = static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch;
@@ -1563,6 +1564,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                                                        st.fsdp1Reusable);
         b[Category::AllocatorOverhead] = std::max(0.0, reserved - managed);
     } else if (st.calibratedWaste >= 0) {
+        // Calibrated (StageModel::calibratedWaste): the replay's cache beyond its own tensors, and the runs'
+        // share beyond the replay of theirs, of what is allocated here.
         b[Category::AllocatorOverhead] = std::max(0.0, st.calibratedWaste + st.calibratedShare * managed);
     } else if (st.replayedReserved > 0) {
         // Reserved only grows: by a phase's end, what the replay had reserved by then.
