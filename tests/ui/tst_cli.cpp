@@ -770,6 +770,11 @@ void TestCli::reportsAndExports() {
     QCOMPARE(cli({"report", scenario, trace, "-o", measured.toStdString()}).code, 0);
     const QString measuredText = test::pdfText(measured);
     QVERIFY(measuredText.contains(QStringLiteral("Estimate vs measured")));
+    // Planned as plain PyTorch, the trace's code is cs336_basics': the note under the table says so
+    // (tst_attribution::codeOriginFromTheStacks), whole.
+    QVERIFY2(measuredText.contains(QStringLiteral("framework \"cs336_basics\" plans this trace's code")) &&
+                 measuredText.contains(QStringLiteral("(among")),
+             qPrintable(measuredText));
     // With a trace, the run over time by category with the plan over it takes the second chart's place.
     QVERIFY2(measuredText.contains(QStringLiteral("The run over time by category")),
              qPrintable(measuredText));

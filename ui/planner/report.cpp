@@ -241,6 +241,8 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                                       saturatingSub(measured->estimatedTotal, measured->laterStepPeak))))
                                   .arg(100 * measured->laterStepError(), 0, 'f', 1)});
         r.measured = std::move(m);
+        if (const std::string advice = measured->advice(); !advice.empty())
+            r.measuredNote = QStringLiteral("Note: %1.").arg(QString::fromStdString(advice));
     }
     return r;
 }
@@ -438,7 +440,7 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
             md += QStringLiteral("## %1\n\n![The run over time](%2-run.png)\n\n").arg(run->title, base);
         if (r.measured)
             md += QStringLiteral("## %1\n\n").arg(r.measured->title) + tableToMarkdown(*r.measured) +
-                  QLatin1Char('\n');
+                  QLatin1Char('\n') + (r.measuredNote.isEmpty() ? QString() : r.measuredNote + "\n\n");
         return saveBytes(file, md.toUtf8(), error);
     }
     if (suffix != QLatin1String("pdf")) {
@@ -522,13 +524,27 @@ bool writeReport(const Scenario& sc, const Estimate& est, const Comparison* meas
             return t.rows.empty() ? 0.0 : (t.rows.size() + 2.0) * line + 9;
         };
         const double bottom = 842 - margin - 4;
+        // The note under the measured table, wrapped to the page's width.
+        const double noteH = r.measuredNote.isEmpty()
+                                 ? 0.0
+                                 : QFontMetricsF(small, &pdf)
+                                           .boundingRect(QRectF(0, 0, inner, 200),
+                                                         Qt::AlignLeft | Qt::TextWordWrap, r.measuredNote)
+                                           .height() +
+                                       4;
         while (savings.rows.size() > 3 &&
-               y + height(savings) + (r.measured ? height(*r.measured) : 0.0) > bottom)
+               y + height(savings) + (r.measured ? height(*r.measured) + noteH : 0.0) > bottom)
             savings.rows.pop_back();
         if (!savings.rows.empty())
             y += drawTable(p, savings, margin, y, inner, small) + 8;
         if (r.measured)
             y += drawTable(p, *r.measured, margin, y, inner, small) + 8;
+        if (r.measured && !r.measuredNote.isEmpty()) {
+            p.setFont(small);
+            p.drawText(QRectF(margin, y, inner, noteH), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+                       r.measuredNote);
+            y += noteH;
+        }
         p.setFont(small);
         p.setPen(QColor(0x77, 0x77, 0x77));
         p.drawText(

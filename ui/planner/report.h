@@ -30,6 +30,7 @@ struct Report {
     TextTable breakdown;
     TextTable savings;
     std::optional<TextTable> measured;
+    QString measuredNote; // which profile plans the recorded run's code, when the plan's does not
 };
 Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* measured,
                    const ChartStyle& style);
