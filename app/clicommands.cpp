@@ -691,7 +691,16 @@ int cmdCompare(const Args& a, std::ostream& out) {
     }
     out << "  " << std::left << std::setw(20) << "Allocated" << std::right << std::setw(10)
         << gib(c.estimatedTotal) << std::setw(10) << gib(c.measured.total) << std::setw(10)
-        << gib(c.difference()) << "\n\n";
+        << gib(c.difference()) << "\n";
+    // What the allocator reserved at its most beside it: what runs out first.
+    if (c.reservedMeasured > 0) {
+        const auto reserved = static_cast<std::int64_t>(std::llround(c.reservedEstimated));
+        out << "  " << std::left << std::setw(20) << "Reserved" << std::right << std::setw(10)
+            << gib(reserved) << std::setw(10) << gib(c.reservedMeasured) << std::setw(10)
+            << gib(saturatingSub(reserved, c.reservedMeasured)) << "   " << std::showpos << std::fixed
+            << std::setprecision(1) << 100 * c.reservedError() << "%" << std::noshowpos << "\n";
+    }
+    out << "\n";
     out << "  the estimate is " << std::fixed << std::setprecision(1) << std::abs(c.relativeError()) * 100
         << "% " << (c.difference() < 0 ? "below" : "above") << " the measured peak";
     if (const std::string named = namedDifferences(c); !named.empty())

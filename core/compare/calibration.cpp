@@ -634,17 +634,9 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.noBackward =
             attribute(*run.trace, index, n - 1, rules, run.scenario).of(MeasuredCategory::Gradients) == 0;
     // The allocator's segments beside the allocations, from the first allocation on.
-    if (index.hasSegments() || run.index->device().hasReservedTotals) {
-        const auto& actions = index.device().action;
-        std::size_t first = 0;
-        while (first < n && actions[first] != TraceAction::Alloc)
-            ++first;
-        const auto& reserved = index.reservedSeries();
-        for (std::size_t k = first < n ? first : 0; k < n; ++k) {
-            m.allocatedPeak = std::max(m.allocatedPeak, allocated[k]);
-            m.reservedPeak = std::max(m.reservedPeak, reserved[k]);
-        }
-    }
+    const CounterPeaks peaks = peaksFromFirstAllocation(index);
+    m.allocatedPeak = peaks.allocated;
+    m.reservedPeak = peaks.reserved;
     if (step < n) {
         m.hasStep = true;
         const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);

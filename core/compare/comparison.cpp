@@ -54,6 +54,24 @@ std::string namedDifferences(const Comparison& c, std::size_t most) {
     return out;
 }
 
+CounterPeaks peaksFromFirstAllocation(const TraceIndex& index) {
+    CounterPeaks p;
+    if (!index.hasSegments() && !index.device().hasReservedTotals)
+        return p;
+    const std::size_t n = index.events();
+    const auto& actions = index.device().action;
+    std::size_t first = 0;
+    while (first < n && actions[first] != TraceAction::Alloc)
+        ++first;
+    const auto& allocated = index.allocatedSeries();
+    const auto& reserved = index.reservedSeries();
+    for (std::size_t k = first < n ? first : 0; k < n; ++k) {
+        p.allocated = std::max(p.allocated, allocated[k]);
+        p.reserved = std::max(p.reserved, reserved[k]);
+    }
+    return p;
+}
+
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
                          const TraceIndex& index, const AttributionRules& rules) {
     Comparison c;
@@ -98,6 +116,12 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
             c.createdStates = created;
             c.laterStepPeak = later;
         }
+    }
+    // A first step's reserved holds the cache its step made beside the forward's: no plan of a later step
+    // describes it.
+    if (!c.firstStep) {
+        c.reservedMeasured = peaksFromFirstAllocation(index).reserved;
+        c.reservedEstimated = estimate.reservedPeakBytes;
     }
     return c;
 }

@@ -27,6 +27,13 @@ struct Comparison {
     CodeOrigin code;
     Framework planned = Framework::PyTorch;
     std::string advice() const { return codeOriginAdvice(code, planned); }
+    // Reserved: the trace's segments at their most (from its first allocation on) and the plan's
+    // max_memory_reserved(); 0 measured when the trace records no segments or is a first step.
+    std::int64_t reservedMeasured = 0;
+    double reservedEstimated = 0;
+    double reservedError() const {
+        return reservedMeasured > 0 ? reservedEstimated / static_cast<double>(reservedMeasured) - 1 : 0.0;
+    }
     std::int64_t difference() const { return saturatingSub(estimatedTotal, measured.total); }
     // (estimate - measured) / measured; 0 when nothing was measured.
     double relativeError() const {
@@ -52,6 +59,14 @@ std::array<std::int64_t, kMeasuredCategories> estimateInMeasuredCategories(const
 // The differences in words, largest first: "activations 1.02 GiB more measured than estimated, ...",
 // categories under 1% of the measured peak left out.
 std::string namedDifferences(const Comparison& c, std::size_t most = 3);
+
+// A run's allocated and reserved at their most from its first allocation on: a recording that begins by
+// releasing what an earlier run in the process left cached counts from there. Both 0 when the trace records
+// no segments.
+struct CounterPeaks {
+    std::int64_t allocated = 0, reserved = 0;
+};
+CounterPeaks peaksFromFirstAllocation(const TraceIndex& index);
 
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
                          const TraceIndex& index, const AttributionRules& rules);

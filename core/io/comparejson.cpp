@@ -21,6 +21,10 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
                         {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
                         {"difference_bytes", c.difference()},
                         {"relative_error", c.relativeError()}};
+    if (c.reservedMeasured > 0)
+        j["reserved"] = {{"measured_bytes", c.reservedMeasured},
+                         {"estimate_bytes", clampToInt64(c.reservedEstimated)},
+                         {"relative_error", c.reservedError()}};
     if (c.code.found)
         j["code"] = {{"framework", nameOf(frameworkNames(), c.code.framework)},
                      {"file", c.code.file},

@@ -428,9 +428,16 @@ void TestCli::compareScenarioWithTrace() {
     QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.compare/1"));
     QCOMPARE(j["measured"]["allocated_bytes"].get<long long>(), 9103544320LL); // MEASURED.md
     QCOMPARE(j["device"].get<std::string>(), std::string("0"));
+    // Reserved beside it: the snapshot's segments at their most, 9,265,217,536 bytes as trace-summary reads
+    // them (tst_attribution::calibrationLearnsTheAllocatorsOverhead), and the plan's max_memory_reserved.
+    QCOMPARE(j["reserved"]["measured_bytes"].get<long long>(), 9265217536LL);
+    const auto planned = nlohmann::json::parse(cli({"estimate", sc, "--json"}).out);
+    QCOMPARE(j["reserved"]["estimate_bytes"].get<double>(), planned["reserved_peak_bytes"].get<double>());
     const Run text = cli({"compare", sc, trace});
     QCOMPARE(text.code, 0);
     QVERIFY(QString::fromStdString(text.out).contains("below the measured peak"));
+    QVERIFY2(QString::fromStdString(text.out).contains(QRegularExpression("\\n  Reserved +[0-9.]+ +8\\.63 ")),
+             text.out.c_str());
     QCOMPARE(cli({"compare", sc}).code, 2);
     // A recording of a first step (test::firstStepRecording: 8,192 bytes of a forward, then two 3,072-byte
     // states the step creates), written out. Planned as a later step, compare names it and
