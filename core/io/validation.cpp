@@ -330,7 +330,10 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                         r.active = {static_cast<double>(d.peakActive), est.allocatedPeakBytes};
                 }
             }
-            if (sc.training.framework != Framework::PyTorch && sc.mode == Mode::Training && r.traced == false)
+            // (Not for a calibrated plan: its factors were measured against its own profile's plan, and
+            // on the plain one they would say nothing.)
+            if (sc.training.framework != Framework::PyTorch && sc.mode == Mode::Training &&
+                r.traced == false && !r.calibrated)
                 r.plainPytorch = estimatedFor(c, estimate(asPlainPytorch(sc)));
             v.results.push_back(std::move(r));
         }

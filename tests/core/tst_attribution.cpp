@@ -1656,7 +1656,9 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // their own): calibration kept that profile's moments and carried reserved through its replay since they
 // came, which moved them from +1.0%, +0.9%, +0.8%, +0.9% and -0.0% allocated (+1.5%, +0.1%, +0.9%, +0.5%,
 // -0.1% reserved) to +0.0%, +0.0%, +0.4%, +0.2%, -1.0% (+0.1%, -0.5%, +0.1%, +0.1%, -1.0%), the steps
-// -0.1% before and after.
+// -0.1% before and after. And twenty-one of the published 2.7B runs planned with the cs336_basics profile
+// calibrated on the medium model's 128-token step or forward alone (computed once, after those rules):
+// within 1.2%.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -1676,9 +1678,9 @@ void TestAttribution::calibratedValidatePredictions() {
             errors.push_back(std::abs(r.error()));
         }
     QCOMPARE(ownFactors, size_t(24));
-    QCOMPARE(errors.size(), size_t(60));
+    QCOMPARE(errors.size(), size_t(81));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[29] + errors[30]) / 2;
+    const double median = errors[40];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 
