@@ -1658,7 +1658,7 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // -0.1% reserved) to +0.0%, +0.0%, +0.4%, +0.2%, -1.0% (+0.1%, -0.5%, +0.1%, +0.1%, -1.0%), the steps
 // -0.1% before and after. And twenty-one of the published 2.7B runs planned with the cs336_basics profile
 // calibrated on the medium model's 128-token step or forward alone (computed once, after those rules):
-// within 1.2%.
+// within 1.2%; notHanmin's two traced XL forwards from its 128-token step, 1.4% under.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -1678,9 +1678,9 @@ void TestAttribution::calibratedValidatePredictions() {
             errors.push_back(std::abs(r.error()));
         }
     QCOMPARE(ownFactors, size_t(24));
-    QCOMPARE(errors.size(), size_t(81));
+    QCOMPARE(errors.size(), size_t(83));
     std::sort(errors.begin(), errors.end());
-    const double median = errors[40];
+    const double median = errors[41];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

@@ -671,7 +671,9 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     // steps' reserved fit, as above); and twenty-one of the published 2.7B runs planned from the medium
     // model's 128-token step or forward alone (validate, held to the calibration targets: within 10% each,
     // 5% at the median; when first computed, within 1.2%, the calibrated profile at most 0.2% further from
-    // the runs than the uncalibrated one).
+    // the runs than the uncalibrated one). notHanmin's two traced XL forwards are planned so too, calibrated on
+    // the medium model's 128-token step (validate, every counter: allocated and active 1.4% under, reserved
+    // 1.9% and 5.2% under when first computed, each within 0.4% of the uncalibrated plan).
     const Validation v = runValidation(
         {loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
         AttributionRules::pytorchDefaults());
@@ -726,11 +728,11 @@ void TestFrameworks::cs336BasicsRecordedRuns() {
     }
     QCOMPARE(traced, size_t(15));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(ownCode, size_t(34));
+    QCOMPARE(ownCode, size_t(36));
     QCOMPARE(acrossSizes, size_t(21));
-    QCOMPARE(validate.size(), size_t(81));
+    QCOMPARE(validate.size(), size_t(83));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[40] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[41] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestFrameworks::cs336ForwardReplayAgreesWithTheProfile() {
