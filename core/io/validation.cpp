@@ -268,6 +268,9 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
         // Each trace and each scenario is read once, whether it is measured or calibrates another case.
         std::map<std::string, std::shared_ptr<LoadedTrace>> traces;
         std::map<std::string, Scenario> scenarios;
+        // A calibration depends only on the runs it is fitted to: rows calibrated on the same ones share it
+        // (23 rows are planned from the medium model's 128-token runs).
+        std::map<std::vector<std::string>, Calibration> calibrations;
         auto traceOf = [&](const ValidationCase& c) -> LoadedTrace& {
             auto& t = traces[c.tracePath];
             if (!t) {
@@ -296,15 +299,20 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
             for (const std::string& w : sc.warnings)
                 r.warnings.push_back(c.id + ": " + w);
             if (!c.calibrateOn.empty()) {
-                std::vector<CalibrationInput> runs;
-                for (const std::string& id : c.calibrateOn) {
-                    const ValidationCase& on = *std::find_if(
-                        f.cases.begin(), f.cases.end(), [&](const ValidationCase& x) { return x.id == id; });
-                    LoadedTrace& t = traceOf(on);
-                    runs.push_back(
-                        {&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(), on.tracePath});
+                auto known = calibrations.find(c.calibrateOn);
+                if (known == calibrations.end()) {
+                    std::vector<CalibrationInput> runs;
+                    for (const std::string& id : c.calibrateOn) {
+                        const ValidationCase& on =
+                            *std::find_if(f.cases.begin(), f.cases.end(),
+                                          [&](const ValidationCase& x) { return x.id == id; });
+                        LoadedTrace& t = traceOf(on);
+                        runs.push_back({&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(),
+                                        on.tracePath});
+                    }
+                    known = calibrations.emplace(c.calibrateOn, calibrate(runs, rules).factors).first;
                 }
-                sc.calibration = calibrate(runs, rules).factors;
+                sc.calibration = known->second;
             }
             r.calibrated = sc.calibration.present;
             const Estimate est = estimate(sc);
