@@ -1122,14 +1122,6 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             // Under autocast the einsums keep their weights' casts for the backward: at the last layer's
             // softmax all but its output projection's, MLP's and the head's are made (the step's replay
             // showed the head's moment 0.1% to 0.2% under when all were counted at both).
-            const double atHead = saved.head + saved.heldLogits * tokens * m.vocab;
-            const double atSoftmax =
-                saved.lastLayerForward + saved.lastLayerNotMade + saved.lastLayerForwardScores;
-            st.activations =
-                layers + (atHead >= atSoftmax ? saved.head : saved.lastLayerForward + saved.lastLayerNotMade);
-            st.scores = layerScores + (atHead >= atSoftmax ? 0 : saved.lastLayerForwardScores);
-            st.logits = atHead >= atSoftmax ? saved.heldLogits * tokens * m.vocab : 0;
-            st.logits = 0;
             st.forwardMoments = 2;
             st.forwardMoment[0] = {layers + saved.lastLayerForward + saved.lastLayerNotMade,
                                    layerScores + saved.lastLayerForwardScores, 0,
@@ -1152,9 +1144,6 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         // inference_mode.
         const Cs336Forward f = cs336Forward(cs);
         st.fixedActivations = f.mask;
-        st.activations = f.activations;
-        st.scores = f.scores;
-        st.logits = f.logits;
         const double cached = st.castWeights;
         const double headCast = in.autocastBytes > 0 && std::min(4.0, in.weightBytes) > in.autocastBytes
                                     ? in.autocastBytes * static_cast<double>(m.vocab) * m.hidden
