@@ -586,6 +586,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                       " of the allocated peak beyond what the replay of the runs' plans reserved (the plan "
                       "replays its own shape and adds this, in place of the share)\n"
                 : std::string())
+        << (c.code
+                ? "  code replayed                      " + std::string(nameOf(frameworkNames(), *c.code)) +
+                      " (the runs' stacks name it: the plan keeps its calibrated tensors, and what the "
+                      "allocator caches beyond them follows this code's order)\n"
+                : std::string())
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "
                               "every .grad from an earlier step)\n"
                             : "")

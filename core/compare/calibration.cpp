@@ -981,6 +981,26 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // At most ten times the tensors, what a scenario may say (a recording that began beside a large cache an
     // earlier run left, with little allocated, could measure more).
     c.allocatorOverhead = overheadRuns ? std::min(10.0, overhead / overheadRuns) : -1;
+    // Each run as compare sees it before the calibration: its categories at the peak, and the code its
+    // stacks name (core/compare/codeorigin.h).
+    std::vector<Comparison> before;
+    std::vector<Estimate> plansBefore;
+    for (const CalibrationInput& in : runs) {
+        Scenario uncalibrated = *in.scenario;
+        uncalibrated.calibration = Calibration{};
+        plansBefore.push_back(estimate(uncalibrated));
+        before.push_back(compareAtPeak(uncalibrated, plansBefore.back(), *in.trace, *in.index, rules));
+    }
+    // Every run's stacks naming cs336_basics, whose code the plan can replay, and a scenario planning it
+    // with another profile: the calibrated plan replays that code for the allocator's cache
+    // (Calibration::code), and the share below is measured against that replay.
+    const bool cs336Code = std::all_of(before.begin(), before.end(), [](const Comparison& b) {
+        return b.code.found && b.code.framework == Framework::Cs336Basics;
+    });
+    if (cs336Code && std::any_of(runs.begin(), runs.end(), [](const CalibrationInput& in) {
+            return plannedFramework(*in.scenario) != Framework::Cs336Basics;
+        }))
+        c.code = Framework::Cs336Basics;
     // Where the plan replays the code through the allocator (cs336_basics), what the runs kept beyond their
     // tensors less what the replay of their own scenarios keeps beyond its, as a share of their allocated
     // peaks, averaged: the replay carries the rest to other shapes (a cache share does not: a long
@@ -991,6 +1011,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         const RunMeasurement& m = measured[i];
         Scenario plain = runs[i].scenario->settingsCopy();
         plain.calibration = Calibration{};
+        if (c.code)
+            (plain.mode == Mode::Training ? plain.training.framework : plain.inference.framework) = *c.code;
         const Estimate e = estimate(plain);
         const auto stage = static_cast<std::size_t>(e.mostLoadedStage);
         if (m.reservedPeak <= 0 || m.allocatedPeak <= 0 || stage >= e.ranks.size() ||
@@ -1008,12 +1030,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const CalibrationInput& in = runs[i];
-        Scenario before = *in.scenario;
-        before.calibration = Calibration{};
         Scenario after = *in.scenario;
         after.calibration = c;
-        const Estimate planBefore = estimate(before), planAfter = estimate(after);
-        const Comparison b = compareAtPeak(before, planBefore, *in.trace, *in.index, rules);
+        const Estimate& planBefore = plansBefore[i];
+        const Estimate planAfter = estimate(after);
+        const Comparison& b = before[i];
         // After: the same measured peak, so only the estimate is counted again (as compare counts it).
         std::int64_t afterTotal = 0;
         for (const std::int64_t v : estimateInMeasuredCategories(planAfter))

@@ -26,11 +26,6 @@ struct CodeOrigin {
 // stack (a run's own script, torch's modules and the CUDA runtime make the rest).
 CodeOrigin codeOrigin(const Trace& trace, const Attribution& atPeak);
 
-// The profile a scenario plans with (its training or inference framework).
-inline Framework plannedFramework(const Scenario& sc) {
-    return sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework;
-}
-
 // One sentence for a plan with `planned`'s profile: which profile plans this code op by op, with the
 // evidence; "" when none was found or the plan already has it.
 std::string codeOriginAdvice(const CodeOrigin& origin, Framework planned);

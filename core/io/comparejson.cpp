@@ -64,6 +64,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["reserved_beyond_replay_fraction"] = c.replayedOverhead;
     if (c.gradientsHeld)
         j["gradients_held"] = true;
+    if (c.code)
+        j["code"] = nameOf(frameworkNames(), *c.code);
     if (c.measuredOn)
         j["measured_on"] = *c.measuredOn == Mode::Training ? "training" : "inference";
     return j;

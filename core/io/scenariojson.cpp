@@ -875,6 +875,8 @@ void readCalibration(const json& doc, Scenario& sc) {
         factors.number("reserved_beyond_replay_fraction", std::numeric_limits<double>::quiet_NaN(), -1, 10);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
+    if (factors.find("code"))
+        c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
     if (const std::string on = factors.string("measured_on", ""); on == "training" || on == "inference")
         c.measuredOn = on == "training" ? Mode::Training : Mode::Inference;
     else if (!on.empty())

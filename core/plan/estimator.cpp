@@ -1313,12 +1313,23 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     const bool scaled = sc.calibration.present && sc.calibration.measuredIn(sc.keptAs());
     const bool replay = !scaled || c.replayedOverheadMeasured();
     const double device = static_cast<double>(sc.cluster.capacityBytes) - st.cudaContext - st.nonTorch;
+    // Calibrated on traces of cs336_basics' code and planned with another profile (CS336's runs as plain
+    // PyTorch), the code replayed is the one the traces ran (Calibration::code): its tensors are what the
+    // calibration scaled the plan to, and its order is what leaves the allocator's cache.
+    const Scenario* code = &sc;
+    Scenario asRecorded;
+    if (scaled && c.code == Framework::Cs336Basics && plannedFramework(sc) != Framework::Cs336Basics) {
+        asRecorded = sc.settingsCopy();
+        (sc.mode == Mode::Training ? asRecorded.training.framework : asRecorded.inference.framework) =
+            Framework::Cs336Basics;
+        code = &asRecorded;
+    }
     Cs336Replay replayed;
-    if (const auto run = st.engine || !replay ? std::nullopt : cs336ForwardRunOf(sc, st.workspace, device))
+    if (const auto run = st.engine || !replay ? std::nullopt : cs336ForwardRunOf(*code, st.workspace, device))
         replayed = cs336ForwardReplay(*run, !probe);
     // Its training step with fp32 parameters (under autocast or not), the same way: the backward's order and
     // AdamW's states made in a first step beside what the activations left cached.
-    if (const auto run = replay ? cs336StepRunOf(sc, st.workspace, device) : std::nullopt)
+    if (const auto run = replay ? cs336StepRunOf(*code, st.workspace, device) : std::nullopt)
         replayed = cs336StepReplay(*run, !probe);
     if (replayed.replayed) {
         st.replayedReserved = replayed.reserved;

@@ -417,6 +417,13 @@ struct Calibration {
     // recorded); the share then stands.
     double replayedOverhead = std::numeric_limits<double>::quiet_NaN();
     bool replayedOverheadMeasured() const { return !std::isnan(replayedOverhead); }
+    // The framework whose code the runs ran, as the stacks at their peaks named it (every run the same:
+    // core/compare/codeorigin.h), when the plan has a replay of that code and the scenario plans with
+    // another profile: CS336's code calibrated as plain PyTorch. The calibrated tensors are the runs' own;
+    // what the allocator caches beyond them comes from that code's order, so the plan replays it
+    // (replayedOverhead is measured against that replay). Absent: the scenario's own profile's replay, if
+    // any.
+    std::optional<Framework> code;
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.
@@ -482,5 +489,10 @@ struct Scenario {
                 (calibration.present && calibration.measuredIn(Mode::Inference) && calibration.kvCache == 0));
     }
 };
+
+// The profile a scenario plans with (its training or inference framework).
+inline Framework plannedFramework(const Scenario& sc) {
+    return sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework;
+}
 
 } // namespace headroom

@@ -5,6 +5,7 @@
 #include "core/io/attributionrulesjson.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
+#include "core/plan/settingnames.h"
 #include "ui/compare/diffpage.h"
 #include "ui/compare/fleetpage.h"
 #include "ui/compare/scenariocomparepage.h"
@@ -156,11 +157,14 @@ QString CompareActions::calibrateFrom(TracePage* view) {
     const QString cache =
         r.factors.replayedOverheadMeasured()
             ? tr("Its allocator reserved %1% beyond its tensors at their most; beside the allocator's replay "
-                 "of the plan, a difference of %2% of them, which the calibrated plan adds to the replay of "
+                 "of %5, a difference of %2% of them, which the calibrated plan adds to the replay of "
                  "its own shape (reserved %3% off the run's, was %4%). ")
                   .arg(100 * r.factors.allocatorOverhead, 0, 'f', 1)
                   .arg(QString::asprintf("%+.1f", 100 * r.factors.replayedOverhead))
                   .arg(reservedPct(run.reservedAfter), reservedPct(run.reservedBefore))
+                  .arg(r.factors.code ? tr("the code of %1, which its stacks name")
+                                            .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)))
+                                      : tr("the plan"))
         : r.factors.allocatorOverhead >= 0
             ? tr("Its allocator reserved %1% beyond its tensors at their most, where the plan assumed %2%: "
                  "the calibrated plan reserves the same share (reserved %3% off the run's, was %4%). ")
