@@ -10,6 +10,7 @@
 #include "core/io/allocatorwhatifjson.h"
 #include "core/io/attributionrulesjson.h"
 #include "core/io/bytesformat.h"
+#include "core/io/codeprofile.h"
 #include "core/io/comparejson.h"
 #include "core/io/estimatejson.h"
 #include "core/io/estimatewords.h"
@@ -671,7 +672,8 @@ int cmdCompare(const Args& a, std::ostream& out) {
     const Estimate est = estimate(sc);
     const auto loaded = loadTrace(a.positional[1]);
     const std::size_t device = busiestDevice(*loaded, a.positional[1]);
-    const Comparison c = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], rulesFor(a));
+    Comparison c = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], rulesFor(a));
+    planWithCodeProfile(c, sc); // the code's own profile beside it, when the stacks name another
     if (a.json) {
         out << jsonText(comparisonToJson(c, a.positional[1]), 2) << "\n";
         return 0;
@@ -1062,6 +1064,7 @@ int cmdReport(const Args& a, std::ostream& out) {
         const auto loaded = loadTrace(a.positional[1]);
         const std::size_t device = busiestDevice(*loaded, a.positional[1]);
         measured = compareAtPeak(sc, est, loaded->trace, *loaded->indexes[device], drawing.rules);
+        planWithCodeProfile(*measured, sc);
         lanes = drawnLanes(loaded, drawing, device);
         for (TimelineLane& lane : lanes) // the report names the trace already: the lane, its device
             lane.label =

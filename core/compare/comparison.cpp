@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
 #include <vector>
 
 namespace headroom {
@@ -70,6 +72,31 @@ CounterPeaks peaksFromFirstAllocation(const TraceIndex& index) {
         p.reserved = std::max(p.reserved, reserved[k]);
     }
     return p;
+}
+
+std::string Comparison::advice() const {
+    std::string s = codeOriginAdvice(code, planned);
+    if (s.empty() || codePlanAllocated < 0)
+        return s;
+    auto gib = [](double bytes) {
+        std::ostringstream o;
+        o << std::fixed << std::setprecision(2) << bytes / 1073741824.0 << " GiB";
+        return o.str();
+    };
+    auto off = [](double plan, double run) {
+        std::ostringstream o;
+        o << std::showpos << std::fixed << std::setprecision(1) << 100 * (plan / run - 1) << "%";
+        return o.str();
+    };
+    s += "; planned with it, " + gib(codePlanAllocated);
+    if (measured.total > 0)
+        s += " allocated (" + off(codePlanAllocated, static_cast<double>(measured.total)) + ")";
+    if (codePlanReserved >= 0) {
+        s += " and " + gib(codePlanReserved) + " reserved";
+        if (reservedMeasured > 0)
+            s += " (" + off(codePlanReserved, static_cast<double>(reservedMeasured)) + ")";
+    }
+    return s;
 }
 
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,

@@ -26,7 +26,12 @@ struct Comparison {
     // they differ, codeOriginAdvice says which profile plans that code.
     CodeOrigin code;
     Framework planned = Framework::PyTorch;
-    std::string advice() const { return codeOriginAdvice(code, planned); }
+    // The same scenario planned with the profile of that code, where a caller that can read it so planned
+    // it (core/io/codeprofile.h): its allocated bytes in the measured categories and its reserved peak.
+    // Negative: not planned.
+    double codePlanAllocated = -1, codePlanReserved = -1;
+    // codeOriginAdvice, and with the code's profile planned, what it plans against what was measured.
+    std::string advice() const;
     // Reserved: the trace's segments at their most (from its first allocation on) and the plan's
     // max_memory_reserved(); 0 measured when the trace records no segments or is a first step.
     std::int64_t reservedMeasured = 0;

@@ -31,6 +31,9 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
                      {"bytes", c.code.bytes},
                      {"bytes_with_stack", c.code.stacked},
                      {"planned_with", nameOf(frameworkNames(), c.planned)}};
+    if (c.code.found && c.codePlanAllocated >= 0)
+        j["code"]["planned_with_code_profile"] = {{"allocated_bytes", clampToInt64(c.codePlanAllocated)},
+                                                  {"reserved_bytes", clampToInt64(c.codePlanReserved)}};
     if (c.firstStep)
         j["first_step"] = {{"created_optimizer_states_bytes", c.createdStates},
                            {"later_step_peak_bytes", c.laterStepPeak},

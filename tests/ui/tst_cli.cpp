@@ -782,6 +782,10 @@ void TestCli::reportsAndExports() {
     QVERIFY2(measuredText.contains(QStringLiteral("framework \"cs336_basics\" plans this trace's code")) &&
                  measuredText.contains(QStringLiteral("(among")),
              qPrintable(measuredText));
+    // And what that profile plans for it: the run's 8.48 GiB (MEASURED.md: 9,103,544,320 bytes), which the
+    // cs336_basics profile meets (tst_attribution::codeOriginFromTheStacks).
+    QVERIFY2(measuredText.simplified().contains(QStringLiteral("planned with it, 8.48 GiB allocated")),
+             qPrintable(measuredText));
     // With a trace, the run over time by category with the plan over it takes the second chart's place.
     QVERIFY2(measuredText.contains(QStringLiteral("The run over time by category")),
              qPrintable(measuredText));

@@ -3,6 +3,7 @@
 
 #include "core/compare/calibration.h"
 #include "core/io/attributionrulesjson.h"
+#include "core/io/codeprofile.h"
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/plan/settingnames.h"
@@ -313,6 +314,7 @@ std::optional<Comparison> CompareActions::measuredForReport(const std::vector<Tr
             const std::size_t device = busiestDevice(t->summary);
             measured = compareAtPeak(m_doc->scenario(), m_doc->estimate(), t->trace, *t->indexes[device],
                                      AttributionRules::pytorchDefaults());
+            planWithCodeProfile(*measured, m_doc->scenario());
             break;
         }
     return measured;

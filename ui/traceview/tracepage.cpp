@@ -5,7 +5,10 @@
 
 #include "core/compare/comparison.h"
 #include "core/compare/runtimeline.h"
+#include "core/io/bytesformat.h"
+#include "core/io/codeprofile.h"
 #include "core/io/scenariojson.h"
+#include "core/plan/settingnames.h"
 #include "core/serve/estimate.h"
 #include "ui/common/categorycolors.h"
 #include "ui/common/tablecopy.h"
@@ -540,10 +543,13 @@ void TracePage::refreshSelection() {
     // The split by category at the same moment, and with a scenario the estimate beside it.
     const Scenario* scenario = m_scenario ? &*m_scenario : nullptr;
     m_attribution = attribute(lane.trace->trace, index, segmentsAt, m_rules, scenario);
-    // Which profile plans the code that made these bytes, when the scenario's does not.
-    const std::string advice =
-        scenario ? codeOriginAdvice(codeOrigin(lane.trace->trace, m_attribution), plannedFramework(*scenario))
-                 : std::string();
+    // Which profile plans the code that made these bytes, when the scenario's does not, and what it plans.
+    const CodeOrigin code = scenario ? codeOrigin(lane.trace->trace, m_attribution) : CodeOrigin{};
+    std::string advice = scenario ? codeOriginAdvice(code, plannedFramework(*scenario)) : std::string();
+    // The code's own profile's figures first (the note is one line, the rest in its tooltip), planned off
+    // the GUI thread with the categories (computeCategories).
+    if (!advice.empty() && m_codePlanFor == code.framework && !m_codePlan.empty())
+        advice = m_codePlan + "; " + advice;
     m_categories->setNote(advice.empty() ? QString() : tr("Note: %1.").arg(QString::fromStdString(advice)));
     m_categories->setMeasured(
         m_attribution.bytes,
@@ -625,6 +631,10 @@ void TracePage::computeCategories() {
         std::vector<RegionMemory> regions;
         std::shared_ptr<const PlanOverlay> plan;
         std::shared_ptr<const AllocationStack> stack;
+        // Where the stacks at the peak name another profile's code than the scenario's, the scenario
+        // planned with that profile, in words for the note (core/io/codeprofile.h).
+        std::optional<Framework> codePlanFor;
+        std::string codePlan;
     };
     m_categoryJob->start(
         [inputs, rules = m_rules, scenario = m_scenario](const JobContext& job) {
@@ -638,7 +648,29 @@ void TracePage::computeCategories() {
                      scenario && scenario->model.known
                          ? std::make_shared<const PlanOverlay>(planOverlay(*scenario, in.trace->trace, index))
                          : nullptr,
-                     in.stack ? in.stack : std::make_shared<const AllocationStack>(index)});
+                     in.stack ? in.stack : std::make_shared<const AllocationStack>(index),
+                     std::nullopt,
+                     {}});
+                if (!scenario || out.size() > 1)
+                    continue;
+                const std::size_t peak = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();
+                const CodeOrigin origin =
+                    codeOrigin(in.trace->trace, attribute(in.trace->trace, index, peak, rules, &*scenario));
+                if (!origin.found || origin.framework == plannedFramework(*scenario))
+                    continue;
+                out.back().codePlanFor = origin.framework;
+                if (const std::optional<Scenario> asCode =
+                        scenarioWithFramework(*scenario, origin.framework)) {
+                    const Estimate e = estimate(*asCode);
+                    std::int64_t total = 0;
+                    for (const std::int64_t v : estimateInMeasuredCategories(e))
+                        total = saturatingAdd(total, v);
+                    out.back().codePlan = "planned with its code's profile, " +
+                                          std::string(nameOf(frameworkNames(), origin.framework)) + ", " +
+                                          formatBytes(static_cast<double>(total)) +
+                                          " allocated at most and " + formatBytes(e.reservedPeakBytes) +
+                                          " reserved";
+                }
             }
             return out;
         },
@@ -646,6 +678,12 @@ void TracePage::computeCategories() {
             m_categoriesBusy = false;
             if (!outcome.ok())
                 return; // a failure: the bands stay (a newer start drops this result before it comes)
+            m_codePlanFor.reset();
+            m_codePlan.clear();
+            if (!outcome.value->empty()) {
+                m_codePlanFor = outcome.value->front().codePlanFor;
+                m_codePlan = outcome.value->front().codePlan;
+            }
             m_regions.clear();
             std::vector<RegionTable::Lane> tableLanes;
             const auto& lanes = m_timeline->lanes();
@@ -661,6 +699,7 @@ void TracePage::computeCategories() {
             m_regionTable->setLanes(std::move(tableLanes));
             m_categoriesReady = true;
             m_minimap->invalidate();
+            refreshSelection(); // the note, with the code's profile planned
             emit categoriesComputed();
         });
 }

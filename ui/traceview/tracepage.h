@@ -125,6 +125,10 @@ private:
     std::optional<std::pair<double, double>> m_range;
     std::optional<Scenario> m_scenario;
     QString m_scenarioName;
+    // The scenario planned with the profile of the code the stacks name (core/io/codeprofile.h), once per
+    // scenario and framework: what the note adds to its advice.
+    std::optional<Framework> m_codePlanFor;
+    std::string m_codePlan;
     AttributionRules m_rules = AttributionRules::pytorchDefaults();
     Attribution m_attribution;
     CategoryBars* m_categories = nullptr;

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/io/codeprofile.h"
+
+#include "core/io/scenariojson.h"
+#include "core/plan/settingnames.h"
+#include "core/serve/estimate.h"
+
+#include <exception>
+
+namespace headroom {
+
+std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework framework) {
+    nlohmann::json doc = sc.document;
+    const char* section = sc.mode == Mode::Training ? "training" : "inference";
+    if (!doc.is_object() || !doc.contains(section) || !doc[section].is_object())
+        return std::nullopt;
+    doc[section]["framework"] = nameOf(frameworkNames(), framework);
+    try {
+        return scenarioFromJson(doc, sc.baseDir);
+    } catch (const std::exception&) {
+        return std::nullopt; // the profile does not plan this scenario (another parallelism, an unknown
+                             // shape)
+    }
+}
+
+void planWithCodeProfile(Comparison& c, const Scenario& sc) {
+    if (!c.code.found || c.code.framework == c.planned)
+        return;
+    const std::optional<Scenario> asCode = scenarioWithFramework(sc, c.code.framework);
+    if (!asCode)
+        return;
+    const Estimate e = estimate(*asCode);
+    std::int64_t total = 0;
+    for (const std::int64_t v : estimateInMeasuredCategories(e))
+        total = saturatingAdd(total, v);
+    c.codePlanAllocated = static_cast<double>(total);
+    c.codePlanReserved = e.reservedPeakBytes;
+}
+
+} // namespace headroom

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+#include "core/compare/comparison.h"
+#include "core/plan/scenario.h"
+
+#include <optional>
+
+namespace headroom {
+
+// The same scenario planned with another framework's profile: its document read again with the mode's
+// `framework` set to `framework`, so every rule the reader holds for that profile applies (cs336_basics
+// runs whole on one GPU, of a model whose shape is given). Nothing when the reader refuses it there.
+std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework framework);
+
+// Where the stacks at a trace's peak name another profile's code than the one the scenario plans with
+// (Comparison::code), the scenario planned with that profile: its peaks go beside the comparison
+// (Comparison::codePlanAllocated, codePlanReserved), so the advice says what the code's own profile plans.
+void planWithCodeProfile(Comparison& c, const Scenario& sc);
+
+} // namespace headroom
