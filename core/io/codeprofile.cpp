@@ -15,6 +15,7 @@ std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework fram
     if (!doc.is_object() || !doc.contains(section) || !doc[section].is_object())
         return std::nullopt;
     doc[section]["framework"] = nameOf(frameworkNames(), framework);
+    doc.erase("calibration"); // its factors were measured against the scenario's own profile
     try {
         return scenarioFromJson(doc, sc.baseDir);
     } catch (const std::exception&) {

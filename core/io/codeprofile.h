@@ -9,7 +9,8 @@ namespace headroom {
 
 // The same scenario planned with another framework's profile: its document read again with the mode's
 // `framework` set to `framework`, so every rule the reader holds for that profile applies (cs336_basics
-// runs whole on one GPU, of a model whose shape is given). Nothing when the reader refuses it there.
+// runs whole on one GPU, of a model whose shape is given), without its calibration (whose factors were
+// measured against the scenario's own profile). Nothing when the reader refuses it there.
 std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework framework);
 
 // Where the stacks at a trace's peak name another profile's code than the one the scenario plans with

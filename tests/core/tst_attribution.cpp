@@ -887,6 +887,22 @@ void TestAttribution::codeOriginFromTheStacks() {
                          std::string::npos,
                      said.c_str());
         }
+        // A calibrated scenario's factors were measured against its own profile: the code's profile plans
+        // it uncalibrated (the shipped what-if, the plain profile calibrated on the 128-token forward and
+        // asked at 1,024 tokens: the same figures as the uncalibrated file's).
+        if (std::string(k.scenario) == "cs336-medium-1024-inference") {
+            const Run calibrated = loadRun("cs336-medium-1024-inference-calibrated-from-128", k.trace);
+            QVERIFY(calibrated.scenario.calibration.present &&
+                    calibrated.scenario.calibration.code == Framework::Cs336Basics);
+            Comparison fromCalibrated = compareAtPeak(calibrated.scenario, estimate(calibrated.scenario),
+                                                      run.trace->trace, *run.trace->indexes[0], rules);
+            // The calibrated plain plan itself: the run's peaks, allocated and reserved, within 0.5%.
+            QVERIFY(std::abs(fromCalibrated.relativeError()) <= 0.005 &&
+                    std::abs(fromCalibrated.reservedError()) <= 0.005);
+            planWithCodeProfile(fromCalibrated, calibrated.scenario);
+            QCOMPARE(fromCalibrated.codePlanAllocated, with.codePlanAllocated);
+            QCOMPARE(fromCalibrated.codePlanReserved, with.codePlanReserved);
+        }
         // A scenario the profile cannot plan (two GPUs with tensor parallelism): the advice alone.
         json twoGpus = run.scenario.document;
         twoGpus["cluster"]["num_gpus"] = 2;
