@@ -1002,6 +1002,18 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     return beyondTheDevice(r, run, beyond, cs336StepReplay);
 }
 
+bool cs336CanRun(const Scenario& sc) {
+    const ModelSpec& m = sc.model;
+    const ClusterSettings& c = sc.cluster;
+    const TrainingSettings& t = sc.training;
+    return m.known && !m.isMoe() && !m.mla && m.gatedMlp && m.linearLayers.empty() && m.kvHeads == m.heads &&
+           m.headDim * m.heads == m.hidden && c.tensorParallel == 1 && c.pipelineParallel == 1 &&
+           c.contextParallel == 1 && c.expertParallel == 1 &&
+           (sc.mode != Mode::Training ||
+            (t.fineTuning.method == FineTuneMethod::Full && t.checkpointEvery <= 1 &&
+             (t.checkpointing == Checkpointing::None || t.checkpointing == Checkpointing::Full)));
+}
+
 std::optional<Cs336StepRun> cs336StepRunOf(const Scenario& sc, double workspace, double device) {
     const TrainingSettings& tr = sc.training;
     const ClusterSettings& c = sc.cluster;

@@ -48,6 +48,12 @@ struct Cs336ForwardRun {
 // what it had when it failed plus the request (enough to say it does not fit).
 Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 
+// Whether cs336_basics' code can run a scenario's model and settings as the reader accepts it under that
+// framework (core/io/scenariojson.cpp checkCs336Basics): a dense decoder with multi-head attention and a
+// SwiGLU MLP, whole on each GPU, every weight trained, blocks checkpointed whole or not at all. What a plan
+// of another profile asks before it replays that code (Calibration::code).
+bool cs336CanRun(const Scenario& sc);
+
 // The run a scenario plans, when it is one: cs336_basics' forward (without autograd, or with it and fp32
 // parameters) on one GPU, of a known architecture, uncalibrated in inference (a calibration's tensors are its
 // own, not the code's). `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device`

@@ -1318,7 +1318,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     // calibration scaled the plan to, and its order is what leaves the allocator's cache.
     const Scenario* code = &sc;
     Scenario asRecorded;
-    if (scaled && c.code == Framework::Cs336Basics && plannedFramework(sc) != Framework::Cs336Basics) {
+    if (scaled && c.code == Framework::Cs336Basics && plannedFramework(sc) != Framework::Cs336Basics &&
+        cs336CanRun(sc)) {
         asRecorded = sc.settingsCopy();
         (sc.mode == Mode::Training ? asRecorded.training.framework : asRecorded.inference.framework) =
             Framework::Cs336Basics;
