@@ -1090,6 +1090,18 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
         else if ((sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework) ==
                  Framework::Cs336Basics)
             checkCs336Basics(sc);
+        else if (sc.mode == Mode::Training && sc.training.optimizerImpl == OptimizerImpl::Cs336Basics &&
+                 !doc.contains("calibration"))
+            // The package's AdamW says the code is CS336's; its layers are written by hand too, and keep
+            // more than the generic modules another profile plans (its softmax's exp and quotient, its SiLU's
+            // sigmoid, its cross-entropy's copies of the logits).
+            sc.warnings.push_back(
+                "training.optimizer_implementation: cs336_basics' AdamW, with the layers planned by the " +
+                std::string(nameOf(frameworkNames(), sc.training.framework)) +
+                " profile: the package writes its attention, softmax, SiLU and cross-entropy by hand and "
+                "keeps more "
+                "than these layers do; training.framework \"cs336_basics\" plans its code op by op (or "
+                "calibrate this plan on a trace of the run)");
         else if (sc.mode == Mode::Training && sc.training.attention == Attention::Xformers)
             throw Error("training.attention",
                         "\"xformers\" is Unsloth's attention path (training.framework "

@@ -1416,6 +1416,23 @@ void TestFrameworks::cs336BasicsCheckpointedAndRefused() {
     inference["inference"].erase("engine");
     inference["inference"].erase("weight_dtype");
     QCOMPARE(scenarioFromJson(inference).inference.weightBytes, 4.0);
+    // The package's AdamW declared with another profile's layers: the code is CS336's, and the scenario
+    // says which profile plans it (uncalibrated; a calibration on a trace of the run stands for the layers).
+    auto optimizerWarning = [](const Scenario& sc) {
+        return std::count_if(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+            return w.find("training.optimizer_implementation: cs336_basics' AdamW") == 0 &&
+                   w.find("training.framework \"cs336_basics\" plans its code") != std::string::npos;
+        });
+    };
+    json asPlain = doc;
+    asPlain["training"]["framework"] = "pytorch";
+    asPlain["training"]["optimizer_implementation"] = "cs336_basics";
+    QCOMPARE(optimizerWarning(scenarioFromJson(asPlain)), 1);
+    asPlain["calibration"] = {{"factors", {{"linear", 1.0}}}};
+    QCOMPARE(optimizerWarning(scenarioFromJson(asPlain)), 0);
+    json own = doc;
+    own["training"]["optimizer_implementation"] = "cs336_basics";
+    QCOMPARE(optimizerWarning(scenarioFromJson(own)), 0);
 }
 
 void TestFrameworks::megatronStateBetweenSteps_data() {
