@@ -494,7 +494,7 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         runs.push_back({&scenarios[i], &traces[i]->trace,
                         traces[i]->indexes[busiestDevice(*traces[i], a.positional[2 * i + 1])].get(),
                         a.positional[2 * i + 1]});
-    const CalibrationResult r = calibrate(runs, rulesFor(a));
+    const CalibrationResult r = calibrate(runs, rulesFor(a), planWithCodeProfile);
     // OUT is the first scenario with the fitted factors and the runs they came from; every what-if starts
     // from there, and removing "calibration" gives the uncalibrated estimate back.
     nlohmann::json doc = scenarios.front().document;

@@ -647,7 +647,8 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     return m;
 }
 
-CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules) {
+CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
+                            const std::function<void(Comparison&, const Scenario&)>& beside) {
     CalibrationResult r;
     Calibration& c = r.factors;
     c.present = true;
@@ -990,6 +991,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         uncalibrated.calibration = Calibration{};
         plansBefore.push_back(estimate(uncalibrated));
         before.push_back(compareAtPeak(uncalibrated, plansBefore.back(), *in.trace, *in.index, rules));
+        if (beside)
+            beside(before.back(), uncalibrated);
     }
     // Every run's stacks naming cs336_basics, whose code the plan can replay, and a scenario planning it
     // with another profile: the calibrated plan replays that code for the allocator's cache

@@ -4,10 +4,13 @@
 #include "core/compare/tensortable.h"
 #include "core/plan/scenario.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace headroom {
+
+struct Comparison; // core/compare/comparison.h
 
 // One recorded run of the code a scenario describes.
 struct CalibrationInput {
@@ -114,6 +117,9 @@ struct CalibrationResult {
 // estimator's tensors that grow with tokens and with tokens squared: a least-squares fit of the two
 // multipliers when the runs differ in length, one common multiplier otherwise), what the optimizer step
 // holds besides the states (per parameter), the workspaces, and the KV cache the code really keeps.
-CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules);
+// `beside`, when given, completes each run's comparison before its advice is written (the caller that can
+// read scenarios plans it with the profile of the trace's code: core/io/codeprofile.h).
+CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
+                            const std::function<void(Comparison&, const Scenario&)>& beside = {});
 
 } // namespace headroom

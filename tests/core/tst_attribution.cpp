@@ -899,6 +899,8 @@ void TestAttribution::codeOriginFromTheStacks() {
         QVERIFY(with.codePlanAllocated > 0 && with.codePlanReserved >= with.codePlanAllocated);
         const std::string said = with.advice();
         QVERIFY2(said.find(advice + "; planned with it, ") == 0, said.c_str());
+        // calibrate says the same beside the run when its caller plans the code's profile (as the CLI does).
+        QCOMPARE(calibrate({inputOf(run, k.trace)}, rules, planWithCodeProfile).runs.at(0).advice, said);
         const json code = comparisonToJson(with, k.trace).at("code").at("planned_with_code_profile");
         QCOMPARE(code.at("allocated_bytes").get<double>(), std::round(with.codePlanAllocated));
         if (std::string(k.scenario) == "cs336-medium-1024-inference") {
