@@ -34,6 +34,16 @@ std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(cons
     return out;
 }
 
+namespace {
+
+std::string gibText(double bytes) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
+    return text;
+}
+
+} // namespace
+
 std::string namedDifferences(const Comparison& c, std::size_t most) {
     std::vector<std::pair<std::int64_t, std::size_t>> diffs;
     for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
@@ -46,11 +56,9 @@ std::string namedDifferences(const Comparison& c, std::size_t most) {
               [](const auto& a, const auto& b) { return saturatingAbs(a.first) > saturatingAbs(b.first); });
     std::string out;
     for (std::size_t k = 0; k < diffs.size() && k < most; ++k) {
-        char gib[32];
-        std::snprintf(gib, sizeof gib, "%.2f GiB",
-                      static_cast<double>(saturatingAbs(diffs[k].first)) / 1073741824.0);
         out += (out.empty() ? "" : ", ") +
-               std::string(measuredCategoryKey(static_cast<MeasuredCategory>(diffs[k].second))) + " " + gib +
+               std::string(measuredCategoryKey(static_cast<MeasuredCategory>(diffs[k].second))) + " " +
+               gibText(static_cast<double>(saturatingAbs(diffs[k].first))) +
                (diffs[k].first > 0 ? " more measured than estimated" : " less measured than estimated");
     }
     return out;
@@ -78,21 +86,16 @@ std::string Comparison::advice() const {
     std::string s = codeOriginAdvice(code, planned);
     if (s.empty() || codePlanAllocated < 0)
         return s;
-    auto gib = [](double bytes) {
-        std::ostringstream o;
-        o << std::fixed << std::setprecision(2) << bytes / 1073741824.0 << " GiB";
-        return o.str();
-    };
     auto off = [](double plan, double run) {
         std::ostringstream o;
         o << std::showpos << std::fixed << std::setprecision(1) << 100 * (plan / run - 1) << "%";
         return o.str();
     };
-    s += "; planned with it, " + gib(codePlanAllocated);
+    s += "; planned with it, " + gibText(codePlanAllocated);
     if (measured.total > 0)
         s += " allocated (" + off(codePlanAllocated, static_cast<double>(measured.total)) + ")";
     if (codePlanReserved >= 0) {
-        s += " and " + gib(codePlanReserved) + " reserved";
+        s += " and " + gibText(codePlanReserved) + " reserved";
         if (reservedMeasured > 0)
             s += " (" + off(codePlanReserved, static_cast<double>(reservedMeasured)) + ")";
     }

@@ -1099,9 +1099,8 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                 "training.optimizer_implementation: cs336_basics' AdamW, with the layers planned by the " +
                 std::string(nameOf(frameworkNames(), sc.training.framework)) +
                 " profile: the package writes its attention, softmax, SiLU and cross-entropy by hand and "
-                "keeps more "
-                "than these layers do; training.framework \"cs336_basics\" plans its code op by op (or "
-                "calibrate this plan on a trace of the run)");
+                "keeps more than these layers do; training.framework \"cs336_basics\" plans its code op by "
+                "op (or calibrate this plan on a trace of the run)");
         else if (sc.mode == Mode::Training && sc.training.attention == Attention::Xformers)
             throw Error("training.attention",
                         "\"xformers\" is Unsloth's attention path (training.framework "
