@@ -1220,6 +1220,16 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         }
         if (st.last)
             st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
+        if (st.last && in.engine == Engine::None && !in.kvCache) {
+            // A forward that keeps no cache (scoring, evaluation, a benchmark's `model(x)`) returns every
+            // position's logits in the compute dtype (transformers' LlamaForCausalLM.forward: logits_to_keep
+            // 0 slices every position and lm_head writes in the weights' dtype; a hand-written model's head
+            // the same), beside the final norm's output it reads: the head's moment. A generation loop
+            // samples the last position (generate asks for it alone since transformers 4.45), so with a
+            // cache the prefill keeps the last position's.
+            st.headLogits = e * chunk * m.vocab / t;
+            st.headActivations = e * chunk * m.hidden;
+        }
         if (in.engine == Engine::HuggingFace && engine)
             engine(sc, shape, st); // transformers' DynamicCache: what generate keeps (core/serve)
         return st;
@@ -1254,7 +1264,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
                       &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits,
-                      &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade})
+                      &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade,
+                      &st.headLogits, &st.headActivations})
         *v *= c.linear;
     for (StageModel::MlpMoment& m : st.mlp) {
         m.freed *= c.linear;
@@ -1387,7 +1398,9 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.recomputedSaved,
                       &st.recomputedScores,
                       &st.blockOutputHeld,
-                      &st.transientNotMade})
+                      &st.transientNotMade,
+                      &st.headLogits,
+                      &st.headActivations})
         *v *= batch;
     for (StageModel::MlpMoment& m : st.mlp) {
         m.freed *= batch;
@@ -1527,6 +1540,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         }
         b[Category::KvCache] = st.engine ? st.kvCache // an engine allocates its pool up front
                                          : (st.kvCache + st.prefillKvExtra) * x;
+        if (headRunning && st.headLogits > 0) {
+            // The head's moment, after the last layer (StageModel::headLogits).
+            b[Category::Activations] = st.headActivations + st.fixedActivations + st.castWeights;
+            b[Category::AttentionScores] = 0;
+            b[Category::Logits] = st.headLogits;
+        }
         break;
     case Phase::Decode:
         b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
@@ -1613,6 +1632,7 @@ constexpr Candidate kTrainingCandidates[] = {{Phase::Forward, 1, true},
                                              {Phase::Backward, 1, true, false, 2},
                                              {Phase::Optimizer, 1}};
 constexpr Candidate kInferenceCandidates[] = {{Phase::Prefill, 1},
+                                              {Phase::Prefill, 1, false, true},
                                               {Phase::Prefill, 1, false, false, 1},
                                               {Phase::Prefill, 1, false, false, 2},
                                               {Phase::Prefill, 1, false, false, 3},
@@ -1953,6 +1973,11 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
             if (ph == Phase::Prefill)
                 out.back().casts = st.forwardMoments > 0 ? st.forwardMoment[0].casts : st.castWeights;
+            // A forward's head (StageModel::headLogits), at the prefill's end.
+            if (ph == Phase::Prefill && i == pointsPerPhase - 1 && st.headLogits > 0) {
+                out.push_back({ph, x, memoryAt(st, ph, x, false, true), false, true});
+                out.back().casts = st.castWeights;
+            }
             // cs336_basics' forward: its other moments, at the prefill's end.
             if (ph == Phase::Prefill && i == pointsPerPhase - 1)
                 for (int k = 1; k < st.forwardMoments; ++k) {

@@ -140,6 +140,10 @@ struct StageModel {
     double prefillKvExtra = 0; // held at the end of the prefill beyond kvCache (transformers' sliding layers)
     double decodeKvTransient = 0; // a decode step's copy of one layer's growing cache (transformers)
     double decodeActivations = 0;
+    // A forward without an engine, at its head (per sample): the logits of every position, which `model(x)`
+    // returns, and the final norm's output the head reads; the layers' working set is gone by then. A
+    // moment of its own beside the layers' (0: none).
+    double headLogits = 0, headActivations = 0;
     Mode mode = Mode::Training;
     // A serving engine: every quantity is the engine's own (its pool and its profiled step), none grows
     // with the requested batch.

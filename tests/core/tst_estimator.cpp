@@ -944,7 +944,23 @@ void TestEstimator::forwardWithoutKvCache() {
     const Estimate a = estimate(cached), b = estimate(scored);
     QCOMPARE(a.perGpu[Category::KvCache], 2.0 * 12 * 768 * 2048 * 2);
     QCOMPARE(b.perGpu[Category::KvCache], 0.0);
-    QCOMPARE(a.perGpu.total() - b.perGpu.total(), 2.0 * 12 * 768 * 2048 * 2 * 1.03); // and its 3% overhead
+    // Scoring returns every position's logits (transformers' GPT2LMHeadModel.forward: lm_head over all the
+    // hidden states, in bf16), so the forward peaks at its head: 2 x 1,024 x 50,257 x 2 bytes of logits
+    // beside the final norm's 2 x 1,024 x 768 x 2-byte output, where the cached plan keeps the last
+    // position's fp32 logits only (a generation loop samples it).
+    QCOMPARE(b.perGpu[Category::Logits], 2.0 * 1024 * 50257 * 2);
+    QCOMPARE(b.perGpu[Category::Activations], 2.0 * 1024 * 768 * 2);
+    QCOMPARE(b.perGpu[Category::AttentionScores], 0.0);
+    QCOMPARE(a.perGpu[Category::Logits], 2.0 * 50257 * 4);
+    // The same forward with its layers' working set larger than the head's (a vocabulary of 1): the KV
+    // cache and its 3% overhead are all that the two plans differ by.
+    json small = doc(json::object());
+    small["model"] = {{"model_type", "gpt2"}, {"vocab_size", 1}, {"n_embd", 768},
+                      {"n_layer", 12},        {"n_head", 12},    {"n_positions", 1024}};
+    json smallScored = small;
+    smallScored["inference"]["kv_cache"] = false;
+    const Estimate c = estimate(scenarioFromJson(small)), d = estimate(scenarioFromJson(smallScored));
+    QCOMPARE(c.perGpu.total() - d.perGpu.total(), 2.0 * 12 * 768 * 2048 * 2 * 1.03);
     for (const auto& [extra, field] :
          {std::pair{json{{"kv_cache", false}, {"engine", "vllm"}}, "inference.kv_cache"},
           std::pair{json{{"kv_cache", false}, {"engine", "huggingface"}}, "inference.kv_cache"},

@@ -555,8 +555,8 @@ void TestServing::huggingFaceGenerate() {
     auto at = [](const Scenario& sc, Phase phase) {
         Breakdown last;
         for (const TimelinePoint& p : phaseTimeline(sc, 0, 4))
-            if (p.phase == phase)
-                last = p.bytes; // the phase's end
+            if (p.phase == phase && !p.headRunning)
+                last = p.bytes; // the phase's end (the layers', not a forward's head)
         return last;
     };
     // Llama 3 8B, 4 sequences of 2,048 tokens: 8 KV heads x 128 x 2 (K and V) x 2 bytes = 4,096 bytes per
