@@ -24,18 +24,24 @@ std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework fram
     }
 }
 
-void planWithCodeProfile(Comparison& c, const Scenario& sc) {
-    if (!c.code.found || c.code.framework == c.planned)
-        return;
-    const std::optional<Scenario> asCode = scenarioWithFramework(sc, c.code.framework);
+std::optional<CodeProfilePlan> planWithFramework(const Scenario& sc, Framework framework) {
+    const std::optional<Scenario> asCode = scenarioWithFramework(sc, framework);
     if (!asCode)
-        return;
+        return std::nullopt;
     const Estimate e = estimate(*asCode);
     std::int64_t total = 0;
     for (const std::int64_t v : estimateInMeasuredCategories(e))
         total = saturatingAdd(total, v);
-    c.codePlanAllocated = static_cast<double>(total);
-    c.codePlanReserved = e.reservedPeakBytes;
+    return CodeProfilePlan{static_cast<double>(total), e.reservedPeakBytes};
+}
+
+void planWithCodeProfile(Comparison& c, const Scenario& sc) {
+    if (!c.code.found || c.code.framework == c.planned)
+        return;
+    if (const std::optional<CodeProfilePlan> p = planWithFramework(sc, c.code.framework)) {
+        c.codePlanAllocated = p->allocated;
+        c.codePlanReserved = p->reserved;
+    }
 }
 
 } // namespace headroom

@@ -13,6 +13,13 @@ namespace headroom {
 // measured against the scenario's own profile). Nothing when the reader refuses it there.
 std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework framework);
 
+// What the scenario planned with `framework`'s profile allocates (the measured categories, as compare counts
+// them) and reserves at its peak; nothing when that profile cannot plan it (scenarioWithFramework).
+struct CodeProfilePlan {
+    double allocated = 0, reserved = 0;
+};
+std::optional<CodeProfilePlan> planWithFramework(const Scenario& sc, Framework framework);
+
 // Where the stacks at a trace's peak name another profile's code than the one the scenario plans with
 // (Comparison::code), the scenario planned with that profile: its peaks go beside the comparison
 // (Comparison::codePlanAllocated, codePlanReserved), so the advice says what the code's own profile plans.

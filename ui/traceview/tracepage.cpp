@@ -659,18 +659,11 @@ void TracePage::computeCategories() {
                 if (!origin.found || origin.framework == plannedFramework(*scenario))
                     continue;
                 out.back().codePlanFor = origin.framework;
-                if (const std::optional<Scenario> asCode =
-                        scenarioWithFramework(*scenario, origin.framework)) {
-                    const Estimate e = estimate(*asCode);
-                    std::int64_t total = 0;
-                    for (const std::int64_t v : estimateInMeasuredCategories(e))
-                        total = saturatingAdd(total, v);
+                if (const std::optional<CodeProfilePlan> p = planWithFramework(*scenario, origin.framework))
                     out.back().codePlan = "planned with its code's profile, " +
                                           std::string(nameOf(frameworkNames(), origin.framework)) + ", " +
-                                          formatBytes(static_cast<double>(total)) +
-                                          " allocated at most and " + formatBytes(e.reservedPeakBytes) +
-                                          " reserved";
-                }
+                                          formatBytes(p->allocated) + " allocated at most and " +
+                                          formatBytes(p->reserved) + " reserved";
             }
             return out;
         },
