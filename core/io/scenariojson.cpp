@@ -653,6 +653,17 @@ void readInference(const json& doc, Scenario& sc) {
         throw Error(s.at("kv_cache"),
                     "false (a forward that keeps no KV cache) is planned without an engine; "
                     "vLLM, SGLang and generate keep one");
+    // What the forward returns (ForwardLogits), without an engine: an engine computes the logits of the
+    // positions it samples.
+    i.logits = s.choice<ForwardLogits>("logits", i.kvCache ? ForwardLogits::Last : ForwardLogits::All,
+                                       forwardLogitsNames());
+    if (s.find("logits") && i.engine != Engine::None)
+        throw Error(s.at("logits"), "what the forward returns is planned without an engine; vLLM, SGLang and "
+                                    "generate compute the logits of the positions they sample");
+    if (i.framework == Framework::Cs336Basics && i.logits != ForwardLogits::All && s.find("logits"))
+        throw Error(s.at("logits"),
+                    "cs336_basics' TransformerLM returns every position's logits in its compute "
+                    "dtype: \"all\"");
     if (!i.kvCache && i.prefillChunk > 0)
         throw Error(s.at("prefill_chunk"), "a chunked prefill reads the keys and values its earlier chunks "
                                            "cached; with kv_cache false each sequence runs whole");

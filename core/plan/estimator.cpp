@@ -1220,14 +1220,18 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
         }
         if (st.last)
             st.logits = 4.0 * m.vocab / t; // fp32 logits of the last position only
-        if (st.last && in.engine == Engine::None && !in.kvCache) {
-            // A forward that keeps no cache (scoring, evaluation, a benchmark's `model(x)`) returns every
-            // position's logits in the compute dtype (transformers' LlamaForCausalLM.forward: logits_to_keep
-            // 0 slices every position and lm_head writes in the weights' dtype; a hand-written model's head
-            // the same), beside the final norm's output it reads: the head's moment. A generation loop
-            // samples the last position (generate asks for it alone since transformers 4.45), so with a
-            // cache the prefill keeps the last position's.
-            st.headLogits = e * chunk * m.vocab / t;
+        if (st.last && in.engine == Engine::None && in.logits != ForwardLogits::Last) {
+            // A forward that returns every position's logits (inference.logits; unset, one that keeps no
+            // cache: scoring, evaluation, a benchmark's `model(x)`) writes them in the compute dtype
+            // (transformers' LlamaForCausalLM.forward: logits_to_keep 0 slices every position and lm_head
+            // writes in the weights' dtype; a hand-written model's head the same), beside the final norm's
+            // output it reads: the head's moment. A model file that ends with `logits = logits.float()`
+            // holds the fp32 copy beside them while it is written. A generation loop samples the last
+            // position (generate asks for it alone since transformers 4.45), so with a cache the prefill
+            // keeps the last position's unless told; a loop that calls `model(input_ids)` on the prompt
+            // gets every position's, beside the cache the prefill wrote.
+            const double bytes = in.logits == ForwardLogits::AllFp32 ? (e < 4 ? e + 4 : 4) : e;
+            st.headLogits = bytes * chunk * m.vocab / t;
             st.headActivations = e * chunk * m.hidden;
         }
         if (in.engine == Engine::HuggingFace && engine)

@@ -63,6 +63,12 @@ inline LossKind defaultLoss(Framework f, bool compile) {
 // (unsloth/models/_utils.py HAS_FLASH_ATTENTION); memory-efficient like Flash, but its GQA path expands K
 // and V to every query head (docs/frameworks.md, "Unsloth").
 enum class Attention { Eager, Flash, Xformers };
+// inference.logits: the positions whose logits a forward without an engine returns. Last: the last
+// position's (generate asks for it alone since transformers 4.45, logits_to_keep=1). All: every position's,
+// in the compute dtype (a forward called as `model(input_ids)`: transformers' logits_to_keep 0, a
+// hand-written model's head). AllFp32: every position's and their fp32 copy, as a model file that ends with
+// `logits = logits.float()` makes them (transformers' Llama before it kept only the last position).
+enum class ForwardLogits { Last, All, AllFp32 };
 enum class DataParallel { Ddp, Zero1, Zero2, Zero3, HybridShard };
 // training.zero_grad: where the loop frees the previous step's gradients. BeforeForward (the default):
 // zero_grad() (set_to_none=True since PyTorch 2.0) before the forward or after the step, so none lives
@@ -248,6 +254,9 @@ struct InferenceSettings {
     // inference.kv_cache false: the forward keeps no KV cache (one forward over each sequence: scoring,
     // evaluation, a model whose forward builds none, transformers' use_cache=False), without an engine.
     bool kvCache = true;
+    // inference.logits; unset, every position's without a cache (a scoring forward) and the last one's
+    // with one (a generation loop).
+    ForwardLogits logits = ForwardLogits::Last;
     bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
     // weight_dtype "checkpoint" (the default): linear layers as quantization_config stores them, the rest
     // at weightBytes. False when a uniform weight_dtype is given or the checkpoint is not quantised.

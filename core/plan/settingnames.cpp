@@ -143,6 +143,14 @@ std::span<const Named<Attention>> attentionNames() {
     return all(t);
 }
 
+std::span<const Named<ForwardLogits>> forwardLogitsNames() {
+    static constexpr Named<ForwardLogits> t[] = {
+        {"last", ForwardLogits::Last, "the last position's (generate)"},
+        {"all", ForwardLogits::All, "every position's (model(input_ids))"},
+        {"all_fp32", ForwardLogits::AllFp32, "every position's, upcast to fp32"}};
+    return all(t);
+}
+
 std::span<const Named<DataParallel>> dataParallelNames() {
     static constexpr Named<DataParallel> t[] = {
         {"ddp", DataParallel::Ddp, "DDP"},

@@ -29,6 +29,7 @@ std::span<const Named<Float8>> float8Names();
 std::span<const Named<LossKind>> lossNames();
 std::span<const Named<Engine>> engineNames();
 std::span<const Named<Attention>> attentionNames();
+std::span<const Named<ForwardLogits>> forwardLogitsNames();
 std::span<const Named<DataParallel>> dataParallelNames();
 std::span<const Named<OffloadStep>> offloadStepNames();
 std::span<const Named<FineTuneMethod>> fineTuneMethodNames();

@@ -357,6 +357,20 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                            s.inference.inferenceMode = true;
                            s.inference.gradEnabled = false;
                        }});
+    // Every position's logits (inference.logits): a generation loop samples the last one's, which
+    // generate asks for alone (logits_to_keep=1); a scoring pass needs them all, but not their fp32 copy.
+    if (in.engine == Engine::None && in.framework == Framework::PyTorch && !in.gradEnabled) {
+        if (in.logits != ForwardLogits::Last && in.kvCache)
+            out.push_back({"last_logits",
+                           "Only the last position's logits (logits_to_keep=1, as generate asks)",
+                           {{"inference", {{"logits", "last"}}}},
+                           [](Scenario& s) { s.inference.logits = ForwardLogits::Last; }});
+        else if (in.logits == ForwardLogits::AllFp32)
+            out.push_back({"logits_without_upcast",
+                           "Logits in the compute dtype (no fp32 copy of every position's)",
+                           {{"inference", {{"logits", "all"}}}},
+                           [](Scenario& s) { s.inference.logits = ForwardLogits::All; }});
+    }
     if (in.framework == Framework::Cs336Basics) // its forward caches nothing; weights as they are
         keepOnly(out, {"halve_batch", "no_grad", "inference_mode"});
     return out;

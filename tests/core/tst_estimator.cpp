@@ -87,6 +87,7 @@ private slots:
     void autocastKeepsSixteenBitCopies();
     void inferenceComputesInItsDtype();
     void forwardWithoutKvCache();
+    void logitsTheForwardReturns();
     void parametersOnlyWarns();
     void gemmWorkspacesByHand();
 };
@@ -971,6 +972,65 @@ void TestEstimator::forwardWithoutKvCache() {
             QFAIL(extra.dump().c_str());
         } catch (const Error& e) {
             QCOMPARE(QString::fromStdString(e.where()), QString::fromUtf8(field));
+        }
+    }
+}
+
+void TestEstimator::logitsTheForwardReturns() {
+    // inference.logits: GPT-2 small, 2 x 1,024 tokens in bf16 with its KV cache, by hand. A generation
+    // loop samples the last position (the default with a cache): 2 x 50,257 fp32 logits. A loop that
+    // calls model(input_ids) on the prompt gets every position's in bf16, 2 x 1,024 x 50,257 x 2 bytes,
+    // beside the cache the prefill wrote and the final norm's 2 x 1,024 x 768 x 2-byte output; a model file
+    // that upcasts them (`logits = logits.float()`) holds the fp32 copy beside them, 2 + 4 bytes an entry,
+    // and in fp32 the upcast is the logits themselves. Without a cache the forward returns every position's
+    // unless told the last.
+    auto doc = [](json extra) {
+        json d = trainingDoc({{"preset", "openai-community/gpt2"}});
+        d.erase("training");
+        d["inference"] = {{"batch_size", 2}, {"context_length", 1024}, {"weight_dtype", "bf16"}};
+        d["inference"].update(extra);
+        return scenarioFromJson(d);
+    };
+    const double entries = 2.0 * 1024 * 50257, cache = 2.0 * 12 * 768 * 2048 * 2;
+    const Estimate last = estimate(doc(json::object())), all = estimate(doc({{"logits", "all"}})),
+                   upcast = estimate(doc({{"logits", "all_fp32"}})),
+                   fp32 = estimate(doc({{"logits", "all_fp32"}, {"weight_dtype", "fp32"}})),
+                   scoredLast = estimate(doc({{"kv_cache", false}, {"logits", "last"}}));
+    QCOMPARE(doc(json::object()).inference.logits, ForwardLogits::Last);
+    QCOMPARE(doc({{"kv_cache", false}}).inference.logits, ForwardLogits::All);
+    QCOMPARE(last.perGpu[Category::Logits], 2.0 * 50257 * 4);
+    QCOMPARE(all.perGpu[Category::Logits], entries * 2);
+    QCOMPARE(all.perGpu[Category::KvCache], cache);
+    QCOMPARE(all.perGpu[Category::Activations], 2.0 * 1024 * 768 * 2);
+    QCOMPARE(upcast.perGpu[Category::Logits], entries * (2 + 4));
+    QCOMPARE(fp32.perGpu[Category::Logits], entries * 4);
+    QCOMPARE(scoredLast.perGpu[Category::Logits], 2.0 * 50257 * 4);
+    QCOMPARE(scoredLast.perGpu[Category::KvCache], 0.0);
+    // What would make it fit offers the last position's where a cache is kept (a generation loop), and
+    // without one (scoring, which needs every position's) the logits without their fp32 copy: each saving
+    // is the difference of the two plans' peaks.
+    auto saving = [](const Scenario& sc, const std::string& id) {
+        for (const Saving& s : rankSavings(sc))
+            if (s.id == id)
+                return s.bytesSaved;
+        return -1.0;
+    };
+    QCOMPARE(saving(doc({{"logits", "all"}}), "last_logits"), all.peakBytes - last.peakBytes);
+    QCOMPARE(saving(doc(json::object()), "last_logits"), -1.0);
+    const Scenario scoredUpcast = doc({{"kv_cache", false}, {"logits", "all_fp32"}});
+    QCOMPARE(saving(scoredUpcast, "last_logits"), -1.0);
+    QCOMPARE(saving(scoredUpcast, "logits_without_upcast"),
+             estimate(scoredUpcast).peakBytes - estimate(doc({{"kv_cache", false}})).peakBytes);
+    QVERIFY(saving(scoredUpcast, "logits_without_upcast") > 0);
+    // Only without an engine, and cs336_basics' model returns every position's: errors naming the field.
+    for (const json& extra :
+         {json{{"logits", "all"}, {"engine", "vllm"}}, json{{"logits", "all"}, {"engine", "huggingface"}},
+          json{{"logits", "last"}, {"framework", "cs336_basics"}}, json{{"logits", "some"}}}) {
+        try {
+            doc(extra);
+            QFAIL(extra.dump().c_str());
+        } catch (const Error& e) {
+            QCOMPARE(QString::fromStdString(e.where()), QStringLiteral("inference.logits"));
         }
     }
 }

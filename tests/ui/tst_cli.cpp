@@ -768,6 +768,19 @@ void TestCli::reportsAndExports() {
     QVERIFY2(graphText.contains(QStringLiteral("| KV cache | none |")) &&
                  graphText.contains(QStringLiteral("| Grad mode | autograd on (no backward) |")),
              qPrintable(graphText));
+    // A generation loop that asks for every position's logits (inference.logits "all" with a cache): its
+    // settings name what the forward returns, which the cache alone would not say.
+    json loop = graph;
+    loop["inference"].erase("grad_mode");
+    loop["inference"]["logits"] = "all";
+    writeFile(graphFile.toStdString(), loop.dump());
+    QCOMPARE(cli({"report", graphFile.toStdString(), "-o", graphMd.toStdString()}).code, 0);
+    QFile l(graphMd);
+    QVERIFY(l.open(QIODevice::ReadOnly));
+    const QString loopText = QString::fromUtf8(l.readAll());
+    QVERIFY2(loopText.contains(QStringLiteral("| Logits | every position's (model(input_ids)) |")) &&
+                 !graphText.contains(QStringLiteral("| Logits | every")),
+             qPrintable(loopText));
     // With a trace: the measured peak beside the estimate.
     const std::string scenario =
         HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json";

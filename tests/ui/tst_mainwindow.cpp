@@ -97,7 +97,7 @@ json fullInferenceScenario() {
       "model": {"preset": "Qwen/Qwen3-30B-A3B"},
       "inference": {"engine": "none", "batch_size": 48, "context_length": 32768, "weight_dtype": "fp8",
                     "kv_cache_dtype": "fp8", "kv_block_size": 16, "attention": "flash", "framework": "pytorch",
-                    "autocast": "bf16", "grad_mode": "inference_mode", "kv_cache": true},
+                    "autocast": "bf16", "grad_mode": "inference_mode", "kv_cache": true, "logits": "all"},
       "cluster": {"gpu": "H100-SXM-80GB", "gpu_memory_gib": 79.6474609375, "num_gpus": 2, "gpus_per_node": 8, "data_parallel": "ddp",
                   "tensor_parallel": 2, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
                   "sequence_parallel": false, "offload_optimizer": false, "offload_parameters": false,

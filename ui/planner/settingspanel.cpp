@@ -712,6 +712,21 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         const InferenceSettings& in = m_doc->scenario().inference;
         return in.framework == Framework::PyTorch && !in.gradEnabled;
     };
+    // What the forward returns: unset, every position's without a cache and the last one's with one.
+    addField(inferenceForm,
+             forEngines(choiceField("/inference/logits", "Logits returned", choicesOf(forwardLogitsNames()),
+                                    "last",
+                                    "The positions whose logits the forward writes: the last one's "
+                                    "(generate), every position's (a loop or a scoring pass that calls "
+                                    "model(input_ids)), or those upcast to fp32 as well"),
+                        {"none"}));
+    m_fields.back()->fallbackChoiceFor = [this](const json&) {
+        return QString::fromStdString(nameOf(forwardLogitsNames(), m_doc->scenario().inference.logits));
+    };
+    m_fields.back()->visibleWhen = [this](const json&) {
+        const InferenceSettings& in = m_doc->scenario().inference;
+        return in.framework == Framework::PyTorch && !in.gradEnabled;
+    };
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
