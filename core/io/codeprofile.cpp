@@ -15,6 +15,10 @@ std::optional<Scenario> scenarioWithFramework(const Scenario& sc, Framework fram
     if (!doc.is_object() || !doc.contains(section) || !doc[section].is_object())
         return std::nullopt;
     doc[section]["framework"] = nameOf(frameworkNames(), framework);
+    // cs336_basics' model returns every position's logits whatever a plain loop asked for
+    // (inference.logits), as it keeps no cache whatever kv_cache said.
+    if (framework == Framework::Cs336Basics && sc.mode == Mode::Inference)
+        doc[section].erase("logits");
     doc.erase("calibration"); // its factors were measured against the scenario's own profile
     try {
         return scenarioFromJson(doc, sc.baseDir);

@@ -926,6 +926,15 @@ void TestAttribution::codeOriginFromTheStacks() {
             planWithCodeProfile(fromCalibrated, calibrated.scenario);
             QCOMPARE(fromCalibrated.codePlanAllocated, with.codePlanAllocated);
             QCOMPARE(fromCalibrated.codePlanReserved, with.codePlanReserved);
+            // A plain scenario that asks for the last position's logits (inference.logits, which
+            // cs336_basics refuses: its model returns them all) is planned with the code's profile as the
+            // code runs, the same figures.
+            json last = run.scenario.document;
+            last["inference"]["logits"] = "last";
+            Comparison fromLast = c;
+            planWithCodeProfile(fromLast, scenarioFromJson(last, run.scenario.baseDir));
+            QCOMPARE(fromLast.codePlanAllocated, with.codePlanAllocated);
+            QCOMPARE(fromLast.codePlanReserved, with.codePlanReserved);
         }
         // A scenario the profile cannot plan (two GPUs with tensor parallelism): the advice alone.
         json twoGpus = run.scenario.document;
