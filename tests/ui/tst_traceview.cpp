@@ -22,6 +22,8 @@
 #include "ui/traceview/allocationdetails.h"
 #include "ui/traceview/allocatorpanel.h"
 #include "ui/traceview/categorybars.h"
+
+#include <QFontMetrics>
 #include "ui/traceview/liveallocationmodel.h"
 #include "ui/traceview/regiontable.h"
 #include "ui/traceview/segmentview.h"
@@ -741,6 +743,22 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY2(view->categoryBars()->note().startsWith(QStringLiteral(
                  "Note: planned with its code's profile, cs336_basics, 8.48 GiB allocated at most")),
              qPrintable(view->categoryBars()->note()));
+    // The note is read whole: wrapped at words under the bars, the table below its last line (it was one
+    // elided line, cut after "reserved" at the window's default width).
+    {
+        w->show();
+        QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+        w->tabs()->setCurrentWidget(view);
+        QCoreApplication::processEvents();
+        CategoryBars* bars = view->categoryBars();
+        QVERIFY(bars->isVisible());
+        const QFontMetrics fm(bars->font());
+        const int wrapped = fm.boundingRect(QRect(0, 0, bars->width() - 12, 10000),
+                                            Qt::AlignLeft | Qt::TextWordWrap, bars->note())
+                                .height();
+        QVERIFY2(wrapped > fm.height() && wrapped <= 5 * fm.height(), qPrintable(bars->note()));
+        QVERIFY(bars->table()->geometry().top() >= fm.height() + 62 + wrapped);
+    }
     const QString said = w->calibrateFrom(view);
     QVERIFY2(said.contains(QStringLiteral("12.1% off")), qPrintable(said)); // before: README's compare table
     QVERIFY(w->document()->json().contains("calibration"));

@@ -9,6 +9,7 @@
 #include <QPainter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <numeric>
 
 namespace headroom {
@@ -45,6 +46,7 @@ void CategoryBars::setMeasured(const Bytes& bytes, const QString& caption) {
 void CategoryBars::setEstimate(std::optional<Bytes> bytes, const QString& scenarioName) {
     m_estimate = bytes;
     m_scenarioName = scenarioName;
+    placeTable();
     refresh();
 }
 
@@ -58,7 +60,29 @@ void CategoryBars::setNames(const QString& first, const QString& second) {
 void CategoryBars::setNote(const QString& note) {
     m_note = note;
     setToolTip(note);
+    placeTable();
     update();
+}
+
+int CategoryBars::noteHeight() const {
+    const QFontMetrics fm(font());
+    if (m_note.isEmpty() || !m_estimate)
+        return fm.height();
+    const QRect wrapped =
+        fm.boundingRect(QRect(0, 0, std::max(1, width() - 12), kNoteLines * 4 * fm.height()),
+                        Qt::AlignLeft | Qt::TextWordWrap, m_note);
+    return std::clamp(wrapped.height(), fm.height(), kNoteLines * fm.height());
+}
+
+void CategoryBars::placeTable() {
+    const int top = kBars - QFontMetrics(font()).height() + noteHeight();
+    if (layout() && layout()->contentsMargins().top() != top)
+        layout()->setContentsMargins(6, top, 6, 6);
+}
+
+void CategoryBars::resizeEvent(QResizeEvent* e) {
+    QWidget::resizeEvent(e);
+    placeTable();
 }
 
 void CategoryBars::setStyle(const ChartStyle& style) {
@@ -149,8 +173,19 @@ void CategoryBars::paintEvent(QPaintEvent*) {
         bar(fm.height() + 36, *m_estimate, m_second);
     if (!m_note.isEmpty() && m_estimate) {
         p.setPen(text);
-        p.drawText(QRect(6, fm.height() + 62, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-                   fm.elidedText(m_note, Qt::ElideRight, width() - 12));
+        const int lines = noteHeight() / fm.height();
+        // Wrapped at words; beyond kNoteLines the last line ends elided (the tooltip has it whole).
+        QString shown = m_note;
+        const QRect full(6, fm.height() + 62, width() - 12, kNoteLines * 4 * fm.height());
+        if (fm.boundingRect(full, Qt::AlignLeft | Qt::TextWordWrap, shown).height() > lines * fm.height()) {
+            while (shown.size() > 1 &&
+                   fm.boundingRect(full, Qt::AlignLeft | Qt::TextWordWrap, shown + QStringLiteral("…"))
+                           .height() > lines * fm.height())
+                shown.chop(std::max<qsizetype>(1, shown.size() / 50));
+            shown += QStringLiteral("…");
+        }
+        p.drawText(QRect(6, fm.height() + 62, width() - 12, lines * fm.height()),
+                   Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, shown);
     }
 }
 

@@ -32,16 +32,22 @@ public:
 
 protected:
     void paintEvent(QPaintEvent*) override;
+    void resizeEvent(QResizeEvent*) override;
 
 private:
     void refresh();
+    // The note's lines at this width, wrapped at words (at most kNoteLines; the tooltip has all of it),
+    // and the table moved down to make room for them.
+    int noteHeight() const;
+    void placeTable();
     Bytes m_measured{};
     std::optional<Bytes> m_estimate;
     QString m_caption, m_scenarioName, m_note;
     QString m_first = tr("Measured"), m_second = tr("Estimate");
     ChartStyle m_style;
     QTableWidget* m_table = nullptr;
-    static constexpr int kBars = 96;
+    static constexpr int kBars = 96;     // the bars and the note's first line
+    static constexpr int kNoteLines = 5; // a note that long ends elided
 };
 
 } // namespace headroom
