@@ -738,7 +738,7 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY2(view->categoryBars()->note().contains(QStringLiteral("framework \"cs336_basics\" plans this")),
              qPrintable(view->categoryBars()->note()));
     // Once the categories are computed (off the GUI thread), the note leads with what that profile plans:
-    // the run's 8.48 GiB allocated (MEASURED.md: 9,103,544,320 bytes), first on the note's one line.
+    // the run's 8.48 GiB allocated (MEASURED.md: 9,103,544,320 bytes), first in the note.
     QVERIFY(view->categoriesReady() || QSignalSpy(view, &TracePage::categoriesComputed).wait(60000));
     QVERIFY2(view->categoryBars()->note().startsWith(QStringLiteral(
                  "Note: planned with its code's profile, cs336_basics, 8.48 GiB allocated at most")),

@@ -24,7 +24,8 @@ public:
     // What the two bars are called ("Measured" / "Estimate" by default; "A" / "B" for two runs).
     void setNames(const QString& first, const QString& second);
     void setStyle(const ChartStyle& style);
-    // A line under the bars (which profile plans the trace's code, when the scenario's does not).
+    // Lines under the bars, wrapped at words (which profile plans the trace's code, when the scenario's does
+    // not, and what it plans).
     void setNote(const QString& note);
     QString note() const { return m_note; }
     QTableWidget* table() const { return m_table; }
