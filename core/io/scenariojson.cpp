@@ -655,15 +655,19 @@ void readInference(const json& doc, Scenario& sc) {
                     "vLLM, SGLang and generate keep one");
     // What the forward returns (ForwardLogits), without an engine: an engine computes the logits of the
     // positions it samples.
-    i.logits = s.choice<ForwardLogits>("logits", i.kvCache ? ForwardLogits::Last : ForwardLogits::All,
-                                       forwardLogitsNames());
+    i.logits = s.choice<ForwardLogits>("logits", i.usualLogits(), forwardLogitsNames());
     if (s.find("logits") && i.engine != Engine::None)
         throw Error(s.at("logits"), "what the forward returns is planned without an engine; vLLM, SGLang and "
                                     "generate compute the logits of the positions they sample");
-    if (i.framework == Framework::Cs336Basics && i.logits != ForwardLogits::All && s.find("logits"))
+    if (i.framework == Framework::Cs336Basics && i.logits != ForwardLogits::All)
         throw Error(s.at("logits"),
                     "cs336_basics' TransformerLM returns every position's logits in its compute "
                     "dtype: \"all\"");
+    if (i.gradEnabled && i.logits != ForwardLogits::All)
+        throw Error(s.at("logits"),
+                    "a forward with autograd on (grad_mode \"enabled\") is planned from the "
+                    "training tables, which keep every position's logits in the matmul's dtype: "
+                    "\"all\"");
     if (!i.kvCache && i.prefillChunk > 0)
         throw Error(s.at("prefill_chunk"), "a chunked prefill reads the keys and values its earlier chunks "
                                            "cached; with kv_cache false each sequence runs whole");

@@ -254,9 +254,15 @@ struct InferenceSettings {
     // inference.kv_cache false: the forward keeps no KV cache (one forward over each sequence: scoring,
     // evaluation, a model whose forward builds none, transformers' use_cache=False), without an engine.
     bool kvCache = true;
-    // inference.logits; unset, every position's without a cache (a scoring forward) and the last one's
-    // with one (a generation loop).
+    // inference.logits; unset, usualLogits().
     ForwardLogits logits = ForwardLogits::Last;
+    // What a forward returns unless told: every position's without a cache (a scoring forward), with autograd
+    // on (planned from the training tables, which keep them) and from cs336_basics' model; the last
+    // position's in a generation loop.
+    ForwardLogits usualLogits() const {
+        return !kvCache || gradEnabled || framework == Framework::Cs336Basics ? ForwardLogits::All
+                                                                              : ForwardLogits::Last;
+    }
     bool kvCacheDtypeGiven = false; // else the KV cache follows the weights' dtype
     // weight_dtype "checkpoint" (the default): linear layers as quantization_config stores them, the rest
     // at weightBytes. False when a uniform weight_dtype is given or the checkpoint is not quantised.

@@ -136,8 +136,7 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         row(QStringLiteral("KV cache"),
             sc.keepsNoKvCache() ? QStringLiteral("none") : QString::fromStdString(in.kvCacheDtype));
         // The positions whose logits the forward returns, where they are not what its cache implies.
-        const ForwardLogits usual = in.kvCache ? ForwardLogits::Last : ForwardLogits::All;
-        if (in.engine == Engine::None && in.framework == Framework::PyTorch && in.logits != usual)
+        if (in.engine == Engine::None && in.logits != in.usualLogits())
             row(QStringLiteral("Logits"), QString::fromStdString(labelOf(forwardLogitsNames(), in.logits)));
         if (in.engine == Engine::None && (in.gradEnabled || in.inferenceMode))
             row(QStringLiteral("Grad mode"), in.gradEnabled ? QStringLiteral("autograd on (no backward)")
