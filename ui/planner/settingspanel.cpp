@@ -699,8 +699,12 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                "2.11) frees each after its matmul. Autograd on: a forward without either "
                                "keeps everything a backward would need, and no KV cache"),
                    {"none"}));
-    // Plain PyTorch's forward keeps its KV cache unless told (cs336_basics' and a forward with autograd on
-    // keep none whatever this says).
+    // Plain PyTorch's forward keeps its KV cache and returns the positions it is told (cs336_basics' and a
+    // forward with autograd on keep none and return every position's whatever these say).
+    const auto plainForward = [this](const json&) {
+        const InferenceSettings& in = m_doc->scenario().inference;
+        return in.framework == Framework::PyTorch && !in.gradEnabled;
+    };
     addField(inferenceForm,
              forEngines(boolField("/inference/kv_cache", "Keep a KV cache",
                                   "Off: one forward over each sequence that keeps no cache (scoring, "
@@ -708,10 +712,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                   "use_cache=False)",
                                   true),
                         {"none"}));
-    m_fields.back()->visibleWhen = [this](const json&) {
-        const InferenceSettings& in = m_doc->scenario().inference;
-        return in.framework == Framework::PyTorch && !in.gradEnabled;
-    };
+    m_fields.back()->visibleWhen = plainForward;
     // What the forward returns: unset, every position's without a cache and the last one's with one.
     addField(inferenceForm,
              forEngines(choiceField("/inference/logits", "Logits returned", choicesOf(forwardLogitsNames()),
@@ -723,10 +724,7 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->fallbackChoiceFor = [this](const json&) {
         return QString::fromStdString(nameOf(forwardLogitsNames(), m_doc->scenario().inference.logits));
     };
-    m_fields.back()->visibleWhen = [this](const json&) {
-        const InferenceSettings& in = m_doc->scenario().inference;
-        return in.framework == Framework::PyTorch && !in.gradEnabled;
-    };
+    m_fields.back()->visibleWhen = plainForward;
     layout->addWidget(m_inference);
 
     auto* cluster = new QGroupBox(tr("Cluster"), this);
