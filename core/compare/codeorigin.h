@@ -17,7 +17,7 @@ namespace headroom {
 struct CodeOrigin {
     bool found = false;
     Framework framework = Framework::PyTorch; // when found
-    std::string file;                         // a file that named it, as the frame gives it
+    std::string file;                         // its file that allocated the most, as the frame gives it
     std::int64_t bytes = 0;                   // live at the peak with a stack naming it
     std::int64_t stacked = 0;                 // live at the peak with any stack
 };

@@ -857,12 +857,19 @@ void TestAttribution::codeOriginFromTheStacks() {
     struct Case {
         const char *scenario, *trace;
         bool found;
+        const char* file; // the code's file that holds the most of the peak's bytes
     };
+    // The 1,024-token forward peaks inside the hand-written softmax (nn_utils.py), whose x - max, exp and
+    // quotient outweigh the scores model.py made; MAGMA27's loss peak holds the model's activations.
+    // (Wedsonlin's 256-token training run met optimizer.py first at its peak, for the states, which the
+    // advice named with "(among others)" before it named the file that holds the most.)
     const Case cases[] = {
-        {"cs336-medium-1024-inference", "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle", true},
-        {"cs336-small-32x256-no-optimizer", "cs336_MAGMA27_memory_snapshot.pickle", true},
+        {"cs336-medium-1024-inference", "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle", true,
+         "/cs336_basics/nn_utils.py"},
+        {"cs336-small-32x256-no-optimizer", "cs336_MAGMA27_memory_snapshot.pickle", true,
+         "\\cs336_basics\\model.py"},
         {"cs336-xl-256-forward-zero-grad-after", "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle",
-         false},
+         false, ""},
     };
     for (const Case& k : cases) {
         const Run run = loadRun(k.scenario, k.trace);
@@ -876,14 +883,16 @@ void TestAttribution::codeOriginFromTheStacks() {
             continue;
         }
         QCOMPARE(c.code.framework, Framework::Cs336Basics);
-        QVERIFY2(QString::fromStdString(c.code.file).contains(QStringLiteral("cs336_basics")),
+        QVERIFY2(QString::fromStdString(c.code.file).endsWith(QString::fromUtf8(k.file)),
                  c.code.file.c_str());
         // Every stacked byte at the peak is the model's but the script's own scalars (4 bytes in MAGMA27's;
         // the weights were allocated without a stack).
         QVERIFY(c.code.bytes <= c.code.stacked && c.code.stacked - c.code.bytes < 1024);
         const std::string advice = c.advice();
         QVERIFY2(advice.find("framework \"cs336_basics\" plans this trace's code") == 0 &&
-                     advice.find("as pytorch") != std::string::npos,
+                     advice.find("as pytorch") != std::string::npos &&
+                     advice.find("allocated through its source, the most through " + c.code.file) !=
+                         std::string::npos,
                  advice.c_str());
         QVERIFY(comparisonToJson(c, k.trace).at("code").at("framework") == "cs336_basics");
         // Planned with that profile: nothing to say.
