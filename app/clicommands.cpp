@@ -622,6 +622,8 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         }
         if (!run.advice.empty())
             out << "    " << run.advice << "\n";
+        if (!run.mismatch.empty())
+            out << "    warning: " << run.mismatch << "\n";
         if (run.noBackward)
             out << "    no backward recorded (no gradient, no step): a forward with autograd on? Plan it as "
                    "inference with grad_mode \"enabled\" and calibrate that; its factors serve training "

@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <optional>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 
@@ -1046,9 +1048,49 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                           afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
                           measured[i].atLoss, measured[i].atStep, measured[i].reservedPeak,
                           clampToInt64(planBefore.reservedPeakBytes),
-                          clampToInt64(planAfter.reservedPeakBytes), b.advice()});
+                          clampToInt64(planAfter.reservedPeakBytes), b.advice(),
+                          runMismatch(b, b.firstStep ? b.laterStepPeak : b.measured.total, afterTotal, c)});
     }
     return r;
+}
+
+std::string runMismatch(const Comparison& before, std::int64_t measured, std::int64_t after,
+                        const Calibration& factors) {
+    auto gib = [](double bytes) {
+        std::ostringstream s;
+        s << std::fixed << std::setprecision(2) << bytes / 1073741824.0 << " GiB";
+        return s.str();
+    };
+    std::vector<std::string> why;
+    const auto weights = static_cast<std::size_t>(MeasuredCategory::Weights);
+    const double planned = static_cast<double>(before.estimated[weights]);
+    const double found = static_cast<double>(before.measured.bytes[weights]);
+    if (planned > 0 && std::abs(found - planned) > 0.1 * planned)
+        why.push_back("its peak holds " + gib(found) + " of this model's weights where the scenario plans " +
+                      gib(planned));
+    const double off = measured > 0 ? static_cast<double>(after) / static_cast<double>(measured) - 1 : 0;
+    if (std::abs(off) > 0.05) {
+        std::ostringstream s;
+        s << "calibrated, the plan is " << std::showpos << std::fixed << std::setprecision(1) << 100 * off
+          << "% off the run it was fitted on";
+        why.push_back(s.str());
+    }
+    for (const auto& [factor, what] :
+         {std::pair{factors.linear, "the tokens"}, std::pair{factors.quadratic, "the tokens squared"}})
+        if (factor > 8 || (factor > 0 && factor < 0.125)) {
+            std::ostringstream s;
+            s << "what grows with " << what << " is fitted at x" << std::fixed
+              << std::setprecision(factor < 1 ? 3 : 1) << factor
+              << " the plan's, more than any code keeps beyond its profile's plan";
+            why.push_back(s.str());
+        }
+    if (why.empty())
+        return {};
+    std::string out = "the scenario does not seem to describe this run: ";
+    for (std::size_t i = 0; i < why.size(); ++i)
+        out += (i ? "; " : "") + why[i];
+    return out + "; check its model, batch, length and precision, since the factors scale the plan to "
+                 "whatever the run held and carry that to every what-if";
 }
 
 } // namespace headroom

@@ -107,6 +107,8 @@ nlohmann::json calibrationToJson(const CalibrationResult& r) {
             j["tensors_at_step_peak"] = tensorTableToJson(run.atStep);
         if (run.noBackward)
             j["no_backward"] = true;
+        if (!run.mismatch.empty())
+            j["mismatch"] = run.mismatch;
         if (run.reservedMeasured > 0)
             j["reserved"] = {{"measured_bytes", run.reservedMeasured},
                              {"before_bytes", run.reservedBefore},

@@ -104,6 +104,7 @@ private slots:
     void categoriesAndCompare();
     void diffTwoRuns();
     void calibrateFromTheWindow();
+    void calibrateFromATraceTheScenarioIsNot();
     void allocatorWhatIfPanel();
     void allocatorReplayFailsAndCancelsWithoutBlocking();
     void jobRunnerDeliversValuesErrorsAndGenerations();
@@ -721,6 +722,29 @@ void TestTraceView::diffTwoRuns() {
     w->tabs()->tabCloseRequested(w->tabs()->indexOf(d));
     QCoreApplication::processEvents();
     QCOMPARE(w->traceViews().size(), size_t(2));
+}
+
+// The 128-token forward's scenario calibrated on the 1,024-token run of the same code: the window calibrates
+// (Edit > Undo takes it back) and leads its message with the warning calibrate gives
+// (tst_attribution::calibrationSaysWhenTheScenarioIsNotTheRun), which the menu shows as a warning.
+void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
+    auto w = window();
+    QString error;
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-inference.headroom.json"),
+        &error));
+    TracePage* view =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    const QString said = w->calibrateFrom(view);
+    qInfo().noquote() << said;
+    QVERIFY2(said.startsWith(QStringLiteral("Warning: The scenario does not seem to describe this run: what "
+                                            "grows with the tokens is fitted at x")),
+             qPrintable(said));
+    QVERIFY(w->document()->scenario().calibration.present);
+    // Undone as one step.
+    w->document()->undoStack()->undo();
+    QVERIFY(!w->document()->scenario().calibration.present);
 }
 
 void TestTraceView::calibrateFromTheWindow() {

@@ -179,7 +179,14 @@ QString CompareActions::calibrateFrom(TracePage* view) {
                  "step: if it is a forward with autograd on, plan it as inference with Grad mode "
                  "\"autograd on\" and calibrate that; its factors serve training plans too. ")
             : QString();
-    return noBackward + firstStep + gradients + step + backward + moments + cache +
+    // A scenario that does not describe the trace (CalibrationRun::mismatch) is said first: its factors are
+    // applied all the same (Edit > Undo takes them back), scaled to whatever the run held.
+    const QString mismatch =
+        run.mismatch.empty()
+            ? QString()
+            : tr("Warning: %1. ")
+                  .arg(QString::fromStdString(run.mismatch).replace(0, 1, QStringLiteral("T")));
+    return mismatch + noBackward + firstStep + gradients + step + backward + moments + cache +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
@@ -221,7 +228,14 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
             emit message(tr("Open the trace of a run of the planner's scenario first"));
             return;
         }
-        QMessageBox::information(window, tr("Calibrated"), calibrateFrom(view));
+        // A scenario that does not describe the trace is calibrated all the same (Edit > Undo takes it
+        // back), and said with a warning's icon and title.
+        const QString said = calibrateFrom(view);
+        if (said.startsWith(tr("Warning:")))
+            QMessageBox::warning(window, tr("Calibrated, but the scenario does not seem to be this run"),
+                                 said);
+        else
+            QMessageBox::information(window, tr("Calibrated"), said);
     });
     menu->addAction(tr("Attribution &Rules..."), this, [this, window, all] {
         const QString path = QFileDialog::getOpenFileName(
