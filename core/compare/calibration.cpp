@@ -1044,18 +1044,18 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         std::int64_t afterTotal = 0;
         for (const std::int64_t v : estimateInMeasuredCategories(planAfter))
             afterTotal = saturatingAdd(afterTotal, v);
-        r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
-                          afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
-                          measured[i].atLoss, measured[i].atStep, measured[i].reservedPeak,
-                          clampToInt64(planBefore.reservedPeakBytes),
-                          clampToInt64(planAfter.reservedPeakBytes), b.advice(),
-                          runMismatch(b, b.firstStep ? b.laterStepPeak : b.measured.total, afterTotal, c)});
+        r.runs.push_back(
+            {in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal, afterTotal,
+             b.firstStep, measured[i].hasStep, measured[i].noBackward, measured[i].atLoss, measured[i].atStep,
+             measured[i].reservedPeak, clampToInt64(planBefore.reservedPeakBytes),
+             clampToInt64(planAfter.reservedPeakBytes), b.advice(),
+             runMismatch(*in.scenario, b, b.firstStep ? b.laterStepPeak : b.measured.total, afterTotal, c)});
     }
     return r;
 }
 
-std::string runMismatch(const Comparison& before, std::int64_t measured, std::int64_t after,
-                        const Calibration& factors) {
+std::string runMismatch(const Scenario& scenario, const Comparison& before, std::int64_t measured,
+                        std::int64_t after, const Calibration& factors) {
     auto gib = [](double bytes) {
         std::ostringstream s;
         s << std::fixed << std::setprecision(2) << bytes / 1073741824.0 << " GiB";
@@ -1065,7 +1065,11 @@ std::string runMismatch(const Comparison& before, std::int64_t measured, std::in
     const auto weights = static_cast<std::size_t>(MeasuredCategory::Weights);
     const double planned = static_cast<double>(before.estimated[weights]);
     const double found = static_cast<double>(before.measured.bytes[weights]);
-    if (planned > 0 && std::abs(found - planned) > 0.1 * planned)
+    const Framework framework = plannedFramework(scenario);
+    const bool wholeTensors = scenario.cluster.numGpus == 1 &&
+                              scenario.cluster.dataParallel == DataParallel::Ddp &&
+                              framework != Framework::Megatron && framework != Framework::DeepSpeed;
+    if (wholeTensors && planned > 0 && std::abs(found - planned) > 0.1 * planned)
         why.push_back("its peak holds " + gib(found) + " of this model's weights where the scenario plans " +
                       gib(planned));
     const double off = measured > 0 ? static_cast<double>(after) / static_cast<double>(measured) - 1 : 0;
@@ -1086,7 +1090,7 @@ std::string runMismatch(const Comparison& before, std::int64_t measured, std::in
         }
     if (why.empty())
         return {};
-    std::string out = "the scenario does not seem to describe this run: ";
+    std::string out = "the scenario may not describe this run: ";
     for (std::size_t i = 0; i < why.size(); ++i)
         out += (i ? "; " : "") + why[i];
     return out + "; check its model, batch, length and precision, since the factors scale the plan to "

@@ -97,7 +97,7 @@ struct CalibrationRun {
     std::int64_t reservedMeasured = 0, reservedBefore = 0, reservedAfter = 0;
     // Which profile plans the run's code when the scenario's does not (Comparison::advice), or "".
     std::string advice;
-    // Why the scenario does not seem to describe this run, or "" (runMismatch): the factors then absorb a
+    // Why the scenario may not describe this run, or "" (runMismatch): the factors then absorb a
     // model, batch or length the run did not have, and carry it to every what-if.
     std::string mismatch;
 };
@@ -115,16 +115,17 @@ struct CalibrationResult {
     bool backwardFromForward = false;
 };
 
-// "" when the run is the scenario's; else one sentence: the weights alive at the run's peak are not the
-// scenario's model (attribution finds them by the sizes of its parameter tensors: another model leaves
-// them unfound or found in part), the calibrated plan misses the run it was fitted on by more than 5%
-// (every recorded run calibrated on its own scenario is reproduced within 2%: tst_attribution), or a
-// factor for what grows with the tokens (or their square) is beyond 8 or below 1/8: no code keeps that much
-// more or less than the profile of its kind plans (CS336's runs under the plain profile: x0.9 to x2.7), where
-// a batch or length the run did not have does (the 128-token forward's scenario on its 1,024-token run:
-// x31).
-std::string runMismatch(const Comparison& before, std::int64_t measured, std::int64_t after,
-                        const Calibration& factors);
+// "" when nothing says the run is not the scenario's; else one sentence: the weights alive at the run's peak
+// are not the scenario's model (attribution finds them by the sizes of its parameter tensors: another model
+// leaves them unfound or found in part; looked for on one GPU without FSDP, ZeRO-3, Megatron or DeepSpeed,
+// which keep parameters in flat buffers of other sizes), the calibrated plan misses the run it was fitted on
+// by more than 5% (every recorded run calibrated on its own scenario is reproduced within 2%:
+// tst_attribution), or a factor for what grows with the tokens (or their square) is beyond 8 or below 1/8:
+// no code keeps that much more or less than the profile of its kind plans (CS336's runs under the plain
+// profile: x0.9 to x2.7), where a batch or length the run did not have does (the 128-token forward's
+// scenario on its 1,024-token run: x31).
+std::string runMismatch(const Scenario& scenario, const Comparison& before, std::int64_t measured,
+                        std::int64_t after, const Calibration& factors);
 
 // Fits the implementation factors so that the estimate reproduces each run (docs/formats.md section 7):
 // from every run, the bytes the code holds at its loss/forward peak beyond the model state (against the

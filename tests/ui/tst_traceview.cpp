@@ -738,8 +738,8 @@ void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
     QVERIFY(view && !view->hasFailed());
     const QString said = w->calibrateFrom(view);
     qInfo().noquote() << said;
-    QVERIFY2(said.startsWith(QStringLiteral("Warning: The scenario does not seem to describe this run: what "
-                                            "grows with the tokens is fitted at x")),
+    QVERIFY2(said.startsWith(QStringLiteral("Warning: The scenario may not describe this run: what grows "
+                                            "with the tokens is fitted at x")),
              qPrintable(said));
     QVERIFY(w->document()->scenario().calibration.present);
     // Undone as one step.

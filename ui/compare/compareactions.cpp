@@ -232,8 +232,7 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
         // back), and said with a warning's icon and title.
         const QString said = calibrateFrom(view);
         if (said.startsWith(tr("Warning:")))
-            QMessageBox::warning(window, tr("Calibrated, but the scenario does not seem to be this run"),
-                                 said);
+            QMessageBox::warning(window, tr("Calibrated, but the scenario may not be this run"), said);
         else
             QMessageBox::information(window, tr("Calibrated"), said);
     });
