@@ -871,12 +871,12 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
     }
     // The 128-token forward's scenario on the 1,024-token run of the same code and model: its weights are
     // the scenario's, and the fit puts eight times the tokens (and 64 times the scores) into what grows with
-    // them, more than 8 times the plan's.
+    // them, more than 4 times the plan's.
     {
         const Run run = loadRun("cs336-medium-128-inference",
                                 "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
         const CalibrationResult r = calibrate({inputOf(run, "1024")}, rules);
-        QVERIFY(r.factors.linear > 8);
+        QVERIFY(r.factors.linear > 4);
         const std::string& said = r.runs.at(0).mismatch;
         QVERIFY2(said.find("the scenario may not describe this run: what grows with the tokens is "
                            "fitted at x31.0") == 0 && // as the README quotes it
@@ -886,6 +886,24 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
                      said.find("weights") == std::string::npos,
                  said.c_str());
         QVERIFY(calibrationToJson(r)["runs"][0].at("mismatch") == said);
+    }
+    // A forward's scenario on a training run of the same model: it stepped an optimizer (and its factors,
+    // x6.2, are past four times the plan's). The 256-token training scenario on the 1,024-token autocast
+    // run: x6.5 (the shipped traces on their own scenarios need x0.9 to x2.7).
+    {
+        const Run run = loadRun("cs336-medium-1024-inference",
+                                "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+        const std::string said = calibrate({inputOf(run, "128")}, rules).runs.at(0).mismatch;
+        QVERIFY2(said.find("the run stepped an optimizer where the scenario plans a forward") !=
+                     std::string::npos,
+                 said.c_str());
+        const Run longer = loadRun("cs336-medium-256-training",
+                                   "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
+        const CalibrationResult r = calibrate({inputOf(longer, "1024")}, rules);
+        QVERIFY(r.factors.linear > 4);
+        QVERIFY2(r.runs.at(0).mismatch.find("what grows with the tokens is fitted at x6.5") !=
+                     std::string::npos,
+                 r.runs.at(0).mismatch.c_str());
     }
     // The same scenario on DeComFL's run (zero-order federated fine-tuning of a transformers model,
     // tests/data/traces/NOTICES.txt): the medium model's weights are
