@@ -868,6 +868,9 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
         const Run run = loadRun(scenario, trace);
         const CalibrationResult r = calibrate({inputOf(run, trace)}, rules);
         QVERIFY2(r.runs.at(0).mismatch.empty(), r.runs.at(0).mismatch.c_str());
+        // Their factors, as the README gives them: x0.9 to x2.7 (bcrafton's compiled step the most).
+        for (const double f : {r.factors.linear, r.factors.quadratic})
+            QVERIFY2(f >= 0.9 && f <= 2.75, qPrintable(QStringLiteral("%1: x%2").arg(scenario).arg(f)));
     }
     // The 128-token forward's scenario on the 1,024-token run of the same code and model: its weights are
     // the scenario's, and the fit puts eight times the tokens (and 64 times the scores) into what grows with
