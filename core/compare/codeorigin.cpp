@@ -50,8 +50,9 @@ CodeOrigin codeOrigin(const Trace& trace, const Attribution& atPeak) {
     CodeOrigin out;
     std::array<std::int64_t, kMarkers.size()> bytes{};
     // Per marker, the bytes each of its files allocated: the file the advice names is the one that holds
-    // the most (the first one met could be any: CS336's 256-token training run at its loss peak met its
-    // optimizer.py first, for the states, where model.py made the larger share, the activations).
+    // the most of them (the first one met is the largest allocation's, which need not be: at CS336's
+    // 1,024-token forward's peak the score-sized tensors of model.py and of nn_utils.py's softmax are all
+    // 256 MiB, and nn_utils.py holds more of them).
     std::array<std::map<std::string_view, std::int64_t>, kMarkers.size()> files;
     for (const AttributedAllocation& a : atPeak.allocations) {
         const std::uint32_t stack = a.allocation.stack;

@@ -939,9 +939,9 @@ void TestAttribution::codeOriginFromTheStacks() {
         const char* file; // the code's file that holds the most of the peak's bytes
     };
     // The 1,024-token forward peaks inside the hand-written softmax (nn_utils.py), whose x - max, exp and
-    // quotient outweigh the scores model.py made; MAGMA27's loss peak holds the model's activations.
-    // (Wedsonlin's 256-token training run met optimizer.py first at its peak, for the states, which the
-    // advice named with "(among others)" before it named the file that holds the most.)
+    // quotient outweigh the scores model.py made (every one 256 MiB: the advice named the largest
+    // allocation's file, "(among others)", before it named the one that holds the most); MAGMA27's loss peak
+    // holds the model's activations.
     const Case cases[] = {
         {"cs336-medium-1024-inference", "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle", true,
          "/cs336_basics/nn_utils.py"},
