@@ -1089,7 +1089,8 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
             std::ostringstream s;
             s << "what grows with " << what << " is fitted at x" << std::fixed
               << std::setprecision(factor < 1 ? 3 : 1) << factor
-              << " the plan's, more than any code keeps beyond its profile's plan";
+              << (factor > 4 ? " the plan's, more than any code keeps beyond its profile's plan"
+                             : " the plan's, less than any code keeps of its profile's plan");
             why.push_back(s.str());
         }
     if (why.empty())

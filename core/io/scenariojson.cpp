@@ -892,6 +892,28 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
+    // A run calibrate said the scenario may not describe (CalibrationRun::mismatch): every figure of the plan
+    // carries its factors, so the plan says so wherever the file is opened. The runs are calibrate's record,
+    // otherwise not read; a few are looked at, each sentence cut to a bound.
+    if (const auto runs = it->find("runs"); runs != it->end() && runs->is_array())
+        for (std::size_t i = 0; i < std::min<std::size_t>(runs->size(), 64); ++i) {
+            const json& run = (*runs)[i];
+            if (!run.is_object())
+                continue;
+            const auto m = run.find("mismatch");
+            if (m == run.end() || !m->is_string())
+                continue;
+            std::string said = m->get<std::string>();
+            if (said.size() > 2000) {
+                // Cut at a character's first byte: the warning is written out as JSON, which must be UTF-8.
+                std::size_t cut = 2000;
+                while (cut > 0 && (static_cast<unsigned char>(said[cut]) & 0xC0) == 0x80)
+                    --cut;
+                said = said.substr(0, cut) + "...";
+            }
+            sc.warnings.push_back("calibration.runs[" + std::to_string(i) + "]: " + said +
+                                  " (its factors are in every figure of this plan)");
+        }
     if (const std::string on = factors.string("measured_on", ""); on == "training" || on == "inference")
         c.measuredOn = on == "training" ? Mode::Training : Mode::Inference;
     else if (!on.empty())

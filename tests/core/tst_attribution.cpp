@@ -14,6 +14,7 @@
 #include "core/io/attributionrulesjson.h"
 #include "core/io/codeprofile.h"
 #include "core/io/comparejson.h"
+#include "core/io/estimatejson.h"
 #include "core/io/scenariojson.h"
 #include "core/io/validation.h"
 #include "core/model/presets.h"
@@ -889,6 +890,35 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
                      said.find("weights") == std::string::npos,
                  said.c_str());
         QVERIFY(calibrationToJson(r)["runs"][0].at("mismatch") == said);
+        // Written into the calibrated scenario (as calibrate -o and the window write it), every plan read
+        // from it says so, wherever the file is opened.
+        json doc = json::parse(
+            readTextFile((measured() + "cs336-medium-128-inference.headroom.json").toStdString()));
+        const json fitted = calibrationToJson(r);
+        doc["calibration"] = {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}};
+        const Scenario calibrated = scenarioFromJson(doc, ".");
+        QVERIFY(
+            std::find(calibrated.warnings.begin(), calibrated.warnings.end(),
+                      "calibration.runs[0]: " + said + " (its factors are in every figure of this plan)") !=
+            calibrated.warnings.end());
+        // What a file says there is cut to 2,000 bytes at a character's first byte (the warning is written
+        // out as UTF-8 JSON); a run without it, or not an object, says nothing.
+        // Two bytes a character after one: byte 2,000 continues the character that starts at 1,999.
+        std::string longer(1, 'x');
+        for (int i = 0; i < 1500; ++i)
+            longer += "\u00e9";
+        doc["calibration"]["runs"] = json::array({json::object({{"mismatch", longer}}), 3, json::object()});
+        const Scenario cut = scenarioFromJson(doc, ".");
+        const auto it = std::find_if(cut.warnings.begin(), cut.warnings.end(), [](const std::string& w) {
+            return w.rfind("calibration.runs[", 0) == 0;
+        });
+        QVERIFY(it != cut.warnings.end() && it->rfind("calibration.runs[0]: x", 0) == 0);
+        QCOMPARE(it->size(), std::string("calibration.runs[0]: ").size() + 1999 + 3 +
+                                 std::string(" (its factors are in every figure of this plan)").size());
+        QCOMPARE(std::count_if(cut.warnings.begin(), cut.warnings.end(),
+                               [](const std::string& w) { return w.rfind("calibration.runs[", 0) == 0; }),
+                 1L);
+        (void)estimateToJson(cut, estimate(cut)).dump(-1, ' ', false, json::error_handler_t::strict);
     }
     // A forward's scenario on a training run of the same model: it stepped an optimizer (and its factors,
     // x6.2, are past four times the plan's). The 256-token training scenario on the 1,024-token autocast

@@ -742,6 +742,12 @@ void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
                                             "with the tokens is fitted at x")),
              qPrintable(said));
     QVERIFY(w->document()->scenario().calibration.present);
+    // The calibrated plan says so among its warnings (the window's banner), as any plan read from the file
+    // would.
+    const auto& warnings = w->document()->scenario().warnings;
+    QVERIFY(std::any_of(warnings.begin(), warnings.end(), [](const std::string& x) {
+        return x.rfind("calibration.runs[0]: the scenario may", 0) == 0;
+    }));
     // Undone as one step.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->scenario().calibration.present);
