@@ -44,6 +44,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
+#include <QLogValueAxis>
 #include <QMimeData>
 #include <QScatterSeries>
 #include <QSettings>
@@ -1344,6 +1345,25 @@ void TestMainWindow::sweepMarksTheLimit() {
     QVERIFY(r.points.size() > 10);
     for (std::size_t i = 1; i < r.points.size(); ++i)
         QVERIFY(r.points[i].second >= r.points[i - 1].second); // memory grows with the micro-batch
+    // Its axis labels every doubling; a sweep into the thousands (CS336's forward: the largest batch that
+    // fits is in the thousands, 7,013) every power of ten, where fourteen doublings' labels were elided to
+    // "..." at the chart's width.
+    auto base = [&] {
+        const auto axes = w->sweepChart()->axes(Qt::Horizontal);
+        const auto* log = axes.isEmpty() ? nullptr : qobject_cast<QLogValueAxis*>(axes.front());
+        return log ? log->base() : 0.0;
+    };
+    QVERIFY(std::log2(r.points.back().first / r.points.front().first) <= 9);
+    QCOMPARE(base(), 2.0);
+    QString error;
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-inference.headroom.json"),
+        &error));
+    QVERIFY(w->waitForPlanner());
+    const SweepResult forward = w->sweepChart()->result();
+    QVERIFY(forward.limit > 1000 &&
+            std::log2(forward.points.back().first / forward.points.front().first) > 9);
+    QCOMPARE(base(), 10.0);
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -131,6 +131,12 @@ void SweepChart::setSweep(const SweepResult& result, const Scenario& sc, const E
     } else {
         m_limit->clear();
     }
+    // Powers of two label a sweep of up to nine doublings; a longer one (an inference batch into the
+    // thousands) has a label every power of ten, where powers of two were elided to "..." at the chart's
+    // width.
+    const qreal base = std::log2(hi / lo) > 9 ? 10 : 2;
+    if (m_x->base() != base)
+        m_x->setBase(base);
     m_x->setRange(lo, hi);
     setNiceRange(m_y, m_style.scale(top * 1.1));
     if (m_x->titleText() != name) {
