@@ -1058,11 +1058,6 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
 
 std::string runMismatch(const Scenario& scenario, const Comparison& before, std::int64_t measured,
                         std::int64_t after, bool stepInForward, const Calibration& factors) {
-    auto gib = [](double bytes) {
-        std::ostringstream s;
-        s << std::fixed << std::setprecision(2) << bytes / 1073741824.0 << " GiB";
-        return s.str();
-    };
     std::vector<std::string> why;
     const auto weights = static_cast<std::size_t>(MeasuredCategory::Weights);
     const double planned = static_cast<double>(before.estimated[weights]);
@@ -1072,8 +1067,8 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
                               scenario.cluster.dataParallel == DataParallel::Ddp &&
                               framework != Framework::Megatron && framework != Framework::DeepSpeed;
     if (wholeTensors && planned > 0 && std::abs(found - planned) > 0.1 * planned)
-        why.push_back("its peak holds " + gib(found) + " of this model's weights where the scenario plans " +
-                      gib(planned));
+        why.push_back("its peak holds " + gibText(found) +
+                      " of this model's weights where the scenario plans " + gibText(planned));
     if (stepInForward)
         why.push_back("the run stepped an optimizer where the scenario plans a forward");
     const double off = measured > 0 ? static_cast<double>(after) / static_cast<double>(measured) - 1 : 0;

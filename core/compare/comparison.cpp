@@ -34,15 +34,11 @@ std::array<std::int64_t, kMeasuredCategories> breakdownInMeasuredCategories(cons
     return out;
 }
 
-namespace {
-
 std::string gibText(double bytes) {
     char text[48];
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / 1073741824.0);
     return text;
 }
-
-} // namespace
 
 std::string namedDifferences(const Comparison& c, std::size_t most) {
     std::vector<std::pair<std::int64_t, std::size_t>> diffs;

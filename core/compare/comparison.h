@@ -52,6 +52,9 @@ struct Comparison {
     }
 };
 
+// "1.58 GiB": bytes in GiB with two decimals, as the comparisons' sentences write them.
+std::string gibText(double bytes);
+
 // What the estimate says the caching allocator hands out, in the measured categories: the estimate's
 // categories without the CUDA context, the allocator's own overhead and communication buffers (NCCL's live
 // outside the allocator). Master weights count as optimizer states; attention scores and logits as

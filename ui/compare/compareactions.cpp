@@ -228,10 +228,17 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
             emit message(tr("Open the trace of a run of the planner's scenario first"));
             return;
         }
-        // A scenario that does not describe the trace is calibrated all the same (Edit > Undo takes it
-        // back), and said with a warning's icon and title.
+        // A scenario that may not describe the trace is calibrated all the same (Edit > Undo takes it
+        // back), and said with a warning's icon and title: calibrate wrote why beside the run
+        // (CalibrationRun::mismatch).
         const QString said = calibrateFrom(view);
-        if (said.startsWith(tr("Warning:")))
+        const nlohmann::json& doc = m_doc->json();
+        const auto calibration = doc.find("calibration");
+        bool mismatch = false;
+        if (calibration != doc.end() && calibration->contains("runs"))
+            for (const nlohmann::json& run : calibration->at("runs"))
+                mismatch = mismatch || (run.is_object() && run.contains("mismatch"));
+        if (mismatch)
             QMessageBox::warning(window, tr("Calibrated, but the scenario may not be this run"), said);
         else
             QMessageBox::information(window, tr("Calibrated"), said);
