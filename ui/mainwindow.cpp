@@ -386,8 +386,8 @@ void MainWindow::compareWithPlanner(TracePage* view) {
     m_compare->compareWithPlanner(view);
 }
 
-QString MainWindow::calibrateFrom(TracePage* view) {
-    return m_compare->calibrateFrom(view);
+QString MainWindow::calibrateFrom(TracePage* view, bool* calibrated) {
+    return m_compare->calibrateFrom(view, calibrated);
 }
 
 DiffPage* MainWindow::diffTraces(TracePage* a, TracePage* b) {

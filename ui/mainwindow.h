@@ -54,8 +54,8 @@ public:
     // Opens a tab with two loaded traces compared at their peaks (Trace > Diff with Another Trace).
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // Fits the planner's scenario to the trace in `view` (one undoable edit) and compares them; returns
-    // the before/after error for the user.
-    QString calibrateFrom(TracePage* view);
+    // the before/after error for the user, or why it could not (`calibrated` false: nothing changed).
+    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr);
     QTabWidget* tabs() const { return m_tabs; }
     // Runs the event loop until every trace and fleet tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);

@@ -874,20 +874,23 @@ void readCalibration(const json& doc, Scenario& sc) {
     const Section factors(&*f, "calibration.factors");
     Calibration& c = sc.calibration;
     c.present = true;
-    c.linear = factors.number("linear", 1, 0, 1000);
-    c.quadratic = factors.number("quadratic", 1, 0, 1000);
-    c.kvCache = factors.number("kv_cache", 1, 0, 1000);
-    c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, 1000);
+    constexpr double scale = Calibration::kMostScale;
+    c.linear = factors.number("linear", 1, 0, scale);
+    c.quadratic = factors.number("quadratic", 1, 0, scale);
+    c.kvCache = factors.number("kv_cache", 1, 0, scale);
+    c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, scale);
     c.stepScratchBytesPerParameter =
-        factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, 1000);
-    c.stepScratchLargestTensors = factors.number("optimizer_step_scratch_largest_tensors", -1, -1, 1e6);
-    c.heldLogitCopies = factors.number("held_logit_copies", -1, -1, 64);
-    c.backwardScratchScores = factors.number("backward_score_scratch", -1, -1, 1000);
-    c.prefillAttentionLinear = factors.number("prefill_attention_linear", -1, -1, 1000);
-    c.workspaceBytes = factors.number("workspace_bytes", 0, 0, 1e15);
-    c.allocatorOverhead = factors.number("allocator_overhead_fraction", -1, -1, 10);
+        factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, scale);
+    c.stepScratchLargestTensors =
+        factors.number("optimizer_step_scratch_largest_tensors", -1, -1, Calibration::kMostLargestTensors);
+    c.heldLogitCopies = factors.number("held_logit_copies", -1, -1, Calibration::kMostLogitCopies);
+    c.backwardScratchScores = factors.number("backward_score_scratch", -1, -1, scale);
+    c.prefillAttentionLinear = factors.number("prefill_attention_linear", -1, -1, scale);
+    c.workspaceBytes = factors.number("workspace_bytes", 0, 0, Calibration::kMostWorkspaceBytes);
+    c.allocatorOverhead = factors.number("allocator_overhead_fraction", -1, -1, Calibration::kMostOverhead);
     c.replayedOverhead =
-        factors.number("reserved_beyond_replay_fraction", std::numeric_limits<double>::quiet_NaN(), -1, 10);
+        factors.number("reserved_beyond_replay_fraction", std::numeric_limits<double>::quiet_NaN(), -1,
+                       Calibration::kMostOverhead);
     c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
@@ -942,8 +945,9 @@ void readCalibration(const json& doc, Scenario& sc) {
         for (const auto& [key, value] : by->items()) {
             if (key != "1" && key != "2" && key != "4" && key != "8")
                 throw Error(at + "." + key, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
-            if (!value.is_number() || !(value.get<double>() >= 0) || value.get<double>() > 1000)
-                throw Error(at + "." + key, "must be a number from 0 to 1000");
+            if (!value.is_number() || !(value.get<double>() >= 0) || value.get<double>() > scale)
+                throw Error(at + "." + key,
+                            "must be a number from 0 to " + std::to_string(static_cast<int>(scale)));
             c.quadraticByDtype.emplace_back(std::stod(key), value.get<double>());
         }
     }

@@ -344,6 +344,14 @@ struct Overheads {
 // keeps and holds beyond what the estimator's formulas say. The identity (all factors 1, no extra bytes)
 // when the scenario has no "calibration" object.
 struct Calibration {
+    // What a scenario file's calibration may hold: its reader (core/io/scenariojson.cpp) refuses more, and
+    // calibrate refuses to fit more, so that every file it writes reads back (bounds on what arithmetic a
+    // file can ask for, not on any code: the shipped traces on their own scenarios need x0.9 to x2.75).
+    static constexpr double kMostScale = 1000;          // a multiple of the plan's own tensors or bytes
+    static constexpr double kMostLargestTensors = 1e6;  // tensors of the largest parameter
+    static constexpr double kMostLogitCopies = 64;      // logit tensors kept through the step
+    static constexpr double kMostWorkspaceBytes = 1e15; // the workspaces, in bytes
+    static constexpr double kMostOverhead = 10;         // the allocator's cache over the tensors
     bool present = false;
     // The mode of the runs it was measured on, when they share one. A forward in inference mode holds one
     // layer's work at a time and training keeps every layer's saved tensors for the backward: the tokens'

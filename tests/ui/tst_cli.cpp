@@ -4,6 +4,7 @@
 #include "app/clicommands.h"
 #include "bench/fleetgen.h"
 #include "core/compare/trackrecord.h"
+#include "core/fileio.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
@@ -64,6 +65,7 @@ private slots:
     void compareScenarioWithTrace();
     void timelineByCategory();
     void calibrateFromTwoRuns();
+    void calibrateRefusesWhatNoScenarioHolds();
     void traceSummary();
     void fleetOfRanks();
     void allocatorWhatIf();
@@ -569,6 +571,30 @@ void TestCli::calibrateFromTwoRuns() {
         written.readAll().toStdString())["calibration"]["factors"]["prefill_attention_linear"];
     QVERIFY(share > 0.3 && share < 0.4);
     QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
+}
+
+void TestCli::calibrateRefusesWhatNoScenarioHolds() {
+    // A forward of one 64-token sequence fitted to the 1,024-token training step: over a thousand times what
+    // the scenario plans for the tokens (tst_attribution::calibrationIsOneAScenarioHolds). calibrate wrote
+    // it, and every command then refused the file; now it says why, exits 1 and writes nothing.
+    auto doc = nlohmann::json::parse(
+        readTextFile(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-inference.headroom.json"));
+    doc["inference"]["batch_size"] = 1;
+    doc["inference"]["context_length"] = 64;
+    const std::string scenario = m_dir.filePath("one-sequence.headroom.json").toStdString();
+    writeFile(scenario, doc.dump());
+    const std::string out = m_dir.filePath("one-sequence-calibrated.headroom.json").toStdString();
+    const Run r = cli(
+        {"calibrate", scenario,
+         (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle")
+             .toStdString(),
+         "-o", out});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.rfind("error: calibration.factors.linear: fitted to ", 0) == 0 &&
+                 r.err.find("beyond the x1000 a scenario can hold") != std::string::npos &&
+                 r.err.find("nothing was calibrated") != std::string::npos,
+             r.err.c_str());
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
 }
 
 void TestCli::renderFormats() {

@@ -751,6 +751,22 @@ void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
     // Undone as one step.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->scenario().calibration.present);
+    // One 64-token sequence on the 1,024-token training step: a fit no scenario holds (x4,240 the plan's
+    // tokens, tst_attribution::calibrationIsOneAScenarioHolds) is refused with its reason and the scenario
+    // left as it was, where the window applied it and then could not read its own scenario.
+    w->document()->applyPatch({{"inference", {{"batch_size", 1}, {"context_length", 64}}}}, "one sequence");
+    const int edits = w->document()->undoStack()->count();
+    TracePage* step =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
+    QVERIFY(step && !step->hasFailed());
+    bool calibrated = true;
+    const QString refused = w->calibrateFrom(step, &calibrated);
+    QVERIFY(!calibrated);
+    QVERIFY2(refused.startsWith(QStringLiteral("Not calibrated: calibration.factors.linear: fitted to ")),
+             qPrintable(refused));
+    QCOMPARE(w->document()->undoStack()->count(), edits);
+    QVERIFY(!w->document()->scenario().calibration.present);
+    QVERIFY(w->document()->validationError().isEmpty());
 }
 
 void TestTraceView::calibrateFromTheWindow() {

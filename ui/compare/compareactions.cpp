@@ -70,15 +70,24 @@ void CompareActions::compareWithPlanner(TracePage* view) {
     view->setScenario(m_doc->scenario(), m_doc->estimate(), name);
 }
 
-QString CompareActions::calibrateFrom(TracePage* view) {
+QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
+    if (calibrated)
+        *calibrated = false;
     const auto& loaded = view->traces().front();
     if (loaded->indexes.empty())
         return tr("This trace has no devices: nothing to calibrate from.");
     const std::size_t device = busiestDevice(loaded->summary);
     const Scenario scenario = m_doc->scenario();
-    const CalibrationResult r =
-        calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
-                  AttributionRules::pytorchDefaults());
+    CalibrationResult r;
+    try {
+        r = calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
+                      AttributionRules::pytorchDefaults());
+    } catch (const std::exception& e) {
+        // A fit no scenario can hold (core/compare/calibration.cpp): the scenario stays as it was.
+        return tr("Not calibrated: %1").arg(QString::fromUtf8(e.what()));
+    }
+    if (calibrated)
+        *calibrated = true;
     const nlohmann::json fitted = calibrationToJson(r);
     // One undoable step; every what-if starts from the calibrated estimate.
     m_doc->applyPatch(
@@ -231,7 +240,12 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
         // A scenario that may not describe the trace is calibrated all the same (Edit > Undo takes it
         // back), and said with a warning's icon and title: calibrate wrote why beside the run
         // (CalibrationRun::mismatch).
-        const QString said = calibrateFrom(view);
+        bool calibrated = false;
+        const QString said = calibrateFrom(view, &calibrated);
+        if (!calibrated) {
+            QMessageBox::warning(window, tr("Cannot calibrate"), said);
+            return;
+        }
         const nlohmann::json& doc = m_doc->json();
         const auto calibration = doc.find("calibration");
         bool mismatch = false;

@@ -38,8 +38,9 @@ public:
     // The trace beside the planner's scenario (its Categories tab).
     void compareWithPlanner(TracePage* view);
     // Fits the planner's scenario to the trace (one undoable edit) and compares them; the before/after
-    // error for the user.
-    QString calibrateFrom(TracePage* view);
+    // error for the user. Where it cannot (a trace without devices, a fit no scenario can hold) the
+    // scenario is left as it was, the text says why and `calibrated`, when given, is false.
+    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr);
     // Two loaded traces compared at their peaks, in a tab.
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // The Trace menu: compare with the planner (the current trace tab, else the last), calibrate from it,
