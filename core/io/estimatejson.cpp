@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/io/estimatejson.h"
 
+#include "core/checkednumbers.h"
 #include "core/compare/trackrecord.h"
 #include "core/plan/settingnames.h"
 
@@ -10,8 +11,11 @@ namespace headroom {
 
 using nlohmann::json;
 
+// Saturating: a plan past 8 EiB (a million-token context at batch 4,096 keeps 2^64 bytes of scores) is
+// written as the most an int64 holds, not as whatever llround leaves when the value does not fit (it wrote
+// -9223372036854775808).
 static long long bytes(double b) {
-    return std::llround(b);
+    return clampToInt64(std::round(b));
 }
 
 json breakdownToJson(const Breakdown& b) {
@@ -25,7 +29,7 @@ json breakdownToJson(const Breakdown& b) {
 static long long roundedTotal(const json& perGpu) {
     long long t = 0;
     for (const auto& [k, v] : perGpu.items())
-        t += v.get<long long>();
+        t = saturatingAdd(t, v.get<long long>());
     return t;
 }
 

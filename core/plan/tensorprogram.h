@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 #include "core/allocator/cachingallocator.h"
+#include "core/checkednumbers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +29,9 @@ public:
             m_size[i] = 0;
             return;
         }
-        const auto request = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
+        // (At most 2^63: a plan past what an int64 counts asks for that, which no device has.)
+        const auto request =
+            std::max<std::uint64_t>(1, static_cast<std::uint64_t>(clampToInt64(std::round(bytes))));
         const auto p = m_a.malloc(request, m_stream, 0);
         m_at[i] = p.value_or(0);
         m_held[i] = p ? 1 : 0;

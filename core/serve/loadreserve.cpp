@@ -2,6 +2,7 @@
 #include "core/serve/loadreserve.h"
 
 #include "core/allocator/cachingallocator.h"
+#include "core/checkednumbers.h"
 #include "core/plan/estimator.h"
 #include "core/plan/finetuning.h"
 #include "core/recentresults.h"
@@ -197,7 +198,8 @@ double loadReservedBytes(const Scenario& sc, int firstLayer, int layers, bool fi
                 a.free(at[static_cast<std::size_t>(s.freeOf)], i);
                 continue;
             }
-            at[i] = a.malloc(std::max<u64>(1, static_cast<u64>(std::llround(s.bytes))), 0, i).value_or(0);
+            at[i] = a.malloc(std::max<u64>(1, static_cast<u64>(clampToInt64(std::round(s.bytes)))), 0, i)
+                        .value_or(0);
         }
         // get_available_gpu_memory empties the cache first: segments with no live block go back to the
         // driver.

@@ -85,6 +85,7 @@ private slots:
     void gptqAndOverrides();
     void gptqCheckpointsMatchTheirFiles();
     void badQuantizationConfig();
+    void aPlanPastWhatAnInt64Counts();
     void skipListsInTheCheckpointsNames();
     void vllmMeasuredRuns_data();
     void vllmMeasuredRuns();
@@ -197,6 +198,43 @@ void TestServing::gptqCheckpointsMatchTheirFiles() {
     QCOMPARE(std::round(gb(128, false) * 100) / 100, 7.26);
     QCOMPARE(std::round(gb(32, true) * 100) / 100, 8.00);
     QVERIFY(std::abs(gb(64, true) - 7.51) < 0.01);
+}
+
+void TestServing::aPlanPastWhatAnInt64Counts() {
+    // Llama 3 8B's forward with autograd on, eager attention in fp32, 4,096 sequences of a million tokens:
+    // by hand, each of its 32 layers keeps a 4-byte score per head, query and key, 4,096 x 32 x 10^12 x 4
+    // bytes = 5.2e17, and the 32 of them 1.7e19 bytes, past the 2^63 - 1 (9.2e18) an int64 counts. The
+    // estimate's JSON wrote -9223372036854775808 for them (llround of a value it cannot hold); it saturates.
+    const json doc = {{"schema", "headroom.scenario/1"},
+                      {"model", {{"preset", "meta-llama/Meta-Llama-3-8B"}}},
+                      {"inference",
+                       {{"batch_size", 4096},
+                        {"context_length", 1000000},
+                        {"weight_dtype", "fp32"},
+                        {"grad_mode", "enabled"},
+                        {"attention", "eager"},
+                        {"kv_cache", false}}},
+                      {"cluster", {{"gpu", "H100-SXM-80GB"}, {"num_gpus", 1}}}};
+    Scenario sc;
+    Estimate est;
+    json j;
+    try {
+        sc = scenarioFromJson(doc, ".");
+        est = estimate(sc);
+        j = estimateToJson(sc, est);
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+    QVERIFY(est.perGpu[Category::AttentionScores] >= 32 * 4096 * 32 * 4e12);
+    constexpr long long most = std::numeric_limits<long long>::max();
+    QCOMPARE(j["per_gpu_bytes"]["attention_scores"].get<long long>(), most);
+    QCOMPARE(j["peak_bytes"].get<long long>(), most);
+    QCOMPARE(j["allocated_peak_bytes"].get<long long>(), most);
+    QCOMPARE(j["reserved_peak_bytes"].get<long long>(), most);
+    for (const auto& [key, value] : j["per_gpu_bytes"].items())
+        QVERIFY2(value.get<long long>() >= 0, key.c_str());
+    for (const json& saving : j["savings"])
+        QVERIFY(saving["bytes_saved"].get<long long>() >= 0);
 }
 
 void TestServing::badQuantizationConfig() {
