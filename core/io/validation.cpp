@@ -310,7 +310,15 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                         runs.push_back({&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(),
                                         on.tracePath});
                     }
-                    known = calibrations.emplace(c.calibrateOn, calibrate(runs, rules).factors).first;
+                    // A calibration refused (one no scenario holds: core/compare/calibration.cpp) names the
+                    // case that asked for it.
+                    try {
+                        known = calibrations.emplace(c.calibrateOn, calibrate(runs, rules).factors).first;
+                    } catch (const Error& e) {
+                        throw Error(f.file + ": cases[" + std::to_string(&c - f.cases.data()) +
+                                        "].calibrate_on",
+                                    e.where() + ": " + e.why());
+                    }
                 }
                 sc.calibration = known->second;
             }

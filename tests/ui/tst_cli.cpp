@@ -584,17 +584,41 @@ void TestCli::calibrateRefusesWhatNoScenarioHolds() {
     const std::string scenario = m_dir.filePath("one-sequence.headroom.json").toStdString();
     writeFile(scenario, doc.dump());
     const std::string out = m_dir.filePath("one-sequence-calibrated.headroom.json").toStdString();
-    const Run r = cli(
-        {"calibrate", scenario,
-         (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle")
-             .toStdString(),
-         "-o", out});
+    const std::string trace =
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle")
+            .toStdString();
+    const Run r = cli({"calibrate", scenario, trace, "-o", out});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.rfind("error: calibration.factors.linear: fitted to ", 0) == 0 &&
                  r.err.find("beyond the x1000 a scenario can hold") != std::string::npos &&
                  r.err.find("nothing was calibrated") != std::string::npos,
              r.err.c_str());
     QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
+    // The same pair asked for by a cases file's calibrate_on: validate names the case that asked.
+    const nlohmann::json cases = {{"schema", "headroom.cases/1"},
+                                  {"cases",
+                                   {{{"id", "mismatched"},
+                                     {"role", "fit"},
+                                     {"framework", "pytorch"},
+                                     {"scenario", scenario},
+                                     {"metric", "allocated"},
+                                     {"trace", trace},
+                                     {"source", "a forward's scenario on a training step"}},
+                                    {{"id", "calibrated"},
+                                     {"role", "validate"},
+                                     {"framework", "pytorch"},
+                                     {"scenario", scenario},
+                                     {"metric", "allocated"},
+                                     {"trace", trace},
+                                     {"calibrate_on", {"mismatched"}},
+                                     {"source", "calibrated on it"}}}}};
+    const std::string casesPath = m_dir.filePath("mismatched-cases.json").toStdString();
+    writeFile(casesPath, cases.dump());
+    const Run v = cli({"validate", casesPath});
+    QCOMPARE(v.code, 1);
+    QVERIFY2(
+        v.err.rfind("error: " + casesPath + ": cases[1].calibrate_on: calibration.factors.linear: ", 0) == 0,
+        v.err.c_str());
 }
 
 void TestCli::renderFormats() {
