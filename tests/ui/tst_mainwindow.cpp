@@ -1364,6 +1364,27 @@ void TestMainWindow::sweepMarksTheLimit() {
     QVERIFY(forward.limit > 1000 &&
             std::log2(forward.points.back().first / forward.points.front().first) > 9);
     QCOMPARE(base(), 10.0);
+    // Nothing fits: Llama 3 70B fully fine-tuned on one 80 GB GPU holds, by hand, 70,553,706,496 parameters
+    // x (2 + 2 + 8) bytes of bf16 weights, gradients and AdamW's fp32 states, 788 GiB, at any micro-batch,
+    // over three times the GPU, where the value axis stopped: the chart was empty. Its lowest point is
+    // drawn.
+    w->document()->reset(json{
+        {"schema", "headroom.scenario/1"},
+        {"model", {{"preset", "meta-llama/Meta-Llama-3-70B"}}},
+        {"training",
+         {{"micro_batch_size", 1}, {"sequence_length", 4096}, {"precision", "bf16"}, {"optimizer", "adamw"}}},
+        {"cluster", {{"gpu", "A100-80GB"}, {"num_gpus", 1}}}});
+    QVERIFY(w->waitForPlanner());
+    const SweepResult none = w->sweepChart()->result();
+    QCOMPARE(none.limit, 0);
+    QVERIFY(!none.points.empty() && none.points.front().second >= 70553706496.0 * 12);
+    const auto vertical = w->sweepChart()->axes(Qt::Vertical);
+    const auto* value = vertical.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(vertical.front());
+    QVERIFY(value);
+    QVERIFY2(value->max() >= none.points.front().second / test::kGiB,
+             qPrintable(QStringLiteral("axis to %1 GiB, lowest point %2 GiB")
+                            .arg(value->max())
+                            .arg(none.points.front().second / test::kGiB)));
 }
 
 QTEST_MAIN(TestMainWindow)

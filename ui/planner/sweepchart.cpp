@@ -12,6 +12,7 @@
 #include <QValueAxis>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace headroom {
 
@@ -106,11 +107,17 @@ void SweepChart::setSweep(const SweepResult& result, const Scenario& sc, const E
         break;
     }
     QList<QPointF> pts;
-    double top = est.capacityBytes;
+    double top = est.capacityBytes, lowest = std::numeric_limits<double>::infinity();
     for (const auto& [x, y] : m_result.points) {
         pts.append({x, m_style.scale(y)});
         top = std::max(top, std::min(y, est.capacityBytes * 3)); // keep the capacity readable
+        lowest = std::min(lowest, y);
     }
+    // Unless nothing comes near it: a plan over three times the GPU at its smallest setting (a 70B model's
+    // full fine-tune on one GPU, 1.1 TB at micro-batch 1) drew an empty chart. Its lowest point shows how
+    // far the smallest setting is.
+    if (std::isfinite(lowest))
+        top = std::max(top, lowest);
     m_line->replace(pts);
     // The axis starts a fifth of a step before the first point, so that its first label is not drawn into
     // the corner where the value axis's "0" stands.
