@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/plan/gpucatalogue.h"
 #include "core/plan/layout.h"
+#include "core/plan/solvers.h"
 #include "core/serve/engines.h"
 #include "core/serve/engineversions.h"
 
@@ -176,7 +177,32 @@ std::vector<Saving> rankSavings(const Scenario& sc) {
             } catch (const Error&) {
                 continue;
             }
-            const Estimate after = estimate(changed);
+            Estimate after = estimate(changed);
+            // An engine that serves nothing (its weights past its budget) may need more than one doubling of
+            // tensor parallelism: the smallest power of two that serves is the change, where the table
+            // stayed empty (Qwen3-235B in FP8 blocks on one H100 under SGLang, 220 GiB of weights: tensor
+            // parallel 2 serves nothing, 4 does).
+            if (ch.id == "double_tensor_parallel" && served(current) <= 0 && served(after) <= 0) {
+                const int from = sc.cluster.tensorParallel;
+                for (int tp = 4 * from; tp <= 64 && sc.model.heads % tp == 0; tp *= 2) {
+                    Scenario wider = base;
+                    wider.cluster.tensorParallel = tp;
+                    setNumGpus(wider.cluster, sc.cluster.numGpus / from * tp);
+                    try {
+                        checkLayout(wider);
+                    } catch (const Error&) {
+                        break;
+                    }
+                    const Estimate e = estimate(wider);
+                    if (served(e) <= 0)
+                        continue;
+                    ch.id = "tensor_parallel_that_serves";
+                    ch.description = "Tensor parallel " + std::to_string(tp);
+                    ch.patch = {{"cluster", {{"tensor_parallel", tp}, {"num_gpus", wider.cluster.numGpus}}}};
+                    after = e;
+                    break;
+                }
+            }
             const double gain = served(after) - served(current);
             // A change that takes the GPU past its memory (graphs beyond the budget) serves nothing.
             if (gain <= 1e-9 || (current.fits && !after.fits))

@@ -86,6 +86,7 @@ private slots:
     void gptqCheckpointsMatchTheirFiles();
     void badQuantizationConfig();
     void aPlanPastWhatAnInt64Counts();
+    void theTensorParallelThatServes();
     void skipListsInTheCheckpointsNames();
     void vllmMeasuredRuns_data();
     void vllmMeasuredRuns();
@@ -198,6 +199,33 @@ void TestServing::gptqCheckpointsMatchTheirFiles() {
     QCOMPARE(std::round(gb(128, false) * 100) / 100, 7.26);
     QCOMPARE(std::round(gb(32, true) * 100) / 100, 8.00);
     QVERIFY(std::abs(gb(64, true) - 7.51) < 0.01);
+}
+
+void TestServing::theTensorParallelThatServes() {
+    // The FP8 Qwen3-235B example on one H100 instead of four: by hand, 235 billion parameters at about a
+    // byte each are 220 GiB of weights (the plan's own figure below), 110 GiB a GPU at tensor parallel 2 and
+    // 55 GiB at 4, against SGLang's 0.93 x 79.6 GiB = 74 GiB budget. One doubling serves nothing, so
+    // "What would serve more?" was empty; the change offered is the smallest doubling that serves.
+    json doc =
+        loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/serve-qwen3-235b-fp8-sglang-4xh100.headroom.json")
+            .document;
+    doc["cluster"]["num_gpus"] = 1;
+    doc["cluster"]["tensor_parallel"] = 1;
+    const Scenario one = scenarioFromJson(doc);
+    const Estimate e = estimate(one);
+    const double weights = e.perGpu[Category::Weights];
+    QVERIFY(weights / 2 > 0.93 * 79.6 * test::kGiB && weights / 4 < 0.93 * 79.6 * test::kGiB);
+    const auto savings = rankSavings(one);
+    const auto tp = std::find_if(savings.begin(), savings.end(),
+                                 [](const Saving& s) { return s.id == "tensor_parallel_that_serves"; });
+    QVERIFY(tp != savings.end());
+    QCOMPARE(QString::fromStdString(tp->description), QStringLiteral("Tensor parallel 4"));
+    QCOMPARE(tp->patch["cluster"]["tensor_parallel"].get<int>(), 4);
+    QCOMPARE(tp->patch["cluster"]["num_gpus"].get<int>(), 4);
+    QVERIFY(tp->concurrencyAfter > 0 && tp->kvTokensGained > 0);
+    // Applied, the plan serves.
+    doc.merge_patch(tp->patch);
+    QVERIFY(estimate(scenarioFromJson(doc)).serving.maxConcurrency > 0);
 }
 
 void TestServing::aPlanPastWhatAnInt64Counts() {
