@@ -1156,10 +1156,9 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
     const double foundStates = static_cast<double>(before.measured.bytes[states]);
     if (wholeTensors && !before.firstStep && !scenario.training.firstStep && plannedStates > 0 &&
         std::abs(foundStates - plannedStates) > 0.1 * plannedStates)
-        why.push_back("its peak holds " + gibText(foundStates) +
-                      " of this optimizer's states where the scenario "
-                      "plans " +
-                      gibText(plannedStates) + " (another optimizer, or states of another dtype)");
+        why.push_back("its peak holds " + gibText(foundStates) + " of this optimizer's states where the " +
+                      "scenario plans " + gibText(plannedStates) +
+                      " (another optimizer, or states of another dtype)");
     if (stepInForward)
         why.push_back("the run stepped an optimizer where the scenario plans a forward");
     const double off = measured > 0 ? static_cast<double>(after) / static_cast<double>(measured) - 1 : 0;
