@@ -26,6 +26,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <span>
 #include <sstream>
 #include <tuple>
@@ -1095,7 +1096,63 @@ void checkCs336Basics(Scenario& sc) {
 
 } // namespace
 
+namespace {
+Scenario readScenario(const json& doc, const std::string& baseDir);
+
+// Top-level keys other than the sections are free-form metadata (docs/formats.md section 2), but one a
+// section reads is a setting put at the wrong level, planned as if absent without a word (a top-level
+// "fine_tuning" planned a full fine-tune): it is said, with the section that reads it. Which section does
+// is asked of the reader itself, moving the key there (only when such a key is present).
+void reportMisplacedSettings(const json& doc, const std::string& baseDir, Scenario& sc) {
+    static const std::set<std::string> sections = {"schema",    "name",    "model",     "training",
+                                                   "inference", "cluster", "overheads", "calibration"};
+    std::vector<std::string> free;
+    for (const auto& [key, value] : doc.items())
+        if (!sections.count(key) && key.rfind("x_", 0) != 0)
+            free.push_back(key);
+    if (free.empty() || free.size() > 16)
+        return;
+    json base = doc;
+    for (const std::string& key : free)
+        base.erase(key);
+    for (const std::string& key : free)
+        for (const char* section :
+             {sc.mode == Mode::Training ? "training" : "inference", "cluster", "overheads"}) {
+            const auto it = base.find(section);
+            if (it != base.end() && (!it->is_object() || it->contains(key)))
+                continue;
+            json moved = base;
+            moved[section][key] = doc[key];
+            const std::string path = std::string(section) + "." + key;
+            bool reads = false;
+            try {
+                const Scenario probe = readScenario(moved, baseDir);
+                reads = std::none_of(probe.warnings.begin(), probe.warnings.end(),
+                                     [&](const std::string& w) { return w.rfind(path + " ", 0) == 0; });
+            } catch (const Error& e) {
+                reads = e.where().rfind(path, 0) == 0; // read there, with a value it refuses
+            } catch (const std::exception&) {
+            }
+            if (reads) {
+                sc.warnings.push_back(key +
+                                      " at the top of the scenario is metadata, not a setting: planned as if "
+                                      "absent (did you mean " +
+                                      path + "?)");
+                break;
+            }
+        }
+}
+} // namespace
+
 Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
+    Scenario sc = readScenario(doc, baseDir);
+    if (doc.is_object())
+        reportMisplacedSettings(doc, baseDir, sc);
+    return sc;
+}
+
+namespace {
+Scenario readScenario(const json& doc, const std::string& baseDir) {
     if (!doc.is_object())
         throw Error("", "a scenario must be a JSON object");
     Scenario sc;
@@ -1183,6 +1240,7 @@ Scenario scenarioFromJson(const json& doc, const std::string& baseDir) {
                               "are modelled apart");
     return sc;
 }
+} // namespace
 
 Scenario loadScenarioFile(const std::string& path) {
     try {

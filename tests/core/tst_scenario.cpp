@@ -288,6 +288,22 @@ void TestScenario::unknownKeysAreReported() {
     QCOMPARE(sc.warnings, expected);
     // The estimate carries them (its JSON's "warnings", the CLI's "warning:" lines, the window's banner).
     QCOMPARE(estimate(sc).warnings, expected);
+    // Top-level keys are free-form metadata, but one a section reads is a setting at the wrong level: a
+    // top-level fine_tuning planned a full fine-tune without a word. Said, with where it goes; a free key
+    // and a key its section already sets stay silent.
+    json misplaced = kContractExample;
+    misplaced["fine_tuning"] = {{"method", "lora"}, {"rank", 16}};
+    misplaced["gpu"] = "H100-SXM-80GB"; // cluster.gpu is set already
+    misplaced["team"] = "infra";
+    misplaced["expandable_segments"] = "yes"; // read by cluster, with a value it would refuse
+    const Scenario ms = scenarioFromJson(misplaced);
+    QCOMPARE(ms.training.fineTuning.method, FineTuneMethod::Full);
+    const std::vector<std::string> said = { // in the keys' order
+        "expandable_segments at the top of the scenario is metadata, not a setting: planned as if absent "
+        "(did you mean cluster.expandable_segments?)",
+        "fine_tuning at the top of the scenario is metadata, not a setting: planned as if absent (did you "
+        "mean training.fine_tuning?)"};
+    QCOMPARE(ms.warnings, said);
     // The same in an inference scenario.
     json inf = kContractExample;
     inf.erase("training");
