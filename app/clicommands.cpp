@@ -890,11 +890,15 @@ int cmdTraceSummary(const Args& a, std::ostream& out) {
         out << "  device " << d.key << ": " << formatCount(d.entries) << " entries";
         if (d.segments)
             out << ", " << d.segments << " segments";
-        out << "\n    allocated  peak " << formatBytes(static_cast<double>(d.peakAllocated)) << ", final "
-            << formatBytes(static_cast<double>(d.finalAllocated)) << "\n    active     peak "
-            << formatBytes(static_cast<double>(d.peakActive)) << ", final "
-            << formatBytes(static_cast<double>(d.finalActive)) << "\n    reserved   peak "
-            << formatBytes(static_cast<double>(d.peakReserved)) << ", final "
+        // nvidia-smi logs record the device's used memory alone (the JSON keeps its zeros, by contract).
+        if (d.allocatedRecorded)
+            out << "\n    allocated  peak " << formatBytes(static_cast<double>(d.peakAllocated)) << ", final "
+                << formatBytes(static_cast<double>(d.finalAllocated)) << "\n    active     peak "
+                << formatBytes(static_cast<double>(d.peakActive)) << ", final "
+                << formatBytes(static_cast<double>(d.finalActive));
+        else
+            out << "\n    allocated  not recorded (the file has the device's used memory, read as reserved)";
+        out << "\n    reserved   peak " << formatBytes(static_cast<double>(d.peakReserved)) << ", final "
             << formatBytes(static_cast<double>(d.finalReserved)) << "\n    actions   ";
         for (const auto& [name, count] : d.actions)
             out << " " << name << " " << count;

@@ -123,6 +123,9 @@ struct DeviceTrace {
     BigVector<std::int64_t> reservedTotal;
     bool hasTotals = false;
     bool hasReservedTotals = false;
+    // nvidia-smi records the device's used memory alone (read as reserved): allocatedTotal is all zeros,
+    // not a measurement, and views say "allocated not recorded" rather than a peak of 0.
+    bool hasAllocatedTotals = true;
 
     std::size_t entries() const { return action.size(); }
     // Adds one event to every column, so that the columns always have the same length.

@@ -77,8 +77,12 @@ DeviceSummary summarizeDevice(const DeviceTrace& d, double unitSeconds, const st
                 s.peakAllocated = d.allocatedTotal[i];
                 s.peakAllocatedAfter = i;
             }
-            s.peakReserved = i == 0 ? d.reservedTotal[i] : std::max(s.peakReserved, d.reservedTotal[i]);
+            if (i == 0 || d.reservedTotal[i] > s.peakReserved) {
+                s.peakReserved = d.reservedTotal[i];
+                s.peakReservedAfter = i;
+            }
         }
+        s.allocatedRecorded = d.hasAllocatedTotals;
         if (n) {
             s.finalAllocated = d.allocatedTotal.back();
             s.finalReserved = d.reservedTotal.back();

@@ -20,6 +20,10 @@ struct DeviceSummary {
     std::int64_t peakAllocated = 0, peakActive = 0, peakReserved = 0;
     std::size_t segments = 0;
     std::size_t peakAllocatedAfter = kBeforeFirstEvent; // the event after which allocated peaks
+    // Whether the file records allocated bytes (nvidia-smi logs do not: DeviceTrace::hasAllocatedTotals),
+    // and, for such files, the event after which reserved peaks (where views mark the peak instead).
+    bool allocatedRecorded = true;
+    std::size_t peakReservedAfter = kBeforeFirstEvent;
     std::int64_t initialAllocated = 0, initialActive = 0, initialReserved = 0; // before the first event
     // Where the allocated peak sits, for a fleet of ranks (docs/formats.md section 5): times in µs whatever
     // the file's unit; the first step mark is the start of the first ProfilerStep#N or Optimizer.step

@@ -638,7 +638,16 @@ void TestTraceReader::nvidiaSmiCsv() {
         QCOMPARE(s.devices[1].peakReserved, 2048LL << 20);
         QCOMPARE(s.devices[1].finalReserved, 512LL << 20);
         QCOMPARE(t.devices[0].time[1] - t.devices[0].time[0], 1000000LL);
+        // Used memory alone: no allocated bytes are recorded (not a peak of 0), and the peak the views
+        // mark is reserved's, after device 0's second sample and device 1's first.
+        QVERIFY(!s.devices[0].allocatedRecorded && !s.devices[1].allocatedRecorded);
+        QCOMPARE(s.devices[0].peakReservedAfter, size_t(1));
+        QCOMPARE(s.devices[1].peakReservedAfter, size_t(0));
     }
+    // Files that record allocations do record allocated bytes.
+    QVERIFY(summarize(readTrace(R"([[1000, 2000, 3000], [[0, 10, 5], [0, 100, 5], [0, 20, 0]]])"))
+                .devices.at(0)
+                .allocatedRecorded);
     expectError("timestamp, index, memory.used [MiB], memory.total [MiB]\n2024/01/15 10:20:30.123, 0, lots "
                 "MiB, 1 MiB\n",
                 "line 2 (byte 56), memory.used");

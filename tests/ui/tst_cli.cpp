@@ -767,6 +767,17 @@ void TestCli::allocatorWhatIf() {
     r = cli({"allocator-whatif", csv.toStdString()});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.find("PyTorch memory snapshot") != std::string::npos, r.err.c_str());
+    // Its summary says allocated bytes are not recorded, where it printed a peak of 0.00 GiB; the JSON keeps
+    // its zeros (docs/formats.md section 5).
+    r = cli({"trace-summary", csv.toStdString()});
+    QVERIFY2(r.out.find("allocated  not recorded (the file has the device's used memory, read as reserved)\n"
+                        "    reserved   peak 0.10 GiB") != std::string::npos,
+             r.out.c_str());
+    QCOMPARE(
+        json::parse(
+            cli({"trace-summary", csv.toStdString(), "--json"}).out)["devices"]["0"]["peak_allocated_bytes"]
+            .get<long long>(),
+        0LL);
 }
 
 void TestCli::reportsAndExports() {

@@ -412,13 +412,15 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                 QPointF(x + 4 + tw > plot.right() ? x - 4 - tw : x + 4, plot.top() + fm.height() * 2.2),
                 label);
         }
-        // The peak of allocated memory.
+        // The peak of allocated memory; of reserved where the file records no allocated bytes (nvidia-smi's
+        // used memory), whose allocated line is zeros and was marked "peak 0.00 GiB".
         const DeviceSummary& s = lane.summary();
-        if (s.peakAllocatedAfter != kBeforeFirstEvent && yMax > 0) {
-            const double x = px(plot, tl.xOf(view.axis, s.peakAllocatedAfter) +
-                                          (view.axis == TimelineAxis::Event ? 0.5 : 0));
-            const double yy =
-                plot.bottom() - static_cast<double>(s.peakAllocated) / yMax * (plot.height() - 1);
+        const std::size_t peakAfter = s.allocatedRecorded ? s.peakAllocatedAfter : s.peakReservedAfter;
+        const std::int64_t peakBytes = s.allocatedRecorded ? s.peakAllocated : s.peakReserved;
+        if (peakAfter != kBeforeFirstEvent && yMax > 0) {
+            const double x =
+                px(plot, tl.xOf(view.axis, peakAfter) + (view.axis == TimelineAxis::Event ? 0.5 : 0));
+            const double yy = plot.bottom() - static_cast<double>(peakBytes) / yMax * (plot.height() - 1);
             if (x >= plot.left() - 1 && x <= plot.right() + 1) {
                 QPainterPath tri;
                 tri.moveTo(x, yy - 1);
@@ -429,7 +431,7 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
                 p.fillPath(tri, reservedColor(style.dark));
                 p.setRenderHint(QPainter::Antialiasing, false);
                 const QString label =
-                    QStringLiteral("peak %1").arg(unit.format(static_cast<double>(s.peakAllocated)));
+                    QStringLiteral("peak %1").arg(unit.format(static_cast<double>(peakBytes)));
                 const int tw = fm.horizontalAdvance(label);
                 const double lx = x + 7 + tw > plot.right() ? x - 7 - tw : x + 7;
                 p.setPen(text);
@@ -456,8 +458,9 @@ void TimelineRenderer::paint(QPainter& p, const QRect& area, const std::vector<T
         const bool reservedKnown = !dev.hasTotals || dev.hasReservedTotals;
         const QString title =
             lane.label +
-            QStringLiteral("  ·  peak %1 allocated, ")
-                .arg(unit.format(static_cast<double>(s.peakAllocated))) +
+            (s.allocatedRecorded ? QStringLiteral("  ·  peak %1 allocated, ")
+                                       .arg(unit.format(static_cast<double>(s.peakAllocated)))
+                                 : QStringLiteral("  ·  allocated not recorded, peak ")) +
             (reservedKnown
                  ? QStringLiteral("%1 reserved").arg(unit.format(static_cast<double>(s.peakReserved)))
                  : QStringLiteral("reserved not recorded"));

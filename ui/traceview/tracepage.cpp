@@ -364,7 +364,8 @@ void TracePage::onSummary(const QString& path, std::shared_ptr<const TraceSummar
         lines << tr("device %1: %2 events, peak allocated %3, peak reserved %4")
                      .arg(QString::fromStdString(d.key))
                      .arg(d.entries)
-                     .arg(m_style.format(static_cast<double>(d.peakAllocated)),
+                     .arg(d.allocatedRecorded ? m_style.format(static_cast<double>(d.peakAllocated))
+                                              : tr("not recorded"),
                           reserved || d.peakReserved > 0 ? m_style.format(static_cast<double>(d.peakReserved))
                                                          : tr("not recorded"))
                      .toHtmlEscaped();
@@ -530,7 +531,8 @@ void TracePage::refreshSelection() {
                                      ? tr("reserved not recorded")
                                      : tr("reserved %1").arg(m_style.format(static_cast<double>(s.reserved)));
         m_momentText->setText(
-            dev.hasTotals
+            !dev.hasAllocatedTotals ? tr("At %1: %2").arg(where(m_event), reserved)
+            : dev.hasTotals
                 ? tr("At %1: allocated %2, %3")
                       .arg(where(m_event), m_style.format(static_cast<double>(s.allocated)), reserved)
                 : tr("At %1: allocated %2, %3, %4 live allocations")
@@ -553,7 +555,9 @@ void TracePage::refreshSelection() {
     m_categories->setNote(advice.empty() ? QString() : tr("Note: %1.").arg(QString::fromStdString(advice)));
     m_categories->setMeasured(
         m_attribution.bytes,
-        lane.trace->trace.devices.at(lane.device).hasTotals
+        !lane.trace->trace.devices.at(lane.device).hasAllocatedTotals
+            ? tr("Used memory alone (read as reserved): no split by category")
+        : lane.trace->trace.devices.at(lane.device).hasTotals
             ? tr("This format records totals, not allocations: no split by category")
             : (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
     // Each listed allocation's category: the split's own at a moment (so the table and the bar agree);

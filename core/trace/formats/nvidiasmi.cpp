@@ -124,6 +124,7 @@ void NvidiaSmiCsvReader::line(std::string_view raw, std::size_t lineStart) {
     dev.allocatedTotal.push_back(0);
     dev.reservedTotal.push_back(used);
     dev.hasTotals = dev.hasReservedTotals = true;
+    dev.hasAllocatedTotals = false;
     ++dev.actionCounts["sample"];
     m_any = true;
 }
