@@ -231,7 +231,18 @@ bool keptBetweenSteps(const Allocation& a, std::size_t entries) {
 
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario) {
-    return attribute(trace, index.device(), index.liveAfter(event), event, rules, scenario);
+    Attribution out = attribute(trace, index.device(), index.liveAfter(event), event, rules, scenario);
+    // A file that records totals, not allocations (profiler traces, memory timelines): what it allocated
+    // then is measured all the same, and nothing places it: unattributed, never a measured 0 (compare
+    // planned a memory timeline's 2.87 GiB as "0.0% above the measured peak" of 0). nvidia-smi records no
+    // allocated bytes (DeviceTrace::hasAllocatedTotals): its zeros stay.
+    const DeviceTrace& d = index.device();
+    if (d.hasTotals && d.hasAllocatedTotals && out.allocations.empty() && event != kBeforeFirstEvent &&
+        event < d.allocatedTotal.size()) {
+        out.total = std::max<std::int64_t>(0, d.allocatedTotal[event]);
+        out.bytes[static_cast<std::size_t>(MeasuredCategory::Unattributed)] = out.total;
+    }
+    return out;
 }
 
 Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector<Allocation> live,

@@ -66,6 +66,7 @@ private slots:
     void timelineByCategory();
     void calibrateFromTwoRuns();
     void calibrateRefusesWhatNoScenarioHolds();
+    void totalsAreComparedNotCalibrated();
     void traceSummary();
     void fleetOfRanks();
     void allocatorWhatIf();
@@ -571,6 +572,33 @@ void TestCli::calibrateFromTwoRuns() {
         written.readAll().toStdString())["calibration"]["factors"]["prefill_attention_linear"];
     QVERIFY(share > 0.3 && share < 0.4);
     QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
+}
+
+void TestCli::totalsAreComparedNotCalibrated() {
+    // HTA's memory timeline records allocated totals, not allocations. compare measured 0 bytes at its peak
+    // and called the plan "0.0% above" it; calibrate fitted the default scenario to it (x0.117) and stayed
+    // 1,007% off. The measured peak is the file's own total, the one trace-summary gives, all of it
+    // unattributed (nothing places it); calibrate refuses the file, naming it.
+    const std::string timeline =
+        (test::dataDir() + "/traces/memory_timeline/HTA_memory_timeline.raw.gz").toStdString();
+    const std::string def = HEADROOM_SOURCE_DIR "/resources/default.headroom.json";
+    const long long peak =
+        json::parse(cli({"trace-summary", timeline, "--json"}).out)["devices"]["0"]["peak_allocated_bytes"]
+            .get<long long>();
+    QVERIFY(peak > 0);
+    const Run c = cli({"compare", def, timeline, "--json"});
+    QCOMPARE(c.code, 0);
+    const json j = json::parse(c.out);
+    QCOMPARE(j["measured"]["allocated_bytes"].get<long long>(), peak);
+    QCOMPARE(j["measured"]["by_category"]["unattributed"].get<long long>(), peak);
+    const double planned = static_cast<double>(estimate(loadScenarioFile(def)).allocatedPeakBytes);
+    QVERIFY(std::abs(j["relative_error"].get<double>() - (planned / static_cast<double>(peak) - 1)) < 0.01);
+    const std::string out = m_dir.filePath("timeline-calibrated.headroom.json").toStdString();
+    const Run k = cli({"calibrate", def, timeline, "-o", out});
+    QCOMPARE(k.code, 1);
+    QVERIFY2(k.err.rfind("error: " + timeline + ": records memory totals, not allocations", 0) == 0,
+             k.err.c_str());
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
 }
 
 void TestCli::calibrateRefusesWhatNoScenarioHolds() {
