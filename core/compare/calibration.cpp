@@ -663,28 +663,15 @@ void refuseBeyondAScenario(const CalibrationResult& r, const std::vector<Calibra
     struct Field {
         const char* name;
         const char* what;
-        const char* unit; // "x": a multiple of the plan's; else what the figure counts
+        const char* unit;
         double value, least, most;
     };
-    std::vector<Field> fields = {
-        {"linear", "what grows with the tokens", "x", c.linear, 0, Calibration::kMostScale},
-        {"quadratic", "what grows with the tokens squared", "x", c.quadratic, 0, Calibration::kMostScale},
-        {"kv_cache", "the KV cache", "x", c.kvCache, 0, Calibration::kMostScale},
-        {"optimizer_step_bytes_per_parameter", "the optimizer step's scratch", "bytes per parameter",
-         c.optimizerStepBytesPerParameter, 0, Calibration::kMostScale},
-        {"optimizer_step_scratch_bytes_per_parameter", "the optimizer step's scratch", "bytes per parameter",
-         c.stepScratchBytesPerParameter, -1, Calibration::kMostScale},
-        {"optimizer_step_scratch_largest_tensors", "the optimizer step's scratch",
-         "tensors of the largest parameter", c.stepScratchLargestTensors, -1,
-         Calibration::kMostLargestTensors},
-        {"held_logit_copies", "the logits kept through the step", "copies", c.heldLogitCopies, -1,
-         Calibration::kMostLogitCopies},
-        {"backward_score_scratch", "eager attention's backward scratch", "x", c.backwardScratchScores, -1,
-         Calibration::kMostScale},
-        {"prefill_attention_linear", "what a layer holds inside its attention", "x", c.prefillAttentionLinear,
-         -1, Calibration::kMostScale},
-        {"workspace_bytes", "the workspaces", "bytes", c.workspaceBytes, 0,
-         Calibration::kMostWorkspaceBytes}};
+    // The file's factors as the reader takes them (kCalibrationFactors); one not measured is its absent
+    // value, NaN included.
+    std::vector<Field> fields;
+    for (const CalibrationFactor& k : kCalibrationFactors)
+        if (!(std::isnan(k.absent) && std::isnan(c.*k.member)))
+            fields.push_back({k.key, k.what, k.unit, c.*k.member, k.least, k.most});
     for (const auto& [dtype, factor] : c.quadraticByDtype)
         fields.push_back({"quadratic_by_activation_bytes", "what grows with the tokens squared", "x", factor,
                           0, Calibration::kMostScale});

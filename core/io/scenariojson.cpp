@@ -876,23 +876,8 @@ void readCalibration(const json& doc, Scenario& sc) {
     Calibration& c = sc.calibration;
     c.present = true;
     constexpr double scale = Calibration::kMostScale;
-    c.linear = factors.number("linear", 1, 0, scale);
-    c.quadratic = factors.number("quadratic", 1, 0, scale);
-    c.kvCache = factors.number("kv_cache", 1, 0, scale);
-    c.optimizerStepBytesPerParameter = factors.number("optimizer_step_bytes_per_parameter", 0, 0, scale);
-    c.stepScratchBytesPerParameter =
-        factors.number("optimizer_step_scratch_bytes_per_parameter", -1, -1, scale);
-    c.stepScratchLargestTensors =
-        factors.number("optimizer_step_scratch_largest_tensors", -1, -1, Calibration::kMostLargestTensors);
-    c.heldLogitCopies = factors.number("held_logit_copies", -1, -1, Calibration::kMostLogitCopies);
-    c.backwardScratchScores = factors.number("backward_score_scratch", -1, -1, scale);
-    c.prefillAttentionLinear = factors.number("prefill_attention_linear", -1, -1, scale);
-    c.workspaceBytes = factors.number("workspace_bytes", 0, 0, Calibration::kMostWorkspaceBytes);
-    c.allocatorOverhead = factors.number("allocator_overhead_fraction", -1, -1, Calibration::kMostOverhead);
-    c.replayedOverhead =
-        factors.number("reserved_beyond_replay_fraction", std::numeric_limits<double>::quiet_NaN(), -1,
-                       Calibration::kMostOverhead);
-    c.quadraticActivationBytes = factors.number("quadratic_activation_bytes", 0, 0, 8);
+    for (const CalibrationFactor& k : kCalibrationFactors)
+        c.*k.member = factors.number(k.key, k.absent, k.least, k.most);
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());

@@ -344,14 +344,10 @@ struct Overheads {
 // keeps and holds beyond what the estimator's formulas say. The identity (all factors 1, no extra bytes)
 // when the scenario has no "calibration" object.
 struct Calibration {
-    // What a scenario file's calibration may hold: its reader (core/io/scenariojson.cpp) refuses more, and
-    // calibrate refuses to fit more, so that every file it writes reads back (bounds on what arithmetic a
-    // file can ask for, not on any code: the shipped traces on their own scenarios need x0.9 to x2.75).
-    static constexpr double kMostScale = 1000;          // a multiple of the plan's own tensors or bytes
-    static constexpr double kMostLargestTensors = 1e6;  // tensors of the largest parameter
-    static constexpr double kMostLogitCopies = 64;      // logit tensors kept through the step
-    static constexpr double kMostWorkspaceBytes = 1e15; // the workspaces, in bytes
-    static constexpr double kMostOverhead = 10;         // the allocator's cache over the tensors
+    // The most a scenario file's factors may say (kCalibrationFactors below): bounds on what arithmetic a
+    // file can ask for, not on any code (the shipped traces on their own scenarios need x0.9 to x2.75).
+    static constexpr double kMostScale = 1000;  // a multiple of the plan's own tensors or bytes
+    static constexpr double kMostOverhead = 10; // the allocator's cache over the tensors
     bool present = false;
     // The mode of the runs it was measured on, when they share one. A forward in inference mode holds one
     // layer's work at a time and training keeps every layer's saved tensors for the backward: the tokens'
@@ -451,6 +447,44 @@ struct Calibration {
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.
     bool gradientsHeld = false;
+};
+
+// Each number of a scenario's calibration.factors: its key, the member it fills, its value when absent and
+// the bounds a file may give. The reader (core/io/scenariojson.cpp) reads by this table and calibrate
+// (core/compare/calibration.cpp) refuses a fit outside it, so that every file it writes reads back; `what`
+// and `unit` ("x": a multiple of the plan's) word that refusal.
+struct CalibrationFactor {
+    const char* key;
+    double Calibration::*member;
+    double absent, least, most;
+    const char* what;
+    const char* unit;
+};
+inline constexpr CalibrationFactor kCalibrationFactors[] = {
+    {"linear", &Calibration::linear, 1, 0, Calibration::kMostScale, "what grows with the tokens", "x"},
+    {"quadratic", &Calibration::quadratic, 1, 0, Calibration::kMostScale,
+     "what grows with the tokens squared", "x"},
+    {"kv_cache", &Calibration::kvCache, 1, 0, Calibration::kMostScale, "the KV cache", "x"},
+    {"optimizer_step_bytes_per_parameter", &Calibration::optimizerStepBytesPerParameter, 0, 0,
+     Calibration::kMostScale, "the optimizer step's scratch", "bytes per parameter"},
+    {"optimizer_step_scratch_bytes_per_parameter", &Calibration::stepScratchBytesPerParameter, -1, -1,
+     Calibration::kMostScale, "the optimizer step's scratch", "bytes per parameter"},
+    {"optimizer_step_scratch_largest_tensors", &Calibration::stepScratchLargestTensors, -1, -1, 1e6,
+     "the optimizer step's scratch", "tensors of the largest parameter"},
+    {"held_logit_copies", &Calibration::heldLogitCopies, -1, -1, 64, "the logits kept through the step",
+     "copies"},
+    {"backward_score_scratch", &Calibration::backwardScratchScores, -1, -1, Calibration::kMostScale,
+     "eager attention's backward scratch", "x"},
+    {"prefill_attention_linear", &Calibration::prefillAttentionLinear, -1, -1, Calibration::kMostScale,
+     "what a layer holds inside its attention", "x"},
+    {"workspace_bytes", &Calibration::workspaceBytes, 0, 0, 1e15, "the workspaces", "bytes"},
+    {"allocator_overhead_fraction", &Calibration::allocatorOverhead, -1, -1, Calibration::kMostOverhead,
+     "the allocator's cache", "x"},
+    {"reserved_beyond_replay_fraction", &Calibration::replayedOverhead,
+     std::numeric_limits<double>::quiet_NaN(), -1, Calibration::kMostOverhead,
+     "the allocator's cache beyond its replay", "x"},
+    {"quadratic_activation_bytes", &Calibration::quadraticActivationBytes, 0, 0, 8,
+     "the scores' activation dtype", "bytes"},
 };
 
 // A validated scenario: everything the estimator reads, resolved (presets looked up, defaults applied).
