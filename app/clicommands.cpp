@@ -933,6 +933,8 @@ int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
         return fleet.job.readErrors == static_cast<int>(fleet.ranks.size()) ? 1 : 0;
     }
     auto gib = [](std::int64_t b) { return formatBytes(static_cast<double>(b)); };
+    const FleetJob& j = fleet.job;
+    // Compared by reserved (nvidia-smi logs), "at peak" is reserved's peak, as the summary line says.
     out << "rank stage     peak allocated   reserved  at peak  frag  OOMs  file\n";
     for (const FleetRank& r : fleet.ranks) {
         char line[160];
@@ -940,20 +942,22 @@ int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
             out << std::setw(4) << r.rank << "  " << r.error << "\n";
             continue;
         }
-        std::snprintf(line, sizeof line, "%4d %5s %18s %10s %+7.2fs %4.0f%% %5llu  ", r.rank,
+        const auto frag = r.fragmentationAtPeak();
+        std::snprintf(line, sizeof line, "%4d %5s %18s %10s %+7.2fs %5s %5llu  ", r.rank,
                       r.stage >= 0 ? std::to_string(r.stage).c_str() : "-",
-                      gib(r.summary.peakAllocated).c_str(), gib(r.summary.peakReserved).c_str(),
-                      static_cast<double>(r.peakTimeUs()) / 1e6, 100 * r.fragmentationAtPeak(),
+                      r.summary.allocatedRecorded ? gib(r.summary.peakAllocated).c_str() : "not recorded",
+                      gib(r.summary.peakReserved).c_str(), static_cast<double>(r.peakTimeUs()) / 1e6,
+                      frag ? (std::to_string(std::lround(100 * *frag)) + "%").c_str() : "-",
                       static_cast<unsigned long long>(r.summary.ooms()));
         out << line << r.file << (r.outlier ? "  <- outlier: " + r.outlierWhy : "") << "\n";
     }
-    const FleetJob& j = fleet.job;
     out << fleet.ranks.size() << " ranks";
     if (j.readErrors)
         out << ", " << j.readErrors << " unreadable";
     if (j.worstRank >= 0)
-        out << "; worst rank " << j.worstRank << "; median " << gib(j.medianPeakAllocated) << ", MAD "
-            << gib(j.madBytes) << ", spread " << gib(j.spreadBytes);
+        out << (j.byReserved ? "; by reserved (allocated not recorded)" : "") << "; worst rank "
+            << j.worstRank << "; median " << gib(j.medianPeak) << ", MAD " << gib(j.madBytes) << ", spread "
+            << gib(j.spreadBytes);
     out << "\n";
     if (j.outliers.empty())
         out << "no outliers (none above the median + 3 MADs, no OOM)\n";
@@ -961,8 +965,8 @@ int cmdFleet(const Args& a, std::ostream& out, std::ostream& err) {
         if (r.outlier)
             out << "outlier: rank " << r.rank << ": " << r.outlierWhy << "\n";
     for (const FleetStage& st : j.stages) {
-        out << "stage " << st.stage << ": " << st.ranks << " ranks, max " << gib(st.maxPeakAllocated)
-            << " (rank " << st.worstRank << "), median " << gib(st.medianPeakAllocated);
+        out << "stage " << st.stage << ": " << st.ranks << " ranks, max " << gib(st.maxPeak) << " (rank "
+            << st.worstRank << "), median " << gib(st.medianPeak);
         if (st.estimateBytes)
             out << "; the plan " << gib(*st.estimateBytes);
         out << "\n";

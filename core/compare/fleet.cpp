@@ -213,24 +213,41 @@ void finishFleet(Fleet& fleet, const Scenario* scenario) {
         const ClusterSettings& c = scenario->cluster;
         layout = {c.tensorParallel, c.contextParallel, c.expertParallel, c.pipelineParallel, true};
     }
-    std::vector<std::int64_t> peaks;
+    // Allocated, unless a rank's file records none: then reserved, which every format records.
+    std::vector<std::string> without;
+    for (const FleetRank& r : fleet.ranks)
+        if (r.error.empty() && !r.summary.allocatedRecorded)
+            without.push_back(r.file);
+    job.byReserved = !without.empty();
+    if (job.byReserved && without.size() < static_cast<std::size_t>(std::count_if(
+                                               fleet.ranks.begin(), fleet.ranks.end(),
+                                               [](const FleetRank& r) { return r.error.empty(); })))
+        fleet.warnings.push_back(
+            std::to_string(without.size()) + " of the ranks' files record no allocated bytes (" +
+            without.front() + (without.size() > 1 ? ", ..." : "") +
+            "): every rank is compared by its reserved peak, and the timelines of the others still show "
+            "allocated");
+    std::vector<std::int64_t> peaks, allocated;
     std::int64_t worst = 0;
     for (FleetRank& r : fleet.ranks) {
         r.stage = r.tpRank = r.cpRank = r.dpRank = -1;
+        r.byReserved = job.byReserved;
         if (!r.error.empty()) {
             ++job.readErrors;
             continue;
         }
-        peaks.push_back(r.summary.peakAllocated);
-        if (job.worstRank < 0 || r.summary.peakAllocated > worst) {
+        peaks.push_back(r.peak());
+        allocated.push_back(r.summary.peakAllocated);
+        if (job.worstRank < 0 || r.peak() > worst) {
             job.worstRank = r.rank;
-            worst = r.summary.peakAllocated;
+            worst = r.peak();
         }
     }
     if (peaks.empty())
         return;
-    job.medianPeakAllocated = median(peaks);
-    job.madBytes = scaledMad(peaks, job.medianPeakAllocated);
+    job.medianPeak = median(peaks);
+    job.medianPeakAllocated = median(allocated);
+    job.madBytes = scaledMad(peaks, job.medianPeak);
     job.spreadBytes = saturatingSub(worst, *std::min_element(peaks.begin(), peaks.end()));
     if (layout.given)
         placeStages(fleet, scenario);
@@ -270,22 +287,27 @@ void placeStages(Fleet& fleet, const Scenario* scenario) {
     for (int s = 0; s < layout.pp; ++s) {
         FleetStage st;
         st.stage = s;
-        std::vector<std::int64_t> stagePeaks;
+        std::vector<std::int64_t> stagePeaks, stageAllocated;
         for (const FleetRank& r : fleet.ranks) {
             if (r.stage != s || !r.error.empty())
                 continue;
             ++st.ranks;
-            stagePeaks.push_back(r.summary.peakAllocated);
-            if (st.worstRank < 0 || r.summary.peakAllocated > st.maxPeakAllocated) {
+            stagePeaks.push_back(r.peak());
+            stageAllocated.push_back(r.summary.peakAllocated);
+            st.maxPeakAllocated = std::max(st.maxPeakAllocated, r.summary.peakAllocated);
+            if (st.worstRank < 0 || r.peak() > st.maxPeak) {
                 st.worstRank = r.rank;
-                st.maxPeakAllocated = r.summary.peakAllocated;
+                st.maxPeak = r.peak();
             }
         }
-        st.medianPeakAllocated = median(stagePeaks);
-        st.madBytes = scaledMad(stagePeaks, st.medianPeakAllocated);
-        if (plan && static_cast<std::size_t>(s) < plan->ranks.size())
+        st.medianPeak = median(stagePeaks);
+        st.medianPeakAllocated = median(stageAllocated);
+        st.madBytes = scaledMad(stagePeaks, st.medianPeak);
+        if (plan && static_cast<std::size_t>(s) < plan->ranks.size()) {
+            const StageEstimate& rank = plan->ranks[static_cast<std::size_t>(s)];
             st.estimateBytes =
-                clampToInt64(std::round(plan->ranks[static_cast<std::size_t>(s)].allocatedBytes));
+                clampToInt64(std::round(job.byReserved ? rank.reservedBytes : rank.allocatedBytes));
+        }
         job.stages.push_back(st);
     }
 }
@@ -302,10 +324,10 @@ void markOutliers(Fleet& fleet) {
         r.outlierWhy.clear();
         if (!r.error.empty())
             continue;
-        std::int64_t median = job.medianPeakAllocated, mad = job.madBytes;
+        std::int64_t median = job.medianPeak, mad = job.madBytes;
         const char* of = "the job's";
         if (r.stage >= 0 && static_cast<std::size_t>(r.stage) < job.stages.size()) {
-            median = job.stages[static_cast<std::size_t>(r.stage)].medianPeakAllocated;
+            median = job.stages[static_cast<std::size_t>(r.stage)].medianPeak;
             mad = job.stages[static_cast<std::size_t>(r.stage)].madBytes;
             of = "its stage's";
         }
@@ -316,18 +338,18 @@ void markOutliers(Fleet& fleet) {
         }
         const double fence = mad > 0 ? static_cast<double>(median) + 3.0 * static_cast<double>(mad)
                                      : static_cast<double>(median) * 1.01;
-        if (static_cast<double>(r.summary.peakAllocated) > fence) {
+        if (static_cast<double>(r.peak()) > fence) {
             r.outlier = true;
             char why[128];
+            const char* counter = r.byReserved ? "reserved " : "";
             if (mad > 0)
-                std::snprintf(why, sizeof why, "peak %s, %.1f MADs above %s median (%s)",
-                              gib(r.summary.peakAllocated).c_str(),
-                              static_cast<double>(r.summary.peakAllocated - median) /
-                                  static_cast<double>(mad),
-                              of, gib(median).c_str());
+                std::snprintf(why, sizeof why, "%speak %s, %.1f MADs above %s median (%s)", counter,
+                              gib(r.peak()).c_str(),
+                              static_cast<double>(r.peak() - median) / static_cast<double>(mad), of,
+                              gib(median).c_str());
             else
-                std::snprintf(why, sizeof why, "peak %s, above %s median (%s) where the others are equal",
-                              gib(r.summary.peakAllocated).c_str(), of, gib(median).c_str());
+                std::snprintf(why, sizeof why, "%speak %s, above %s median (%s) where the others are equal",
+                              counter, gib(r.peak()).c_str(), of, gib(median).c_str());
             r.outlierWhy += (r.outlierWhy.empty() ? "" : "; ") + std::string(why);
         }
         if (r.outlier)

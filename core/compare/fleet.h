@@ -38,13 +38,22 @@ struct FleetRank {
     DeviceSummary summary; // peaks, the peak's time and reserved bytes, OOMs, the allocated profile
     bool hasCategories = false;
     std::array<std::int64_t, kMeasuredCategories> byCategory{};
-    // Filled by the job: the pipeline stage and coordinates when a layout is given (-1 otherwise).
+    // Filled by the job: the pipeline stage and coordinates when a layout is given (-1 otherwise), and
+    // whether the job compares its ranks by reserved (FleetJob::byReserved).
     int stage = -1, tpRank = -1, cpRank = -1, dpRank = -1;
+    bool byReserved = false;
     bool outlier = false;
     std::string outlierWhy;
-    std::int64_t peakTimeUs() const { return summary.peakAllocatedUs - summary.stepMarkUs; }
-    // Reserved but not allocated when allocated peaked, as a share of reserved.
-    double fragmentationAtPeak() const {
+    // The peak the job compares ranks by, and where it is.
+    std::int64_t peak() const { return byReserved ? summary.peakReserved : summary.peakAllocated; }
+    std::int64_t peakTimeUs() const {
+        return (byReserved ? summary.peakReservedUs : summary.peakAllocatedUs) - summary.stepMarkUs;
+    }
+    // Reserved but not allocated when allocated peaked, as a share of reserved; none where the file records
+    // no allocated (an nvidia-smi log's "used" is all reserved to it).
+    std::optional<double> fragmentationAtPeak() const {
+        if (!summary.allocatedRecorded)
+            return std::nullopt;
         return summary.reservedAtPeak > 0
                    ? static_cast<double>(summary.reservedAtPeak - summary.peakAllocated) /
                          static_cast<double>(summary.reservedAtPeak)
@@ -52,17 +61,25 @@ struct FleetRank {
     }
 };
 
+// A stage's and the job's figures are of the peak the job compares (FleetRank::peak), those named
+// "Allocated" of allocated whatever it compares (0 where no file records it).
 struct FleetStage {
     int stage = 0;
     int ranks = 0;
     int worstRank = -1;
+    std::int64_t maxPeak = 0, medianPeak = 0;
     std::int64_t maxPeakAllocated = 0, medianPeakAllocated = 0;
-    std::int64_t madBytes = 0;                 // scaled, as the job's
-    std::optional<std::int64_t> estimateBytes; // the plan's allocated peak of this stage, with a scenario
+    std::int64_t madBytes = 0; // scaled, as the job's
+    // The plan's peak of this stage, with a scenario: allocated, or reserved when the job compares that.
+    std::optional<std::int64_t> estimateBytes;
 };
 
 struct FleetJob {
+    // Whether ranks are compared by their reserved peaks: when any rank's file records no allocated bytes
+    // (nvidia-smi logs), the one counter every rank has.
+    bool byReserved = false;
     int worstRank = -1;
+    std::int64_t medianPeak = 0;
     std::int64_t medianPeakAllocated = 0;
     std::int64_t madBytes = 0;      // the median absolute deviation, scaled by 1.4826 (a normal's sigma)
     std::int64_t spreadBytes = 0;   // the highest peak less the lowest

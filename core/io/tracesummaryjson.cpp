@@ -24,6 +24,8 @@ nlohmann::json traceSummaryToJson(const TraceSummary& summary) {
                           {"last_us", d.lastUs},
                           {"step_mark_us", d.hasStepMark ? nlohmann::json(d.stepMarkUs) : nlohmann::json()},
                           {"peak_allocated_us", d.peakAllocatedUs},
+                          {"peak_reserved_us", d.peakReservedUs},
+                          {"allocated_recorded", d.allocatedRecorded},
                           {"reserved_at_peak_bytes", d.reservedAtPeak},
                           {"ooms", d.ooms()},
                           {"allocated_profile_bytes", d.profile}};
@@ -121,7 +123,14 @@ TraceSummary traceSummaryFromJson(const nlohmann::json& doc) {
         s.stepMarkUs =
             s.hasStepMark ? count(opt("step_mark_us"), p + ".step_mark_us", false, true) : s.firstUs;
         s.peakAllocatedUs = count(opt("peak_allocated_us"), p + ".peak_allocated_us", true, true);
+        s.peakReservedUs = count(opt("peak_reserved_us"), p + ".peak_reserved_us", true, true);
         s.reservedAtPeak = count(opt("reserved_at_peak_bytes"), p + ".reserved_at_peak_bytes", true);
+        // Older summaries lack it: an nvidia-smi log's never recorded allocated.
+        const nlohmann::json& recorded = opt("allocated_recorded");
+        if (!recorded.is_null() && !recorded.is_boolean())
+            throw Error(p + ".allocated_recorded", "must be true or false");
+        s.allocatedRecorded =
+            recorded.is_boolean() ? recorded.get<bool>() : out.format != TraceFormat::NvidiaSmiCsv;
         const nlohmann::json& profile = opt("allocated_profile_bytes");
         if (!profile.is_null()) {
             if (!profile.is_array() || profile.size() > 65536)

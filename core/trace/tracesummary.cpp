@@ -24,13 +24,16 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
     s.lastUs = us(d.time[n - 1]);
     s.hasStepMark = stepMark != nullptr;
     s.stepMarkUs = stepMark ? us(*stepMark) : s.firstUs;
-    s.peakAllocatedUs = s.firstUs;
+    s.peakAllocatedUs = s.peakReservedUs = s.firstUs;
+    const bool allocatedRecorded = !d.hasTotals || d.hasAllocatedTotals;
+    std::int64_t mostReserved = s.initialReserved;
     const std::int64_t t0 = d.time[0];
     // The last event may come a unit before the first (unsorted profiler times): no span, one bucket.
     const double span = static_cast<double>(d.time[n - 1]) - static_cast<double>(t0) + 1;
     const double bucketsPerUnit = span != 0 ? static_cast<double>(kProfileBuckets) / span : 0;
     std::int64_t allocated = s.initialAllocated, reserved = s.initialReserved;
-    std::vector<std::int64_t> level(kProfileBuckets, s.initialAllocated); // after a bucket's last event
+    const std::int64_t initial = allocatedRecorded ? s.initialAllocated : s.initialReserved;
+    std::vector<std::int64_t> level(kProfileBuckets, initial); // after a bucket's last event
     std::vector<char> seen(kProfileBuckets, 0);
     for (std::size_t i = 0; i < n; ++i) {
         const EventEffect e = eventEffect(d.action[i]);
@@ -44,14 +47,19 @@ void forwardPass(const DeviceTrace& d, DeviceSummary& s, double unitSeconds, con
             s.reservedAtPeak = reserved;
             s.peakAllocatedUs = us(d.time[i]);
         }
+        if (reserved > mostReserved) {
+            mostReserved = reserved;
+            s.peakReservedUs = us(d.time[i]);
+        }
         // Times are not always sorted (profiler events): a bucket is clamped, never out of range.
         const double at = (static_cast<double>(d.time[i]) - static_cast<double>(t0)) * bucketsPerUnit;
         const auto b = at > 0 // false for NaN too: never cast one
                            ? static_cast<std::size_t>(std::min(at, static_cast<double>(kProfileBuckets - 1)))
                            : std::size_t{0};
-        s.profile[b] = seen[b] ? std::max(s.profile[b], allocated) : allocated;
+        const std::int64_t drawn = allocatedRecorded ? allocated : reserved;
+        s.profile[b] = seen[b] ? std::max(s.profile[b], drawn) : drawn;
         seen[b] = 1;
-        level[b] = allocated;
+        level[b] = drawn;
     }
     // A stretch without events holds what the last event left.
     for (std::size_t b = 1; b < kProfileBuckets; ++b)
@@ -153,7 +161,7 @@ TraceSummary summarize(const Trace& trace) {
 std::size_t busiestDevice(const TraceSummary& summary) {
     std::size_t device = 0;
     for (std::size_t d = 1; d < summary.devices.size(); ++d)
-        if (summary.devices[d].peakAllocated > summary.devices[device].peakAllocated)
+        if (summary.devices[d].comparedPeak() > summary.devices[device].comparedPeak())
             device = d;
     return device;
 }

@@ -29,10 +29,15 @@ struct DeviceSummary {
     // the file's unit; the first step mark is the start of the first ProfilerStep#N or Optimizer.step
     // annotation, else the first event.
     std::int64_t firstUs = 0, lastUs = 0, stepMarkUs = 0, peakAllocatedUs = 0;
+    std::int64_t peakReservedUs = 0; // where reserved first reaches its peak
     bool hasStepMark = false;
     std::int64_t reservedAtPeak = 0; // reserved when allocated peaks (reserved - allocated: fragmentation)
-    // The highest allocated bytes in each of kProfileBuckets equal stretches of [firstUs, lastUs].
+    // The highest allocated bytes in each of kProfileBuckets equal stretches of [firstUs, lastUs]; reserved
+    // where the file records no allocated (a profile of zeros would say nothing of the run).
     std::vector<std::int64_t> profile;
+    // The peak that tells one device (or rank) from another: allocated, or reserved where the file records
+    // no allocated (an nvidia-smi log's devices all peak at 0 allocated).
+    std::int64_t comparedPeak() const { return allocatedRecorded ? peakAllocated : peakReserved; }
     // The `oom` entries the allocator recorded (from the action counts).
     std::uint64_t ooms() const {
         const auto it = actions.find("oom");
@@ -55,7 +60,8 @@ DeviceSummary summarizeDevice(const DeviceTrace& device, double unitSeconds = 1e
 // The start of the first ProfilerStep#N or Optimizer.step annotation that applies to `device`, or null.
 const Annotation* firstStepMark(const Trace& trace, const std::string& device);
 
-// The device with the highest allocated peak: the one a plan for one GPU describes (0 when there is none).
+// The device with the highest peak (DeviceSummary::comparedPeak): the one a plan for one GPU describes (0
+// when there is none).
 std::size_t busiestDevice(const TraceSummary& summary);
 
 } // namespace headroom

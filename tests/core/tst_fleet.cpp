@@ -65,6 +65,7 @@ private slots:
     void summariesGiveTheSameDocument();
     void badFileDoesNotStopTheRest();
     void planBesideEachStage();
+    void nvidiaSmiLogsAreComparedByReserved();
     void cancelStops();
 };
 
@@ -242,6 +243,69 @@ void TestFleet::planBesideEachStage() {
              static_cast<std::int64_t>(std::llround(estimate(sc).ranks[0].allocatedBytes)));
     // The plan of this run is the one tst_attribution checks against its trace: within 10% of the stage.
     QVERIFY(std::abs(static_cast<double>(*fleet.job.stages[0].estimateBytes - kBasePeak)) < 0.10 * kBasePeak);
+}
+
+// nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv -lms 1000, one log a node:
+// `used` at 2,000 MiB and 300 MiB more each second for 20 s, and `extra` MiB more throughout.
+void writeSmiLog(const std::string& path, int extra) {
+    std::ofstream out(path);
+    out << "timestamp, index, memory.used [MiB], memory.total [MiB]\n";
+    for (int t = 0; t < 20; ++t)
+        out << "2024/01/15 10:20:" << (t < 10 ? "0" : "") << t << ".000, 0, " << 2000 + 300 * t + extra
+            << " MiB, 81559 MiB\n";
+}
+
+void TestFleet::nvidiaSmiLogsAreComparedByReserved() {
+    // Such a log records no allocated bytes: a job of them was compared by allocated peaks of 0, every rank
+    // alike (worst rank 0, fragmentation 100%, no outlier) where rank 2 used 4,000 MiB more than the rest.
+    QTemporaryDir dir;
+    const std::string d = dir.path().toStdString();
+    for (int r : {0, 1, 2, 3})
+        writeSmiLog(d + "/rank_0" + std::to_string(r) + ".csv", r == 2 ? 4000 : 0);
+    const Fleet fleet = readFleetFiles(fleetFiles({d}), FleetOptions{});
+    constexpr std::int64_t MiB = 1 << 20;
+    QVERIFY(fleet.job.byReserved);
+    QCOMPARE(fleet.job.worstRank, 2);
+    QCOMPARE(fleet.job.medianPeak, (2000 + 300 * 19) * MiB); // by hand: the last sample
+    QCOMPARE(fleet.job.spreadBytes, 4000 * MiB);
+    QCOMPARE(fleet.job.outliers, std::vector<int>{2});
+    QVERIFY2(fleet.ranks[2].outlierWhy.find("reserved peak") == 0, fleet.ranks[2].outlierWhy.c_str());
+    QCOMPARE(fleet.ranks[2].peakTimeUs(), std::int64_t(19'000'000)); // reserved's peak, from the first sample
+    QVERIFY(!fleet.ranks[2].fragmentationAtPeak().has_value());
+    // The timeline drawn of each is its reserved bytes (a profile of zeros said nothing).
+    QCOMPARE(fleet.ranks[2].summary.profile.front(), 6000 * MiB);
+    QCOMPARE(fleet.ranks[2].summary.profile.back(), (6000 + 300 * 19) * MiB);
+    const nlohmann::json doc = fleetToJson(fleet);
+    QCOMPARE(doc["job"]["compared_by"].get<std::string>(), std::string("reserved"));
+    QCOMPARE(doc["job"]["median_peak_allocated_bytes"].get<std::int64_t>(), std::int64_t(0));
+    QVERIFY(doc["ranks"][2]["fragmentation_at_peak"].is_null());
+    QCOMPARE(doc["ranks"][2]["allocated_recorded"].get<bool>(), false);
+    QVERIFY(fleet.warnings.empty());
+
+    // Their trace-summary documents give the same, and an older one (no allocated_recorded) is known by its
+    // format.
+    QTemporaryDir summaries;
+    for (int r : {0, 1, 2, 3}) {
+        nlohmann::json s =
+            traceSummaryToJson(summarize(readTraceFile(d + "/rank_0" + std::to_string(r) + ".csv")));
+        QCOMPARE(s["devices"]["0"]["allocated_recorded"].get<bool>(), false);
+        if (r == 1)
+            s["devices"]["0"].erase("allocated_recorded");
+        std::ofstream(summaries.path().toStdString() + "/rank_0" + std::to_string(r) + ".json") << s.dump();
+    }
+    const Fleet fromSummaries = readFleetFiles(fleetFiles({summaries.path().toStdString()}), FleetOptions{});
+    const nlohmann::json a = withoutSource(doc), b = withoutSource(fleetToJson(fromSummaries));
+    QVERIFY2(a == b, nlohmann::json::diff(a, b).dump().substr(0, 600).c_str());
+
+    // Beside a snapshot, every rank is compared by reserved, and the job says why.
+    std::filesystem::copy_file(basePath(), d + "/rank_04.pickle");
+    const Fleet mixed = readFleetFiles(fleetFiles({d}), FleetOptions{});
+    QVERIFY(mixed.job.byReserved);
+    QCOMPARE(mixed.ranks[4].peak(), mixed.ranks[4].summary.peakReserved);
+    QCOMPARE(mixed.job.worstRank, 2); // 11.4 GiB used against the snapshot's 8.2 GiB reserved
+    QCOMPARE(mixed.warnings.size(), std::size_t(1));
+    QVERIFY2(mixed.warnings[0].find("4 of the ranks' files record no allocated bytes") == 0,
+             mixed.warnings[0].c_str());
 }
 
 void TestFleet::cancelStops() {

@@ -643,7 +643,15 @@ void TestTraceReader::nvidiaSmiCsv() {
         QVERIFY(!s.devices[0].allocatedRecorded && !s.devices[1].allocatedRecorded);
         QCOMPARE(s.devices[0].peakReservedAfter, size_t(1));
         QCOMPARE(s.devices[1].peakReservedAfter, size_t(0));
+        QCOMPARE(s.devices[0].peakReservedUs - s.devices[0].firstUs, std::int64_t(1'000'000));
+        QCOMPARE(s.devices[0].profile.back(), 40960LL << 20); // reserved drawn, where allocated is not
+        QCOMPARE(busiestDevice(s), size_t(0));
     }
+    // The busiest of a node's GPUs is the one that used the most (device 1 here): compared by allocated,
+    // which such a log does not record, every device tied at 0 and the first was taken.
+    QCOMPARE(busiestDevice(summarize(readTrace("2024/01/15 10:20:30.123, 0, 1024, 81559\n"
+                                               "2024/01/15 10:20:30.123, 1, 30000, 81559\n"))),
+             size_t(1));
     // Files that record allocations do record allocated bytes.
     QVERIFY(summarize(readTrace(R"([[1000, 2000, 3000], [[0, 10, 5], [0, 100, 5], [0, 20, 0]]])"))
                 .devices.at(0)

@@ -22,6 +22,7 @@
 #include <QTemporaryDir>
 #include <QUrl>
 #include <QtTest>
+#include <fstream>
 
 using namespace headroom;
 
@@ -60,6 +61,7 @@ private slots:
     void heatMapSelectsRanks();
     void diffAgainstTheMedianRank();
     void openRankAndDropAFolder();
+    void nvidiaSmiLogsOpenWorstFirst();
 };
 
 void TestFleetView::folderOpensAsAFleet() {
@@ -169,6 +171,37 @@ void TestFleetView::openRankAndDropAFolder() {
     QVERIFY(f.window->waitForTraces());
     QCOMPARE(dropped->fleet().ranks.size(), std::size_t(16));
     QCOMPARE(f.window->document()->scenario().name, before);
+}
+
+void TestFleetView::nvidiaSmiLogsOpenWorstFirst() {
+    // A node's nvidia-smi log each (they record no allocated bytes): the one that used 4,000 MiB more opens
+    // first, as an outlier, and the tab says what its ranks are compared by. By allocated they were all
+    // "0.00 GiB", in rank order.
+    QTemporaryDir scratch, logs;
+    for (int r = 0; r < 4; ++r) {
+        std::ofstream out((logs.path() + QStringLiteral("/rank_0%1.csv").arg(r)).toStdString());
+        out << "timestamp, index, memory.used [MiB], memory.total [MiB]\n";
+        for (int t = 0; t < 10; ++t)
+            out << "2024/01/15 10:20:0" << t << ".000, 0, " << 2000 + 300 * t + (r == 2 ? 4000 : 0)
+                << " MiB, 81559 MiB\n";
+    }
+    auto window = test::testWindow(scratch);
+    window->show();
+    QString error;
+    QVERIFY2(window->openFile(logs.path(), &error), qPrintable(error));
+    auto* page = qobject_cast<FleetPage*>(window->tabs()->currentWidget());
+    QVERIFY(page);
+    QVERIFY(window->waitForTraces());
+    QVERIFY(page->waitForIdle());
+    QTableView* t = page->table();
+    QCOMPARE(t->model()->data(t->model()->index(0, FleetRankModel::Rank)).toInt(), 2);
+    QCOMPARE(t->model()->data(t->model()->index(0, FleetRankModel::PeakAllocated)).toString(),
+             QStringLiteral("not recorded"));
+    QCOMPARE(t->model()->data(t->model()->index(0, FleetRankModel::Fragmentation)).toString(),
+             QStringLiteral("–"));
+    QVERIFY(t->model()->data(t->model()->index(0, FleetRankModel::Rank), Qt::BackgroundRole).isValid());
+    QVERIFY(page->summaryText().contains("Compared by reserved"));
+    QCOMPARE(page->fleet().job.outliers, std::vector<int>{2});
 }
 
 QTEST_MAIN(TestFleetView)

@@ -40,13 +40,18 @@ void FleetHeatMap::setRanks(const std::vector<FleetRank>& ranks) {
     m_rows.clear();
     m_top = 1;
     m_bottom = 0;
-    bool any = false, firstValue = true;
+    bool any = false, firstValue = true, allocated = false, reserved = false;
     for (const FleetRank& r : ranks) {
         if (!r.error.empty() || r.summary.profile.empty())
             continue;
+        (r.summary.allocatedRecorded ? allocated : reserved) = true;
         const DeviceSummary& s = r.summary;
-        Row row{r.rank, r.outlier, static_cast<double>(s.firstUs - s.stepMarkUs) / 1e6,
-                static_cast<double>(s.lastUs - s.stepMarkUs) / 1e6, s.profile};
+        Row row{r.rank,
+                r.outlier,
+                static_cast<double>(s.firstUs - s.stepMarkUs) / 1e6,
+                static_cast<double>(s.lastUs - s.stepMarkUs) / 1e6,
+                s.profile,
+                s.allocatedRecorded};
         m_minS = any ? std::min(m_minS, row.startS) : row.startS;
         m_maxS = any ? std::max(m_maxS, row.endS) : row.endS;
         any = true;
@@ -57,6 +62,9 @@ void FleetHeatMap::setRanks(const std::vector<FleetRank>& ranks) {
         }
         m_rows.push_back(std::move(row));
     }
+    m_counter = !reserved    ? tr("allocated")
+                : !allocated ? tr("reserved (allocated not recorded)")
+                             : tr("allocated (reserved where not recorded)");
     std::sort(m_rows.begin(), m_rows.end(), [](const Row& a, const Row& b) { return a.rank < b.rank; });
     if (!any || m_maxS <= m_minS) {
         m_minS = 0;
@@ -106,10 +114,11 @@ QString FleetHeatMap::describe(QPoint p) const {
     const auto b = std::min(it->profile.size() - 1,
                             static_cast<std::size_t>((s - it->startS) / (it->endS - it->startS + 1e-12) *
                                                      static_cast<double>(it->profile.size())));
-    return tr("rank %1, %2 s from its first step mark: up to %3 allocated")
+    return tr("rank %1, %2 s from its first step mark: up to %3 %4")
         .arg(rank)
         .arg(s, 0, 'f', 2)
-        .arg(m_style.format(static_cast<double>(it->profile[b])));
+        .arg(m_style.format(static_cast<double>(it->profile[b])))
+        .arg(it->allocated ? tr("allocated") : tr("reserved"));
 }
 
 void FleetHeatMap::paintEvent(QPaintEvent*) {
@@ -156,10 +165,10 @@ void FleetHeatMap::paintEvent(QPaintEvent*) {
                QStringLiteral("%1 s").arg(m_minS, 0, 'f', 2));
     p.drawText(QRect(a.left(), a.bottom() + 6, a.width(), kBottom - 6), Qt::AlignRight | Qt::AlignTop,
                QStringLiteral("%1 s").arg(m_maxS, 0, 'f', 2));
-    p.drawText(
-        QRect(a.left(), a.bottom() + 6, a.width(), kBottom - 6), Qt::AlignHCenter | Qt::AlignTop,
-        tr("allocated, %1 (dark) to %2 (light); time from each rank's first step mark")
-            .arg(m_style.format(static_cast<double>(m_bottom)), m_style.format(static_cast<double>(m_top))));
+    p.drawText(QRect(a.left(), a.bottom() + 6, a.width(), kBottom - 6), Qt::AlignHCenter | Qt::AlignTop,
+               tr("%1, %2 (dark) to %3 (light); time from each rank's first step mark")
+                   .arg(m_counter, m_style.format(static_cast<double>(m_bottom)),
+                        m_style.format(static_cast<double>(m_top))));
     p.drawText(QRect(0, 0, kLeft, kTop), Qt::AlignLeft | Qt::AlignVCenter, tr("rank"));
 }
 

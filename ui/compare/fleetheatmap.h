@@ -8,7 +8,8 @@
 
 namespace headroom {
 
-// Ranks x time: a row per rank, its allocated bytes over the run as colour (one scale for the whole job),
+// Ranks x time: a row per rank, its allocated bytes over the run as colour (one scale for the whole job;
+// reserved where a rank's file records no allocated, DeviceSummary::profile),
 // each row shifted so that its first step mark sits on one line, so ranks whose clocks differ still line
 // up step for step. Outliers are marked at the row's start; a click selects a rank.
 class FleetHeatMap : public QWidget {
@@ -37,12 +38,14 @@ private:
         bool outlier = false;
         double startS = 0, endS = 0; // relative to the rank's first step mark
         std::vector<std::int64_t> profile;
+        bool allocated = true; // the profile is of allocated bytes, else of reserved
     };
     QRect plotArea() const;
     double xOf(double seconds) const;
     std::vector<Row> m_rows;
     double m_minS = 0, m_maxS = 1;
     std::int64_t m_top = 1, m_bottom = 0; // the colour scale: the job's lowest and highest
+    QString m_counter;                    // what the rows draw: "allocated", "reserved" or both
     int m_selected = -1;
     ChartStyle m_style;
 };

@@ -220,7 +220,11 @@ void FleetPage::showFleet() {
     const int selected = selectedRank();
     m_model->setRanks(m_fleet.ranks);
     m_heat->setRanks(m_fleet.ranks);
-    m_stages->setStages(m_fleet.job.stages);
+    m_stages->setStages(m_fleet.job.stages, m_fleet.job.byReserved);
+    // The worst first: by the peak the job compares (reserved where no file records allocated).
+    if (m_fleet.job.byReserved &&
+        m_table->horizontalHeader()->sortIndicatorSection() == FleetRankModel::PeakAllocated)
+        m_table->sortByColumn(FleetRankModel::Reserved, Qt::DescendingOrder);
     m_summary->setText(summaryText());
     m_table->resizeColumnsToContents();
     if (selected >= 0)
@@ -237,10 +241,12 @@ QString FleetPage::summaryText() const {
         return text;
     const auto worst = std::find_if(m_fleet.ranks.begin(), m_fleet.ranks.end(),
                                     [&](const FleetRank& r) { return r.rank == j.worstRank; });
+    if (j.byReserved)
+        text += tr(". Compared by reserved: allocated is not recorded");
     text += tr(". Worst rank <b>%1</b> at %2; median %3, spread %4.")
                 .arg(j.worstRank)
-                .arg(m_style.format(static_cast<double>(worst->summary.peakAllocated)))
-                .arg(m_style.format(static_cast<double>(j.medianPeakAllocated)))
+                .arg(m_style.format(static_cast<double>(worst->peak())))
+                .arg(m_style.format(static_cast<double>(j.medianPeak)))
                 .arg(m_style.format(static_cast<double>(j.spreadBytes)));
     QStringList outliers;
     for (const FleetRank& r : m_fleet.ranks)
@@ -252,9 +258,8 @@ QString FleetPage::summaryText() const {
                                      .arg(outliers.join(QStringLiteral("; ")));
     if (!j.stages.empty()) {
         const auto worstStage =
-            std::max_element(j.stages.begin(), j.stages.end(), [](const FleetStage& a, const FleetStage& b) {
-                return a.maxPeakAllocated < b.maxPeakAllocated;
-            });
+            std::max_element(j.stages.begin(), j.stages.end(),
+                             [](const FleetStage& a, const FleetStage& b) { return a.maxPeak < b.maxPeak; });
         text += tr(" Worst stage %1.").arg(worstStage->stage);
     }
     for (const std::string& w : m_fleet.warnings)
@@ -288,8 +293,7 @@ int FleetPage::medianRank(int except) const {
     for (const FleetRank& r : m_fleet.ranks) {
         if (!r.error.empty() || r.rank == except)
             continue;
-        const double d =
-            std::abs(static_cast<double>(r.summary.peakAllocated - m_fleet.job.medianPeakAllocated));
+        const double d = std::abs(static_cast<double>(r.peak() - m_fleet.job.medianPeak));
         if (best < 0 || d < distance) {
             best = r.rank;
             distance = d;

@@ -39,6 +39,7 @@ public:
     QString errorText() const { return m_error; }
     FleetRankModel* model() const { return m_model; }
     QTableView* table() const { return m_table; }
+    QString summaryText() const; // the line above the table (rich text)
     FleetHeatMap* heatMap() const { return m_heat; }
     FleetStageBars* stageBars() const { return m_stages; }
     // The layout as typed ("tp=8,pp=4"); false with the error shown when it cannot be read.
@@ -60,7 +61,6 @@ private:
     void start(const QStringList& inputs);
     void restage(const FleetLayout& layout);
     void showFleet();
-    QString summaryText() const;
 
     Fleet m_fleet;
     std::optional<Scenario> m_scenario;

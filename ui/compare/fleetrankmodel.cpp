@@ -61,14 +61,14 @@ QVariant FleetRankModel::data(const QModelIndex& index, int role) const {
             return r.rank;
         case Stage:
             return r.stage;
-        case PeakAllocated:
-            return static_cast<qlonglong>(read ? s.peakAllocated : -1);
+        case PeakAllocated: // not recorded (nvidia-smi) sorts below a recorded 0
+            return static_cast<qlonglong>(read && s.allocatedRecorded ? s.peakAllocated : -1);
         case Reserved:
             return static_cast<qlonglong>(read ? s.peakReserved : -1);
         case PeakTime:
             return static_cast<qlonglong>(r.peakTimeUs());
         case Fragmentation:
-            return r.fragmentationAtPeak();
+            return r.fragmentationAtPeak().value_or(-1);
         case Ooms:
             return static_cast<qulonglong>(s.ooms());
         case Largest:
@@ -88,7 +88,8 @@ QVariant FleetRankModel::data(const QModelIndex& index, int role) const {
         case Stage:
             return r.stage >= 0 ? QVariant(r.stage) : QVariant(QStringLiteral("–"));
         case PeakAllocated:
-            return m_style.format(static_cast<double>(s.peakAllocated));
+            return s.allocatedRecorded ? m_style.format(static_cast<double>(s.peakAllocated))
+                                       : tr("not recorded");
         case Reserved:
             return m_style.format(static_cast<double>(s.peakReserved));
         case PeakTime:
@@ -96,7 +97,9 @@ QVariant FleetRankModel::data(const QModelIndex& index, int role) const {
                 .arg(r.peakTimeUs() >= 0 ? QStringLiteral("+") : QString())
                 .arg(static_cast<double>(r.peakTimeUs()) / 1e6, 0, 'f', 2);
         case Fragmentation:
-            return QStringLiteral("%1%").arg(100 * r.fragmentationAtPeak(), 0, 'f', 1);
+            if (const auto f = r.fragmentationAtPeak())
+                return QStringLiteral("%1%").arg(100 * *f, 0, 'f', 1);
+            return QStringLiteral("–");
         case Ooms:
             return static_cast<qulonglong>(s.ooms());
         case Largest:

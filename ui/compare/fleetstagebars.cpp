@@ -13,8 +13,9 @@ FleetStageBars::FleetStageBars(QWidget* parent) : QWidget(parent) {
     setMinimumSize(240, 140);
 }
 
-void FleetStageBars::setStages(const std::vector<FleetStage>& stages) {
+void FleetStageBars::setStages(const std::vector<FleetStage>& stages, bool byReserved) {
     m_stages = stages;
+    m_byReserved = byReserved;
     update();
 }
 
@@ -36,8 +37,8 @@ void FleetStageBars::paintEvent(QPaintEvent*) {
     }
     double top = 1;
     for (const FleetStage& s : m_stages)
-        top = std::max(
-            {top, static_cast<double>(s.maxPeakAllocated), static_cast<double>(s.estimateBytes.value_or(0))});
+        top =
+            std::max({top, static_cast<double>(s.maxPeak), static_cast<double>(s.estimateBytes.value_or(0))});
     // A round top in the display unit, a little above the highest bar.
     const double scaled = m_style.scale(top) * 1.08;
     const double magnitude = std::pow(10.0, std::floor(std::log10(scaled)));
@@ -65,11 +66,11 @@ void FleetStageBars::paintEvent(QPaintEvent*) {
     for (std::size_t i = 0; i < m_stages.size(); ++i) {
         const FleetStage& s = m_stages[i];
         const double cx = a.left() + slot * (static_cast<double>(i) + 0.5);
-        const QRectF r(cx - barW / 2, yOf(static_cast<double>(s.maxPeakAllocated)), barW,
-                       a.bottom() - yOf(static_cast<double>(s.maxPeakAllocated)));
+        const QRectF r(cx - barW / 2, yOf(static_cast<double>(s.maxPeak)), barW,
+                       a.bottom() - yOf(static_cast<double>(s.maxPeak)));
         p.fillRect(r, bar);
         p.setPen(QPen(m_style.foreground(), 1.5));
-        const double med = yOf(static_cast<double>(s.medianPeakAllocated));
+        const double med = yOf(static_cast<double>(s.medianPeak));
         p.drawLine(QPointF(r.left(), med), QPointF(r.right(), med));
         if (s.estimateBytes) {
             anyPlan = true;
@@ -79,13 +80,14 @@ void FleetStageBars::paintEvent(QPaintEvent*) {
         }
         p.setPen(m_style.foreground());
         p.drawText(QRectF(cx - slot / 2, r.top() - 18, slot, 16), Qt::AlignCenter,
-                   m_style.format(static_cast<double>(s.maxPeakAllocated)));
+                   m_style.format(static_cast<double>(s.maxPeak)));
         p.drawText(QRectF(cx - slot / 2, a.bottom() + 4, slot, 28), Qt::AlignHCenter | Qt::AlignTop,
                    tr("stage %1\nworst rank %2").arg(s.stage).arg(s.worstRank));
     }
     p.drawText(QRect(a.left(), 2, a.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
-               anyPlan ? tr("Highest allocated peak per stage; line: its median; dashed: the plan")
-                       : tr("Highest allocated peak per stage; line: its median"));
+               (m_byReserved ? tr("Highest reserved peak per stage (allocated not recorded)")
+                             : tr("Highest allocated peak per stage")) +
+                   (anyPlan ? tr("; line: its median; dashed: the plan") : tr("; line: its median")));
 }
 
 } // namespace headroom

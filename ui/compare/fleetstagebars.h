@@ -8,14 +8,14 @@
 
 namespace headroom {
 
-// Per pipeline stage: the highest allocated peak of its ranks as a bar, their median as a line across it,
-// and the plan's allocated peak for the stage as a dashed line, so that "which stage, and did the plan see
-// it coming" reads at a glance.
+// Per pipeline stage: the highest peak of its ranks as a bar, their median as a line across it, and the
+// plan's peak for the stage as a dashed line, so that "which stage, and did the plan see it coming" reads at
+// a glance. Allocated peaks, or reserved ones where the job compares those (FleetJob::byReserved).
 class FleetStageBars : public QWidget {
     Q_OBJECT
 public:
     explicit FleetStageBars(QWidget* parent = nullptr);
-    void setStages(const std::vector<FleetStage>& stages);
+    void setStages(const std::vector<FleetStage>& stages, bool byReserved = false);
     void setStyle(const ChartStyle& style);
     QSize sizeHint() const override { return {640, 220}; }
 
@@ -24,6 +24,7 @@ protected:
 
 private:
     std::vector<FleetStage> m_stages;
+    bool m_byReserved = false;
     ChartStyle m_style;
 };
 
