@@ -667,6 +667,39 @@ int cmdRules(const Args& a, std::ostream& out) {
     return 0;
 }
 
+// A log of what the driver saw in use (nvidia-smi), which records no allocated bytes: the plan's categories
+// beside nothing, and its peak on the GPU against the most used.
+int compareUsed(const Comparison& c, const Scenario& sc, const std::string& trace, std::ostream& out) {
+    auto gib = [](double b) {
+        std::ostringstream s;
+        s << std::fixed << std::setprecision(2) << b / 1073741824.0;
+        return s.str();
+    };
+    out << sc.name << " vs " << trace << " (device " << c.device
+        << "; it records the memory in use, not what PyTorch allocated)\n\n";
+    out << "  " << std::left << std::setw(20) << "GiB" << std::right << std::setw(10) << "estimate"
+        << std::setw(10) << "measured" << std::setw(10) << "diff"
+        << "\n";
+    for (std::size_t i = 0; i < kMeasuredCategories; ++i)
+        if (c.estimated[i] != 0)
+            out << "  " << std::left << std::setw(20)
+                << measuredCategoryLabel(static_cast<MeasuredCategory>(i)) << std::right << std::setw(10)
+                << gib(static_cast<double>(c.estimated[i])) << std::setw(10) << "-"
+                << "\n";
+    out << "  " << std::left << std::setw(20) << "Allocated" << std::right << std::setw(10)
+        << gib(static_cast<double>(c.estimatedTotal)) << std::setw(10) << "-"
+        << "\n";
+    out << "  " << std::left << std::setw(20) << "In use on the GPU" << std::right << std::setw(10)
+        << gib(c.usedEstimated) << std::setw(10) << gib(static_cast<double>(c.usedMeasured)) << std::setw(10)
+        << gib(c.usedEstimated - static_cast<double>(c.usedMeasured)) << "   " << std::showpos << std::fixed
+        << std::setprecision(1) << 100 * c.usedError() << "%" << std::noshowpos << "\n\n";
+    out << "  the plan's peak on the GPU (what PyTorch reserves, the CUDA context and memory outside it) is "
+        << std::fixed << std::setprecision(1) << std::abs(100 * c.usedError()) << "% "
+        << (c.usedError() < 0 ? "below" : "above") << " the most the log saw in use; it records no allocated "
+        << "bytes, so the categories cannot be compared (a snapshot or a profiler trace of the run can)\n";
+    return 0;
+}
+
 int cmdCompare(const Args& a, std::ostream& out) {
     if (a.positional.size() != 2)
         throw std::invalid_argument("compare takes SCENARIO.json TRACE");
@@ -685,6 +718,8 @@ int cmdCompare(const Args& a, std::ostream& out) {
         s << std::fixed << std::setprecision(2) << static_cast<double>(b) / 1073741824.0;
         return s.str();
     };
+    if (!c.allocatedRecorded)
+        return compareUsed(c, sc, a.positional[1], out);
     out << sc.name << " vs " << a.positional[1] << " (device " << c.device << ", peak after event "
         << c.measured.event << ")\n\n";
     out << "  " << std::left << std::setw(20) << "GiB" << std::right << std::setw(10) << "estimate"

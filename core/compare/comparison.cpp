@@ -149,6 +149,13 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
         c.reservedMeasured = peaksFromFirstAllocation(index).reserved;
         c.reservedEstimated = estimate.reservedPeakBytes;
     }
+    if (!index.device().hasAllocatedTotals) {
+        c.allocatedRecorded = false;
+        c.usedMeasured = c.reservedMeasured;
+        c.usedEstimated = estimate.gpuPeakBytes();
+        c.reservedMeasured = 0;
+        c.reservedEstimated = 0;
+    }
     return c;
 }
 

@@ -39,6 +39,17 @@ struct Comparison {
     double reservedError() const {
         return reservedMeasured > 0 ? reservedEstimated / static_cast<double>(reservedMeasured) - 1 : 0.0;
     }
+    // A trace that records no allocated bytes (nvidia-smi's memory.used, DeviceTrace::hasAllocatedTotals):
+    // its categories and allocated total are 0 for want of a record, and what it can be compared by is what
+    // the driver saw in use, the CUDA context and memory outside PyTorch included, against the plan's
+    // peak on the GPU (Estimate::gpuPeakBytes). reservedMeasured is then 0: the log's "reserved" holds the
+    // context too, which max_memory_reserved() does not.
+    bool allocatedRecorded = true;
+    std::int64_t usedMeasured = 0;
+    double usedEstimated = 0;
+    double usedError() const {
+        return usedMeasured > 0 ? usedEstimated / static_cast<double>(usedMeasured) - 1 : 0.0;
+    }
     std::int64_t difference() const { return saturatingSub(estimatedTotal, measured.total); }
     // (estimate - measured) / measured; 0 when nothing was measured.
     double relativeError() const {

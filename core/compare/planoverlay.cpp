@@ -47,7 +47,9 @@ bool isOptimizerStep(const std::string& name) {
 PlanOverlay planOverlay(const Scenario& sc, const Trace& trace, const TraceIndex& index, int pointsPerPhase) {
     PlanOverlay out;
     const std::size_t n = index.events();
-    if (n == 0)
+    // A log of the memory in use (nvidia-smi) records no allocated bytes to place a step by, nor to lay
+    // the plan's allocated bytes beside: no overlay (compare sets the plan's peak on the GPU against it).
+    if (n == 0 || !index.device().hasAllocatedTotals)
         return out;
     const auto& time = index.device().time;
     const std::size_t peak = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();

@@ -19,8 +19,16 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
                         {"at_event", c.measured.event},
                         {"measured", {{"allocated_bytes", c.measured.total}, {"by_category", measured}}},
                         {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
+                        {"allocated_recorded", c.allocatedRecorded},
                         {"difference_bytes", c.difference()},
                         {"relative_error", c.relativeError()}};
+    if (!c.allocatedRecorded) { // nothing measured to be off from: not a 0% error
+        j["difference_bytes"] = nullptr;
+        j["relative_error"] = nullptr;
+        j["used"] = {{"measured_bytes", c.usedMeasured},
+                     {"estimate_bytes", clampToInt64(c.usedEstimated)},
+                     {"relative_error", c.usedError()}};
+    }
     if (c.reservedMeasured > 0)
         j["reserved"] = {{"measured_bytes", c.reservedMeasured},
                          {"estimate_bytes", clampToInt64(c.reservedEstimated)},

@@ -67,6 +67,7 @@ private slots:
     void calibrateFromTwoRuns();
     void calibrateRefusesWhatNoScenarioHolds();
     void totalsAreComparedNotCalibrated();
+    void nvidiaSmiIsComparedByWhatIsInUse();
     void traceSummary();
     void fleetOfRanks();
     void allocatorWhatIf();
@@ -599,6 +600,45 @@ void TestCli::totalsAreComparedNotCalibrated() {
     QVERIFY2(k.err.rfind("error: " + timeline + ": records memory totals, not allocations", 0) == 0,
              k.err.c_str());
     QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
+}
+
+void TestCli::nvidiaSmiIsComparedByWhatIsInUse() {
+    // nvidia-smi's memory.used records no allocated bytes: compare set the plan's 6.40 GiB allocated against
+    // 0 and called it "0.0% above". What it can be compared by is the memory in use, the CUDA context and
+    // what lives outside PyTorch included: the plan's peak on the GPU (estimate's peak_bytes) against the
+    // most the log saw.
+    const std::string log = m_dir.filePath("node-03.csv").toStdString();
+    writeFile(log, "timestamp, index, memory.used [MiB], memory.total [MiB]\n"
+                   "2024/01/15 10:20:30.000, 0, 2000 MiB, 81559 MiB\n"
+                   "2024/01/15 10:20:31.000, 0, 11700 MiB, 81559 MiB\n"
+                   "2024/01/15 10:20:32.000, 0, 9000 MiB, 81559 MiB\n");
+    const std::string sc = HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json";
+    const json planned = json::parse(cli({"estimate", sc, "--json"}).out);
+    const long long onGpu =
+        planned["peak_bytes"].get<long long>() - planned["paged_to_host_bytes"].get<long long>();
+    const Run c = cli({"compare", sc, log, "--json"});
+    QCOMPARE(c.code, 0);
+    const json j = json::parse(c.out);
+    QCOMPARE(j["allocated_recorded"].get<bool>(), false);
+    QVERIFY(j["relative_error"].is_null());
+    QCOMPARE(j["used"]["measured_bytes"].get<long long>(), 11700LL << 20);
+    QVERIFY(std::llabs(j["used"]["estimate_bytes"].get<long long>() - onGpu) <= 1);
+    const double error = static_cast<double>(onGpu) / static_cast<double>(11700LL << 20) - 1;
+    QVERIFY(std::abs(j["used"]["relative_error"].get<double>() - error) < 1e-6);
+    const Run text = cli({"compare", sc, log});
+    const std::string said =
+        QString::number(100 * std::abs(error), 'f', 1).toStdString() + "% below the most the log saw in use";
+    QVERIFY2(text.out.find(said) != std::string::npos, text.out.c_str());
+    QVERIFY2(text.out.find("above the measured peak") == std::string::npos, text.out.c_str());
+    // The one-page report says the same, and no measured category.
+    const std::string md = m_dir.filePath("node-03-report.md").toStdString();
+    QCOMPARE(cli({"report", sc, log, "-o", md}).code, 0);
+    const std::string report = readTextFile(md);
+    const auto total = report.find("| Total | ");
+    QVERIFY(total != std::string::npos);
+    QVERIFY(report.substr(total, report.find('\n', total) - total).find("| not recorded |") !=
+            std::string::npos);
+    QVERIFY2(report.find("| In use on the GPU (context included) |") != std::string::npos, report.c_str());
 }
 
 void TestCli::calibrateRefusesWhatNoScenarioHolds() {

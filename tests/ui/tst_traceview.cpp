@@ -5,6 +5,7 @@
 // cancel; errors; lanes; zoom and pan.
 #include "core/compare/comparison.h"
 #include "core/io/bytesformat.h"
+#include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 #include "core/trace/formats/tracereader.h"
 #include "core/trace/traceindex.h"
@@ -102,6 +103,7 @@ private slots:
     void lanesAlignOnTime();
     void zoomPanAndClick();
     void categoriesAndCompare();
+    void anNvidiaSmiLogBesideThePlan();
     void diffTwoRuns();
     void calibrateFromTheWindow();
     void calibrateFromATraceTheScenarioIsNot();
@@ -682,6 +684,40 @@ void TestTraceView::categoriesAndCompare() {
     const QString reportText = test::pdfText(report);
     QVERIFY2(reportText.contains(QStringLiteral("The run over time by category")), qPrintable(reportText));
     QVERIFY(test::pdfOverlappingWords(report).isEmpty());
+}
+
+void TestTraceView::anNvidiaSmiLogBesideThePlan() {
+    // nvidia-smi's memory.used records no allocated bytes: the Categories tab measured "0.000 GiB" in every
+    // category against the plan, and the plan's allocated step was laid over the run at its first sample.
+    // Now: not recorded, no overlay, and the plan's peak on the GPU against the most the log saw in use.
+    const QString log = m_dir.filePath("node-07.csv");
+    {
+        QFile f(log);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("timestamp, index, memory.used [MiB], memory.total [MiB]\n"
+                "2024/01/15 10:20:30.000, 0, 2000 MiB, 81559 MiB\n"
+                "2024/01/15 10:20:31.000, 0, 11700 MiB, 81559 MiB\n"
+                "2024/01/15 10:20:32.000, 0, 9000 MiB, 81559 MiB\n");
+    }
+    auto w = window();
+    TracePage* view = open(*w, log);
+    QVERIFY(view && !view->hasFailed());
+    const QString scenario =
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json");
+    QString error;
+    QVERIFY(w->openScenario(scenario, &error));
+    w->tabs()->setCurrentWidget(view);
+    QVERIFY(w->compareCurrentTrace());
+    QVERIFY(w->waitForTraces(60000));
+    QVERIFY(view->categoryBars()->verdict().isEmpty()); // nothing allocated to be off from
+    QCOMPARE(view->categoryBars()->table()->item(0, 1)->text(), QStringLiteral("not recorded"));
+    const auto plan = view->timeline()->lanes().front().plan;
+    QVERIFY(!plan || plan->points.empty());
+    const double onGpu = estimate(loadScenarioFile(scenario.toStdString())).gpuPeakBytes();
+    const double used = 11700.0 * 1048576;
+    const QString said = QStringLiteral("is %1% below the most this log saw")
+                             .arg(std::abs(100 * (onGpu / used - 1)), 0, 'f', 1);
+    QVERIFY2(view->categoryBars()->note().contains(said), qPrintable(view->categoryBars()->note()));
 }
 
 void TestTraceView::diffTwoRuns() {

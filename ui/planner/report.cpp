@@ -220,20 +220,34 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
                       .arg(QString::fromStdString(measured->device));
         m.header = {QStringLiteral("Category"), QStringLiteral("Estimate"), QStringLiteral("Measured"),
                     QStringLiteral("Difference")};
+        // A log of the memory in use (nvidia-smi) records no allocated bytes: nothing to set beside the
+        // categories, and the plan's peak on the GPU against the most it saw in use.
+        const bool recorded = measured->allocatedRecorded;
+        const QString none = QStringLiteral("not recorded");
         for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
             const auto e = measured->estimated[i], v = measured->measured.bytes[i];
             if (e == 0 && v == 0)
                 continue;
             m.rows.push_back({QString::fromUtf8(measuredCategoryLabel(static_cast<MeasuredCategory>(i))),
-                              style.format(static_cast<double>(e)), style.format(static_cast<double>(v)),
-                              style.format(static_cast<double>(e - v))});
+                              style.format(static_cast<double>(e)),
+                              recorded ? style.format(static_cast<double>(v)) : none,
+                              recorded ? style.format(static_cast<double>(e - v)) : QString()});
         }
         m.rows.push_back({QStringLiteral("Total"),
                           style.format(static_cast<double>(measured->estimatedTotal)),
-                          style.format(static_cast<double>(measured->measured.total)),
-                          QStringLiteral("%1 (%2%)")
-                              .arg(style.format(static_cast<double>(measured->difference())))
-                              .arg(100 * measured->relativeError(), 0, 'f', 1)});
+                          recorded ? style.format(static_cast<double>(measured->measured.total)) : none,
+                          recorded ? QStringLiteral("%1 (%2%)")
+                                         .arg(style.format(static_cast<double>(measured->difference())))
+                                         .arg(100 * measured->relativeError(), 0, 'f', 1)
+                                   : QString()});
+        if (!recorded)
+            m.rows.push_back(
+                {QStringLiteral("In use on the GPU (context included)"),
+                 style.format(measured->usedEstimated),
+                 style.format(static_cast<double>(measured->usedMeasured)),
+                 QStringLiteral("%1 (%2%)")
+                     .arg(style.format(measured->usedEstimated - static_cast<double>(measured->usedMeasured)))
+                     .arg(100 * measured->usedError(), 0, 'f', 1)});
         if (measured
                 ->firstStep) // the trace is a first step; the plan, a later one (core/compare/comparison.h)
             m.rows.push_back({QStringLiteral("A later step (the trace is a first step)"),

@@ -37,8 +37,9 @@ CategoryBars::CategoryBars(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_table);
 }
 
-void CategoryBars::setMeasured(const Bytes& bytes, const QString& caption) {
+void CategoryBars::setMeasured(const Bytes& bytes, const QString& caption, bool recorded) {
     m_measured = bytes;
+    m_recorded = recorded;
     m_caption = caption;
     refresh();
 }
@@ -91,7 +92,7 @@ void CategoryBars::setStyle(const ChartStyle& style) {
 }
 
 QString CategoryBars::verdict() const {
-    if (!m_estimate || sum(m_measured) == 0)
+    if (!m_estimate || sum(m_measured) == 0 || !m_recorded)
         return {};
     const double err =
         static_cast<double>(sum(*m_estimate) - sum(m_measured)) / static_cast<double>(sum(m_measured));
@@ -128,10 +129,12 @@ void CategoryBars::refresh() {
             name->setIcon(QIcon(swatch));
         }
         m_table->setItem(row, 0, name);
-        m_table->setItem(row, 1, item(m_style.format(static_cast<double>(m), 3), true));
+        m_table->setItem(
+            row, 1, item(m_recorded ? m_style.format(static_cast<double>(m), 3) : tr("not recorded"), true));
         if (m_estimate) {
             m_table->setItem(row, 2, item(m_style.format(static_cast<double>(e), 3), true));
-            m_table->setItem(row, 3, item(m_style.format(static_cast<double>(e - m), 3), true));
+            m_table->setItem(
+                row, 3, item(m_recorded ? m_style.format(static_cast<double>(e - m), 3) : QString(), true));
         }
     }
     update();
@@ -142,9 +145,10 @@ void CategoryBars::paintEvent(QPaintEvent*) {
     const QColor text = palette().text().color();
     p.setPen(text);
     const QFontMetrics fm(font());
-    p.drawText(QRect(6, 2, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(m_caption + (m_estimate ? QStringLiteral(" · ") + verdict() : QString()),
-                             Qt::ElideRight, width() - 12));
+    p.drawText(
+        QRect(6, 2, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+        fm.elidedText(m_caption + (verdict().isEmpty() ? QString() : QStringLiteral(" · ") + verdict()),
+                      Qt::ElideRight, width() - 12));
     const std::int64_t top = std::max(sum(m_measured), m_estimate ? sum(*m_estimate) : 0);
     if (top <= 0)
         return;
@@ -153,6 +157,11 @@ void CategoryBars::paintEvent(QPaintEvent*) {
     auto bar = [&](int y, const Bytes& b, const QString& label) {
         p.setPen(text);
         p.drawText(QRect(6, y, labelW - 4, 22), Qt::AlignLeft | Qt::AlignVCenter, label);
+        if (&b == &m_measured && !m_recorded) {
+            p.drawText(QRect(x0, y, width() - x0 - 6, 22), Qt::AlignLeft | Qt::AlignVCenter,
+                       tr("not recorded"));
+            return;
+        }
         double x = x0;
         for (std::size_t i = 0; i < kMeasuredCategories; ++i) {
             const double bw = static_cast<double>(b[i]) / static_cast<double>(top) * w;

@@ -19,7 +19,8 @@ class CategoryBars : public QWidget {
 public:
     using Bytes = std::array<std::int64_t, kMeasuredCategories>;
     explicit CategoryBars(QWidget* parent = nullptr);
-    void setMeasured(const Bytes& bytes, const QString& caption);
+    // `recorded` false: the trace records no allocated bytes (nvidia-smi), shown as not recorded, not 0.
+    void setMeasured(const Bytes& bytes, const QString& caption, bool recorded = true);
     void setEstimate(std::optional<Bytes> bytes, const QString& scenarioName = {});
     // What the two bars are called ("Measured" / "Estimate" by default; "A" / "B" for two runs).
     void setNames(const QString& first, const QString& second);
@@ -42,6 +43,7 @@ private:
     int noteHeight() const;
     void placeTable();
     Bytes m_measured{};
+    bool m_recorded = true;
     std::optional<Bytes> m_estimate;
     QString m_caption, m_scenarioName, m_note;
     QString m_first = tr("Measured"), m_second = tr("Estimate");

@@ -552,14 +552,30 @@ void TracePage::refreshSelection() {
     // the GUI thread with the categories (computeCategories).
     if (!advice.empty() && m_codePlanFor == code.framework && !m_codePlan.empty())
         advice = m_codePlan + "; " + advice;
-    m_categories->setNote(advice.empty() ? QString() : tr("Note: %1.").arg(QString::fromStdString(advice)));
+    const bool allocatedRecorded = lane.trace->trace.devices.at(lane.device).hasAllocatedTotals;
+    if (!allocatedRecorded && scenario && lane.device < lane.trace->summary.devices.size()) {
+        // A log of the memory in use: what it can be compared by (as compare does,
+        // core/compare/comparison.h).
+        const double used = static_cast<double>(lane.trace->summary.devices[lane.device].peakReserved);
+        if (used > 0)
+            m_categories->setNote(tr("In use on the GPU: the plan's peak %1 (what PyTorch reserves, the CUDA "
+                                     "context and memory "
+                                     "outside it) is %2% %3 the most this log saw, %4.")
+                                      .arg(m_style.format(m_planOnGpu))
+                                      .arg(std::abs(100 * (m_planOnGpu / used - 1)), 0, 'f', 1)
+                                      .arg(m_planOnGpu < used ? tr("below") : tr("above"))
+                                      .arg(m_style.format(used)));
+    } else {
+        m_categories->setNote(advice.empty() ? QString()
+                                             : tr("Note: %1.").arg(QString::fromStdString(advice)));
+    }
     m_categories->setMeasured(
         m_attribution.bytes,
-        !lane.trace->trace.devices.at(lane.device).hasAllocatedTotals
-            ? tr("Used memory alone (read as reserved): no split by category")
+        !allocatedRecorded ? tr("Used memory alone (read as reserved): no split by category")
         : lane.trace->trace.devices.at(lane.device).hasTotals
             ? tr("This format records totals, not allocations: no split by category")
-            : (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)));
+            : (m_range ? tr("At the range's peak, %1") : tr("At %1")).arg(where(segmentsAt)),
+        allocatedRecorded);
     // Each listed allocation's category: the split's own at a moment (so the table and the bar agree);
     // in a range, each on its own.
     std::vector<MeasuredCategory> categories;
@@ -600,6 +616,7 @@ void TracePage::showSelectedAllocation() {
 void TracePage::setScenario(const Scenario& scenario, const Estimate& est, const QString& name) {
     m_scenario = scenario;
     m_scenarioName = name;
+    m_planOnGpu = est.gpuPeakBytes();
     m_categories->setEstimate(estimateInMeasuredCategories(est), name);
     colourBands();
     computeCategories();

@@ -125,6 +125,7 @@ private:
     std::optional<std::pair<double, double>> m_range;
     std::optional<Scenario> m_scenario;
     QString m_scenarioName;
+    double m_planOnGpu = 0; // the scenario's peak on the GPU (Estimate::gpuPeakBytes), for in-use logs
     // The scenario planned with the profile of the code the stacks name (core/io/codeprofile.h), once per
     // scenario and framework: what the note adds to its advice.
     std::optional<Framework> m_codePlanFor;
