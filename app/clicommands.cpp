@@ -786,6 +786,17 @@ int cmdDiff(const Args& a, std::ostream& out) {
         s << std::fixed << std::setprecision(1) << static_cast<double>(b) / 1048576.0;
         return s.str();
     };
+    if (!d.allocatedRecorded) {
+        // An nvidia-smi log records the memory in use alone: the runs compared by it.
+        out << "A " << a.positional[0] << ": at most " << mib(d.reservedA) << " MiB reserved\n";
+        out << "B " << a.positional[1] << ": at most " << mib(d.reservedB) << " MiB reserved\n";
+        out << "B - A: " << mib(d.reservedDifference()) << " MiB reserved\n\n";
+        out << "no allocated bytes to compare: an nvidia-smi log records the memory in use (read as "
+               "reserved, the CUDA context included), not "
+               "what PyTorch allocated; snapshots of the runs (torch.cuda.memory._record_memory_history) "
+               "split it by category and frame\n";
+        return 0;
+    }
     out << "A " << a.positional[0] << ": peak " << mib(d.a.total) << " MiB after event " << d.a.event << "\n";
     out << "B " << a.positional[1] << ": peak " << mib(d.b.total) << " MiB after event " << d.b.event << "\n";
     out << "B - A: " << mib(d.difference()) << " MiB\n\n";
@@ -847,8 +858,13 @@ int cmdTimeline(const Args& a, std::ostream& out) {
                 break;
             }
     out << path << ", device " << run.device << ": " << run.buckets.size() << " stretches of "
-        << (run.timeAxis ? "time" : "events") << "; GiB at each stretch's allocated maximum"
-        << (run.byCategory ? "" : " (this format records totals, not allocations: no categories)") << "\n\n";
+        << (run.timeAxis ? "time" : "events")
+        << (!run.allocatedRecorded ? "; GiB at each stretch's reserved maximum (allocated is not recorded: "
+                                     "the memory in use, read as reserved)"
+            : run.byCategory       ? "; GiB at each stretch's allocated maximum"
+                                   : "; GiB at each stretch's allocated maximum (this format records totals, "
+                                     "not allocations: no categories)")
+        << "\n\n";
     auto cell = [](std::int64_t b, int width) {
         std::ostringstream s;
         s << std::fixed << std::setprecision(2) << std::setw(width) << static_cast<double>(b) / 1073741824.0;
@@ -876,7 +892,9 @@ int cmdTimeline(const Args& a, std::ostream& out) {
             from << std::fixed << std::setprecision(4) << (b.start - origin) * run.secondsPerUnit;
         else
             from << static_cast<long long>(b.start);
-        out << std::setw(12) << from.str() << cell(b.allocatedMax, 10) << cell(b.reservedMax, 10);
+        out << std::setw(12) << from.str()
+            << (run.allocatedRecorded ? cell(b.allocatedMax, 10) : std::string(10 - 1, ' ') + "-")
+            << cell(b.reservedMax, 10);
         if (run.hasPlan) {
             std::array<std::int64_t, kMeasuredCategories> plan{};
             std::int64_t planned = 0;

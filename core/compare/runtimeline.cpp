@@ -37,7 +37,8 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
     const double x1 = out.timeAxis ? last + std::max(1.0, (last - x0) * 1e-9) : last;
     const TimelineFrame frame = timeline.frame(axis, x0, x1, buckets, TimelineDetail::Categories);
     out.origin = x0;
-    if (scenario && scenario->model.known) {
+    // (No plan over a run that records no allocated bytes: nothing to place its step by, planOverlay.)
+    if (scenario && scenario->model.known && index.device().hasAllocatedTotals) {
         out.hasPlan = true;
         out.plan = planOverlay(*scenario, trace, index);
     }
@@ -46,7 +47,14 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
     const double dx = (x1 - x0) / buckets;
     const auto& allocated = index.allocatedSeries();
     const auto& reserved = index.reservedSeries();
+    out.allocatedRecorded = index.device().hasAllocatedTotals;
+    // What the run is read by: allocated, or reserved where the file records no allocated bytes.
+    const auto& read = out.allocatedRecorded ? allocated : reserved;
     out.peakEvent = index.peakAfter() == kBeforeFirstEvent ? 0 : index.peakAfter();
+    if (!out.allocatedRecorded)
+        out.peakEvent = static_cast<std::size_t>(
+            std::max_element(reserved.begin(), reserved.begin() + static_cast<std::ptrdiff_t>(n)) -
+            reserved.begin());
     out.peakAllocated = allocated[out.peakEvent];
     if (out.byCategory)
         out.peakBytes = series->after(out.peakEvent);
@@ -72,7 +80,7 @@ RunTimeline runTimeline(const Trace& trace, const TraceIndex& index, const Attri
         } else { // no classes, so no index of the maximum from the frame: the bucket's events, once
             b.maxEvent = col.first;
             for (std::size_t e = col.first; e <= col.last; ++e)
-                if (allocated[e] > allocated[b.maxEvent])
+                if (read[e] > read[b.maxEvent])
                     b.maxEvent = e;
         }
         if (out.hasPlan)

@@ -27,7 +27,7 @@ struct TimelineBucket {
     std::int64_t allocated = 0;      // after `last`
     std::int64_t reserved = 0;       // after `last`
     std::int64_t allocatedMax = 0, reservedMax = 0;
-    std::size_t maxEvent = 0; // the first event of the bucket's allocated maximum
+    std::size_t maxEvent = 0; // the first event of the bucket's allocated maximum (else reserved's)
     std::array<std::int64_t, kMeasuredCategories> bytes{};      // by category after `last`
     std::array<std::int64_t, kMeasuredCategories> bytesAtMax{}; // by category after maxEvent
     bool planned = false;                                       // the plan's step covers `last`
@@ -39,7 +39,10 @@ struct RunTimeline {
     bool timeAxis = false;     // buckets cut real time (else event indices)
     double secondsPerUnit = 0; // of the time axis
     bool byCategory = false;   // false: the format records totals, not allocations
-    std::size_t peakEvent = 0; // the allocated peak
+    // False for a file that records no allocated bytes (nvidia-smi): the peak and each bucket's maximum are
+    // then reserved's, the one counter it has.
+    bool allocatedRecorded = true;
+    std::size_t peakEvent = 0; // the allocated peak (reserved's where allocated is not recorded)
     std::int64_t peakAllocated = 0;
     std::array<std::int64_t, kMeasuredCategories> peakBytes{};
     std::vector<TimelineBucket> buckets;

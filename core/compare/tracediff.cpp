@@ -2,6 +2,7 @@
 #include "core/compare/tracediff.h"
 
 #include "core/checkednumbers.h"
+#include "core/compare/comparison.h"
 #include "core/trace/frames.h"
 
 #include <algorithm>
@@ -40,6 +41,11 @@ TraceDiff diffAtPeaks(const Trace& traceA, const TraceIndex& a, const Trace& tra
     d.deviceB = b.device().key;
     d.a = attribute(traceA, a, a.peakAfter() == kBeforeFirstEvent ? 0 : a.peakAfter(), rules, scenario);
     d.b = attribute(traceB, b, b.peakAfter() == kBeforeFirstEvent ? 0 : b.peakAfter(), rules, scenario);
+    d.allocatedRecorded = a.device().hasAllocatedTotals && b.device().hasAllocatedTotals;
+    d.reservedA = peaksFromFirstAllocation(a).reserved;
+    d.reservedB = peaksFromFirstAllocation(b).reserved;
+    if (!d.allocatedRecorded) // one side's allocations against nothing recorded: no frame is "only in A"
+        return d;
     std::map<std::string, FrameDelta> frames, unmatched;
     // Same size and same top user frame: the same tensor of the program, wherever it landed.
     std::map<std::pair<std::string, std::int64_t>, long> pending; // > 0: more in A, < 0: more in B

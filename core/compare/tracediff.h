@@ -25,6 +25,13 @@ struct TraceDiff {
     std::vector<FrameDelta> byFrame;   // largest |difference| first
     std::vector<FrameDelta> unmatched; // allocations without a counterpart, by frame (bytesA: only in A)
     std::int64_t difference() const { return saturatingSub(b.total, a.total); }
+    // Each run's reserved at its most from its first allocation on (peaksFromFirstAllocation; 0 where the
+    // file records neither segments nor reserved totals). Where either file records no allocated bytes (an
+    // nvidia-smi log, whose memory.used is read as reserved), these are what the runs are compared by: the
+    // allocated figures, categories and frames are empty for want of a record.
+    bool allocatedRecorded = true;
+    std::int64_t reservedA = 0, reservedB = 0;
+    std::int64_t reservedDifference() const { return saturatingSub(reservedB, reservedA); }
 };
 
 // `scenario` (optional) describes the workload of both runs, for size matching (attribute()).

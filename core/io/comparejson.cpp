@@ -153,7 +153,10 @@ nlohmann::json traceDiffToJson(const TraceDiff& d, const std::string& nameA, con
          {{"trace", nameA}, {"device", d.deviceA}, {"at_event", d.a.event}, {"allocated_bytes", d.a.total}}},
         {"b",
          {{"trace", nameB}, {"device", d.deviceB}, {"at_event", d.b.event}, {"allocated_bytes", d.b.total}}},
-        {"difference_bytes", d.difference()},
+        {"difference_bytes", d.allocatedRecorded ? nlohmann::json(d.difference()) : nlohmann::json()},
+        {"allocated_recorded", d.allocatedRecorded},
+        {"reserved",
+         {{"a_bytes", d.reservedA}, {"b_bytes", d.reservedB}, {"difference_bytes", d.reservedDifference()}}},
         {"by_category", categories},
         {"by_top_frame", frames(d.byFrame)},
         {"unmatched", frames(d.unmatched)}};

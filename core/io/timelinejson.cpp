@@ -81,6 +81,7 @@ nlohmann::json runTimelineToJson(const RunTimeline& run, const std::string& trac
                         {"device", run.device},
                         {"axis", run.timeAxis ? "time" : "event"},
                         {"unit", run.timeAxis ? "s" : "event"},
+                        {"allocated_recorded", run.allocatedRecorded},
                         {"by_category", run.byCategory},
                         {"categories", run.byCategory ? categories : nlohmann::json::array()},
                         {"peak", peak},

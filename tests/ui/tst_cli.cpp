@@ -639,6 +639,25 @@ void TestCli::nvidiaSmiIsComparedByWhatIsInUse() {
     QVERIFY(report.substr(total, report.find('\n', total) - total).find("| not recorded |") !=
             std::string::npos);
     QVERIFY2(report.find("| In use on the GPU (context included) |") != std::string::npos, report.c_str());
+
+    // Two nodes' logs diffed: by the memory in use (B - A: 11,700 - 9,000 MiB), where both peaked at
+    // "0.0 MiB" and differed by 0.
+    const std::string other = m_dir.filePath("node-04.csv").toStdString();
+    writeFile(other, "2024/01/15 10:20:30.000, 0, 9000, 81559\n2024/01/15 10:20:31.000, 0, 8000, 81559\n");
+    const Run d = cli({"diff", other, log});
+    QCOMPARE(d.code, 0);
+    QVERIFY2(d.out.find("B - A: 2700.0 MiB reserved") != std::string::npos, d.out.c_str());
+    const json dj = json::parse(cli({"diff", other, log, "--json"}).out);
+    QCOMPARE(dj["reserved"]["difference_bytes"].get<long long>(), 2700LL << 20);
+    QVERIFY(dj["difference_bytes"].is_null());
+    QCOMPARE(dj["allocated_recorded"].get<bool>(), false);
+    // Its timeline marks the peak where the log used the most (its second second), not at its first sample.
+    const Run t = cli({"timeline", log, "--buckets", "3"});
+    QCOMPARE(t.code, 0);
+    QVERIFY2(t.out.find("      0.0000         -      1.95\n") != std::string::npos &&
+                 t.out.find("         -     11.43   <- peak") != std::string::npos,
+             t.out.c_str());
+    QCOMPARE(json::parse(cli({"timeline", log, "--json"}).out)["allocated_recorded"].get<bool>(), false);
 }
 
 void TestCli::calibrateRefusesWhatNoScenarioHolds() {

@@ -202,6 +202,22 @@ void TestFleetView::nvidiaSmiLogsOpenWorstFirst() {
     QVERIFY(t->model()->data(t->model()->index(0, FleetRankModel::Rank), Qt::BackgroundRole).isValid());
     QVERIFY(page->summaryText().contains("Compared by reserved"));
     QCOMPARE(page->fleet().job.outliers, std::vector<int>{2});
+    // Diffed against the median rank: by the memory in use (4,000 MiB more), not two peaks of 0.
+    page->selectRank(2);
+    QPushButton* diff = nullptr;
+    for (QPushButton* b : page->findChildren<QPushButton*>())
+        if (b->text().startsWith("Diff"))
+            diff = b;
+    QVERIFY(diff && diff->isEnabled());
+    diff->click();
+    QVERIFY(window->waitForTraces());
+    DiffPage* d = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT((d = qobject_cast<DiffPage*>(window->tabs()->currentWidget())) != nullptr,
+                             20000);
+    QVERIFY(!d->diff().allocatedRecorded);
+    QCOMPARE(d->diff().reservedDifference(), -(4000LL << 20)); // the median rank less rank 2
+    if (qEnvironmentVariableIsSet("HEADROOM_TEST_SHOTS"))
+        window->grab().save(qEnvironmentVariable("HEADROOM_TEST_SHOTS") + "/smi-diff.png");
 }
 
 QTEST_MAIN(TestFleetView)

@@ -71,18 +71,29 @@ QString DiffPage::title() const {
 
 void DiffPage::setStyle(const ChartStyle& style) {
     m_style = style;
-    m_summary->setText(
-        tr("<b>A</b> %1: peak %2 after event %3<br><b>B</b> %4: peak %5 after event %6<br><b>B − A</b>: %7")
-            .arg(QFileInfo(QString::fromStdString(m_a->path)).fileName().toHtmlEscaped(),
-                 style.format(static_cast<double>(m_diff.a.total)))
-            .arg(m_diff.a.event)
-            .arg(QFileInfo(QString::fromStdString(m_b->path)).fileName().toHtmlEscaped(),
-                 style.format(static_cast<double>(m_diff.b.total)))
-            .arg(m_diff.b.event)
-            .arg(style.format(static_cast<double>(m_diff.difference()))));
+    if (!m_diff.allocatedRecorded) // an nvidia-smi log: the memory in use alone (TraceDiff::reservedA)
+        m_summary->setText(
+            tr("<b>A</b> %1: at most %2 reserved<br><b>B</b> %3: at most %4 reserved<br><b>B − A</b>: %5 "
+               "reserved. No allocated bytes to compare: an nvidia-smi log records the memory in use (the "
+               "CUDA context included), not what PyTorch allocated.")
+                .arg(QFileInfo(QString::fromStdString(m_a->path)).fileName().toHtmlEscaped(),
+                     style.format(static_cast<double>(m_diff.reservedA)),
+                     QFileInfo(QString::fromStdString(m_b->path)).fileName().toHtmlEscaped(),
+                     style.format(static_cast<double>(m_diff.reservedB)),
+                     style.format(static_cast<double>(m_diff.reservedDifference()))));
+    else
+        m_summary->setText(tr("<b>A</b> %1: peak %2 after event %3<br><b>B</b> %4: peak %5 after event "
+                              "%6<br><b>B − A</b>: %7")
+                               .arg(QFileInfo(QString::fromStdString(m_a->path)).fileName().toHtmlEscaped(),
+                                    style.format(static_cast<double>(m_diff.a.total)))
+                               .arg(m_diff.a.event)
+                               .arg(QFileInfo(QString::fromStdString(m_b->path)).fileName().toHtmlEscaped(),
+                                    style.format(static_cast<double>(m_diff.b.total)))
+                               .arg(m_diff.b.event)
+                               .arg(style.format(static_cast<double>(m_diff.difference()))));
     m_bars->setStyle(style);
-    m_bars->setMeasured(m_diff.a.bytes, tr("By category at each run's peak"));
-    m_bars->setEstimate(m_diff.b.bytes, QStringLiteral("B"));
+    m_bars->setMeasured(m_diff.a.bytes, tr("By category at each run's peak"), m_diff.allocatedRecorded);
+    m_bars->setEstimate(m_diff.b.bytes, QStringLiteral("B"), m_diff.allocatedRecorded);
     fill(m_frames, m_diff.byFrame);
     fill(m_unmatched, m_diff.unmatched);
 }

@@ -44,8 +44,9 @@ void CategoryBars::setMeasured(const Bytes& bytes, const QString& caption, bool 
     refresh();
 }
 
-void CategoryBars::setEstimate(std::optional<Bytes> bytes, const QString& scenarioName) {
+void CategoryBars::setEstimate(std::optional<Bytes> bytes, const QString& scenarioName, bool recorded) {
     m_estimate = bytes;
+    m_secondRecorded = recorded;
     m_scenarioName = scenarioName;
     placeTable();
     refresh();
@@ -92,7 +93,7 @@ void CategoryBars::setStyle(const ChartStyle& style) {
 }
 
 QString CategoryBars::verdict() const {
-    if (!m_estimate || sum(m_measured) == 0 || !m_recorded)
+    if (!m_estimate || sum(m_measured) == 0 || !m_recorded || !m_secondRecorded)
         return {};
     const double err =
         static_cast<double>(sum(*m_estimate) - sum(m_measured)) / static_cast<double>(sum(m_measured));
@@ -132,9 +133,15 @@ void CategoryBars::refresh() {
         m_table->setItem(
             row, 1, item(m_recorded ? m_style.format(static_cast<double>(m), 3) : tr("not recorded"), true));
         if (m_estimate) {
-            m_table->setItem(row, 2, item(m_style.format(static_cast<double>(e), 3), true));
             m_table->setItem(
-                row, 3, item(m_recorded ? m_style.format(static_cast<double>(e - m), 3) : QString(), true));
+                row, 2,
+                item(m_secondRecorded ? m_style.format(static_cast<double>(e), 3) : tr("not recorded"),
+                     true));
+            m_table->setItem(row, 3,
+                             item(m_recorded && m_secondRecorded
+                                      ? m_style.format(static_cast<double>(e - m), 3)
+                                      : QString(),
+                                  true));
         }
     }
     update();
@@ -157,7 +164,7 @@ void CategoryBars::paintEvent(QPaintEvent*) {
     auto bar = [&](int y, const Bytes& b, const QString& label) {
         p.setPen(text);
         p.drawText(QRect(6, y, labelW - 4, 22), Qt::AlignLeft | Qt::AlignVCenter, label);
-        if (&b == &m_measured && !m_recorded) {
+        if (&b == &m_measured ? !m_recorded : !m_secondRecorded) {
             p.drawText(QRect(x0, y, width() - x0 - 6, 22), Qt::AlignLeft | Qt::AlignVCenter,
                        tr("not recorded"));
             return;

@@ -21,7 +21,8 @@ public:
     explicit CategoryBars(QWidget* parent = nullptr);
     // `recorded` false: the trace records no allocated bytes (nvidia-smi), shown as not recorded, not 0.
     void setMeasured(const Bytes& bytes, const QString& caption, bool recorded = true);
-    void setEstimate(std::optional<Bytes> bytes, const QString& scenarioName = {});
+    // `recorded` false: the second bar is a run that records no allocated bytes (a diff of nvidia-smi logs).
+    void setEstimate(std::optional<Bytes> bytes, const QString& scenarioName = {}, bool recorded = true);
     // What the two bars are called ("Measured" / "Estimate" by default; "A" / "B" for two runs).
     void setNames(const QString& first, const QString& second);
     void setStyle(const ChartStyle& style);
@@ -43,7 +44,7 @@ private:
     int noteHeight() const;
     void placeTable();
     Bytes m_measured{};
-    bool m_recorded = true;
+    bool m_recorded = true, m_secondRecorded = true;
     std::optional<Bytes> m_estimate;
     QString m_caption, m_scenarioName, m_note;
     QString m_first = tr("Measured"), m_second = tr("Estimate");
