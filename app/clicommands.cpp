@@ -1071,7 +1071,12 @@ int cmdAllocatorWhatIf(const Args& a, std::ostream& out) {
     if (s.garbageCollectionThreshold > 0 && (s.memoryFraction <= 0 || s.deviceMemory == 0))
         throw std::invalid_argument("--garbage-collection-threshold acts only with --memory-fraction and "
                                     "--device-memory-gib (PyTorch collects only under a memory fraction)");
-    const auto devices = allocatorWhatIf(trace, s);
+    std::vector<DeviceWhatIf> devices;
+    try {
+        devices = allocatorWhatIf(trace, s);
+    } catch (const Error& e) { // a trace it cannot replay: named by its file, as every reader's errors are
+        throw Error(a.positional[0], e.where() + ": " + e.why());
+    }
     if (a.json) {
         out << jsonText(allocatorWhatIfToJson(devices, s), 2) << "\n";
         return 0;

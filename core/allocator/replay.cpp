@@ -304,8 +304,8 @@ DeviceWhatIf whatIfDevice(const Trace& trace, std::size_t device, const Allocato
 
 std::vector<DeviceWhatIf> allocatorWhatIf(const Trace& trace, const AllocatorSettings& whatif) {
     if (trace.format != TraceFormat::PytorchSnapshot && trace.format != TraceFormat::PytorchSnapshotJson)
-        throw Error("trace",
-                    std::string("is a ") + traceFormatName(trace.format) +
+        throw Error("format",
+                    std::string("the file is ") + traceFormatName(trace.format) +
                         "; the allocator what-if replays the alloc and free events of a PyTorch memory "
                         "snapshot (torch.cuda.memory._dump_snapshot)");
     std::vector<DeviceWhatIf> out;

@@ -843,6 +843,13 @@ void TestCli::allocatorWhatIf() {
         std::string::npos);
     // Usage errors exit 2; a trace with nothing to replay exits 1 naming why.
     QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--max-split-size-mb", "lots"}).code, 2);
+    // A file it cannot replay is named, as every reader's errors name it (it said "trace: is a ...").
+    const std::string smi = m_dir.filePath("whatif-node.csv").toStdString();
+    writeFile(smi, "2024/01/15 10:20:30.000, 0, 2000, 81559\n");
+    const Run bad = cli({"allocator-whatif", smi});
+    QCOMPARE(bad.code, 1);
+    QVERIFY2(bad.err.rfind("error: " + smi + ": format: the file is nvidia-smi-csv;", 0) == 0,
+             bad.err.c_str());
     QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--roundup-power2-divisions", "3"}).code, 2);
     QCOMPARE(cli({"allocator-whatif", path.toStdString(), "--garbage-collection-threshold", "0.5"}).code, 2);
     const QString csv = m_dir.filePath("smi.csv");
