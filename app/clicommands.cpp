@@ -754,6 +754,11 @@ int cmdCompare(const Args& a, std::ostream& out) {
         out << "; " << std::setprecision(2) << static_cast<double>(unattributed) / 1048576.0
             << " MiB of what it measured no rule could place (unattributed)";
     out << "\n";
+    if (!c.eventsRecorded)
+        out << "  this snapshot records no allocation events: what it measured is the memory when it was "
+               "taken, "
+               "which need not be the run's peak (torch.cuda.memory._record_memory_history() before the step "
+               "records the run)\n";
     if (c.firstStep)
         out << "  this trace records a first step: its " << gib(c.createdStates)
             << " GiB of optimizer states were created by the step, after the forward and backward; a later\n"

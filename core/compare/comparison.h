@@ -45,6 +45,9 @@ struct Comparison {
     // peak on the GPU (Estimate::gpuPeakBytes). reservedMeasured is then 0: the log's "reserved" holds the
     // context too, which max_memory_reserved() does not.
     bool allocatedRecorded = true;
+    // A snapshot with no events (torch.cuda.memory._snapshot() without _record_memory_history): what it
+    // measured is the memory when it was taken, which need not be the run's peak; the text says so.
+    bool eventsRecorded = true;
     std::int64_t usedMeasured = 0;
     double usedEstimated = 0;
     double usedError() const {

@@ -20,6 +20,7 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
                         {"measured", {{"allocated_bytes", c.measured.total}, {"by_category", measured}}},
                         {"estimate", {{"allocated_bytes", c.estimatedTotal}, {"by_category", estimated}}},
                         {"allocated_recorded", c.allocatedRecorded},
+                        {"events_recorded", c.eventsRecorded},
                         {"difference_bytes", c.difference()},
                         {"relative_error", c.relativeError()}};
     if (!c.allocatedRecorded) { // nothing measured to be off from: not a 0% error

@@ -68,6 +68,7 @@ private slots:
     void calibrateRefusesWhatNoScenarioHolds();
     void totalsAreComparedNotCalibrated();
     void nvidiaSmiIsComparedByWhatIsInUse();
+    void aSnapshotWithoutEventsIsNotARun();
     void traceSummary();
     void fleetOfRanks();
     void allocatorWhatIf();
@@ -658,6 +659,39 @@ void TestCli::nvidiaSmiIsComparedByWhatIsInUse() {
                  t.out.find("         -     11.43   <- peak") != std::string::npos,
              t.out.c_str());
     QCOMPARE(json::parse(cli({"timeline", log, "--json"}).out)["allocated_recorded"].get<bool>(), false);
+}
+
+void TestCli::aSnapshotWithoutEventsIsNotARun() {
+    // torch.cuda.memory._snapshot() without _record_memory_history: one segment of 1 GiB, half of it
+    // allocated, when it was taken. calibrate fitted the medium model's plan to those 0.5 GiB (+1,176% off
+    // after) and wrote the file; compare called it the measured peak without a word.
+    const std::string snap = m_dir.filePath("taken-late.json").toStdString();
+    const long long base = 1LL << 32, half = 512LL << 20;
+    const json seg = {
+        {"device", 0},
+        {"address", base},
+        {"total_size", 2 * half},
+        {"allocated_size", half},
+        {"active_size", half},
+        {"requested_size", half},
+        {"stream", 0},
+        {"segment_type", "large"},
+        {"blocks",
+         {{{"size", half}, {"requested_size", half}, {"state", "active_allocated"}, {"address", base}},
+          {{"size", half}, {"requested_size", 0}, {"state", "inactive"}, {"address", base + half}}}}};
+    writeFile(snap, json{{"segments", {seg}}, {"device_traces", {json::array()}}}.dump());
+    const std::string sc = HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-training.headroom.json";
+    const std::string out = m_dir.filePath("taken-late-calibrated.headroom.json").toStdString();
+    const Run k = cli({"calibrate", sc, snap, "-o", out});
+    QCOMPARE(k.code, 1);
+    QVERIFY2(k.err.rfind("error: " + snap + ": records no allocation events", 0) == 0, k.err.c_str());
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(out)));
+    const Run c = cli({"compare", sc, snap});
+    QCOMPARE(c.code, 0);
+    QVERIFY2(c.out.find("this snapshot records no allocation events") != std::string::npos, c.out.c_str());
+    const json j = json::parse(cli({"compare", sc, snap, "--json"}).out);
+    QCOMPARE(j["events_recorded"].get<bool>(), false);
+    QCOMPARE(j["measured"]["allocated_bytes"].get<long long>(), half);
 }
 
 void TestCli::calibrateRefusesWhatNoScenarioHolds() {

@@ -414,7 +414,24 @@ void TracePage::rebuildLanes() {
     m_content->setEnabled(!m_timeline->lanes().empty());
     updateBanner();
     if (m_timeline->lanes().empty()) {
-        m_momentText->setText(tr("This trace has no events."));
+        // A snapshot taken without _record_memory_history holds its segments at the moment it was taken:
+        // say what it holds and how to record a run, rather than only that there is nothing to draw.
+        std::int64_t allocated = 0;
+        std::size_t segments = 0;
+        for (const auto& t : m_traces)
+            for (const DeviceSummary& d : t->summary.devices) {
+                allocated += d.finalAllocated;
+                segments += d.segments;
+            }
+        m_momentText->setText(
+            segments > 0
+                ? tr("This snapshot records no events, only the memory when it was taken (%1 allocated in %2 "
+                     "%3), which need not be the run's peak: record the run with "
+                     "torch.cuda.memory._record_memory_history() before it, then _dump_snapshot.")
+                      .arg(m_style.format(static_cast<double>(allocated)))
+                      .arg(segments)
+                      .arg(segments == 1 ? tr("segment") : tr("segments"))
+                : tr("This trace has no events."));
         return;
     }
     // Start at the peak of the first lane.
