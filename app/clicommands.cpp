@@ -696,7 +696,7 @@ int compareUsed(const Comparison& c, const Scenario& sc, const std::string& trac
     out << "  the plan's peak on the GPU (what PyTorch reserves, the CUDA context and memory outside it) is "
         << std::fixed << std::setprecision(1) << std::abs(100 * c.usedError()) << "% "
         << (c.usedError() < 0 ? "below" : "above") << " the most the log saw in use; it records no allocated "
-        << "bytes, so the categories cannot be compared (a snapshot or a profiler trace of the run can)\n";
+        << "bytes, so the categories cannot be compared (a memory snapshot of the run can)\n";
     return 0;
 }
 

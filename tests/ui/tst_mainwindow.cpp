@@ -21,6 +21,7 @@
 #include "ui/planner/phasechart.h"
 #include "ui/planner/savingsmodel.h"
 #include "ui/planner/scenariodocument.h"
+#include "ui/planner/servingchart.h"
 #include "ui/planner/settingspanel.h"
 #include "ui/planner/strategychart.h"
 #include "ui/planner/sweepchart.h"
@@ -1020,6 +1021,33 @@ void TestMainWindow::servingShowsTokensAndRequests() {
     QVERIFY2(details.contains(QStringLiteral("vLLM start-up logs it was not built on")), qPrintable(details));
     auto* serving = w->findChild<QChartView*>("servingChart");
     QVERIFY(serving && !serving->isHidden());
+    // Each length on its axis has room for its label at any width: 460 pixels gave each of 13 powers of
+    // two less than "128k" takes, and the axis printed "12...". Narrow, it labels every second or fourth.
+    {
+        // Llama 4 Scout's curve runs from 1k to 4,096k tokens: 13 lengths.
+        const Scenario sc =
+            loadScenarioFile(HEADROOM_SOURCE_DIR "/examples/serve-llama4-scout-vllm-4xh100.headroom.json");
+        const Estimate scout = estimate(sc);
+        for (int width : {1400, 460}) {
+            auto* chart = new ServingChart;
+            QChartView view(chart);
+            view.resize(width, 380);
+            chart->setCurve(servingCurve(sc), sc, scout);
+            view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&view));
+            QCoreApplication::processEvents();
+            auto* lengths = static_cast<QCategoryAxis*>(chart->axes(Qt::Horizontal).first());
+            const QStringList shown = lengths->categoriesLabels();
+            QVERIFY2(shown.size() >= 3, qPrintable(shown.join(',')));
+            const double step = chart->plotArea().width() *
+                                (lengths->endValue(shown[1]) - lengths->endValue(shown[0])) /
+                                (lengths->max() - lengths->min());
+            for (const QString& l : shown)
+                QVERIFY2(
+                    QFontMetricsF(lengths->labelsFont()).horizontalAdvance(l) < step,
+                    qPrintable(QStringLiteral("%1 at %2 px: %3 px a label").arg(l).arg(width).arg(step)));
+        }
+    }
     QVERIFY(w->findChild<QWidget*>("sweepBox")->isHidden());
     // The savings table speaks in tokens and requests, each row from an estimate of the changed scenario.
     auto* savings = w->findChild<QTableView*>("savings");

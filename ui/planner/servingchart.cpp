@@ -66,7 +66,10 @@ ServingChart::ServingChart(QGraphicsItem* parent) : QChart(parent) {
     for (QScatterSeries* s : {m_currentTokens, m_currentConcurrency, m_tokensLabel, m_requestsLabel})
         for (QLegendMarker* marker : legend()->markers(s))
             marker->setVisible(false);
-    connect(this, &QChart::plotAreaChanged, this, [this] { placeLabels(); });
+    connect(this, &QChart::plotAreaChanged, this, [this] {
+        labelLengths();
+        placeLabels();
+    });
     legend()->setAlignment(Qt::AlignTop);
     setTitle(QStringLiteral("Serving capacity against request length"));
     setStyle(m_style);
@@ -125,17 +128,8 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
         // The axis reaches the scenario's own length when it is shorter than the curve's first (512
         // tokens), so that its point is drawn; the labels stay the curve's.
         const double from = std::min(lo, std::log2(std::max(1.0, len)));
-        QStringList labels;
-        for (int e = static_cast<int>(std::ceil(lo)); e <= static_cast<int>(std::floor(hi)); ++e)
-            labels << (e >= 10 ? QStringLiteral("%1k").arg(1LL << (e - 10)) : QString::number(1LL << e));
-        if (m_x->categoriesLabels() != labels) {
-            for (const QString& l : m_x->categoriesLabels())
-                m_x->remove(l);
-            int e = static_cast<int>(std::ceil(lo));
-            for (const QString& l : labels)
-                m_x->append(l, e++);
-        }
         m_x->setRange(from - 0.3, hi + 0.3); // room for the end labels, which sit centred on their values
+        labelLengths();
     }
     setNiceRange(m_yTokens, std::max(topTokens, kv / 1000) * 1.1);
     setNiceRange(m_yConcurrency, std::max(topRequests, conc) * 1.1);
@@ -160,6 +154,35 @@ void ServingChart::setCurve(const std::vector<ServingPoint>& points, const Scena
     if (!requestsLabel.isEmpty() && m_requestsLabel->pointLabelsFormat() != requestsLabel)
         m_requestsLabel->setPointLabelsFormat(requestsLabel);
     placeLabels();
+}
+
+void ServingChart::labelLengths() {
+    if (m_points.empty())
+        return;
+    const int lo =
+        static_cast<int>(std::ceil(std::log2(static_cast<double>(m_points.front().requestLength))));
+    const int hi =
+        static_cast<int>(std::floor(std::log2(static_cast<double>(m_points.back().requestLength))));
+    // Every power of two where there is room for its label, else every second or fourth: the axis elided
+    // "128k" to "12..." when a narrow chart gave each of its 13 labels less than their width.
+    const double widest = QFontMetricsF(m_x->labelsFont()).horizontalAdvance(QStringLiteral("1024k")) + 6;
+    const double perStep = plotArea().width() / std::max(1.0, m_x->max() - m_x->min());
+    int every = 1;
+    while (every < 8 && perStep > 0 && perStep * every < widest)
+        every *= 2;
+    QStringList labels;
+    std::vector<int> at;
+    for (int e = lo; e <= hi; ++e)
+        if ((e - lo) % every == 0) {
+            labels << (e >= 10 ? QStringLiteral("%1k").arg(1LL << (e - 10)) : QString::number(1LL << e));
+            at.push_back(e);
+        }
+    if (m_x->categoriesLabels() == labels)
+        return;
+    for (const QString& l : m_x->categoriesLabels())
+        m_x->remove(l);
+    for (std::size_t i = 0; i < at.size(); ++i)
+        m_x->append(labels[static_cast<qsizetype>(i)], at[i]);
 }
 
 void ServingChart::placeLabels() {

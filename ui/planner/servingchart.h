@@ -36,6 +36,7 @@ private:
     QScatterSeries* m_tokensLabel = nullptr;
     QScatterSeries* m_requestsLabel = nullptr;
     void placeLabels();
+    void labelLengths(); // the length axis' labels, as many as its width has room for
     // Request lengths on a log2 scale, labelled as people write them (1k, 2k, ... 128k with k = 1,024):
     // the series' x is log2 of the length, and the labels sit on the powers of two.
     QCategoryAxis* m_x = nullptr;
