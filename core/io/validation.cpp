@@ -329,8 +329,23 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                 r.estimated = estimatedFor(c, est);
             } else {
                 LoadedTrace& t = traceOf(c);
-                const Comparison cmp =
-                    compareAtPeak(sc, est, t.trace, *t.indexes[busiestDevice(t.summary)], rules);
+                const TraceIndex& index = *t.indexes[busiestDevice(t.summary)];
+                // A traced case is measured at its allocated peak: a file that records none (an nvidia-smi
+                // log) was measured at 0 bytes and "0.0% off", a snapshot without events at whatever was
+                // alive when it was taken.
+                const char* unfit = !index.device().hasAllocatedTotals
+                                        ? "records no allocated bytes (an nvidia-smi log)"
+                                    : !index.device().hasTotals && index.events() == 0
+                                        ? "records no allocation events, only the memory when the snapshot "
+                                          "was taken"
+                                        : nullptr;
+                if (unfit)
+                    throw Error(f.file + ": cases[" + std::to_string(&c - f.cases.data()) + "].trace",
+                                c.tracePath + " " + unfit +
+                                    ": a traced case is measured at the run's allocated peak; give a "
+                                    "published figure instead (measured_gib), or a snapshot recorded with "
+                                    "torch.cuda.memory._record_memory_history()");
+                const Comparison cmp = compareAtPeak(sc, est, t.trace, index, rules);
                 r.traced = true;
                 // A first step's trace is checked against the later step a plan describes.
                 r.measured = static_cast<double>(cmp.firstStep ? cmp.laterStepPeak : cmp.measured.total);

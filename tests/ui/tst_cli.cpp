@@ -659,6 +659,24 @@ void TestCli::nvidiaSmiIsComparedByWhatIsInUse() {
                  t.out.find("         -     11.43   <- peak") != std::string::npos,
              t.out.c_str());
     QCOMPARE(json::parse(cli({"timeline", log, "--json"}).out)["allocated_recorded"].get<bool>(), false);
+    // A cases file that checks a plan against such a log: validate measured it at 0 bytes, "+0.0%" and
+    // "within 5%"; now it names the case, since a traced case is measured at its allocated peak.
+    const std::string cases = m_dir.filePath("node-cases.json").toStdString();
+    writeFile(cases, json{{"schema", "headroom.cases/1"},
+                          {"cases",
+                           {{{"id", "node-03"},
+                             {"role", "validate"},
+                             {"framework", "pytorch"},
+                             {"scenario", sc},
+                             {"metric", "allocated"},
+                             {"trace", log},
+                             {"source", "a node's nvidia-smi log"}}}}}
+                         .dump());
+    const Run v = cli({"validate", cases});
+    QCOMPARE(v.code, 1);
+    QVERIFY2(v.err.rfind("error: " + cases + ": cases[0].trace: " + log + " records no allocated bytes", 0) ==
+                 0,
+             v.err.c_str());
 }
 
 void TestCli::aSnapshotWithoutEventsIsNotARun() {
