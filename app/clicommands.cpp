@@ -536,7 +536,14 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         if (dtype != c.quadraticActivationBytes)
             otherDtypes << std::setprecision(3) << "; x " << factor << " with " << static_cast<int>(dtype)
                         << "-byte ones";
+    std::ostringstream logitsFactor;
+    logitsFactor << std::setprecision(3) << c.logits;
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
+        << (c.logits >= 0
+                ? "  the loss's logits-sized tensors    x " + logitsFactor.str() +
+                      " (micro-batch x tokens x vocabulary, measured apart: their share follows the "
+                      "vocabulary and the layer count)\n"
+                : std::string())
         << "  tensors that grow with tokens^2    x " << c.quadratic
         << (c.quadraticActivationBytes > 0
                 ? " (with " + std::to_string(static_cast<int>(c.quadraticActivationBytes)) +

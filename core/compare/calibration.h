@@ -123,7 +123,7 @@ struct CalibrationResult {
 // by more than 5% (every recorded run calibrated on its own scenario is reproduced within 2%:
 // tst_attribution), a forward's scenario (inference) fitted to a run that stepped an optimizer, or a factor
 // for what grows with the tokens (or their square) is beyond 4 or below 1/4: the shipped traces, each on
-// its own scenario, need x0.9 to x2.7 (bcrafton's compiled step the most), where a batch or length the run
+// its own scenario, need x0.9 to x3.5 (bcrafton's compiled step the most), where a batch or length the run
 // did not have needs more (the 128-token forward's scenario on its 1,024-token run: x31; the 256-token
 // training scenario on the 1,024-token run: x6.5).
 std::string runMismatch(const Scenario& scenario, const Comparison& before, std::int64_t measured,

@@ -60,6 +60,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["optimizer_step_scratch_bytes_per_parameter"] = c.stepScratchBytesPerParameter;
     if (c.heldLogitCopies >= 0)
         j["held_logit_copies"] = c.heldLogitCopies;
+    if (c.logits >= 0)
+        j["logits"] = c.logits;
     if (c.stepScratchLargestTensors >= 0)
         j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
     if (c.backwardScratchScores >= 0)

@@ -1266,11 +1266,14 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
             *v *= 2;
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
-    for (double* v : {&st.activations, &st.transient, &st.logits, &st.logitsGradient, &st.headLogitsGradient,
-                      &st.decodeActivations, &st.backwardActivations, &st.backwardTemporaries, &st.heldLogits,
-                      &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld, &st.transientNotMade,
-                      &st.headLogits, &st.headActivations})
+    for (double* v : {&st.activations, &st.transient, &st.decodeActivations, &st.backwardActivations,
+                      &st.backwardTemporaries, &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld,
+                      &st.transientNotMade, &st.headActivations})
         *v *= c.linear;
+    // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
+    const double logitsFactor = c.logits >= 0 ? c.logits : c.linear;
+    for (double* v : {&st.logits, &st.logitsGradient, &st.headLogitsGradient, &st.heldLogits, &st.headLogits})
+        *v *= logitsFactor;
     for (StageModel::MlpMoment& m : st.mlp) {
         m.freed *= c.linear;
         m.scratch *= c.linear;
@@ -1282,7 +1285,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     // profile that matched, +8.7% at 1,024 tokens.
     for (StageModel::ForwardMoment& f : st.forwardMoment) {
         f.activations *= c.linear;
-        f.logits *= c.linear;
+        f.logits *= logitsFactor;
     }
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
