@@ -855,6 +855,11 @@ void TestTraceView::calibrateFromTheWindow() {
     QVERIFY(!said.contains(QStringLiteral("gradient")));
     // Its step held five fp32 tensors of the embedding besides the states (and the loss's logits, apart).
     QVERIFY2(said.contains(QStringLiteral("one parameter at a time and held 5.0 tensors")), qPrintable(said));
+    // Its loss's four fp32 tensors of 4 x 256 x 10,000, measured apart from its layers', as said.
+    QVERIFY(w->document()->scenario().calibration.logits > 0);
+    QVERIFY2(said.contains(QStringLiteral("Its loss held %1 times the vocabulary-sized tensors")
+                               .arg(w->document()->scenario().calibration.logits, 0, 'f', 2)),
+             qPrintable(said));
     // At 256 tokens the fp32 scores are the size of the FFN's fp32 output: the backward is not measured,
     // and is planned from the score copies the forward keeps.
     QVERIFY2(said.contains(QStringLiteral("What its attention backward holds could not be read")) &&

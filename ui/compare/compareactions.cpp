@@ -152,6 +152,15 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
                  "scales both; at other lengths the plan extrapolates with it. Calibrating on runs of two "
                  "lengths tells them apart. ")
             : QString();
+    // The loss's vocabulary-sized tensors, measured apart from the layers' (Calibration::logits).
+    const QString logits =
+        r.factors.logits >= 0
+            ? tr("Its loss held %1 times the vocabulary-sized tensors the plan has there (micro-batch x "
+                 "tokens "
+                 "x vocabulary), measured apart from its layers': another vocabulary or layer count is "
+                 "planned with them. ")
+                  .arg(r.factors.logits, 0, 'f', 2)
+            : QString();
     // A forward measured at its two kinds of moment (Calibration::prefillAttentionLinear).
     const QString moments =
         r.factors.prefillAttentionLinear >= 0
@@ -195,7 +204,7 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
             ? QString()
             : tr("Warning: %1. ")
                   .arg(QString::fromStdString(run.mismatch).replace(0, 1, QStringLiteral("T")));
-    return mismatch + noBackward + firstStep + gradients + step + backward + moments + cache +
+    return mismatch + noBackward + firstStep + gradients + step + logits + backward + moments + cache +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
