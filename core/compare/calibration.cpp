@@ -732,7 +732,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // run's peak: fitted to it, the factors scale the plan to whatever was alive then (a 0.5 GiB snapshot
     // of the medium model's run calibrated it to +1,176%).
     for (const CalibrationInput& run : runs)
-        if (run.index && !run.index->device().hasTotals && run.index->events() == 0)
+        if (run.index && run.index->device().stateOnly())
             throw Error(run.name,
                         "records no allocation events, only the memory at the moment the snapshot was taken, "
                         "which need not be the run's peak: calibration reads the allocations alive at the "

@@ -149,7 +149,7 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
         c.reservedMeasured = peaksFromFirstAllocation(index).reserved;
         c.reservedEstimated = estimate.reservedPeakBytes;
     }
-    c.eventsRecorded = index.device().hasTotals || index.events() > 0;
+    c.eventsRecorded = !index.device().stateOnly();
     if (!index.device().hasAllocatedTotals) {
         c.allocatedRecorded = false;
         c.usedMeasured = c.reservedMeasured;

@@ -335,7 +335,7 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
                 // alive when it was taken.
                 const char* unfit = !index.device().hasAllocatedTotals
                                         ? "records no allocated bytes (an nvidia-smi log)"
-                                    : !index.device().hasTotals && index.events() == 0
+                                    : index.device().stateOnly()
                                         ? "records no allocation events, only the memory when the snapshot "
                                           "was taken"
                                         : nullptr;

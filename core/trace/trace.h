@@ -128,6 +128,9 @@ struct DeviceTrace {
     bool hasAllocatedTotals = true;
 
     std::size_t entries() const { return action.size(); }
+    // A snapshot dumped without _record_memory_history: the memory alive when it was taken, no events, so
+    // no peak of the run (calibration, validation and compare each refuse or say so).
+    bool stateOnly() const { return !hasTotals && entries() == 0; }
     // Adds one event to every column, so that the columns always have the same length.
     void append(std::int64_t t, TraceAction a, std::uint64_t address, std::int64_t bytes,
                 std::int64_t streamId = 0, std::uint32_t stackId = 0) {
