@@ -292,6 +292,14 @@ double castableParameters(const Scenario& sc, int stage, const StageModel& st, c
     return std::max(0.0, castable);
 }
 
+// What autocast casts of one layer on a GPU: its matmuls' weights (all but its norms), placed as
+// stageParams places them.
+double layerCastable(const Scenario& sc, const LayerParams& lp) {
+    const double t = sc.cluster.tensorParallel, replicated = static_cast<double>(lp.replicatedBiases);
+    return (static_cast<double>(lp.attention + lp.denseMlp + lp.router) - replicated) / t + replicated +
+           static_cast<double>(lp.perExpert) * lp.experts / expertShards(sc);
+}
+
 // The layers a stage holds and the parameters on each of its GPUs.
 StageParams placeStage(const Scenario& sc, int stage, StageModel& st) {
     const int p = sc.cluster.pipelineParallel;
@@ -463,7 +471,8 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         // torch.utils.checkpoint around each block: a block keeps its input; its forward runs without
         // saving (the working set of cs336Forward's softmax), and its backward first runs it again, saving
         // what an unchecked block saves. Under autocast the einsums' weight casts are then saved for one
-        // block (and the head) at a time.
+        // block (and the head) at a time; autocast's cache holds every block's through the forward and the
+        // loss (trainingStage: cachedCasts), the other blocks' going when it exits.
         const Cs336Forward f = cs336Forward(shape);
         st.activations = layers * tr.bytes.weights * m.hidden * tr.sequenceLength;
         st.scores = 0;
@@ -474,9 +483,12 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         const double input = tr.bytes.weights >= 4 ? 4.0 * m.hidden * tr.sequenceLength : 0;
         st.backwardActivations = t.layerSaved - input + t.lastLayerFreed;
         st.backwardScores = t.layerScores + t.lastLayerFreedScores;
-        if (st.castWeights > 0)
-            st.castWeights = tr.autocastBytes * (static_cast<double>(m.vocab) * m.hidden +
-                                                 4.0 * m.hidden * m.hidden + 3.0 * m.hidden * m.ffn);
+        if (st.castWeights + st.cachedCasts > 0) {
+            const double block = tr.autocastBytes * (4.0 * m.hidden * m.hidden + 3.0 * m.hidden * m.ffn);
+            st.castWeights = tr.autocastBytes * static_cast<double>(m.vocab) * m.hidden + block;
+            st.cachedCasts = (layers - 1) * block;
+            st.recomputedCasts = 0; // the block's moments below count its casts
+        }
         // The first block's backward, after every later block's: what it holds beyond its saved tensors
         // (its input, the recomputed output the checkpoint keeps while it runs; the q, k and v casts its
         // einsums still hold at the softmax's backward) and the gradients not written by then.
@@ -850,20 +862,45 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // Per layer kind (dense, MoE) and whether this layer is checkpointed: with checkpoint_every N only
         // every N-th layer is (torchtitan's selective_ac_option "N").
         LayerActivations kinds[2 * ModelSpec::kLayerKinds];
+        double castable[2 * ModelSpec::kLayerKinds] = {};
         bool have[2 * ModelSpec::kLayerKinds] = {};
+        double checkpointedCastable = 0, largestCheckpointedCastable = 0;
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
             const RecomputeGroup recompute = recomputeGroup(tr, l - st.firstLayer, st.layers);
             const Checkpointing mode = layerCheckpointing(tr, l, l - st.firstLayer);
             const int k = 2 * m.layerKind(l) + (mode == tr.checkpointing ? 0 : 1);
             if (!have[k]) {
-                kinds[k] = perSample(sc, m.isMoeLayer(l), m.layerParams(l).mlpWidth, mode);
+                const LayerParams lp = m.layerParams(l);
+                kinds[k] = perSample(sc, m.isMoeLayer(l), lp.mlpWidth, mode);
+                castable[k] = layerCastable(sc, lp);
                 have[k] = true;
+            }
+            // A block run under torch.utils.checkpoint (whole, or torchtitan's per-op policy, which saves
+            // matmul outputs, not the casts of their weights) saves nothing of its forward: its weights'
+            // casts live in autocast's cache alone.
+            if (mode == Checkpointing::Full || mode == Checkpointing::SelectiveOp) {
+                checkpointedCastable += castable[k];
+                largestCheckpointedCastable = std::max(largestCheckpointedCastable, castable[k]);
             }
             st.activations += recompute.keepsInput ? kinds[k].stored : 0;
             st.scores += kinds[k].scores;
             st.transient = std::max(st.transient, recompute.rebuilt * kinds[k].transient);
             st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
             st.backwardScratchScores = std::max(st.backwardScratchScores, kinds[k].backwardScratchScores);
+        }
+        if (st.castWeights > 0 && checkpointedCastable > 0) {
+            // Autocast caches the cast of every fp32 weight until the outermost autocast exits
+            // (aten/src/ATen/autocast_mode.cpp cached_cast; torch.autocast.__exit__ clears the cache),
+            // whether or not grad mode is on: through the forward and the loss, all of them. A checkpointed
+            // block's casts have no other owner, so they go when autocast exits, before `loss.backward()`
+            // outside it; its backward casts its weights again under the autocast it restores
+            // (torch/utils/checkpoint.py, CheckpointFunction.backward and the non-reentrant recompute),
+            // saved for that block's backward alone. The rest (the head, blocks not checkpointed) are saved
+            // by autograd until each one's backward.
+            const double cached = std::min(st.castWeights, tr.autocastBytes * checkpointedCastable);
+            st.cachedCasts = cached;
+            st.castWeights -= cached;
+            st.recomputedCasts = tr.autocastBytes * largestCheckpointedCastable;
         }
         if (tr.activationOffloading && st.layers > 0) {
             // Saved tensors go to pinned host memory as the forward makes them and come back a layer
@@ -1448,7 +1485,7 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
         b[Category::Activations] = std::max(0.0, st.activations * (before + x * st.current) +
                                                      (loss ? 0 : st.transient + st.transientNotMade)) +
-                                   (st.castWeights + st.fixedActivations) * x;
+                                   (st.castWeights + st.cachedCasts + st.fixedActivations) * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
         b[Category::Logits] = loss ? st.logits : 0;
@@ -1469,7 +1506,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Temporaries] += loss ? 0 : st.layerTemporary;
         // What a running layer holds beyond its saved tensors: what it rebuilds (checkpointing), or, for a
         // profile that knows it, its own backward's peak, at the last layer only.
-        double layerActivations = loss ? 0 : st.transient, layerScores = loss ? 0 : st.transientScores;
+        // (and a checkpointed block's weight casts, made again for its backward)
+        double layerActivations = loss ? 0 : st.transient + st.recomputedCasts;
+        double layerScores = loss ? 0 : st.transientScores;
         if (st.ownBackwardMoment) {
             const bool peak = layerRunning && x <= 0;
             // Every block checkpointed, the first block's backward at the end can hold more: by then every
@@ -1785,7 +1824,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.layers = st.layers;
         se.inFlightMicroBatches = st.inFlight;
         se.optimizerTemporaryBytes = st.optimizerTemp;
-        se.autocastCopyBytes = st.castWeights;
+        se.autocastCopyBytes = st.castWeights;      // those the backward starts with (not the cache's alone)
         for (int k = 0; k < st.forwardMoments; ++k) // cs336_basics' forward: the most at any of its moments
             se.autocastCopyBytes = std::max(se.autocastCopyBytes, st.forwardMoment[k].casts);
         se.frozenWeightBytes = st.frozenWeights;

@@ -46,7 +46,9 @@ struct StageEstimate {
     double allocatedBeforeStepBytes = 0; // the same over the forward and backward only (training)
     double reservedBytes = 0;           // and as max_memory_reserved() does
     double optimizerTemporaryBytes = 0; // what the optimizer step allocates besides its states (modelled)
-    double autocastCopyBytes = 0;       // autocast's 16-bit weight copies (in activations), all of them
+    // autocast's 16-bit weight copies (in activations) the backward starts with: all of them unless blocks
+    // are checkpointed, whose copies autocast's cache alone held, gone when it exits
+    double autocastCopyBytes = 0;
     double frozenWeightBytes = 0; // fine-tuning: the frozen base's part of the weights (the rest trains)
     // FSDP1 with a PEFT model: what PyTorch has reserved once the model is wrapped, before any step (the
     // replay of core/plan/fsdp1pools.h; fsdp_qlora logs it as reserved_after_model_wrap). 0 otherwise.

@@ -98,6 +98,10 @@ struct StageModel {
     double fixedActivations = 0, layerBackwardGradients = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
+    // Under checkpointing, the checkpointed blocks' copies: autocast's cache holds them through the forward
+    // and the loss, and they go when it exits; each block's backward casts its weights again
+    // (recomputedCasts, the largest block's), kept while it runs.
+    double cachedCasts = 0, recomputedCasts = 0;
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer
     // runs in the forward or the backward.
     double layerTemporary = 0;

@@ -85,6 +85,7 @@ private slots:
     void optimizersAndOverrides();
     void allocatorOverheadFollowsExpandableSegments();
     void autocastKeepsSixteenBitCopies();
+    void autocastCopiesOfCheckpointedBlocksGoWithTheCache();
     void inferenceComputesInItsDtype();
     void forwardWithoutKvCache();
     void logitsTheForwardReturns();
@@ -875,6 +876,64 @@ void TestEstimator::allocatorOverheadFollowsExpandableSegments() {
     const Scenario given = scenarioWith(doc, {{"cluster", {{"expandable_segments", true}}},
                                               {"overheads", {{"allocator_overhead_fraction", 0.07}}}});
     QVERIFY(std::abs(overheadShare(estimate(given)) - 0.07) < 1e-12);
+}
+
+void TestEstimator::autocastCopiesOfCheckpointedBlocksGoWithTheCache() {
+    // GPT-2 small in fp32 under torch.autocast(bf16), every block checkpointed. Autocast caches each fp32
+    // weight's bf16 cast until the outermost autocast exits (aten/src/ATen/autocast_mode.cpp), grad mode or
+    // not: at the loss all of them live, as without checkpointing. A checkpointed block saves none of its
+    // forward's tensors, so its casts have no other owner and go when autocast exits, before
+    // `loss.backward()`; its backward casts them again for itself (torch/utils/checkpoint.py). The tied
+    // head's cast is saved by the head's matmul, which is not checkpointed, until its backward.
+    json doc = trainingDoc({{"preset", "openai-community/gpt2"}});
+    doc["training"]["precision"] = "fp32";
+    doc["training"]["sequence_length"] = 1024;
+    doc["training"]["autocast"] = "bf16";
+    auto at = [](const Scenario& sc, Phase phase, double progress, bool running) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            if (t.phase == phase && t.progress == progress && t.layerRunning == running && !t.headRunning)
+                return t.bytes;
+        return Breakdown{};
+    };
+    // Per block: c_attn 768 x 2,304 and c_proj 768 x 768, c_fc 768 x 3,072 and its c_proj 3,072 x 768,
+    // with their biases (2,304 + 768 + 3,072 + 768): 7,084,800 parameters, 12 blocks; the head is the
+    // embedding matrix, 50,257 x 768 = 38,597,376.
+    const double blocks = 2.0 * 12 * 7084800;
+    for (const char* checkpointing : {"none", "full"}) {
+        doc["training"]["activation_checkpointing"] = checkpointing;
+        const Scenario sc = scenarioFromJson(doc);
+        const Breakdown lossForward = at(sc, Phase::Forward, 1, false);
+        const Breakdown lossBackward = at(sc, Phase::Backward, 0, false);
+        // The loss's forward and the backward's start hold the same saved tensors (the blocks' inputs when
+        // checkpointed); they differ by the casts autocast's exit frees.
+        QCOMPARE(lossForward[Category::Activations] - lossBackward[Category::Activations],
+                 std::string(checkpointing) == "full" ? blocks : 0.0);
+        // What the backward starts with, as calibration reads it: the head's cast, or all of them.
+        QCOMPARE(estimate(sc).ranks.at(0).autocastCopyBytes,
+                 2.0 * 38597376 + (std::string(checkpointing) == "full" ? 0 : blocks));
+    }
+    // cs336_basics' medium model (untied, vocabulary 10,000) at 4 x 128, checkpointed under autocast: at the
+    // loss every block's kept input in fp32 (24 x 4 x 128 x 1,024 x 4 bytes) and every cast: the head's
+    // 10,000 x 1,024 and each block's four 1,024 x 1,024 projections and three 1,024 x 4,096 MLP matrices.
+    json cs = trainingDoc({{"model_type", "llama"},
+                           {"vocab_size", 10000},
+                           {"hidden_size", 1024},
+                           {"intermediate_size", 4096},
+                           {"num_hidden_layers", 24},
+                           {"num_attention_heads", 16},
+                           {"num_key_value_heads", 16},
+                           {"tie_word_embeddings", false},
+                           {"hidden_act", "silu"}});
+    cs["training"].update({{"framework", "cs336_basics"},
+                           {"micro_batch_size", 4},
+                           {"sequence_length", 128},
+                           {"precision", "fp32"},
+                           {"attention", "eager"},
+                           {"activation_checkpointing", "full"},
+                           {"autocast", "bf16"}});
+    const double casts = 2.0 * (10000.0 * 1024 + 24 * (4.0 * 1024 * 1024 + 3.0 * 1024 * 4096));
+    QCOMPARE(at(scenarioFromJson(cs), Phase::Forward, 1, false)[Category::Activations],
+             24.0 * 4 * 128 * 1024 * 4 + casts);
 }
 
 void TestEstimator::autocastKeepsSixteenBitCopies() {
