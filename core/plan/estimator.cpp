@@ -475,6 +475,7 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         // loss (trainingStage: cachedCasts), the other blocks' going when it exits.
         const Cs336Forward f = cs336Forward(shape);
         st.activations = layers * tr.bytes.weights * m.hidden * tr.sequenceLength;
+        st.checkpointInputs = st.activations;
         st.scores = 0;
         st.transient = std::max(0.0, f.activations - 2 * tr.bytes.weights * m.hidden * tr.sequenceLength);
         st.transientScores = f.scores;
@@ -883,6 +884,8 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 largestCheckpointedCastable = std::max(largestCheckpointedCastable, castable[k]);
             }
             st.activations += recompute.keepsInput ? kinds[k].stored : 0;
+            if (mode == Checkpointing::Full && recompute.keepsInput)
+                st.checkpointInputs += kinds[k].stored;
             st.scores += kinds[k].scores;
             st.transient = std::max(st.transient, recompute.rebuilt * kinds[k].transient);
             st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
@@ -915,6 +918,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 st.offloadedActivations = all - onGpu;
                 st.scores *= onGpu / all;
                 st.activations *= onGpu / all;
+                st.checkpointInputs *= onGpu / all;
             }
         }
         if (st.last) {
@@ -1303,10 +1307,15 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
               &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
             *v *= 2;
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
+    // A checkpointed layer keeps its input, the tensor torch.utils.checkpoint saves whatever the code's
+    // modules do: what a calibration measured of the layers' saved tensors is of what it rebuilds.
+    const double checkpointInputs = std::min(st.checkpointInputs, st.activations);
+    st.activations -= checkpointInputs;
     for (double* v : {&st.activations, &st.transient, &st.decodeActivations, &st.backwardActivations,
                       &st.backwardTemporaries, &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld,
                       &st.transientNotMade, &st.headActivations})
         *v *= c.linear;
+    st.activations += checkpointInputs;
     // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
     const double logitsFactor = c.logits >= 0 ? c.logits : c.linear;
     for (double* v : {&st.logits, &st.logitsGradient, &st.headLogitsGradient, &st.heldLogits, &st.headLogits})
@@ -1539,7 +1548,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                 if (!st.gradientsInForward)
                     b[Category::Gradients] += atFirst ? -at.firstUnwritten : at.gradients;
             }
-        } else if (layerRunning && x <= 0) {
+        } else if (!loss) {
+            // Eager attention's softmax backward in whichever layer's backward runs: the last one's (beside
+            // every saved tensor) or, at the phase's end, the first one's (beside every gradient).
             b[Category::Temporaries] += st.backwardScratchScores;
         }
         // Each layer's copies (and masks) go with its backward.

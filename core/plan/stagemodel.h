@@ -102,6 +102,9 @@ struct StageModel {
     // and the loss, and they go when it exits; each block's backward casts its weights again
     // (recomputedCasts, the largest block's), kept while it runs.
     double cachedCasts = 0, recomputedCasts = 0;
+    // Of `activations` (per sample), the inputs fully checkpointed layers keep: torch.utils.checkpoint's
+    // saved tensor, whatever the code's modules keep, so a calibration does not scale it.
+    double checkpointInputs = 0;
     // A layer's quantised weight dequantised for its matmul (and DoRA's recomputed weight), while a layer
     // runs in the forward or the backward.
     double layerTemporary = 0;

@@ -86,6 +86,7 @@ private slots:
     void allocatorOverheadFollowsExpandableSegments();
     void autocastKeepsSixteenBitCopies();
     void autocastCopiesOfCheckpointedBlocksGoWithTheCache();
+    void checkpointedLayersUnderACalibration();
     void inferenceComputesInItsDtype();
     void forwardWithoutKvCache();
     void logitsTheForwardReturns();
@@ -934,6 +935,40 @@ void TestEstimator::autocastCopiesOfCheckpointedBlocksGoWithTheCache() {
     const double casts = 2.0 * (10000.0 * 1024 + 24 * (4.0 * 1024 * 1024 + 3.0 * 1024 * 4096));
     QCOMPARE(at(scenarioFromJson(cs), Phase::Forward, 1, false)[Category::Activations],
              24.0 * 4 * 128 * 1024 * 4 + casts);
+}
+
+void TestEstimator::checkpointedLayersUnderACalibration() {
+    // GPT-2 small in fp32, eager attention, one sequence of 1,024, every block checkpointed. Worked out here:
+    // at the loss each block keeps its input, 1,024 x 768 fp32 values (torch.utils.checkpoint saves it), 12 x
+    // 3,145,728 bytes; and whichever block's backward runs holds its softmax's backward scratch, the plan's
+    // two score-sized fp32 gradients, 2 x 12 heads x 1,024^2 x 4 bytes, the first block's at the
+    // backward's end as the last one's at its start.
+    json doc = trainingDoc({{"preset", "openai-community/gpt2"}});
+    doc["training"]["precision"] = "fp32";
+    doc["training"]["sequence_length"] = 1024;
+    doc["training"]["attention"] = "eager";
+    doc["training"]["activation_checkpointing"] = "full";
+    auto at = [](const Scenario& sc, Phase phase, double progress, bool running) {
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            if (t.phase == phase && t.progress == progress && t.layerRunning == running && !t.headRunning)
+                return t.bytes;
+        return Breakdown{};
+    };
+    const Scenario plain = scenarioFromJson(doc);
+    const double inputs = 12.0 * 1024 * 768 * 4, scratch = 2.0 * 12 * 1024 * 1024 * 4;
+    QCOMPARE(at(plain, Phase::Forward, 1, false)[Category::Activations], inputs);
+    QCOMPARE(at(plain, Phase::Backward, 0, true)[Category::Temporaries], scratch);
+    QCOMPARE(at(plain, Phase::Backward, 1, false)[Category::Temporaries], scratch);
+    QCOMPARE(at(plain, Phase::Backward, 0, false)[Category::Temporaries], 0.0); // the loss's backward
+    // A calibration measured what the code's layers keep beyond the plan's (x2 here): under checkpointing
+    // that is what a block rebuilds for its backward, not the input the checkpoint keeps.
+    doc["calibration"] = {{"factors", {{"linear", 2.0}, {"measured_on", "training"}}},
+                          {"runs", json::array()}};
+    const Scenario calibrated = scenarioFromJson(doc);
+    QCOMPARE(at(calibrated, Phase::Forward, 1, false)[Category::Activations], inputs);
+    const double rebuilt = at(plain, Phase::Backward, 0, true)[Category::Activations] - inputs;
+    QVERIFY(rebuilt > 0);
+    QCOMPARE(at(calibrated, Phase::Backward, 0, true)[Category::Activations] - inputs, 2 * rebuilt);
 }
 
 void TestEstimator::autocastKeepsSixteenBitCopies() {
