@@ -1036,6 +1036,21 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     }
     c.optimizerStepBytesPerParameter = 0;
     c.stepScratchBytesPerParameter = steps ? step / steps : -1;
+    // Which implementation the runs' scenarios said stepped them (the measured scratch is that code's,
+    // whatever it was called): a plan that declares another plans that one's.
+    if (steps) {
+        std::optional<OptimizerImpl> declared;
+        bool same = true;
+        for (const CalibrationInput& in : runs)
+            if (in.scenario->mode == Mode::Training) {
+                if (!in.scenario->training.optimizerImplGiven ||
+                    (declared && *declared != in.scenario->training.optimizerImpl))
+                    same = false;
+                declared = in.scenario->training.optimizerImpl;
+            }
+        if (same)
+            c.stepMeasuredWith = declared;
+    }
     c.stepScratchLargestTensors = steps && loops == steps ? stepTensors / steps : -1;
     c.heldLogitCopies = logitRuns ? heldLogits / logitRuns : -1;
     // Gradients alive at the loss peak where the plan frees them between steps (MAGMA27's CS336 run records

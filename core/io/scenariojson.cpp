@@ -518,6 +518,7 @@ void readTraining(const json& doc, Scenario& sc) {
     readRelease("torch_version", "2.5", t.torchVersion, t.torch);
     t.optimizerImpl = s.choice<OptimizerImpl>("optimizer_implementation", defaultOptimizerImpl(t.framework),
                                               optimizerImplNames());
+    t.optimizerImplGiven = s.find("optimizer_implementation") != nullptr;
     t.float8 = s.choice<Float8>("float8", d.float8, float8Names());
     t.loss = s.choice<LossKind>("loss", defaultLoss(t.framework, t.compile), lossNames());
     t.activationOffloading = s.boolean("activation_offloading", d.activationOffloading);
@@ -881,6 +882,19 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
+    if (factors.find("optimizer_step_measured_with")) {
+        c.stepMeasuredWith = factors.choice<OptimizerImpl>("optimizer_step_measured_with",
+                                                           OptimizerImpl::ForEach, optimizerImplNames());
+        const bool measured = c.stepScratchBytesPerParameter >= 0 || c.stepScratchLargestTensors >= 0;
+        if (measured && sc.mode == Mode::Training && !c.stepScratchAppliesTo(sc.training))
+            sc.warnings.push_back(
+                "calibration.factors.optimizer_step_measured_with: the optimizer step's scratch was measured "
+                "with AdamW's " +
+                nameOf(optimizerImplNames(), *c.stepMeasuredWith) +
+                " implementation and this plan steps with " +
+                nameOf(optimizerImplNames(), sc.training.optimizerImpl) +
+                ": that implementation's temporaries are planned, not the measured ones");
+    }
     // A run calibrate said the scenario may not describe (CalibrationRun::mismatch): every figure of the plan
     // carries its factors, so the plan says so wherever the file is opened. The runs are calibrate's record,
     // otherwise not read; a few are looked at, each sentence cut to a bound.

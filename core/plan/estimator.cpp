@@ -1411,7 +1411,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     if (sc.mode == Mode::Training && sc.training.bytes.weights > 0) {
         const double parameters = st.weights / sc.training.bytes.weights;
         st.optimizerStep = c.optimizerStepBytesPerParameter * parameters;
-        if (c.stepScratchLargestTensors >= 0) {
+        if (!c.stepScratchAppliesTo(sc.training)) {
+            // Measured with another implementation than this plan steps with: its own temporaries stand.
+        } else if (c.stepScratchLargestTensors >= 0) {
             // A loop over the parameters: so many tensors of the largest one this GPU steps, in the states'
             // dtype, which follow the model's widest matrix rather than its parameter count.
             st.optimizerStep += c.stepScratchLargestTensors * sc.training.bytes.optimizerStates / 2 *

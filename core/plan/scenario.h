@@ -163,6 +163,7 @@ struct TrainingSettings {
     std::string autocast = "none";
     Optimizer optimizer = Optimizer::AdamW;
     OptimizerImpl optimizerImpl = OptimizerImpl::ForEach;
+    bool optimizerImplGiven = false; // said by the scenario, not the framework's default
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Flash;
     int checkpointEvery = 1; // with Full: only every N-th layer is checkpointed (torchtitan's "N" option)
@@ -410,6 +411,15 @@ struct Calibration {
     // what such a loop holds follows the widest matrix, not the parameter count, so a model of another
     // size is planned with its own widest matrix. Negative: not measured so; takes precedence when set.
     double stepScratchLargestTensors = -1;
+    // The AdamW implementation the runs' scenarios declared when the step's scratch was measured (all of
+    // them, the same; absent: files from before, runs that left it to the default, or runs that differed).
+    // The scratch is that code's: a plan that declares another (a what-if: torch's fused kernel for a
+    // hand-written loop) plans that one's temporaries instead, and says so; one that declares none is of
+    // the same code.
+    std::optional<OptimizerImpl> stepMeasuredWith;
+    bool stepScratchAppliesTo(const TrainingSettings& t) const {
+        return !stepMeasuredWith || !t.optimizerImplGiven || *stepMeasuredWith == t.optimizerImpl;
+    }
     // Logit tensors (micro-batch x tokens x vocabulary on this GPU, in the activation dtype) the runs kept
     // through the optimizer step: the loss's logits a caller's variable keeps alive (CS336's benchmark keeps
     // the model's output until its next step), which grow with the tokens and not with the parameters, so

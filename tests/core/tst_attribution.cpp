@@ -60,6 +60,7 @@ private slots:
     void firstStepIsNamed();
     void calibrationReproducesAndPredicts();
     void calibrationLearnsTheLossLogitsApart();
+    void calibratedStepScratchIsItsImplementations();
     void calibratedPlanCheckpointed_data();
     void calibratedPlanCheckpointed();
     void calibrationInTheScenario();
@@ -695,6 +696,45 @@ void TestAttribution::calibrationLearnsTheLossLogitsApart() {
     const double a = estimate(scenarioFromJson(whatIf, t128.scenario.baseDir)).ranks.at(0).allocatedBytes;
     const double b = estimate(scenarioFromJson(own, t128.scenario.baseDir)).ranks.at(0).allocatedBytes;
     QVERIFY2(std::abs(a / b - 1) <= 0.03, qPrintable(QString::number(100 * (a / b - 1), 'f', 2) + "%"));
+}
+
+// The optimizer step's scratch a calibration measures is the code's that ran, whatever the scenario called
+// it (so a run is reproduced whatever implementation was declared); a what-if that steps with another
+// implementation plans that one's. CS336's 128-token run steps with its own AdamW, one parameter at a time,
+// declared `for_loop`; asked what torch's foreach AdamW would hold, the plan holds foreach's list of
+// temporaries, one fp32 state's worth: 4 x 423,183,360 bytes (MEASURED.md's parameter count).
+void TestAttribution::calibratedStepScratchIsItsImplementations() {
+    const Run t128 =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    QCOMPARE(t128.scenario.training.optimizerImpl, OptimizerImpl::ForLoop);
+    const CalibrationResult r = calibrate({inputOf(t128, "128")}, AttributionRules::pytorchDefaults());
+    QVERIFY(r.factors.stepMeasuredWith == OptimizerImpl::ForLoop);
+    json doc = t128.scenario.document;
+    doc["calibration"] = {{"factors", calibrationFactorsToJson(r.factors)}};
+    QCOMPARE(doc["calibration"]["factors"]["optimizer_step_measured_with"].get<std::string>(),
+             std::string("for_loop"));
+    auto stepTemporaries = [&](const json& d) {
+        double most = 0;
+        for (const TimelinePoint& t : phaseTimeline(scenarioFromJson(d, t128.scenario.baseDir), 0, 2))
+            if (t.phase == Phase::Optimizer)
+                most = std::max(most, t.bytes[Category::Temporaries]);
+        return most;
+    };
+    // As calibrated: what the run's step held (its trace's scratch, not the plan's two tensors).
+    const double measured = stepTemporaries(doc);
+    QVERIFY(measured > 0);
+    doc["training"]["optimizer_implementation"] = "foreach";
+    QCOMPARE(stepTemporaries(doc), 4.0 * 423183360);
+    const Scenario whatIf = scenarioFromJson(doc, t128.scenario.baseDir);
+    QVERIFY(std::any_of(whatIf.warnings.begin(), whatIf.warnings.end(), [](const std::string& w) {
+        return w.find("measured with AdamW's for_loop implementation and this plan steps with foreach") !=
+               std::string::npos;
+    }));
+    doc["training"]["optimizer_implementation"] = "fused";
+    QCOMPARE(stepTemporaries(doc), 0.0); // torch's fused kernel allocates none
+    // A file from before the field: the measured scratch stands whatever the plan declares.
+    doc["calibration"]["factors"].erase("optimizer_step_measured_with");
+    QCOMPARE(stepTemporaries(doc), measured);
 }
 
 // "Calibrate, then ask what-if" with the what-if the planner offers first when a step does not fit:
