@@ -52,6 +52,22 @@ Scenario korthikanti(int h, int a, int layers, int t, int p, int v, int b, bool 
                                                                  {"sequence_parallel", sp}}}});
 }
 
+// CS336's medium model (MEASURED.md): 423,183,360 parameters, untied, vocabulary 10,000.
+json cs336Medium() {
+    return {{"model_type", "llama"},     {"vocab_size", 10000},          {"hidden_size", 1024},
+            {"intermediate_size", 4096}, {"num_hidden_layers", 24},      {"num_attention_heads", 16},
+            {"num_key_value_heads", 16}, {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
+}
+
+// The plan's bytes at one point of a step (the first stage's timeline, two points a phase): the phase, how
+// far through it, and whether a layer is running there (not the head).
+Breakdown at(const Scenario& sc, Phase phase, double progress, bool running) {
+    for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+        if (t.phase == phase && t.progress == progress && t.layerRunning == running && !t.headRunning)
+            return t.bytes;
+    return Breakdown{};
+}
+
 } // namespace
 
 class TestEstimator : public QObject {
@@ -720,14 +736,7 @@ void TestEstimator::zeroGradPlacement() {
     // forward's end and none when the backward starts; set_to_none=False all of them throughout; and before
     // a first step there are none to hold.
     const double gradients = 4.0 * 423183360;
-    json doc = test::trainingDoc({{"model_type", "llama"},
-                                  {"vocab_size", 10000},
-                                  {"hidden_size", 1024},
-                                  {"intermediate_size", 4096},
-                                  {"num_hidden_layers", 24},
-                                  {"num_attention_heads", 16},
-                                  {"num_key_value_heads", 16},
-                                  {"tie_word_embeddings", false}});
+    json doc = test::trainingDoc(cs336Medium());
     doc["training"]["precision"] = "fp32";
     doc["training"]["micro_batch_size"] = 4;
     doc["training"]["sequence_length"] = 256;
@@ -890,12 +899,6 @@ void TestEstimator::autocastCopiesOfCheckpointedBlocksGoWithTheCache() {
     doc["training"]["precision"] = "fp32";
     doc["training"]["sequence_length"] = 1024;
     doc["training"]["autocast"] = "bf16";
-    auto at = [](const Scenario& sc, Phase phase, double progress, bool running) {
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
-            if (t.phase == phase && t.progress == progress && t.layerRunning == running && !t.headRunning)
-                return t.bytes;
-        return Breakdown{};
-    };
     // Per block: c_attn 768 x 2,304 and c_proj 768 x 768, c_fc 768 x 3,072 and its c_proj 3,072 x 768,
     // with their biases (2,304 + 768 + 3,072 + 768): 7,084,800 parameters, 12 blocks; the head is the
     // embedding matrix, 50,257 x 768 = 38,597,376.
@@ -916,15 +919,7 @@ void TestEstimator::autocastCopiesOfCheckpointedBlocksGoWithTheCache() {
     // cs336_basics' medium model (untied, vocabulary 10,000) at 4 x 128, checkpointed under autocast: at the
     // loss every block's kept input in fp32 (24 x 4 x 128 x 1,024 x 4 bytes) and every cast: the head's
     // 10,000 x 1,024 and each block's four 1,024 x 1,024 projections and three 1,024 x 4,096 MLP matrices.
-    json cs = trainingDoc({{"model_type", "llama"},
-                           {"vocab_size", 10000},
-                           {"hidden_size", 1024},
-                           {"intermediate_size", 4096},
-                           {"num_hidden_layers", 24},
-                           {"num_attention_heads", 16},
-                           {"num_key_value_heads", 16},
-                           {"tie_word_embeddings", false},
-                           {"hidden_act", "silu"}});
+    json cs = trainingDoc(cs336Medium());
     cs["training"].update({{"framework", "cs336_basics"},
                            {"micro_batch_size", 4},
                            {"sequence_length", 128},
@@ -948,12 +943,6 @@ void TestEstimator::checkpointedLayersUnderACalibration() {
     doc["training"]["sequence_length"] = 1024;
     doc["training"]["attention"] = "eager";
     doc["training"]["activation_checkpointing"] = "full";
-    auto at = [](const Scenario& sc, Phase phase, double progress, bool running) {
-        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
-            if (t.phase == phase && t.progress == progress && t.layerRunning == running && !t.headRunning)
-                return t.bytes;
-        return Breakdown{};
-    };
     const Scenario plain = scenarioFromJson(doc);
     const double inputs = 12.0 * 1024 * 768 * 4, scratch = 2.0 * 12 * 1024 * 1024 * 4;
     QCOMPARE(at(plain, Phase::Forward, 1, false)[Category::Activations], inputs);
@@ -1142,8 +1131,11 @@ void TestEstimator::inferenceComputesInItsDtype() {
     auto doc = [](const char* weights, const char* autocast) {
         json d = trainingDoc({{"preset", "openai-community/gpt2"}});
         d.erase("training");
-        d["inference"] = {{"batch_size", 2}, {"context_length", 1024}, {"weight_dtype", weights},
-                          {"attention", "eager"}, {"autocast", autocast}};
+        d["inference"] = {{"batch_size", 2},
+                          {"context_length", 1024},
+                          {"weight_dtype", weights},
+                          {"attention", "eager"},
+                          {"autocast", autocast}};
         return scenarioFromJson(d);
     };
     const Breakdown bf16 = estimate(doc("bf16", "none")).perGpu, fp32 = estimate(doc("fp32", "none")).perGpu,
@@ -1166,8 +1158,9 @@ void TestEstimator::inferenceComputesInItsDtype() {
     d.erase("training");
     d["inference"] = {{"engine", "vllm"}, {"autocast", "bf16"}};
     const Scenario served = scenarioFromJson(d);
-    QVERIFY(std::any_of(served.warnings.begin(), served.warnings.end(),
-                        [](const std::string& w) { return w.find("inference.autocast") != std::string::npos; }));
+    QVERIFY(std::any_of(served.warnings.begin(), served.warnings.end(), [](const std::string& w) {
+        return w.find("inference.autocast") != std::string::npos;
+    }));
 }
 
 void TestEstimator::gemmWorkspacesByHand() {
