@@ -770,6 +770,12 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         }
         if (all && planned > 0) {
             c.logits = held / planned;
+            // Of the loss the runs' scenarios plan (when they share one): another loss keeps other copies.
+            if (std::all_of(runs.begin(), runs.end(), [&](const CalibrationInput& in) {
+                    return in.scenario->training.plannedLoss() ==
+                           runs.front().scenario->training.plannedLoss();
+                }))
+                c.logitsMeasuredWith = runs.front().scenario->training.plannedLoss();
             for (std::size_t i = 0; i < runs.size(); ++i) {
                 grows[i] -= logitsOf[i];
                 parts[i].linear -= parts[i].logits;

@@ -82,6 +82,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["code"] = nameOf(frameworkNames(), *c.code);
     if (c.measuredOn)
         j["measured_on"] = *c.measuredOn == Mode::Training ? "training" : "inference";
+    if (c.logits >= 0 && c.logitsMeasuredWith)
+        j["logits_measured_with"] = nameOf(lossNames(), *c.logitsMeasuredWith);
     if (c.stepMeasuredWith)
         j["optimizer_step_measured_with"] = nameOf(optimizerImplNames(), *c.stepMeasuredWith);
     return j;

@@ -882,6 +882,16 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
+    if (factors.find("logits_measured_with")) {
+        c.logitsMeasuredWith = factors.choice<LossKind>("logits_measured_with", LossKind::Full, lossNames());
+        if (c.logits >= 0 && sc.mode == Mode::Training && !c.logitsFactorAppliesTo(sc.training))
+            sc.warnings.push_back(
+                "calibration.factors.logits_measured_with: the loss's vocabulary-sized tensors "
+                "were measured with the loss \"" +
+                nameOf(lossNames(), *c.logitsMeasuredWith) + "\" and this plan's is \"" +
+                nameOf(lossNames(), sc.training.plannedLoss()) +
+                "\": that loss's are planned, not the measured ones");
+    }
     if (factors.find("optimizer_step_measured_with")) {
         c.stepMeasuredWith = factors.choice<OptimizerImpl>("optimizer_step_measured_with",
                                                            OptimizerImpl::ForEach, optimizerImplNames());

@@ -1317,7 +1317,10 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         *v *= c.linear;
     st.activations += checkpointInputs;
     // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
-    const double logitsFactor = c.logits >= 0 ? c.logits : c.linear;
+    // Measured with another loss than this plan's, the plan's own copies of it (not the layers' factor).
+    const double logitsFactor = c.logits < 0                                                        ? c.linear
+                                : sc.mode != Mode::Training || c.logitsFactorAppliesTo(sc.training) ? c.logits
+                                                                                                    : 1.0;
     for (double* v : {&st.logits, &st.logitsGradient, &st.headLogitsGradient, &st.heldLogits, &st.headLogits})
         *v *= logitsFactor;
     for (StageModel::MlpMoment& m : st.mlp) {
@@ -1334,7 +1337,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         f.logits *= logitsFactor;
     }
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
-    if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0)
+    // (A loss fused with the output layer writes no logits for a caller to hold.)
+    if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0 &&
+        sc.training.loss != LossKind::FusedLinear)
         st.heldLogits = c.heldLogitCopies * sc.activationDtypeBytes() * sc.training.sequenceLength *
                         sc.model.vocab / sc.cluster.tensorParallel; // measured, so not scaled with `linear`
     // Measured in another activation dtype, the scores' factor does not carry over (Calibration).

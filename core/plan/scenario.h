@@ -175,6 +175,11 @@ struct TrainingSettings {
     bool compile = false;         // torch.compile on the layers (and, in torchtitan, on the loss)
     Float8 float8 = Float8::None; // float8 linear layers (torchao), with float8 all-gathers under FSDP2
     LossKind loss = LossKind::Full;
+    // The loss planned: torchtune's chunked one is torchtune's; elsewhere a loss asked to be chunked keeps
+    // the framework's usual logits (the reader says so).
+    LossKind plannedLoss() const {
+        return loss == LossKind::Chunked && framework != Framework::Torchtune ? LossKind::Full : loss;
+    }
     bool activationOffloading = false; // saved activations go to host memory (torchtune)
     // The optimizer steps each parameter as soon as its gradient is accumulated, then drops the gradient
     // (torchtune's optimizer_in_bwd: torchtune/training/memory.py register_optim_in_bwd_hooks).
@@ -417,6 +422,14 @@ struct Calibration {
     // hand-written loop) plans that one's temporaries instead, and says so; one that declares none is of
     // the same code.
     std::optional<OptimizerImpl> stepMeasuredWith;
+    // The loss the runs' scenarios planned when `logits` was measured (all the same: `full`, as the code
+    // writes it, unless a scenario said otherwise). The factor is that loss's copies: a plan with another
+    // loss (a what-if: a compiled or fused cross-entropy in place of the code's) plans that one's, and says
+    // so. Absent: files from before, or runs that differed.
+    std::optional<LossKind> logitsMeasuredWith;
+    bool logitsFactorAppliesTo(const TrainingSettings& t) const {
+        return logits >= 0 && (!logitsMeasuredWith || *logitsMeasuredWith == t.plannedLoss());
+    }
     bool stepScratchAppliesTo(const TrainingSettings& t) const {
         return !stepMeasuredWith || !t.optimizerImplGiven || *stepMeasuredWith == t.optimizerImpl;
     }

@@ -696,6 +696,32 @@ void TestAttribution::calibrationLearnsTheLossLogitsApart() {
     const double a = estimate(scenarioFromJson(whatIf, t128.scenario.baseDir)).ranks.at(0).allocatedBytes;
     const double b = estimate(scenarioFromJson(own, t128.scenario.baseDir)).ranks.at(0).allocatedBytes;
     QVERIFY2(std::abs(a / b - 1) <= 0.03, qPrintable(QString::number(100 * (a / b - 1), 'f', 2) + "%"));
+    // The factor is the copies CS336's own cross-entropy keeps (the loss its scenario plans, `full`). A
+    // what-if that swaps in a compiled cross-entropy plans that loss's tensors, not those copies x1.81, and
+    // says so; one fused with the output layer writes no logits, so none are held through the step either.
+    QCOMPARE(calibrationFactorsToJson(r.factors)["logits_measured_with"].get<std::string>(),
+             std::string("full"));
+    auto logitsAt = [&](const json& d, Phase phase, double progress) {
+        double most = 0;
+        for (const TimelinePoint& t : phaseTimeline(scenarioFromJson(d, t128.scenario.baseDir), 0, 2))
+            if (t.phase == phase && t.progress == progress && !t.layerRunning && !t.headRunning)
+                most = std::max(most, t.bytes[Category::Logits]);
+        return most;
+    };
+    for (const char* loss : {"fused", "fused_linear"}) {
+        json swapped = whatIf, plain = whatIf;
+        swapped["training"]["loss"] = loss;
+        plain["training"]["loss"] = loss;
+        plain.erase("calibration");
+        QCOMPARE(logitsAt(swapped, Phase::Backward, 0), logitsAt(plain, Phase::Backward, 0));
+        const Scenario sc = scenarioFromJson(swapped, t128.scenario.baseDir);
+        QVERIFY(std::any_of(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+            return w.find("were measured with the loss \"full\"") != std::string::npos;
+        }));
+    }
+    json fusedLinear = whatIf;
+    fusedLinear["training"]["loss"] = "fused_linear";
+    QCOMPARE(logitsAt(fusedLinear, Phase::Optimizer, 0), 0.0);
 }
 
 // The optimizer step's scratch a calibration measures is the code's that ran, whatever the scenario called
