@@ -1426,7 +1426,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
             st.optimizerTemp = 0;
         } else if (c.stepScratchBytesPerParameter >= 0) {
             st.optimizerStep += c.stepScratchBytesPerParameter * parameters;
-            st.optimizerTemp = 0; // measured, whatever implementation the scenario names
+            st.optimizerTemp = 0; // measured, whatever implementation it was declared as
         }
     }
     return st;
