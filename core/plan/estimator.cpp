@@ -1140,8 +1140,9 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
     // the forward. Under torch.inference_mode PyTorch since pytorch#165068 (December 2025; 2.11 has it)
     // caches nothing. Every copy is counted at the peak: a forward's largest moment is at its last layers or
     // its head, with all but the head's copy made.
-    if (!st.engine && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised &&
-        !in.inferenceMode)
+    const bool castsWeights =
+        !st.engine && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised;
+    if (castsWeights && !in.inferenceMode)
         st.castWeights = in.autocastBytes * castableParameters(sc, stage, st, sp);
     if (!st.engine && in.framework == Framework::Cs336Basics) {
         // cs336_basics' forward (core/plan/cs336basics.h): the whole sequence at once, no cache.
@@ -1274,6 +1275,28 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             const double bytes = in.logits == ForwardLogits::AllFp32 ? (e < 4 ? e + 4 : 4) : e;
             st.headLogits = bytes * chunk * m.vocab / t;
             st.headActivations = e * chunk * m.hidden;
+        }
+        if (castsWeights && in.inferenceMode && in.engine == Engine::None) {
+            // Uncached, a cast is still made: cached_cast falls back to `arg.to(dtype)` for the one op
+            // (aten/src/ATen/autocast_mode.cpp), so each matmul's 16-bit copy of its weight lives while it
+            // runs. The layers' working set holds their largest weight's (one nn.Linear a matrix), the
+            // head's moment the head's: at GPT-2's vocabulary, 77 MB beside a short sequence's logits.
+            double largest = static_cast<double>(m.heads) * m.headDim / t;
+            for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
+                const LayerParams lp = m.layerParams(l);
+                largest = std::max({largest, static_cast<double>(lp.mlpWidth) / t,
+                                    lp.isMoe() ? static_cast<double>(lp.perExpert) / (m.gatedMlp ? 3 : 2) /
+                                                     std::max(1, m.hidden)
+                                               : 0.0});
+            }
+            st.castWeights = in.autocastBytes * m.hidden * largest;
+            if (st.last) {
+                st.headCast = in.autocastBytes * static_cast<double>(m.vocab) * m.hidden / t;
+                if (st.headLogits <= 0) { // a generation's prefill: the last position's logits
+                    st.headLogits = st.logits;
+                    st.headActivations = e * m.hidden;
+                }
+            }
         }
         if (in.engine == Engine::HuggingFace && engine)
             engine(sc, shape, st); // transformers' DynamicCache: what generate keeps (core/serve)
@@ -1607,14 +1630,16 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                                          : (st.kvCache + st.prefillKvExtra) * x;
         if (headRunning && st.headLogits > 0) {
             // The head's moment, after the last layer (StageModel::headLogits).
-            b[Category::Activations] = st.headActivations + st.fixedActivations + st.castWeights;
+            b[Category::Activations] =
+                st.headActivations + st.fixedActivations + (st.headCast > 0 ? st.headCast : st.castWeights);
             b[Category::AttentionScores] = 0;
             b[Category::Logits] = st.headLogits;
         }
         break;
     case Phase::Decode:
         b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;
-        b[Category::Activations] = (st.engine ? st.activations : st.decodeActivations) + st.castWeights;
+        b[Category::Activations] =
+            (st.engine ? st.activations : st.decodeActivations) + std::max(st.castWeights, st.headCast);
         b[Category::Logits] = st.logits;
         b[Category::KvCache] += st.decodeKvTransient;
         break;
@@ -1842,7 +1867,8 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         se.layers = st.layers;
         se.inFlightMicroBatches = st.inFlight;
         se.optimizerTemporaryBytes = st.optimizerTemp;
-        se.autocastCopyBytes = st.castWeights;      // those the backward starts with (not the cache's alone)
+        // those the backward starts with (not the cache's alone), or a forward's head's own
+        se.autocastCopyBytes = std::max(st.castWeights, st.headCast);
         for (int k = 0; k < st.forwardMoments; ++k) // cs336_basics' forward: the most at any of its moments
             se.autocastCopyBytes = std::max(se.autocastCopyBytes, st.forwardMoment[k].casts);
         se.frozenWeightBytes = st.frozenWeights;
@@ -2041,7 +2067,7 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
             // A forward's head (StageModel::headLogits), at the prefill's end.
             if (ph == Phase::Prefill && i == pointsPerPhase - 1 && st.headLogits > 0) {
                 out.push_back({ph, x, memoryAt(st, ph, x, false, true), false, true});
-                out.back().casts = st.castWeights;
+                out.back().casts = st.headCast > 0 ? st.headCast : st.castWeights;
             }
             // cs336_basics' forward: its other moments, at the prefill's end.
             if (ph == Phase::Prefill && i == pointsPerPhase - 1)

@@ -98,6 +98,10 @@ struct StageModel {
     double fixedActivations = 0, layerBackwardGradients = 0;
     double workspace = 0, optimizerStep = 0; // from a calibration: held throughout / in the optimizer step
     double castWeights = 0;                  // autocast's 16-bit weight copies, forward and backward
+    // A forward under torch.inference_mode and autocast, whose cache keeps no cast: the head's own copy,
+    // alive while the head's matmul runs (castWeights then holds the layers' largest, alive while its
+    // matmul runs). 0 otherwise.
+    double headCast = 0;
     // Under checkpointing, the checkpointed blocks' copies: autocast's cache holds them through the forward
     // and the loss, and they go when it exits; each block's backward casts its weights again
     // (recomputedCasts, the largest block's), kept while it runs.

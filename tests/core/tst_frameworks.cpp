@@ -93,6 +93,7 @@ private slots:
     void cs336ForwardNearTheDevice();
     void cs336ForwardRepeatsItsBlocks();
     void autocastCacheFollowsTheGradMode();
+    void inferenceModeCastsEachWeightForItsMatmul();
     void forwardWithGraphByHand();
     void firstStepHoldsNoStatesBeforeItsStep();
     void cs336BasicsCheckpointedAndRefused();
@@ -1225,6 +1226,59 @@ void TestFrameworks::cs336ForwardRepeatsItsBlocks() {
     QVERIFY(shortcuts > 100);
 }
 
+void TestFrameworks::inferenceModeCastsEachWeightForItsMatmul() {
+    // Under torch.inference_mode autocast caches no cast, but cached_cast still makes one for the op that
+    // asks (aten/src/ATen/autocast_mode.cpp: `arg.to(dtype)` when it cannot cache): an fp32 nn.Linear
+    // computes with a bf16 copy of its weight that lives while it runs. A GPT-2-sized head (50,257 x 768)
+    // on six layers, one 128-token sequence, every position's logits: at the head's moment its copy is
+    // there beside the final norm's output and the logits (2 bytes each under autocast); while a layer runs,
+    // its largest weight's copy, one of the MLP's 768 x 3,072 matrices. Under torch.no_grad the cache holds
+    // every matmul weight's copy at both moments instead: the six layers' four attention and three MLP
+    // matrices and the head.
+    const double V = 50257, d = 768, f = 3072, layers = 6, s = 128;
+    const json doc = {{"schema", "headroom.scenario/1"},
+                      {"model",
+                       {{"model_type", "llama"},
+                        {"vocab_size", 50257},
+                        {"hidden_size", 768},
+                        {"intermediate_size", 3072},
+                        {"num_hidden_layers", 6},
+                        {"num_attention_heads", 12},
+                        {"num_key_value_heads", 12},
+                        {"tie_word_embeddings", false}}},
+                      {"inference",
+                       {{"batch_size", 1},
+                        {"context_length", 128},
+                        {"weight_dtype", "fp32"},
+                        {"autocast", "bf16"},
+                        {"grad_mode", "inference_mode"},
+                        {"kv_cache", false},
+                        {"framework", "pytorch"}}},
+                      {"cluster", {{"gpu", "A100-80GB"}, {"num_gpus", 1}}}};
+    const auto points = [](const json& j) {
+        Breakdown head, layer;
+        for (const TimelinePoint& t : phaseTimeline(scenarioFromJson(j), 0, 2))
+            if (t.phase == Phase::Prefill && t.headRunning)
+                head = t.bytes;
+            else if (t.phase == Phase::Prefill && t.progress == 0)
+                layer = t.bytes;
+        return std::pair{head, layer};
+    };
+    const auto [head, layer] = points(doc);
+    QCOMPARE(head[Category::Activations], 2 * s * d + 2 * V * d);
+    QCOMPARE(head[Category::Logits], 2 * s * V);
+    json noGrad = doc;
+    noGrad["inference"]["grad_mode"] = "no_grad";
+    const auto [cachedHead, cachedLayer] = points(noGrad);
+    const double cached = 2 * (layers * (4 * d * d + 3 * d * f) + V * d);
+    QCOMPARE(cachedHead[Category::Activations] - head[Category::Activations], cached - 2 * V * d);
+    QCOMPARE(cachedLayer[Category::Activations] - layer[Category::Activations], cached - 2 * d * f);
+    // The head's copy is the largest at this length: the forward peaks at the head, 77 MB above where it
+    // peaked when none was planned (the logits and the norm's output alone).
+    const Estimate e = estimate(scenarioFromJson(doc));
+    QCOMPARE(e.ranks.at(0).peak[Category::Activations], 2 * s * d + 2 * V * d);
+}
+
 void TestFrameworks::autocastCacheFollowsTheGradMode() {
     // cs336_basics' Linear is einsum(x, weight) and einsum is on autocast's 16-bit list
     // (aten/src/ATen/autocast_mode.h AT_FORALL_LOWER_PRECISION_FP): the wrapper casts the parameter itself, a
@@ -1258,13 +1312,16 @@ void TestFrameworks::autocastCacheFollowsTheGradMode() {
     // and 12.90 GiB, damek's memory_viz_report.md), the copies 6.30 GiB with bf16 activations a little
     // smaller than fp32's.
     QVERIFY(std::abs(copies / kGiB - (19.18 - 12.90)) < 0.05);
-    // The plain PyTorch forward (nn.Linear's weights) follows the same rule; without autocast nothing is
-    // cast, whatever the mode.
+    // The plain PyTorch forward (nn.Linear's weights) follows the same rule: under inference_mode each
+    // matmul still casts its own weight while it runs, and at the layers' working set, where both peak, the
+    // largest is one of the MLP's d x f matrices in bf16. Without autocast nothing is cast, whatever the
+    // mode.
     doc["inference"]["framework"] = "pytorch";
     doc["inference"]["grad_mode"] = "no_grad";
     const Estimate plainNoGrad = estimate(scenarioFromJson(doc));
     doc["inference"]["grad_mode"] = "inference_mode";
-    QCOMPARE(plainNoGrad.allocatedPeakBytes - estimate(scenarioFromJson(doc)).allocatedPeakBytes, copies);
+    QCOMPARE(plainNoGrad.allocatedPeakBytes - estimate(scenarioFromJson(doc)).allocatedPeakBytes,
+             copies - 2 * d * f);
     doc["inference"].erase("autocast");
     const double fp32 = estimate(scenarioFromJson(doc)).allocatedPeakBytes;
     doc["inference"]["grad_mode"] = "no_grad";
