@@ -130,6 +130,9 @@ void readLlamaLike(const Reader& r, ModelSpec& m, bool tiedDefault, int ffnDefau
     m.tiedEmbeddings = r.boolean("tie_word_embeddings", tiedDefault);
     m.gatedMlp = true;
     m.normHasBias = false;
+    // Not a key of these families' configs (Qwen3's and Gemma 3's readers set it): Megatron's --qk-layernorm
+    // on a Llama-shaped GPT.
+    m.qkNorm = r.boolean("qk_layernorm", false);
     m.dropout = r.number("attention_dropout", 0) > 0 || r.number("hidden_dropout", 0) > 0 ||
                 r.number("resid_pdrop", 0) > 0;
 }
@@ -799,6 +802,8 @@ ModelSpec readHfConfig(const nlohmann::json& config, const std::string& path) {
         m.normHasBias = true;
         m.qkvBias = m.outBias = m.mlpBias = true;
         m.dropout = r.number("resid_pdrop", 0.1) > 0 || r.number("attn_pdrop", 0.1) > 0;
+        // Nor this: Megatron's --qk-layernorm, a LayerNorm over each head's query and key.
+        m.qkNorm = r.boolean("qk_layernorm", false);
     } else if (t == "llama" || t == "mistral" || t == "phi3") {
         readLlamaLike(r, m, false);
         m.qkvBias = m.outBias = r.boolean("attention_bias", false);
@@ -945,6 +950,7 @@ ModelSpec readHfConfig(const nlohmann::json& config, const std::string& path) {
             throw Error(r.at("num_key_value_heads"),
                         "must divide num_attention_heads (" + std::to_string(m.heads) + ")");
         m.headDim = m.hidden / m.heads;
+        m.qkNorm = r.boolean("qk_layernorm", false); // as for gpt2: Megatron's --qk-layernorm
         m.ffn = r.integer("intermediate_size", 1, kMaxDim, 4 * m.hidden);
         m.vocab = r.integer("vocab_size", 1, kMaxDim);
         m.maxPositions = r.integer("max_position_embeddings", 1, 1LL << 30, 0);

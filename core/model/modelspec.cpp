@@ -153,8 +153,8 @@ LayerParams ModelSpec::layerParams(int layer) const {
             p.attention += h;
             p.replicatedBiases += h;
         }
-        if (qkNorm)
-            p.attention += 2 * static_cast<u64>(headDim);
+        if (qkNorm) // a LayerNorm (Megatron's --qk-layernorm on a GPT) has a bias too
+            p.attention += (normHasBias ? 4 : 2) * static_cast<u64>(headDim);
         if (attentionSinks)
             p.attention += a;
     }
@@ -355,7 +355,8 @@ std::vector<u64> ModelSpec::parameterTensors() const {
             if (outBias)
                 add(h);
             if (qkNorm)
-                add(static_cast<u64>(headDim)), add(static_cast<u64>(headDim));
+                for (int n = 0; n < (normHasBias ? 4 : 2); ++n)
+                    add(static_cast<u64>(headDim));
             if (attentionSinks)
                 add(static_cast<u64>(heads));
         }

@@ -67,7 +67,7 @@ struct ModelSpec {
     bool qkvBias = false;
     bool outBias = false;
     bool mlpBias = false;
-    bool qkNorm = false;         // per-head RMSNorm on q and k (Qwen3)
+    bool qkNorm = false;         // per-head norm on q and k (Qwen3's RMSNorm; Megatron's --qk-layernorm)
     bool attentionSinks = false; // one learned logit per head (gpt-oss)
     bool routerBias = false;
     bool dropout = false; // the config trains with dropout (adds 1-byte masks to activations)

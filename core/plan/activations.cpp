@@ -206,6 +206,17 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         }
         split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
     }
+    if (m.qkNorm && !m.mla) {
+        // A norm over each head's query and key (Qwen3, Gemma 3; Megatron's --qk-layernorm) keeps its input
+        // for its backward, which the rotation after it does not keep: q and k before the norm, beside the
+        // rotated ones attention saves, and a statistic a row in fp32 (Transformer Engine's LayerNorm two:
+        // the mean and 1/sigma, transformer_engine/pytorch/module/layernorm.py). The eager modules' RMSNorm
+        // (transformers' Qwen3RMSNorm, as the layers' norms above) saves its fp32 upcast instead, and the
+        // normalised tensor its weight's gradient needs (none when the weight is frozen); compiled, its
+        // input.
+        const double perUnit = eagerModules && !tr.compile ? 4 + (ft.adapters() ? 0 : ea) : ea;
+        split += sl * (heads + kvHeads) * (dq * perUnit + (m.normHasBias ? 8 : 4));
+    }
     if (ft.adapters()) {
         // Each adapter's own tensors (peft/tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x))),
         // x first cast to the adapters' dtype; torchtune/modules/peft/lora.py LoRALinear the same without the
