@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Helpers shared by the test executables.
+#include "core/error.h"
 #include "core/io/scenariojson.h"
 #include "core/io/validation.h"
 #include "core/plan/scenario.h"
@@ -25,6 +26,21 @@ inline constexpr double kMiB = 1048576.0;
 // repository.
 inline QString dataDir() {
     return QStringLiteral(HEADROOM_TEST_DATA);
+}
+
+// examples/measured: the recorded runs (cases.json) and their scenarios.
+inline QString measuredDir() {
+    return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/");
+}
+
+// Whether reading the scenario document `doc` fails with an error that names `field`.
+inline bool refusedNaming(const nlohmann::json& doc, const std::string& field) {
+    try {
+        scenarioFromJson(doc);
+    } catch (const Error& e) {
+        return e.where() == field;
+    }
+    return false;
 }
 
 // Text of a PDF (poppler's pdftotext) and its page count (pdfinfo): exported PDFs must be readable text.

@@ -33,10 +33,6 @@ using nlohmann::json;
 
 namespace {
 
-QString measured() {
-    return QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/");
-}
-
 std::int64_t modelState(const Attribution& a) {
     return a.of(MeasuredCategory::Weights) + a.of(MeasuredCategory::Gradients) +
            a.of(MeasuredCategory::OptimizerStates);
@@ -92,7 +88,7 @@ private slots:
 void TestAttribution::parameterTensorsSumToTheCount() {
     // The CS336 model of MEASURED.md: 2·V·d + L·(4·d² + 3·d·d_ff + 2·d) + d = 423,183,360 for the medium one.
     const Scenario sc =
-        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+        loadScenarioFile((test::measuredDir() + "cs336-medium-128-training.headroom.json").toStdString());
     const auto tensors = sc.model.parameterTensors();
     QCOMPARE(std::accumulate(tensors.begin(), tensors.end(), std::uint64_t(0)), std::uint64_t(423183360));
     // 2 embeddings + 24 layers x (4 projections + 3 MLP matrices + 2 norms) + the final norm.
@@ -190,7 +186,7 @@ void TestAttribution::measuredRunsAtTheirPeaks() {
     QFETCH(qlonglong, params);
     QFETCH(int, stateBytesPerParam);
     QFETCH(qlonglong, peak);
-    const Scenario sc = loadScenarioFile((measured() + scenario + ".headroom.json").toStdString());
+    const Scenario sc = loadScenarioFile((test::measuredDir() + scenario + ".headroom.json").toStdString());
     QCOMPARE(static_cast<qlonglong>(sc.parameters()), params);
     const auto loaded = loadTrace((test::dataDir() + "/traces/snapshots/" + trace).toStdString());
     const TraceIndex& index = *loaded->indexes.at(0);
@@ -264,7 +260,7 @@ void TestAttribution::rulesAndSizes() {
 
 void TestAttribution::comparisonArithmetic() {
     const Scenario sc =
-        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+        loadScenarioFile((test::measuredDir() + "cs336-medium-128-training.headroom.json").toStdString());
     const Estimate est = estimate(sc);
     const auto loaded = loadTrace(
         (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle")
@@ -308,7 +304,7 @@ void TestAttribution::diffOfTwoRuns() {
     // 128 tokens at its optimizer-step peak against 256 tokens at its loss peak (MEASURED.md): the same
     // weights and AdamW states (423,183,360 parameters, 4 and 8 bytes each), gradients only in the first.
     const Scenario sc =
-        loadScenarioFile((measured() + "cs336-medium-128-training.headroom.json").toStdString());
+        loadScenarioFile((test::measuredDir() + "cs336-medium-128-training.headroom.json").toStdString());
     const TraceDiff d = diffAtPeaks(a->trace, *a->indexes[0], b->trace, *b->indexes[0], rules, &sc);
     QCOMPARE(d.difference(), 9103544320LL - 7013335044LL);
     QCOMPARE(d.b.of(MeasuredCategory::Weights) - d.a.of(MeasuredCategory::Weights), 0LL);
@@ -395,7 +391,7 @@ struct Run {
     std::shared_ptr<LoadedTrace> trace;
 };
 Run loadRun(const char* scenario, const char* trace) {
-    return {loadScenarioFile((measured() + scenario + ".headroom.json").toStdString()),
+    return {loadScenarioFile((test::measuredDir() + scenario + ".headroom.json").toStdString()),
             loadTrace((test::dataDir() + "/traces/snapshots/" + trace).toStdString())};
 }
 // Wedsonlin's medium training runs (MEASURED.md): fp32 at 128 and 256 tokens, bf16 autocast at 512 and 1,024.
@@ -407,9 +403,9 @@ Run mediumTraining(int tokens) {
 }
 // examples/measured/cases.json validated once for the tests that read it.
 const Validation& measuredValidation() {
-    static const Validation v =
-        runValidation({loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString())},
-                      AttributionRules::pytorchDefaults());
+    static const Validation v = runValidation(
+        {loadValidationCases((test::measuredDir() + QStringLiteral("cases.json")).toStdString())},
+        AttributionRules::pytorchDefaults());
     return v;
 }
 CalibrationInput inputOf(const Run& r, const char* name) {
@@ -834,8 +830,8 @@ void TestAttribution::calibratedPlanCheckpointed() {
 }
 
 void TestAttribution::calibrationInTheScenario() {
-    json doc =
-        json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
+    json doc = json::parse(
+        readTextFile((test::measuredDir() + "cs336-medium-256-training.headroom.json").toStdString()));
     const Scenario plain = scenarioFromJson(doc);
     QVERIFY(!plain.calibration.present);
     doc["calibration"] = {{"factors", {{"linear", 2.0}, {"quadratic", 3.0}, {"workspace_bytes", 1048576}}},
@@ -1004,7 +1000,8 @@ void TestAttribution::calibratedProfileCarriesToOtherLengths() {
     // share of its allocated peak (Calibration::allocatorOverhead), 1.5% for the 128-token forward.
     {
         const Scenario whatIf = loadScenarioFile(
-            (measured() + "cs336-medium-1024-inference-calibrated-from-128.headroom.json").toStdString());
+            (test::measuredDir() + "cs336-medium-1024-inference-calibrated-from-128.headroom.json")
+                .toStdString());
         json gqa = whatIf.document;
         gqa["model"]["num_key_value_heads"] = 4;
         const Scenario grouped = scenarioFromJson(gqa, whatIf.baseDir);
@@ -1089,7 +1086,7 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
         // Written into the calibrated scenario (as calibrate -o and the window write it), every plan read
         // from it says so, wherever the file is opened.
         json doc = json::parse(
-            readTextFile((measured() + "cs336-medium-128-inference.headroom.json").toStdString()));
+            readTextFile((test::measuredDir() + "cs336-medium-128-inference.headroom.json").toStdString()));
         const json fitted = calibrationToJson(r);
         doc["calibration"] = {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}};
         const Scenario calibrated = scenarioFromJson(doc, ".");
@@ -1159,8 +1156,8 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
     // states of its three 1,024 x 4,096 ones, six of them, so 6 x 24 x 4 MiB = 0.56 GiB. The calibrated plan
     // lands 3% over its own run, inside the 5% the rule above needs.
     {
-        json doc =
-            json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
+        json doc = json::parse(
+            readTextFile((test::measuredDir() + "cs336-medium-256-training.headroom.json").toStdString()));
         doc["training"]["optimizer"] = "adam8bit";
         const Run itsRun = loadRun("cs336-medium-256-training",
                                    "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
@@ -1183,8 +1180,8 @@ void TestAttribution::calibrationSaysWhenTheScenarioIsNotTheRun() {
 // calibrating generated scenarios on the shipped traces).
 void TestAttribution::calibrationIsOneAScenarioHolds() {
     const auto rules = AttributionRules::pytorchDefaults();
-    json doc =
-        json::parse(readTextFile((measured() + "cs336-medium-128-inference.headroom.json").toStdString()));
+    json doc = json::parse(
+        readTextFile((test::measuredDir() + "cs336-medium-128-inference.headroom.json").toStdString()));
     doc.erase("x_measured");
     // Mismatched, within what a scenario holds: the 128-token forward on the 1,024-token forward (x31).
     {
@@ -1370,8 +1367,8 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     const auto rules = AttributionRules::pytorchDefaults();
     const Run t128 = mediumTraining(128);
     const CalibrationResult cal = calibrate({inputOf(t128, "128")}, rules);
-    json doc = json::parse(
-        readTextFile((measured() + "cs336-medium-1024-training-bf16-autocast.headroom.json").toStdString()));
+    json doc = json::parse(readTextFile(
+        (test::measuredDir() + "cs336-medium-1024-training-bf16-autocast.headroom.json").toStdString()));
     const Scenario plain = scenarioFromJson(doc);
     doc["calibration"] = {{"factors", calibrationFactorsToJson(cal.factors)}, {"runs", json::array()}};
     const Scenario calibrated = scenarioFromJson(doc);
@@ -1403,8 +1400,8 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     QVERIFY2(std::abs(cal1024.factors.linear / cal.factors.linear - 1) <= 0.10, qPrintable(factors));
     QVERIFY2(cal.factors.quadratic / cal1024.factors.quadratic >= 1.5, qPrintable(factors));
     // The same factors on an fp32 scenario do apply: twice the scores.
-    json fp32 =
-        json::parse(readTextFile((measured() + "cs336-medium-256-training.headroom.json").toStdString()));
+    json fp32 = json::parse(
+        readTextFile((test::measuredDir() + "cs336-medium-256-training.headroom.json").toStdString()));
     const Scenario p32 = scenarioFromJson(fp32);
     fp32["calibration"] = doc["calibration"];
     const Scenario c32 = scenarioFromJson(fp32);
@@ -1458,8 +1455,8 @@ void TestAttribution::stepScratchFollowsTheLargestParameter() {
     // factors: its widest matrix is an FFN weight, 2,560 x 10,240 = 26,214,400 elements (the embedding has
     // 25,600,000), so the step holds 5 x 26,214,400 x 4 bytes of scratch beside 4 x 512 x 10,000 x 4 bytes of
     // logits. Per parameter (0.48 bytes measured on the medium model) it would have been 1.3 GB.
-    json doc = json::parse(
-        readTextFile((measured() + "cs336-basics/cs336-2.7b-512-step-hopper.headroom.json").toStdString()));
+    json doc = json::parse(readTextFile(
+        (test::measuredDir() + "cs336-basics/cs336-2.7b-512-step-hopper.headroom.json").toStdString()));
     doc["training"]["framework"] = "pytorch";
     Scenario big = scenarioFromJson(doc);
     big.calibration = cal.factors;
@@ -1974,7 +1971,7 @@ void TestAttribution::calibratedPredictions_data() {
     // The 2.7B model's published peaks at the step, predicted from the medium model's traces: fit since the
     // step scratch's unit was chosen on them (calibratedValidatePredictions holds the rest).
     for (const ValidationCase& c :
-         loadValidationCases((measured() + QStringLiteral("cases.json")).toStdString()).cases)
+         loadValidationCases((test::measuredDir() + QStringLiteral("cases.json")).toStdString()).cases)
         if (c.role == "fit" && c.plainPytorch && !c.calibrateOn.empty())
             QTest::newRow(c.id.c_str()) << QString::fromStdString(c.id) << 0.05;
 }
@@ -2000,7 +1997,7 @@ void TestAttribution::calibratedPredictions() {
 // worst of at most 12%, computed here, per counter: a trace records allocated, reserved and active alike
 // (its own peaks, read by the trace's summary, not by the estimator). (The cs336_basics profile's validate
 // runs, published figures of another student's runs, are held to them in
-// tst_frameworks::cs336BasicsRecordedRuns.)
+// tst_cs336::cs336BasicsRecordedRuns.)
 void TestAttribution::reservedOfTheTracedRuns() {
     // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
     // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 11.4% over the six

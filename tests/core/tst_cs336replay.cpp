@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The course's recorded runs (examples/measured/cs336-basics) replayed allocation by allocation through the
+// caching allocator's model (core/allocator): the replay's reserved and allocated peaks against the runs'.
+// The profile's own accounting of the same runs is tst_cs336.
+#include "core/compare/trackrecord.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/io/jsontext.h"
+#include "core/io/scenariojson.h"
+#include "core/io/validation.h"
+#include "core/plan/cs336replay.h"
+#include "core/plan/settingnames.h"
+#include "core/plan/workspaces.h"
+#include "core/serve/estimate.h"
+#include "tests/testutil.h"
+
+#include <QFile>
+#include <QTest>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+using namespace headroom;
+using namespace headroom::test;
+using nlohmann::json;
+
+class TestCs336Replay : public QObject {
+    Q_OBJECT
+private slots:
+    void cs336ForwardReplayedThroughTheAllocator();
+    void cs336StepReplayedThroughTheAllocator();
+    void cs336ForwardWithGraphReplayed();
+};
+
+void TestCs336Replay::cs336ForwardReplayedThroughTheAllocator() {
+    // cs336_basics' forward without autograd, tensor by tensor through the caching allocator's model
+    // (core/plan/cs336replay.h), against Wedsonlin's four traced forwards (nsys_profile.py memory_profile:
+    // five warm-up forwards of batch 4, then the recorded one, under torch.inference_mode). What the run
+    // allocated at its peak is the replay's to the byte once the script's other tensor is added: its five
+    // warm-up batches of token ids, 5 x 4 x s int64 (the replay holds the recorded batch's own).
+    // Reserved, the plan's figure now, is the run's to the byte at 128 and 256 tokens in fp32 and 512 under
+    // autocast, where a 3% fraction was 1.4% over to 0.9% under. At 1,024 tokens, where the cache holds
+    // 11.4% beyond the tensors (each 256 MiB score-sized tensor in a segment of its own, one more than the
+    // softmax has alive at once), 4 MiB under: the run made one 20 MiB segment where the replay made a 16 MiB
+    // one (72 and 27 of them against 73 and 26), a placement the replay does not reproduce (the fraction was
+    // 7.5% under).
+    const Validation v =
+        runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    const std::map<std::string, double> reservedOff = {{"cs336-basics-medium-1024-inference", -4194304}};
+    std::size_t traced = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics" || !r.traced || !r.c->calibrateOn.empty() || r.c->plainPytorch)
+            continue;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        const auto run =
+            cs336ForwardRunOf(sc, workspaceBytes(sc),
+                              static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
+        if (!run)
+            continue;
+        ++traced;
+        const Cs336Replay replay = cs336ForwardReplay(*run);
+        QVERIFY(replay.replayed);
+        QCOMPARE(run->batch, 4.0);
+        const double warmUpIds = 5 * 4 * run->shape.sequence * 8;
+        QCOMPARE(replay.allocated + warmUpIds, r.measured);
+        const auto off = reservedOff.find(r.c->id);
+        QCOMPARE(r.reserved.estimated, replay.reserved);
+        QCOMPARE(r.reserved.estimated - r.reserved.measured, off == reservedOff.end() ? 0.0 : off->second);
+    }
+    QCOMPARE(traced, size_t(4));
+}
+
+void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
+    // cs336_basics' training step through the caching allocator's model (core/plan/cs336replay.h
+    // cs336StepReplay): the forward saving what autograd keeps, the loss, the backward layer by layer (each
+    // einsum weight's gradient copied by AccumulateGrad into the parameter's layout, as the traces show),
+    // AdamW one parameter at a time. Against Wedsonlin's traced steps at 128 and 256 tokens (after warm-up
+    // steps, so their states were made in a first step whose segments stay cached): the allocated peak within
+    // 0.01% (what is left is row-sized: the loss's scalars and statistics, the warm-up batches' ids) and
+    // reserved, the plan's figure, +0.4% and -1.6% (a 3% fraction: 2.2% under and 1.2% over; without the
+    // copies -0.1% and -1.2%: where segments fall is that sensitive to the order of transient tensors); and
+    // at 512 and 1,024 tokens under bf16 autocast (each einsum's cast of an fp32 input saved in its place,
+    // the weights' casts cached and freed as each einsum's backward runs, gradients through each cast's
+    // backward): the allocated peak within 0.002% (the profile's moments: 0.2% over at 1,024, the last
+    // layer's casts kept to the backward's end) and reserved -0.02% and +0.17% (the fraction: +1.1%, -0.7%).
+    // bcrafton's step, whose model was compiled (the scenario plans the eager one, AdamW being its peak):
+    // allocated within 512 bytes, reserved 2.9% under where the fraction was 6.5%.
+    // And kkaitlyn111's first steps of the 2.7B model (examples/measured, reserved peaks read from its
+    // snapshots): the states made after the backward, beside the activations' cached segments, which at 128
+    // tokens are 20 MiB at most where every matrix's state is 25 MiB or more: within 2% where the fraction
+    // was 7-10% under (those three are fit: the replay was written because of them). notHanmin's XL forwards
+    // (another student's own model, validate: a later step whose loop calls zero_grad after the forward,
+    // with torch's one-tensor-at-a-time AdamW declared) are replayed since zero_grad's place and torch's
+    // AdamW were written: reserved 1.5% and 4.8% under (the fraction: 2.0% and 5.8%); their allocated peaks
+    // are the profile's question (this code keeps 1.3% more), not the replay's.
+    const Validation v =
+        runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    const std::map<std::string, std::pair<double, double>> bounds = {
+        // id: reserved error, its bound
+        {"cs336-basics-medium-128-training", {0.0038, 0.0005}},
+        {"cs336-basics-medium-256-training", {-0.0161, 0.0005}},
+        {"cs336-basics-medium-512-training-bf16-autocast", {-0.0002, 0.0005}},
+        {"cs336-basics-medium-1024-training-bf16-autocast", {0.0017, 0.0005}},
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", {-0.0287, 0.0005}},
+        {"cs336-basics-2.7b-128-first-step-kkaitlyn-reserved", {0.0043, 0.0005}},
+        {"cs336-basics-2.7b-256-first-step-kkaitlyn-reserved", {-0.0108, 0.0005}},
+        {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {-0.0193, 0.0005}},
+        {"cs336-basics-xl-256-forward-zero-grad-after", {-0.0149, 0.0005}},
+        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", {-0.0483, 0.0005}}};
+    std::size_t replayed = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
+            continue;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        const auto run =
+            cs336StepRunOf(sc, workspaceBytes(sc),
+                           static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
+        if (!run || (!r.traced && r.c->metric != "reserved"))
+            continue;
+        ++replayed;
+        const Cs336Replay replay = cs336StepReplay(*run);
+        QVERIFY(replay.replayed && !replay.outOfMemory);
+        const CounterReading reserved = r.traced ? r.reserved : CounterReading{r.measured, r.estimated};
+        QCOMPARE(reserved.estimated, replay.reserved); // the plan's reserved is the replay's
+        const double error = reserved.estimated / reserved.measured - 1;
+        const QString what =
+            QStringLiteral("%1: allocated %2 (the run: %3), reserved %4%")
+                .arg(QString::fromStdString(r.c->id))
+                .arg(replay.allocated, 0, 'f', 0)
+                .arg(r.traced ? QString::number(r.measured, 'f', 0) : QStringLiteral("not read"))
+                .arg(100 * error, 0, 'f', 2);
+        qInfo().noquote() << what;
+        if (r.traced && r.c->id.find("-xl-256-") == std::string::npos) // the package's own code
+            QVERIFY2(std::abs(replay.allocated / r.measured - 1) <= 0.0001, qPrintable(what));
+        const auto b = bounds.find(r.c->id);
+        QVERIFY2(b != bounds.end(), qPrintable(what));
+        QVERIFY2(std::abs(error - b->second.first) <= b->second.second, qPrintable(what));
+    }
+    QCOMPARE(replayed, bounds.size());
+}
+
+void TestCs336Replay::cs336ForwardWithGraphReplayed() {
+    // A forward with autograd on and no backward (inference.grad_mode "enabled": `_ = model(x)` in a
+    // benchmark), fp32 parameters, replayed as the training step's forward (cs336replay.h, `graph`): every
+    // tensor autograd saves stays with the logits the caller holds. Its allocated peak and the profile's
+    // moments (the training table's forward) agree within 0.06% for the 2.7B model at 128 to 512 tokens, in
+    // fp32 and under bf16 autocast; the plan's reserved is the replay's. Against kkaitlyn111's six such runs
+    // (validate rows; the rule, a replay of the code's own forward, was the training step's), reserved
+    // within 3.2%, each as close as its allocated peak is (its own code keeps more at 512 tokens than the
+    // package the profile reads): where the 3% fraction was 0.2-2.0% off, partly the fraction's excess over
+    // these runs' caches (1.5-2.4%) standing in for the tensors.
+    const std::map<std::string, double> reservedError = {
+        {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-reserved", -0.0049},
+        {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-reserved", -0.0110},
+        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-reserved", -0.0312},
+        {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0005},
+        {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0008},
+        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0115}};
+    const Validation v =
+        runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
+                      AttributionRules::pytorchDefaults());
+    std::size_t replayed = 0, reserved = 0;
+    for (const CaseResult& r : v.results) {
+        if (r.c->stack != "cs336_basics" || r.calibrated)
+            continue;
+        const Scenario sc = loadScenarioFile(r.c->scenarioPath);
+        if (sc.mode != Mode::Inference || !sc.inference.gradEnabled)
+            continue;
+        const auto run =
+            cs336ForwardRunOf(sc, workspaceBytes(sc),
+                              static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
+        QVERIFY(run && run->graph);
+        const Cs336Replay replay = cs336ForwardReplay(*run);
+        const Estimate est = estimate(sc);
+        const QString what = QStringLiteral("%1: replay %2, profile %3, plan's reserved %4")
+                                 .arg(QString::fromStdString(r.c->id))
+                                 .arg(replay.allocated, 0, 'f', 0)
+                                 .arg(est.allocatedPeakBytes, 0, 'f', 0)
+                                 .arg(est.reservedPeakBytes, 0, 'f', 0);
+        QVERIFY2(replay.replayed && std::abs(replay.allocated / est.allocatedPeakBytes - 1) <= 0.0006,
+                 qPrintable(what));
+        QCOMPARE(est.reservedPeakBytes, replay.reserved);
+        ++replayed;
+        if (r.c->metric == "reserved") {
+            ++reserved;
+            const auto it = reservedError.find(r.c->id);
+            QVERIFY2(it != reservedError.end(), qPrintable(what));
+            QVERIFY2(std::abs(r.error() - it->second) <= 0.0005,
+                     qPrintable(what + QStringLiteral(": %1%").arg(100 * r.error())));
+        }
+    }
+    QCOMPARE(replayed, size_t(18)); // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved
+    QCOMPARE(reserved, reservedError.size());
+}
+
+QTEST_GUILESS_MAIN(TestCs336Replay)
+#include "tst_cs336replay.moc"
