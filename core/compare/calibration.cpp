@@ -1140,6 +1140,17 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
             return plannedFramework(*in.scenario) != Framework::Cs336Basics;
         }))
         c.code = Framework::Cs336Basics;
+    // And whether they stepped its own AdamW, as the step's frames say in every run that has one.
+    if (c.code) {
+        int stepped = 0, own = 0;
+        for (const CalibrationInput& in : runs)
+            if (in.trace && in.index && in.scenario->mode == Mode::Training)
+                if (const auto ownStep = stepsOwnOptimizer(*in.trace, *in.index, *c.code, rules)) {
+                    ++stepped;
+                    own += *ownStep ? 1 : 0;
+                }
+        c.codeOptimizer = stepped > 0 && own == stepped;
+    }
     // Where the plan replays the code through the allocator (cs336_basics), what the runs kept beyond their
     // tensors less what the replay of their own scenarios keeps beyond its, as a share of their allocated
     // peaks, averaged: the replay carries the rest to other shapes (a cache share does not: a long
@@ -1152,6 +1163,8 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         plain.calibration = Calibration{};
         if (c.code)
             (plain.mode == Mode::Training ? plain.training.framework : plain.inference.framework) = *c.code;
+        if (c.codeOptimizer && plain.mode == Mode::Training)
+            plain.training.optimizerImpl = OptimizerImpl::Cs336Basics; // the AdamW the run stepped
         const Estimate e = estimate(plain);
         const auto stage = static_cast<std::size_t>(e.mostLoadedStage);
         if (m.reservedPeak <= 0 || m.allocatedPeak <= 0 || stage >= e.ranks.size() ||

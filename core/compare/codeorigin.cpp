@@ -3,7 +3,9 @@
 
 #include "core/checkednumbers.h"
 #include "core/plan/settingnames.h"
+#include "core/trace/frames.h"
 
+#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <map>
@@ -100,6 +102,31 @@ CodeOrigin codeOrigin(const Trace& trace, const Attribution& atPeak) {
     }
     out.found = out.stacked > 0 && out.bytes >= out.stacked / 4;
     return out;
+}
+
+std::optional<bool> stepsOwnOptimizer(const Trace& trace, const TraceIndex& index, Framework code,
+                                      const AttributionRules& rules) {
+    std::int64_t own = 0, all = 0;
+    for (const Allocation& a : index.allocations()) {
+        if (a.stack >= trace.stacks.size() || !optimizerStack(trace, a.stack, rules))
+            continue;
+        all = saturatingAdd(all, a.size);
+        // The innermost Python frame made the tensor: cs336_basics/optimizer.py for its AdamW, torch/optim's
+        // for torch's even where the training loop calling it is the framework's (further out).
+        for (const Frame& f : trace.stacks[a.stack]) {
+            if (f.filename >= trace.strings.size() || !isPythonFrame(trace, f))
+                continue;
+            const std::string_view name = trace.strings[f.filename];
+            if (std::any_of(kMarkers.begin(), kMarkers.end(), [&](const Marker& m) {
+                    return m.framework == code && inDirectory(name, m.directory);
+                }))
+                own = saturatingAdd(own, a.size);
+            break;
+        }
+    }
+    if (all == 0)
+        return std::nullopt;
+    return own >= all - own;
 }
 
 std::string codeOriginAdvice(const CodeOrigin& origin, Framework planned) {

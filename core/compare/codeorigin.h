@@ -3,8 +3,10 @@
 #include "core/compare/attribution.h"
 #include "core/plan/scenario.h"
 #include "core/trace/trace.h"
+#include "core/trace/traceindex.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace headroom {
@@ -25,6 +27,13 @@ struct CodeOrigin {
 // Found when the allocations naming one framework hold at least a quarter of the peak's bytes that have a
 // stack (a run's own script, torch's modules and the CUDA runtime make the rest).
 CodeOrigin codeOrigin(const Trace& trace, const Attribution& atPeak);
+
+// Whether the run stepped `code`'s own optimizer: at least half the bytes its optimizer's stacks allocated
+// (optimizerStack) were made by that framework's source, as their innermost Python frame says
+// (cs336_basics/optimizer.py's AdamW; a loop of the framework's may as well call torch.optim's). None when
+// the run allocated nothing in an optimizer.
+std::optional<bool> stepsOwnOptimizer(const Trace& trace, const TraceIndex& index, Framework code,
+                                      const AttributionRules& rules);
 
 // One sentence for a plan with `planned`'s profile: which profile plans this code op by op, with the
 // evidence; "" when none was found or the plan already has it.

@@ -882,6 +882,7 @@ void readCalibration(const json& doc, Scenario& sc) {
     c.gradientsHeld = factors.boolean("gradients_held", false);
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
+    c.codeOptimizer = c.code && factors.boolean("code_optimizer", false);
     if (factors.find("logits_measured_with")) {
         c.logitsMeasuredWith = factors.choice<LossKind>("logits_measured_with", LossKind::Full, lossNames());
         if (c.logits >= 0 && sc.mode == Mode::Training && !c.logitsFactorAppliesTo(sc.training))

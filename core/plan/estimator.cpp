@@ -1416,6 +1416,10 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         asRecorded = sc.settingsCopy();
         (sc.mode == Mode::Training ? asRecorded->training.framework : asRecorded->inference.framework) =
             Framework::Cs336Basics;
+        // Stepping the code's own AdamW, as the runs did, where the plan's step is theirs (the scratch the
+        // calibration measured); a plan that declares another implementation replays that one.
+        if (sc.mode == Mode::Training && c.codeOptimizer && c.stepScratchAppliesTo(sc.training))
+            asRecorded->training.optimizerImpl = OptimizerImpl::Cs336Basics;
         code = &*asRecorded;
     }
     Cs336Replay replayed;

@@ -472,6 +472,10 @@ struct Calibration {
     // (replayedOverhead is measured against that replay). Absent: the scenario's own profile's replay, if
     // any.
     std::optional<Framework> code;
+    // With `code`: the runs stepped that code's own optimizer (cs336_basics' AdamW, by the step's frames).
+    // The replay then steps it wherever the calibrated scratch applies (stepScratchAppliesTo), as the runs
+    // did whatever implementation their scenarios declared for it.
+    bool codeOptimizer = false;
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.

@@ -57,6 +57,7 @@ private slots:
     void calibrationReproducesAndPredicts();
     void calibrationLearnsTheLossLogitsApart();
     void calibratedStepScratchIsItsImplementations();
+    void calibratedReplayStepsTheRunsOptimizer();
     void calibratedPlanCheckpointed_data();
     void calibratedPlanCheckpointed();
     void calibrationInTheScenario();
@@ -765,6 +766,84 @@ void TestAttribution::calibratedStepScratchIsItsImplementations() {
     // A file from before the field: the measured scratch stands whatever the plan declares.
     doc["calibration"]["factors"].erase("optimizer_step_measured_with");
     QCOMPARE(stepTemporaries(doc), measured);
+}
+
+// A plain plan calibrated on code the runs' stacks name replays that code for its reserved peak
+// (Calibration::code), stepping the AdamW the runs stepped: CS336's runs step cs336_basics/optimizer.py's,
+// which holds five tensors of the largest parameter at once, whatever implementation their scenarios declared
+// (for_loop, two). The step's innermost Python frames tell (stepsOwnOptimizer).
+void TestAttribution::calibratedReplayStepsTheRunsOptimizer() {
+    const auto rules = AttributionRules::pytorchDefaults();
+    // By hand: 4,096 bytes made in torch/optim's AdamW (called from a cs336_basics training loop, further
+    // out) and 1,024 in cs336_basics' own: torch's stepped. The same sizes the other way round: its own.
+    // A run that allocated nothing in a step: neither.
+    auto own = [&](int torchBytes, int ownBytes) {
+        const std::string js = R"({"segments": [], "device_traces": [[
+          {"action": "alloc", "addr": 4096, "size": )" +
+                               std::to_string(torchBytes) +
+                               R"(, "time_us": 1,
+           "frames": [{"name": "at::empty", "filename": "??", "line": 0},
+                      {"name": "_multi_tensor_adamw", "filename": "/x/torch/optim/adamw.py", "line": 10},
+                      {"name": "train", "filename": "/home/u/cs336_basics/train.py", "line": 5}]},
+          {"action": "alloc", "addr": 65536, "size": )" +
+                               std::to_string(ownBytes) +
+                               R"(, "time_us": 2,
+           "frames": [{"name": "step", "filename": "/home/u/cs336_basics/optimizer.py", "line": 40},
+                      {"name": "wrapper", "filename": "/x/torch/optim/optimizer.py", "line": 7}]},
+          {"action": "alloc", "addr": 131072, "size": 8192, "time_us": 3,
+           "frames": [{"name": "forward", "filename": "/home/u/cs336_basics/model.py", "line": 9}]}
+        ]]})";
+        const Trace t = readTrace(js);
+        const TraceSummary s = summarize(t);
+        const TraceIndex index(t.devices.at(0), s.devices.at(0));
+        return stepsOwnOptimizer(t, index, Framework::Cs336Basics, rules);
+    };
+    QVERIFY(own(4096, 1024) == false);
+    QVERIFY(own(1024, 4096) == true);
+    {
+        const Run forward = loadRun("cs336-medium-128-inference",
+                                    "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle");
+        QVERIFY(!stepsOwnOptimizer(forward.trace->trace, *forward.trace->indexes[0], Framework::Cs336Basics,
+                                   rules));
+    }
+    const Run t128 =
+        loadRun("cs336-medium-128-training", "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle");
+    const Run t256 =
+        loadRun("cs336-medium-256-training", "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(stepsOwnOptimizer(t128.trace->trace, *t128.trace->indexes[0], Framework::Cs336Basics, rules) ==
+            true);
+    const CalibrationResult cal = calibrate({inputOf(t128, "128"), inputOf(t256, "256")}, rules);
+    QVERIFY(cal.factors.code == Framework::Cs336Basics);
+    QVERIFY(cal.factors.codeOptimizer);
+    json doc = t128.scenario.document;
+    doc["calibration"] = {{"factors", calibrationFactorsToJson(cal.factors)}};
+    QCOMPARE(doc["calibration"]["factors"]["code_optimizer"].get<bool>(), true);
+    QVERIFY(scenarioFromJson(doc, t128.scenario.baseDir).calibration.codeOptimizer);
+    // The what-if: GPT-2's vocabulary on six layers, 8 x 128 tokens, beside the cs336_basics profile's plan
+    // of the same code (read from it op by op; within 0.2% of every traced CS336 run). Replaying the declared
+    // for_loop step, the calibrated plan reserved 15.2% under it, its allocated peak the same.
+    doc["model"]["vocab_size"] = 50257;
+    doc["model"]["num_hidden_layers"] = 6;
+    doc["training"]["micro_batch_size"] = 8;
+    doc["training"]["sequence_length"] = 128;
+    json code = doc;
+    code.erase("calibration");
+    code["training"]["framework"] = "cs336_basics";
+    code["training"].erase("optimizer_implementation"); // the profile's default: the code's own AdamW
+    const Estimate calibrated = estimate(scenarioFromJson(doc, t128.scenario.baseDir));
+    const Estimate profile = estimate(scenarioFromJson(code, t128.scenario.baseDir));
+    const QString what =
+        QStringLiteral("allocated %1%, reserved %2%")
+            .arg(100 * (calibrated.allocatedPeakBytes / profile.allocatedPeakBytes - 1), 0, 'f', 2)
+            .arg(100 * (calibrated.reservedPeakBytes / profile.reservedPeakBytes - 1), 0, 'f', 2);
+    qInfo().noquote() << what;
+    QVERIFY2(std::abs(calibrated.allocatedPeakBytes / profile.allocatedPeakBytes - 1) <= 0.02,
+             qPrintable(what));
+    QVERIFY2(std::abs(calibrated.reservedPeakBytes / profile.reservedPeakBytes - 1) <= 0.02,
+             qPrintable(what));
+    // A file from before the field replays the declared step, as before.
+    doc["calibration"]["factors"].erase("code_optimizer");
+    QVERIFY(!scenarioFromJson(doc, t128.scenario.baseDir).calibration.codeOptimizer);
 }
 
 // "Calibrate, then ask what-if" with the what-if the planner offers first when a step does not fit:
@@ -2045,6 +2124,7 @@ void TestAttribution::reservedOfTheTracedRuns() {
         const QString what = QStringLiteral("%1: reserved %2%")
                                  .arg(QString::fromStdString(r.c->id))
                                  .arg(100 * r.reserved.error(), 0, 'f', 1);
+        qInfo().noquote() << what;
         if (const auto it = beyond.find(r.c->id); it != beyond.end())
             QVERIFY2(std::abs(r.reserved.error() - it->second) <= 0.005, qPrintable(what));
         else
