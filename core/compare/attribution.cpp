@@ -443,9 +443,17 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
     return out;
 }
 
-bool optimizerStack(const Trace& trace, std::uint32_t stack, const AttributionRules& rules) {
-    const AttributionRule* r = decidingRule(trace, stack, rules);
-    return r && r->target == AttributionRule::Target::Optimizer;
+OptimizerStacks::OptimizerStacks(const Trace& trace, const AttributionRules& rules)
+    : m_trace(trace), m_rules(rules), m_known(trace.stacks.size(), -1) {}
+
+bool OptimizerStacks::operator()(std::uint32_t stack) {
+    if (stack >= m_known.size())
+        return false;
+    if (m_known[stack] < 0) {
+        const AttributionRule* r = decidingRule(m_trace, stack, m_rules);
+        m_known[stack] = r && r->target == AttributionRule::Target::Optimizer ? 1 : 0;
+    }
+    return m_known[stack] == 1;
 }
 
 MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& a,

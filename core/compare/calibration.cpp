@@ -43,11 +43,12 @@ std::size_t stepStart(const Trace& trace, const TraceIndex& index, const Attribu
     for (const Annotation& a : trace.annotations)
         if ((a.device.empty() || a.device == d.key) && a.name.find("Optimizer.step") != std::string::npos)
             annotated = std::min(annotated, a.start);
+    OptimizerStacks optimizerStack(trace, rules);
     for (std::size_t e = 0; e < d.entries(); ++e) {
         if (annotated != INT64_MAX && d.time[e] >= annotated)
             return e;
         if (annotated == INT64_MAX && d.action[e] == TraceAction::Alloc && d.stack[e] != 0 &&
-            optimizerStack(trace, d.stack[e], rules))
+            optimizerStack(d.stack[e]))
             return e;
     }
     return d.entries();

@@ -107,8 +107,9 @@ CodeOrigin codeOrigin(const Trace& trace, const Attribution& atPeak) {
 std::optional<bool> stepsOwnOptimizer(const Trace& trace, const TraceIndex& index, Framework code,
                                       const AttributionRules& rules) {
     std::int64_t own = 0, all = 0;
+    OptimizerStacks optimizerStack(trace, rules);
     for (const Allocation& a : index.allocations()) {
-        if (a.stack >= trace.stacks.size() || !optimizerStack(trace, a.stack, rules))
+        if (a.stack >= trace.stacks.size() || !optimizerStack(a.stack))
             continue;
         all = saturatingAdd(all, a.size);
         // The innermost Python frame made the tensor: cs336_basics/optimizer.py for its AdamW, torch/optim's

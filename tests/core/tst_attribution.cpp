@@ -165,9 +165,10 @@ void TestAttribution::statesMadeBeforeTheRecordingWithoutAScenario() {
     // makes and frees inside itself (its per-parameter temporaries) stays scratch.
     const std::vector<MeasuredCategory> run = categorizeRun(loaded->trace, index, rules);
     std::int64_t before = 0, scratch = 0;
+    OptimizerStacks optimizerStack(loaded->trace, rules);
     for (std::size_t i = 0; i < run.size(); ++i) {
         const Allocation& x = index.allocations()[i];
-        if (!optimizerStack(loaded->trace, x.stack, rules))
+        if (!optimizerStack(x.stack))
             continue;
         if (x.start == kBeforeFirstEvent) {
             QCOMPARE(run[i], MeasuredCategory::OptimizerStates);
