@@ -964,7 +964,7 @@ Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
         return {};
     const std::vector<double> key =
         keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
-                  run.device, run.graph ? 1.0 : 0.0});
+                  run.device, run.graph ? 1.0 : 0.0, run.everyBlock ? 1.0 : 0.0});
     static RecentResults<Cs336Replay> kept;
     const Cs336Replay r =
         replayed(kept, key, d, run.layers, run.graph, run.expandableSegments, run.device,
