@@ -64,11 +64,10 @@ std::uint64_t pageOf(bool small) {
 
 CachingAllocatorModel::CachingAllocatorModel(AllocatorSettings settings) : m_s(std::move(settings)) {}
 
-void CachingAllocatorModel::insertFree(std::uint64_t address) {
-    Block& b = m_blocks.at(address);
+void CachingAllocatorModel::insertFree(std::uint64_t address, Block& b) {
     b.freedAt = m_gcClock;
     pool(b.small).insert({b.stream, b.size, address});
-    if (wholeSegment(address))
+    if (wholeSegment(address, b))
         m_wholeFree.insert(address);
 }
 
@@ -83,8 +82,7 @@ void CachingAllocatorModel::addSegment(std::uint64_t address, std::uint64_t size
     if (size == 0 || m_segments.count(address))
         return;
     m_segments[address] = {size, stream, small, false};
-    m_blocks[address] = {size, address, stream, small, false, 0};
-    insertFree(address);
+    insertFree(address, m_blocks[address] = {size, address, stream, small, false, 0, false});
     m_reserved += size;
     m_low = std::min(m_low, address);
     m_high = std::max(m_high, address + size);
@@ -93,10 +91,8 @@ void CachingAllocatorModel::addSegment(std::uint64_t address, std::uint64_t size
 bool CachingAllocatorModel::wouldSplit(const Block& b, std::uint64_t size, std::uint64_t remaining) const {
     // should_split: small pool and expandable segments keep any remainder of 512 bytes or more; the large
     // pool splits blocks under max_split_size when more than 1 MiB would remain.
-    const auto seg = m_segments.find(b.segment);
-    const bool expandable = seg != m_segments.end() && seg->second.expandable;
-    return (b.small || expandable) ? remaining >= kMinBlockSize
-                                   : (size < m_s.maxSplitSize && remaining > kSmallSize);
+    return (b.small || b.expandable) ? remaining >= kMinBlockSize
+                                     : (size < m_s.maxSplitSize && remaining > kSmallSize);
 }
 
 void CachingAllocatorModel::markAllocated(std::uint64_t address, std::uint64_t size) {
@@ -212,8 +208,7 @@ std::optional<std::uint64_t> CachingAllocatorModel::freeBlock(std::uint64_t size
     if (it == p.end() || std::get<0>(*it) != stream)
         return std::nullopt;
     const std::uint64_t address = std::get<2>(*it);
-    const bool expandable = m_segments.at(m_blocks.at(address).segment).expandable;
-    if (!expandable) {
+    if (!m_blocks.at(address).expandable) {
         const std::uint64_t found = std::get<1>(*it);
         // Do not return an oversized block for a small request, nor a much larger one for a large request.
         if (size < m_s.maxSplitSize && found >= m_s.maxSplitSize)
@@ -232,7 +227,7 @@ std::optional<std::uint64_t> CachingAllocatorModel::newSegment(std::uint64_t siz
         return std::nullopt;
     const std::uint64_t address = chooseAddress(size);
     m_segments[address] = {size, stream, small, false};
-    m_blocks[address] = {size, address, stream, small, false, m_gcClock};
+    m_blocks[address] = {size, address, stream, small, false, m_gcClock, false};
     m_reserved += size;
     m_low = std::min(m_low, address);
     m_high = std::max(m_high, address + size);
@@ -288,23 +283,23 @@ std::optional<std::uint64_t> CachingAllocatorModel::expand(std::uint64_t size, s
         m_blocks.at(tail).size += map;
         return tail;
     }
-    m_blocks[end] = {map, base, stream, small, false, m_gcClock};
+    m_blocks[end] = {map, base, stream, small, false, m_gcClock, true};
     return end;
 }
 
 std::uint64_t CachingAllocatorModel::takeBlock(std::uint64_t address, std::uint64_t size) {
-    Block& b = m_blocks.at(address);
+    const auto it = m_blocks.find(address);
+    Block& b = it->second;
     const std::uint64_t remaining = b.size - size;
     if (wouldSplit(b, size, remaining)) {
         Block rest = b;
         rest.size = remaining;
         b.size = size;
-        m_blocks[address + size] = rest;
-        insertFree(address + size);
+        // Map nodes stay where they are when others are inserted, so b is still the block.
+        insertFree(address + size, m_blocks.emplace_hint(std::next(it), address + size, rest)->second);
     }
-    Block& taken = m_blocks.at(address);
-    taken.allocated = true;
-    m_allocated += taken.size;
+    b.allocated = true;
+    m_allocated += b.size;
     return address;
 }
 
@@ -372,14 +367,14 @@ bool CachingAllocatorModel::free(std::uint64_t address, std::size_t) {
         it->second.size += next->second.size;
         m_blocks.erase(next);
     }
-    insertFree(start);
+    insertFree(start, it->second);
     return true;
 }
 
-bool CachingAllocatorModel::wholeSegment(std::uint64_t address) const {
-    const Block& b = m_blocks.at(address);
-    const Segment& s = m_segments.at(b.segment);
-    return !s.expandable && address == b.segment && b.size == s.size && !b.allocated;
+bool CachingAllocatorModel::wholeSegment(std::uint64_t address, const Block& b) const {
+    if (b.expandable || b.allocated || address != b.segment)
+        return false;
+    return b.size == m_segments.at(b.segment).size;
 }
 
 void CachingAllocatorModel::releaseSegment(std::uint64_t address, std::size_t at) {
@@ -411,7 +406,7 @@ bool CachingAllocatorModel::releaseAvailable(std::uint64_t size, std::int64_t st
             if (!first)
                 --it;
             const std::uint64_t address = std::get<2>(*cur);
-            if (wholeSegment(address)) {
+            if (wholeSegment(address, m_blocks.at(address))) {
                 released += std::get<1>(*cur);
                 releaseSegment(address, at);
             }
@@ -421,7 +416,7 @@ bool CachingAllocatorModel::releaseAvailable(std::uint64_t size, std::int64_t st
         return released >= keySize;
     }
     const std::uint64_t address = std::get<2>(*it);
-    if (!wholeSegment(address))
+    if (!wholeSegment(address, m_blocks.at(address)))
         return false;
     releaseSegment(address, at);
     return true;
@@ -496,7 +491,7 @@ void CachingAllocatorModel::garbageCollect(std::size_t at) {
     const double target = static_cast<double>(m_reserved) - threshold;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> aged; // age, address
     for (const Key& k : pool(false))
-        if (wholeSegment(std::get<2>(k)))
+        if (wholeSegment(std::get<2>(k), m_blocks.at(std::get<2>(k))))
             aged.push_back({m_gcClock - m_blocks.at(std::get<2>(k)).freedAt, std::get<2>(k)});
     double reclaimed = 0;
     while (reclaimed < target && !aged.empty()) {

@@ -100,6 +100,7 @@ private:
         bool small = false;
         bool allocated = false;
         std::uint64_t freedAt = 0; // gc clock when it became free
+        bool expandable = false;   // its segment's, which never changes: no segment lookup per split
     };
     struct Segment {
         std::uint64_t size = 0; // expandable: the mapped size
@@ -110,7 +111,8 @@ private:
     using Key = std::tuple<std::int64_t, std::uint64_t, std::uint64_t>; // stream, size, address
 
     std::set<Key>& pool(bool small) { return m_free[small ? 1 : 0]; }
-    void insertFree(std::uint64_t address);
+    void insertFree(std::uint64_t address) { insertFree(address, m_blocks.at(address)); }
+    void insertFree(std::uint64_t address, Block& b);
     void eraseFree(std::uint64_t address);
     // PyTorch's should_split for block b serving a request of `size` with `remaining` bytes left over.
     bool wouldSplit(const Block& b, std::uint64_t size, std::uint64_t remaining) const;
@@ -121,7 +123,7 @@ private:
     std::optional<std::uint64_t> expand(std::uint64_t size, std::int64_t stream, bool small, std::size_t at);
     bool cudaMalloc(std::uint64_t bytes) const;
     std::uint64_t chooseAddress(std::uint64_t size);
-    bool wholeSegment(std::uint64_t address) const;
+    bool wholeSegment(std::uint64_t address, const Block& b) const;
     void releaseSegment(std::uint64_t address, std::size_t at);
     bool releaseAvailable(std::uint64_t size, std::int64_t stream, bool small, std::size_t at);
     void releaseCached(std::size_t at);
