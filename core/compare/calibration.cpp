@@ -5,6 +5,7 @@
 #include "core/compare/comparison.h"
 #include "core/compare/scoresites.h"
 #include "core/error.h"
+#include "core/plan/cs336replay.h"
 #include "core/serve/estimate.h"
 #include "core/trace/frames.h"
 
@@ -1160,12 +1161,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     int replayedRuns = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const RunMeasurement& m = measured[i];
+        // The code the calibrated plan replays, as its estimate replays it (the AdamW the run stepped).
         Scenario plain = runs[i].scenario->settingsCopy();
+        if (const auto asRecorded = cs336CodeAsRecorded(plain, c))
+            plain = *asRecorded;
         plain.calibration = Calibration{};
-        if (c.code)
-            (plain.mode == Mode::Training ? plain.training.framework : plain.inference.framework) = *c.code;
-        if (c.codeOptimizer && plain.mode == Mode::Training)
-            plain.training.optimizerImpl = OptimizerImpl::Cs336Basics; // the AdamW the run stepped
         const Estimate e = estimate(plain);
         const auto stage = static_cast<std::size_t>(e.mostLoadedStage);
         if (m.reservedPeak <= 0 || m.allocatedPeak <= 0 || stage >= e.ranks.size() ||

@@ -1002,6 +1002,18 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
     return beyondTheDevice(r, run, beyond, cs336StepReplay);
 }
 
+std::optional<Scenario> cs336CodeAsRecorded(const Scenario& sc, const Calibration& c) {
+    if (c.code != Framework::Cs336Basics || plannedFramework(sc) == Framework::Cs336Basics ||
+        !cs336CanRun(sc))
+        return std::nullopt;
+    Scenario asRecorded = sc.settingsCopy();
+    (sc.mode == Mode::Training ? asRecorded.training.framework : asRecorded.inference.framework) =
+        Framework::Cs336Basics;
+    if (sc.mode == Mode::Training && c.codeOptimizer && c.stepScratchAppliesTo(sc.training))
+        asRecorded.training.optimizerImpl = OptimizerImpl::Cs336Basics;
+    return asRecorded;
+}
+
 bool cs336CanRun(const Scenario& sc) {
     const ModelSpec& m = sc.model;
     const ClusterSettings& c = sc.cluster;

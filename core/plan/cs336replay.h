@@ -54,6 +54,14 @@ Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 // of another profile asks before it replays that code (Calibration::code).
 bool cs336CanRun(const Scenario& sc);
 
+// The scenario whose code the allocator's replay runs for `sc` under calibration `c` when the runs it was
+// calibrated on ran cs336_basics' code and `sc` plans another profile (Calibration::code): cs336_basics,
+// stepping its own AdamW where the runs did (Calibration::codeOptimizer) and the plan's step is the one the
+// calibration measured (stepScratchAppliesTo; a plan that declares another implementation replays that one).
+// Nothing where the plan replays its own code. The estimator's replay of a calibrated plan and the
+// calibration's replay of its runs both go through here, so the two cannot step different optimizers.
+std::optional<Scenario> cs336CodeAsRecorded(const Scenario& sc, const Calibration& c);
+
 // The run a scenario plans, when it is one: cs336_basics' forward (without autograd, or with it and fp32
 // parameters) on one GPU, of a known architecture, uncalibrated in inference (a calibration's tensors are its
 // own, not the code's). `workspace` is the scenario's cuBLAS workspace (core/plan/workspaces.h), `device`

@@ -1409,19 +1409,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     // PyTorch), the code replayed is the one the traces ran (Calibration::code): its tensors are what the
     // calibration scaled the plan to, and its order is what leaves the allocator's cache.
     // (Made only then: an empty Scenario built on every estimate cost 0.2 us of bench estimate_ns.)
-    const Scenario* code = &sc;
-    std::optional<Scenario> asRecorded;
-    if (scaled && c.code == Framework::Cs336Basics && plannedFramework(sc) != Framework::Cs336Basics &&
-        cs336CanRun(sc)) {
-        asRecorded = sc.settingsCopy();
-        (sc.mode == Mode::Training ? asRecorded->training.framework : asRecorded->inference.framework) =
-            Framework::Cs336Basics;
-        // Stepping the code's own AdamW, as the runs did, where the plan's step is theirs (the scratch the
-        // calibration measured); a plan that declares another implementation replays that one.
-        if (sc.mode == Mode::Training && c.codeOptimizer && c.stepScratchAppliesTo(sc.training))
-            asRecorded->training.optimizerImpl = OptimizerImpl::Cs336Basics;
-        code = &*asRecorded;
-    }
+    // Stepping the code's own AdamW, as the runs did, where the plan's step is theirs (cs336CodeAsRecorded).
+    const std::optional<Scenario> asRecorded = scaled ? cs336CodeAsRecorded(sc, c) : std::nullopt;
+    const Scenario* code = asRecorded ? &*asRecorded : &sc;
     Cs336Replay replayed;
     if (const auto run = st.engine || !replay ? std::nullopt : cs336ForwardRunOf(*code, st.workspace, device))
         replayed = cs336ForwardReplay(*run, !probe);
