@@ -867,12 +867,15 @@ void TestTraceView::calibrateFromTheWindow() {
              qPrintable(said));
     // Its allocator kept 9,265,217,536 bytes reserved where 9,103,544,320 were allocated at most (its
     // trace-summary): 1.8% beyond its tensors. Its stacks name cs336_basics, whose step the plan replays
-    // through the allocator's model in place of the plain profile's 3%: the calibration says so.
+    // through the allocator's model in place of the plain profile's 3%, stepping cs336_basics/optimizer.py's
+    // AdamW as the run did (its scenario declares torch's for_loop): the calibration says so.
     QVERIFY2(said.contains(QStringLiteral("Its allocator reserved 1.8% beyond its tensors at their most; "
                                           "beside the allocator's replay of the code of cs336_basics, which "
-                                          "its stacks name, a difference of")),
+                                          "its stacks name, stepping the optimizer of that code as the run "
+                                          "did, a difference of")),
              qPrintable(said));
     QVERIFY(w->document()->scenario().calibration.code == Framework::Cs336Basics);
+    QVERIFY(w->document()->scenario().calibration.codeOptimizer);
     // Its scores it tells from its FFN outputs by the calls that allocated them: no common factor.
     QVERIFY2(!said.contains(QStringLiteral("one factor scales")), qPrintable(said));
     qInfo().noquote() << said;
