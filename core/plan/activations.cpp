@@ -164,10 +164,15 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     const bool keepOutInput = keeps({"o_proj"});
     double replicated =
         2 * e * sbh + qkvInputs * ea * sbh + mlpInputs * ea * sbh + (tr.dropout ? 2 * sbh : 0);
+    // Of these, what comes after attention's softmax in the block (the second norm's, the MLP's input
+    // copies, both residual dropouts' masks; below: the output projection's input, the MLP's tensors):
+    // what the block's backward has released by the time it reaches the softmax's (freedBeforeScores).
+    double laterReplicated = e * sbh + mlpInputs * ea * sbh + (tr.dropout ? 2 * sbh : 0);
     if (m.mla)
         replicated += ea * sl * (m.qLoraRank + m.kvLoraRank + m.qkRopeHeadDim);
     // Split across tensor-parallel ranks: Q, K, V, the output projection's input.
     double split = ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
+    double laterSplit = ea * sl * heads * dv;
     if (tr.attention != Attention::Eager)
         split += 4 * heads * sl; // fp32 log-sum-exp per row; FlashAttention keeps no s x s tensor
     // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
@@ -180,6 +185,7 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
         split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
+    laterSplit += split - ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
     // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
     // "Eager modules"): RMSNorm upcasts its input and saves the fp32 copy and the normalised tensor besides
     // its output (+4 bytes per hidden unit, per norm, whatever the weights' dtype); SDPA gets K and V
@@ -200,9 +206,13 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
             // keeps it. (In fp32 the upcast is the input itself and the normalised tensor another: the same
             // sum.)
             replicated += 2 * 4 * sbh;
-            if (ft.adapters())
+            laterReplicated += 4 * sbh;
+            if (ft.adapters()) {
                 replicated -= 2 * e * sbh;
+                laterReplicated -= e * sbh;
+            }
             split += keepOutInput ? ea * sl * heads * dv : 0; // the contiguous attention output
+            laterSplit += keepOutInput ? ea * sl * heads * dv : 0;
         }
         split += ea * sl * (heads - kvHeads) * (dq + dv); // K and V expanded to every head
     }
@@ -238,6 +248,9 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
             if (ft.method == FineTuneMethod::Dora)
                 perToken += (ea + cb) * out;
             split += sl * perToken;
+            if (lin.name == "o_proj" || lin.name == "gate_proj" || lin.name == "up_proj" ||
+                lin.name == "down_proj")
+                laterSplit += sl * perToken;
         }
     }
     const double stored = replicated / spDiv + split;
@@ -260,8 +273,10 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         // Megatron's fused scaled-masked softmax (megatron/core/fusions/fused_softmax.py) writes its gradient
         // over the incoming one (apex's and Transformer Engine's scaled_masked_softmax backward: "completely
         // in-place", it returns output_grads): nothing beside.
-        if (fw != Framework::Megatron)
+        if (fw != Framework::Megatron) {
             a.backwardScratchScores = 2 * softmaxBytes * sq;
+            a.freedBeforeScores = laterReplicated / spDiv + laterSplit;
+        }
     }
 
     switch (checkpointing) {
@@ -333,6 +348,7 @@ LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch)
     a.transient *= microBatch;
     a.transientScores *= microBatch;
     a.backwardScratchScores *= microBatch;
+    a.freedBeforeScores *= microBatch;
     return a;
 }
 

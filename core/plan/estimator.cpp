@@ -866,6 +866,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         double castable[2 * ModelSpec::kLayerKinds] = {};
         bool have[2 * ModelSpec::kLayerKinds] = {};
         double checkpointedCastable = 0, largestCheckpointedCastable = 0;
+        double freedBeforeScores = std::numeric_limits<double>::max();
         for (int l = st.firstLayer; l < st.firstLayer + st.layers; ++l) {
             const RecomputeGroup recompute = recomputeGroup(tr, l - st.firstLayer, st.layers);
             const Checkpointing mode = layerCheckpointing(tr, l, l - st.firstLayer);
@@ -890,7 +891,9 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.transient = std::max(st.transient, recompute.rebuilt * kinds[k].transient);
             st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
             st.backwardScratchScores = std::max(st.backwardScratchScores, kinds[k].backwardScratchScores);
+            freedBeforeScores = std::min(freedBeforeScores, kinds[k].freedBeforeScores);
         }
+        st.freedBeforeScores = st.backwardScratchScores > 0 ? freedBeforeScores : 0;
         if (st.castWeights > 0 && checkpointedCastable > 0) {
             // Autocast caches the cast of every fp32 weight until the outermost autocast exits
             // (aten/src/ATen/autocast_mode.cpp cached_cast; torch.autocast.__exit__ clears the cache),
@@ -1325,9 +1328,9 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.
-        for (double* v :
-             {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
-              &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores})
+        for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
+                          &st.logitsGradient, &st.headLogitsGradient, &st.cachedLogits,
+                          &st.offloadedActivations, &st.backwardScratchScores, &st.freedBeforeScores})
             *v *= 2;
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     // A checkpointed layer keeps its input, the tensor torch.utils.checkpoint saves whatever the code's
@@ -1336,7 +1339,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.activations -= checkpointInputs;
     for (double* v : {&st.activations, &st.transient, &st.decodeActivations, &st.backwardActivations,
                       &st.backwardTemporaries, &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld,
-                      &st.transientNotMade, &st.headActivations})
+                      &st.transientNotMade, &st.headActivations, &st.freedBeforeScores})
         *v *= c.linear;
     st.activations += checkpointInputs;
     // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
@@ -1471,6 +1474,7 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.backwardTemporaryScores,
                       &st.heldLogits,
                       &st.backwardScratchScores,
+                      &st.freedBeforeScores,
                       &st.firstBlockHeld,
                       &st.firstBlockScores,
                       &st.recomputedSaved,
@@ -1574,8 +1578,17 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             }
         } else if (!loss) {
             // Eager attention's softmax backward in whichever layer's backward runs: the last one's (beside
-            // every saved tensor) or, at the phase's end, the first one's (beside every gradient).
-            b[Category::Temporaries] += st.backwardScratchScores;
+            // every saved tensor) or, at the phase's end, the first one's (beside every gradient). By then
+            // that layer's backward has released what the ops after its softmax saved
+            // (StageModel::freedBeforeScores): the layer's backward peaks there when the scratch outweighs
+            // them, else where it began. The last layer's saved tensors are in `activations`; a layer
+            // rebuilt for its backward holds them in `transient` wherever it is.
+            const bool holdsItsTensors = st.transient > 0 || x <= 0;
+            const double freed = holdsItsTensors ? st.freedBeforeScores : 0;
+            if (st.backwardScratchScores > freed) {
+                b[Category::Temporaries] += st.backwardScratchScores;
+                layerActivations -= freed;
+            }
         }
         // Each layer's copies (and masks) go with its backward.
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +

@@ -28,6 +28,12 @@ struct LayerActivations {
     // softmax's backward has alive (the incoming gradient of its output and the gradient it writes), while
     // the layer's backward runs. 0 where no score matrix exists or the framework's kernel works in place.
     double backwardScratchScores = 0;
+    // Of what the layer saved, what its backward has released when the softmax's runs: the saved tensors
+    // of every op after the softmax in the block's forward (the attention output the output projection
+    // reads, the second norm's, the MLP's, the residual dropouts' masks). The autograd engine frees a
+    // node's saved tensors once the node has run (torch/csrc/autograd/engine.cpp, evaluate_function:
+    // fn.release_variables() unless the graph is kept). Set where backwardScratchScores is.
+    double freedBeforeScores = 0;
 };
 LayerActivations layerActivations(const Scenario& sc, int layer, int microBatch);
 // What eager attention's softmax backward holds in the last layer of a training micro-batch, uncalibrated

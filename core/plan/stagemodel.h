@@ -90,6 +90,10 @@ struct StageModel {
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.
     double backwardScratchScores = 0;
+    // Per sample: what that layer's backward has released of its saved tensors by the softmax's backward
+    // (LayerActivations::freedBeforeScores, the smallest layer kind's): the layer peaks there when the
+    // scratch outweighs it, else as its backward begins.
+    double freedBeforeScores = 0;
     // Per sample: logits the training loop keeps referenced through the backward and the step (its
     // `output`), besides what the loss holds.
     double heldLogits = 0;

@@ -566,16 +566,25 @@ void TestAttribution::calibrationReproducesAndPredicts() {
                 estimate(scenarioFromJson(doc, t256.scenario.baseDir)).ranks.at(0).allocatedBytes;
             const double b =
                 estimate(scenarioFromJson(own, t256.scenario.baseDir)).ranks.at(0).allocatedBytes;
-            const QString what =
-                QStringLiteral("%1 %2: %3 against %4").arg(autocast).arg(tokens).arg(a).arg(b);
+            const QString what = QStringLiteral("%1 %2: %3 against %4 (%5%)")
+                                     .arg(autocast)
+                                     .arg(tokens)
+                                     .arg(a)
+                                     .arg(b)
+                                     .arg(100 * (a / b - 1), 0, 'f', 2);
+            qInfo().noquote() << what;
             if (std::string(autocast) == "bf16" && tokens == 4096) {
-                QVERIFY2(std::abs(a / b - 1) <= 0.0115, qPrintable(what)); // no worse than recorded
+                QVERIFY2(std::abs(a / b - 1) <= 0.0155, qPrintable(what)); // no worse than recorded
                 QEXPECT_FAIL("",
-                             "1.08% under: measured apart from the loss's logits (x1.81 the plan's in fp32, "
+                             "1.50% under: measured apart from the loss's logits (x1.81 the plan's in fp32, "
                              "Calibration::logits), the layers' factor is x1.26 where one factor for both "
                              "was x1.28, which under autocast, where the plan's activations are most of the "
-                             "step, had covered its own 0.85% shortfall; in fp32 the same step moved from "
-                             "+0.74% to +0.46%, and a vocabulary five times larger from 9.8% under to 2.8%",
+                             "step, had covered its own 0.85% shortfall; and 0.4% more since the plan "
+                             "releases the last layer's MLP tensors before its softmax's backward, as "
+                             "autograd does (LayerActivations::freedBeforeScores), where it had counted them "
+                             "beside the softmax's scratch. In fp32 the same step moved from +0.74% to "
+                             "+0.46%, and with that release to -0.12%; a vocabulary five times larger from "
+                             "9.8% under to 2.8%",
                              Continue);
             }
             QVERIFY2(std::abs(a / b - 1) <= (tokens == 4096 ? 0.01 : 0.02), qPrintable(what));
@@ -853,7 +862,11 @@ void TestAttribution::calibratedReplayStepsTheRunsOptimizer() {
 // that code op by op, within 0.2% of every traced CS336 run; its checkpointing follows
 // torch/utils/checkpoint.py, no recorded run checks it): within 5%. Before the inputs a checkpoint keeps were
 // held out of the layers' factor, the first block's softmax backward was planned, and autocast's cache was
-// modelled, these were 7.5% under to 13% over.
+// modelled, these were 7.5% under to 13% over; then 4.9% over to 10.7% over in fp32 (the rebuilt block's
+// MLP tensors counted beside its softmax's backward, which runs after their release) and +1.6% and +2.1%
+// under autocast. With the release planned (LayerActivations::freedBeforeScores): fp32 +0.3%, -0.5% and
+// -0.2% (4 micro-batches), under autocast -1.0%, -4.2% and -0.2%; the 16 x 1,024 autocast step, now
+// nearest the bound, is under it because the scores' factor, measured in fp32, is not applied there.
 void TestAttribution::calibratedPlanCheckpointed_data() {
     QTest::addColumn<int>("batch");
     QTest::addColumn<int>("tokens");
@@ -898,15 +911,7 @@ void TestAttribution::calibratedPlanCheckpointed() {
     const double b = estimate(scenarioFromJson(own)).ranks.at(0).allocatedBytes;
     const QString what = QString::number(100 * (a / b - 1), 'f', 2) + "%";
     qInfo().noquote() << what;
-    if (batch == 16 && !autocast)
-        QEXPECT_FAIL("",
-                     "10.7% over: the plain profile's rebuilt block holds all it saves (its MLP's tensors "
-                     "included) beside the first block's softmax backward, where CS336's code has freed "
-                     "the MLP's by then; its factors, fitted where no block is rebuilt, scale that too. "
-                     "Over, the side that does not promise memory that is not there.",
-                     Continue);
     QVERIFY2(std::abs(a / b - 1) <= 0.05, qPrintable(what));
-    QVERIFY2(a / b - 1 <= 0.11, qPrintable(what)); // a regression guard for the named miss
 }
 
 void TestAttribution::calibrationInTheScenario() {
@@ -2091,11 +2096,11 @@ void TestAttribution::reservedOfTheTracedRuns() {
     // was 6.7% to 8.9% under at 1,024 with the share, and 9.7% over the reverse way, and is within 0.2%
     // replaying cs336_basics' forward. Named here at their errors, those calibrated across precisions, whose
     // share beside the replay was measured in another dtype (CS336's 256-token step from the autocast steps,
-    // 1.5% and 0.8% over with the share), and those with no replay of their code.
+    // 1.5% and 0.8% over with the share, then 2.5% and 2.0% under, is 1.4% under both ways since the plan
+    // releases the last layer's MLP tensors before its softmax's backward), and those with no replay of
+    // their code.
     const std::map<std::string, double> beyond = {
         {"cs336-medium-1024-inference-calibrated-from-512-bf16-autocast", 0.015},
-        {"cs336-medium-256-training-calibrated-from-1024-bf16-autocast", -0.0245},
-        {"cs336-medium-256-training-calibrated-from-512-1024-bf16-autocast", -0.020},
         // Its step replayed (core/plan/cs336replay.h) where the 3% fraction was 6.5% under: the cache holds
         // 10.1% beyond the tensors. The run compiled its model (the trace's forward and backward allocations
         // come from Inductor's kernels, AOT autograd's wrappers) and stepped the hand-written AdamW eagerly;
@@ -2191,7 +2196,7 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
         QEXPECT_FAIL(
             "",
             "The median is 8.1%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
-            "uncalibrated, are 7.7% and 9.3% under, its 1,024-token forward 11.7% under and its 512-token "
+            "uncalibrated, are 7.7% and 9.7% under, its 1,024-token forward 11.7% under and its 512-token "
             "forward under autocast 3.3% under; notHanmin's XL forwards (another hand-written model) 8.6% "
             "under in fp32 and 4.3% under autocast. The plain-PyTorch profile plans what a generic module "
             "keeps, and these hand-written models keep more (CS336's softmax: four score-sized tensors at "
