@@ -892,6 +892,11 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.transientScores = std::max(st.transientScores, recompute.rebuilt * kinds[k].transientScores);
             st.backwardScratchScores = std::max(st.backwardScratchScores, kinds[k].backwardScratchScores);
             freedBeforeScores = std::min(freedBeforeScores, kinds[k].freedBeforeScores);
+            if (l == st.firstLayer && recompute.keepsInput &&
+                (mode == Checkpointing::None || mode == Checkpointing::Selective)) {
+                st.firstLayerSaved = kinds[k].stored;
+                st.firstLayerScores = mode == Checkpointing::None ? kinds[k].scores : 0;
+            }
         }
         st.freedBeforeScores = st.backwardScratchScores > 0 ? freedBeforeScores : 0;
         if (st.castWeights > 0 && checkpointedCastable > 0) {
@@ -1328,9 +1333,10 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     if (sc.mode == Mode::Training && sc.training.fineTuning.dpo)
         // DPO concatenates each chosen and rejected sequence (TRL's concatenated_forward): twice the
         // sequences per micro-batch.
-        for (double* v : {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits,
-                          &st.logitsGradient, &st.headLogitsGradient, &st.cachedLogits,
-                          &st.offloadedActivations, &st.backwardScratchScores, &st.freedBeforeScores})
+        for (double* v :
+             {&st.activations, &st.scores, &st.transient, &st.transientScores, &st.logits, &st.logitsGradient,
+              &st.headLogitsGradient, &st.cachedLogits, &st.offloadedActivations, &st.backwardScratchScores,
+              &st.freedBeforeScores, &st.firstLayerSaved, &st.firstLayerScores})
             *v *= 2;
     const double layerWorkingSet = st.activations; // before calibration, for prefillAttentionLinear below
     // A checkpointed layer keeps its input, the tensor torch.utils.checkpoint saves whatever the code's
@@ -1339,7 +1345,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.activations -= checkpointInputs;
     for (double* v : {&st.activations, &st.transient, &st.decodeActivations, &st.backwardActivations,
                       &st.backwardTemporaries, &st.firstBlockHeld, &st.recomputedSaved, &st.blockOutputHeld,
-                      &st.transientNotMade, &st.headActivations, &st.freedBeforeScores})
+                      &st.transientNotMade, &st.headActivations, &st.freedBeforeScores, &st.firstLayerSaved})
         *v *= c.linear;
     st.activations += checkpointInputs;
     // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
@@ -1375,6 +1381,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     const double q = measuredQ.value_or(1);
     st.scores *= q;
     st.transientScores *= q;
+    st.firstLayerScores *= q;
     if (c.backwardScratchScores >= 0)
         st.backwardScratchScores *= c.backwardScratchScores;
     if (sc.keptAs() == Mode::Inference && !st.engine && c.prefillAttentionLinear >= 0 && st.scores > 0) {
@@ -1475,6 +1482,8 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.heldLogits,
                       &st.backwardScratchScores,
                       &st.freedBeforeScores,
+                      &st.firstLayerSaved,
+                      &st.firstLayerScores,
                       &st.firstBlockHeld,
                       &st.firstBlockScores,
                       &st.recomputedSaved,
@@ -1577,13 +1586,20 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
                     b[Category::Gradients] += atFirst ? -at.firstUnwritten : at.gradients;
             }
         } else if (!loss) {
+            // At the phase's end the first layer's backward runs beside every later layer's gradients, with
+            // what it saved (StageModel::firstLayerSaved; a rebuilt layer's is `transient`).
+            if (x >= 1 && layerRunning) {
+                layerActivations += st.firstLayerSaved;
+                layerScores += st.firstLayerScores;
+            }
             // Eager attention's softmax backward in whichever layer's backward runs: the last one's (beside
             // every saved tensor) or, at the phase's end, the first one's (beside every gradient). By then
             // that layer's backward has released what the ops after its softmax saved
             // (StageModel::freedBeforeScores): the layer's backward peaks there when the scratch outweighs
-            // them, else where it began. The last layer's saved tensors are in `activations`; a layer
-            // rebuilt for its backward holds them in `transient` wherever it is.
-            const bool holdsItsTensors = st.transient > 0 || x <= 0;
+            // them, else where it began. The last layer's saved tensors are in `activations`, the first's
+            // in `firstLayerSaved`; a layer rebuilt for its backward holds them in `transient`.
+            const bool holdsItsTensors =
+                st.transient > 0 || x <= 0 || (layerRunning && st.firstLayerSaved > 0);
             const double freed = holdsItsTensors ? st.freedBeforeScores : 0;
             if (st.backwardScratchScores > freed) {
                 b[Category::Temporaries] += st.backwardScratchScores;
@@ -2063,11 +2079,13 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
                     out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
             if (ph == Phase::Backward && i == 0)
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
-            // Every block checkpointed (cs336_basics): the first block's backward, at the phase's end.
+            // Every block checkpointed (cs336_basics): the first block's backward, at the phase's end; or
+            // a first layer that kept what it saved (StageModel::firstLayerSaved).
             if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.mlpMoment)
                 for (int k : {0, 1, 2})
                     out.push_back({ph, x, memoryAt(st, ph, x, true, false, k), true});
-            if (ph == Phase::Backward && i == pointsPerPhase - 1 && st.firstBlockMoment)
+            if (ph == Phase::Backward && i == pointsPerPhase - 1 &&
+                (st.firstBlockMoment || st.firstLayerSaved > 0))
                 out.push_back({ph, x, memoryAt(st, ph, x, true), true});
             if (ph == Phase::Prefill)
                 out.back().casts = st.forwardMoments > 0 ? st.forwardMoment[0].casts : st.castWeights;

@@ -94,6 +94,10 @@ struct StageModel {
     // (LayerActivations::freedBeforeScores, the smallest layer kind's): the layer peaks there when the
     // scratch outweighs it, else as its backward begins.
     double freedBeforeScores = 0;
+    // Per sample, a stage whose first layer is not rebuilt for its backward: what that layer saved (and its
+    // scores), alive while its backward runs at the phase's end, when every later layer's gradients are
+    // written.
+    double firstLayerSaved = 0, firstLayerScores = 0;
     // Per sample: logits the training loop keeps referenced through the backward and the step (its
     // `output`), besides what the loss holds.
     double heldLogits = 0;

@@ -217,14 +217,23 @@ void TestEstimator::softmaxBackwardAfterTheMlpReleases() {
         const Breakdown loss = at(sc, Phase::Backward, 0, false);
         const Breakdown last = at(sc, Phase::Backward, 0, true);
         QCOMPARE(loss[Category::Activations], 24 * la.stored);
+        // The first layer's backward, at the phase's end beside every gradient: the one layer's saved
+        // tensors and scores, the same release.
+        const Breakdown first = at(sc, Phase::Backward, 1, true);
+        QCOMPARE(first[Category::AttentionScores], la.scores);
+        QCOMPARE(first[Category::Gradients], 4.0 * 423183360);
         if (s == 1024) {
             QVERIFY(scratch > freed);
             QCOMPARE(last[Category::Activations], loss[Category::Activations] - freed);
             QCOMPARE(last[Category::Temporaries], scratch);
+            QCOMPARE(first[Category::Activations], la.stored - freed);
+            QCOMPARE(first[Category::Temporaries], scratch);
         } else {
             QVERIFY(scratch < freed);
             QCOMPARE(last[Category::Activations], loss[Category::Activations]);
             QCOMPARE(last[Category::Temporaries], 0.0);
+            QCOMPARE(first[Category::Activations], la.stored);
+            QCOMPARE(first[Category::Temporaries], 0.0);
         }
     }
 }
@@ -461,9 +470,10 @@ void TestEstimator::peakIsOverPhasesNotSumOfMaxima() {
                                      {{"cluster", {{"num_gpus", 8}, {"data_parallel", "zero3"}}}});
     const Estimate est = estimate(sc);
     const auto timeline = phaseTimeline(sc, 0, 50);
-    // 50 per phase, the layers on either side of the loss, and the head's backward (its weight's gradient
-    // beside the logits' gradient).
-    QCOMPARE(timeline.size(), size_t(153));
+    // 50 per phase, the layers on either side of the loss, the head's backward (its weight's gradient
+    // beside the logits' gradient), and the first layer's backward at the phase's end (what it saved beside
+    // every later layer's gradients).
+    QCOMPARE(timeline.size(), size_t(154));
     double maxTotal = 0;
     Breakdown maxima;
     for (const auto& pt : timeline) {
