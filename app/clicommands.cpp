@@ -600,9 +600,8 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                       "allocator caches beyond them follows this code's order)\n"
                 : std::string())
         << (c.code && c.codeOptimizer
-                ? "  optimizer replayed                 the code's own (the runs' optimizer allocations came "
-                  "from "
-                  "its files; a plan declaring another implementation replays that one)\n"
+                ? "  optimizer replayed                 the code's own (the runs' optimizer allocations "
+                  "came from its files; a plan declaring another implementation replays that one)\n"
                 : std::string())
         << (c.gradientsHeld ? "  gradients                          held through the forward (the runs kept "
                               "every .grad from an earlier step)\n"

@@ -181,13 +181,14 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
                   .arg(100 * r.factors.allocatorOverhead, 0, 'f', 1)
                   .arg(QString::asprintf("%+.1f", 100 * r.factors.replayedOverhead))
                   .arg(reservedPct(run.reservedAfter), reservedPct(run.reservedBefore))
-                  .arg(!r.factors.code ? tr("the plan")
-                       // The run's optimizer allocations came from the code's own optimizer (codeOptimizer).
-                       : r.factors.codeOptimizer
-                           ? tr("the code of %1, which its stacks name, stepping the optimizer of that code "
-                                "as the run did")
-                                 .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)))
-                           : tr("the code of %1, which its stacks name")
+                  .arg(!r.factors.code
+                           ? tr("the plan")
+                           // The run's optimizer allocations came from the code's own optimizer
+                           // (codeOptimizer).
+                           : (r.factors.codeOptimizer
+                                  ? tr("the code of %1, which its stacks name, stepping the optimizer "
+                                       "of that code as the run did")
+                                  : tr("the code of %1, which its stacks name"))
                                  .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code))))
         : r.factors.allocatorOverhead >= 0
             ? tr("Its allocator reserved %1% beyond its tensors at their most, where the plan assumed %2%: "
