@@ -127,6 +127,30 @@ std::vector<PhaseSpan> annotatedPhases(const Trace& trace, const std::string& de
     return out;
 }
 
+// When the optimizer step's annotated regions begin (torch.optim annotates every step as
+// "Optimizer.step#<name>.step"), sorted.
+std::vector<std::int64_t> stepStarts(const std::vector<PhaseSpan>& phases) {
+    std::vector<std::int64_t> out;
+    for (const PhaseSpan& p : phases)
+        if (p.rule == &kOptimizerPhase)
+            out.push_back(p.start);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// Made and freed within the recording before the next optimizer step began: not model state whatever its
+// size, since a step reads every gradient and a weight or an optimizer state outlives it. Without frames
+// only sizes tell, and a run's activations often share a parameter's (b·s·h is h·h when the micro-batch's
+// tokens equal the hidden size: CS336's medium model at 4 x 256). False where the recording does not show it
+// (no step after it, or alive at either end).
+bool goneBeforeTheNextStep(const Allocation& a, const DeviceTrace& d,
+                           const std::vector<std::int64_t>& starts) {
+    if (a.alloc == kBeforeFirstEvent || a.start == kBeforeFirstEvent || a.end >= d.entries())
+        return false;
+    const auto next = std::lower_bound(starts.begin(), starts.end(), d.time[a.alloc]);
+    return next != starts.end() && d.time[a.end] < *next;
+}
+
 // The innermost (latest-starting) phase region holding a time. A run of a thousand steps has a thousand
 // Optimizer.step regions and millions of allocations: the regions are sorted by start with the running
 // maximum of their ends, so a lookup walks back from the last region starting at or before t only while
@@ -264,7 +288,9 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
     };
     // 1. Metadata, annotated phases and rules that name a category. Stacks are shared by many allocations (a
     // run has a few hundred distinct ones), so each is matched against the rules once.
-    const PhaseLookup phases(annotatedPhases(trace, device.key));
+    const std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
+    const std::vector<std::int64_t> steps = stepStarts(spans);
+    const PhaseLookup phases(spans);
     std::vector<const AttributionRule*> deciding(live.size(), nullptr);
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     for (std::size_t i = 0; i < live.size(); ++i) {
@@ -319,11 +345,12 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
         if (done[i])
             continue;
         const std::int64_t size = live[i].size;
-        if (StatePools::take(pools.weights, size))
+        const bool mayBeState = !goneBeforeTheNextStep(live[i], device, steps);
+        if (mayBeState && StatePools::take(pools.weights, size))
             place(i, MeasuredCategory::Weights, E::StateSize);
-        else if (StatePools::take(pools.states, size))
+        else if (mayBeState && StatePools::take(pools.states, size))
             place(i, MeasuredCategory::OptimizerStates, E::StateSize);
-        else if (StatePools::take(pools.gradients, size))
+        else if (mayBeState && StatePools::take(pools.gradients, size))
             place(i, MeasuredCategory::Gradients, E::StateSize);
         else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), size) !=
                  std::end(kCublasWorkspaces))
@@ -360,7 +387,9 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
         atPeak.emplace(std::make_pair(p.allocation.start, p.allocation.addr), p.category);
     StatePools pools = poolsFor(scenario);
     const bool sized = scenario && scenario->model.known;
-    const PhaseLookup phases(annotatedPhases(trace, device.key));
+    const std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
+    const std::vector<std::int64_t> steps = stepStarts(spans);
+    const PhaseLookup phases(spans);
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     // Tensors of the model's sizes held by live allocations, returned to their pool when freed.
     struct Held {
@@ -429,12 +458,13 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
             out[i] = state ? (backward ? C::Gradients : C::OptimizerStates) : C::Temporaries;
             continue;
         }
-        // 3. Sizes: model state, then cuBLAS workspaces.
-        if (hold(pools.weights, a))
+        // 3. Sizes: model state (not what was gone before the next step), then cuBLAS workspaces.
+        const bool mayBeState = !goneBeforeTheNextStep(a, device, steps);
+        if (mayBeState && hold(pools.weights, a))
             out[i] = C::Weights;
-        else if (hold(pools.states, a))
+        else if (mayBeState && hold(pools.states, a))
             out[i] = C::OptimizerStates;
-        else if (hold(pools.gradients, a))
+        else if (mayBeState && hold(pools.gradients, a))
             out[i] = C::Gradients;
         else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), a.size) !=
                  std::end(kCublasWorkspaces))

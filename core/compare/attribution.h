@@ -74,7 +74,9 @@ struct Attribution {
 //    optimizer state);
 // 3. with a scenario, allocations without a deciding frame whose size is that of a parameter tensor in the
 //    scenario's dtype: weights first, then optimizer states and master weights, then gradients, never more
-//    of a size than the model has tensors of it; and cuBLAS workspaces by their exact size.
+//    of a size than the model has tensors of it, and none the recording saw made and freed before the next
+//    annotated optimizer step began (a step reads every gradient; weights and states outlive it); and cuBLAS
+//    workspaces by their exact size.
 // What none of these places stays unattributed.
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
                       const AttributionRules& rules, const Scenario* scenario = nullptr);
