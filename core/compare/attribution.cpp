@@ -27,6 +27,15 @@ constexpr const char* kLabels[kMeasuredCategories] = {"Weights",     "Gradients"
 // before Hopper, 4096 KiB x 2 + 16 KiB x 8 = 8,519,680 bytes; ":4096:8" on Hopper, 32 MiB.
 constexpr std::int64_t kCublasWorkspaces[] = {8519680, 33554432};
 
+// A cuBLAS workspace by its size: the pool keeps each handle's workspace for the process's life
+// (CublasHandlePool.cpp, cublas_handle_stream_to_workspace), so one the recording saw freed is another tensor
+// of that size: CS336's 4 x 1,024-token step has 115 b·s·f activations of 32 MiB in bf16, the Hopper
+// workspace's size, which without frames were taken for workspaces.
+bool workspaceBySize(const Allocation& a, std::size_t entries) {
+    return a.end >= entries && std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces),
+                                         a.size) != std::end(kCublasWorkspaces);
+}
+
 // How many tensors of each byte size the model's state has, per category, for size matching.
 struct StatePools {
     std::map<std::int64_t, int> weights, states, gradients;
@@ -352,8 +361,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
             place(i, MeasuredCategory::OptimizerStates, E::StateSize);
         else if (mayBeState && StatePools::take(pools.gradients, size))
             place(i, MeasuredCategory::Gradients, E::StateSize);
-        else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), size) !=
-                 std::end(kCublasWorkspaces))
+        else if (workspaceBySize(live[i], device.entries()))
             place(i, MeasuredCategory::Workspaces, E::WorkspaceSize);
         else
             place(i, MeasuredCategory::Unattributed, E::None);
@@ -466,8 +474,7 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
             out[i] = C::OptimizerStates;
         else if (mayBeState && hold(pools.gradients, a))
             out[i] = C::Gradients;
-        else if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), a.size) !=
-                 std::end(kCublasWorkspaces))
+        else if (workspaceBySize(a, device.entries()))
             out[i] = C::Workspaces;
     }
     return out;
@@ -517,8 +524,7 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
         return MeasuredCategory::OptimizerStates;
     if (pools.gradients.count(a.size))
         return MeasuredCategory::Gradients;
-    if (std::find(std::begin(kCublasWorkspaces), std::end(kCublasWorkspaces), a.size) !=
-        std::end(kCublasWorkspaces))
+    if (workspaceBySize(a, index.events()))
         return MeasuredCategory::Workspaces;
     return MeasuredCategory::Unattributed;
 }

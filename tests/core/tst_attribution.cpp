@@ -984,7 +984,8 @@ void TestAttribution::calibrationInTheScenario() {
 // every frame dropped: at 4 x 256 tokens the model's h x h and h x f matrices have the sizes of its b·s·h and
 // b·s·f activations (4 x 256 = 1,024 = h), and by size alone the gradients' pool took 1.6 GiB of activations,
 // which put the calibrated plan 14.5% under the run it was fitted on. The recording shows those tensors made
-// and freed before the next Optimizer.step region began, which no gradient, weight or optimizer state is.
+// and freed before the next Optimizer.step region began, which no gradient, weight or optimizer state is;
+// and a cuBLAS workspace by its size is one the recording never saw freed.
 void TestAttribution::framelessRunsByLifetime() {
     struct Frameless {
         Scenario scenario;
@@ -1025,6 +1026,25 @@ void TestAttribution::framelessRunsByLifetime() {
                                              {&t256->scenario, &t256->trace, t256->index.get(), "256"}},
                                             rules);
     QCOMPARE(cal.runs.size(), size_t(2));
+    // The 1,024-token step under bf16 autocast: 115 of its b·s·f activations (4 x 1,024 x 4,096 x 2 bytes)
+    // have the Hopper cuBLAS workspace's size, 32 MiB, and are freed in the backward, which no workspace is:
+    // its workspaces are the A100's two of 8,519,680 bytes, and calibrated alone it gets the factors it gets
+    // with its frames.
+    const auto t1024 = frameless("cs336-medium-1024-training-bf16-autocast",
+                                 "cs336_Wedsonlin_medium_1024_training_memory_snapshot.pickle");
+    const Attribution at1024 =
+        attribute(t1024->trace, *t1024->index, t1024->index->peakAfter(), rules, &t1024->scenario);
+    QCOMPARE(at1024.of(MeasuredCategory::Workspaces), 2LL * 8519680);
+    const Run framed = mediumTraining(1024);
+    const CalibrationResult withFrames = calibrate({inputOf(framed, "1024")}, rules);
+    const CalibrationResult without =
+        calibrate({{&t1024->scenario, &t1024->trace, t1024->index.get(), "1024"}}, rules);
+    // (Within 0.5%: without frames one 16 MiB tensor of the 23 GiB at its peak is placed otherwise.)
+    QVERIFY2(std::abs(without.factors.linear / withFrames.factors.linear - 1) <= 0.005,
+             qPrintable(
+                 QStringLiteral("%1 against %2").arg(without.factors.linear).arg(withFrames.factors.linear)));
+    QCOMPARE(without.factors.quadratic, withFrames.factors.quadratic);
+    QCOMPARE(without.factors.backwardScratchScores, withFrames.factors.backwardScratchScores);
     for (const CalibrationRun& r : cal.runs)
         QVERIFY2(relative(r.after, r.measured) <= 0.02,
                  qPrintable(
