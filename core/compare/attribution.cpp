@@ -503,10 +503,10 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
         }
     StatePools pools = poolsFor(scenario);
     const bool sized = scenario && scenario->model.known;
+    const std::vector<PhaseSpan> spans =
+        a.alloc != kBeforeFirstEvent ? annotatedPhases(trace, index.device().key) : std::vector<PhaseSpan>{};
     const AttributionRule* r =
-        a.alloc != kBeforeFirstEvent
-            ? PhaseLookup(annotatedPhases(trace, index.device().key)).at(index.device().time[a.alloc])
-            : nullptr;
+        a.alloc != kBeforeFirstEvent ? PhaseLookup(spans).at(index.device().time[a.alloc]) : nullptr;
     if (!r)
         r = decidingRule(trace, a.stack, rules);
     if (r) {
@@ -518,6 +518,8 @@ MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const A
         return state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                      : MeasuredCategory::Temporaries;
     }
+    if (goneBeforeTheNextStep(a, index.device(), stepStarts(spans)))
+        return MeasuredCategory::Unattributed; // freed in the recording: no workspace either
     if (pools.weights.count(a.size))
         return MeasuredCategory::Weights;
     if (pools.states.count(a.size))

@@ -108,7 +108,8 @@ private:
 };
 
 // One allocation's category on its own, for colouring (no counting against the model's tensors, so a
-// parameter-sized allocation without a deciding frame is a weight): metadata, then the rules, then sizes.
+// parameter-sized allocation without a deciding frame is a weight, unless the recording shows it gone before
+// the next optimizer step): metadata, then the rules, then sizes.
 MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& allocation,
                             const AttributionRules& rules, const Scenario* scenario = nullptr);
 
