@@ -970,6 +970,41 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                     (logitBytes * (chunked ? 1 - 1 / kTorchtuneOutputChunks : 1) + (keptFp32 ? 4 : 0)) * sl *
                         m.vocab / c.tensorParallel;
             }
+            // Once the head's backward has run, its gradient and the final norm's stay written through every
+            // layer's backward (StageModel::gradientsBeforeLayers), where the backward makes each .grad as it
+            // goes: unsharded, none left from an earlier micro-batch, not stepped in the backward, not
+            // reduced into DeepSpeed's partitions, a head that trains.
+            if (!st.gradientsInForward && !shardsGradients(c) && !tr.optimizerInBackward &&
+                !tr.fineTuning.adapters() && st.frozenWeights <= 0 &&
+                !(tr.framework == Framework::DeepSpeed && shardsOptimizer(c)) &&
+                tr.framework != Framework::Cs336Basics) {
+                st.gradientsBeforeLayers =
+                    b.gradients * (static_cast<double>(m.vocab) * m.hidden / c.tensorParallel + m.hidden);
+                // The embedding's (and a learned position table's), written after the first layer's
+                // backward: one stage holds both ends here (several stages leave gradients in the forward).
+                st.embeddingGradient =
+                    b.gradients *
+                    ((m.tiedEmbeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden / c.tensorParallel) +
+                     (m.learnedPositions ? static_cast<double>(m.maxPositions) * m.hidden : 0.0));
+                // A layer's own: all of them, and those of the ops after its softmax (the output projection,
+                // the norms after it, the MLP), whose nodes run before the softmax's backward. Dense
+                // attention layers only (an MoE layer's experts, MLA's projections: 0, as before).
+                auto layerGradients = [&](int l, double& all, double& afterScores) {
+                    const LayerParams lp = m.layerParams(l);
+                    if (lp.isMoe() || m.mla || m.isLinearLayer(l))
+                        return;
+                    const double tp = c.tensorParallel;
+                    const double norms = static_cast<double>(lp.norms);
+                    const double output = static_cast<double>(m.heads) * m.headDim * m.hidden;
+                    all = b.gradients * ((static_cast<double>(lp.attention) + lp.denseMlp) / tp + norms);
+                    afterScores =
+                        b.gradients * ((output + static_cast<double>(lp.denseMlp)) / tp +
+                                       norms * (m.normsPerLayer - 1) / std::max(1, m.normsPerLayer));
+                };
+                double unused = 0;
+                layerGradients(st.firstLayer + st.layers - 1, unused, st.lastLayerGradientsAfterScores);
+                layerGradients(st.firstLayer, st.firstLayerGradients, st.firstLayerGradientsAfterScores);
+            }
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).
             st.logitsGradient = (loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
@@ -1462,6 +1497,11 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
+    // Which moment of a layer's backward holds the most does not depend on the batch (both sides grow with
+    // it): read per sample, so the batch-free terms it decides (the layer's own gradients written by then)
+    // stay the same at every batch, the batch search's intercept included.
+    st.scratchOutweighsFreed = st.backwardScratchScores > st.freedBeforeScores;
+    st.scratchAtAll = st.backwardScratchScores > 0;
     for (double* v : {&st.activations,
                       &st.scores,
                       &st.transient,
@@ -1546,6 +1586,12 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             // Nothing is stepped before the loss's backward has run.
             b[Category::Gradients] = loss ? 0 : st.heldGradients;
             b[Category::Temporaries] = loss ? 0 : x >= 1 ? st.stepScratchAtEnd : st.stepScratchInLayers;
+        } else if (!loss && st.gradientsBeforeLayers > 0) {
+            // The head's and the final norm's from the last layer's backward on, each layer's as its
+            // backward ends; the embedding's only after the first layer's, past every moment here.
+            const double layers =
+                std::max(0.0, st.gradients - st.gradientsBeforeLayers - st.embeddingGradient);
+            b[Category::Gradients] = st.gradientsBeforeLayers + layers * x;
         } else {
             b[Category::Gradients] = g0 + (st.gradients - g0) * x;
         }
@@ -1601,10 +1647,19 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             const bool holdsItsTensors =
                 st.transient > 0 || x <= 0 || (layerRunning && st.firstLayerSaved > 0);
             const double freed = holdsItsTensors ? st.freedBeforeScores : 0;
-            if (st.backwardScratchScores > freed) {
+            const bool atScores = st.backwardScratchScores > freed;
+            if (atScores) {
                 b[Category::Temporaries] += st.backwardScratchScores;
                 layerActivations -= freed;
             }
+            // By the softmax's backward the ops after it have written their weights' gradients; where the
+            // layer's backward begins, none of its own is written (the same moment at every batch).
+            const bool gradientsAtScores = holdsItsTensors ? st.scratchOutweighsFreed : st.scratchAtAll;
+            if (st.gradientsBeforeLayers > 0 && x <= 0)
+                b[Category::Gradients] += gradientsAtScores ? st.lastLayerGradientsAfterScores : 0;
+            else if (st.gradientsBeforeLayers > 0 && x >= 1)
+                b[Category::Gradients] -=
+                    st.firstLayerGradients - (gradientsAtScores ? st.firstLayerGradientsAfterScores : 0);
         }
         // Each layer's copies (and masks) go with its backward.
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +

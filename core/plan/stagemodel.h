@@ -98,6 +98,20 @@ struct StageModel {
     // scores), alive while its backward runs at the phase's end, when every later layer's gradients are
     // written.
     double firstLayerSaved = 0, firstLayerScores = 0;
+    // Whatever the batch, where the backward writes each gradient as its node runs (unsharded, none left by
+    // an earlier micro-batch): those of what runs after the last layer (the final norm, the head), which
+    // the head's backward writes before any layer's (autograd runs the nodes made last first,
+    // torch/csrc/autograd/engine.cpp; AccumulateGrad makes each .grad), alive through every layer's
+    // backward. The layers' own follow layer by layer; the embedding's comes after the first layer's
+    // backward, so no moment of the backward holds it (a head tied to it wrote that .grad already).
+    double gradientsBeforeLayers = 0, embeddingGradient = 0;
+    // With them, a layer's own as its backward writes them (dense attention layers; 0 otherwise): by its
+    // softmax's backward, those of the ops after the softmax (the output projection, the later norms, the
+    // MLP), written by then in the last layer; and all of the first layer's, none written as it begins.
+    double lastLayerGradientsAfterScores = 0, firstLayerGradients = 0, firstLayerGradientsAfterScores = 0;
+    // Per sample, set by withBatch: whether a layer's backward peaks at its softmax's (the scratch outweighs
+    // what was released by then) and whether there is such scratch at all.
+    bool scratchOutweighsFreed = false, scratchAtAll = false;
     // Per sample: logits the training loop keeps referenced through the backward and the step (its
     // `output`), besides what the loss holds.
     double heldLogits = 0;

@@ -78,6 +78,7 @@ private slots:
     void korthikantiFigure1Activations_data();
     void korthikantiFigure1Activations();
     void softmaxBackwardAfterTheMlpReleases();
+    void backwardWritesGradientsAsItGoes();
     void korthikantiFigure1ModelStates();
     void korthikantiFigure7_data();
     void korthikantiFigure7();
@@ -217,11 +218,20 @@ void TestEstimator::softmaxBackwardAfterTheMlpReleases() {
         const Breakdown loss = at(sc, Phase::Backward, 0, false);
         const Breakdown last = at(sc, Phase::Backward, 0, true);
         QCOMPARE(loss[Category::Activations], 24 * la.stored);
-        // The first layer's backward, at the phase's end beside every gradient: the one layer's saved
-        // tensors and scores, the same release.
+        // Gradients written by then: the head's and the final norm's (10,000 x 1,024 + 1,024), and at the
+        // softmax the output projection's, the MLP's and the second norm's (h² + 3 h·f + h).
+        QCOMPARE(loss[Category::Gradients], 0.0);
+        QCOMPARE(last[Category::Gradients],
+                 4.0 * (10000 * 1024 + 1024 + (s == 1024 ? 1024.0 * 1024 + 3.0 * 1024 * 4096 + 1024 : 0)));
+        // The first layer's backward, at the phase's end beside every later gradient: the one layer's saved
+        // tensors and scores, the same release. Every gradient but the embedding's (10,000 x 1,024), which
+        // its backward writes after this layer's, and this layer's own not written yet: at its softmax q's,
+        // k's, v's and the first norm's (3 h² + h), where it begins all of them (12 h² + 2 h with the
+        // output projection, the MLP's 3 h·f and the second norm); 423,183,360 parameters in all.
         const Breakdown first = at(sc, Phase::Backward, 1, true);
         QCOMPARE(first[Category::AttentionScores], la.scores);
-        QCOMPARE(first[Category::Gradients], 4.0 * 423183360);
+        const double h = 1024, unwritten = s == 1024 ? 3 * h * h + h : 4 * h * h + 3 * h * 4096 + 2 * h;
+        QCOMPARE(first[Category::Gradients], 4.0 * (423183360 - 10000 * 1024 - unwritten));
         if (s == 1024) {
             QVERIFY(scratch > freed);
             QCOMPARE(last[Category::Activations], loss[Category::Activations] - freed);
@@ -236,6 +246,62 @@ void TestEstimator::softmaxBackwardAfterTheMlpReleases() {
             QCOMPARE(first[Category::Temporaries], 0.0);
         }
     }
+}
+
+void TestEstimator::backwardWritesGradientsAsItGoes() {
+    // A two-layer Llama-style model with a large vocabulary as plain PyTorch in fp32, one GPU: h = 512,
+    // 8 heads of 64 (as many for keys and values), f = 1,536, V = 32,000, eager attention. Autograd runs the
+    // nodes made last first (torch/csrc/autograd/engine.cpp) and AccumulateGrad makes each .grad as its node
+    // runs: the head's and the final norm's before any layer's backward, then each layer's ops from its
+    // MLP back to its q, k and v, the embedding's after the first layer's.
+    auto plan = [](bool tied, int tokens, const json& cluster, int accumulation = 1) {
+        const json model = {
+            {"model_type", "llama"},     {"vocab_size", 32000},         {"hidden_size", 512},
+            {"intermediate_size", 1536}, {"num_hidden_layers", 2},      {"num_attention_heads", 8},
+            {"num_key_value_heads", 8},  {"tie_word_embeddings", tied}, {"hidden_act", "silu"}};
+        return scenarioWith(trainingDoc(model), {{"training",
+                                                  {{"micro_batch_size", 1},
+                                                   {"sequence_length", tokens},
+                                                   {"gradient_accumulation_steps", accumulation},
+                                                   {"precision", "fp32"},
+                                                   {"attention", "eager"}}},
+                                                 {"cluster", cluster}});
+    };
+    const double vh = 32000.0 * 512;             // the head's (and the embedding's)
+    const double before = 3.0 * 512 * 512 + 512; // q, k, v and the first norm
+    const double after =
+        512.0 * 512 + 3.0 * 512 * 1536 + 512; // the output projection, the MLP, the second norm
+    for (const bool tied : {false, true})
+        for (const int tokens : {256, 2048}) {
+            const Scenario sc = plan(tied, tokens, json::object());
+            const double all = (tied ? 1 : 2) * vh + 2 * (before + after) + 512; // and the final norm
+            QCOMPARE(sc.model.totalParameters(), static_cast<std::uint64_t>(all));
+            // At 2,048 tokens a layer's backward peaks at its softmax's (two fp32 score gradients, 8 x 2,048²
+            // each, outweigh what the ops after it saved: the output projection's, the second norm's and
+            // the MLP's inputs, 3 s·h, and the MLP's four, 4 s·f); at 256 tokens where it begins.
+            const LayerActivations la = layerActivations(sc, 1, 1);
+            const bool atSoftmax = tokens == 2048;
+            QCOMPARE(la.backwardScratchScores, 4.0 * 2 * 8 * tokens * tokens);
+            QCOMPARE(la.freedBeforeScores, 4.0 * (3.0 * tokens * 512 + 4.0 * tokens * 1536));
+            QCOMPARE(la.backwardScratchScores > la.freedBeforeScores, atSoftmax);
+            // The loss's moment: none yet. The last layer's backward: the head's and the final norm's, and
+            // at its softmax its own after it. The first layer's: all but the embedding's (a tied head wrote
+            // that .grad already) and its own not written yet. The step: every one.
+            QCOMPARE(at(sc, Phase::Backward, 0, false)[Category::Gradients], 0.0);
+            QCOMPARE(at(sc, Phase::Backward, 0, true)[Category::Gradients],
+                     4 * (vh + 512 + (atSoftmax ? after : 0)));
+            QCOMPARE(at(sc, Phase::Backward, 1, true)[Category::Gradients],
+                     4 * (all - (tied ? 0 : vh) - before - (atSoftmax ? 0 : after)));
+            QCOMPARE(at(sc, Phase::Optimizer, 0, false)[Category::Gradients], 4 * all);
+        }
+    // Sharded over 8 GPUs (ZeRO-3), each layer's gradient is reduced to its shard as its backward ends: the
+    // shards grow through the backward, none held whole. Under accumulation every gradient is there from
+    // the forward on.
+    const Scenario zero3 = plan(false, 256, {{"num_gpus", 8}, {"data_parallel", "zero3"}});
+    QCOMPARE(at(zero3, Phase::Backward, 0, true)[Category::Gradients], 0.0);
+    const Scenario accumulated = plan(false, 256, json::object(), 2);
+    const double all = 2 * vh + 2 * (before + after) + 512;
+    QCOMPARE(at(accumulated, Phase::Backward, 0, true)[Category::Gradients], 4 * all);
 }
 
 void TestEstimator::korthikantiFigure1ModelStates() {
