@@ -297,9 +297,9 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
     };
     // 1. Metadata, annotated phases and rules that name a category. Stacks are shared by many allocations (a
     // run has a few hundred distinct ones), so each is matched against the rules once.
-    const std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
+    std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
     const std::vector<std::int64_t> steps = stepStarts(spans);
-    const PhaseLookup phases(spans);
+    const PhaseLookup phases(std::move(spans));
     std::vector<const AttributionRule*> deciding(live.size(), nullptr);
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     for (std::size_t i = 0; i < live.size(); ++i) {
@@ -395,9 +395,9 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
         atPeak.emplace(std::make_pair(p.allocation.start, p.allocation.addr), p.category);
     StatePools pools = poolsFor(scenario);
     const bool sized = scenario && scenario->model.known;
-    const std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
+    std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
     const std::vector<std::int64_t> steps = stepStarts(spans);
-    const PhaseLookup phases(spans);
+    const PhaseLookup phases(std::move(spans));
     std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
     // Tensors of the model's sizes held by live allocations, returned to their pool when freed.
     struct Held {
@@ -493,42 +493,63 @@ bool OptimizerStacks::operator()(std::uint32_t stack) {
     return m_known[stack] == 1;
 }
 
-MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& a,
-                            const AttributionRules& rules, const Scenario* scenario) {
+struct AllocationCategories::Context {
+    const Trace& trace;
+    const TraceIndex& index;
+    const AttributionRules& rules;
+    StatePools pools;
+    bool sized;
+    std::vector<std::int64_t> steps;
+    PhaseLookup phases;
+};
+
+AllocationCategories::AllocationCategories(const Trace& trace, const TraceIndex& index,
+                                           const AttributionRules& rules, const Scenario* scenario) {
+    std::vector<PhaseSpan> spans = annotatedPhases(trace, index.device().key);
+    std::vector<std::int64_t> steps = stepStarts(spans);
+    m_context.reset(new Context{trace, index, rules, poolsFor(scenario), scenario && scenario->model.known,
+                                std::move(steps), PhaseLookup(std::move(spans))});
+}
+
+AllocationCategories::~AllocationCategories() = default;
+
+MeasuredCategory AllocationCategories::operator()(const Allocation& a) const {
+    const Context& x = *m_context;
     if (a.alloc != kBeforeFirstEvent)
-        if (const std::uint32_t note = noteAt(index.device().userMetadata, a.alloc)) {
+        if (const std::uint32_t note = noteAt(x.index.device().userMetadata, a.alloc)) {
             MeasuredCategory c;
-            if (measuredCategoryFromKey(trace.strings[note], &c))
+            if (measuredCategoryFromKey(x.trace.strings[note], &c))
                 return c;
         }
-    StatePools pools = poolsFor(scenario);
-    const bool sized = scenario && scenario->model.known;
-    const std::vector<PhaseSpan> spans =
-        a.alloc != kBeforeFirstEvent ? annotatedPhases(trace, index.device().key) : std::vector<PhaseSpan>{};
     const AttributionRule* r =
-        a.alloc != kBeforeFirstEvent ? PhaseLookup(spans).at(index.device().time[a.alloc]) : nullptr;
+        a.alloc != kBeforeFirstEvent ? x.phases.at(x.index.device().time[a.alloc]) : nullptr;
     if (!r)
-        r = decidingRule(trace, a.stack, rules);
+        r = decidingRule(x.trace, a.stack, x.rules);
     if (r) {
         if (r->target == AttributionRule::Target::Category)
             return r->category;
         const bool backward = r->target == AttributionRule::Target::Backward;
-        const bool state = sized ? (backward ? pools.gradients : pools.states).count(a.size) > 0
-                                 : keptBetweenSteps(a, index.events());
+        const bool state = x.sized ? (backward ? x.pools.gradients : x.pools.states).count(a.size) > 0
+                                   : keptBetweenSteps(a, x.index.events());
         return state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                      : MeasuredCategory::Temporaries;
     }
-    if (goneBeforeTheNextStep(a, index.device(), stepStarts(spans)))
+    if (goneBeforeTheNextStep(a, x.index.device(), x.steps))
         return MeasuredCategory::Unattributed; // freed in the recording: no workspace either
-    if (pools.weights.count(a.size))
+    if (x.pools.weights.count(a.size))
         return MeasuredCategory::Weights;
-    if (pools.states.count(a.size))
+    if (x.pools.states.count(a.size))
         return MeasuredCategory::OptimizerStates;
-    if (pools.gradients.count(a.size))
+    if (x.pools.gradients.count(a.size))
         return MeasuredCategory::Gradients;
-    if (workspaceBySize(a, index.events()))
+    if (workspaceBySize(a, x.index.events()))
         return MeasuredCategory::Workspaces;
     return MeasuredCategory::Unattributed;
+}
+
+MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& a,
+                            const AttributionRules& rules, const Scenario* scenario) {
+    return AllocationCategories(trace, index, rules, scenario)(a);
 }
 
 } // namespace headroom

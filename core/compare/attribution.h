@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,7 +110,21 @@ private:
 
 // One allocation's category on its own, for colouring (no counting against the model's tensors, so a
 // parameter-sized allocation without a deciding frame is a weight, unless the recording shows it gone before
-// the next optimizer step): metadata, then the rules, then sizes.
+// the next optimizer step): metadata, then the rules, then sizes. What every allocation of one device shares
+// (its annotated phases, when its optimizer steps begin, the model's tensor sizes) is read once, so asking
+// for a live set's thousands of allocations costs one lookup each.
+class AllocationCategories {
+public:
+    AllocationCategories(const Trace& trace, const TraceIndex& index, const AttributionRules& rules,
+                         const Scenario* scenario = nullptr);
+    ~AllocationCategories();
+    MeasuredCategory operator()(const Allocation& allocation) const;
+
+private:
+    struct Context;
+    std::unique_ptr<const Context> m_context;
+};
+// The same for one allocation.
 MeasuredCategory categoryOf(const Trace& trace, const TraceIndex& index, const Allocation& allocation,
                             const AttributionRules& rules, const Scenario* scenario = nullptr);
 

@@ -76,6 +76,7 @@ std::size_t transientPeak(const Trace& trace, const TraceIndex& index, std::size
     std::unordered_map<std::uint64_t, std::int64_t> liveGradients;     // address -> bytes
     std::int64_t gradients = 0, best = INT64_MIN;
     std::size_t at = 0;
+    const AllocationCategories classify(trace, index, rules, scenario);
     for (std::size_t e = 0; e < end && e < d.entries() && e < allocated.size(); ++e) {
         if (d.action[e] == TraceAction::Alloc) {
             auto [it, fresh] = isGradient.try_emplace({d.stack[e], d.size[e]}, false);
@@ -83,7 +84,7 @@ std::size_t transientPeak(const Trace& trace, const TraceIndex& index, std::size
                 Allocation a;
                 a.addr = d.addr[e], a.size = d.size[e], a.stack = d.stack[e], a.start = e, a.alloc = e;
                 a.end = d.entries(), a.stream = d.stream[e];
-                it->second = categoryOf(trace, index, a, rules, scenario) == MeasuredCategory::Gradients;
+                it->second = classify(a) == MeasuredCategory::Gradients;
             }
             if (it->second) {
                 liveGradients[d.addr[e]] = d.size[e];

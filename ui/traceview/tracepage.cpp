@@ -606,8 +606,9 @@ void TracePage::refreshSelection() {
             categories.push_back(it == placed.end() ? MeasuredCategory::Unattributed : it->second);
         }
     } else {
+        const AllocationCategories classify(lane.trace->trace, index, m_rules, scenario);
         for (const Allocation& a : live)
-            categories.push_back(categoryOf(lane.trace->trace, index, a, m_rules, scenario));
+            categories.push_back(classify(a));
     }
     m_live->setAllocations(lane.trace, lane.device, std::move(live), origin, spu, std::move(categories));
     m_liveView->expandToDepth(-1);
@@ -740,10 +741,12 @@ void TracePage::colourBands() {
     for (std::size_t i = 0; i < lanes.size(); ++i) {
         std::vector<QColor> colors;
         m_timeline->setAllocationColours(i, m_colourBy->currentIndex() == 1);
-        if (m_colourBy->currentIndex() == 0)
+        if (m_colourBy->currentIndex() == 0) {
+            const AllocationCategories classify(lanes[i].trace->trace, lanes[i].index(), m_rules,
+                                                m_scenario ? &*m_scenario : nullptr);
             for (const Allocation& band : lanes[i].timeline->bands())
-                colors.push_back(categoryColor(categoryOf(lanes[i].trace->trace, lanes[i].index(), band,
-                                                          m_rules, m_scenario ? &*m_scenario : nullptr)));
+                colors.push_back(categoryColor(classify(band)));
+        }
         m_timeline->setBandColors(i, std::move(colors));
     }
     m_minimap->invalidate();
