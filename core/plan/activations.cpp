@@ -178,14 +178,15 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
     // MLP: gated keeps gate, up, act(gate) and their product (4 x f); plain keeps up and act(up) (2 x f).
     // (Of these the product, or act(up), is the down projection's input.)
     const double perWidth = ((m.gatedMlp ? 3 : 1) + (keepDownInput ? 1 : 0)) * ea * sl / t;
-    split += perWidth * mlpWidth;
+    double mlpSaved = perWidth * mlpWidth;
     if (moe) {
         const double k = m.expertsPerToken;
-        split += 4 * sl * m.experts;      // fp32 router logits
-        split += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
-        split += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
+        mlpSaved += 4 * sl * m.experts;      // fp32 router logits
+        mlpSaved += k * 2 * ea * sbh;        // tokens dispatched to k experts, and their outputs
+        mlpSaved += k * perWidth * m.moeFfn; // each routed copy's expert intermediates
     }
-    laterSplit += split - ea * sl * (heads * dq + kvHeads * dq + kvHeads * dv + heads * dv);
+    split += mlpSaved;
+    laterSplit += mlpSaved; // all of it after the softmax
     // What the eager modules of torchtitan, torchtune and transformers keep beyond that (docs/frameworks.md,
     // "Eager modules"): RMSNorm upcasts its input and saves the fp32 copy and the normalised tensor besides
     // its output (+4 bytes per hidden unit, per norm, whatever the weights' dtype); SDPA gets K and V
