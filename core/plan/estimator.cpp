@@ -1491,17 +1491,17 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
             st.optimizerTemp = 0; // measured, whatever implementation it was declared as
         }
     }
+    // Which moment of a layer's backward holds the most does not depend on the batch (both sides grow with
+    // it): read per sample, calibrated, so the batch-free terms it decides (the layer's own gradients
+    // written by then) are the same at every batch, the batch search's intercept and slope included.
+    st.scratchOutweighsFreed = st.backwardScratchScores > st.freedBeforeScores;
+    st.scratchAtAll = st.backwardScratchScores > 0;
     return st;
 }
 
 StageModel withBatch(StageModel st, double batch) {
     if (st.engine)
         return st; // the engine's pool and step do not follow the requested batch
-    // Which moment of a layer's backward holds the most does not depend on the batch (both sides grow with
-    // it): read per sample, so the batch-free terms it decides (the layer's own gradients written by then)
-    // stay the same at every batch, the batch search's intercept included.
-    st.scratchOutweighsFreed = st.backwardScratchScores > st.freedBeforeScores;
-    st.scratchAtAll = st.backwardScratchScores > 0;
     for (double* v : {&st.activations,
                       &st.scores,
                       &st.transient,
@@ -1646,20 +1646,19 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             // in `firstLayerSaved`; a layer rebuilt for its backward holds them in `transient`.
             const bool holdsItsTensors =
                 st.transient > 0 || x <= 0 || (layerRunning && st.firstLayerSaved > 0);
-            const double freed = holdsItsTensors ? st.freedBeforeScores : 0;
-            const bool atScores = st.backwardScratchScores > freed;
+            // (Which of the two, read per sample: the same moment at every batch.)
+            const bool atScores = holdsItsTensors ? st.scratchOutweighsFreed : st.scratchAtAll;
             if (atScores) {
                 b[Category::Temporaries] += st.backwardScratchScores;
-                layerActivations -= freed;
+                layerActivations -= holdsItsTensors ? st.freedBeforeScores : 0;
             }
             // By the softmax's backward the ops after it have written their weights' gradients; where the
-            // layer's backward begins, none of its own is written (the same moment at every batch).
-            const bool gradientsAtScores = holdsItsTensors ? st.scratchOutweighsFreed : st.scratchAtAll;
+            // layer's backward begins, none of its own is written.
             if (st.gradientsBeforeLayers > 0 && x <= 0)
-                b[Category::Gradients] += gradientsAtScores ? st.lastLayerGradientsAfterScores : 0;
+                b[Category::Gradients] += atScores ? st.lastLayerGradientsAfterScores : 0;
             else if (st.gradientsBeforeLayers > 0 && x >= 1)
                 b[Category::Gradients] -=
-                    st.firstLayerGradients - (gradientsAtScores ? st.firstLayerGradientsAfterScores : 0);
+                    st.firstLayerGradients - (atScores ? st.firstLayerGradientsAfterScores : 0);
         }
         // Each layer's copies (and masks) go with its backward.
         b[Category::Activations] = st.activations * (st.inFlight - x * st.current) + layerActivations +

@@ -109,8 +109,8 @@ struct StageModel {
     // softmax's backward, those of the ops after the softmax (the output projection, the later norms, the
     // MLP), written by then in the last layer; and all of the first layer's, none written as it begins.
     double lastLayerGradientsAfterScores = 0, firstLayerGradients = 0, firstLayerGradientsAfterScores = 0;
-    // Per sample, set by withBatch: whether a layer's backward peaks at its softmax's (the scratch outweighs
-    // what was released by then) and whether there is such scratch at all.
+    // Read per sample once the plan is calibrated (stageModel): whether a layer's backward peaks at its
+    // softmax's (the scratch outweighs what was released by then) and whether there is such scratch at all.
     bool scratchOutweighsFreed = false, scratchAtAll = false;
     // Per sample: logits the training loop keeps referenced through the backward and the step (its
     // `output`), besides what the loss holds.
