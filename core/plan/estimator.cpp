@@ -989,21 +989,24 @@ StageModel trainingStage(const Scenario& sc, int stage) {
                 // A layer's own: all of them, and those of the ops after its softmax (the output projection,
                 // the norms after it, the MLP), whose nodes run before the softmax's backward. Dense
                 // attention layers only (an MoE layer's experts, MLA's projections: 0, as before).
-                auto layerGradients = [&](int l, double& all, double& afterScores) {
+                struct Own {
+                    double all = 0, afterScores = 0;
+                };
+                auto own = [&](int l) {
                     const LayerParams lp = m.layerParams(l);
                     if (lp.isMoe() || m.mla || m.isLinearLayer(l))
-                        return;
+                        return Own{};
                     const double tp = c.tensorParallel;
                     const double norms = static_cast<double>(lp.norms);
                     const double output = static_cast<double>(m.heads) * m.headDim * m.hidden;
-                    all = b.gradients * ((static_cast<double>(lp.attention) + lp.denseMlp) / tp + norms);
-                    afterScores =
-                        b.gradients * ((output + static_cast<double>(lp.denseMlp)) / tp +
-                                       norms * (m.normsPerLayer - 1) / std::max(1, m.normsPerLayer));
+                    return Own{b.gradients * ((static_cast<double>(lp.attention) + lp.denseMlp) / tp + norms),
+                               b.gradients * ((output + static_cast<double>(lp.denseMlp)) / tp +
+                                              norms * (m.normsPerLayer - 1) / std::max(1, m.normsPerLayer))};
                 };
-                double unused = 0;
-                layerGradients(st.firstLayer + st.layers - 1, unused, st.lastLayerGradientsAfterScores);
-                layerGradients(st.firstLayer, st.firstLayerGradients, st.firstLayerGradientsAfterScores);
+                st.lastLayerGradientsAfterScores = own(st.firstLayer + st.layers - 1).afterScores;
+                const Own first = own(st.firstLayer);
+                st.firstLayerGradients = first.all;
+                st.firstLayerGradientsAfterScores = first.afterScores;
             }
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).
