@@ -501,14 +501,22 @@ struct AllocationCategories::Context {
     bool sized;
     std::vector<std::int64_t> steps;
     PhaseLookup phases;
+    // A run has a few hundred distinct stacks among its allocations: each matched against the rules once.
+    mutable std::unordered_map<std::uint32_t, const AttributionRule*> ruleOfStack;
 };
 
 AllocationCategories::AllocationCategories(const Trace& trace, const TraceIndex& index,
                                            const AttributionRules& rules, const Scenario* scenario) {
     std::vector<PhaseSpan> spans = annotatedPhases(trace, index.device().key);
     std::vector<std::int64_t> steps = stepStarts(spans);
-    m_context.reset(new Context{trace, index, rules, poolsFor(scenario), scenario && scenario->model.known,
-                                std::move(steps), PhaseLookup(std::move(spans))});
+    m_context.reset(new Context{trace,
+                                index,
+                                rules,
+                                poolsFor(scenario),
+                                scenario && scenario->model.known,
+                                std::move(steps),
+                                PhaseLookup(std::move(spans)),
+                                {}});
 }
 
 AllocationCategories::~AllocationCategories() = default;
@@ -523,8 +531,12 @@ MeasuredCategory AllocationCategories::operator()(const Allocation& a) const {
         }
     const AttributionRule* r =
         a.alloc != kBeforeFirstEvent ? x.phases.at(x.index.device().time[a.alloc]) : nullptr;
-    if (!r)
-        r = decidingRule(x.trace, a.stack, x.rules);
+    if (!r) {
+        auto [cached, fresh] = x.ruleOfStack.try_emplace(a.stack, nullptr);
+        if (fresh)
+            cached->second = decidingRule(x.trace, a.stack, x.rules);
+        r = cached->second;
+    }
     if (r) {
         if (r->target == AttributionRule::Target::Category)
             return r->category;

@@ -112,7 +112,8 @@ private:
 // parameter-sized allocation without a deciding frame is a weight, unless the recording shows it gone before
 // the next optimizer step): metadata, then the rules, then sizes. What every allocation of one device shares
 // (its annotated phases, when its optimizer steps begin, the model's tensor sizes) is read once, so asking
-// for a live set's thousands of allocations costs one lookup each.
+// for a live set's thousands of allocations costs one lookup each (and the rules are matched once per stack).
+// Not for use from two threads at once.
 class AllocationCategories {
 public:
     AllocationCategories(const Trace& trace, const TraceIndex& index, const AttributionRules& rules,
