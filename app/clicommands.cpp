@@ -84,10 +84,13 @@ constexpr const char* kUsage =
     "                                          two runs compared at their peaks: totals, by category, by "
     "top\n"
     "                                          user frame, and allocations found in only one of them\n"
-    "  calibrate SCENARIO.json TRACE [SCENARIO.json TRACE]... -o OUT.headroom.json [--json]\n"
-    "                                          fit the scenario's implementation factors to recorded runs\n"
+    "  calibrate SCENARIO.json TRACE [SCENARIO.json TRACE]... -o OUT.headroom.json [--own-profile]\n"
+    "          [--json]                        fit the scenario's implementation factors to recorded runs\n"
     "                                          (docs/formats.md section 7); OUT is the first scenario, "
-    "calibrated\n"
+    "calibrated;\n"
+    "                                          runs of code Headroom has tables of (cs336_basics) are "
+    "fitted\n"
+    "                                          against that code's, unless --own-profile\n"
     "  allocator-whatif TRACE [--expandable-segments] [--max-split-size-mb N]\n"
     "                   [--roundup-power2-divisions N] [--garbage-collection-threshold F]\n"
     "                   [--memory-fraction F] [--device-memory-gib G] [--json]\n"
@@ -117,6 +120,7 @@ struct Args {
     std::optional<std::string> layout;             // fleet
     std::optional<std::string> buckets, device;    // timeline
     bool byCategory = false, byAllocation = false; // render
+    bool ownProfile = false;                       // calibrate
     bool summary = false;                          // validate
     // allocator-whatif
     bool expandableSegments = false;
@@ -161,6 +165,8 @@ Args parseArgs(const std::vector<std::string>& args, std::size_t from) {
             a.byCategory = true;
         else if (s == "--by-allocation")
             a.byAllocation = true;
+        else if (s == "--own-profile")
+            a.ownProfile = true;
         else if (s == "--expandable-segments")
             a.expandableSegments = true;
         else if (s == "--max-split-size-mb")
@@ -494,7 +500,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         runs.push_back({&scenarios[i], &traces[i]->trace,
                         traces[i]->indexes[busiestDevice(*traces[i], a.positional[2 * i + 1])].get(),
                         a.positional[2 * i + 1]});
-    const CalibrationResult r = calibrate(runs, rulesFor(a), planWithCodeProfile);
+    const CalibrationResult r =
+        calibrate(runs, rulesFor(a), planWithCodeProfile,
+                  a.ownProfile ? FitAgainst::ScenarioProfile : FitAgainst::CodeWhereKnown);
     // OUT is the first scenario with the fitted factors and the runs they came from; every what-if starts
     // from there, and removing "calibration" gives the uncalibrated estimate back.
     nlohmann::json doc = scenarios.front().document;
@@ -573,7 +581,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         << (r.backwardFromForward
                 ? "  attention backward's scratch       x " + backward.str() +
                       " (not measured: the scores have the size of other tensors, or no backward was "
-                      "recorded; as many times the plan's two as the forward's saved copies)\n"
+                      "recorded; as many times the plan's " +
+                      (c.codeTables ? std::string("") : std::string("two ")) +
+                      "as the forward's saved copies)\n"
             : c.backwardScratchScores >= 0 ? "  attention backward's scratch       x " + backward.str() +
                                                  " (the softmax backward's two score-sized gradients)\n"
             : plannedBackwardScoreScratch(scenarios.front()) > 0
@@ -594,7 +604,12 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                       " of the allocated peak beyond what the replay of the runs' plans reserved (the plan "
                       "replays its own shape and adds this, in place of the share)\n"
                 : std::string())
-        << (c.code
+        << (c.code && c.codeTables
+                ? "  tables fitted against              " + std::string(nameOf(frameworkNames(), *c.code)) +
+                      "'s (the runs' stacks name it: each factor is over that code's tensors, and a plan it "
+                      "can run is made with its tables and replays its order; --own-profile fits the "
+                      "scenario's own)\n"
+            : c.code
                 ? "  code replayed                      " + std::string(nameOf(frameworkNames(), *c.code)) +
                       " (the runs' stacks name it: the plan keeps its calibrated tensors, and what the "
                       "allocator caches beyond them follows this code's order)\n"

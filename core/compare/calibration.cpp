@@ -717,10 +717,24 @@ void refuseBeyondAScenario(const CalibrationResult& r, const std::vector<Calibra
     }
 }
 
+// Each run as compare sees it before the calibration, planned as its scenario says: its categories at the
+// peak, and the code its stacks name (core/compare/codeorigin.h).
+struct Before {
+    std::vector<Comparison> comparisons;
+    std::vector<Estimate> plans;
+};
+
+// The fit of `runs` (their scenarios, or the same planned with the profile of the code they ran:
+// `codeTables`), reported against `asPlanned` (the scenarios as given, `before` their plans).
+CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
+                                const std::vector<CalibrationInput>& asPlanned, const Before& plannedBefore,
+                                bool codeTables, const AttributionRules& rules);
+
 } // namespace
 
 CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
-                            const std::function<void(Comparison&, const Scenario&)>& beside) {
+                            const std::function<void(Comparison&, const Scenario&)>& beside,
+                            FitAgainst against) {
     // The fit tells the model state from what grows with the tokens by the allocations alive at the peaks:
     // a file of totals has none, and its whole allocated bytes would be fitted as tokens (a memory timeline
     // of another model calibrated the default scenario to x0.117 and stayed 1,007% off).
@@ -741,6 +755,49 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                         "which need not be the run's peak: calibration reads the allocations alive at the "
                         "run's peaks; record them with torch.cuda.memory._record_memory_history() before the "
                         "step, then _dump_snapshot");
+    Before before;
+    for (const CalibrationInput& in : runs) {
+        Scenario uncalibrated = *in.scenario;
+        uncalibrated.calibration = Calibration{};
+        before.plans.push_back(estimate(uncalibrated));
+        before.comparisons.push_back(
+            compareAtPeak(uncalibrated, before.plans.back(), *in.trace, *in.index, rules));
+        if (beside)
+            beside(before.comparisons.back(), uncalibrated);
+    }
+    // Every run's stacks naming cs336_basics, whose tables the plan has, and every scenario planning it with
+    // another profile the code can run: the factors are fitted against that code's tables, as its profile
+    // plans the runs (Calibration::codeTables), and the calibrated plan is made with them.
+    const bool cs336Code =
+        !runs.empty() &&
+        std::all_of(before.comparisons.begin(), before.comparisons.end(), [](const Comparison& b) {
+            return b.code.found && b.code.framework == Framework::Cs336Basics;
+        });
+    if (against == FitAgainst::CodeWhereKnown && cs336Code &&
+        std::all_of(runs.begin(), runs.end(), [](const CalibrationInput& in) {
+            return plannedFramework(*in.scenario) != Framework::Cs336Basics && cs336CanRun(*in.scenario);
+        })) {
+        std::vector<Scenario> asCode;
+        asCode.reserve(runs.size());
+        for (const CalibrationInput& in : runs) {
+            asCode.push_back(*in.scenario);
+            (asCode.back().mode == Mode::Training ? asCode.back().training.framework
+                                                  : asCode.back().inference.framework) =
+                Framework::Cs336Basics;
+        }
+        std::vector<CalibrationInput> fit = runs;
+        for (std::size_t i = 0; i < runs.size(); ++i)
+            fit[i].scenario = &asCode[i];
+        return calibrateRuns(fit, runs, before, true, rules);
+    }
+    return calibrateRuns(runs, runs, before, false, rules);
+}
+
+namespace {
+
+CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
+                                const std::vector<CalibrationInput>& asPlanned, const Before& plannedBefore,
+                                bool codeTables, const AttributionRules& rules) {
     CalibrationResult r;
     Calibration& c = r.factors;
     c.present = true;
@@ -1121,28 +1178,19 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
     // At most ten times the tensors, what a scenario may say (a recording that began beside a large cache an
     // earlier run left, with little allocated, could measure more).
     c.allocatorOverhead = overheadRuns ? std::min(Calibration::kMostOverhead, overhead / overheadRuns) : -1;
-    // Each run as compare sees it before the calibration: its categories at the peak, and the code its
-    // stacks name (core/compare/codeorigin.h).
-    std::vector<Comparison> before;
-    std::vector<Estimate> plansBefore;
-    for (const CalibrationInput& in : runs) {
-        Scenario uncalibrated = *in.scenario;
-        uncalibrated.calibration = Calibration{};
-        plansBefore.push_back(estimate(uncalibrated));
-        before.push_back(compareAtPeak(uncalibrated, plansBefore.back(), *in.trace, *in.index, rules));
-        if (beside)
-            beside(before.back(), uncalibrated);
-    }
+    const std::vector<Comparison>& before = plannedBefore.comparisons;
+    const std::vector<Estimate>& plansBefore = plannedBefore.plans;
     // Every run's stacks naming cs336_basics, whose code the plan can replay, and a scenario planning it
     // with another profile: the calibrated plan replays that code for the allocator's cache
     // (Calibration::code), and the share below is measured against that replay.
     const bool cs336Code = std::all_of(before.begin(), before.end(), [](const Comparison& b) {
         return b.code.found && b.code.framework == Framework::Cs336Basics;
     });
-    if (cs336Code && std::any_of(runs.begin(), runs.end(), [](const CalibrationInput& in) {
+    if (cs336Code && std::any_of(asPlanned.begin(), asPlanned.end(), [](const CalibrationInput& in) {
             return plannedFramework(*in.scenario) != Framework::Cs336Basics;
         }))
         c.code = Framework::Cs336Basics;
+    c.codeTables = c.code && codeTables;
     // And whether they stepped its own AdamW, as the step's frames say in every run that has one.
     if (c.code) {
         int stepped = 0, own = 0;
@@ -1183,7 +1231,7 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         c.replayedOverhead = std::clamp(beyondReplay / replayedRuns, -1.0, Calibration::kMostOverhead);
     // Before and after, as `compare` reports them.
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        const CalibrationInput& in = runs[i];
+        const CalibrationInput& in = asPlanned[i];
         Scenario after = *in.scenario;
         after.calibration = c;
         const Estimate& planBefore = plansBefore[i];
@@ -1201,9 +1249,11 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
                           runMismatch(*in.scenario, b, b.firstStep ? b.laterStepPeak : b.measured.total,
                                       afterTotal, measured[i].stepInForward, c)});
     }
-    refuseBeyondAScenario(r, runs);
+    refuseBeyondAScenario(r, asPlanned);
     return r;
 }
+
+} // namespace
 
 std::string runMismatch(const Scenario& scenario, const Comparison& before, std::int64_t measured,
                         std::int64_t after, bool stepInForward, const Calibration& factors) {

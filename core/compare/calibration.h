@@ -136,7 +136,14 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
 // holds besides the states (per parameter), the workspaces, and the KV cache the code really keeps.
 // `beside`, when given, completes each run's comparison before its advice is written (the caller that can
 // read scenarios plans it with the profile of the trace's code: core/io/codeprofile.h).
+//
+// `against`: where every run's stacks name code whose tables the plan has (cs336_basics) and the scenarios
+// plan it with another profile that code can run, the factors are fitted against that code's tables and
+// the calibrated plan is made with them (Calibration::codeTables), unless `ScenarioProfile` asks for the
+// scenario's own profile's tables (`headroom-cli calibrate --own-profile`).
+enum class FitAgainst { CodeWhereKnown, ScenarioProfile };
 CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
-                            const std::function<void(Comparison&, const Scenario&)>& beside = {});
+                            const std::function<void(Comparison&, const Scenario&)>& beside = {},
+                            FitAgainst against = FitAgainst::CodeWhereKnown);
 
 } // namespace headroom

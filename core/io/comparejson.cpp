@@ -82,6 +82,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["code"] = nameOf(frameworkNames(), *c.code);
     if (c.code && c.codeOptimizer)
         j["code_optimizer"] = true;
+    if (c.code && c.codeTables)
+        j["code_tables"] = true;
     if (c.measuredOn)
         j["measured_on"] = *c.measuredOn == Mode::Training ? "training" : "inference";
     if (c.logits >= 0 && c.logitsMeasuredWith)

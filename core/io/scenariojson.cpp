@@ -2,6 +2,7 @@
 #include "core/io/scenariojson.h"
 
 #include "core/plan/activations.h"
+#include "core/plan/cs336replay.h"
 #include "core/plan/finetuning.h"
 
 #include "core/io/jsontext.h"
@@ -883,6 +884,14 @@ void readCalibration(const json& doc, Scenario& sc) {
     if (factors.find("code"))
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
     c.codeOptimizer = c.code && factors.boolean("code_optimizer", false);
+    c.codeTables = c.code && factors.boolean("code_tables", false);
+    if (c.codeTables && c.measuredIn(sc.keptAs()) && plannedFramework(sc) != *c.code && !cs336CanRun(sc))
+        sc.warnings.push_back("calibration.factors.code_tables: the factors were fitted against " +
+                              nameOf(frameworkNames(), *c.code) +
+                              "'s tables, the code the runs ran, which cannot run this scenario's model or "
+                              "settings: they are applied to the " +
+                              nameOf(frameworkNames(), plannedFramework(sc)) +
+                              " profile's tables, which keep other copies of its tensors");
     if (factors.find("logits_measured_with")) {
         c.logitsMeasuredWith = factors.choice<LossKind>("logits_measured_with", LossKind::Full, lossNames());
         if (c.logits >= 0 && sc.mode == Mode::Training && !c.logitsFactorAppliesTo(sc.training))

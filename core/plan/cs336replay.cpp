@@ -1003,8 +1003,8 @@ Cs336Replay cs336StepReplay(const Cs336StepRun& run, bool beyond) {
 }
 
 std::optional<Scenario> cs336CodeAsRecorded(const Scenario& sc, const Calibration& c) {
-    if (c.code != Framework::Cs336Basics || plannedFramework(sc) == Framework::Cs336Basics ||
-        !cs336CanRun(sc))
+    if (c.code != Framework::Cs336Basics ||
+        (plannedFramework(sc) == Framework::Cs336Basics && !c.codeTables) || !cs336CanRun(sc))
         return std::nullopt;
     Scenario asRecorded = sc.settingsCopy();
     (sc.mode == Mode::Training ? asRecorded.training.framework : asRecorded.inference.framework) =

@@ -1841,6 +1841,20 @@ std::optional<Scenario> megatronPadded(const Scenario& sc) {
     return out;
 }
 
+// Calibrated against the tables of the code its runs ran (Calibration::codeTables), a plan that code can
+// run is made with that code's profile, the scenario's settings otherwise as they are (the optimizer it
+// declares included: the step's scratch measured applies as it was measured).
+std::optional<Scenario> calibratedCode(const Scenario& sc) {
+    const Calibration& c = sc.calibration;
+    if (!c.present || !c.codeTables || c.code != Framework::Cs336Basics || !c.measuredIn(sc.keptAs()) ||
+        plannedFramework(sc) == Framework::Cs336Basics || !cs336CanRun(sc))
+        return std::nullopt;
+    Scenario code = sc.settingsCopy();
+    (code.mode == Mode::Training ? code.training.framework : code.inference.framework) =
+        Framework::Cs336Basics;
+    return code;
+}
+
 Estimate estimateResolved(const Scenario& sc, EngineSizer engine, bool searchBatch = true);
 std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer engine, int stage,
                                                  int pointsPerPhase);
@@ -1850,12 +1864,16 @@ std::vector<TimelinePoint> phaseTimelineResolved(const Scenario& sc, EngineSizer
 Estimate estimateWith(const Scenario& sc, EngineSizer engine) {
     if (const auto padded = megatronPadded(sc))
         return estimateResolved(*padded, engine);
+    if (const auto code = calibratedCode(sc))
+        return estimateResolved(*code, engine);
     return estimateResolved(sc, engine);
 }
 
 Estimate estimatePeakWith(const Scenario& sc, EngineSizer engine) {
     if (const auto padded = megatronPadded(sc))
         return estimateResolved(*padded, engine, false);
+    if (const auto code = calibratedCode(sc))
+        return estimateResolved(*code, engine, false);
     return estimateResolved(sc, engine, false);
 }
 
@@ -1863,6 +1881,8 @@ std::vector<TimelinePoint> phaseTimelineWith(const Scenario& sc, EngineSizer eng
                                              int pointsPerPhase) {
     if (const auto padded = megatronPadded(sc))
         return phaseTimelineResolved(*padded, engine, stage, pointsPerPhase);
+    if (const auto code = calibratedCode(sc))
+        return phaseTimelineResolved(*code, engine, stage, pointsPerPhase);
     return phaseTimelineResolved(sc, engine, stage, pointsPerPhase);
 }
 

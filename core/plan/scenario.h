@@ -476,6 +476,15 @@ struct Calibration {
     // The replay then steps it wherever the calibrated scratch applies (stepScratchAppliesTo), as the runs
     // did whatever implementation their scenarios declared for it.
     bool codeOptimizer = false;
+    // With `code`: the factors were fitted against that code's own tables (its profile's plan of the runs),
+    // not the scenario's profile's, and a plan the code can run is made with them (core/plan/estimator.cpp,
+    // calibratedCode). Which of an op's copies run in 16 bits or fp32 under autocast, how many score-sized
+    // tensors its softmax keeps and how many bytes a logit its loss holds are then the code's at every
+    // dtype and shape, where factors over another profile's tables held only at the runs' own dtype (CS336's
+    // fp32 steps calibrating plain PyTorch: every block checkpointed under autocast 5.4% under the code's
+    // plan, GPT-2's vocabulary under autocast 8% over). A plan the code cannot run (grouped-query attention,
+    // tensor parallelism) is made with the scenario's profile and these factors, with a warning.
+    bool codeTables = false;
     // The runs held every parameter's gradient at their loss peak where the scenario frees them between
     // steps: an earlier step's gradients left alive (zero_grad(set_to_none=False), a warm-up step with no
     // zero_grad after it). The calibrated plan holds them through the forward, as accumulation does.

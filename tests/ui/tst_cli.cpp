@@ -496,15 +496,25 @@ void TestCli::compareScenarioWithTrace() {
     QVERIFY(QString::fromStdString(missing.err).contains("/nonexistent.pickle"));
 }
 
+// The factors' texts as they are fitted against the scenario's own profile (--own-profile: plain PyTorch
+// over CS336's hand-written code, what code Headroom has no tables of gets); by default CS336's runs are
+// fitted against cs336_basics' tables, and the command says so.
 void TestCli::calibrateFromTwoRuns() {
     const std::string m = HEADROOM_SOURCE_DIR "/examples/measured/";
     const std::string t = (test::dataDir() + "/traces/snapshots/").toStdString();
     const std::string out = m_dir.filePath("calibrated.headroom.json").toStdString();
-    const Run r =
-        cli({"calibrate", m + "cs336-medium-128-training.headroom.json",
-             t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle",
-             m + "cs336-medium-256-training.headroom.json",
-             t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out, "--json"});
+    const Run byDefault = cli({"calibrate", m + "cs336-medium-128-training.headroom.json",
+                               t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle", "-o", out});
+    QCOMPARE(byDefault.code, 0);
+    QVERIFY2(QString::fromStdString(byDefault.out)
+                 .contains("  tables fitted against              cs336_basics's (the runs' stacks name it"),
+             byDefault.out.c_str());
+    QVERIFY(loadScenarioFile(out).calibration.codeTables);
+    const Run r = cli({"calibrate", m + "cs336-medium-128-training.headroom.json",
+                       t + "cs336_Wedsonlin_medium_128_training_memory_snapshot.pickle",
+                       m + "cs336-medium-256-training.headroom.json",
+                       t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out, "--json",
+                       "--own-profile"});
     QCOMPARE(r.code, 0);
     const auto j = nlohmann::json::parse(r.out);
     QCOMPARE(j["schema"].get<std::string>(), std::string("headroom.calibration/1"));
@@ -520,8 +530,9 @@ void TestCli::calibrateFromTwoRuns() {
     // takes as many times the plan's copies as its forward keeps score copies, x2, which is what the
     // 128-token run measured.
     QCOMPARE(j["factors"]["backward_score_scratch"].get<double>(), 2.0);
-    const Run alone = cli({"calibrate", m + "cs336-medium-256-training.headroom.json",
-                           t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out});
+    const Run alone =
+        cli({"calibrate", m + "cs336-medium-256-training.headroom.json",
+             t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out, "--own-profile"});
     QCOMPARE(alone.code, 0);
     QVERIFY2(QString::fromStdString(alone.out).contains(
                  "attention backward's scratch       x 2 (not measured: the scores have the size of "
@@ -547,9 +558,10 @@ void TestCli::calibrateFromTwoRuns() {
     // An autocast forward tells the fp32 plan too (tst_attribution::forwardMomentsMeasured): both factors on
     // the line, its bf16 copies x2 the plan's and, at 4 bytes each, x2 the fp32 plan's two (the softmax's
     // input and output) as well.
-    const Run autocast = cli({"calibrate", m + "cs336-medium-512-inference-bf16-autocast.headroom.json",
-                              t + "cs336_Wedsonlin_medium_512_inference_memory_snapshot.pickle", "-o",
-                              m_dir.filePath("autocast-calibrated.headroom.json").toStdString()});
+    const Run autocast =
+        cli({"calibrate", m + "cs336-medium-512-inference-bf16-autocast.headroom.json",
+             t + "cs336_Wedsonlin_medium_512_inference_memory_snapshot.pickle", "-o",
+             m_dir.filePath("autocast-calibrated.headroom.json").toStdString(), "--own-profile"});
     QCOMPARE(autocast.code, 0);
     QVERIFY2(QString::fromStdString(autocast.out)
                  .contains("tokens^2    x 2 (with 2-byte activations; x 2 with 4-byte ones)\n"),
@@ -558,9 +570,9 @@ void TestCli::calibrateFromTwoRuns() {
     // 128-token one holds four fp32 score copies there, x2 the plan's two, and the factor is in the JSON and
     // the text.
     const std::string forwardOut = m_dir.filePath("forward-calibrated.headroom.json").toStdString();
-    const Run forward =
-        cli({"calibrate", m + "cs336-medium-128-inference.headroom.json",
-             t + "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle", "-o", forwardOut});
+    const Run forward = cli({"calibrate", m + "cs336-medium-128-inference.headroom.json",
+                             t + "cs336_Wedsonlin_medium_128_inference_memory_snapshot.pickle", "-o",
+                             forwardOut, "--own-profile"});
     QCOMPARE(forward.code, 0);
     QVERIFY2(QString::fromStdString(forward.out)
                  .contains("tensors that grow with tokens^2    x 2 (with 4-byte "

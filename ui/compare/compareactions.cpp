@@ -197,6 +197,14 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
                   .arg(100 * scenario.overheads.allocatorOverheadFraction, 0, 'f', 1)
                   .arg(reservedPct(run.reservedAfter), reservedPct(run.reservedBefore))
             : QString();
+    // Fitted against the tables of the code the run's stacks name (Calibration::codeTables).
+    const QString tables =
+        r.factors.codeTables && r.factors.code
+            ? tr("Its stacks name %1, whose tables Headroom has: the factors are fitted against them, and "
+                 "the calibrated plan is made with them wherever that code can run (which copies its ops "
+                 "keep in 16 bits or fp32, how many score-sized tensors its softmax holds). ")
+                  .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)))
+            : QString();
     const QString noBackward =
         run.noBackward
             ? tr("This trace records no backward (no gradient, no step) while the plan is a training "
@@ -210,7 +218,8 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
             ? QString()
             : tr("Warning: %1. ")
                   .arg(QString::fromStdString(run.mismatch).replace(0, 1, QStringLiteral("T")));
-    return mismatch + noBackward + firstStep + gradients + step + logits + backward + moments + cache +
+    return mismatch + noBackward + firstStep + tables + gradients + step + logits + backward + moments +
+           cache +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
