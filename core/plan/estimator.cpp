@@ -1852,6 +1852,7 @@ std::optional<Scenario> calibratedCode(const Scenario& sc) {
     Scenario code = sc.settingsCopy();
     (code.mode == Mode::Training ? code.training.framework : code.inference.framework) =
         Framework::Cs336Basics;
+    code.warnings = sc.warnings; // the estimate says them (which tables it is made with among them)
     return code;
 }
 

@@ -982,9 +982,14 @@ void TestAttribution::calibrationAgainstTheCodesTables() {
     code["training"]["framework"] = "cs336_basics";
     const Scenario asPlain = scenarioFromJson(plain, t128.scenario.baseDir);
     const Scenario asCode = scenarioFromJson(code, t128.scenario.baseDir);
-    for (const std::string& w : asPlain.warnings)
+    // Said among its warnings (the window's banner): the plan is the code's, not the profile it names.
+    QVERIFY(std::any_of(asPlain.warnings.begin(), asPlain.warnings.end(), [](const std::string& w) {
+        return w.find("calibration.factors.code_tables: planned with the tables of cs336_basics") == 0;
+    }));
+    for (const std::string& w : asCode.warnings)
         QVERIFY2(w.find("code_tables") == std::string::npos, w.c_str());
     const Estimate a = estimate(asPlain), b = estimate(asCode);
+    QCOMPARE(a.warnings, asPlain.warnings); // the estimate (the CLI, the window's note) says it too
     QCOMPARE(a.allocatedPeakBytes, b.allocatedPeakBytes);
     QCOMPARE(a.reservedPeakBytes, b.reservedPeakBytes);
     // Four key-value heads for sixteen query heads: not cs336_basics' attention.
@@ -992,8 +997,8 @@ void TestAttribution::calibrationAgainstTheCodesTables() {
     grouped["model"]["num_key_value_heads"] = 4;
     const Scenario g = scenarioFromJson(grouped, t128.scenario.baseDir);
     QVERIFY(std::any_of(g.warnings.begin(), g.warnings.end(), [](const std::string& w) {
-        return w.find("calibration.factors.code_tables: the factors were fitted against cs336_basics's "
-                      "tables") == 0 &&
+        return w.find("calibration.factors.code_tables: the factors were fitted against the tables of "
+                      "cs336_basics") == 0 &&
                w.find("applied to the pytorch profile's tables") != std::string::npos;
     }));
     QVERIFY(estimate(g).allocatedPeakBytes < a.allocatedPeakBytes); // smaller K and V, planned all the same
