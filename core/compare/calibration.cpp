@@ -726,9 +726,10 @@ struct Before {
 
 // The fit of `runs` (their scenarios, or the same planned with the profile of the code they ran:
 // `codeTables`), reported against `asPlanned` (the scenarios as given, `before` their plans).
+// `cs336Code`: every run's stacks name cs336_basics (Before::comparisons).
 CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                                 const std::vector<CalibrationInput>& asPlanned, const Before& plannedBefore,
-                                bool codeTables, const AttributionRules& rules);
+                                bool cs336Code, bool codeTables, const AttributionRules& rules);
 
 } // namespace
 
@@ -779,25 +780,21 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         })) {
         std::vector<Scenario> asCode;
         asCode.reserve(runs.size());
-        for (const CalibrationInput& in : runs) {
-            asCode.push_back(*in.scenario);
-            (asCode.back().mode == Mode::Training ? asCode.back().training.framework
-                                                  : asCode.back().inference.framework) =
-                Framework::Cs336Basics;
-        }
+        for (const CalibrationInput& in : runs)
+            asCode.push_back(withPlannedFramework(*in.scenario, Framework::Cs336Basics));
         std::vector<CalibrationInput> fit = runs;
         for (std::size_t i = 0; i < runs.size(); ++i)
             fit[i].scenario = &asCode[i];
-        return calibrateRuns(fit, runs, before, true, rules);
+        return calibrateRuns(fit, runs, before, cs336Code, true, rules);
     }
-    return calibrateRuns(runs, runs, before, false, rules);
+    return calibrateRuns(runs, runs, before, cs336Code, false, rules);
 }
 
 namespace {
 
 CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                                 const std::vector<CalibrationInput>& asPlanned, const Before& plannedBefore,
-                                bool codeTables, const AttributionRules& rules) {
+                                bool cs336Code, bool codeTables, const AttributionRules& rules) {
     CalibrationResult r;
     Calibration& c = r.factors;
     c.present = true;
@@ -1183,9 +1180,6 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
     // Every run's stacks naming cs336_basics, whose code the plan can replay, and a scenario planning it
     // with another profile: the calibrated plan replays that code for the allocator's cache
     // (Calibration::code), and the share below is measured against that replay.
-    const bool cs336Code = std::all_of(before.begin(), before.end(), [](const Comparison& b) {
-        return b.code.found && b.code.framework == Framework::Cs336Basics;
-    });
     if (cs336Code && std::any_of(asPlanned.begin(), asPlanned.end(), [](const CalibrationInput& in) {
             return plannedFramework(*in.scenario) != Framework::Cs336Basics;
         }))

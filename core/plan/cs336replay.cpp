@@ -1006,9 +1006,7 @@ std::optional<Scenario> cs336CodeAsRecorded(const Scenario& sc, const Calibratio
     if (c.code != Framework::Cs336Basics ||
         (plannedFramework(sc) == Framework::Cs336Basics && !c.codeTables) || !cs336CanRun(sc))
         return std::nullopt;
-    Scenario asRecorded = sc.settingsCopy();
-    (sc.mode == Mode::Training ? asRecorded.training.framework : asRecorded.inference.framework) =
-        Framework::Cs336Basics;
+    Scenario asRecorded = withPlannedFramework(sc, Framework::Cs336Basics);
     if (sc.mode == Mode::Training && c.codeOptimizer && c.stepScratchAppliesTo(sc.training))
         asRecorded.training.optimizerImpl = OptimizerImpl::Cs336Basics;
     return asRecorded;

@@ -1849,9 +1849,7 @@ std::optional<Scenario> calibratedCode(const Scenario& sc) {
     if (!c.present || !c.codeTables || c.code != Framework::Cs336Basics || !c.measuredIn(sc.keptAs()) ||
         plannedFramework(sc) == Framework::Cs336Basics || !cs336CanRun(sc))
         return std::nullopt;
-    Scenario code = sc.settingsCopy();
-    (code.mode == Mode::Training ? code.training.framework : code.inference.framework) =
-        Framework::Cs336Basics;
+    Scenario code = withPlannedFramework(sc, Framework::Cs336Basics);
     code.warnings = sc.warnings; // the estimate says them (which tables it is made with among them)
     return code;
 }

@@ -596,4 +596,12 @@ inline Framework plannedFramework(const Scenario& sc) {
     return sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework;
 }
 
+// What the estimator reads of `sc` (settingsCopy), planned with `framework`'s profile; nothing re-read
+// (core/io/codeprofile.h scenarioWithFramework re-reads the document, defaults and checks included).
+inline Scenario withPlannedFramework(const Scenario& sc, Framework framework) {
+    Scenario s = sc.settingsCopy();
+    (s.mode == Mode::Training ? s.training.framework : s.inference.framework) = framework;
+    return s;
+}
+
 } // namespace headroom
