@@ -885,20 +885,6 @@ void readCalibration(const json& doc, Scenario& sc) {
         c.code = factors.choice<Framework>("code", Framework::PyTorch, frameworkNames());
     c.codeOptimizer = c.code && factors.boolean("code_optimizer", false);
     c.codeTables = c.code && factors.boolean("code_tables", false);
-    // Planned with another profile than the one it names: said, whether the code's tables apply or not.
-    if (c.codeTables && c.measuredIn(sc.keptAs()) && plannedFramework(sc) != *c.code) {
-        const std::string code = nameOf(frameworkNames(), *c.code);
-        sc.warnings.push_back(
-            cs336CanRun(sc)
-                ? "calibration.factors.code_tables: planned with the tables of " + code +
-                      ", the code the runs ran (their stacks name it), which the factors were fitted "
-                      "against; `headroom-cli calibrate --own-profile` fits this scenario's own profile"
-                : "calibration.factors.code_tables: the factors were fitted against the tables of " + code +
-                      ", the code the runs ran, which cannot run this scenario's model or settings: they are "
-                      "applied to the " +
-                      nameOf(frameworkNames(), plannedFramework(sc)) +
-                      " profile's tables, which keep other copies of its tensors");
-    }
     if (factors.find("logits_measured_with")) {
         c.logitsMeasuredWith = factors.choice<LossKind>("logits_measured_with", LossKind::Full, lossNames());
         if (c.logits >= 0 && sc.mode == Mode::Training && !c.logitsFactorAppliesTo(sc.training))
@@ -963,6 +949,21 @@ void readCalibration(const json& doc, Scenario& sc) {
             ", so the tokens' and the scores' factors are not applied (the workspaces are); calibrate on a " +
             (training ? "training" : "forward-only") + " run of this code to know");
         return;
+    }
+    // Planned with another profile than the one it names: said, whether the code's tables apply or not
+    // (only in the mode the factors were measured in, as calibratedCode in core/plan/estimator.cpp).
+    if (c.codeTables && plannedFramework(sc) != *c.code) {
+        const std::string code = nameOf(frameworkNames(), *c.code);
+        sc.warnings.push_back(
+            cs336CanRun(sc)
+                ? "calibration.factors.code_tables: planned with the tables of " + code +
+                      ", the code the runs ran (their stacks name it), which the factors were fitted "
+                      "against; `headroom-cli calibrate --own-profile` fits this scenario's own profile"
+                : "calibration.factors.code_tables: the factors were fitted against the tables of " + code +
+                      ", the code the runs ran, which cannot run this scenario's model or settings: they are "
+                      "applied to the " +
+                      nameOf(frameworkNames(), plannedFramework(sc)) +
+                      " profile's tables, which keep other copies of its tensors");
     }
     if (const auto by = f->find("quadratic_by_activation_bytes"); by != f->end()) {
         const std::string at = "calibration.factors.quadratic_by_activation_bytes";

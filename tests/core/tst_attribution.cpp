@@ -1002,6 +1002,17 @@ void TestAttribution::calibrationAgainstTheCodesTables() {
                w.find("applied to the pytorch profile's tables") != std::string::npos;
     }));
     QVERIFY(estimate(g).allocatedPeakBytes < a.allocatedPeakBytes); // smaller K and V, planned all the same
+    // A forward without autograd is not what these training runs measured: the factors do not apply, and
+    // the plan (the plain profile's own) does not claim the code's tables.
+    json forward = plain;
+    forward.erase("training");
+    forward["inference"] = {{"batch_size", 4},      {"context_length", 128},  {"weight_dtype", "fp32"},
+                            {"attention", "eager"}, {"framework", "pytorch"}, {"kv_cache", false}};
+    const Scenario f = scenarioFromJson(forward, t128.scenario.baseDir);
+    QVERIFY(std::none_of(f.warnings.begin(), f.warnings.end(),
+                         [](const std::string& w) { return w.find("code_tables") != std::string::npos; }));
+    QVERIFY(std::any_of(f.warnings.begin(), f.warnings.end(),
+                        [](const std::string& w) { return w.find("measured_on") != std::string::npos; }));
 }
 
 void TestAttribution::calibrationInTheScenario() {
