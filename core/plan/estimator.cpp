@@ -513,6 +513,13 @@ void applyCs336Basics(const Scenario& sc, StageModel& st) {
         // moments but where the last step's gradients live through the forward, zero_grad after it: the
         // 2.7B model at 4 x 1,024 tokens 0.22% over the step's replay when they were counted.)
         st.transientNotMade = t.lastLayerNotMade;
+        // And under autocast the casts of those einsums' weights and the head's: the 2.7B model at 1 x 2,048
+        // tokens with the last step's gradients alive through the forward, 0.18% over the step's replay
+        // when they were counted.
+        if (st.castWeights > 0)
+            st.castsNotMade =
+                -tr.autocastBytes * (static_cast<double>(m.hidden) * m.hidden + 3.0 * m.hidden * m.ffn +
+                                     static_cast<double>(m.vocab) * m.hidden);
         st.backwardActivations = t.lastLayerFreed;
         st.backwardScores = t.lastLayerFreedScores;
         // The first block's softmax backward, as the last one's but with one block's saved tensors left
@@ -840,6 +847,7 @@ StageModel trainingStage(const Scenario& sc, int stage) {
     // first step, none when each was dropped as it was stepped).
     st.gradientsThroughForward =
         tr.zeroGrad == ZeroGrad::AfterForward && !tr.firstStep && !tr.optimizerInBackward;
+    st.logitsThroughForward = !tr.firstStep || tr.gradientAccumulationSteps > 1;
 
     // Micro-batches in flight on this stage under 1F1B (interleaved: model chunks of layers/v each).
     const int mb = tr.gradientAccumulationSteps;
@@ -1572,12 +1580,17 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
         b[Category::Gradients] = st.gradientsInForward || st.gradientsThroughForward ? st.gradients : 0;
         // Autocast's weight copies count as activations, where attribution finds them (the forward made
         // them; docs/formats.md, the category table): the same category on both sides of a comparison.
-        b[Category::Activations] = std::max(0.0, st.activations * (before + x * st.current) +
-                                                     (loss ? 0 : st.transient + st.transientNotMade)) +
-                                   (st.castWeights + st.cachedCasts + st.fixedActivations) * x;
+        b[Category::Activations] =
+            std::max(0.0, st.activations * (before + x * st.current) +
+                              (loss ? 0 : st.transient + st.transientNotMade)) +
+            std::max(0.0, st.castWeights + st.cachedCasts + (loss ? 0 : st.castsNotMade)) * x +
+            st.fixedActivations * x;
         b[Category::AttentionScores] =
             st.scores * (before + x * st.current) + (loss ? 0 : st.transientScores);
-        b[Category::Logits] = loss ? st.logits : 0;
+        // Until the loss, the logits the loop kept from the step before (cs336replay.cpp's `Lh`: the
+        // checkpointed XL model at 16 x 1,024 tokens with zero_grad after the forward peaks in its last
+        // block's softmax, 1.5% over the moment without them); by the loss the new ones have replaced them.
+        b[Category::Logits] = loss ? st.logits : st.logitsThroughForward ? st.heldLogits : 0;
         b[Category::GatherBuffers] = loss && st.gatherAtLoss >= 0 ? st.gatherAtLoss : st.gatherForward;
         b[Category::Temporaries] = loss ? 0 : st.layerTemporary;
         break;

@@ -24,11 +24,18 @@ struct StageModel {
     // The previous step's gradients live through the forward only, freed before the backward
     // (training.zero_grad "after_forward").
     bool gradientsThroughForward = false;
+    // The logits the loop keeps (`heldLogits`) of the step or micro-batch before live through this one's
+    // forward, until `logits = model(x)` rebinds the name (none before a first step's first micro-batch).
+    bool logitsThroughForward = false;
     // Per sample (withBatch scales them) for all layers of the stage.
     double activations = 0, scores = 0, transient = 0, transientScores = 0;
     // With `transient`, what the running layer has not saved yet at that moment (negative; cs336_basics: the
     // last layer's output projection and MLP at its softmax), where `activations` counts all of it.
     double transientNotMade = 0;
+    // Likewise the weights' casts `castWeights` counts that the running layer's later einsums and the head's
+    // have not made yet (negative; cs336_basics under autocast: output_proj's, w1's, w2's, w3's and the
+    // head's at the last layer's softmax), in step with the casts' share of the forward's progress.
+    double castsNotMade = 0;
     double logits = 0, logitsGradient = 0;
     // The head's backward, between the loss's and the last layer's: the logits' gradient it reads (per
     // sample) and its weight's gradient it writes, `headGradientCopies` of them alive (core/plan

@@ -420,7 +420,15 @@ void TestCs336::cs336StepReplayAgreesWithTheProfile() {
         {{1024, 4096, 24, 16, 4, 128, false, true, "fused", "before_forward", 2},
          "-0.12%: checkpointed, accumulating: w2's gradient written"},
         {{768, 3072, 12, 12, 1, 2048, false, true, "fused", "before_forward", 2, true},
-         "-0.19%: checkpointed, accumulating: the recomputed mask"}};
+         "-0.19%: checkpointed, accumulating: the recomputed mask"},
+        // Found later, over 16 and 32 sequences and 2,048 and 4,096 tokens (3,132 shapes, all within 0.02%
+        // since): where the forward is the step's peak, what the loop and autocast hold there.
+        {{1600, 6400, 48, 25, 16, 1024, false, true, "fused", "after_forward"},
+         "-1.46%: checkpointed, the last step's gradients alive: the last step's logits, still bound to "
+         "`logits` until the forward returns"},
+        {{2560, 10240, 32, 32, 1, 2048, true, false, "fused", "after_forward"},
+         "+0.18%: autocast's casts of the last block's output projection and MLP, and the head's, not made "
+         "yet at its softmax"}};
     for (const auto& [shape, before] : shapes) {
         json doc = scenario("cs336-medium-128-training.headroom.json");
         doc.erase("x_measured");
@@ -445,6 +453,32 @@ void TestCs336::cs336StepReplayAgreesWithTheProfile() {
         // The step's chart reaches the plan's allocated peak: each moment is one of its points.
         const Scenario sc = scenarioFromJson(doc);
         QCOMPARE(chartPeak(sc), estimate(sc).allocatedPeakBytes);
+    }
+    {
+        // The first of those two by hand: the XL model checkpointed, 16 x 1,024 tokens, vocabulary 10,000,
+        // peaks in its forward (its last block's softmax, the last step's gradients beside its inputs),
+        // with the last step's fp32 logits: 16 x 1,024 x 10,000 x 4 bytes.
+        json xl = scenario("cs336-medium-128-training.headroom.json");
+        xl.erase("x_measured");
+        xl["cluster"]["gpu"] = "H200-141GB";
+        setCs336Model(xl, 1600, 6400, 48, 25);
+        xl["training"]["micro_batch_size"] = 16;
+        xl["training"]["sequence_length"] = 1024;
+        xl["training"]["activation_checkpointing"] = "full";
+        xl["training"]["zero_grad"] = "after_forward";
+        const Estimate est = estimate(scenarioFromJson(xl));
+        QCOMPARE(est.peakPhase, Phase::Forward);
+        QCOMPARE(est.perGpu[Category::Logits], 16.0 * 1024 * 10000 * 4);
+        // At the forward's last block, before the loss; a first step has no last step's logits there.
+        const auto lastBlock = [](const Scenario& sc) {
+            for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+                if (t.phase == Phase::Forward && t.progress >= 1 && t.layerRunning)
+                    return t.bytes[Category::Logits];
+            return -1.0;
+        };
+        QCOMPARE(lastBlock(scenarioFromJson(xl)), 16.0 * 1024 * 10000 * 4);
+        xl["training"]["first_step"] = true;
+        QCOMPARE(lastBlock(scenarioFromJson(xl)), 0.0);
     }
     json doc = parseJsonText(
         readTextFile((measuredDir() + QStringLiteral("cs336-basics/cs336-medium-128-training.headroom.json"))
