@@ -225,5 +225,71 @@ int main() {
                 "profile's tensors beside the calibrated ones), with the search; %.2f x uncalibrated in this "
                 "run\"}\n",
                 median(calFull), median(calFull) / median(stepFull));
+    // The same step planned as plain PyTorch and calibrated on runs of cs336_basics' code against that
+    // code's own tables (Calibration::codeTables; the factors `headroom-cli calibrate` writes from the
+    // medium model's two fp32 steps, examples/measured): each estimate plans a copy of the scenario with
+    // cs336_basics' profile (estimator.cpp calibratedCode) and replays the code as recorded for the
+    // allocator's cache, so a slider over it costs that copy besides the replay.
+    nlohmann::json plainTables = tr;
+    plainTables["training"]["framework"] = "pytorch";
+    plainTables["training"]["optimizer_implementation"] = "for_loop";
+    plainTables["calibration"] = {{"factors",
+                                   {{"allocator_overhead_fraction", 0.0247},
+                                    {"backward_score_scratch", 1.0},
+                                    {"code", "cs336_basics"},
+                                    {"code_optimizer", true},
+                                    {"code_tables", true},
+                                    {"held_logit_copies", 1.0},
+                                    {"linear", 1.0042},
+                                    {"logits", 0.9287},
+                                    {"logits_measured_with", "full"},
+                                    {"measured_on", "training"},
+                                    {"optimizer_step_bytes_per_parameter", 0.0},
+                                    {"optimizer_step_measured_with", "for_loop"},
+                                    {"optimizer_step_scratch_bytes_per_parameter", 0.4842},
+                                    {"optimizer_step_scratch_largest_tensors", 5.003},
+                                    {"quadratic", 1.0},
+                                    {"quadratic_activation_bytes", 4.0},
+                                    {"reserved_beyond_replay_fraction", 0.0062},
+                                    {"workspace_bytes", 17039360.0}}}};
+    Scenario tables336 = scenarioFromJson(plainTables);
+    // (At lengths of their own: the replays of the cs336_basics step above, kept, would be found.)
+    const auto [tableSweeps, tableFull] = replayTimes(tables336, tables336.training.microBatchSize,
+                                                      tables336.training.sequenceLength, 16, 192, 224);
+    std::printf("{\"metric\": \"sweep_16_cs336_first_step_code_tables_ms\", \"value\": %.3f, \"unit\": "
+                "\"ms\", \"detail\": \"median of 5 sweeps over micro-batch 1..16 of the same step planned as "
+                "plain PyTorch, calibrated against cs336_basics' tables (each estimate plans the code's "
+                "profile); %.2f x the cs336_basics sweep in this run\"}\n",
+                median(tableSweeps), median(tableSweeps) / median(stepSweeps));
+    std::printf("{\"metric\": \"estimate_cs336_first_step_code_tables_ms\", \"value\": %.3f, \"unit\": "
+                "\"ms\", \"detail\": \"median of 5 estimates of it, with the search; %.2f x the "
+                "cs336_basics estimate in this run (at other lengths)\"}\n",
+                median(tableFull), median(tableFull) / median(stepFull));
+    // The same sweeps again, their replays kept: what is left is the tables, and the copy. (Each swept
+    // twice in a row, the second timed: the searches above evict what a sweep kept.)
+    auto keptSweep = [&](Scenario& plan, int& batch, int& length, int at) {
+        std::vector<double> times;
+        length = at;
+        for (int rep = 0; rep < 6; ++rep) {
+            const auto t0 = Clock::now();
+            for (int b = 1; b <= 16; ++b) {
+                batch = b;
+                sink = sink + estimatePeak(plan).peakBytes;
+            }
+            if (rep > 0)
+                times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+        return times;
+    };
+    const auto keptTables =
+        keptSweep(tables336, tables336.training.microBatchSize, tables336.training.sequenceLength, 256);
+    const auto keptCode =
+        keptSweep(step336, step336.training.microBatchSize, step336.training.sequenceLength, 256);
+    std::printf(
+        "{\"metric\": \"sweep_16_cs336_code_tables_kept_ms\", \"value\": %.3f, \"unit\": \"ms\", "
+        "\"detail\": \"median of 5 sweeps over micro-batch 1..16 of the plain plan calibrated against "
+        "cs336_basics' tables, every replay kept from before (the tables and the scenario's copy "
+        "alone); %.2f x the same sweep of the cs336_basics plan, its replays kept (%.3f ms)\"}\n",
+        median(keptTables), median(keptTables) / median(keptCode), median(keptCode));
     return sink > 0 ? 0 : 1;
 }
