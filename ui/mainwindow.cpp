@@ -386,8 +386,8 @@ void MainWindow::compareWithPlanner(TracePage* view) {
     m_compare->compareWithPlanner(view);
 }
 
-QString MainWindow::calibrateFrom(TracePage* view, bool* calibrated) {
-    return m_compare->calibrateFrom(view, calibrated);
+QString MainWindow::calibrateFrom(TracePage* view, bool* calibrated, FitAgainst against) {
+    return m_compare->calibrateFrom(view, calibrated, against);
 }
 
 DiffPage* MainWindow::diffTraces(TracePage* a, TracePage* b) {

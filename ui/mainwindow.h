@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/compare/calibration.h"
 #include "ui/common/chartstyle.h"
 
 #include <QMainWindow>
@@ -55,7 +56,8 @@ public:
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // Fits the planner's scenario to the trace in `view` (one undoable edit) and compares them; returns
     // the before/after error for the user, or why it could not (`calibrated` false: nothing changed).
-    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr);
+    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr,
+                          FitAgainst against = FitAgainst::CodeWhereKnown);
     QTabWidget* tabs() const { return m_tabs; }
     // Runs the event loop until every trace and fleet tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);

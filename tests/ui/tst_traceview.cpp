@@ -46,6 +46,9 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QAction>
+#include <QMenu>
+#include <QMenuBar>
 #include <QTest>
 #include <QThread>
 #include <QThreadPool>
@@ -888,6 +891,36 @@ void TestTraceView::calibrateFromTheWindow() {
     // One undo takes it back.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->json().contains("calibration"));
+    // Both ways are in the Trace menu.
+    {
+        QStringList texts;
+        for (QAction* menu : w->menuBar()->actions())
+            if (menu->menu() && menu->text() == QStringLiteral("&Trace")) {
+                for (QAction* a : menu->menu()->actions())
+                    texts << a->text();
+            }
+        QVERIFY2(texts.contains(QStringLiteral("C&alibrate the Planner's Scenario from This Trace")) &&
+                     texts.contains(QStringLiteral("Calibrate from This Trace Against the Scenario's &Own Profile")),
+                 qPrintable(texts.join(QStringLiteral(", "))));
+    }
+    // Trace > Calibrate ... Against the Scenario's Own Profile (headroom-cli calibrate --own-profile): the
+    // factors say how much more the code keeps than plain PyTorch's tables, and the plan keeps those tables.
+    {
+        bool calibrated = false;
+        const QString own = w->calibrateFrom(view, &calibrated, FitAgainst::ScenarioProfile);
+        QVERIFY(calibrated);
+        QVERIFY2(own.contains(QStringLiteral("Its stacks name cs336_basics, whose tables Headroom has, but the "
+                                             "factors are fitted against the scenario's own profile (pytorch)")),
+                 qPrintable(own));
+        QVERIFY(!own.contains(QStringLiteral("the factors are fitted against them")));
+        const Calibration& c = w->document()->scenario().calibration;
+        QVERIFY(c.present && !c.codeTables);
+        // Its hand-written loss keeps more copies of the logits than F.cross_entropy's two the plain tables
+        // plan (the default fit, against the code's own tables, found 0.93 of them).
+        QVERIFY2(c.logits > 1.5, qPrintable(QString::number(c.logits)));
+        w->document()->undoStack()->undo();
+        QVERIFY(!w->document()->json().contains("calibration"));
+    }
     // Code whose calls do not tell (torch's softmax keeps no per-head vector; tst_attribution::
     // scoresToldByCalls), one length: one factor for both, and the message says so.
     {

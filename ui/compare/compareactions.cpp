@@ -70,7 +70,7 @@ void CompareActions::compareWithPlanner(TracePage* view) {
     view->setScenario(m_doc->scenario(), m_doc->estimate(), name);
 }
 
-QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
+QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated, FitAgainst against) {
     if (calibrated)
         *calibrated = false;
     const auto& loaded = view->traces().front();
@@ -81,7 +81,7 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
     CalibrationResult r;
     try {
         r = calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
-                      AttributionRules::pytorchDefaults());
+                      AttributionRules::pytorchDefaults(), {}, against);
     } catch (const std::exception& e) {
         // A fit no scenario can hold (core/compare/calibration.cpp): the scenario stays as it was.
         return tr("Not calibrated: %1").arg(QString::fromUtf8(e.what()));
@@ -204,6 +204,13 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated) {
                  "the calibrated plan is made with them wherever that code can run (which copies its ops "
                  "keep in 16 bits or fp32, how many score-sized tensors its softmax holds). ")
                   .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)))
+        : against == FitAgainst::ScenarioProfile && r.factors.code &&
+                plannedFramework(scenario) != *r.factors.code
+            ? tr("Its stacks name %1, whose tables Headroom has, but the factors are fitted against the "
+                 "scenario's own profile (%2), as asked: they say how much more the code keeps than that "
+                 "profile plans, at the run's dtype. ")
+                  .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)),
+                       QString::fromUtf8(nameOf(frameworkNames(), plannedFramework(scenario))))
             : QString();
     const QString noBackward =
         run.noBackward
@@ -255,7 +262,9 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
                         else
                             emit message(tr("Open a trace first: File › Open"));
                     });
-    menu->addAction(tr("C&alibrate the Planner's Scenario from This Trace"), this, [this, window, current] {
+    // Calibrate, fitting the factors against the tables of the code the trace's stacks name (the default)
+    // or against the scenario's own profile's.
+    const auto calibrateCurrent = [this, window, current](FitAgainst against) {
         TracePage* view = current();
         if (!view || view->traces().empty()) {
             emit message(tr("Open the trace of a run of the planner's scenario first"));
@@ -265,7 +274,7 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
         // back), and said with a warning's icon and title: calibrate wrote why beside the run
         // (CalibrationRun::mismatch).
         bool calibrated = false;
-        const QString said = calibrateFrom(view, &calibrated);
+        const QString said = calibrateFrom(view, &calibrated, against);
         if (!calibrated) {
             QMessageBox::warning(window, tr("Cannot calibrate"), said);
             return;
@@ -280,7 +289,11 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
             QMessageBox::warning(window, tr("Calibrated, but the scenario may not be this run"), said);
         else
             QMessageBox::information(window, tr("Calibrated"), said);
-    });
+    };
+    menu->addAction(tr("C&alibrate the Planner's Scenario from This Trace"), this,
+                    [calibrateCurrent] { calibrateCurrent(FitAgainst::CodeWhereKnown); });
+    menu->addAction(tr("Calibrate from This Trace Against the Scenario's &Own Profile"), this,
+                    [calibrateCurrent] { calibrateCurrent(FitAgainst::ScenarioProfile); });
     menu->addAction(tr("Attribution &Rules..."), this, [this, window, all] {
         const QString path = QFileDialog::getOpenFileName(
             window, tr("Attribution rules (write the defaults with: headroom-cli rules > my.rules.json)"),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/compare/calibration.h"
 #include "core/compare/comparison.h"
 #include "ui/common/chartstyle.h"
 #include "ui/planner/report.h"
@@ -39,8 +40,11 @@ public:
     void compareWithPlanner(TracePage* view);
     // Fits the planner's scenario to the trace (one undoable edit) and compares them; the before/after
     // error for the user. Where it cannot (a trace without devices, a fit no scenario can hold) the
-    // scenario is left as it was, the text says why and `calibrated`, when given, is false.
-    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr);
+    // scenario is left as it was, the text says why and `calibrated`, when given, is false. `against`: the
+    // tables the factors are fitted against (Trace > Calibrate ... Against the Scenario's Own Profile:
+    // headroom-cli calibrate --own-profile).
+    QString calibrateFrom(TracePage* view, bool* calibrated = nullptr,
+                          FitAgainst against = FitAgainst::CodeWhereKnown);
     // Two loaded traces compared at their peaks, in a tab.
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // The Trace menu: compare with the planner (the current trace tab, else the last), calibrate from it,
