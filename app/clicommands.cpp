@@ -607,8 +607,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         << (c.code && c.codeTables
                 ? "  tables fitted against              " + std::string(nameOf(frameworkNames(), *c.code)) +
                       "'s (the runs' stacks name it: each factor is over that code's tensors, and a plan it "
-                      "can run is made with its tables and replays its order; --own-profile fits the "
-                      "scenario's own)\n"
+                      "can run is made with its tables and replays its order, one it cannot with the "
+                      "factors fitted against the scenario's own profile, written beside them; --own-profile "
+                      "fits the scenario's own alone)\n"
             : c.code
                 ? "  code replayed                      " + std::string(nameOf(frameworkNames(), *c.code)) +
                       " (the runs' stacks name it: the plan keeps its calibrated tensors, and what the "

@@ -785,7 +785,15 @@ CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const Att
         std::vector<CalibrationInput> fit = runs;
         for (std::size_t i = 0; i < runs.size(); ++i)
             fit[i].scenario = &asCode[i];
-        return calibrateRuns(fit, runs, before, cs336Code, true, rules);
+        CalibrationResult r = calibrateRuns(fit, runs, before, cs336Code, true, rules);
+        // And against the scenarios' own profile, for what-ifs the code cannot run: a fit that profile
+        // cannot hold leaves them with the code's factors (and the warning that says so).
+        try {
+            r.ownProfile = calibrateRuns(runs, runs, before, cs336Code, false, rules).factors;
+        } catch (const Error&) {
+            r.ownProfile.reset();
+        }
+        return r;
     }
     return calibrateRuns(runs, runs, before, cs336Code, false, rules);
 }

@@ -5,6 +5,7 @@
 #include "core/plan/scenario.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,12 @@ struct CalibrationResult {
     // Calibration::backwardScratchScores was not measured but taken from the forward's saved score copies
     // (no run's backward could be read: its score sizes are other tensors' too, or it recorded none).
     bool backwardFromForward = false;
+    // With factors fitted against the code's tables (Calibration::codeTables): the same runs fitted against
+    // the scenarios' own profile's tables (FitAgainst::ScenarioProfile), for the plans that code cannot run
+    // (grouped-query attention, tensor parallelism, adapters), which are made with that profile and so with
+    // the factors fitted against it (calibration.factors.own_profile). Empty otherwise, or where that fit
+    // cannot be made.
+    std::optional<Calibration> ownProfile;
 };
 
 // "" when nothing says the run is not the scenario's; else one sentence: the weights alive at the run's peak

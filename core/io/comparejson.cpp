@@ -134,9 +134,10 @@ nlohmann::json calibrationToJson(const CalibrationResult& r) {
                              {"after_bytes", run.reservedAfter}};
         runs.push_back(std::move(j));
     }
-    return {{"schema", "headroom.calibration/1"},
-            {"factors", calibrationFactorsToJson(r.factors)},
-            {"runs", runs}};
+    nlohmann::json factors = calibrationFactorsToJson(r.factors);
+    if (r.ownProfile && r.factors.codeTables)
+        factors["own_profile"] = calibrationFactorsToJson(*r.ownProfile);
+    return {{"schema", "headroom.calibration/1"}, {"factors", factors}, {"runs", runs}};
 }
 
 nlohmann::json traceDiffToJson(const TraceDiff& d, const std::string& nameA, const std::string& nameB,

@@ -865,6 +865,23 @@ void readOverheads(const json& doc, Scenario& sc) {
     s.reportUnread(sc.warnings);
 }
 
+void readCalibrationFactors(const json& calibration, const json& f, const std::string& at, Scenario& sc);
+
+// Whether a calibration's own_profile factors plan this scenario in place of its factors: these were fitted
+// against the tables of code (Calibration::codeTables) that cannot run it, in its mode (looked at before the
+// factors are read, so that only one set is; a file whose keys are not of these types is read as it comes,
+// and its errors said there).
+bool ownProfileFactorsPlan(const json& f, const Scenario& sc) {
+    const auto tables = f.find("code_tables"), code = f.find("code"), on = f.find("measured_on");
+    if (tables == f.end() || !tables->is_boolean() || !tables->get<bool>() || code == f.end() ||
+        !code->is_string() || code->get<std::string>() != nameOf(frameworkNames(), Framework::Cs336Basics))
+        return false;
+    if (on != f.end() && !(on->is_string() && on->get<std::string>() ==
+                                                  (sc.keptAs() == Mode::Training ? "training" : "inference")))
+        return false;
+    return plannedFramework(sc) != Framework::Cs336Basics && !cs336CanRun(sc);
+}
+
 void readCalibration(const json& doc, Scenario& sc) {
     const auto it = doc.find("calibration");
     if (it == doc.end() || it->is_null())
@@ -874,7 +891,36 @@ void readCalibration(const json& doc, Scenario& sc) {
     const auto f = it->find("factors");
     if (f == it->end() || !f->is_object())
         throw Error("calibration.factors", "missing: an object of fitted factors");
-    const Section factors(&*f, "calibration.factors");
+    // calibrate writes beside factors fitted against a code's tables the same runs' factors against the
+    // scenario's own profile (CalibrationResult::ownProfile): a plan that code cannot run (grouped-query
+    // attention, tensor parallelism, adapters) is made with that profile, so with those.
+    const auto own = f->find("own_profile");
+    if (own != f->end()) {
+        if (!own->is_object())
+            throw Error("calibration.factors.own_profile", "must be an object of fitted factors");
+        if (own->contains("own_profile"))
+            throw Error("calibration.factors.own_profile.own_profile",
+                        "is not read: the own profile's factors have none of their own");
+        if (ownProfileFactorsPlan(*f, sc)) {
+            readCalibrationFactors(*it, *own, "calibration.factors.own_profile", sc);
+            sc.warnings.push_back(
+                "calibration.factors.own_profile: the factors were fitted against the tables of " +
+                f->at("code").get<std::string>() +
+                ", the code the runs ran, which cannot run this scenario's model or settings: it is planned "
+                "with the factors the same runs gave against the " +
+                nameOf(frameworkNames(), plannedFramework(sc)) + " profile's own tables");
+            return;
+        }
+        // Not this plan's, but read all the same, so that a file's error is said whatever plan reads it.
+        Scenario unused = sc;
+        readCalibrationFactors(*it, *own, "calibration.factors.own_profile", unused);
+    }
+    readCalibrationFactors(*it, *f, "calibration.factors", sc);
+}
+
+void readCalibrationFactors(const json& calibration, const json& f, const std::string& at, Scenario& sc) {
+    const auto* it = &calibration;
+    const Section factors(&f, at);
     Calibration& c = sc.calibration;
     c.present = true;
     constexpr double scale = Calibration::kMostScale;
@@ -933,8 +979,7 @@ void readCalibration(const json& doc, Scenario& sc) {
     if (const std::string on = factors.string("measured_on", ""); on == "training" || on == "inference")
         c.measuredOn = on == "training" ? Mode::Training : Mode::Inference;
     else if (!on.empty())
-        throw Error("calibration.factors.measured_on",
-                    "must be \"training\" or \"inference\"; got \"" + on + "\"");
+        throw Error(at + ".measured_on", "must be \"training\" or \"inference\"; got \"" + on + "\"");
     if (!c.measuredIn(sc.keptAs())) {
         const bool training = sc.keptAs() == Mode::Training;
         const char* plan = sc.mode == Mode::Training ? "a training plan"
@@ -963,18 +1008,20 @@ void readCalibration(const json& doc, Scenario& sc) {
                       ", the code the runs ran, which cannot run this scenario's model or settings: they are "
                       "applied to the " +
                       nameOf(frameworkNames(), plannedFramework(sc)) +
-                      " profile's tables, which keep other copies of its tensors");
+                      " profile's tables, which keep other copies of its tensors (a calibration written "
+                      "since calibrate fits both sets has calibration.factors.own_profile for this)");
     }
-    if (const auto by = f->find("quadratic_by_activation_bytes"); by != f->end()) {
-        const std::string at = "calibration.factors.quadratic_by_activation_bytes";
+    if (const auto by = f.find("quadratic_by_activation_bytes"); by != f.end()) {
+        const std::string by_at = at + ".quadratic_by_activation_bytes";
         if (!by->is_object() || by->size() > 4)
             throw Error(
-                at, "must be an object of at most four dtype widths (\"1\", \"2\", \"4\", \"8\") to factors");
+                by_at,
+                "must be an object of at most four dtype widths (\"1\", \"2\", \"4\", \"8\") to factors");
         for (const auto& [key, value] : by->items()) {
             if (key != "1" && key != "2" && key != "4" && key != "8")
-                throw Error(at + "." + key, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
+                throw Error(by_at + "." + key, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
             if (!value.is_number() || !(value.get<double>() >= 0) || value.get<double>() > scale)
-                throw Error(at + "." + key,
+                throw Error(by_at + "." + key,
                             "must be a number from 0 to " + std::to_string(static_cast<int>(scale)));
             c.quadraticByDtype.emplace_back(std::stod(key), value.get<double>());
         }

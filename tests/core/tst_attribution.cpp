@@ -975,7 +975,8 @@ void TestAttribution::calibrationAgainstTheCodesTables() {
     for (const CalibrationRun& run : r.runs)
         QVERIFY2(relative(run.after, run.measured) <= 0.005, run.trace.c_str());
     json plain = t128.scenario.document;
-    plain["calibration"] = {{"factors", calibrationFactorsToJson(r.factors)}};
+    plain["calibration"] = {{"factors", calibrationToJson(r)["factors"]}};
+    QVERIFY(plain["calibration"]["factors"].contains("own_profile"));
     plain["training"]["sequence_length"] = 1024;
     plain["training"]["autocast"] = "bf16";
     json code = plain;
@@ -992,16 +993,55 @@ void TestAttribution::calibrationAgainstTheCodesTables() {
     QCOMPARE(a.warnings, asPlain.warnings); // the estimate (the CLI, the window's note) says it too
     QCOMPARE(a.allocatedPeakBytes, b.allocatedPeakBytes);
     QCOMPARE(a.reservedPeakBytes, b.reservedPeakBytes);
-    // Four key-value heads for sixteen query heads: not cs336_basics' attention.
+    // Four key-value heads for sixteen query heads: not cs336_basics' attention. Planned with the plain
+    // profile, so with the factors the same runs gave against its tables (calibration.factors.own_profile,
+    // which calibrate writes beside the code's): the plan --own-profile's calibration makes, to the byte.
+    QVERIFY(r.ownProfile && !r.ownProfile->codeTables);
+    const CalibrationResult own =
+        calibrate({inputOf(t128, "128"), inputOf(t256, "256")}, AttributionRules::pytorchDefaults(), {},
+                  FitAgainst::ScenarioProfile);
+    QVERIFY(calibrationFactorsToJson(*r.ownProfile) == calibrationFactorsToJson(own.factors));
+    QVERIFY2(own.factors.quadratic > 1.5,
+             qPrintable(QString::number(own.factors.quadratic))); // the x2 scores
     json grouped = plain;
     grouped["model"]["num_key_value_heads"] = 4;
     const Scenario g = scenarioFromJson(grouped, t128.scenario.baseDir);
     QVERIFY(std::any_of(g.warnings.begin(), g.warnings.end(), [](const std::string& w) {
+        return w.find("calibration.factors.own_profile: the factors were fitted against the tables of "
+                      "cs336_basics") == 0 &&
+               w.find("the factors the same runs gave against the pytorch profile's own tables") !=
+                   std::string::npos;
+    }));
+    QVERIFY(!g.calibration.codeTables);
+    json groupedOwn = grouped;
+    groupedOwn["calibration"] = {{"factors", calibrationToJson(own)["factors"]}};
+    QVERIFY(!calibrationToJson(own)["factors"].contains("own_profile")); // fitted against its own already
+    const Estimate ge = estimate(g), go = estimate(scenarioFromJson(groupedOwn, t128.scenario.baseDir));
+    QCOMPARE(ge.allocatedPeakBytes, go.allocatedPeakBytes);
+    QCOMPARE(ge.reservedPeakBytes, go.reservedPeakBytes);
+    // A calibration written before both sets were fitted: the code's factors on the plain tables, and said.
+    json older = grouped;
+    older["calibration"]["factors"].erase("own_profile");
+    const Scenario o = scenarioFromJson(older, t128.scenario.baseDir);
+    QVERIFY(std::any_of(o.warnings.begin(), o.warnings.end(), [](const std::string& w) {
         return w.find("calibration.factors.code_tables: the factors were fitted against the tables of "
                       "cs336_basics") == 0 &&
                w.find("applied to the pytorch profile's tables") != std::string::npos;
     }));
-    QVERIFY(estimate(g).allocatedPeakBytes < a.allocatedPeakBytes); // smaller K and V, planned all the same
+    QVERIFY(estimate(o).allocatedPeakBytes < a.allocatedPeakBytes); // smaller K and V, planned all the same
+    // The x2 scores the plain tables need for this code: the own profile's factors plan more than the
+    // code's factors on those tables.
+    QVERIFY(ge.allocatedPeakBytes > estimate(o).allocatedPeakBytes);
+    // Errors in the own profile's factors are said whichever set the plan reads, by their place.
+    for (const json* doc : {&plain, &grouped}) {
+        json bad = *doc;
+        bad["calibration"]["factors"]["own_profile"]["linear"] = -1;
+        QCOMPARE(refusedAt(bad), QStringLiteral("calibration.factors.own_profile.linear"));
+        bad["calibration"]["factors"]["own_profile"] = 3;
+        QCOMPARE(refusedAt(bad), QStringLiteral("calibration.factors.own_profile"));
+        bad["calibration"]["factors"]["own_profile"] = {{"own_profile", json::object()}};
+        QCOMPARE(refusedAt(bad), QStringLiteral("calibration.factors.own_profile.own_profile"));
+    }
     // A forward without autograd is not what these training runs measured: the factors do not apply, and
     // the plan (the plain profile's own) does not claim the code's tables.
     json forward = plain;

@@ -202,7 +202,8 @@ QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated, FitAgai
         r.factors.codeTables && r.factors.code
             ? tr("Its stacks name %1, whose tables Headroom has: the factors are fitted against them, and "
                  "the calibrated plan is made with them wherever that code can run (which copies its ops "
-                 "keep in 16 bits or fp32, how many score-sized tensors its softmax holds). ")
+                 "keep in 16 bits or fp32, how many score-sized tensors its softmax holds); where it cannot, "
+                 "with the factors fitted against the scenario's own profile, kept beside them. ")
                   .arg(QString::fromUtf8(nameOf(frameworkNames(), *r.factors.code)))
         : against == FitAgainst::ScenarioProfile && r.factors.code &&
                 plannedFramework(scenario) != *r.factors.code
