@@ -256,15 +256,22 @@ int main() {
     // (At lengths of their own: the replays of the cs336_basics step above, kept, would be found.)
     const auto [tableSweeps, tableFull] = replayTimes(tables336, tables336.training.microBatchSize,
                                                       tables336.training.sequenceLength, 16, 192, 224);
-    std::printf("{\"metric\": \"sweep_16_cs336_first_step_code_tables_ms\", \"value\": %.3f, \"unit\": "
-                "\"ms\", \"detail\": \"median of 5 sweeps over micro-batch 1..16 of the same step planned as "
-                "plain PyTorch, calibrated against cs336_basics' tables (each estimate plans the code's "
-                "profile); %.2f x the cs336_basics sweep in this run\"}\n",
-                median(tableSweeps), median(tableSweeps) / median(stepSweeps));
-    std::printf("{\"metric\": \"estimate_cs336_first_step_code_tables_ms\", \"value\": %.3f, \"unit\": "
-                "\"ms\", \"detail\": \"median of 5 estimates of it, with the search; %.2f x the "
-                "cs336_basics estimate in this run (at other lengths)\"}\n",
-                median(tableFull), median(tableFull) / median(stepFull));
+    // One JSON line per figure (docs/formats.md section 1), in milliseconds.
+    const auto milliseconds = [](const char* metric, double value, const std::string& detail) {
+        // (`detail` is this file's own text, with no quote or backslash to escape.)
+        std::printf("{\"metric\": \"%s\", \"value\": %.3f, \"unit\": \"ms\", \"detail\": \"%s\"}\n", metric,
+                    value, detail.c_str());
+    };
+    char ratio[64];
+    std::snprintf(ratio, sizeof ratio, "%.2f", median(tableSweeps) / median(stepSweeps));
+    milliseconds("sweep_16_cs336_first_step_code_tables_ms", median(tableSweeps),
+                 "median of 5 sweeps over micro-batch 1..16 of the same step planned as plain PyTorch, "
+                 "calibrated against cs336_basics' tables (each estimate plans the code's profile); " +
+                     std::string(ratio) + " x the cs336_basics sweep in this run");
+    std::snprintf(ratio, sizeof ratio, "%.2f", median(tableFull) / median(stepFull));
+    milliseconds("estimate_cs336_first_step_code_tables_ms", median(tableFull),
+                 "median of 5 estimates of it, with the search; " + std::string(ratio) +
+                     " x the cs336_basics estimate in this run (at other lengths)");
     // The same sweeps again, their replays kept: what is left is the tables, and the copy. (Each swept
     // twice in a row, the second timed: the searches above evict what a sweep kept.)
     auto keptSweep = [&](Scenario& plan, int& batch, int& length, int at) {
@@ -285,11 +292,14 @@ int main() {
         keptSweep(tables336, tables336.training.microBatchSize, tables336.training.sequenceLength, 256);
     const auto keptCode =
         keptSweep(step336, step336.training.microBatchSize, step336.training.sequenceLength, 256);
-    std::printf(
-        "{\"metric\": \"sweep_16_cs336_code_tables_kept_ms\", \"value\": %.3f, \"unit\": \"ms\", "
-        "\"detail\": \"median of 5 sweeps over micro-batch 1..16 of the plain plan calibrated against "
-        "cs336_basics' tables, every replay kept from before (the tables and the scenario's copy "
-        "alone); %.2f x the same sweep of the cs336_basics plan, its replays kept (%.3f ms)\"}\n",
-        median(keptTables), median(keptTables) / median(keptCode), median(keptCode));
+    std::snprintf(ratio, sizeof ratio, "%.2f", median(keptTables) / median(keptCode));
+    char kept[32];
+    std::snprintf(kept, sizeof kept, "%.3f", median(keptCode));
+    milliseconds(
+        "sweep_16_cs336_code_tables_kept_ms", median(keptTables),
+        "median of 5 sweeps over micro-batch 1..16 of the plain plan calibrated against cs336_basics' "
+        "tables, every replay kept from before (the tables and the scenario's copy alone); " +
+            std::string(ratio) + " x the same sweep of the cs336_basics plan, its replays kept (" + kept +
+            " ms)");
     return sink > 0 ? 0 : 1;
 }
