@@ -873,13 +873,18 @@ void readCalibrationFactors(const json& calibration, const json& f, const std::s
 // and its errors said there).
 bool ownProfileFactorsPlan(const json& f, const Scenario& sc) {
     const auto tables = f.find("code_tables"), code = f.find("code"), on = f.find("measured_on");
-    if (tables == f.end() || !tables->is_boolean() || !tables->get<bool>() || code == f.end() ||
-        !code->is_string() || code->get<std::string>() != nameOf(frameworkNames(), Framework::Cs336Basics))
-        return false;
-    if (on != f.end() && !(on->is_string() && on->get<std::string>() ==
-                                                  (sc.keptAs() == Mode::Training ? "training" : "inference")))
-        return false;
-    return plannedFramework(sc) != Framework::Cs336Basics && !cs336CanRun(sc);
+    Calibration peek;
+    peek.present = true;
+    peek.codeTables = tables != f.end() && tables->is_boolean() && tables->get<bool>();
+    if (code != f.end() && code->is_string() &&
+        code->get<std::string>() == nameOf(frameworkNames(), Framework::Cs336Basics))
+        peek.code = Framework::Cs336Basics;
+    if (on != f.end()) {
+        if (!on->is_string() || (*on != "training" && *on != "inference"))
+            return false;
+        peek.measuredOn = *on == "training" ? Mode::Training : Mode::Inference;
+    }
+    return codeTablesFor(sc, peek) == CodeTables::CannotRun;
 }
 
 void readCalibration(const json& doc, Scenario& sc) {
@@ -997,10 +1002,10 @@ void readCalibrationFactors(const json& calibration, const json& f, const std::s
     }
     // Planned with another profile than the one it names: said, whether the code's tables apply or not
     // (only in the mode the factors were measured in, as calibratedCode in core/plan/estimator.cpp).
-    if (c.codeTables && plannedFramework(sc) != *c.code) {
+    if (const CodeTables tables = codeTablesFor(sc, c); tables != CodeTables::NotFitted) {
         const std::string code = nameOf(frameworkNames(), *c.code);
         sc.warnings.push_back(
-            cs336CanRun(sc)
+            tables == CodeTables::Planned
                 ? "calibration.factors.code_tables: planned with the tables of " + code +
                       ", the code the runs ran (their stacks name it), which the factors were fitted "
                       "against; `headroom-cli calibrate --own-profile` fits this scenario's own profile"

@@ -1012,6 +1012,13 @@ std::optional<Scenario> cs336CodeAsRecorded(const Scenario& sc, const Calibratio
     return asRecorded;
 }
 
+CodeTables codeTablesFor(const Scenario& sc, const Calibration& c) {
+    if (!c.present || !c.codeTables || c.code != Framework::Cs336Basics || !c.measuredIn(sc.keptAs()) ||
+        plannedFramework(sc) == Framework::Cs336Basics)
+        return CodeTables::NotFitted;
+    return cs336CanRun(sc) ? CodeTables::Planned : CodeTables::CannotRun;
+}
+
 bool cs336CanRun(const Scenario& sc) {
     const ModelSpec& m = sc.model;
     const ClusterSettings& c = sc.cluster;

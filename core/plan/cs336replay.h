@@ -54,6 +54,14 @@ Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond = true);
 // of another profile asks before it replays that code (Calibration::code).
 bool cs336CanRun(const Scenario& sc);
 
+// What a plan calibrated with `c` does with factors fitted against the tables of the code its runs ran
+// (Calibration::codeTables), in the mode they were measured in and under another profile than that code's:
+// made with that code's tables (Planned), or with its own profile where the code cannot run it (CannotRun:
+// calibration.factors.own_profile's factors, where the file has them). NotFitted otherwise. The estimator
+// (calibratedCode) and the reader (which factors it reads, what it says) ask this one rule.
+enum class CodeTables { NotFitted, Planned, CannotRun };
+CodeTables codeTablesFor(const Scenario& sc, const Calibration& c);
+
 // The scenario whose code the allocator's replay runs for `sc` under calibration `c` when the runs it was
 // calibrated on ran cs336_basics' code and `sc` plans another profile (Calibration::code): cs336_basics,
 // stepping its own AdamW where the runs did (Calibration::codeOptimizer) and the plan's step is the one the

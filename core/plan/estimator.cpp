@@ -1858,9 +1858,7 @@ std::optional<Scenario> megatronPadded(const Scenario& sc) {
 // run is made with that code's profile, the scenario's settings otherwise as they are (the optimizer it
 // declares included: the step's scratch measured applies as it was measured).
 std::optional<Scenario> calibratedCode(const Scenario& sc) {
-    const Calibration& c = sc.calibration;
-    if (!c.present || !c.codeTables || c.code != Framework::Cs336Basics || !c.measuredIn(sc.keptAs()) ||
-        plannedFramework(sc) == Framework::Cs336Basics || !cs336CanRun(sc))
+    if (codeTablesFor(sc, sc.calibration) != CodeTables::Planned)
         return std::nullopt;
     Scenario code = withPlannedFramework(sc, Framework::Cs336Basics);
     code.warnings = sc.warnings; // the estimate says them (which tables it is made with among them)
