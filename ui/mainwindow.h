@@ -55,10 +55,14 @@ public:
     // Opens a tab with two loaded traces compared at their peaks (Trace > Diff with Another Trace).
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // Fits the planner's scenario to the trace in `view` (one undoable edit) and compares them; returns
-    // the before/after error for the user, or why it could not (`calibrated` false: nothing changed).
+    // the before/after error for the user, or why it could not (`calibrated` false: nothing changed). The
+    // fit runs off the GUI thread and this waits for it with the event loop running (the menu does not
+    // wait: CompareActions::startCalibration).
     QString calibrateFrom(TracePage* view, bool* calibrated = nullptr,
                           FitAgainst against = FitAgainst::CodeWhereKnown);
     QTabWidget* tabs() const { return m_tabs; }
+    // What runs between the planner and the trace tabs (its calibration runs off the GUI thread).
+    CompareActions* compareActions() const { return m_compare; }
     // Runs the event loop until every trace and fleet tab has finished loading (screenshots, tests).
     bool waitForTraces(int timeoutMs = 600000);
     bool save(QString* error = nullptr);

@@ -17,6 +17,7 @@
 #include "ui/common/jobrunner.h"
 #include "ui/common/sortabletable.h"
 #include "ui/common/tablecopy.h"
+#include "ui/compare/compareactions.h"
 #include "ui/compare/diffpage.h"
 #include "ui/mainwindow.h"
 #include "ui/planner/scenariodocument.h"
@@ -110,6 +111,7 @@ private slots:
     void diffTwoRuns();
     void calibrateFromTheWindow();
     void calibrateFromATraceTheScenarioIsNot();
+    void calibrationRunsOffTheGuiThread();
     void allocatorWhatIfPanel();
     void allocatorReplayFailsAndCancelsWithoutBlocking();
     void jobRunnerDeliversValuesErrorsAndGenerations();
@@ -806,6 +808,63 @@ void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
     QCOMPARE(w->document()->undoStack()->count(), edits);
     QVERIFY(!w->document()->scenario().calibration.present);
     QVERIFY(w->document()->validationError().isEmpty());
+}
+
+void TestTraceView::calibrationRunsOffTheGuiThread() {
+    // Trace > Calibrate fits on the window's job runner: the menu returns at once, the result comes back to
+    // the GUI thread, and what happened meanwhile decides what is applied.
+    auto w = window();
+    QString error;
+    QVERIFY(w->openScenario(
+        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
+        &error));
+    TracePage* view =
+        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(view && !view->hasFailed());
+    CompareActions* compare = w->compareActions();
+    struct Said {
+        int times = 0;
+        QString text;
+        bool calibrated = false;
+    };
+    auto said = std::make_shared<Said>();
+    auto record = [said](const QString& text, bool calibrated) {
+        ++said->times;
+        said->text = text;
+        said->calibrated = calibrated;
+    };
+    // Edited while it fits: the factors were fitted to the plan as it was, so nothing is applied and the
+    // text says so.
+    compare->startCalibration(view, FitAgainst::CodeWhereKnown, record);
+    QVERIFY(compare->calibrating());
+    QCOMPARE(said->times, 0); // not fitted on the GUI thread
+    w->document()->setValue(QStringLiteral("/training/micro_batch_size"), 2);
+    const int edits = w->document()->undoStack()->count();
+    QTRY_VERIFY_WITH_TIMEOUT(!compare->calibrating(), 60000);
+    QCOMPARE(said->times, 1);
+    QVERIFY(!said->calibrated);
+    QVERIFY2(
+        said->text.startsWith(QStringLiteral("Not calibrated: the planner's scenario changed while "
+                                             "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle "
+                                             "was being fitted")),
+        qPrintable(said->text));
+    QCOMPARE(w->document()->undoStack()->count(), edits);
+    QVERIFY(!w->document()->scenario().calibration.present);
+    w->document()->undoStack()->undo();
+    // A second request drops the first: one answer, from the second.
+    auto first = std::make_shared<Said>();
+    compare->startCalibration(view, FitAgainst::CodeWhereKnown,
+                              [first](const QString&, bool) { ++first->times; });
+    compare->startCalibration(view, FitAgainst::CodeWhereKnown, record);
+    // The trace tab closed while it fits: the fit owns what it reads, and the scenario is calibrated.
+    w->tabs()->removeTab(w->tabs()->indexOf(view));
+    delete view;
+    QTRY_VERIFY_WITH_TIMEOUT(!compare->calibrating(), 60000);
+    QCOMPARE(first->times, 0);
+    QCOMPARE(said->times, 2);
+    QVERIFY2(said->calibrated, qPrintable(said->text));
+    QVERIFY2(said->text.contains(QStringLiteral("12.1% off")), qPrintable(said->text)); // as calibrateFrom
+    QVERIFY(w->document()->scenario().calibration.present);
 }
 
 void TestTraceView::calibrateFromTheWindow() {

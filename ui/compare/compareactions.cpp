@@ -7,6 +7,7 @@
 #include "core/io/comparejson.h"
 #include "core/io/scenariojson.h"
 #include "core/plan/settingnames.h"
+#include "ui/common/jobrunner.h"
 #include "ui/compare/diffpage.h"
 #include "ui/compare/fleetpage.h"
 #include "ui/compare/scenariocomparepage.h"
@@ -25,7 +26,8 @@ namespace headroom {
 
 CompareActions::CompareActions(ScenarioDocument* doc, QTabWidget* tabs, std::function<ChartStyle()> style,
                                QObject* parent)
-    : QObject(parent), m_doc(doc), m_tabs(tabs), m_style(std::move(style)) {}
+    : QObject(parent), m_doc(doc), m_tabs(tabs), m_style(std::move(style)),
+      m_calibration(new JobRunner(this)) {}
 
 void CompareActions::watch(TracePage* view) {
     // The trace view's own "Compare with Scenario...": the file is read and estimated here, not in the view.
@@ -70,30 +72,69 @@ void CompareActions::compareWithPlanner(TracePage* view) {
     view->setScenario(m_doc->scenario(), m_doc->estimate(), name);
 }
 
-QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated, FitAgainst against) {
-    if (calibrated)
-        *calibrated = false;
-    const auto& loaded = view->traces().front();
-    if (loaded->indexes.empty())
-        return tr("This trace has no devices: nothing to calibrate from.");
-    const std::size_t device = busiestDevice(loaded->summary);
-    const Scenario scenario = m_doc->scenario();
-    CalibrationResult r;
-    try {
-        r = calibrate({{&scenario, &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
-                      AttributionRules::pytorchDefaults(), {}, against);
-    } catch (const std::exception& e) {
-        // A fit no scenario can hold (core/compare/calibration.cpp): the scenario stays as it was.
-        return tr("Not calibrated: %1").arg(QString::fromUtf8(e.what()));
+void CompareActions::startCalibration(TracePage* view, FitAgainst against,
+                                      std::function<void(const QString&, bool)> done) {
+    const std::shared_ptr<const LoadedTrace> loaded = view->traces().front();
+    if (loaded->indexes.empty()) {
+        done(tr("This trace has no devices: nothing to calibrate from."), false);
+        return;
     }
+    const std::size_t device = busiestDevice(loaded->summary);
+    // The fit reads its own copy of the scenario; the trace is shared and read-only.
+    auto scenario = std::make_shared<const Scenario>(m_doc->scenario());
+    const nlohmann::json document = m_doc->json();
+    const QString file = QFileInfo(QString::fromStdString(loaded->path)).fileName();
+    QPointer<TracePage> page(view);
+    m_calibration->start(
+        [loaded, device, scenario, against](const JobContext&) {
+            return calibrate(
+                {{scenario.get(), &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
+                AttributionRules::pytorchDefaults(), {}, against);
+        },
+        [this, scenario, document, file, page, against, done](JobOutcome<CalibrationResult> outcome) {
+            if (!outcome.ok()) {
+                // A fit no scenario can hold (core/compare/calibration.cpp): the scenario stays as it was.
+                done(tr("Not calibrated: %1").arg(QString::fromStdString(outcome.error)), false);
+                return;
+            }
+            // Factors fitted to the plan as it was are not applied to another: the user edited it meanwhile.
+            if (m_doc->json() != document) {
+                done(tr("Not calibrated: the planner's scenario changed while %1 was being fitted; calibrate "
+                        "again to fit the scenario as it is now.")
+                         .arg(file),
+                     false);
+                return;
+            }
+            const CalibrationResult& r = *outcome.value;
+            const nlohmann::json fitted = calibrationToJson(r);
+            // One undoable step; every what-if starts from the calibrated estimate.
+            m_doc->applyPatch({{"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}},
+                              tr("Calibrate from %1").arg(file));
+            if (page) // the trace tab may have been closed while it ran
+                compareWithPlanner(page);
+            done(calibrationMessage(r, *scenario, against), true);
+        });
+}
+
+QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated, FitAgainst against) {
+    QString said;
+    bool ok = false;
+    startCalibration(view, against, [&said, &ok](const QString& text, bool fitted) {
+        said = text;
+        ok = fitted;
+    });
+    m_calibration->waitForIdle();
     if (calibrated)
-        *calibrated = true;
-    const nlohmann::json fitted = calibrationToJson(r);
-    // One undoable step; every what-if starts from the calibrated estimate.
-    m_doc->applyPatch(
-        {{"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}},
-        tr("Calibrate from %1").arg(QFileInfo(QString::fromStdString(loaded->path)).fileName()));
-    compareWithPlanner(view);
+        *calibrated = ok;
+    return said;
+}
+
+bool CompareActions::calibrating() const {
+    return m_calibration->busy();
+}
+
+QString CompareActions::calibrationMessage(const CalibrationResult& r, const Scenario& scenario,
+                                           FitAgainst against) const {
     const CalibrationRun& run = r.runs.front();
     auto pct = [&](std::int64_t e) {
         return QString::number(100.0 * static_cast<double>(e - run.measured) /
@@ -274,22 +315,27 @@ void CompareActions::populateTraceMenu(QMenu* menu, QWidget* window, std::functi
         // A scenario that may not describe the trace is calibrated all the same (Edit > Undo takes it
         // back), and said with a warning's icon and title: calibrate wrote why beside the run
         // (CalibrationRun::mismatch).
-        bool calibrated = false;
-        const QString said = calibrateFrom(view, &calibrated, against);
-        if (!calibrated) {
-            QMessageBox::warning(window, tr("Cannot calibrate"), said);
-            return;
-        }
-        const nlohmann::json& doc = m_doc->json();
-        const auto calibration = doc.find("calibration");
-        bool mismatch = false;
-        if (calibration != doc.end() && calibration->contains("runs"))
-            for (const nlohmann::json& run : calibration->at("runs"))
-                mismatch = mismatch || (run.is_object() && run.contains("mismatch"));
-        if (mismatch)
-            QMessageBox::warning(window, tr("Calibrated, but the scenario may not be this run"), said);
-        else
-            QMessageBox::information(window, tr("Calibrated"), said);
+        QPointer<QWidget> parent(window);
+        emit message(tr("Calibrating the planner's scenario from %1…")
+                         .arg(QFileInfo(QString::fromStdString(view->traces().front()->path)).fileName()));
+        startCalibration(view, against, [this, parent](const QString& said, bool calibrated) {
+            if (!parent)
+                return;
+            if (!calibrated) {
+                QMessageBox::warning(parent, tr("Cannot calibrate"), said);
+                return;
+            }
+            const nlohmann::json& doc = m_doc->json();
+            const auto calibration = doc.find("calibration");
+            bool mismatch = false;
+            if (calibration != doc.end() && calibration->contains("runs"))
+                for (const nlohmann::json& run : calibration->at("runs"))
+                    mismatch = mismatch || (run.is_object() && run.contains("mismatch"));
+            if (mismatch)
+                QMessageBox::warning(parent, tr("Calibrated, but the scenario may not be this run"), said);
+            else
+                QMessageBox::information(parent, tr("Calibrated"), said);
+        });
     };
     menu->addAction(tr("C&alibrate the Planner's Scenario from This Trace"), this,
                     [calibrateCurrent] { calibrateCurrent(FitAgainst::CodeWhereKnown); });

@@ -19,6 +19,7 @@ namespace headroom {
 
 class DiffPage;
 class FleetPage;
+class JobRunner;
 class ScenarioComparePage;
 class ScenarioDocument;
 class TracePage;
@@ -38,13 +39,20 @@ public:
     ScenarioComparePage* compareScenarioFiles(const QStringList& paths, QString* error = nullptr);
     // The trace beside the planner's scenario (its Categories tab).
     void compareWithPlanner(TracePage* view);
-    // Fits the planner's scenario to the trace (one undoable edit) and compares them; the before/after
-    // error for the user. Where it cannot (a trace without devices, a fit no scenario can hold) the
-    // scenario is left as it was, the text says why and `calibrated`, when given, is false. `against`: the
-    // tables the factors are fitted against (Trace > Calibrate ... Against the Scenario's Own Profile:
-    // headroom-cli calibrate --own-profile).
+    // Fits the planner's scenario to the trace (one undoable edit) and compares them; `done` gets, on the
+    // GUI thread, the before/after error for the user and whether it calibrated. The fit runs off the GUI
+    // thread (a trace's attribution and the plans it asks for take seconds on large runs); a new one drops
+    // the one running. Where it cannot (a trace without devices, a fit no scenario can hold, a scenario
+    // edited while it ran) the scenario is left as it was and the text says why. `against`: the tables the
+    // factors are fitted against (Trace > Calibrate ... Against the Scenario's Own Profile: headroom-cli
+    // calibrate --own-profile).
+    void startCalibration(TracePage* view, FitAgainst against,
+                          std::function<void(const QString& said, bool calibrated)> done);
+    // The same, waiting for it with the event loop running (tests, headless use): the text, and
+    // `calibrated` when given.
     QString calibrateFrom(TracePage* view, bool* calibrated = nullptr,
                           FitAgainst against = FitAgainst::CodeWhereKnown);
+    bool calibrating() const;
     // Two loaded traces compared at their peaks, in a tab.
     DiffPage* diffTraces(TracePage* a, TracePage* b);
     // The Trace menu: compare with the planner (the current trace tab, else the last), calibrate from it,
@@ -68,9 +76,14 @@ signals:
     void message(const QString& text);
 
 private:
+    // What calibrateFrom says of a fit: what it measured and the plan's error before and after.
+    QString calibrationMessage(const CalibrationResult& r, const Scenario& scenario,
+                               FitAgainst against) const;
+
     ScenarioDocument* m_doc;
     QTabWidget* m_tabs;
     std::function<ChartStyle()> m_style;
+    JobRunner* m_calibration; // the one calibration running, off the GUI thread
 };
 
 } // namespace headroom
