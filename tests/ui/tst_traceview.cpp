@@ -120,6 +120,8 @@ private slots:
 private:
     std::unique_ptr<MainWindow> window();
     TracePage* open(MainWindow& w, const QString& path);
+    // examples/measured/`scenario` in the planner and tests/data/traces/snapshots/`snapshot` in a trace tab.
+    TracePage* openRun(MainWindow& w, const char* scenario, const char* snapshot);
     QTemporaryDir m_dir;
 };
 
@@ -140,6 +142,17 @@ TracePage* TestTraceView::open(MainWindow& w, const QString& path) {
     if (!w.waitForTraces(60000))
         return nullptr;
     return w.traceViews().empty() ? nullptr : w.traceViews().back();
+}
+
+TracePage* TestTraceView::openRun(MainWindow& w, const char* scenario, const char* snapshot) {
+    QString error;
+    if (!w.openScenario(QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/") + QLatin1String(scenario),
+                        &error)) {
+        qWarning().noquote() << error;
+        return nullptr;
+    }
+    TracePage* view = open(w, traces() + "/snapshots/" + QLatin1String(snapshot));
+    return view && !view->hasFailed() ? view : nullptr;
 }
 
 void TestTraceView::everyRealTraceOpensAndDrawsItsPeak() {
@@ -770,13 +783,9 @@ void TestTraceView::diffTwoRuns() {
 // (tst_attribution::calibrationSaysWhenTheScenarioIsNotTheRun), which the menu shows as a warning.
 void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
     auto w = window();
-    QString error;
-    QVERIFY(w->openScenario(
-        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-128-inference.headroom.json"),
-        &error));
-    TracePage* view =
-        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
-    QVERIFY(view && !view->hasFailed());
+    TracePage* view = openRun(*w, "cs336-medium-128-inference.headroom.json",
+                              "cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle");
+    QVERIFY(view);
     const QString said = w->calibrateFrom(view);
     qInfo().noquote() << said;
     QVERIFY2(said.startsWith(QStringLiteral("Warning: The scenario may not describe this run: what grows "
@@ -814,13 +823,9 @@ void TestTraceView::calibrationRunsOffTheGuiThread() {
     // Trace > Calibrate fits on the window's job runner: the menu returns at once, the result comes back to
     // the GUI thread, and what happened meanwhile decides what is applied.
     auto w = window();
-    QString error;
-    QVERIFY(w->openScenario(
-        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
-        &error));
-    TracePage* view =
-        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
-    QVERIFY(view && !view->hasFailed());
+    TracePage* view = openRun(*w, "cs336-medium-256-training.headroom.json",
+                              "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(view);
     CompareActions* compare = w->compareActions();
     struct Said {
         int times = 0;
@@ -869,13 +874,10 @@ void TestTraceView::calibrationRunsOffTheGuiThread() {
 
 void TestTraceView::calibrateFromTheWindow() {
     auto w = window();
+    TracePage* view = openRun(*w, "cs336-medium-256-training.headroom.json",
+                              "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
+    QVERIFY(view);
     QString error;
-    QVERIFY(w->openScenario(
-        QStringLiteral(HEADROOM_SOURCE_DIR "/examples/measured/cs336-medium-256-training.headroom.json"),
-        &error));
-    TracePage* view =
-        open(*w, traces() + "/snapshots/cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle");
-    QVERIFY(view && !view->hasFailed());
     // Planned as plain PyTorch, the trace's code is cs336_basics' (its frames): the bars say which profile
     // plans it (tst_attribution::codeOriginFromTheStacks).
     w->compareWithPlanner(view);
