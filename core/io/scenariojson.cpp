@@ -354,9 +354,11 @@ void readFineTuning(const Section& training, Scenario& sc) {
                             f.bitsandbytesVersion + "\"");
         // torchtune's 4-bit base is torchao's NF4 tensor, not bitsandbytes' layer.
         f.fourBitKeepsInput = *keeps && !torchtune;
-        if (!f.fourBitBase())
-            sc.warnings.push_back("training.fine_tuning.bitsandbytes_version: without a 4-bit base "
-                                  "(base_quantization nf4 or fp4) the release changes nothing here");
+        f.int8KeepsTransposedInput = !torchtune && f.baseQuantization == BaseQuantization::Int8 &&
+                                     int8KeepsTransposedInputIn(f.bitsandbytesVersion).value_or(false);
+        if (f.baseQuantization == BaseQuantization::None)
+            sc.warnings.push_back("training.fine_tuning.bitsandbytes_version: without a quantised base "
+                                  "(base_quantization int8, nf4 or fp4) the release changes nothing here");
         else if (torchtune)
             sc.warnings.push_back("training.fine_tuning.bitsandbytes_version: torchtune's 4-bit base is "
                                   "torchao's NF4, not bitsandbytes': the release changes nothing here");

@@ -228,6 +228,31 @@ LayerActivations perSample(const Scenario& sc, bool moe, int mlpWidth, Checkpoin
         const double perUnit = eagerModules && !tr.compile ? 4 + (ft.adapters() ? 0 : ea) : ea;
         split += sl * (heads + kvHeads) * (dq * perUnit + (m.normHasBias ? 8 : 4));
     }
+    if (ft.baseQuantization == BaseQuantization::Int8 && ft.int8KeepsTransposedInput) {
+        // bitsandbytes before 0.45.0: each LLM.int8 layer (MatMul8bitLt.forward, bitsandbytes/autograd/
+        // _functions.py at 0.44.1) quantises its 16-bit cast of the input both ways (F.double_quant) and
+        // keeps the transposed int8 copy for its backward whatever needs a gradient, ctx.tensors = (CAt,
+        // subA, A): one byte per element of every int8 layer's input, beside the input A itself, q, k and v
+        // each their own. From 0.45.0 (#1401) only a weight that needs its gradient makes it. subA (the
+        // input's outlier columns, fp32 here) and the weight's outlier columns the layer's state keeps
+        // depend on the data (LLM.int8's threshold of 6): not planned.
+        double perToken = 0, later = 0;
+        for (const LinearShape& lin : layerLinears(m, mlpWidth, 0)) {
+            const bool rowParallel = lin.name == "o_proj" || lin.name == "down_proj";
+            const double in = static_cast<double>(lin.in) / (rowParallel ? t : 1);
+            perToken += in;
+            if (lin.name == "o_proj" || lin.name == "gate_proj" || lin.name == "up_proj" ||
+                lin.name == "down_proj")
+                later += in;
+        }
+        if (moe) { // each token's routed experts: their gate and up read the hidden state, down the FFN's
+            const double routed = m.expertsPerToken * ((m.gatedMlp ? 2 : 1) * h + m.moeFfn);
+            perToken += routed;
+            later += routed;
+        }
+        split += sl * perToken;
+        laterSplit += sl * later;
+    }
     if (ft.adapters()) {
         // Each adapter's own tensors (peft/tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x))),
         // x first cast to the adapters' dtype; torchtune/modules/peft/lora.py LoRALinear the same without the

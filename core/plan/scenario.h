@@ -126,8 +126,12 @@ struct FineTuning {
     // bitsandbytes' release, "0.43.1" (empty: a current one). Before 0.43.2 (bitsandbytes #1270, July 2024)
     // MatMul4Bit kept its input for the backward, `ctx.tensors = (A, B)`: a 4-bit layer then keeps what a
     // trained layer keeps.
+    // Before 0.45.0 (bitsandbytes #1401, December 2024) MatMul8bitLt quantised its input both ways
+    // (double_quant) and saved the transposed int8 copy, `ctx.tensors = (CAt, subA, A)`, even for a frozen
+    // weight: one byte per element of every int8 layer's input, beside the input itself.
     std::string bitsandbytesVersion;
-    bool fourBitKeepsInput = false; // resolved: bitsandbytesVersion is before 0.43.2
+    bool fourBitKeepsInput = false;        // resolved: bitsandbytesVersion is before 0.43.2
+    bool int8KeepsTransposedInput = false; // resolved: bitsandbytesVersion is before 0.45.0
 
     bool adapters() const { return method != FineTuneMethod::Full; }
     bool fourBitBase() const {

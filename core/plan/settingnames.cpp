@@ -265,7 +265,8 @@ std::optional<Release> parseRelease(const std::string& text) {
     return Release{major, minor};
 }
 
-std::optional<bool> fourBitKeepsInputIn(const std::string& release) {
+// A bitsandbytes release, major.minor[.patch]; nullopt for anything else.
+static std::optional<std::tuple<int, int, int>> bitsandbytesRelease(const std::string& release) {
     int part[3] = {0, 0, 0};
     std::size_t at = 0, parts = 0;
     while (parts < 3 && at < release.size() && std::isdigit(static_cast<unsigned char>(release[at]))) {
@@ -280,7 +281,21 @@ std::optional<bool> fourBitKeepsInputIn(const std::string& release) {
     }
     if (parts < 2 || at != release.size())
         return std::nullopt;
-    return std::make_tuple(part[0], part[1], part[2]) < std::make_tuple(0, 43, 2);
+    return std::make_tuple(part[0], part[1], part[2]);
+}
+
+std::optional<bool> fourBitKeepsInputIn(const std::string& release) {
+    const auto r = bitsandbytesRelease(release);
+    if (!r)
+        return std::nullopt;
+    return *r < std::make_tuple(0, 43, 2);
+}
+
+std::optional<bool> int8KeepsTransposedInputIn(const std::string& release) {
+    const auto r = bitsandbytesRelease(release);
+    if (!r)
+        return std::nullopt;
+    return *r < std::make_tuple(0, 45, 0);
 }
 
 IntRange integerRange(std::string_view pointer) {

@@ -100,5 +100,8 @@ std::optional<Release> parseRelease(const std::string& text);
 // MatMul4Bit keeps its input for the backward (before 0.43.2, bitsandbytes #1270). nullopt for anything
 // that is not such a release; the reader names the field, the window's box shows which side it is on.
 std::optional<bool> fourBitKeepsInputIn(const std::string& release);
+// The same release's MatMul8bitLt (LLM.int8): whether it keeps, beside its input, an int8 transposed copy
+// of it (`CAt`) whatever needs a gradient (before 0.45.0, bitsandbytes #1401, December 2024).
+std::optional<bool> int8KeepsTransposedInputIn(const std::string& release);
 
 } // namespace headroom

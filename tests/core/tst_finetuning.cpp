@@ -62,15 +62,28 @@ const Validation& runs() {
     return v;
 }
 
-// The runs beyond 10%, with their reasons: expected failures, counted by scripts/test.
-const std::map<std::string, const char*> kMisses = {
-    {"answerai-llama2-70b-qo2",
-     "FSDP1 with CPUOffload(offload_params=True), with the wrap and the step replayed: 1.6 GiB reserved "
-     "beyond the plan (3.4 before the step was replayed). The replay keeps bitsandbytes' quantisation state "
-     "(no parameter: 1.0 GiB for 70B) and the cached rotary tables (0.3 GiB) on the GPU and copies each "
-     "unit's shard back on the pre-unshard stream; what else 70B's offloaded units hold is not read."},
+// The runs beyond 10%, with their error as recorded and their reasons: expected failures, counted by
+// scripts/test. cases.json says the same to its readers ("open").
+struct Miss {
+    double recorded;
+    const char* reason;
 };
-
+const std::map<std::string, Miss> kMisses = {
+    {"answerai-llama2-70b-qo2",
+     {0.104,
+      "FSDP1 with CPUOffload(offload_params=True), with the wrap and the step replayed: 1.6 GiB reserved "
+      "beyond the plan (3.4 before the step was replayed). The replay keeps bitsandbytes' quantisation state "
+      "(no parameter: 1.0 GiB for 70B) and the cached rotary tables (0.3 GiB) on the GPU and copies each "
+      "unit's shard back on the pre-unshard stream; what else 70B's offloaded units hold is not read."}},
+    {"ftcourse-tinyllama-int8-lora",
+     {0.124,
+      "LLM.int8 on bitsandbytes 0.43 to 0.44, with each int8 layer's transposed int8 copy of its input "
+      "planned: 3.07 GiB under (19.5% before those copies). LLM.int8's outlier decomposition keeps the "
+      "input's columns past its threshold in fp32 (subA) and the weight's matching rows in its state "
+      "(subB), as many as the data's outlier columns: no configuration says how many."}},
+    {"ftcourse-tinyllama-int8-lora-reserved",
+     {0.108, "The same run's reserved peak, under by about its allocated peak's gap (18.0% before)."}},
+};
 } // namespace
 
 class TestFineTuning : public QObject {
@@ -275,6 +288,22 @@ void TestFineTuning::frozenLayersKeepLess() {
         doc["training"]["fine_tuning"]["bitsandbytes_version"] = later;
         QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * lora);
     }
+    // LLM.int8 keeps its input whatever (MatMul8bitLt: ctx.tensors = (CAt, subA, A)), so an int8 base keeps
+    // what the 4-bit one before 0.43.2 did. Before bitsandbytes 0.45.0 each int8 layer also made and kept
+    // CAt, the int8 transposed copy of its own 16-bit cast of the input, one byte per element of its input:
+    // q, k and v 3072 each, o 3072, gate and up 3072 each, down 8192 (0.45.0, #1401, makes it only for a
+    // weight that needs its gradient).
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.45.0";
+    doc["training"]["fine_tuning"]["base_quantization"] = "int8";
+    const double int8 = full - 2 * 2 * h + 2 * (4 * h + 4 * 32);
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * int8);
+    doc["training"]["fine_tuning"].erase("bitsandbytes_version"); // a current release
+    QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored, tokens * int8);
+    for (const char* before : {"0.44.1", "0.43.1", "0.42.0"}) {
+        doc["training"]["fine_tuning"]["bitsandbytes_version"] = before;
+        QCOMPARE(layerActivations(scenarioFromJson(doc), 3, 1).stored,
+                 tokens * (int8 + 3 * 3072 + 3072 + 2 * 3072 + 8192));
+    }
 }
 
 void TestFineTuning::readerNamesTheField() {
@@ -295,12 +324,19 @@ void TestFineTuning::readerNamesTheField() {
         QVERIFY2(error({{"method", "qlora"}, {"bitsandbytes_version", bad}})
                          .find("training.fine_tuning.bitsandbytes_version") != std::string::npos,
                  bad);
-    // Without a 4-bit base the release changes nothing, and the reader says so.
+    // Without a quantised base the release changes nothing, and the reader says so; with LLM.int8 it
+    // does (its layers' transposed copies before 0.45.0), said by no warning.
+    auto saysRelease = [](const Scenario& sc) {
+        return std::any_of(sc.warnings.begin(), sc.warnings.end(), [](const std::string& w) {
+            return w.find("training.fine_tuning.bitsandbytes_version") != std::string::npos;
+        });
+    };
+    QVERIFY(saysRelease(scenarioFromJson(
+        llama32({{"method", "lora"}, {"base_quantization", "none"}, {"bitsandbytes_version", "0.42.0"}}))));
     const Scenario int8 = scenarioFromJson(
         llama32({{"method", "lora"}, {"base_quantization", "int8"}, {"bitsandbytes_version", "0.42.0"}}));
-    QVERIFY(std::any_of(int8.warnings.begin(), int8.warnings.end(), [](const std::string& w) {
-        return w.find("training.fine_tuning.bitsandbytes_version") != std::string::npos;
-    }));
+    QVERIFY(!saysRelease(int8));
+    QVERIFY(int8.training.fineTuning.int8KeepsTransposedInput);
     // Nor under torchtune, whose 4-bit base is torchao's NF4: said, and planned as without it.
     json tune = llama32({{"method", "qlora"}, {"bitsandbytes_version", "0.42.0"}});
     tune["training"]["framework"] = "torchtune";
@@ -602,9 +638,10 @@ void TestFineTuning::publishedRuns_data() {
         QTest::newRow(r.c->id.c_str()) << QString::fromStdString(r.c->id);
         ++stacks[r.c->id.substr(0, r.c->id.find('-'))];
     }
-    // Four stacks (PEFT's benchmark, torchtune, Answer.AI's fsdp_qlora, Unsloth), 40 runs.
-    QCOMPARE(stacks.size(), std::size_t{4});
-    QCOMPARE(runs().results.size(), std::size_t{40});
+    // Five sources (PEFT's benchmark, torchtune, Answer.AI's fsdp_qlora, Unsloth, a course's notebook), 42
+    // runs.
+    QCOMPARE(stacks.size(), std::size_t{5});
+    QCOMPARE(runs().results.size(), std::size_t{42});
 }
 
 void TestFineTuning::publishedRuns() {
@@ -616,8 +653,12 @@ void TestFineTuning::publishedRuns() {
     QVERIFY(r);
     const QString what = caseLine(*r);
     qInfo().noquote() << what;
-    if (const auto miss = kMisses.find(id.toStdString()); miss != kMisses.end())
-        QEXPECT_FAIL("", miss->second, Continue);
+    QCOMPARE(!r->c->knownMiss.empty(), kMisses.count(id.toStdString()) == 1);
+    if (const auto miss = kMisses.find(id.toStdString()); miss != kMisses.end()) {
+        // No worse than recorded, and an unexpected pass (XPASS) once the plan closes the gap.
+        QVERIFY2(std::abs(r->error()) <= miss->second.recorded + 0.005, qPrintable(what));
+        QEXPECT_FAIL("", miss->second.reason, Continue);
+    }
     QVERIFY2(std::abs(r->error()) <= 0.10, qPrintable(what));
 }
 

@@ -492,7 +492,7 @@ void TestMainWindow::fineTuningGroup() {
     QVERIFY(w->waitForPlanner());
     QComboBox* bnb = shownField<QComboBox>(*w, "/training/fine_tuning/bitsandbytes_version");
     QVERIFY(bnb);
-    QCOMPARE(bnb->currentData().toString(), QStringLiteral("0.43.2"));
+    QCOMPARE(bnb->currentData().toString(), QStringLiteral("0.45.0")); // a current release
     const double current = w->document()->estimate().allocatedPeakBytes;
     const int before = bnb->findData(QStringLiteral("0.43.1"));
     bnb->setCurrentIndex(before);
@@ -504,10 +504,31 @@ void TestMainWindow::fineTuningGroup() {
     QCOMPARE(w->document()->estimate().allocatedPeakBytes,
              estimate(scenarioFromJson(doc)).allocatedPeakBytes);
     QVERIFY(w->document()->estimate().allocatedPeakBytes > current);
-    // A release the list does not name reads as the side of 0.43.2 it is on.
+    // A release the list does not name reads as the side of 0.43.2 and 0.45.0 it is on.
     doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.42.0";
     w->document()->reset(doc);
     QVERIFY2(bnb->currentText().contains(QStringLiteral("0.42.0 (before 0.43.2)")),
+             qPrintable(bnb->currentText()));
+    // An LLM.int8 base shows it too: 0.43.2 to 0.44 keep each int8 layer's transposed copy, which the plan
+    // then holds as the reader plans it.
+    doc["training"]["fine_tuning"] = {{"method", "lora"}, {"base_quantization", "int8"}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    bnb = shownField<QComboBox>(*w, "/training/fine_tuning/bitsandbytes_version");
+    QVERIFY(bnb);
+    const double int8Current = w->document()->estimate().allocatedPeakBytes;
+    const int copies = bnb->findData(QStringLiteral("0.44.1"));
+    QVERIFY(copies >= 0);
+    bnb->setCurrentIndex(copies);
+    emit bnb->activated(copies);
+    QVERIFY(w->waitForPlanner());
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.44.1";
+    QCOMPARE(w->document()->estimate().allocatedPeakBytes,
+             estimate(scenarioFromJson(doc)).allocatedPeakBytes);
+    QVERIFY(w->document()->estimate().allocatedPeakBytes > int8Current);
+    doc["training"]["fine_tuning"]["bitsandbytes_version"] = "0.44.0";
+    w->document()->reset(doc);
+    QVERIFY2(bnb->currentText().contains(QStringLiteral("0.44.0 (0.43.2 to 0.44)")),
              qPrintable(bnb->currentText()));
 }
 

@@ -454,15 +454,19 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                            textAt(t["fine_tuning"], "method") == "qlora";
         return QString::fromLatin1(qlora ? "nf4" : "none");
     };
-    // bitsandbytes' release, for a 4-bit base: before 0.43.2 each 4-bit layer kept its input.
+    // bitsandbytes' release, for a base it quantises: before 0.43.2 each 4-bit layer kept its input, before
+    // 0.45.0 each LLM.int8 layer an int8 transposed copy of its input besides.
     addField(
         fineTuningForm,
-        choiceField("/training/fine_tuning/bitsandbytes_version", "bitsandbytes",
-                    {{QStringLiteral("0.43.2"), QStringLiteral("0.43.2 and later")},
-                     {QStringLiteral("0.43.1"), QStringLiteral("before 0.43.2 (4-bit layers keep inputs)")}},
-                    "0.43.2",
-                    "bitsandbytes' release: before 0.43.2 (July 2024) MatMul4Bit kept each 4-bit "
-                    "layer's input for the backward, as a trained layer does"));
+        choiceField(
+            "/training/fine_tuning/bitsandbytes_version", "bitsandbytes",
+            {{QStringLiteral("0.45.0"), QStringLiteral("0.45.0 and later")},
+             {QStringLiteral("0.44.1"), QStringLiteral("0.43.2 to 0.44 (int8 layers keep copies)")},
+             {QStringLiteral("0.43.1"), QStringLiteral("before 0.43.2 (4-bit inputs, int8 copies kept)")}},
+            "0.45.0",
+            "bitsandbytes' release: before 0.43.2 (July 2024) MatMul4Bit kept each 4-bit layer's "
+            "input for the backward, as a trained layer does; before 0.45.0 (December 2024) "
+            "MatMul8bitLt kept an int8 transposed copy of each LLM.int8 layer's input besides"));
     m_fields.back()->visibleWhen = [](const json& doc) {
         const json& t = trainingOf(doc);
         if (!t.contains("fine_tuning") || !t["fine_tuning"].is_object())
@@ -471,15 +475,18 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         const std::string method = textAt(f, "method"), base = textAt(f, "base_quantization");
         // torchtune's 4-bit base is torchao's, not bitsandbytes'.
         return textAt(t, "framework") != "torchtune" &&
-               (base == "nf4" || base == "fp4" || (method == "qlora" && base.empty()));
+               (base == "int8" || base == "nf4" || base == "fp4" || (method == "qlora" && base.empty()));
     };
     m_fields.back()->onlyWhenShown = true;
-    // Another release reads as the side of 0.43.2 it is on: "0.42.0 (before 0.43.2)".
+    // Another release reads as the side of 0.43.2 and 0.45.0 it is on: "0.42.0 (before 0.43.2)".
     m_fields.back()->describe = [](const QString& value) {
-        const std::optional<bool> keeps = fourBitKeepsInputIn(value.toStdString());
-        if (!keeps)
+        const std::optional<bool> fourBit = fourBitKeepsInputIn(value.toStdString());
+        const std::optional<bool> int8 = int8KeepsTransposedInputIn(value.toStdString());
+        if (!fourBit || !int8)
             return value; // the reader says what is wrong with it
-        return value + (*keeps ? QStringLiteral(" (before 0.43.2)") : QStringLiteral(" (0.43.2 and later)"));
+        return value + (*fourBit ? QStringLiteral(" (before 0.43.2)")
+                        : *int8  ? QStringLiteral(" (0.43.2 to 0.44)")
+                                 : QStringLiteral(" (0.45.0 and later)"));
     };
     addField(fineTuningForm, choiceField("/training/fine_tuning/adapter_dtype", "Adapters",
                                          {{QStringLiteral("fp32"), QStringLiteral("fp32 (PEFT's default)")},
