@@ -74,6 +74,10 @@ void CompareActions::compareWithPlanner(TracePage* view) {
 
 void CompareActions::startCalibration(TracePage* view, FitAgainst against,
                                       std::function<void(const QString&, bool)> done) {
+    if (!view || view->traces().empty()) {
+        done(tr("Open the trace of a run of the planner's scenario first."), false);
+        return;
+    }
     const std::shared_ptr<const LoadedTrace> loaded = view->traces().front();
     if (loaded->indexes.empty()) {
         done(tr("This trace has no devices: nothing to calibrate from."), false);
