@@ -21,6 +21,7 @@
 #include <QMessageBox>
 #include <QPointer>
 #include <QTabWidget>
+#include <memory>
 
 namespace headroom {
 
@@ -121,16 +122,24 @@ void CompareActions::startCalibration(TracePage* view, FitAgainst against,
 }
 
 QString CompareActions::calibrateFrom(TracePage* view, bool* calibrated, FitAgainst against) {
-    QString said;
-    bool ok = false;
-    startCalibration(view, against, [&said, &ok](const QString& text, bool fitted) {
-        said = text;
-        ok = fitted;
+    // Held by the callback too: a fit still running when the wait gives up is dropped, never written here.
+    struct Said {
+        QString text;
+        bool fitted = false;
+    };
+    auto said = std::make_shared<Said>();
+    startCalibration(view, against, [said](const QString& text, bool fitted) {
+        said->text = text;
+        said->fitted = fitted;
     });
-    m_calibration->waitForIdle();
+    if (!m_calibration->waitForIdle(600000)) {
+        m_calibration->discard();
+        said->text = tr("Not calibrated: the fit did not finish in ten minutes.");
+        said->fitted = false;
+    }
     if (calibrated)
-        *calibrated = ok;
-    return said;
+        *calibrated = said->fitted;
+    return said->text;
 }
 
 bool CompareActions::calibrating() const {
