@@ -139,7 +139,13 @@ void MainWindow::build() {
         }
     });
     setCentralWidget(m_tabs);
-    statusBar();
+    // A calibration runs off the GUI thread for as long as its trace takes: said until it ends, where a
+    // message would go after five seconds.
+    auto* calibrating = new QLabel(tr("Calibrating the planner's scenario…"));
+    calibrating->setObjectName(QStringLiteral("calibratingLabel"));
+    calibrating->hide();
+    statusBar()->addPermanentWidget(calibrating);
+    connect(m_compare, &CompareActions::calibratingChanged, calibrating, &QLabel::setVisible);
 }
 
 void MainWindow::buildMenus() {

@@ -840,9 +840,12 @@ void TestTraceView::calibrationRunsOffTheGuiThread() {
     };
     // Edited while it fits: the factors were fitted to the plan as it was, so nothing is applied and the
     // text says so.
+    auto* calibrating = w->findChild<QLabel*>(QStringLiteral("calibratingLabel"));
+    QVERIFY(calibrating && calibrating->isHidden());
     compare->startCalibration(view, FitAgainst::CodeWhereKnown, record);
     QVERIFY(compare->calibrating());
     QCOMPARE(said->times, 0); // not fitted on the GUI thread
+    QVERIFY(!calibrating->isHidden()); // the status bar says so for as long as it runs
     w->document()->setValue(QStringLiteral("/training/micro_batch_size"), 2);
     const int edits = w->document()->undoStack()->count();
     QTRY_VERIFY_WITH_TIMEOUT(!compare->calibrating(), 60000);
@@ -867,6 +870,7 @@ void TestTraceView::calibrationRunsOffTheGuiThread() {
     QTRY_VERIFY_WITH_TIMEOUT(!compare->calibrating(), 60000);
     QCOMPARE(first->times, 0);
     QCOMPARE(said->times, 2);
+    QVERIFY(calibrating->isHidden());
     QVERIFY2(said->calibrated, qPrintable(said->text));
     QVERIFY2(said->text.contains(QStringLiteral("12.1% off")), qPrintable(said->text)); // as calibrateFrom
     QVERIFY(w->document()->scenario().calibration.present);

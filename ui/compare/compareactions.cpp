@@ -28,7 +28,9 @@ namespace headroom {
 CompareActions::CompareActions(ScenarioDocument* doc, QTabWidget* tabs, std::function<ChartStyle()> style,
                                QObject* parent)
     : QObject(parent), m_doc(doc), m_tabs(tabs), m_style(std::move(style)),
-      m_calibration(new JobRunner(this)) {}
+      m_calibration(new JobRunner(this)) {
+    connect(m_calibration, &JobRunner::busyChanged, this, &CompareActions::calibratingChanged);
+}
 
 void CompareActions::watch(TracePage* view) {
     // The trace view's own "Compare with Scenario...": the file is read and estimated here, not in the view.

@@ -74,6 +74,8 @@ public:
 
 signals:
     void message(const QString& text);
+    // A calibration started (true) or ended (false): the window says so for as long as it runs.
+    void calibratingChanged(bool running);
 
 private:
     // What calibrateFrom says of a fit: what it measured and the plan's error before and after.
