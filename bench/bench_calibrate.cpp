@@ -4,6 +4,7 @@
 // code its stacks name (the default: two fits, the code's and the scenario's own profile's kept beside)
 // and against the scenario's own profile (--own-profile: one), beside reading the same trace in the same
 // run (the reference). Prints one JSON object per line (docs/formats.md section 1).
+#include "bench/benchtiming.h"
 #include "core/compare/attribution.h"
 #include "core/compare/calibration.h"
 #include "core/io/scenariojson.h"
@@ -15,12 +16,8 @@
 #include <vector>
 
 using namespace headroom;
-using Clock = std::chrono::steady_clock;
-
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::median;
 
 int main() {
     const std::string trace = HEADROOM_SOURCE_DIR

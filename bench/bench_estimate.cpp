@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Estimator speed: one training estimate, and a 1,000-point micro-batch sweep.
 // Prints one JSON object per line (docs/formats.md section 1).
+#include "bench/benchtiming.h"
 #include "core/io/scenariojson.h"
 #include "core/serve/estimate.h"
 
@@ -12,12 +13,8 @@
 #include <vector>
 
 using namespace headroom;
-using Clock = std::chrono::steady_clock;
-
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::median;
 
 int main() {
     const Scenario sc = scenarioFromJson(defaultScenarioDocument());
