@@ -319,13 +319,18 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
                             d.castAdapters ? 1.0 : 0.0,
                             d.expanded ? 1.0 : 0.0,
                             offload ? 1.0 : 0.0,
-                            static_cast<double>(layers)};
+                            static_cast<double>(layers),
+                            sc.cluster.expandableSegments ? 1.0 : 0.0};
     static RecentResults<StepReplay> kept;
     return kept.get(key, [&] {
         // The checkpointed inputs: Unsloth_Offloaded_Gradient_Checkpointer sends each to the host and brings
         // it back for the layer's backward; torch's reentrant checkpoint keeps each on the GPU. Ids from kIds
         // on name those kept.
-        CachingAllocatorModel allocator{AllocatorSettings{}};
+        // The allocator as the run configures it (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True maps
+        // pages into one growing segment instead of caching blocks of the sizes first asked for).
+        AllocatorSettings settings;
+        settings.expandableSegments = sc.cluster.expandableSegments;
+        CachingAllocatorModel allocator{settings};
         Program p(allocator, kIds + (offload ? 0 : layers));
         p.alloc(In, d.e * d.s * d.h); // the embeddings' output
         for (int l = 0; l < layers; ++l) {

@@ -840,6 +840,17 @@ void TestFineTuning::unslothStepReplayed() {
         managed += est.perGpu[c];
     QVERIFY(std::abs(est.perGpu[Category::AllocatorOverhead] -
                      (0.03 * managed + replay.reserved - replay.allocated - 0.03 * replay.allocated)) < 1);
+    // With expandable segments (cluster.expandable_segments, which the replay ignored before) the same
+    // tensors in segments that grow at their end: a free block inside one serves any smaller request, and a
+    // larger one maps pages at the end instead of a segment of its own. 4.7% beyond the tensors.
+    json expandable = doc;
+    expandable["cluster"]["expandable_segments"] = true;
+    const StepReplay grown = unslothStepReplay(scenarioFromJson(expandable), 32, 14336);
+    QVERIFY(grown.replayed);
+    QCOMPARE(grown.allocated, replay.allocated);
+    QVERIFY(grown.reserved > grown.allocated && grown.reserved < replay.reserved);
+    qInfo().noquote()
+        << QStringLiteral("with expandable segments: %1 GiB reserved").arg(grown.reserved / kGiB, 0, 'f', 2);
     // xformers' path (no flash-attn, or a GPU before Ampere) saves K and V copied out to all 32 query heads:
     // 2 x (4096 - 1024) values more at the same point, 196,808 bytes a token.
     json xformers = doc;
