@@ -857,12 +857,9 @@ void readOverheads(const json& doc, Scenario& sc) {
         static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0,
                                             integerRange("/overheads/nccl_mib_per_communicator").max) *
                                    1048576.0);
-    // What the caching allocator reserves beyond the allocated peak, measured: reserved / allocated at the
-    // peak of the seven real snapshots in tests/data/traces is 1.4% to 9.8% above, median 3.0%; replayed
-    // with expandable segments through the allocator model (headroom-cli allocator-whatif), 0.05% to 6.0%,
-    // median 1.5%.
     o.allocatorOverheadFraction =
-        s.number("allocator_overhead_fraction", sc.cluster.expandableSegments ? 0.015 : 0.03, 0, 10);
+        s.number("allocator_overhead_fraction",
+                 defaultAllocatorOverheadFraction(sc.cluster.expandableSegments), 0, 10);
     o.ddpGradientAsBucketView = s.boolean("ddp_gradient_as_bucket_view", false);
     s.reportUnread(sc.warnings);
 }

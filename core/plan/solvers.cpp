@@ -29,9 +29,11 @@ long long maxSequenceLength(const Scenario& sc, EstimateFn estimate, long long l
         }
         return estimate(probe).fits;
     };
-    // Memory grows monotonically with the sequence, so bisect over multiples of the step, between bounds
-    // found by doubling or halving from the scenario's own length (fewer estimates than from the whole
-    // range: a replayed estimate costs milliseconds).
+    // Allocated memory grows monotonically with the sequence, so bisect over multiples of the step, between
+    // bounds found by doubling or halving from the scenario's own length (fewer estimates than from the
+    // whole range: a replayed estimate costs milliseconds). Reserved memory, where the step is replayed
+    // through the allocator, can dip at a longer length (tst_cs336replay::reservedNotMonotoneInTheLength):
+    // then the answer is a length that fits whose next does not, not necessarily the longest.
     const long long top = limit / step;
     if (!fits(step))
         return 0;
@@ -67,6 +69,26 @@ void setNumGpus(ClusterSettings& c, int n) {
     c.numGpus = n;
     if (!c.gpusPerNodeGiven) // as the reader defaults it
         c.gpusPerNode = std::min(8, n);
+}
+
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator maps pages into segments that grow
+// in place instead of caching blocks of the sizes first asked for, so what a step frees serves any later
+// size (c10/cuda/CUDACachingAllocator.cpp, ExpandableSegment). An environment variable, no code changed;
+// worth what the plan's replay of the step (or the measured fraction that stands for one) no longer reserves.
+void addExpandableSegments(const Scenario& sc, std::vector<Change>& out) {
+    if (sc.cluster.expandableSegments)
+        return;
+    // The reader's fraction follows the setting unless the file names one.
+    const bool fractionGiven = sc.document.contains("overheads") && sc.document["overheads"].is_object() &&
+                               sc.document["overheads"].contains("allocator_overhead_fraction");
+    out.push_back({"expandable_segments",
+                   "Expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                   {{"cluster", {{"expandable_segments", true}}}},
+                   [fractionGiven](Scenario& s) {
+                       s.cluster.expandableSegments = true;
+                       if (!fractionGiven)
+                           s.overheads.allocatorOverheadFraction = defaultAllocatorOverheadFraction(true);
+                   }});
 }
 
 // Drops the changes whose id is not among `ids`.
@@ -285,11 +307,13 @@ std::vector<Change> trainingChanges(const Scenario& sc) {
                                s.training.bytes.optimizerStates = optimizerStateBytes(s.training); // as read
                        },
                        true});
+    addExpandableSegments(sc, out);
     if (t.framework == Framework::Cs336Basics)
         // cs336_basics runs its own modules on one GPU: what its code can change without another
-        // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizers for its own).
+        // framework (torch.utils.checkpoint, smaller micro-batches, bitsandbytes' optimizers for its own,
+        // the allocator's setting).
         keepOnly(out, {"full_checkpointing", "double_gpus", "halve_micro_batch", "adam8bit",
-                       "paged_optimizer", "zero_grad_before_forward"});
+                       "paged_optimizer", "zero_grad_before_forward", "expandable_segments"});
     return out;
 }
 
@@ -371,8 +395,11 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                            {{"inference", {{"logits", "all"}}}},
                            [](Scenario& s) { s.inference.logits = ForwardLogits::All; }});
     }
+    // vLLM and SGLang size their pools from what is free at start-up, whatever the allocator's setting.
+    if (in.engine == Engine::None || in.engine == Engine::HuggingFace)
+        addExpandableSegments(sc, out);
     if (in.framework == Framework::Cs336Basics) // its forward caches nothing; weights as they are
-        keepOnly(out, {"halve_batch", "no_grad", "inference_mode"});
+        keepOnly(out, {"halve_batch", "no_grad", "inference_mode", "expandable_segments"});
     return out;
 }
 

@@ -2,6 +2,7 @@
 // The course's recorded runs (examples/measured/cs336-basics) replayed allocation by allocation through the
 // caching allocator's model (core/allocator): the replay's reserved and allocated peaks against the runs'.
 // The profile's own accounting of the same runs is tst_cs336.
+#include "core/allocator/replay.h"
 #include "core/compare/trackrecord.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -12,6 +13,7 @@
 #include "core/plan/settingnames.h"
 #include "core/plan/workspaces.h"
 #include "core/serve/estimate.h"
+#include "core/trace/formats/tracereader.h"
 #include "tests/testutil.h"
 
 #include <QFile>
@@ -33,6 +35,8 @@ private slots:
     void cs336ForwardReplayedThroughTheAllocator();
     void cs336StepReplayedThroughTheAllocator();
     void cs336ForwardWithGraphReplayed();
+    void expandableSegmentsAsTheRecordingsReplayed();
+    void reservedNotMonotoneInTheLength();
 };
 
 void TestCs336Replay::cs336ForwardReplayedThroughTheAllocator() {
@@ -196,6 +200,117 @@ void TestCs336Replay::cs336ForwardWithGraphReplayed() {
     }
     QCOMPARE(replayed, size_t(18)); // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved
     QCOMPARE(reserved, reservedError.size());
+}
+
+void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
+    // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which none of these runs set: the plan replays its
+    // own tensors through the allocator's model with the setting (cluster.expandable_segments), and the
+    // recorded runs' own allocations are replayed through the same model with it (allocator-whatif,
+    // core/allocator/replay.h: from the blocks live when the trace starts, the higher of its two address
+    // rules). Two programs, one written from the package's source and one recorded, under a setting neither
+    // was fitted on: every traced run of the profile's within 1.6% (the package's own runs; notHanmin's XL
+    // forwards, another student's model that allocates 2.8% more than the package would, 2.4% and 2.7%
+    // under). Each error is pinned, so that none moves unnoticed. The setting is offered as a saving where
+    // the plan finds one (rankSavings, `expandable_segments`), worth what the plan stops reserving.
+    const std::map<std::string, double> error = {
+        {"cs336-basics-medium-128-inference", 0.0000},
+        {"cs336-basics-medium-256-inference", 0.0000},
+        {"cs336-basics-medium-512-inference-bf16-autocast", -0.0105},
+        {"cs336-basics-medium-1024-inference", -0.0072},
+        {"cs336-basics-medium-128-training", 0.0000},
+        {"cs336-basics-medium-256-training", 0.0046},
+        {"cs336-basics-medium-512-training-bf16-autocast", -0.0017},
+        {"cs336-basics-medium-1024-training-bf16-autocast", 0.0033},
+        {"cs336-basics-small-32x256-no-optimizer", 0.0122},
+        {"cs336-basics-small-gpt2vocab-1x64-compiled", 0.0159},
+        {"cs336-basics-xl-256-forward-zero-grad-after", -0.0244},
+        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", -0.0266}};
+    AllocatorSettings expandable;
+    expandable.expandableSegments = true;
+    std::size_t checked = 0, offered = 0;
+    for (const ValidationCase& c :
+         loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString()).cases) {
+        if (c.stack != "cs336_basics" || c.tracePath.empty() || !c.calibrateOn.empty() || c.plainPytorch)
+            continue;
+        const Scenario as = loadScenarioFile(c.scenarioPath);
+        QVERIFY(!as.cluster.expandableSegments);
+        nlohmann::json doc = as.document;
+        doc["cluster"]["expandable_segments"] = true;
+        const Scenario es = scenarioFromJson(doc, as.baseDir);
+        const Estimate before = estimate(as), after = estimate(es);
+        const DeviceWhatIf w = whatIfDevice(readTraceFile(c.tracePath), 0, expandable);
+        const double e = after.reservedPeakBytes / static_cast<double>(w.bandHigh) - 1;
+        const QString what = QStringLiteral("%1: the run replayed %2, the plan %3 (%4%); without: %5, %6")
+                                 .arg(QString::fromStdString(c.id))
+                                 .arg(w.bandHigh)
+                                 .arg(after.reservedPeakBytes, 0, 'f', 0)
+                                 .arg(100 * e, 0, 'f', 2)
+                                 .arg(w.recorded.peakReserved)
+                                 .arg(before.reservedPeakBytes, 0, 'f', 0);
+        qInfo().noquote() << what;
+        const auto it = error.find(c.id);
+        QVERIFY2(it != error.end(), qPrintable(what));
+        QVERIFY2(std::abs(e - it->second) <= 0.0005, qPrintable(what));
+        ++checked;
+        // The saving the plan offers is the difference of its two estimates.
+        const double saved = before.peakBytes - after.peakBytes;
+        bool found = false;
+        for (const Saving& s : rankSavings(as))
+            if (s.id == "expandable_segments") {
+                found = true;
+                QCOMPARE(s.bytesSaved, saved);
+                QVERIFY(s.patch == nlohmann::json({{"cluster", {{"expandable_segments", true}}}}));
+            }
+        QCOMPARE(found, saved > 0);
+        offered += found;
+    }
+    QCOMPARE(checked, error.size());
+    QVERIFY(offered > 0);
+}
+
+void TestCs336Replay::reservedNotMonotoneInTheLength() {
+    // What a fraction cannot say: the 2.7B model's first AdamW step (the package's own AdamW, after a
+    // backward that left the activations' blocks cached), 4 x 384 against 4 x 512 tokens. AdamW makes the
+    // moments after the backward; those of the MLP's matrices and the embeddings are 97.7 to 100 MiB, larger
+    // than every cached block of 384 tokens' activations (the largest, the score tensors, 72 MiB; a block
+    // over 10 MiB has a segment of its own, rounded to 2 MiB: c10/cuda/CUDACachingAllocator.cpp) and smaller
+    // than 512 tokens' 128 MiB score blocks. So the longer step reserves less. The figures the README quotes
+    // are printed and pinned to 0.05 GiB (the replay's output, so that it does not move unnoticed).
+    const double scores384 = 4.0 * 32 * 384 * 384 * 4, scores512 = 4.0 * 32 * 512 * 512 * 4;
+    const double mlpMoment = 2560.0 * 10240 * 4, embeddingMoment = 10000.0 * 2560 * 4;
+    QVERIFY(scores384 < std::min(mlpMoment, embeddingMoment) &&
+            std::max(mlpMoment, embeddingMoment) < scores512);
+    const Scenario at128 = loadScenarioFile(
+        (measuredDir() + QStringLiteral("cs336-basics/cs336-2.7b-128-first-step.headroom.json"))
+            .toStdString());
+    auto at = [&](int tokens, bool expandable) {
+        nlohmann::json doc = at128.document;
+        doc["training"]["sequence_length"] = tokens;
+        doc["cluster"]["expandable_segments"] = expandable;
+        return estimate(scenarioFromJson(doc, at128.baseDir));
+    };
+    const Estimate a = at(384, false), b = at(512, false), aEs = at(384, true);
+    const double beyondA = a.perGpu[Category::AllocatorOverhead],
+                 beyondB = b.perGpu[Category::AllocatorOverhead];
+    const QString what = QStringLiteral("beyond the tensors: %1 GiB at 384 tokens, %2 GiB at 512; expandable "
+                                        "segments save %3 GiB at 384")
+                             .arg(beyondA / kGiB, 0, 'f', 2)
+                             .arg(beyondB / kGiB, 0, 'f', 2)
+                             .arg((a.peakBytes - aEs.peakBytes) / kGiB, 0, 'f', 2);
+    qInfo().noquote() << what;
+    QVERIFY2(b.allocatedPeakBytes > a.allocatedPeakBytes, qPrintable(what));
+    QVERIFY2(b.reservedPeakBytes < a.reservedPeakBytes, qPrintable(what));
+    QVERIFY2(std::abs(beyondA / kGiB - 10.70) < 0.05 && std::abs(beyondB / kGiB - 5.99) < 0.05,
+             qPrintable(what));
+    QVERIFY2(std::abs((a.peakBytes - aEs.peakBytes) / kGiB - 9.99) < 0.05, qPrintable(what));
+    // The step between: at 448 tokens the score blocks are 98.0 MiB (a 98 MiB segment), at 452 99.8 MiB (a
+    // 100 MiB one, as large as the MLP's moments): 8 GiB less reserved for four tokens more.
+    const double at448 = at(448, false).perGpu[Category::AllocatorOverhead];
+    const double at452 = at(452, false).perGpu[Category::AllocatorOverhead];
+    qInfo().noquote() << QStringLiteral("beyond the tensors at 448 tokens %1 GiB, at 452 %2 GiB")
+                             .arg(at448 / kGiB, 0, 'f', 2)
+                             .arg(at452 / kGiB, 0, 'f', 2);
+    QVERIFY(at448 - at452 > 8 * kGiB);
 }
 
 QTEST_GUILESS_MAIN(TestCs336Replay)

@@ -94,6 +94,7 @@ private slots:
     void everyShippedScenarioKeepsThePlannersInvariants_data();
     void everyShippedScenarioKeepsThePlannersInvariants();
     void savingsRankedAndApplicable();
+    void expandableSegmentsSaving();
     void savingsEqualTheirPatchReRead();
     void gatherBuffersWithPrefetch();
     void zeroGradPlacement();
@@ -741,6 +742,43 @@ void TestEstimator::savingsRankedAndApplicable() {
     for (const auto& s : savings)
         if (s.id == "flash_attention")
             QVERIFY(s.bytesSaved >= 36.0 * 5 * 20 * 2048.0 * 2048 * 8);
+}
+
+void TestEstimator::expandableSegmentsSaving() {
+    // Where no replay of the step stands for the allocator, its cache beyond the tensors is the measured
+    // fraction the reader defaults to: 3% of what its blocks hold, 1.5% with expandable segments (the seven
+    // real snapshots' medians, as recorded and replayed with the setting: core/plan/scenario.h). So the
+    // setting is worth 1.5% of them, and nothing where the file names its own fraction (the reader keeps it
+    // whatever the setting).
+    const json doc = trainingDoc({{"preset", "openai-community/gpt2-large"}});
+    const json base = json::parse(R"({"training": {"micro_batch_size": 8},
+                                      "cluster": {"num_gpus": 2, "data_parallel": "ddp"}})");
+    const Scenario sc = scenarioWith(doc, base);
+    const Estimate before = estimate(sc);
+    // The peak's tensors in the allocator's blocks: every category but the CUDA context, the overhead itself
+    // and the communication buffers (DDP's buckets, NCCL's own).
+    double cached = 0;
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category c = categoryAt(i);
+        if (c != Category::CudaContext && c != Category::AllocatorOverhead &&
+            c != Category::CommunicationBuffers)
+            cached += before.perGpu[c];
+    }
+    QVERIFY(std::abs(before.perGpu[Category::AllocatorOverhead] - 0.03 * cached) < 1);
+    const auto savings = rankSavings(sc);
+    const auto it = std::find_if(savings.begin(), savings.end(),
+                                 [](const Saving& s) { return s.id == "expandable_segments"; });
+    QVERIFY(it != savings.end());
+    QVERIFY(std::abs(it->bytesSaved - 0.015 * cached) < 1);
+    json given = base;
+    given["overheads"] = {{"allocator_overhead_fraction", 0.03}};
+    for (const Saving& s : rankSavings(scenarioWith(doc, given)))
+        QVERIFY(s.id != "expandable_segments");
+    // Already set: nothing to offer.
+    json set = base;
+    set["cluster"]["expandable_segments"] = true;
+    for (const Saving& s : rankSavings(scenarioWith(doc, set)))
+        QVERIFY(s.id != "expandable_segments");
 }
 
 void TestEstimator::savingsEqualTheirPatchReRead() {
