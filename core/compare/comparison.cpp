@@ -78,10 +78,26 @@ CounterPeaks peaksFromFirstAllocation(const TraceIndex& index) {
     return p;
 }
 
+std::string allocatorSettingsAdvice(const Scenario& scenario, const RecordedAllocatorSettings& recorded) {
+    if (!recorded.recorded || recorded.expandableSegments == scenario.cluster.expandableSegments)
+        return {};
+    return recorded.expandableSegments
+               ? "the run's allocator had expandable segments (its snapshot's allocator_settings) where the "
+                 "scenario plans without them (cluster.expandable_segments)"
+               : "the run's allocator had no expandable segments (its snapshot's allocator_settings) where "
+                 "the "
+                 "scenario plans with them (cluster.expandable_segments)";
+}
+
 std::string Comparison::advice() const {
     std::string s = codeOriginAdvice(code, planned);
+    auto withNote = [&](std::string text) {
+        if (allocatorNote.empty())
+            return text;
+        return text.empty() ? allocatorNote : text + "; " + allocatorNote;
+    };
     if (s.empty() || codePlanAllocated < 0)
-        return s;
+        return withNote(s);
     auto off = [](double plan, double run) {
         std::ostringstream o;
         o << std::showpos << std::fixed << std::setprecision(1) << 100 * (plan / run - 1) << "%";
@@ -95,7 +111,7 @@ std::string Comparison::advice() const {
         if (reservedMeasured > 0)
             s += " (" + off(codePlanReserved, static_cast<double>(reservedMeasured)) + ")";
     }
-    return s;
+    return withNote(s);
 }
 
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,
@@ -148,6 +164,16 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
     if (!c.firstStep) {
         c.reservedMeasured = peaksFromFirstAllocation(index).reserved;
         c.reservedEstimated = estimate.reservedPeakBytes;
+        // What the run's allocator reserved is compared with a plan of the same allocator: a snapshot says
+        // whether it had expandable segments, which decide what a step leaves cached (the plan's replays of
+        // a step run with the setting; its fraction follows it).
+        if (const std::string differs = allocatorSettingsAdvice(scenario, trace.allocatorSettings);
+            !differs.empty()) {
+            Scenario asRun = scenario.settingsCopy();
+            setExpandableSegments(asRun, trace.allocatorSettings.expandableSegments);
+            c.reservedEstimated = headroom::estimate(asRun).reservedPeakBytes;
+            c.allocatorNote = differs + ": its reserved is planned as the run ran";
+        }
     }
     c.eventsRecorded = !index.device().stateOnly();
     if (!index.device().hasAllocatedTotals) {
@@ -156,6 +182,7 @@ Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, con
         c.usedEstimated = estimate.gpuPeakBytes();
         c.reservedMeasured = 0;
         c.reservedEstimated = 0;
+        c.allocatorNote.clear();
     }
     return c;
 }

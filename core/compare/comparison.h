@@ -30,7 +30,12 @@ struct Comparison {
     // it (core/io/codeprofile.h): its allocated bytes in the measured categories and its reserved peak.
     // Negative: not planned.
     double codePlanAllocated = -1, codePlanReserved = -1;
-    // codeOriginAdvice, and with the code's profile planned, what it plans against what was measured.
+    // The run's allocator as its snapshot recorded it (allocator_settings), where its expandable segments
+    // differ from the scenario's: reservedEstimated is then planned as the run ran, and this says so
+    // (allocatorSettingsAdvice). "" otherwise.
+    std::string allocatorNote;
+    // codeOriginAdvice, and with the code's profile planned, what it plans against what was measured; then
+    // allocatorNote.
     std::string advice() const;
     // Reserved: the trace's segments at their most (from its first allocation on) and the plan's
     // max_memory_reserved(); 0 measured when the trace records no segments or is a first step.
@@ -65,6 +70,10 @@ struct Comparison {
                              : 0.0;
     }
 };
+
+// "" where the run's allocator (a snapshot's allocator_settings) had the scenario's expandable segments, or
+// recorded no settings; else one clause saying which the run had.
+std::string allocatorSettingsAdvice(const Scenario& scenario, const RecordedAllocatorSettings& recorded);
 
 // "1.58 GiB": bytes in GiB with two decimals, as the comparisons' sentences write them.
 std::string gibText(double bytes);

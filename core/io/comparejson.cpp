@@ -34,6 +34,8 @@ nlohmann::json comparisonToJson(const Comparison& c, const std::string& traceNam
         j["reserved"] = {{"measured_bytes", c.reservedMeasured},
                          {"estimate_bytes", clampToInt64(c.reservedEstimated)},
                          {"relative_error", c.reservedError()}};
+    if (c.reservedMeasured > 0 && !c.allocatorNote.empty())
+        j["reserved"]["planned_as_recorded"] = c.allocatorNote;
     if (c.code.found)
         j["code"] = {{"framework", nameOf(frameworkNames(), c.code.framework)},
                      {"file", c.code.file},

@@ -857,6 +857,7 @@ void readOverheads(const json& doc, Scenario& sc) {
         static_cast<std::uint64_t>(s.number("nccl_mib_per_communicator", 384, 0,
                                             integerRange("/overheads/nccl_mib_per_communicator").max) *
                                    1048576.0);
+    o.allocatorOverheadFractionGiven = s.find("allocator_overhead_fraction") != nullptr;
     o.allocatorOverheadFraction =
         s.number("allocator_overhead_fraction",
                  defaultAllocatorOverheadFraction(sc.cluster.expandableSegments), 0, 10);

@@ -357,6 +357,7 @@ struct Overheads {
     std::uint64_t ncclBytesPerCommunicator = 384ull << 20;
     // reserved beyond allocated, as a fraction of allocated
     double allocatorOverheadFraction = defaultAllocatorOverheadFraction(false);
+    bool allocatorOverheadFractionGiven = false; // the file named it: it no longer follows the setting
     bool ddpGradientAsBucketView = false;    // PyTorch DDP default: buckets are a second copy of the grads
 };
 
@@ -608,6 +609,14 @@ struct Scenario {
 // The profile a scenario plans with (its training or inference framework).
 inline Framework plannedFramework(const Scenario& sc) {
     return sc.mode == Mode::Training ? sc.training.framework : sc.inference.framework;
+}
+
+// PYTORCH_CUDA_ALLOC_CONF's expandable_segments set to `on` as the reader would read it: the allocator's
+// fraction follows the setting unless the file named its own.
+inline void setExpandableSegments(Scenario& s, bool on) {
+    s.cluster.expandableSegments = on;
+    if (!s.overheads.allocatorOverheadFractionGiven)
+        s.overheads.allocatorOverheadFraction = defaultAllocatorOverheadFraction(on);
 }
 
 // What the estimator reads of `sc` (settingsCopy), planned with `framework`'s profile; nothing re-read

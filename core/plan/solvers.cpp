@@ -78,17 +78,10 @@ void setNumGpus(ClusterSettings& c, int n) {
 void addExpandableSegments(const Scenario& sc, std::vector<Change>& out) {
     if (sc.cluster.expandableSegments)
         return;
-    // The reader's fraction follows the setting unless the file names one.
-    const bool fractionGiven = sc.document.contains("overheads") && sc.document["overheads"].is_object() &&
-                               sc.document["overheads"].contains("allocator_overhead_fraction");
     out.push_back({"expandable_segments",
                    "Expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
                    {{"cluster", {{"expandable_segments", true}}}},
-                   [fractionGiven](Scenario& s) {
-                       s.cluster.expandableSegments = true;
-                       if (!fractionGiven)
-                           s.overheads.allocatorOverheadFraction = defaultAllocatorOverheadFraction(true);
-                   }});
+                   [](Scenario& s) { setExpandableSegments(s, true); }});
 }
 
 // Drops the changes whose id is not among `ids`.

@@ -54,6 +54,7 @@ private slots:
     void rulesAsAFile();
     void annotatedPhases();
     void firstStepIsNamed();
+    void reservedPlannedWithTheRunsAllocator();
     void calibrationReproducesAndPredicts();
     void calibrationLearnsTheLossLogitsApart();
     void calibratedStepScratchIsItsImplementations();
@@ -472,6 +473,50 @@ void TestAttribution::firstStepIsNamed() {
     QVERIFY(!compareAtPeak(t256.scenario, estimate(t256.scenario), t256.trace->trace, *t256.trace->indexes[0],
                            AttributionRules::pytorchDefaults())
                  .firstStep);
+}
+
+void TestAttribution::reservedPlannedWithTheRunsAllocator() {
+    // A snapshot records its allocator's settings (allocator_settings; every one of tests/data's says
+    // expandable_segments False). What a run reserved is compared with a plan of the same allocator: a
+    // scenario that declares expandable segments for Wedsonlin's 1,024-token forward (the cs336_basics
+    // profile, whose replay reserves what this run did within 4 MiB: tst_cs336replay) is planned without them
+    // for the comparison, and says so.
+    const Scenario declared = loadScenarioFile(
+        (test::measuredDir() + "cs336-basics/cs336-medium-1024-inference.headroom.json").toStdString());
+    QVERIFY(!declared.cluster.expandableSegments);
+    const auto loaded = loadTrace(
+        (test::dataDir() + "/traces/snapshots/cs336_Wedsonlin_medium_1024_inference_memory_snapshot.pickle")
+            .toStdString());
+    QVERIFY(loaded->trace.allocatorSettings.recorded && !loaded->trace.allocatorSettings.expandableSegments);
+    const TraceIndex& index = *loaded->indexes.at(0);
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Comparison asDeclared = compareAtPeak(declared, estimate(declared), loaded->trace, index, rules);
+    QVERIFY(asDeclared.allocatorNote.empty());
+    QCOMPARE(asDeclared.reservedEstimated, estimate(declared).reservedPeakBytes);
+    QVERIFY(std::abs(asDeclared.reservedError()) < 0.002);
+    nlohmann::json doc = declared.document;
+    doc["cluster"]["expandable_segments"] = true;
+    const Scenario wrong = scenarioFromJson(doc, declared.baseDir);
+    const Estimate wrongPlan = estimate(wrong);
+    // Planned with the setting it declares, this run's reserved would be 9% under.
+    QVERIFY(wrongPlan.reservedPeakBytes / static_cast<double>(asDeclared.reservedMeasured) - 1 < -0.08);
+    const Comparison c = compareAtPeak(wrong, wrongPlan, loaded->trace, index, rules);
+    QCOMPARE(c.reservedEstimated, asDeclared.reservedEstimated);
+    QVERIFY(c.estimatedTotal == asDeclared.estimatedTotal); // allocated does not depend on it
+    QVERIFY(c.advice().find("had no expandable segments") != std::string::npos);
+    QVERIFY(comparisonToJson(c, "t")["reserved"].contains("planned_as_recorded"));
+    // The other way round: the same recording with its settings read as expandable segments (what a
+    // torchtitan run records: run_train.sh sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) against
+    // the scenario as it is: planned with them, the figure tst_cs336replay checks against this run's own
+    // allocations replayed so.
+    Trace expandable = loaded->trace;
+    expandable.allocatorSettings.expandableSegments = true;
+    const Comparison e = compareAtPeak(declared, estimate(declared), expandable, index, rules);
+    QCOMPARE(e.reservedEstimated, wrongPlan.reservedPeakBytes);
+    QVERIFY(e.advice().find("had expandable segments") != std::string::npos);
+    // A recording without settings (older snapshots) is compared as the scenario says.
+    expandable.allocatorSettings.recorded = false;
+    QVERIFY(compareAtPeak(declared, estimate(declared), expandable, index, rules).allocatorNote.empty());
 }
 
 void TestAttribution::calibrationReproducesAndPredicts() {

@@ -569,6 +569,12 @@ void TracePage::refreshSelection() {
     // the GUI thread with the categories (computeCategories).
     if (!advice.empty() && m_codePlanFor == code.framework && !m_codePlan.empty())
         advice = m_codePlan + "; " + advice;
+    // The run's allocator against the scenario's: what it reserves depends on it.
+    if (const std::string allocator =
+            scenario ? allocatorSettingsAdvice(*scenario, lane.trace->trace.allocatorSettings)
+                     : std::string();
+        !allocator.empty())
+        advice = advice.empty() ? allocator : advice + "; " + allocator;
     const bool allocatedRecorded = lane.trace->trace.devices.at(lane.device).hasAllocatedTotals;
     if (!allocatedRecorded && scenario && lane.device < lane.trace->summary.devices.size()) {
         // A log of the memory in use: what it can be compared by (as compare does,
