@@ -731,6 +731,20 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                                 const std::vector<CalibrationInput>& asPlanned, const Before& plannedBefore,
                                 bool cs336Code, bool codeTables, const AttributionRules& rules);
 
+// A run's advice as calibration reports it: which profile plans its code, and where its allocator differed
+// from the scenario's (a snapshot's allocator_settings), what the fit made of it: the factors measured the
+// cache the run's allocator made, and the calibrated plan replays the scenario's.
+std::string calibrationAdvice(const Comparison& c, const Scenario& scenario, const Trace& trace) {
+    std::string s = c.codeAdvice();
+    const std::string differs = allocatorSettingsAdvice(scenario, trace.allocatorSettings);
+    if (differs.empty())
+        return s;
+    const std::string note = differs +
+                             ": the fit measured the cache the run's allocator made; set "
+                             "cluster.expandable_segments as the run had it, for the calibrated plan to "
+                             "make the same at other lengths";
+    return s.empty() ? note : s + "; " + note;
+}
 } // namespace
 
 CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
@@ -1243,13 +1257,13 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
         std::int64_t afterTotal = 0;
         for (const std::int64_t v : estimateInMeasuredCategories(planAfter))
             afterTotal = saturatingAdd(afterTotal, v);
-        r.runs.push_back({in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal,
-                          afterTotal, b.firstStep, measured[i].hasStep, measured[i].noBackward,
-                          measured[i].atLoss, measured[i].atStep, measured[i].reservedPeak,
-                          clampToInt64(planBefore.reservedPeakBytes),
-                          clampToInt64(planAfter.reservedPeakBytes), b.advice(),
-                          runMismatch(*in.scenario, b, b.firstStep ? b.laterStepPeak : b.measured.total,
-                                      afterTotal, measured[i].stepInForward, c)});
+        r.runs.push_back(
+            {in.name, b.firstStep ? b.laterStepPeak : b.measured.total, b.estimatedTotal, afterTotal,
+             b.firstStep, measured[i].hasStep, measured[i].noBackward, measured[i].atLoss, measured[i].atStep,
+             measured[i].reservedPeak, clampToInt64(planBefore.reservedPeakBytes),
+             clampToInt64(planAfter.reservedPeakBytes), calibrationAdvice(b, *in.scenario, *in.trace),
+             runMismatch(*in.scenario, b, b.firstStep ? b.laterStepPeak : b.measured.total, afterTotal,
+                         measured[i].stepInForward, c)});
     }
     refuseBeyondAScenario(r, asPlanned);
     return r;

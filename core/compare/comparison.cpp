@@ -90,14 +90,16 @@ std::string allocatorSettingsAdvice(const Scenario& scenario, const RecordedAllo
 }
 
 std::string Comparison::advice() const {
+    std::string s = codeAdvice();
+    if (allocatorNote.empty())
+        return s;
+    return s.empty() ? allocatorNote : s + "; " + allocatorNote;
+}
+
+std::string Comparison::codeAdvice() const {
     std::string s = codeOriginAdvice(code, planned);
-    auto withNote = [&](std::string text) {
-        if (allocatorNote.empty())
-            return text;
-        return text.empty() ? allocatorNote : text + "; " + allocatorNote;
-    };
     if (s.empty() || codePlanAllocated < 0)
-        return withNote(s);
+        return s;
     auto off = [](double plan, double run) {
         std::ostringstream o;
         o << std::showpos << std::fixed << std::setprecision(1) << 100 * (plan / run - 1) << "%";
@@ -111,7 +113,7 @@ std::string Comparison::advice() const {
         if (reservedMeasured > 0)
             s += " (" + off(codePlanReserved, static_cast<double>(reservedMeasured)) + ")";
     }
-    return withNote(s);
+    return s;
 }
 
 Comparison compareAtPeak(const Scenario& scenario, const Estimate& estimate, const Trace& trace,

@@ -34,8 +34,9 @@ struct Comparison {
     // differ from the scenario's: reservedEstimated is then planned as the run ran, and this says so
     // (allocatorSettingsAdvice). "" otherwise.
     std::string allocatorNote;
-    // codeOriginAdvice, and with the code's profile planned, what it plans against what was measured; then
-    // allocatorNote.
+    // codeOriginAdvice, and with the code's profile planned, what it plans against what was measured.
+    std::string codeAdvice() const;
+    // codeAdvice, then allocatorNote.
     std::string advice() const;
     // Reserved: the trace's segments at their most (from its first allocation on) and the plan's
     // max_memory_reserved(); 0 measured when the trace records no segments or is a first step.

@@ -505,6 +505,17 @@ void TestAttribution::reservedPlannedWithTheRunsAllocator() {
     QVERIFY(c.estimatedTotal == asDeclared.estimatedTotal); // allocated does not depend on it
     QVERIFY(c.advice().find("had no expandable segments") != std::string::npos);
     QVERIFY(comparisonToJson(c, "t")["reserved"].contains("planned_as_recorded"));
+    // Calibrating that scenario on the run: the fit measures the cache the run's allocator made, so the
+    // calibrated plan still reproduces what it reserved (within the 2% every recorded run is held to), and
+    // the run's note says which setting to plan its other lengths with.
+    const CalibrationResult cal = calibrate({{&wrong, &loaded->trace, &index, "run"}}, rules);
+    QVERIFY(cal.runs.at(0).advice.find("the fit measured the cache the run's allocator made") !=
+            std::string::npos);
+    Scenario calibrated = wrong;
+    calibrated.calibration = cal.factors;
+    const double reserved = estimate(calibrated).reservedPeakBytes;
+    QVERIFY2(std::abs(reserved / static_cast<double>(asDeclared.reservedMeasured) - 1) <= 0.02,
+             qPrintable(QString::number(reserved / static_cast<double>(asDeclared.reservedMeasured) - 1)));
     // The other way round: the same recording with its settings read as expandable segments (what a
     // torchtitan run records: run_train.sh sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) against
     // the scenario as it is: planned with them, the figure tst_cs336replay checks against this run's own
