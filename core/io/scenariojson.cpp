@@ -310,6 +310,18 @@ std::string derivedTrainingDefault(const json& training, const std::string& key)
     return {};
 }
 
+bool defaultExpandableSegments(const json& doc) {
+    // Unsloth sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (with roundup_power2_divisions) when it
+    // is imported, before anything is allocated: unsloth/__init__.py from March 2024 (c599ae0f),
+    // unsloth_zoo's from October 2025 (unsloth 1c1f7033). Everything else runs PyTorch's default.
+    const auto training = doc.find("training");
+    if (training == doc.end() || !training->is_object())
+        return false;
+    const auto framework = training->find("framework");
+    return framework != training->end() && framework->is_string() &&
+           frameworkNamed(framework->get<std::string>()) == Framework::Unsloth;
+}
+
 namespace {
 
 // training.fine_tuning (docs/formats.md section 2): which weights train and how the frozen base is stored.
@@ -830,7 +842,7 @@ void readCluster(const json& doc, Scenario& sc) {
     c.offloadParameters = s.boolean("offload_parameters", false);
     c.offloadStep = s.choice<OffloadStep>("offload_optimizer_step", OffloadStep::Cpu, offloadStepNames());
     c.prefetch = s.boolean("prefetch", true);
-    c.expandableSegments = s.boolean("expandable_segments", false);
+    c.expandableSegments = s.boolean("expandable_segments", defaultExpandableSegments(doc));
     c.cublasWorkspaceConfig = s.string("cublas_workspace_config", "");
     if (!c.cublasWorkspaceConfig.empty() && !cublasWorkspaceConfigBytes(c.cublasWorkspaceConfig))
         throw Error(

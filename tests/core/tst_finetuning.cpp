@@ -68,6 +68,11 @@ struct Miss {
     double recorded;
     const char* reason;
 };
+constexpr const char* kUnslothLongest =
+    "Unsloth's longest context on this GPU, planned with the allocator Unsloth sets on import (expandable "
+    "segments; 7.6-7.8% under with PyTorch's default before that was read): what Unsloth holds beyond its "
+    "replayed layers at these lengths is not read, nor its roundup_power2_divisions (at most 1/32 of a "
+    "block's power-of-two interval).";
 const std::map<std::string, Miss> kMisses = {
     {"answerai-llama2-70b-qo2",
      {0.104,
@@ -83,6 +88,9 @@ const std::map<std::string, Miss> kMisses = {
       "(subB), as many as the data's outlier columns: no configuration says how many."}},
     {"ftcourse-tinyllama-int8-lora-reserved",
      {0.108, "The same run's reserved peak, under by about its allocated peak's gap (18.0% before)."}},
+    {"unsloth-llama3.1-8b-qlora-40gb", {0.104, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-48gb", {0.107, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-80gb", {0.111, kUnslothLongest}},
 };
 } // namespace
 
@@ -110,6 +118,7 @@ private slots:
     void linearAttentionLayersAreNotTargeted();
     void unslothLayersByHand();
     void unslothStepReplayed();
+    void unslothTablePerToken();
     void peftStepByHand();
     void unslothReaderChecks();
 };
@@ -710,8 +719,9 @@ void TestFineTuning::validatePerCounter() {
     // -0.3% and -0.5%), which is growth of the set, not a fix of those five.
     QEXPECT_FAIL(
         "device",
-        "Unsloth's Llama 3.1 8B context table: 5.5-7.9% under, the gap per token in the ratio of the "
-        "models' extra query heads, as xformers' K/V expansion would make; the table's runs are "
+        "Unsloth's Llama 3.1 8B context table: 3.8-11.1% under, median 8.5% (5.5-7.9% before the "
+        "allocator Unsloth sets on import, expandable segments, was planned), the gap per token in the ratio "
+        "of the models' extra query heads, as xformers' K/V expansion would make; the table's runs are "
         "planned with flash-attn, which their HF + FA2 baseline needed, and nothing is chosen on them.",
         Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
@@ -819,18 +829,24 @@ void TestFineTuning::unslothStepReplayed() {
     doc["training"]["activation_offloading"] = true;
     doc["training"]["optimizer"] = "adam8bit";
     doc["cluster"] = {{"gpu_memory_gib", 80}, {"num_gpus", 1}};
+    // Unsloth sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on import (unsloth/__init__.py at
+    // e3162dc5bf): the reader's default for it, the allocator the replay runs.
     const Scenario sc = scenarioFromJson(doc);
+    QVERIFY(sc.cluster.expandableSegments);
+    QCOMPARE(sc.overheads.allocatorOverheadFraction, 0.015);
     const StepReplay replay = unslothStepReplay(sc, 32, 14336);
     QVERIFY(replay.replayed);
     QCOMPARE(replay.allocated, 342733.0 * 184520 + 32.0 * 14336 * 2);
     // The segments around them: ascending addresses, tensors of five widths freed in another order than they
-    // came. No constant; what it comes to is 8.9% beyond the tensors here.
+    // came, in segments that grow at their end (a free block inside one serves any smaller request, a larger
+    // one maps pages at the end). No constant; what it comes to is 4.7% beyond the tensors here.
     QVERIFY(replay.reserved > replay.allocated);
     qInfo().noquote() << QStringLiteral("Unsloth 8B at 342,733 tokens: %1 GiB allocated, %2 GiB reserved")
                              .arg(replay.allocated / kGiB, 0, 'f', 2)
                              .arg(replay.reserved / kGiB, 0, 'f', 2);
-    // In the estimate the layers' tensors reserve what the replay found instead of the 3% that stands for
-    // the allocator elsewhere: the overhead at the peak is 3% of the rest plus the replay's slack.
+    // In the estimate the layers' tensors reserve what the replay found instead of the fraction that stands
+    // for the allocator elsewhere (1.5% with expandable segments): the overhead at the peak is the fraction
+    // of the rest plus the replay's slack.
     const Estimate est = estimate(sc);
     double managed = 0;
     for (Category c :
@@ -839,18 +855,17 @@ void TestFineTuning::unslothStepReplayed() {
           Category::GatherBuffers, Category::Workspaces})
         managed += est.perGpu[c];
     QVERIFY(std::abs(est.perGpu[Category::AllocatorOverhead] -
-                     (0.03 * managed + replay.reserved - replay.allocated - 0.03 * replay.allocated)) < 1);
-    // With expandable segments (cluster.expandable_segments, which the replay ignored before) the same
-    // tensors in segments that grow at their end: a free block inside one serves any smaller request, and a
-    // larger one maps pages at the end instead of a segment of its own. 4.7% beyond the tensors.
-    json expandable = doc;
-    expandable["cluster"]["expandable_segments"] = true;
-    const StepReplay grown = unslothStepReplay(scenarioFromJson(expandable), 32, 14336);
-    QVERIFY(grown.replayed);
-    QCOMPARE(grown.allocated, replay.allocated);
-    QVERIFY(grown.reserved > grown.allocated && grown.reserved < replay.reserved);
-    qInfo().noquote()
-        << QStringLiteral("with expandable segments: %1 GiB reserved").arg(grown.reserved / kGiB, 0, 'f', 2);
+                     (0.015 * managed + replay.reserved - replay.allocated - 0.015 * replay.allocated)) < 1);
+    // With PyTorch's default allocator (expandable_segments false in the file, which the replay ignored
+    // before) the same tensors, each large one in a segment of its own: 8.9% beyond them.
+    json plain = doc;
+    plain["cluster"]["expandable_segments"] = false;
+    const StepReplay cached = unslothStepReplay(scenarioFromJson(plain), 32, 14336);
+    QVERIFY(cached.replayed);
+    QCOMPARE(cached.allocated, replay.allocated);
+    QVERIFY(cached.reserved > replay.reserved);
+    qInfo().noquote() << QStringLiteral("with PyTorch's default allocator: %1 GiB reserved")
+                             .arg(cached.reserved / kGiB, 0, 'f', 2);
     // xformers' path (no flash-attn, or a GPU before Ampere) saves K and V copied out to all 32 query heads:
     // 2 x (4096 - 1024) values more at the same point, 196,808 bytes a token.
     json xformers = doc;
@@ -861,6 +876,30 @@ void TestFineTuning::unslothStepReplayed() {
     // Without Unsloth's kernels (lora_dropout > 0 runs PEFT's layers) nothing is replayed.
     doc["training"]["fine_tuning"]["dropout"] = 0.05;
     QVERIFY(!unslothStepReplay(scenarioFromJson(doc), 32, 14336).replayed);
+}
+
+void TestFineTuning::unslothTablePerToken() {
+    // Unsloth's Llama 3.1 8B context table, 12 GB to 80 GB: 21,848 to 342,733 tokens, (80 - 12) GiB over
+    // 320,885 tokens, 222 KiB a token (1 GiB per 4,719). The plan's growth over the same rows, as planned
+    // (with the allocator Unsloth sets on import), is less: the per-token part of the rows' miss.
+    const CaseResult *small = nullptr, *large = nullptr;
+    for (const CaseResult& r : runs().results) {
+        if (r.c->id == "unsloth-llama3.1-8b-qlora-12gb")
+            small = &r;
+        if (r.c->id == "unsloth-llama3.1-8b-qlora-80gb")
+            large = &r;
+    }
+    QVERIFY(small && large);
+    const double tokens = 342733.0 - 21848;
+    const double table = (large->measured - small->measured) / tokens / 1024;
+    QVERIFY(std::abs(table - 68.0 * 1048576 / tokens) < 0.01);
+    const double plan = (large->estimated - small->estimated) / tokens / 1024;
+    qInfo().noquote() << QStringLiteral("KiB a token: the table %1, the plan %2")
+                             .arg(table, 0, 'f', 1)
+                             .arg(plan, 0, 'f', 1);
+    QVERIFY(std::abs(table - 222.2) < 0.1);
+    QVERIFY(std::abs(plan - 196.1) <
+            0.5); // pinned: what the plan grows by, so that it does not move unnoticed
 }
 
 void TestFineTuning::unslothLayersByHand() {

@@ -163,6 +163,7 @@ private slots:
     void nvlsCheckBoxWhereNcclCanUseIt();
     void kvCacheCheckBox();
     void cudaGraphEstimateCheckBox();
+    void expandableSegmentsFollowTheFramework();
     void gradModeForAForwardThatKeepsItsGraph();
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
@@ -442,6 +443,42 @@ void TestMainWindow::cudaGraphEstimateCheckBox() {
     doc["inference"]["engine_version"] = "vllm 0.11";
     w->document()->reset(doc);
     QVERIFY(!box->isVisibleTo(w->settingsPanel()));
+}
+
+void TestMainWindow::expandableSegmentsFollowTheFramework() {
+    // The check box shows what the reader plans when the file says nothing: Unsloth sets expandable segments
+    // on import, PyTorch does not. Unticked, it writes false and the plan follows.
+    auto w = window();
+    json doc = {{"schema", "headroom.scenario/1"},
+                {"name", "unsloth"},
+                {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                {"training",
+                 {{"framework", "unsloth"},
+                  {"precision", "bf16"},
+                  {"activation_checkpointing", "full"},
+                  {"attention", "flash"},
+                  {"fine_tuning",
+                   {{"method", "qlora"},
+                    {"rank", 32},
+                    {"target_modules",
+                     {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}}}}},
+                {"cluster", {{"gpu", "A100-80GB"}, {"num_gpus", 1}}}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    auto* box = w->settingsPanel()->findChild<QCheckBox*>("/cluster/expandable_segments");
+    QVERIFY(box);
+    QVERIFY(w->document()->scenario().cluster.expandableSegments);
+    QVERIFY(box->isChecked());
+    const double reserved = w->document()->estimate().reservedPeakBytes;
+    box->setChecked(false);
+    QCOMPARE(w->document()->json()["cluster"]["expandable_segments"].get<bool>(), false);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(w->document()->estimate().reservedPeakBytes > reserved);
+    doc["training"]["framework"] = "huggingface";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(!box->isChecked());
+    QVERIFY(!w->document()->scenario().cluster.expandableSegments);
 }
 
 void TestMainWindow::fineTuningGroup() {

@@ -50,6 +50,7 @@ struct SettingsPanel::Field {
     // An Int's default as the reader resolved it (a release's gpu_memory_utilization).
     std::function<int()> fallbackFor;
     bool fallbackBool = false;
+    std::function<bool(const nlohmann::json& doc)> fallbackBoolFor; // a default that depends on other keys
     // Widgets.
     QSlider* slider = nullptr;
     QSpinBox* spin = nullptr;
@@ -799,8 +800,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->onlyWhenShown = true; // without interleaving the group means nothing
     addField(clusterForm,
              boolField("/cluster/expandable_segments", "Expandable segments",
-                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator reserves "
-                       "1.5% beyond what it holds instead of 3%"));
+                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place. The plan's "
+                       "replays of a step run with it; elsewhere the allocator reserves 1.5% beyond what it "
+                       "holds instead of 3%. On by default for Unsloth, which sets it on import"));
+    m_fields.back()->fallbackBoolFor = [](const json& doc) { return defaultExpandableSegments(doc); };
     addField(clusterForm, boolField("/cluster/prefetch", "Prefetch",
                                     "FSDP/ZeRO-3 gathers the next layer while computing this one", true));
     layout->addWidget(cluster);
@@ -984,7 +987,9 @@ void SettingsPanel::refresh() {
             break;
         }
         case Field::Bool:
-            f->check->setChecked(v && v->is_boolean() ? v->get<bool>() : f->fallbackBool);
+            f->check->setChecked(v && v->is_boolean() ? v->get<bool>()
+                                 : f->fallbackBoolFor ? f->fallbackBoolFor(doc)
+                                                      : f->fallbackBool);
             break;
         case Field::Choice: {
             const QString value = v && v->is_string()    ? QString::fromStdString(v->get<std::string>())
