@@ -311,15 +311,19 @@ std::string derivedTrainingDefault(const json& training, const std::string& key)
 }
 
 bool defaultExpandableSegments(const json& doc) {
-    // Unsloth sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (with roundup_power2_divisions) when it
-    // is imported, before anything is allocated: unsloth/__init__.py from March 2024 (c599ae0f),
-    // unsloth_zoo's from October 2025 (unsloth 1c1f7033). Everything else runs PyTorch's default.
+    // Where the framework sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True itself. Unsloth, when it is
+    // imported, before anything is allocated (with roundup_power2_divisions): unsloth/__init__.py from March
+    // 2024 (c599ae0f), unsloth_zoo's from October 2025 (unsloth 1c1f7033). torchtitan's launcher,
+    // run_llama_train.sh from October 2024 (a5e57e4a9, PR #643), run_train.sh since: a run started with
+    // torchrun directly says false. Everything else runs PyTorch's default.
     const auto training = doc.find("training");
     if (training == doc.end() || !training->is_object())
         return false;
     const auto framework = training->find("framework");
-    return framework != training->end() && framework->is_string() &&
-           frameworkNamed(framework->get<std::string>()) == Framework::Unsloth;
+    if (framework == training->end() || !framework->is_string())
+        return false;
+    const Framework f = frameworkNamed(framework->get<std::string>());
+    return f == Framework::Unsloth || f == Framework::Torchtitan;
 }
 
 namespace {

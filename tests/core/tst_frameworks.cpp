@@ -1113,10 +1113,12 @@ void TestFrameworks::torchtitanRootStaysGathered() {
     const Estimate est = estimate(sc);
     QCOMPARE(est.peakPhase, Phase::Backward);
     QCOMPARE(est.perGpu[Category::GatherBuffers], 2 * (root + layer));
-    // Reserved beyond allocated: 3% of the allocated bytes, the root's all-gather block cached on the
+    // Reserved beyond allocated: 1.5% of the allocated bytes (expandable segments, which torchtitan's
+    // launcher sets: the reader's default for the profile), the root's all-gather block cached on the
     // all-gather stream (2 x root), and the bf16 logits freed before the backward (2 x 16384 x 128256).
+    QVERIFY(sc.cluster.expandableSegments);
     const double allocated = est.allocatedPeakBytes;
-    QCOMPARE(est.perGpu[Category::AllocatorOverhead], 0.03 * allocated + 2 * root + 2.0 * 16384 * 128256);
+    QCOMPARE(est.perGpu[Category::AllocatorOverhead], 0.015 * allocated + 2 * root + 2.0 * 16384 * 128256);
     // The root's gradients: unsharded in bf16 until the root's post-backward, which only the backward's
     // final callback runs (no input of the root needs a gradient). The head's is held from its backward
     // through the layers; at the end FSDP2's foreach_reduce copies all of the root's into one fp32

@@ -447,7 +447,8 @@ void TestMainWindow::cudaGraphEstimateCheckBox() {
 
 void TestMainWindow::expandableSegmentsFollowTheFramework() {
     // The check box shows what the reader plans when the file says nothing: Unsloth sets expandable segments
-    // on import, PyTorch does not. Unticked, it writes false and the plan follows.
+    // on import and torchtitan's launcher sets them, PyTorch does not. Unticked, it writes false and the plan
+    // follows.
     auto w = window();
     json doc = {{"schema", "headroom.scenario/1"},
                 {"name", "unsloth"},
@@ -479,6 +480,12 @@ void TestMainWindow::expandableSegmentsFollowTheFramework() {
     QVERIFY(w->waitForPlanner());
     QVERIFY(!box->isChecked());
     QVERIFY(!w->document()->scenario().cluster.expandableSegments);
+    // torchtitan's launcher (run_train.sh) sets it.
+    doc["training"] = {{"framework", "torchtitan"}, {"activation_checkpointing", "full"}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(box->isChecked());
+    QVERIFY(w->document()->scenario().cluster.expandableSegments);
 }
 
 void TestMainWindow::fineTuningGroup() {

@@ -798,11 +798,14 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
         return v != section->end() && v->is_number_integer() && v->get<long long>() > 1;
     };
     m_fields.back()->onlyWhenShown = true; // without interleaving the group means nothing
-    addField(clusterForm,
-             boolField("/cluster/expandable_segments", "Expandable segments",
-                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place. The plan's "
-                       "replays of a step run with it; elsewhere the allocator reserves 1.5% beyond what it "
-                       "holds instead of 3%. On by default for Unsloth, which sets it on import"));
+    addField(
+        clusterForm,
+        boolField(
+            "/cluster/expandable_segments", "Expandable segments",
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place. The plan's "
+            "replays of a step run with it; elsewhere the allocator reserves 1.5% beyond what it "
+            "holds instead of 3%. On by default for Unsloth, which sets it on import, and torchtitan, whose "
+            "launcher does"));
     m_fields.back()->fallbackBoolFor = [](const json& doc) { return defaultExpandableSegments(doc); };
     addField(clusterForm, boolField("/cluster/prefetch", "Prefetch",
                                     "FSDP/ZeRO-3 gathers the next layer while computing this one", true));
