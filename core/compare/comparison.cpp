@@ -85,8 +85,7 @@ std::string allocatorSettingsAdvice(const Scenario& scenario, const RecordedAllo
                ? "the run's allocator had expandable segments (its snapshot's allocator_settings) where the "
                  "scenario plans without them (cluster.expandable_segments)"
                : "the run's allocator had no expandable segments (its snapshot's allocator_settings) where "
-                 "the "
-                 "scenario plans with them (cluster.expandable_segments)";
+                 "the scenario plans with them (cluster.expandable_segments)";
 }
 
 std::string Comparison::advice() const {

@@ -27,8 +27,8 @@ nlohmann::json defaultTrainingSection();
 // the key's default is fixed. The settings panel shows these, so that it and the reader never disagree.
 std::string derivedTrainingDefault(const nlohmann::json& training, const std::string& key);
 nlohmann::json defaultInferenceSection();
-// cluster.expandable_segments when the file leaves it out: true where the framework sets it itself (Unsloth,
-// on import), else PyTorch's default, false. The settings panel shows the same.
+// cluster.expandable_segments when the file leaves it out: true where the framework sets it itself (Unsloth
+// on import, torchtitan's launcher), else PyTorch's default, false. The settings panel shows the same.
 bool defaultExpandableSegments(const nlohmann::json& doc);
 // The default scenario embedded from resources/default.headroom.json.
 nlohmann::json defaultScenarioDocument();

@@ -71,10 +71,11 @@ void setNumGpus(ClusterSettings& c, int n) {
         c.gpusPerNode = std::min(8, n);
 }
 
-// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator maps pages into segments that grow
-// in place instead of caching blocks of the sizes first asked for, so what a step frees serves any later
-// size (c10/cuda/CUDACachingAllocator.cpp, ExpandableSegment). An environment variable, no code changed;
-// worth what the plan's replay of the step (or the measured fraction that stands for one) no longer reserves.
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator maps pages at the end of a segment
+// that grows in place where it would make a new segment of the size asked for, so less stays cached beside
+// what is allocated (c10/cuda/CUDACachingAllocator.cpp, ExpandableSegment). An environment variable, no code
+// changed; worth what the plan's replay of the step (or the measured fraction that stands for one) no longer
+// reserves.
 void addExpandableSegments(const Scenario& sc, std::vector<Change>& out) {
     if (sc.cluster.expandableSegments)
         return;
