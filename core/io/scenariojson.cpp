@@ -359,8 +359,12 @@ void readFineTuning(const Section& training, Scenario& sc) {
     if (f.method == FineTuneMethod::Full && f.baseQuantization != BaseQuantization::None)
         throw Error(s.at("base_quantization"),
                     "a quantised base cannot be trained in full: use lora or qlora");
-    // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant.
-    f.doubleQuantization = s.boolean("double_quantization", torchtune);
+    // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant, which
+    // Unsloth always sets: FastLlamaModel.from_pretrained's BitsAndBytesConfig (unsloth/models/llama.py) and
+    // loader.py's for its pre-quantised checkpoints, and its fast_dequantize reads the second-level state
+    // unconditionally (unsloth/kernels/utils.py; read at e3162dc5bf).
+    const bool unsloth = sc.training.framework == Framework::Unsloth;
+    f.doubleQuantization = s.boolean("double_quantization", torchtune || unsloth);
     f.bitsandbytesVersion = s.string("bitsandbytes_version", "");
     if (!f.bitsandbytesVersion.empty()) {
         const std::optional<bool> keeps = fourBitKeepsInputIn(f.bitsandbytesVersion);

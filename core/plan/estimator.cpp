@@ -1097,9 +1097,11 @@ StageModel trainingStage(const Scenario& sc, int stage) {
         // (core/plan/unslothreplay.h): their tensors reserve what the replay finds, in place of the fraction
         // that stands for the allocator elsewhere.
         const StepReplay replay = unslothStepReplay(sc, st.layers, m.layerParams(st.firstLayer).mlpWidth);
-        if (replay.replayed)
+        if (replay.replayed) {
             st.reservedExtra +=
                 std::max(0.0, replay.reserved - replay.allocated - st.allocatorFraction * replay.allocated);
+            st.reservedExtraReplayed = true;
+        }
     }
     return st;
 }
@@ -2037,9 +2039,9 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
                 maxBatch = 0;
         });
         if (((unit.fsdp1StepReserved > 0 && sc.mode == Mode::Training) || unit.replayedReserved > 0 ||
-             unit.calibratedWaste >= 0) &&
+             unit.calibratedWaste >= 0 || unit.reservedExtraReplayed) &&
             searchBatch) {
-            // The step replayed at each batch asked (core/plan/peftstep.h, cs336replay.h).
+            // The step replayed at each batch asked (core/plan/peftstep.h, cs336replay.h, unslothreplay.h).
             maxBatch = largestFitting(
                 [&](double n) {
                     if (n <= 0)

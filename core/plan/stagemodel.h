@@ -153,6 +153,9 @@ struct StageModel {
     double nonTorch = 0;      // memory outside PyTorch's allocator besides the context (NCCL's buffers)
     double pagedStates = 0;   // optimizer states in unified memory (a paged optimizer): in nonTorch too
     double reservedExtra = 0; // cached by PyTorch's allocator, not allocated at the peak (side streams)
+    // reservedExtra holds what a replay of this batch's step found (Unsloth's layers): the allocator's slack
+    // is not linear in the batch, so the search for the largest that fits replays each batch it asks.
+    bool reservedExtraReplayed = false;
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
     // FSDP1's wrap replayed through the allocator (core/plan/fsdp1pools.h): what it, the states, gradients
     // and gathers reserve, and what of the compute stream's cache the step's own tensors can take. Reserved

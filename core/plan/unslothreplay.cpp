@@ -271,6 +271,19 @@ void layerBackward(Program& p, const Shape& d) {
 
 } // namespace
 
+AllocatorSettings unslothAllocatorSettings(const Scenario& sc) {
+    AllocatorSettings s;
+    s.expandableSegments = sc.cluster.expandableSegments;
+    if (s.expandableSegments) {
+        // The list as CachingAllocatorConfig parses it (c10/cuda/CUDAAllocatorConfig.cpp): each size (MiB)
+        // closes the power-of-two intervals the sizes before it left open, ">" takes the rest. Interval i is
+        // [2^i, 2^(i+1)) MiB: 256 divisions below 32 MiB, 128 below 64, 64 below 256, 32 from there on.
+        for (std::size_t i = 0; i < s.roundupPower2Divisions.size(); ++i)
+            s.roundupPower2Divisions[i] = i < 5 ? 256 : i < 6 ? 128 : i < 8 ? 64 : 32;
+    }
+    return s;
+}
+
 StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
     StepReplay out;
     const TrainingSettings& tr = sc.training;
@@ -326,11 +339,10 @@ StepReplay unslothStepReplay(const Scenario& sc, int layers, int mlpWidth) {
         // The checkpointed inputs: Unsloth_Offloaded_Gradient_Checkpointer sends each to the host and brings
         // it back for the layer's backward; torch's reentrant checkpoint keeps each on the GPU. Ids from kIds
         // on name those kept.
-        // The allocator as the run configures it (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True maps
-        // pages into one growing segment instead of caching blocks of the sizes first asked for).
-        AllocatorSettings settings;
-        settings.expandableSegments = sc.cluster.expandableSegments;
-        CachingAllocatorModel allocator{settings};
+        // The allocator as the run configures it (expandable segments map pages into one growing segment
+        // instead of caching blocks of the sizes first asked for; the divisions round a large block up to
+        // 1/32 of its power-of-two interval).
+        CachingAllocatorModel allocator{unslothAllocatorSettings(sc)};
         Program p(allocator, kIds + (offload ? 0 : layers));
         p.alloc(In, d.e * d.s * d.h); // the embeddings' output
         for (int l = 0; l < layers; ++l) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
+#include "core/allocator/cachingallocator.h"
 #include "core/plan/scenario.h"
 
 namespace headroom {
@@ -17,6 +18,12 @@ struct StepReplay {
     double allocated = 0;  // the most the step's tensors hold at once
     double reserved = 0;   // what their segments reserve by then
 };
+
+// The allocator a scenario of Unsloth's runs: what unsloth/__init__.py sets on import,
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,roundup_power2_divisions:[32:256,64:128,256:64,>:32]
+// (e3162dc5bf), where the scenario keeps expandable segments (its default for the framework); a file that
+// says false replaced the variable, and PyTorch's defaults run.
+AllocatorSettings unslothAllocatorSettings(const Scenario& sc);
 
 // One GPU's step for the layers [firstLayer, firstLayer + layers) of a dense model with a gated MLP
 // `mlpWidth` wide.

@@ -69,10 +69,10 @@ struct Miss {
     const char* reason;
 };
 constexpr const char* kUnslothLongest =
-    "Unsloth's longest context on this GPU, planned with the allocator Unsloth sets on import (expandable "
-    "segments; 7.6-7.8% under with PyTorch's default before that was read): what Unsloth holds beyond its "
-    "replayed layers at these lengths is not read, nor its roundup_power2_divisions (at most 1/32 of a "
-    "block's power-of-two interval).";
+    "Unsloth's long contexts on this GPU, planned with the allocator Unsloth sets on import (expandable "
+    "segments and roundup_power2_divisions; 7.6-7.8% under with PyTorch's default before that was read) and "
+    "its double-quantised NF4 base (0.3 GiB less than the plain absmax planned before, which had hidden as "
+    "much of the gap): what Unsloth holds beyond its replayed layers at these lengths is not read.";
 const std::map<std::string, Miss> kMisses = {
     {"answerai-llama2-70b-qo2",
      {0.104,
@@ -88,9 +88,10 @@ const std::map<std::string, Miss> kMisses = {
       "(subB), as many as the data's outlier columns: no configuration says how many."}},
     {"ftcourse-tinyllama-int8-lora-reserved",
      {0.108, "The same run's reserved peak, under by about its allocated peak's gap (18.0% before)."}},
-    {"unsloth-llama3.1-8b-qlora-40gb", {0.104, kUnslothLongest}},
-    {"unsloth-llama3.1-8b-qlora-48gb", {0.107, kUnslothLongest}},
-    {"unsloth-llama3.1-8b-qlora-80gb", {0.111, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-16gb", {0.102, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-40gb", {0.108, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-48gb", {0.111, kUnslothLongest}},
+    {"unsloth-llama3.1-8b-qlora-80gb", {0.109, kUnslothLongest}},
 };
 } // namespace
 
@@ -719,10 +720,11 @@ void TestFineTuning::validatePerCounter() {
     // -0.3% and -0.5%), which is growth of the set, not a fix of those five.
     QEXPECT_FAIL(
         "device",
-        "Unsloth's Llama 3.1 8B context table: 3.8-11.1% under, median 8.5% (5.5-7.9% before the "
-        "allocator Unsloth sets on import, expandable segments, was planned), the gap per token in the ratio "
-        "of the models' extra query heads, as xformers' K/V expansion would make; the table's runs are "
-        "planned with flash-attn, which their HF + FA2 baseline needed, and nothing is chosen on them.",
+        "Unsloth's context tables: the 8B rows 7.6-11.1% under, the 70B rows 1.8% and 6.3%, median 9.9% "
+        "(8.5% before their NF4 base was planned double-quantised, as Unsloth always loads it; 5.5-7.9% "
+        "before the allocator Unsloth sets on import was planned), the gap per token in the ratio of the "
+        "models' extra query heads, as xformers' K/V expansion would make; the table's runs are planned with "
+        "flash-attn, which Unsloth's Ampere install brings, and nothing is chosen on them.",
         Continue);
     QVERIFY2(median <= 0.05, qPrintable(what));
 }
@@ -834,12 +836,21 @@ void TestFineTuning::unslothStepReplayed() {
     const Scenario sc = scenarioFromJson(doc);
     QVERIFY(sc.cluster.expandableSegments);
     QCOMPARE(sc.overheads.allocatorOverheadFraction, 0.015);
+    // With roundup_power2_divisions:[32:256,64:128,256:64,>:32] beside it: PyTorch's parse gives 256
+    // divisions to the five intervals from 1 MiB to 32 MiB, 128 to [32, 64), 64 to [64, 256) and 32 to the
+    // rest. An f-wide tensor here, 342,733 x 14,336 x 2 = 9,826,840,576 bytes, lies in [8, 16) GiB: steps of
+    // 256 MiB, 37 of them, 9,932,111,872 bytes (1.07% more).
+    const AllocatorSettings unsloth = unslothAllocatorSettings(sc);
+    QVERIFY(unsloth.expandableSegments);
+    QCOMPARE(unsloth.roundupPower2Divisions,
+             (std::vector<int>{256, 256, 256, 256, 256, 128, 64, 64, 32, 32, 32, 32, 32, 32, 32, 32}));
+    QCOMPARE(alloc::roundSize(9826840576ull, unsloth), std::uint64_t{37} * 268435456);
     const StepReplay replay = unslothStepReplay(sc, 32, 14336);
     QVERIFY(replay.replayed);
     QCOMPARE(replay.allocated, 342733.0 * 184520 + 32.0 * 14336 * 2);
     // The segments around them: ascending addresses, tensors of five widths freed in another order than they
     // came, in segments that grow at their end (a free block inside one serves any smaller request, a larger
-    // one maps pages at the end). No constant; what it comes to is 4.7% beyond the tensors here.
+    // one maps pages at the end). No constant; what it comes to is 5.5% beyond the tensors here.
     QVERIFY(replay.reserved > replay.allocated);
     qInfo().noquote() << QStringLiteral("Unsloth 8B at 342,733 tokens: %1 GiB allocated, %2 GiB reserved")
                              .arg(replay.allocated / kGiB, 0, 'f', 2)
@@ -860,6 +871,8 @@ void TestFineTuning::unslothStepReplayed() {
     // before) the same tensors, each large one in a segment of its own: 8.9% beyond them.
     json plain = doc;
     plain["cluster"]["expandable_segments"] = false;
+    QCOMPARE(unslothAllocatorSettings(scenarioFromJson(plain)).roundupPower2Divisions,
+             AllocatorSettings{}.roundupPower2Divisions);
     const StepReplay cached = unslothStepReplay(scenarioFromJson(plain), 32, 14336);
     QVERIFY(cached.replayed);
     QCOMPARE(cached.allocated, replay.allocated);
@@ -887,13 +900,14 @@ void TestFineTuning::unslothTablePerToken() {
         const char *from, *to;
         double fromTokens, toTokens, gib; // the two rows' lengths and the GiB between their GPUs
         double table, plan;               // KiB a token
+        double tableFixed, planFixed;     // GiB, the lines through the two rows at no tokens
     };
     // Llama 3.1 8B, 12 GB to 80 GB: 68 GiB over 320,885 tokens, 222.2 KiB a token (1 GiB per 4,719);
     // Llama 3.3 70B, 48 GB to 80 GB: 32 GiB over 77,283 tokens, 434.2.
-    const Rows rows[] = {
-        {"unsloth-llama3.1-8b-qlora-12gb", "unsloth-llama3.1-8b-qlora-80gb", 21848, 342733, 68, 222.2, 196.1},
-        {"unsloth-llama3.3-70b-qlora-48gb", "unsloth-llama3.3-70b-qlora-80gb", 12106, 89389, 32, 434.2,
-         371.2}};
+    const Rows rows[] = {{"unsloth-llama3.1-8b-qlora-12gb", "unsloth-llama3.1-8b-qlora-80gb", 21848, 342733,
+                          68, 222.2, 197.5, 7.37, 6.75},
+                         {"unsloth-llama3.3-70b-qlora-48gb", "unsloth-llama3.3-70b-qlora-80gb", 12106, 89389,
+                          32, 434.2, 377.5, 42.99, 42.79}};
     for (const Rows& row : rows) {
         const CaseResult *from = nullptr, *to = nullptr;
         for (const CaseResult& r : runs().results) {
@@ -906,14 +920,22 @@ void TestFineTuning::unslothTablePerToken() {
         const double tokens = row.toTokens - row.fromTokens;
         const double table = (to->measured - from->measured) / tokens / 1024;
         const double plan = (to->estimated - from->estimated) / tokens / 1024;
-        const QString what = QStringLiteral("%1 to %2, KiB a token: the table %3, the plan %4")
+        // Where each line meets no tokens: what neither grows with the length.
+        const double tableFixed = (from->measured - table * 1024 * row.fromTokens) / kGiB;
+        const double planFixed = (from->estimated - plan * 1024 * row.fromTokens) / kGiB;
+        const QString what = QStringLiteral("%1 to %2, KiB a token: the table %3, the plan %4; GiB at no "
+                                            "tokens: the table %5, the plan %6")
                                  .arg(row.from, row.to)
                                  .arg(table, 0, 'f', 1)
-                                 .arg(plan, 0, 'f', 1);
+                                 .arg(plan, 0, 'f', 1)
+                                 .arg(tableFixed, 0, 'f', 2)
+                                 .arg(planFixed, 0, 'f', 2);
         qInfo().noquote() << what;
         QVERIFY2(std::abs(table - row.gib * 1048576 / tokens) < 0.01 && std::abs(table - row.table) < 0.1,
                  qPrintable(what));
         QVERIFY2(std::abs(plan - row.plan) < 0.5, qPrintable(what));
+        QVERIFY2(std::abs(tableFixed - row.tableFixed) < 0.005 && std::abs(planFixed - row.planFixed) < 0.02,
+                 qPrintable(what));
     }
 }
 
@@ -1004,6 +1026,22 @@ void TestFineTuning::unslothReaderChecks() {
     partial["training"]["fine_tuning"]["target_modules"] = {"q_proj", "v_proj"};
     QVERIFY(!unslothFallback(scenarioFromJson(partial)).empty());
     QVERIFY(unslothFallback(scenarioFromJson(unslothLlama8b(2048))).empty());
+    // Its 4-bit base is double-quantised whatever the file leaves out (FastLlamaModel.from_pretrained's
+    // BitsAndBytesConfig sets bnb_4bit_use_double_quant): one uint8 absmax per 64 values, not an fp32 one,
+    // 0.29 GiB less for Llama 3.1 8B's 6,979,321,856 quantised weights (3/64 of a byte each, 327,155,712
+    // bytes, less the second-level scales of 256 blocks each, 4 bytes per 16,384 values: 1,703,936).
+    const Scenario unsloth = scenarioFromJson(unslothLlama8b(2048));
+    QVERIFY(unsloth.training.fineTuning.doubleQuantization);
+    json plainAbsmax = unslothLlama8b(2048);
+    plainAbsmax["training"]["fine_tuning"]["double_quantization"] = false;
+    const double weights = at(unsloth, Phase::Optimizer)[Category::Weights];
+    const double fp32Absmax = at(scenarioFromJson(plainAbsmax), Phase::Optimizer)[Category::Weights];
+    QVERIFY2(std::abs(fp32Absmax - weights - (327155712.0 - 1703936.0)) < 4096,
+             qPrintable(QString::number(fp32Absmax - weights, 'f', 0)));
+    // PEFT's own loader leaves it to the caller's BitsAndBytesConfig, whose default is off.
+    json peft = unslothLlama8b(2048);
+    peft["training"]["framework"] = "huggingface";
+    QVERIFY(!scenarioFromJson(peft).training.fineTuning.doubleQuantization);
 }
 
 QTEST_GUILESS_MAIN(TestFineTuning)
