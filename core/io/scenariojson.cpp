@@ -327,6 +327,26 @@ bool defaultExpandableSegments(const json& doc) {
 }
 
 namespace {
+// torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant, which
+// Unsloth always sets: FastLlamaModel.from_pretrained's BitsAndBytesConfig (unsloth/models/llama.py) and
+// loader.py's for its pre-quantised checkpoints, and its fast_dequantize reads the second-level state
+// unconditionally (unsloth/kernels/utils.py; read at e3162dc5bf).
+bool quantisesScales(Framework f) {
+    return f == Framework::Torchtune || f == Framework::Unsloth;
+}
+} // namespace
+
+bool defaultDoubleQuantization(const json& doc) {
+    const auto training = doc.find("training");
+    if (training == doc.end() || !training->is_object())
+        return false;
+    const auto framework = training->find("framework");
+    if (framework == training->end() || !framework->is_string())
+        return false;
+    return quantisesScales(frameworkNamed(framework->get<std::string>()));
+}
+
+namespace {
 
 // training.fine_tuning (docs/formats.md section 2): which weights train and how the frozen base is stored.
 void readFineTuning(const Section& training, Scenario& sc) {
@@ -359,12 +379,7 @@ void readFineTuning(const Section& training, Scenario& sc) {
     if (f.method == FineTuneMethod::Full && f.baseQuantization != BaseQuantization::None)
         throw Error(s.at("base_quantization"),
                     "a quantised base cannot be trained in full: use lora or qlora");
-    // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant, which
-    // Unsloth always sets: FastLlamaModel.from_pretrained's BitsAndBytesConfig (unsloth/models/llama.py) and
-    // loader.py's for its pre-quantised checkpoints, and its fast_dequantize reads the second-level state
-    // unconditionally (unsloth/kernels/utils.py; read at e3162dc5bf).
-    const bool unsloth = sc.training.framework == Framework::Unsloth;
-    f.doubleQuantization = s.boolean("double_quantization", torchtune || unsloth);
+    f.doubleQuantization = s.boolean("double_quantization", quantisesScales(sc.training.framework));
     f.bitsandbytesVersion = s.string("bitsandbytes_version", "");
     if (!f.bitsandbytesVersion.empty()) {
         const std::optional<bool> keeps = fourBitKeepsInputIn(f.bitsandbytesVersion);

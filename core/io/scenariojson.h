@@ -30,6 +30,10 @@ nlohmann::json defaultInferenceSection();
 // cluster.expandable_segments when the file leaves it out: true where the framework sets it itself (Unsloth
 // on import, torchtitan's launcher), else PyTorch's default, false. The settings panel shows the same.
 bool defaultExpandableSegments(const nlohmann::json& doc);
+// training.fine_tuning.double_quantization when the file leaves it out: true where the framework quantises
+// the base's scales itself (torchtune's torchao NF4 always; Unsloth's loader asks bitsandbytes for it),
+// else bitsandbytes' default, false. The settings panel shows the same.
+bool defaultDoubleQuantization(const nlohmann::json& doc);
 // The default scenario embedded from resources/default.headroom.json.
 nlohmann::json defaultScenarioDocument();
 

@@ -83,7 +83,7 @@ json fullTrainingScenario() {
                    "optimizer_implementation": "for_loop", "optimizer_in_backward": false, "paged_optimizer": true,
                    "first_step": true, "zero_grad": "after_forward",
                    "fine_tuning": {"method": "qlora", "rank": 32, "base_quantization": "fp4",
-                                   "adapter_dtype": "fp32", "preference": "dpo"}},
+                                   "double_quantization": false, "adapter_dtype": "fp32", "preference": "dpo"}},
       "cluster": {"gpu": "H200-141GB", "gpu_memory_gib": 140.4013671875, "num_gpus": 128, "gpus_per_node": 8, "data_parallel": "fsdp_full_shard",
                   "tensor_parallel": 4, "pipeline_parallel": 2, "context_parallel": 2, "expert_parallel": 1,
                   "sequence_parallel": true, "offload_optimizer": true, "offload_parameters": false,
@@ -164,6 +164,7 @@ private slots:
     void kvCacheCheckBox();
     void cudaGraphEstimateCheckBox();
     void expandableSegmentsFollowTheFramework();
+    void doubleQuantisationFollowsTheFramework();
     void gradModeForAForwardThatKeepsItsGraph();
     void tablesCopyAsMarkdownAndCsv();
     void categoryColoursSurviveColourBlindness();
@@ -486,6 +487,49 @@ void TestMainWindow::expandableSegmentsFollowTheFramework() {
     QVERIFY(w->waitForPlanner());
     QVERIFY(box->isChecked());
     QVERIFY(w->document()->scenario().cluster.expandableSegments);
+}
+
+void TestMainWindow::doubleQuantisationFollowsTheFramework() {
+    // A 4-bit base's double quantisation, shown as the reader plans it when the file says nothing: Unsloth's
+    // loader asks bitsandbytes for it, PEFT's leaves bitsandbytes' default (off). Unticked, it writes false
+    // and the frozen base grows by an fp32 scale per 64 weights where a uint8 one was.
+    auto w = window();
+    json doc = test::trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    doc["training"]["framework"] = "unsloth";
+    doc["training"]["precision"] = "bf16";
+    doc["training"]["activation_checkpointing"] = "full";
+    doc["training"]["fine_tuning"] = {
+        {"method", "qlora"},
+        {"rank", 32},
+        {"target_modules", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    auto* box = w->settingsPanel()->findChild<QCheckBox*>("/training/fine_tuning/double_quantization");
+    QVERIFY(box);
+    QVERIFY(w->document()->scenario().training.fineTuning.doubleQuantization);
+    QVERIFY(box->isChecked());
+    QVERIFY(w->settingsPanel()
+                ->fieldWidget("/training/fine_tuning/double_quantization")
+                ->isVisibleTo(w->settingsPanel()));
+    const double base = w->document()->estimate().frozenWeightBytes();
+    box->setChecked(false);
+    QCOMPARE(w->document()->json()["training"]["fine_tuning"]["double_quantization"].get<bool>(), false);
+    QVERIFY(w->waitForPlanner());
+    // Llama 3.1 8B's 6,979,321,856 quantised weights: 3/64 of a byte each, less the second-level scales.
+    QVERIFY(std::abs(w->document()->estimate().frozenWeightBytes() - base - (327155712.0 - 1703936.0)) <
+            4096);
+    doc["training"]["framework"] = "huggingface";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(!box->isChecked());
+    QVERIFY(!w->document()->scenario().training.fineTuning.doubleQuantization);
+    // Without a 4-bit base it means nothing and is not shown.
+    doc["training"]["fine_tuning"]["method"] = "lora";
+    w->document()->reset(doc);
+    QVERIFY(w->waitForPlanner());
+    QVERIFY(!w->settingsPanel()
+                 ->fieldWidget("/training/fine_tuning/double_quantization")
+                 ->isVisibleTo(w->settingsPanel()));
 }
 
 void TestMainWindow::fineTuningGroup() {

@@ -455,6 +455,23 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                            textAt(t["fine_tuning"], "method") == "qlora";
         return QString::fromLatin1(qlora ? "nf4" : "none");
     };
+    // The 4-bit base's scales: bitsandbytes' bnb_4bit_use_double_quant, which torchtune (torchao's NF4) and
+    // Unsloth (its loader) always use; shown ticked where the reader plans it without the key.
+    addField(
+        fineTuningForm,
+        boolField("/training/fine_tuning/double_quantization", "Double quantisation",
+                  "bitsandbytes' bnb_4bit_use_double_quant: each block of 64 weights keeps a uint8 scale "
+                  "(and every 256 of those an fp32 one) instead of an fp32 scale, 3/64 of a byte less per "
+                  "weight. Always on under torchtune (torchao's NF4) and Unsloth (its loader asks for it)"));
+    m_fields.back()->visibleWhen = [](const json& doc) {
+        const json& t = trainingOf(doc);
+        if (!t.contains("fine_tuning") || !t["fine_tuning"].is_object())
+            return false;
+        const json& f = t["fine_tuning"];
+        const std::string method = textAt(f, "method"), base = textAt(f, "base_quantization");
+        return base == "nf4" || base == "fp4" || (method == "qlora" && base.empty());
+    };
+    m_fields.back()->fallbackBoolFor = [](const json& doc) { return defaultDoubleQuantization(doc); };
     // bitsandbytes' release, for a base it quantises: before 0.43.2 each 4-bit layer kept its input, before
     // 0.45.0 each LLM.int8 layer an int8 transposed copy of its input besides.
     addField(
