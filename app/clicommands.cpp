@@ -496,15 +496,6 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         scenarios.push_back(loadScenarioFile(a.positional[i]));
         traces.push_back(loadTrace(a.positional[i + 1]));
     }
-    // The runs' allocator, where their snapshots recorded one: the fit and the calibrated file plan it.
-    std::vector<const Trace*> recorded;
-    for (const auto& t : traces)
-        recorded.push_back(&t->trace);
-    bool adopted = false;
-    const std::optional<bool> expandable = runsExpandableSegments(recorded);
-    if (expandable)
-        for (Scenario& sc : scenarios)
-            adopted = planWithRunsAllocator(sc, *expandable) || adopted;
     for (std::size_t i = 0; i < scenarios.size(); ++i)
         runs.push_back({&scenarios[i], &traces[i]->trace,
                         traces[i]->indexes[busiestDevice(*traces[i], a.positional[2 * i + 1])].get(),
@@ -532,11 +523,6 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         return 0;
     }
     out << "fitted on " << r.runs.size() << " run(s); wrote " << *a.output << "\n";
-    if (adopted)
-        out << "  planned with the runs' allocator: cluster.expandable_segments "
-            << (*expandable ? "true" : "false")
-            << ", as their snapshots recorded (allocator_settings), so that other lengths replay the cache "
-               "the factors were fitted beside\n";
     const Calibration& c = r.factors;
     const double scratch = std::max(0.0, c.stepScratchBytesPerParameter) + c.optimizerStepBytesPerParameter;
     std::ostringstream tensors;

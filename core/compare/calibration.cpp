@@ -747,30 +747,6 @@ std::string calibrationAdvice(const Comparison& c, const Scenario& scenario, con
 }
 } // namespace
 
-std::optional<bool> runsExpandableSegments(const std::vector<const Trace*>& traces) {
-    std::optional<bool> agreed;
-    for (const Trace* t : traces) {
-        if (!t || !t->allocatorSettings.recorded)
-            return std::nullopt;
-        if (agreed && *agreed != t->allocatorSettings.expandableSegments)
-            return std::nullopt;
-        agreed = t->allocatorSettings.expandableSegments;
-    }
-    return agreed;
-}
-
-bool planWithRunsAllocator(Scenario& s, bool on) {
-    if (s.cluster.expandableSegments == on)
-        return false;
-    setExpandableSegments(s, on);
-    if (!s.document.is_object())
-        s.document = nlohmann::json::object();
-    if (!s.document.contains("cluster") || !s.document["cluster"].is_object())
-        s.document["cluster"] = nlohmann::json::object();
-    s.document["cluster"]["expandable_segments"] = on;
-    return true;
-}
-
 CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
                             const std::function<void(Comparison&, const Scenario&)>& beside,
                             FitAgainst against) {

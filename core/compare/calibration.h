@@ -149,16 +149,6 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
 // the calibrated plan is made with them (Calibration::codeTables), unless `ScenarioProfile` asks for the
 // scenario's own profile's tables (`headroom-cli calibrate --own-profile`).
 enum class FitAgainst { CodeWhereKnown, ScenarioProfile };
-
-// The allocator a calibration's scenarios plan with: where every run recorded its allocator's settings (a
-// snapshot's allocator_settings) and they agree on expandable segments, that setting, else nothing. The
-// fit measures the cache that allocator made; a calibrated scenario that plans another would replay a
-// different cache at other lengths than the one the factors were fitted beside.
-std::optional<bool> runsExpandableSegments(const std::vector<const Trace*>& traces);
-
-// `s` planned with expandable segments `on`, its document saying so (what a calibrated scenario's file
-// keeps). True where that changed the scenario.
-bool planWithRunsAllocator(Scenario& s, bool on);
 CalibrationResult calibrate(const std::vector<CalibrationInput>& runs, const AttributionRules& rules,
                             const std::function<void(Comparison&, const Scenario&)>& beside = {},
                             FitAgainst against = FitAgainst::CodeWhereKnown);

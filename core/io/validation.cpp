@@ -299,30 +299,16 @@ Validation runValidation(std::vector<ValidationCases> files, const AttributionRu
             for (const std::string& w : sc.warnings)
                 r.warnings.push_back(c.id + ": " + w);
             if (!c.calibrateOn.empty()) {
-                // As headroom-cli calibrate does: the runs' scenarios and the calibrated one plan the
-                // allocator the runs recorded, where they agree on one (runsExpandableSegments).
-                std::vector<const ValidationCase*> on;
-                std::vector<const Trace*> recorded;
-                for (const std::string& id : c.calibrateOn) {
-                    on.push_back(&*std::find_if(f.cases.begin(), f.cases.end(),
-                                                [&](const ValidationCase& x) { return x.id == id; }));
-                    recorded.push_back(&traceOf(*on.back()).trace);
-                }
-                const std::optional<bool> expandable = runsExpandableSegments(recorded);
-                if (expandable)
-                    planWithRunsAllocator(sc, *expandable);
                 auto known = calibrations.find(c.calibrateOn);
                 if (known == calibrations.end()) {
                     std::vector<CalibrationInput> runs;
-                    std::vector<Scenario> planned;
-                    planned.reserve(on.size()); // the runs point into it
-                    for (const ValidationCase* run : on) {
-                        LoadedTrace& t = traceOf(*run);
-                        planned.push_back(scenarioOf(*run));
-                        if (expandable)
-                            planWithRunsAllocator(planned.back(), *expandable);
-                        runs.push_back({&planned.back(), &t.trace, t.indexes[busiestDevice(t.summary)].get(),
-                                        run->tracePath});
+                    for (const std::string& id : c.calibrateOn) {
+                        const ValidationCase& on =
+                            *std::find_if(f.cases.begin(), f.cases.end(),
+                                          [&](const ValidationCase& x) { return x.id == id; });
+                        LoadedTrace& t = traceOf(on);
+                        runs.push_back({&scenarioOf(on), &t.trace, t.indexes[busiestDevice(t.summary)].get(),
+                                        on.tracePath});
                     }
                     // A calibration refused (one no scenario holds: core/compare/calibration.cpp) names the
                     // case that asked for it.

@@ -65,7 +65,6 @@ private slots:
     void compareScenarioWithTrace();
     void timelineByCategory();
     void calibrateFromTwoRuns();
-    void calibratePlansTheRunsAllocator();
     void calibrateRefusesWhatNoScenarioHolds();
     void totalsAreComparedNotCalibrated();
     void nvidiaSmiIsComparedByWhatIsInUse();
@@ -587,48 +586,6 @@ void TestCli::calibrateFromTwoRuns() {
         written.readAll().toStdString())["calibration"]["factors"]["prefill_attention_linear"];
     QVERIFY(share > 0.3 && share < 0.4);
     QCOMPARE(cli({"calibrate", m + "cs336-medium-128-training.headroom.json", "-o", out}).code, 2);
-}
-
-void TestCli::calibratePlansTheRunsAllocator() {
-    // A scenario that says expandable segments, calibrated on a run whose snapshot recorded none (every
-    // snapshot of tests/data says expandable_segments False): the fit and the calibrated file plan the
-    // allocator the run had, and the command says so; the calibrated plan then reserves what the run did,
-    // and at 4x the length under bf16 autocast what that run did (Wedsonlin's 1,024-token step: its
-    // reserved peak, 25,178,406,912 bytes, is the trace's own, trace-summary's figure).
-    const std::string m = HEADROOM_SOURCE_DIR "/examples/measured/";
-    const std::string t = (test::dataDir() + "/traces/snapshots/").toStdString();
-    json doc = json::parse(readTextFile(m + "cs336-medium-256-training.headroom.json"));
-    doc["cluster"]["expandable_segments"] = true;
-    const std::string declared = m_dir.filePath("expandable-256.headroom.json").toStdString();
-    writeFile(declared, doc.dump());
-    const std::string out = m_dir.filePath("expandable-256-calibrated.headroom.json").toStdString();
-    const Run r = cli(
-        {"calibrate", declared, t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out});
-    QCOMPARE(r.code, 0);
-    QVERIFY2(QString::fromStdString(r.out).contains(
-                 "planned with the runs' allocator: cluster.expandable_segments false, as their snapshots "
-                 "recorded"),
-             r.out.c_str());
-    json calibrated = json::parse(readTextFile(out));
-    QCOMPARE(calibrated["cluster"]["expandable_segments"].get<bool>(), false);
-    QVERIFY(!loadScenarioFile(out).cluster.expandableSegments);
-    const Run same =
-        cli({"compare", out, t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "--json"});
-    QVERIFY(std::abs(json::parse(same.out)["reserved"]["relative_error"].get<double>()) <= 0.02);
-    calibrated["training"]["sequence_length"] = 1024;
-    calibrated["training"]["autocast"] = "bf16";
-    const std::string longer = m_dir.filePath("expandable-1024.headroom.json").toStdString();
-    writeFile(longer, calibrated.dump());
-    const double reserved = json::parse(cli({"estimate", longer, "--json"}).out)["reserved_peak_bytes"];
-    qInfo().noquote() << QStringLiteral("1,024 tokens under bf16 autocast, calibrated at 256: reserved %1%")
-                             .arg(100 * (reserved / 25178406912.0 - 1), 0, 'f', 1);
-    QVERIFY(std::abs(reserved / 25178406912.0 - 1) <= 0.05);
-    // A scenario that already plans the run's allocator is written as it was: no key added, nothing said.
-    const Run plain = cli({"calibrate", m + "cs336-medium-256-training.headroom.json",
-                           t + "cs336_Wedsonlin_medium_256_training_memory_snapshot.pickle", "-o", out});
-    QCOMPARE(plain.code, 0);
-    QVERIFY(!QString::fromStdString(plain.out).contains("planned with the runs' allocator"));
-    QVERIFY(!json::parse(readTextFile(out))["cluster"].contains("expandable_segments"));
 }
 
 void TestCli::totalsAreComparedNotCalibrated() {

@@ -801,20 +801,6 @@ void TestTraceView::calibrateFromATraceTheScenarioIsNot() {
     // Undone as one step.
     w->document()->undoStack()->undo();
     QVERIFY(!w->document()->scenario().calibration.present);
-    // A scenario that says expandable segments where the run's snapshot recorded none: the fit plans the
-    // allocator the run had, the scenario takes it in the same undoable step, and the message says so.
-    w->document()->applyPatch({{"cluster", {{"expandable_segments", true}}}}, "expandable segments");
-    QVERIFY(w->document()->scenario().cluster.expandableSegments);
-    const QString adopted = w->calibrateFrom(view);
-    QVERIFY2(adopted.contains(QStringLiteral("The scenario now plans the allocator the run recorded: "
-                                             "expandable segments off")),
-             qPrintable(adopted));
-    QVERIFY(w->document()->scenario().calibration.present);
-    QVERIFY(!w->document()->scenario().cluster.expandableSegments);
-    w->document()->undoStack()->undo();
-    QVERIFY(!w->document()->scenario().calibration.present);
-    QVERIFY(w->document()->scenario().cluster.expandableSegments);
-    w->document()->undoStack()->undo();
     // One 64-token sequence on the 1,024-token training step: a fit no scenario holds (x4,240 the plan's
     // tokens, tst_attribution::calibrationIsOneAScenarioHolds) is refused with its reason and the scenario
     // left as it was, where the window applied it and then could not read its own scenario.

@@ -87,13 +87,8 @@ void CompareActions::startCalibration(TracePage* view, FitAgainst against,
         return;
     }
     const std::size_t device = busiestDevice(loaded->summary);
-    // The fit reads its own copy of the scenario, planned with the allocator the run recorded (its
-    // snapshot's allocator_settings): the factors are fitted beside the cache that allocator made, and the
-    // calibrated scenario replays the same at other lengths. The trace is shared and read-only.
-    Scenario planned = m_doc->scenario();
-    const std::optional<bool> expandable = runsExpandableSegments({&loaded->trace});
-    const bool adopted = expandable && planWithRunsAllocator(planned, *expandable);
-    auto scenario = std::make_shared<const Scenario>(std::move(planned));
+    // The fit reads its own copy of the scenario; the trace is shared and read-only.
+    auto scenario = std::make_shared<const Scenario>(m_doc->scenario());
     const nlohmann::json document = m_doc->json();
     const QString file = QFileInfo(QString::fromStdString(loaded->path)).fileName();
     QPointer<TracePage> page(view);
@@ -103,8 +98,7 @@ void CompareActions::startCalibration(TracePage* view, FitAgainst against,
                 {{scenario.get(), &loaded->trace, loaded->indexes.at(device).get(), loaded->path}},
                 AttributionRules::pytorchDefaults(), {}, against);
         },
-        [this, scenario, document, file, page, against, adopted,
-         done](JobOutcome<CalibrationResult> outcome) {
+        [this, scenario, document, file, page, against, done](JobOutcome<CalibrationResult> outcome) {
             if (!outcome.ok()) {
                 // A fit no scenario can hold (core/compare/calibration.cpp): the scenario stays as it was.
                 done(tr("Not calibrated: %1").arg(QString::fromStdString(outcome.error)), false);
@@ -121,20 +115,11 @@ void CompareActions::startCalibration(TracePage* view, FitAgainst against,
             const CalibrationResult& r = *outcome.value;
             const nlohmann::json fitted = calibrationToJson(r);
             // One undoable step; every what-if starts from the calibrated estimate.
-            nlohmann::json patch = {
-                {"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}};
-            if (adopted)
-                patch["cluster"] = {{"expandable_segments", scenario->cluster.expandableSegments}};
-            m_doc->applyPatch(patch, tr("Calibrate from %1").arg(file));
+            m_doc->applyPatch({{"calibration", {{"factors", fitted["factors"]}, {"runs", fitted["runs"]}}}},
+                              tr("Calibrate from %1").arg(file));
             if (page) // the trace tab may have been closed while it ran
                 compareWithPlanner(page);
-            const QString allocator =
-                adopted
-                    ? tr(" The scenario now plans the allocator the run recorded: expandable segments %1, "
-                         "so that other lengths replay the cache the factors were fitted beside.")
-                          .arg(scenario->cluster.expandableSegments ? tr("on") : tr("off"))
-                    : QString();
-            done(calibrationMessage(r, *scenario, against) + allocator, true);
+            done(calibrationMessage(r, *scenario, against), true);
         });
 }
 
