@@ -19,7 +19,7 @@ struct StepReplay {
     double reserved = 0;   // what their segments reserve by then
 };
 
-// The allocator a scenario of Unsloth's runs: what unsloth/__init__.py sets on import,
+// The allocator a scenario of Unsloth plans with: what unsloth/__init__.py sets on import,
 // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,roundup_power2_divisions:[32:256,64:128,256:64,>:32]
 // (e3162dc5bf), where the scenario keeps expandable segments (its default for the framework); a file that
 // says false replaced the variable, and PyTorch's defaults run.
