@@ -310,23 +310,18 @@ std::string derivedTrainingDefault(const json& training, const std::string& key)
     return {};
 }
 
-bool defaultExpandableSegments(const json& doc) {
-    // Where the framework sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True itself. Unsloth, when it is
-    // imported, before anything is allocated (with roundup_power2_divisions): unsloth/__init__.py from March
-    // 2024 (c599ae0f), unsloth_zoo's from October 2025 (unsloth 1c1f7033). torchtitan's launcher,
-    // run_llama_train.sh from October 2024 (a5e57e4a9, PR #643), run_train.sh since: a run started with
-    // torchrun directly says false. Everything else runs PyTorch's default.
+namespace {
+// The training section's framework as the file names it; PyTorch's where it names none (or is inference).
+Framework trainingFramework(const json& doc) {
     const auto training = doc.find("training");
     if (training == doc.end() || !training->is_object())
-        return false;
+        return Framework::PyTorch;
     const auto framework = training->find("framework");
-    if (framework == training->end() || !framework->is_string())
-        return false;
-    const Framework f = frameworkNamed(framework->get<std::string>());
-    return f == Framework::Unsloth || f == Framework::Torchtitan;
+    return framework != training->end() && framework->is_string()
+               ? frameworkNamed(framework->get<std::string>())
+               : Framework::PyTorch;
 }
 
-namespace {
 // torchao's NF4 always quantises its scales; bitsandbytes only with bnb_4bit_use_double_quant, which
 // Unsloth always sets: FastLlamaModel.from_pretrained's BitsAndBytesConfig (unsloth/models/llama.py) and
 // loader.py's for its pre-quantised checkpoints, and its fast_dequantize reads the second-level state
@@ -336,14 +331,18 @@ bool quantisesScales(Framework f) {
 }
 } // namespace
 
+bool defaultExpandableSegments(const json& doc) {
+    // Where the framework sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True itself. Unsloth, when it is
+    // imported, before anything is allocated (with roundup_power2_divisions): unsloth/__init__.py from March
+    // 2024 (c599ae0f), unsloth_zoo's from October 2025 (unsloth 1c1f7033). torchtitan's launcher,
+    // run_llama_train.sh from October 2024 (a5e57e4a9, PR #643), run_train.sh since: a run started with
+    // torchrun directly says false. Everything else runs PyTorch's default.
+    const Framework f = trainingFramework(doc);
+    return f == Framework::Unsloth || f == Framework::Torchtitan;
+}
+
 bool defaultDoubleQuantization(const json& doc) {
-    const auto training = doc.find("training");
-    if (training == doc.end() || !training->is_object())
-        return false;
-    const auto framework = training->find("framework");
-    if (framework == training->end() || !framework->is_string())
-        return false;
-    return quantisesScales(frameworkNamed(framework->get<std::string>()));
+    return quantisesScales(trainingFramework(doc));
 }
 
 namespace {

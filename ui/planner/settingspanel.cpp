@@ -220,6 +220,15 @@ std::string textAt(const json& section, const char* key) {
     return section.contains(key) && section[key].is_string() ? section[key].get<std::string>()
                                                              : std::string();
 }
+// How the frozen base is stored as the reader takes it (QLoRA's default NF4), or empty without fine-tuning.
+std::string baseQuantizationOf(const json& doc) {
+    const json& t = trainingOf(doc);
+    if (!t.contains("fine_tuning") || !t["fine_tuning"].is_object())
+        return {};
+    const json& f = t["fine_tuning"];
+    const std::string base = textAt(f, "base_quantization");
+    return !base.empty() ? base : textAt(f, "method") == "qlora" ? "nf4" : "none";
+}
 
 } // namespace
 
@@ -464,12 +473,8 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                   "(and every 256 of those an fp32 one) instead of an fp32 scale, 3/64 of a byte less per "
                   "weight. Always on under torchtune (torchao's NF4) and Unsloth (its loader asks for it)"));
     m_fields.back()->visibleWhen = [](const json& doc) {
-        const json& t = trainingOf(doc);
-        if (!t.contains("fine_tuning") || !t["fine_tuning"].is_object())
-            return false;
-        const json& f = t["fine_tuning"];
-        const std::string method = textAt(f, "method"), base = textAt(f, "base_quantization");
-        return base == "nf4" || base == "fp4" || (method == "qlora" && base.empty());
+        const std::string base = baseQuantizationOf(doc);
+        return base == "nf4" || base == "fp4";
     };
     m_fields.back()->fallbackBoolFor = [](const json& doc) { return defaultDoubleQuantization(doc); };
     // bitsandbytes' release, for a base it quantises: before 0.43.2 each 4-bit layer kept its input, before
@@ -486,14 +491,10 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
             "input for the backward, as a trained layer does; before 0.45.0 (December 2024) "
             "MatMul8bitLt kept an int8 transposed copy of each LLM.int8 layer's input besides"));
     m_fields.back()->visibleWhen = [](const json& doc) {
-        const json& t = trainingOf(doc);
-        if (!t.contains("fine_tuning") || !t["fine_tuning"].is_object())
-            return false;
-        const json& f = t["fine_tuning"];
-        const std::string method = textAt(f, "method"), base = textAt(f, "base_quantization");
+        const std::string base = baseQuantizationOf(doc);
         // torchtune's 4-bit base is torchao's, not bitsandbytes'.
-        return textAt(t, "framework") != "torchtune" &&
-               (base == "int8" || base == "nf4" || base == "fp4" || (method == "qlora" && base.empty()));
+        return textAt(trainingOf(doc), "framework") != "torchtune" &&
+               (base == "int8" || base == "nf4" || base == "fp4");
     };
     m_fields.back()->onlyWhenShown = true;
     // Another release reads as the side of 0.43.2 and 0.45.0 it is on: "0.42.0 (before 0.43.2)".
