@@ -265,6 +265,11 @@ void printEstimate(std::ostream& out, const Scenario& sc, const Estimate& est) {
             out << "  " << std::left << std::setw(26) << "  trained (adapters)" << std::right << gib(trained)
                 << "  " << pct(trained, est.peakBytes) << "\n";
         }
+        // torchtitan's eager blocks: the part of the overhead that is a fitted term, not a modelled tensor.
+        if (cat == Category::AllocatorOverhead && est.eagerBlocksExcessBytes() > 0)
+            out << "  " << std::left << std::setw(26) << "  eager blocks (fitted)" << std::right
+                << gib(est.eagerBlocksExcessBytes()) << "  "
+                << pct(est.eagerBlocksExcessBytes(), est.peakBytes) << "\n";
     }
     out << "  " << std::left << std::setw(26) << "Peak" << std::right << gib(est.peakBytes) << "\n";
     out << "  " << std::left << std::setw(26) << "Capacity" << std::right << gib(est.capacityBytes) << "\n";

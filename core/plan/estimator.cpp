@@ -321,6 +321,16 @@ struct LossBytes {
 // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8): the model's output layer runs on as many chunks.
 constexpr double kTorchtuneOutputChunks = 8;
 
+// A FITTED term, the profile's only one for torchtitan, named as such: what torchtitan's eager blocks under
+// per-op selective checkpointing reserve beyond the same run compiled, in bytes per hidden unit, token and
+// block. torchtitan's December 2024 benchmarks (benchmarks/llama3_h100_202412_torchtitan.md, Llama 3.1 8B,
+// 2 x 8,192 tokens a GPU, 32 blocks of 4,096) measured 82.4 against 77.0 GiB on 8 GPUs (Table 1) and 67.0
+// against 62.0 on 128 (Table 3): 5.4 and 5.0 GiB, their mean 5.2 GiB over 2^31 = 16,384 x 32 x 4,096, 2.6
+// bytes. Both tables are fit runs. The source read (the block, the SAC policy, FSDP2's hooks at 9dec370)
+// keeps the same tensors eager or compiled, so what these bytes are is not known: the form (per token,
+// block and hidden unit, as a block's activations) is an assumption, and the term changes nothing else.
+constexpr double kTorchtitanEagerExcessBytes = 2.6;
+
 // `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
 // (train.py: enable_loss_parallel unless --training.disable_loss_parallel).
 LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
@@ -1088,6 +1098,12 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.rootReduceAtEnd = embedding * (2 * gb + reduced);
         }
     }
+    if (tr.framework == Framework::Torchtitan && !tr.compile &&
+        tr.checkpointing == Checkpointing::SelectiveOp && m.known && st.layers > 0)
+        // Per sample, as the layers' activations are: each of this stage's blocks, every local token, the
+        // hidden size (split like a block's tensors across tensor-parallel ranks).
+        st.eagerBlocksExcess = kTorchtitanEagerExcessBytes * static_cast<double>(tr.sequenceLength) /
+                               c.contextParallel * st.layers * m.hidden / c.tensorParallel;
     // (A calibration that measured the allocator's overhead stands for it instead:
     // Calibration::allocatorOverhead.)
     const bool overheadMeasured =
@@ -1527,6 +1543,7 @@ StageModel withBatch(StageModel st, double batch) {
                       &st.decodeKvTransient,
                       &st.decodeActivations,
                       &st.cachedLogits,
+                      &st.eagerBlocksExcess,
                       &st.offloadedActivations,
                       &st.backwardActivations,
                       &st.backwardScores,
@@ -1750,7 +1767,8 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
     // Paged states (in unified memory) are outside the allocator: as many as this point holds (none before
     // a first step's step).
     managed -= std::min(st.pagedStates, b[Category::OptimizerStates]);
-    b[Category::AllocatorOverhead] = st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits;
+    b[Category::AllocatorOverhead] =
+        st.allocatorFraction * managed + st.reservedExtra + st.cachedLogits + st.eagerBlocksExcess;
     if (st.fsdp1) {
         // The replay's segments hold the model states and the gathers; the rest (activations, logits,
         // temporaries, the unsharded gradients) is allocated on the compute stream, first out of what the
@@ -1984,6 +2002,7 @@ Estimate estimateResolved(const Scenario& sc, EngineSizer sizer, bool searchBatc
         for (int k = 0; k < st.forwardMoments; ++k) // cs336_basics' forward: the most at any of its moments
             se.autocastCopyBytes = std::max(se.autocastCopyBytes, st.forwardMoment[k].casts);
         se.frozenWeightBytes = st.frozenWeights;
+        se.eagerBlocksExcessBytes = st.eagerBlocksExcess;
         se.wrappedReservedBytes = st.fsdp1Wrapped; // 0 unless the wrap was replayed
         if (st.replayedReserved > 0) {
             se.replayedReservedBytes = st.replayedReserved;

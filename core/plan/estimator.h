@@ -56,6 +56,9 @@ struct StageEstimate {
     // are checkpointed, whose copies autocast's cache alone held, gone when it exits
     double autocastCopyBytes = 0;
     double frozenWeightBytes = 0; // fine-tuning: the frozen base's part of the weights (the rest trains)
+    // torchtitan's eager blocks under per-op selective checkpointing: the fitted part of the allocator's
+    // overhead (StageModel::eagerBlocksExcess). 0 otherwise.
+    double eagerBlocksExcessBytes = 0;
     // FSDP1 with a PEFT model: what PyTorch has reserved once the model is wrapped, before any step (the
     // replay of core/plan/fsdp1pools.h; fsdp_qlora logs it as reserved_after_model_wrap). 0 otherwise.
     double wrappedReservedBytes = 0;
@@ -181,6 +184,11 @@ struct Estimate {
     double frozenWeightBytes() const {
         const auto i = static_cast<std::size_t>(mostLoadedStage);
         return i < ranks.size() ? ranks[i].frozenWeightBytes : 0;
+    }
+    // torchtitan's eager blocks: the fitted part of the most-loaded stage's allocator overhead (0 otherwise).
+    double eagerBlocksExcessBytes() const {
+        const auto i = static_cast<std::size_t>(mostLoadedStage);
+        return i < ranks.size() ? ranks[i].eagerBlocksExcessBytes : 0;
     }
 };
 

@@ -157,6 +157,10 @@ struct StageModel {
     // is not linear in the batch, so the search for the largest that fits replays each batch it asks.
     bool reservedExtraReplayed = false;
     double cachedLogits = 0;  // the same, per sample: logits freed before the loss's larger blocks
+    // torchtitan's eager blocks under per-op selective checkpointing, per sample: what its runs reserved
+    // beyond the same runs compiled, where the source read keeps the same tensors either way. A fitted term
+    // (kTorchtitanEagerExcessBytes in estimator.cpp), not a tensor the profile knows.
+    double eagerBlocksExcess = 0;
     // FSDP1's wrap replayed through the allocator (core/plan/fsdp1pools.h): what it, the states, gradients
     // and gathers reserve, and what of the compute stream's cache the step's own tensors can take. Reserved
     // is then that plus whatever of those tensors the cache cannot hold.

@@ -896,6 +896,27 @@ void TestMainWindow::itemModelsAreConsistent() {
     QCOMPARE(total, loraEstimate.peakBytes);
     breakdown.setEstimate(estimate(scenarioFromJson(defaultScenarioDocument())));
     QCOMPARE(breakdown.rowCount(), int(kCategoryCount));
+    const int overheadRow = [] {
+        for (std::size_t i = 0; i < kCategoryCount; ++i)
+            if (categoryAt(i) == Category::AllocatorOverhead)
+                return static_cast<int>(i);
+        return -1;
+    }();
+    QVERIFY(breakdown.data(breakdown.index(overheadRow, 0), Qt::ToolTipRole).isNull());
+    // torchtitan's eager blocks under per-op SAC: the allocator's overhead says how much of it is the
+    // fitted term, 2.6 bytes per hidden unit, token and block (here 4,096 x 8,192 x 32: 2.6 x 2^30 bytes).
+    json titan = defaultScenarioDocument();
+    titan["model"] = {{"preset", "meta-llama/Llama-3.1-8B"}};
+    titan["training"]["framework"] = "torchtitan";
+    titan["training"]["micro_batch_size"] = 1;
+    titan["training"]["sequence_length"] = 8192;
+    titan["training"]["activation_checkpointing"] = "selective_op";
+    titan["cluster"]["num_gpus"] = 8;
+    titan["cluster"]["data_parallel"] = "zero3";
+    breakdown.setEstimate(estimate(scenarioFromJson(titan)));
+    breakdown.setStyle(ChartStyle{});
+    QCOMPARE(breakdown.data(breakdown.index(overheadRow, 0), Qt::ToolTipRole).toString().left(24),
+             QStringLiteral("Of which 2.60 GiB is fit"));
 
     // The stacked chart splits the weights the same way: the frozen base in its own darker segment at the
     // bottom of the bar, the adapters in the weights' blue above it, the bar still summing to the peak.

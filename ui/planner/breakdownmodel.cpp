@@ -18,6 +18,7 @@ void BreakdownModel::setEstimate(const Estimate& est) {
         m_total = est.peakBytes;
         m_frozen = frozen;
         m_serving = est.serving.engine;
+        m_eagerExcess = est.eagerBlocksExcessBytes();
         endResetModel();
         return;
     }
@@ -26,6 +27,7 @@ void BreakdownModel::setEstimate(const Estimate& est) {
     m_total = est.peakBytes;
     m_frozen = frozen;
     m_serving = est.serving.engine;
+    m_eagerExcess = est.eagerBlocksExcessBytes();
     before.forEachChange(
         *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
 }
@@ -89,6 +91,14 @@ QVariant BreakdownModel::data(const QModelIndex& index, int role) const {
     case Qt::DecorationRole:
         if (index.column() == CategoryColumn) // as the charts draw them: the frozen base in navy
             return part == 1 ? frozenWeightsColor() : categoryColor(c);
+        break;
+    case Qt::ToolTipRole:
+        if (c == Category::AllocatorOverhead && m_eagerExcess > 0)
+            return tr("Of which %1 %2 is fitted, not modelled: what torchtitan's eager blocks under per-op "
+                      "selective checkpointing reserved beyond the same runs compiled (its benchmarks' "
+                      "Tables 1 and 3), which torch.compile would save")
+                .arg(m_style.scale(m_eagerExcess), 0, 'f', 2)
+                .arg(m_style.unitName());
         break;
     case Qt::TextAlignmentRole:
         if (index.column() != CategoryColumn)

@@ -9,7 +9,8 @@ namespace headroom {
 
 // The most-loaded GPU's breakdown as a table: category, bytes (in the chosen unit), share of the peak. When
 // fine-tuning with adapters, the weights are two rows, the frozen base and what trains, and the gradients
-// and optimizer states say they are the adapters'.
+// and optimizer states say they are the adapters'. The allocator's overhead says in its tooltip how much of
+// it is a fitted term rather than a modelled tensor (torchtitan's eager blocks).
 class BreakdownModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -33,6 +34,7 @@ private:
     double m_total = 0;
     double m_frozen = 0;    // > 0: the weights' frozen base (fine-tuning with adapters)
     bool m_serving = false; // a serving engine sized it: its parts are named as its log names them
+    double m_eagerExcess = 0; // of the allocator's overhead, torchtitan's eager blocks' fitted term
     ChartStyle m_style;
 };
 
