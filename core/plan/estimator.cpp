@@ -321,14 +321,15 @@ struct LossBytes {
 // torchtune's CEWithChunkedOutputLoss(num_output_chunks=8): the model's output layer runs on as many chunks.
 constexpr double kTorchtuneOutputChunks = 8;
 
-// A FITTED term, the profile's only one for torchtitan, named as such: what torchtitan's eager blocks under
-// per-op selective checkpointing reserve beyond the same run compiled, in bytes per hidden unit, token and
-// block. torchtitan's December 2024 benchmarks (benchmarks/llama3_h100_202412_torchtitan.md, Llama 3.1 8B,
-// 2 x 8,192 tokens a GPU, 32 blocks of 4,096) measured 82.4 against 77.0 GiB on 8 GPUs (Table 1) and 67.0
-// against 62.0 on 128 (Table 3): 5.4 and 5.0 GiB, their mean 5.2 GiB over 2^31 = 16,384 x 32 x 4,096, 2.6
-// bytes. Both tables are fit runs. The source read (the block, the SAC policy, FSDP2's hooks at 9dec370)
-// keeps the same tensors eager or compiled, so what these bytes are is not known: the form (per token,
-// block and hidden unit, as a block's activations) is an assumption, and the term changes nothing else.
+// A FITTED term, named as such (beside the allocator fractions every profile shares): what torchtitan's
+// eager blocks under per-op selective checkpointing reserve beyond the same run compiled, in bytes per
+// hidden unit, token and block. torchtitan's December 2024 benchmarks
+// (benchmarks/llama3_h100_202412_torchtitan.md, Llama 3.1 8B, 2 x 8,192 tokens a GPU, 32 blocks of 4,096)
+// measured 82.4 against 77.0 GiB on 8 GPUs (Table 1) and 67.0 against 62.0 on 128 (Table 3): 5.4 and 5.0
+// GiB, their mean 5.2 GiB over 2^31 = 16,384 x 32 x 4,096, 2.6 bytes. Both tables are fit runs. The source
+// read (the block, the SAC policy, FSDP2's hooks at 9dec370) keeps the same tensors eager or compiled, so
+// what these bytes are is not known: the form (per token, block and hidden unit, as a block's activations)
+// is an assumption, and the term changes nothing else.
 constexpr double kTorchtitanEagerExcessBytes = 2.6;
 
 // `tensorParallel`: torchtitan computes the loss with loss_parallel whenever it has tensor parallelism
