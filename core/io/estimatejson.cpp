@@ -55,6 +55,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
     out["reserved_peak_bytes"] = bytes(est.reservedPeakBytes);
     if (est.wrappedReservedBytes() > 0) // FSDP1 with a PEFT model: reserved once wrapped, before any step
         out["wrapped_reserved_bytes"] = bytes(est.wrappedReservedBytes());
+    if (est.eagerBlocksExcessBytes() > 0) // torchtitan's eager blocks: the fitted part of the overhead
+        out["fitted_eager_blocks_bytes"] = bytes(est.eagerBlocksExcessBytes());
     out["capacity_bytes"] = capacity;
     // A paged optimizer's states beyond the GPU's room live in host memory (Estimate::pagedToHostBytes):
     // the rest must fit.
@@ -125,6 +127,8 @@ json estimateToJson(const Scenario& sc, const Estimate& est) {
             j["frozen_weight_bytes"] = bytes(r.frozenWeightBytes);
         if (r.wrappedReservedBytes > 0)
             j["wrapped_reserved_bytes"] = bytes(r.wrappedReservedBytes);
+        if (r.eagerBlocksExcessBytes > 0)
+            j["fitted_eager_blocks_bytes"] = bytes(r.eagerBlocksExcessBytes);
         ranks.push_back(std::move(j));
     }
     out["ranks"] = std::move(ranks);

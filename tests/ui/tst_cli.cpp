@@ -225,6 +225,19 @@ void TestCli::estimateHumanTable() {
              2LL * 20971520);
     QVERIFY(j.at("ranks").at(0).at("frozen_weight_bytes") == j.at("frozen_weight_bytes"));
     QVERIFY(!json::parse(cli({"estimate", m_scenario, "--json"}).out).contains("frozen_weight_bytes"));
+    // torchtitan's eager blocks under per-op SAC: the fitted part of the overhead, in the text and the JSON.
+    // Table 1's eager run: 2.6 bytes per hidden unit, token and block, 2.6 x 4096 x 16384 x 32 = 5.2 GiB
+    // (5,583,457,485 bytes, rounded).
+    const std::string eager =
+        HEADROOM_SOURCE_DIR "/examples/published/torchtitan-llama3-8b-fsdp8-sac-op.headroom.json";
+    const Run eagerText = cli({"estimate", eager});
+    QVERIFY2(eagerText.out.find("    eager blocks (fitted)         5.20 ") != std::string::npos,
+             eagerText.out.c_str());
+    const json eagerJson = json::parse(cli({"estimate", eager, "--json"}).out);
+    QCOMPARE(eagerJson.at("fitted_eager_blocks_bytes").get<long long>(), 5583457485LL);
+    QVERIFY(eagerJson.at("ranks").at(0).at("fitted_eager_blocks_bytes") ==
+            eagerJson.at("fitted_eager_blocks_bytes"));
+    QVERIFY(!json::parse(cli({"estimate", m_scenario, "--json"}).out).contains("fitted_eager_blocks_bytes"));
     // A paged optimizer whose states the 4090 has no room for fits with the excess in host memory, and says
     // so in the verdict, the table and the JSON.
     const std::string paged =
