@@ -985,6 +985,20 @@ void TestCli::reportsAndExports() {
     QVERIFY(markdown.contains(QStringLiteral("![Per-GPU breakdown](plan-breakdown.png)")));
     QVERIFY(!QImage(m_dir.filePath("plan-breakdown.png")).isNull());
     QVERIFY(!QImage(m_dir.filePath("plan-strategies.png")).isNull());
+    QVERIFY(!markdown.contains(QStringLiteral("(fitted)")));
+    // torchtitan's eager blocks: the overhead's fitted part on a row of its own (Table 1's eager run: 2.6 x
+    // 4096 x 16384 x 32 bytes = 5.20 GiB, 6.2% of the 83.31 GiB peak).
+    const QString eagerMd = m_dir.filePath("eager.md");
+    QCOMPARE(cli({"report",
+                  HEADROOM_SOURCE_DIR "/examples/published/torchtitan-llama3-8b-fsdp8-sac-op.headroom.json",
+                  "-o", eagerMd.toStdString()})
+                 .code,
+             0);
+    QFile e(eagerMd);
+    QVERIFY(e.open(QIODevice::ReadOnly));
+    const QString eagerText = QString::fromUtf8(e.readAll());
+    QVERIFY2(eagerText.contains(QStringLiteral("| Overhead: eager blocks (fitted) | 5.20 | 6.2% |")),
+             qPrintable(eagerText));
     // A forward with autograd on keeps no KV cache, and its report's settings say so and name the mode.
     json graph = parseJsonText(
         readTextFile(HEADROOM_SOURCE_DIR

@@ -176,6 +176,7 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
              QString::number(est.peakBytes > 0 ? 100 * b / est.peakBytes : 0, 'f', 1) + QLatin1Char('%')});
     };
     const double frozen = est.frozenWeightBytes();
+    const double fitted = est.eagerBlocksExcessBytes();
     for (std::size_t i = 0; i < kCategoryCount; ++i) {
         const double b = est.perGpu.bytes[i];
         if (b <= 0)
@@ -184,6 +185,13 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         if (categoryAt(i) == Category::Weights && frozen > 0) {
             breakdownRow(QStringLiteral("Weights: frozen base"), frozen);
             breakdownRow(QStringLiteral("Weights: adapters"), std::max(0.0, b - frozen));
+            continue;
+        }
+        // torchtitan's eager blocks: the overhead's fitted part on a row of its own, as the text output has
+        // it.
+        if (categoryAt(i) == Category::AllocatorOverhead && fitted > 0) {
+            breakdownRow(QStringLiteral("Allocator overhead"), std::max(0.0, b - fitted));
+            breakdownRow(QStringLiteral("Overhead: eager blocks (fitted)"), fitted);
             continue;
         }
         breakdownRow(QString::fromUtf8(categoryLabel(categoryAt(i), est.serving.engine)), b);
