@@ -1099,16 +1099,17 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             st.rootReduceAtEnd = embedding * (2 * gb + reduced);
         }
     }
-    if (tr.framework == Framework::Torchtitan && !tr.compile &&
-        tr.checkpointing == Checkpointing::SelectiveOp && m.known && st.layers > 0)
-        // Per sample, as the layers' activations are: each of this stage's blocks, every local token, the
-        // hidden size (split like a block's tensors across tensor-parallel ranks).
-        st.eagerBlocksExcess = kTorchtitanEagerExcessBytes * static_cast<double>(tr.sequenceLength) /
-                               c.contextParallel * st.layers * m.hidden / c.tensorParallel;
     // (A calibration that measured the allocator's overhead stands for it instead:
     // Calibration::allocatorOverhead.)
     const bool overheadMeasured =
         sc.calibration.allocatorOverhead >= 0 && sc.calibration.measuredIn(sc.keptAs());
+    if (tr.framework == Framework::Torchtitan && !tr.compile &&
+        tr.checkpointing == Checkpointing::SelectiveOp && m.known && st.layers > 0 && !overheadMeasured)
+        // Per sample, as the layers' activations are: each of this stage's blocks, every local token, the
+        // hidden size (split like a block's tensors across tensor-parallel ranks). A measured overhead
+        // already holds whatever these bytes are.
+        st.eagerBlocksExcess = kTorchtitanEagerExcessBytes * static_cast<double>(tr.sequenceLength) /
+                               c.contextParallel * st.layers * m.hidden / c.tensorParallel;
     if (tr.framework == Framework::Unsloth && m.known && st.layers > 0 && !overheadMeasured) {
         // Unsloth's checkpointed layers, replayed op by op through the caching allocator
         // (core/plan/unslothreplay.h): their tensors reserve what the replay finds, in place of the fraction

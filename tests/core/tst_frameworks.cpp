@@ -1137,6 +1137,18 @@ void TestFrameworks::torchtitanRootStaysGathered() {
         doc["cluster"]["data_parallel"] = "zero3";
         QCOMPARE(estimate(scenarioFromJson(doc)).eagerBlocksExcessBytes(), 0.0);
     }
+    // Nor where a calibration measured the allocator's overhead: the runs' reserved already holds it.
+    json calibrated = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+    calibrated["training"].update({{"framework", "torchtitan"},
+                                   {"framework_version", "0.1"},
+                                   {"micro_batch_size", 2},
+                                   {"sequence_length", 8192},
+                                   {"activation_checkpointing", "selective_op"}});
+    calibrated["cluster"].update({{"num_gpus", 8}, {"data_parallel", "zero3"}});
+    QCOMPARE(estimate(scenarioFromJson(calibrated)).eagerBlocksExcessBytes(), eagerExcess);
+    calibrated["calibration"] = {
+        {"factors", {{"allocator_overhead_fraction", 0.05}, {"measured_on", "training"}}}};
+    QCOMPARE(estimate(scenarioFromJson(calibrated)).eagerBlocksExcessBytes(), 0.0);
     // The root's gradients: unsharded in bf16 until the root's post-backward, which only the backward's
     // final callback runs (no input of the root needs a gradient). The head's is held from its backward
     // through the layers; at the end FSDP2's foreach_reduce copies all of the root's into one fp32
