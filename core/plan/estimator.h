@@ -171,24 +171,19 @@ struct Estimate {
     // What the GPU holds at the peak: the peak less paged states kept in host memory.
     double gpuPeakBytes() const { return peakBytes - pagedToHostBytes; }
     // What the most-loaded stage's optimizer step allocates besides its states (0 with no stages).
-    double optimizerTemporaryBytes() const {
-        const auto i = static_cast<std::size_t>(mostLoadedStage);
-        return i < ranks.size() ? ranks[i].optimizerTemporaryBytes : 0;
-    }
+    double optimizerTemporaryBytes() const { return ofMostLoaded(&StageEstimate::optimizerTemporaryBytes); }
     // FSDP1 with a PEFT model: the most-loaded stage's reserved bytes once wrapped (0 otherwise).
-    double wrappedReservedBytes() const {
-        const auto i = static_cast<std::size_t>(mostLoadedStage);
-        return i < ranks.size() ? ranks[i].wrappedReservedBytes : 0;
-    }
+    double wrappedReservedBytes() const { return ofMostLoaded(&StageEstimate::wrappedReservedBytes); }
     // Fine-tuning with adapters: the frozen base's part of the most-loaded stage's weights (0 otherwise).
-    double frozenWeightBytes() const {
-        const auto i = static_cast<std::size_t>(mostLoadedStage);
-        return i < ranks.size() ? ranks[i].frozenWeightBytes : 0;
-    }
+    double frozenWeightBytes() const { return ofMostLoaded(&StageEstimate::frozenWeightBytes); }
     // torchtitan's eager blocks: the fitted part of the most-loaded stage's allocator overhead (0 otherwise).
-    double eagerBlocksExcessBytes() const {
+    double eagerBlocksExcessBytes() const { return ofMostLoaded(&StageEstimate::eagerBlocksExcessBytes); }
+
+private:
+    // One of the most-loaded stage's figures (0 with no stages).
+    double ofMostLoaded(double StageEstimate::*field) const {
         const auto i = static_cast<std::size_t>(mostLoadedStage);
-        return i < ranks.size() ? ranks[i].eagerBlocksExcessBytes : 0;
+        return i < ranks.size() ? ranks[i].*field : 0;
     }
 };
 

@@ -19,6 +19,19 @@ using nlohmann::json;
 
 namespace {
 
+// The peak's tensors in the allocator's blocks: every category but the CUDA context, the overhead itself
+// and the communication buffers (DDP's buckets, NCCL's own).
+double inAllocatorBlocks(const Estimate& e) {
+    double cached = 0;
+    for (std::size_t i = 0; i < kCategoryCount; ++i) {
+        const Category c = categoryAt(i);
+        if (c != Category::CudaContext && c != Category::AllocatorOverhead &&
+            c != Category::CommunicationBuffers)
+            cached += e.perGpu[c];
+    }
+    return cached;
+}
+
 double modelStates(const Breakdown& b) {
     return b[Category::Weights] + b[Category::Gradients] + b[Category::MasterWeights] +
            b[Category::OptimizerStates];
@@ -755,15 +768,7 @@ void TestEstimator::expandableSegmentsSaving() {
                                       "cluster": {"num_gpus": 2, "data_parallel": "ddp"}})");
     const Scenario sc = scenarioWith(doc, base);
     const Estimate before = estimate(sc);
-    // The peak's tensors in the allocator's blocks: every category but the CUDA context, the overhead itself
-    // and the communication buffers (DDP's buckets, NCCL's own).
-    double cached = 0;
-    for (std::size_t i = 0; i < kCategoryCount; ++i) {
-        const Category c = categoryAt(i);
-        if (c != Category::CudaContext && c != Category::AllocatorOverhead &&
-            c != Category::CommunicationBuffers)
-            cached += before.perGpu[c];
-    }
+    const double cached = inAllocatorBlocks(before);
     QVERIFY(std::abs(before.perGpu[Category::AllocatorOverhead] - 0.03 * cached) < 1);
     const auto savings = rankSavings(sc);
     const auto it = std::find_if(savings.begin(), savings.end(),
@@ -1028,14 +1033,7 @@ void TestEstimator::allocatorOverheadFollowsExpandableSegments() {
     // with expandable segments (their replay through the allocator model), an explicit fraction over both.
     const json doc = trainingDoc({{"preset", "meta-llama/Meta-Llama-3-8B"}});
     auto overheadShare = [](const Estimate& e) {
-        double managed = 0;
-        for (std::size_t i = 0; i < kCategoryCount; ++i) {
-            const Category c = categoryAt(i);
-            if (c != Category::CommunicationBuffers && c != Category::CudaContext &&
-                c != Category::AllocatorOverhead)
-                managed += e.perGpu[c];
-        }
-        return e.perGpu[Category::AllocatorOverhead] / managed;
+        return e.perGpu[Category::AllocatorOverhead] / inAllocatorBlocks(e);
     };
     QVERIFY(std::abs(overheadShare(estimate(scenarioFromJson(doc))) - 0.03) < 1e-12);
     const Scenario expandable = scenarioWith(doc, {{"cluster", {{"expandable_segments", true}}}});

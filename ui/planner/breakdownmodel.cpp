@@ -11,23 +11,21 @@ namespace headroom {
 BreakdownModel::BreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void BreakdownModel::setEstimate(const Estimate& est) {
-    const double frozen = est.frozenWeightBytes();
-    if ((frozen > 0) != (m_frozen > 0)) { // a row more or less: the weights split, or whole again
-        beginResetModel();
+    auto take = [&] {
         m_breakdown = est.perGpu;
         m_total = est.peakBytes;
-        m_frozen = frozen;
+        m_frozen = est.frozenWeightBytes();
         m_serving = est.serving.engine;
         m_eagerExcess = est.eagerBlocksExcessBytes();
+    };
+    if ((est.frozenWeightBytes() > 0) != (m_frozen > 0)) { // a row more or less: the weights split, or whole
+        beginResetModel();
+        take();
         endResetModel();
         return;
     }
     const CellTexts before(*this, rowCount());
-    m_breakdown = est.perGpu;
-    m_total = est.peakBytes;
-    m_frozen = frozen;
-    m_serving = est.serving.engine;
-    m_eagerExcess = est.eagerBlocksExcessBytes();
+    take();
     before.forEachChange(
         *this, [this](int r, int first, int last) { emit dataChanged(index(r, first), index(r, last)); });
 }
