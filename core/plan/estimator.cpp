@@ -398,6 +398,15 @@ LossBytes lossBytes(const TrainingSettings& tr, int tensorParallel) {
             // backward; the loss shifts them with a contiguous fp32 copy and saves its log-softmax. The
             // backward's start holds the output's logits, the saved log-softmax and two fp32 gradients.
             return {4 + 4 + 4, 4 + 4 + 4 + 4};
+        if (tr.versionBefore(4, 49))
+            // transformers 4.46 to 4.48 (loss/loss_utils.py ForCausalLMLoss at v4.47.0): the upcast moved
+            // into the loss, which still shifted the logits, not the labels: `logits = logits.float()`, then
+            // `shift_logits = logits[..., :-1, :].contiguous()`, a second fp32 copy, both alive while
+            // cross_entropy writes its log-softmax, beside the bf16 logits the output holds. The backward is
+            // the later releases': the shift's backward writes its fp32 gradient once the log-softmax's
+            // has been freed. Since 4.49 the labels are padded and shifted instead (pull request #35646,
+            // "removing unnecessary contiguous() call").
+            return {2 + 4 + 4 + 4, 4 + 4 + 4};
         [[fallthrough]];
     case Framework::Torchtitan:
         if (tr.framework == Framework::Torchtitan && tensorParallel > 1 && tr.loss == LossKind::Full)

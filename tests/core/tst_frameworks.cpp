@@ -96,6 +96,7 @@ private slots:
     void megatronMicrobatchGroup();
     void selectiveOpKeepsEveryOtherMatmul();
     void lossBytesPerFramework();
+    void transformersLossByRelease();
     void torchtitanRootStaysGathered();
     void contextParallelShardsStates();
     void torchtuneAdamStatesFollowTheWeights();
@@ -1040,6 +1041,45 @@ void TestFrameworks::selectiveOpKeepsEveryOtherMatmul() {
     // Full checkpointing keeps the layer input only.
     QCOMPARE(layerActivations(llama3("meta-llama/Llama-3.1-8B", 8, 1, 8192, "full"), 0, 1).stored,
              8192.0 * 2 * 4096);
+}
+
+// transformers' causal-LM loss by release, per token and vocabulary entry of Llama 3 8B (V = 128256), batch
+// 1 x 4096, less the head's saved input (2 + 2 bytes per token and hidden unit), at the forward's loss and
+// the backward's start. Read in the releases' sources:
+// - before 4.46 (models/llama/modeling_llama.py at v4.44.2): the model returns `logits.float()`, the loss
+//   shifts it with a contiguous copy and saves its log-softmax: 4 + 4 + 4; the backward starts beside the
+//   output's fp32 logits: 4 + 4 + 4 + 4.
+// - 4.46 to 4.48 (loss/loss_utils.py ForCausalLMLoss at v4.47.0): the output's bf16 logits, the loss's
+//   `logits.float()` and its shift's contiguous copy, and the log-softmax: 2 + 4 + 4 + 4; the backward as
+//   later: 4 + 4 + 4.
+// - 4.49 on (pull request #35646 shifts the labels): 2 + 4 + 4, then 4 + 4 + 4.
+void TestFrameworks::transformersLossByRelease() {
+    const double tokens = 4096, vocab = 128256, headInput = 4.0 * 4096 * 4096;
+    auto lossBytes = [&](const char* version, Phase phase) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = "huggingface";
+        doc["training"]["sequence_length"] = 4096;
+        if (version)
+            doc["training"]["framework_version"] = version;
+        const Scenario sc = scenarioFromJson(doc);
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            if (t.phase == phase && t.progress == (phase == Phase::Forward ? 1 : 0) && !t.layerRunning &&
+                !t.headRunning)
+                return (t.bytes[Category::Logits] - headInput) / (tokens * vocab);
+        return -1.0;
+    };
+    QCOMPARE(lossBytes("4.44", Phase::Forward), 12.0);
+    QCOMPARE(lossBytes("4.44", Phase::Backward), 16.0);
+    for (const char* release : {"4.46", "4.47", "4.48.2"}) {
+        QCOMPARE(lossBytes(release, Phase::Forward), 14.0);
+        QCOMPARE(lossBytes(release, Phase::Backward), 12.0);
+    }
+    for (const char* release : {"4.49", "4.57"}) {
+        QCOMPARE(lossBytes(release, Phase::Forward), 10.0);
+        QCOMPARE(lossBytes(release, Phase::Backward), 12.0);
+    }
+    // No release named: the current one.
+    QCOMPARE(lossBytes(nullptr, Phase::Forward), 10.0);
 }
 
 void TestFrameworks::lossBytesPerFramework() {

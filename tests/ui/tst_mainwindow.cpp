@@ -281,6 +281,17 @@ void TestMainWindow::frameworkRelease() {
     QVERIFY(transformers);
     QCOMPARE(transformers->currentText(), QStringLiteral("4.37 (before 4.46)"));
     QCOMPARE(transformers->currentData().toString(), QStringLiteral("4.37"));
+    // transformers has three: 4.46 to 4.48 kept a second fp32 copy in the loss (docs/frameworks.md).
+    QVERIFY(transformers->findData(QStringLiteral("4.47")) >= 0);
+    QVERIFY(transformers->findData(QStringLiteral("4.49")) >= 0);
+    doc["training"]["framework_version"] = "4.48";
+    w->document()->reset(doc);
+    QCOMPARE(transformers->currentText(), QStringLiteral("4.48 (4.46 to 4.48)"));
+    QVERIFY(w->document()->scenario().training.versionBefore(4, 49));
+    QVERIFY(!w->document()->scenario().training.versionBefore(4, 46));
+    doc["training"]["framework_version"] = "4.50";
+    w->document()->reset(doc);
+    QCOMPARE(transformers->currentText(), QStringLiteral("4.50 (4.49 and later)"));
 }
 
 void TestMainWindow::nvlsCheckBoxWhereNcclCanUseIt() {

@@ -297,55 +297,60 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
     m_fields.back()->clears = "framework_version"; // a release names its framework
     // The framework's release where its memory changed between releases (docs/frameworks.md): one field
     // per framework that has them, shown and written with that framework only.
+    // The releases listed newest first: the current one, then each older one whose memory differs. A tier
+    // holds the releases from `since` (none: every older one) to the next newer tier's; `value` is what the
+    // choice writes, `span` how another release of the tier reads ("4.37 (before 4.46)").
+    struct ReleaseTier {
+        const char *value, *text, *since, *span;
+    };
     struct ReleaseChoice {
         std::vector<std::string> frameworks;
-        const char *current, *currentText, *before, *beforeText, *tip;
+        std::vector<ReleaseTier> tiers;
+        const char* tip;
         const char* pointer = "/training/framework_version";
         const char* label = "Release";
     };
     const ReleaseChoice frameworkReleases[] = {
         {{"torchtitan"},
-         "0.2",
-         "0.2 and later",
-         "0.1",
-         "before 0.2 (one FSDP2 root unit)",
+         {{"0.2", "0.2 and later", "0.2", "0.2 and later"},
+          {"0.1", "before 0.2 (one FSDP2 root unit)", nullptr, "before 0.2"}},
          "torchtitan's release: before 0.2 the embeddings, final norm and head are one FSDP2 unit, gathered "
          "through the step and reduced when the backward ends"},
         {{"huggingface", "deepspeed"},
-         "4.46",
-         "transformers 4.46 and later",
-         "4.44",
-         "before 4.46 (fp32 logits kept)",
-         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward"},
+         {{"4.49", "transformers 4.49 and later", "4.49", "4.49 and later"},
+          {"4.47", "4.46 to 4.48 (the loss copies fp32 logits)", "4.46", "4.46 to 4.48"},
+          {"4.44", "before 4.46 (fp32 logits kept)", nullptr, "before 4.46"}},
+         "transformers' release: before 4.46 the causal-LM output keeps fp32 logits through the backward; "
+         "from 4.46 to 4.48 the loss upcasts the logits and shifts them with a second fp32 copy"},
         // PyTorch's release, where a framework's code holds different memory under it: shown with the
         // frameworks where that is modelled (docs/frameworks.md, Loss).
         {{"megatron"},
-         "2.7",
-         "2.7 and later",
-         "2.5",
-         "before 2.7 (two loss buffers)",
+         {{"2.7", "2.7 and later", "2.7", "2.7 and later"},
+          {"2.5", "before 2.7 (two loss buffers)", nullptr, "before 2.7"}},
          "PyTorch's release: before 2.7 Megatron's --cross-entropy-loss-fusion holds a second fp32 buffer, "
          "the size of the logits (measured on Megatron-LM 0.12's CI under PyTorch 2.5)",
          "/training/torch_version",
          "PyTorch"}};
     for (const ReleaseChoice& r : frameworkReleases) {
-        addField(trainingForm,
-                 choiceField(r.pointer, r.label,
-                             {{QString::fromLatin1(r.current), QString::fromUtf8(r.currentText)},
-                              {QString::fromLatin1(r.before), QString::fromUtf8(r.beforeText)}},
-                             r.current, r.tip));
+        std::vector<std::pair<QString, QString>> choices;
+        for (const ReleaseTier& t : r.tiers)
+            choices.emplace_back(QString::fromLatin1(t.value), QString::fromUtf8(t.text));
+        addField(trainingForm, choiceField(r.pointer, r.label, choices, r.tiers.front().value, r.tip));
         m_fields.back()->visibleWhen = [names = r.frameworks](const json& doc) {
             return std::find(names.begin(), names.end(), textAt(trainingOf(doc), "framework")) != names.end();
         };
         m_fields.back()->onlyWhenShown = true;
-        // Another release reads as the listed one whose memory it has: "4.37 (before 4.46)".
-        m_fields.back()->describe = [current = QString::fromLatin1(r.current)](const QString& value) {
-            const auto given = parseRelease(value.toStdString()),
-                       listed = parseRelease(current.toStdString());
-            if (!given || !listed)
+        // Another release reads as the tier whose memory it has: "4.37 (before 4.46)", "4.48 (4.46 to 4.48)".
+        m_fields.back()->describe = [tiers = r.tiers](const QString& value) {
+            const auto given = parseRelease(value.toStdString());
+            if (!given)
                 return value; // the reader says what is wrong with it
-            return *given < *listed ? value + QStringLiteral(" (before ") + current + QLatin1Char(')')
-                                    : value + QStringLiteral(" (") + current + QStringLiteral(" and later)");
+            for (const ReleaseTier& t : tiers) {
+                const auto since = t.since ? parseRelease(t.since) : std::nullopt;
+                if (!t.since || (since && !(*given < *since)))
+                    return value + QStringLiteral(" (") + QString::fromUtf8(t.span) + QLatin1Char(')');
+            }
+            return value;
         };
     }
     addField(trainingForm,
