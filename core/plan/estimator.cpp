@@ -1039,7 +1039,13 @@ StageModel trainingStage(const Scenario& sc, int stage) {
             // What the backward's start holds beyond the forward's end (less, when the forward's copies
             // are freed first: Megatron, a chunked loss).
             st.logitsGradient = (loss.backward - loss.forward) * sl * m.vocab / c.tensorParallel;
-            if (tr.loss == LossKind::Full &&
+            // transformers 4.46 to 4.48 (lossBytes): the forward's loss holds the bf16 logits beside two fp32
+            // copies, so its moment reserves what the backward's two fp32 gradients are later carved from
+            // (the blocks of the copies it freed): nothing more is reserved after it.
+            const bool lossCopiesLogits =
+                (tr.framework == Framework::HuggingFace || tr.framework == Framework::DeepSpeed) &&
+                !tr.versionBefore(4, 46) && tr.versionBefore(4, 49);
+            if (tr.loss == LossKind::Full && !lossCopiesLogits &&
                 (tr.framework == Framework::Torchtitan || tr.framework == Framework::HuggingFace ||
                  tr.framework == Framework::DeepSpeed))
                 // The caller frees the bf16 logits before the backward (`del pred`), whose fp32 gradients

@@ -1080,6 +1080,30 @@ void TestFrameworks::transformersLossByRelease() {
     }
     // No release named: the current one.
     QCOMPARE(lossBytes(nullptr, Phase::Forward), 10.0);
+    // Reserved beyond the tensors at the forward's loss, less the allocator's 3%: from 4.49 the bf16 logits'
+    // block, which the backward's larger fp32 gradients cannot reuse (2 bytes a logit, cached from then
+    // on); from 4.46 to 4.48 none, the forward's two fp32 copies leaving the backward's gradients their
+    // blocks.
+    auto cachedAtLoss = [&](const char* version) {
+        json doc = trainingDoc({{"preset", "meta-llama/Llama-3.1-8B"}});
+        doc["training"]["framework"] = "huggingface";
+        doc["training"]["sequence_length"] = 4096;
+        doc["training"]["framework_version"] = version;
+        const Scenario sc = scenarioFromJson(doc);
+        for (const TimelinePoint& t : phaseTimeline(sc, 0, 2))
+            if (t.phase == Phase::Forward && t.progress == 1 && !t.layerRunning) {
+                double managed = 0;
+                for (std::size_t i = 0; i < kCategoryCount; ++i)
+                    if (const Category c = categoryAt(i); c != Category::CommunicationBuffers &&
+                                                          c != Category::CudaContext &&
+                                                          c != Category::AllocatorOverhead)
+                        managed += t.bytes[c];
+                return (t.bytes[Category::AllocatorOverhead] - 0.03 * managed) / (tokens * vocab);
+            }
+        return -1.0;
+    };
+    QCOMPARE(cachedAtLoss("4.49") + 1, 2.0 + 1);
+    QCOMPARE(cachedAtLoss("4.47") + 1, 0.0 + 1);
 }
 
 void TestFrameworks::lossBytesPerFramework() {
