@@ -36,23 +36,57 @@ std::int64_t modelState(const Attribution& a) {
            a.of(MeasuredCategory::OptimizerStates);
 }
 
-// The first event of the optimizer step: an "Optimizer.step" annotation's start, else the first allocation
-// whose stack the rules give to the optimizer; the trace's length when it records no step.
-std::size_t stepStart(const Trace& trace, const TraceIndex& index, const AttributionRules& rules) {
+// Whether a stack allocates in a constructor: its innermost Python frame is an `__init__`. An optimizer
+// written by hand may make its states there (NiuHuangxiaozi's NIUAdam: zeros_like for each parameter when it
+// is built, before any forward), which is not its step.
+bool inConstructor(const Trace& trace, std::uint32_t stack) {
+    if (stack >= trace.stacks.size())
+        return false;
+    for (const Frame& f : trace.stacks[stack])
+        if (isPythonFrame(trace, f))
+            return f.name < trace.strings.size() && trace.strings[f.name] == "__init__";
+    return false;
+}
+
+// The optimizer step as the events it spans: from an "Optimizer.step" annotation's start, else from the first
+// allocation whose stack the rules give to the optimizer (outside its constructor), to the first allocation
+// after it whose stack is known and not the optimizer's (the next iteration's forward, or its inputs'
+// copy to the GPU: a recording of several iterations has them after the step), or the trace's end. Both
+// the trace's length when it records no step.
+struct StepSpan {
+    std::size_t start, end;
+};
+StepSpan stepSpan(const Trace& trace, const TraceIndex& index, const AttributionRules& rules) {
     const DeviceTrace& d = index.device();
-    std::int64_t annotated = INT64_MAX;
+    const std::size_t n = d.entries();
+    std::int64_t annotated = INT64_MAX, annotatedEnd = INT64_MAX;
     for (const Annotation& a : trace.annotations)
-        if ((a.device.empty() || a.device == d.key) && a.name.find("Optimizer.step") != std::string::npos)
-            annotated = std::min(annotated, a.start);
+        if ((a.device.empty() || a.device == d.key) && a.name.find("Optimizer.step") != std::string::npos &&
+            a.start < annotated)
+            annotated = a.start, annotatedEnd = a.end;
     OptimizerStacks optimizerStack(trace, rules);
-    for (std::size_t e = 0; e < d.entries(); ++e) {
+    std::size_t start = n;
+    for (std::size_t e = 0; e < n && start == n; ++e) {
         if (annotated != INT64_MAX && d.time[e] >= annotated)
-            return e;
-        if (annotated == INT64_MAX && d.action[e] == TraceAction::Alloc && d.stack[e] != 0 &&
-            optimizerStack(d.stack[e]))
-            return e;
+            start = e;
+        else if (annotated == INT64_MAX && d.action[e] == TraceAction::Alloc && d.stack[e] != 0 &&
+                 optimizerStack(d.stack[e]) && !inConstructor(trace, d.stack[e]))
+            start = e;
     }
-    return d.entries();
+    std::size_t end = n;
+    for (std::size_t e = start; e < n && end == n; ++e) {
+        if (annotated != INT64_MAX) {
+            if (annotatedEnd > annotated && d.time[e] > annotatedEnd)
+                end = e;
+        } else if (d.action[e] == TraceAction::Alloc && d.stack[e] != 0 && !optimizerStack(d.stack[e])) {
+            end = e;
+        }
+    }
+    return {start, end};
+}
+
+std::size_t stepStart(const Trace& trace, const TraceIndex& index, const AttributionRules& rules) {
+    return stepSpan(trace, index, rules).start;
 }
 
 std::size_t argmax(const BigVector<std::int64_t>& v, std::size_t from, std::size_t to) {
@@ -649,7 +683,9 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.reservedPeak = peaks.reserved;
     if (step < n) {
         m.hasStep = true;
-        const Attribution s = attribute(*run.trace, index, argmax(allocated, step, n), rules, run.scenario);
+        const std::size_t stepEnd = std::max(step + 1, stepSpan(*run.trace, index, rules).end);
+        const Attribution s =
+            attribute(*run.trace, index, argmax(allocated, step, stepEnd), rules, run.scenario);
         m.stepScratch =
             std::max<std::int64_t>(0, s.total - modelState(s) - s.of(MeasuredCategory::Workspaces));
         m.atStep = tensorTable(*run.scenario, s, step);

@@ -81,6 +81,7 @@ private slots:
     void normsOfAMaskSizeAreTokensLinear();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
+    void calibrationFindsTheStepPastTheConstructor();
     void calibratedPredictions_data();
     void calibratedPredictions();
     void reservedOfTheTracedRuns();
@@ -2224,9 +2225,9 @@ void TestAttribution::normsOfAMaskSizeAreTokensLinear() {
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
 // declares (the bound): every trace of tests/data with the plain-PyTorch scenario of
 // examples/measured that describes it (all twelve: DeComFL's and LLM-inference's record no workload that
-// is known), on its own. MAGMA27's run held its gradients from a warm-up step
-// where the scenario frees them (3.7% under after calibration until it learned that:
-// Calibration::gradientsHeld).
+// is known), and NiuHuangxiaozi's steps with the cs336_basics one (its only case), each on its own. MAGMA27's
+// run held its gradients from a warm-up step where the scenario frees them (3.7% under after calibration
+// until it learned that: Calibration::gradientsHeld).
 void TestAttribution::calibrationReproducesEveryRecordedRun_data() {
     QTest::addColumn<QString>("scenario");
     QTest::addColumn<QString>("trace");
@@ -2249,7 +2250,11 @@ void TestAttribution::calibrationReproducesEveryRecordedRun_data() {
         // gradients and AdamW's moments are alive) recorded at its forward's end.
         {"cs336-xl-256-forward-zero-grad-after", "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle"},
         {"cs336-xl-256-forward-zero-grad-after-bf16-autocast",
-         "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle"}};
+         "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle"},
+        // NiuHuangxiaozi's three steps of a third student's model, with its cs336_basics scenario (its own
+        // Adam makes its states in its constructor: calibrationFindsTheStepPastTheConstructor).
+        {"cs336-basics/cs336-niu-small-100-step",
+         "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle"}};
     for (const auto& [scenario, trace] : runs) {
         // A scenario with a training section declares an optimizer implementation; a forward's does not.
         const bool training = !QString::fromLatin1(scenario).contains(QLatin1String("inference"));
@@ -2303,6 +2308,50 @@ void TestAttribution::calibrationReproducesEveryRecordedRun() {
     QCOMPARE(cal.factors.gradientsHeld, held);
     if (scenario == QLatin1String("cs336-small-gpt2vocab-1x64-compiled"))
         QCOMPARE(r.atLoss.modelState, 190460160LL * 16);
+}
+
+// The optimizer step's span in a recording of several iterations. NiuHuangxiaozi's records three of forward,
+// backward and its NIUAdam step, and the step is annotated ("Optimizer.step#NIUAdam.step": NIUAdam subclasses
+// torch.optim.Optimizer, whose step records it). Its peak is sought from the step's start to its end, not to
+// the recording's end: to the end, the next iteration's forward was taken for the step, its activations for
+// the step's scratch (16 bytes a parameter), and calibrated, the plan was 25.3% over the run it was fitted
+// on. Without the annotations (an older recording, or an optimizer of the user's own class) the step is the
+// optimizer's first allocation outside its constructor (NIUAdam makes its states with zeros_like when it is
+// built, before any forward) to the first allocation after it that is not the optimizer's. Either way, at
+// the step's peak none of the layers' activations is alive (the backward freed them; the logits stay, which
+// the loop holds), and the loss peak is the first iteration's, its activations alive.
+void TestAttribution::calibrationFindsTheStepPastTheConstructor() {
+    const Run run = loadRun("cs336-basics/cs336-niu-small-100-step",
+                            "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle");
+    Trace unannotated = run.trace->trace;
+    QVERIFY(!unannotated.annotations.empty());
+    unannotated.annotations.clear();
+    const Trace* recorded = &run.trace->trace;
+    for (const Trace* trace : {recorded, static_cast<const Trace*>(&unannotated)}) {
+        const CalibrationResult cal = calibrate({{&run.scenario, trace, run.trace->indexes[0].get(), "run"}},
+                                                AttributionRules::pytorchDefaults());
+        const CalibrationRun& r = cal.runs.at(0);
+        for (const TensorRow& row : r.atStep.rows)
+            QVERIFY2(row.shape.find("b·s·f") == std::string::npos &&
+                         row.shape.find("b·s·h") == std::string::npos &&
+                         row.shape.find("b·a·s²") == std::string::npos,
+                     row.shape.c_str());
+        // The step's scratch is the parameters' shapes: the new m, v and parameters its loop makes (its two
+        // largest, the embedding and the head, 10,000 x 512 x 4 bytes each, among them).
+        bool largest = false;
+        for (const TensorRow& row : r.atStep.rows)
+            largest = largest || (row.shape == "p" && row.each == 10000LL * 512 * 4);
+        QVERIFY(largest);
+        // The loss peak: the FFN's 10 x 100 x 1,344 fp32 tensors, five a layer.
+        std::size_t ffn = 0;
+        for (const TensorRow& row : r.atLoss.rows)
+            if (row.shape == "b·s·f" && row.each == 10LL * 100 * 1344 * 4)
+                ffn += row.count;
+        QCOMPARE(ffn, std::size_t(20));
+        QVERIFY2(std::abs(relative(r.after, r.measured)) <= 0.02,
+                 qPrintable(QString::number(100 * relative(r.after, r.measured))));
+        QVERIFY(cal.factors.stepScratchBytesPerParameter < 8);
+    }
 }
 
 // Calibrated predictions of examples/measured/cases.json: a run's scenario calibrated on other runs of the
@@ -2364,19 +2413,20 @@ void TestAttribution::calibratedPredictions() {
 // tst_cs336::cs336BasicsRecordedRuns.)
 void TestAttribution::reservedOfTheTracedRuns() {
     // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
-    // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 11.4% over the six
-    // validate runs. The fit runs the cs336_basics profile plans reserve within 2% of the plan (a replay of
-    // the code's own order gives its reserved), and the calibrated ones within 2% of their own run: the
-    // calibration learns the allocator's overhead beside the replay of the code its runs' stacks name
-    // (Calibration::replayedOverhead, Calibration::code), or as a share where there is none
-    // (Calibration::allocatorOverhead). A forward's cache grows with the length faster than its tensors (the
-    // medium model's: 1.5% beyond them at 128 tokens, 3.9% at 256, 11.4% at 1,024, where each 256 MiB
-    // score-sized tensor takes a segment of its own): the plain profile calibrated at 128 or 256 tokens
-    // was 6.7% to 8.9% under at 1,024 with the share, and 9.7% over the reverse way, and is within 0.2%
-    // replaying cs336_basics' forward. Named here at their errors, those calibrated across precisions, whose
-    // share beside the replay was measured in another dtype (CS336's 256-token step from the autocast steps,
-    // 1.5% and 0.8% over with the share, then 2.5% and 2.0% under, is 1.4% under both ways since the plan
-    // releases the last layer's MLP tensors before its softmax's backward), and those with no replay of
+    // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 15.2% over the
+    // validate runs (the most, NiuHuangxiaozi's three steps, whose Adam replaces every parameter and state
+    // with a new tensor each step; 11.4% before they came in). The fit runs the cs336_basics profile plans
+    // reserve within 2% of the plan (a replay of the code's own order gives its reserved), and the calibrated
+    // ones within 2% of their own run: the calibration learns the allocator's overhead beside the replay of
+    // the code its runs' stacks name (Calibration::replayedOverhead, Calibration::code), or as a share where
+    // there is none (Calibration::allocatorOverhead). A forward's cache grows with the length faster than its
+    // tensors (the medium model's: 1.5% beyond them at 128 tokens, 3.9% at 256, 11.4% at 1,024, where each
+    // 256 MiB score-sized tensor takes a segment of its own): the plain profile calibrated at 128 or 256
+    // tokens was 6.7% to 8.9% under at 1,024 with the share, and 9.7% over the reverse way, and is within
+    // 0.2% replaying cs336_basics' forward. Named here at their errors, those calibrated across precisions,
+    // whose share beside the replay was measured in another dtype (CS336's 256-token step from the autocast
+    // steps, 1.5% and 0.8% over with the share, then 2.5% and 2.0% under, is 1.4% under both ways since the
+    // plan releases the last layer's MLP tensors before its softmax's backward), and those with no replay of
     // their code.
     // (CS336's 1,024-token forward calibrated on its 512-token autocast forward, 1.5% over fitted against
     // the plain profile's tables, is 0.2% under against cs336_basics', Calibration::codeTables.)
@@ -2417,7 +2467,7 @@ void TestAttribution::reservedOfTheTracedRuns() {
             QVERIFY2(std::abs(r.reserved.error()) <= 0.02, qPrintable(what));
     }
     QVERIFY(fits >= 40);
-    QVERIFY2(std::abs(least - 0.017) <= 0.0005 && std::abs(most - 0.114) <= 0.0005,
+    QVERIFY2(std::abs(least - 0.017) <= 0.0005 && std::abs(most - 0.152) <= 0.0005,
              qPrintable(QStringLiteral("%1% to %2%").arg(100 * least).arg(100 * most)));
 }
 

@@ -132,7 +132,9 @@ void TestCs336::cs336BasicsRecordedRuns() {
     // traced (notHanmin's XL forwards in fp32 and under autocast, a later step's with the previous
     // gradients alive): validate, every counter the trace records held to the targets. When first compared,
     // allocated and active 1.3% under in both, reserved 2.0% and 5.8% under (the 3% fraction: the replay
-    // did not cover a zero_grad after the forward), 1.5% and 4.8% since it does. Calibrated plans count
+    // did not cover a zero_grad after the forward), 1.5% and 4.8% since it does. A third student's model,
+    // traced (NiuHuangxiaozi's, d 512, three steps of its own Adam): validate, planned as it came, 2.1% over
+    // in allocated and active and 2.9% under in reserved when first compared. Calibrated plans count
     // here too: four of the traced runs' planned from the 128-token forward or step alone (fit: calibration
     // keeps the profile's moments and carries reserved through its replay because of them), and fourteen of
     // kkaitlyn111's from its 128-token forward or first step, their factors kept in the scenarios (the first
@@ -152,8 +154,9 @@ void TestCs336::cs336BasicsRecordedRuns() {
             continue;
         const QString what =
             QStringLiteral("%1: %2%").arg(QString::fromStdString(r.c->id)).arg(100 * r.error(), 0, 'f', 2);
-        const bool studentsOwnModel =
-            r.c->id.find("-kkaitlyn") != std::string::npos || r.c->id.find("-xl-256-") != std::string::npos;
+        const bool studentsOwnModel = r.c->id.find("-kkaitlyn") != std::string::npos ||
+                                      r.c->id.find("-xl-256-") != std::string::npos ||
+                                      r.c->id.find("-niu-") != std::string::npos;
         if (r.traced && !studentsOwnModel) {
             ++traced;
             QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
@@ -196,11 +199,11 @@ void TestCs336::cs336BasicsRecordedRuns() {
     }
     QCOMPARE(traced, size_t(15));
     QCOMPARE(published, size_t(36));
-    QCOMPARE(ownCode, size_t(36));
+    QCOMPARE(ownCode, size_t(37));
     QCOMPARE(acrossSizes, size_t(21));
-    QCOMPARE(validate.size(), size_t(83));
+    QCOMPARE(validate.size(), size_t(84));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[41] <= 0.05 && validate.back() <= 0.12);
+    QVERIFY(validate[42] <= 0.05 && validate.back() <= 0.12);
 }
 
 void TestCs336::cs336ForwardReplayAgreesWithTheProfile() {

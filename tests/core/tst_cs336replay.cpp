@@ -100,7 +100,9 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
     // (another student's own model, validate: a later step whose loop calls zero_grad after the forward,
     // with torch's one-tensor-at-a-time AdamW declared) are replayed since zero_grad's place and torch's
     // AdamW were written: reserved 1.5% and 4.8% under (the fraction: 2.0% and 5.8%); their allocated peaks
-    // are the profile's question (this code keeps 1.3% more), not the replay's.
+    // are the profile's question (this code keeps 1.3% more), not the replay's. NiuHuangxiaozi's steps
+    // (a third student's model, validate, its own Adam planned as the package's): reserved 2.9% under,
+    // read after the rest was set; its allocated peak 2.1% over, the profile's question too.
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
@@ -115,7 +117,8 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
         {"cs336-basics-2.7b-256-first-step-kkaitlyn-reserved", {-0.0108, 0.0005}},
         {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {-0.0193, 0.0005}},
         {"cs336-basics-xl-256-forward-zero-grad-after", {-0.0149, 0.0005}},
-        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", {-0.0483, 0.0005}}};
+        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", {-0.0483, 0.0005}},
+        {"cs336-basics-niu-small-100-step", {-0.0293, 0.0005}}};
     std::size_t replayed = 0;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
@@ -139,7 +142,8 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
                 .arg(r.traced ? QString::number(r.measured, 'f', 0) : QStringLiteral("not read"))
                 .arg(100 * error, 0, 'f', 2);
         qInfo().noquote() << what;
-        if (r.traced && r.c->id.find("-xl-256-") == std::string::npos) // the package's own code
+        if (r.traced && r.c->id.find("-xl-256-") == std::string::npos &&
+            r.c->id.find("-niu-") == std::string::npos) // the package's own code
             QVERIFY2(std::abs(replay.allocated / r.measured - 1) <= 0.0001, qPrintable(what));
         const auto b = bounds.find(r.c->id);
         QVERIFY2(b != bounds.end(), qPrintable(what));
@@ -210,7 +214,8 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
     // rules). Two programs, one written from the package's source and one recorded, under a setting neither
     // was fitted on: every traced run of the profile's within 1.6% (the package's own runs; notHanmin's XL
     // forwards, another student's model that allocates 2.8% more than the package would, 2.4% and 2.7%
-    // under). Each error is pinned, so that none moves unnoticed. The setting is offered as a saving where
+    // under; NiuHuangxiaozi's steps, a third, 0.3% over). Each error is pinned, so that none moves
+    // unnoticed. The setting is offered as a saving where
     // the plan finds one (rankSavings, `expandable_segments`), worth what the plan stops reserving.
     const std::map<std::string, double> error = {
         {"cs336-basics-medium-128-inference", 0.0000},
@@ -224,7 +229,8 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
         {"cs336-basics-small-32x256-no-optimizer", 0.0122},
         {"cs336-basics-small-gpt2vocab-1x64-compiled", 0.0159},
         {"cs336-basics-xl-256-forward-zero-grad-after", -0.0244},
-        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", -0.0266}};
+        {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", -0.0266},
+        {"cs336-basics-niu-small-100-step", 0.0028}};
     AllocatorSettings expandable;
     expandable.expandableSegments = true;
     std::size_t checked = 0, offered = 0;
