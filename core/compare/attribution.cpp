@@ -337,17 +337,22 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
         }
     }
     // 2. Backward and optimizer allocations: state when the model has a tensor of that size left.
+    std::vector<std::size_t> surplus; // optimizer allocations of a parameter's size beyond the states
     for (std::size_t i = 0; i < live.size(); ++i) {
         if (done[i] || !deciding[i])
             continue;
         const bool backward = deciding[i]->target == AttributionRule::Target::Backward;
-        const bool state = scenario && scenario->model.known
-                               ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
-                               : keptBetweenSteps(live[i], device.entries());
+        const bool sized = scenario && scenario->model.known;
+        const bool state = sized ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
+                                 : keptBetweenSteps(live[i], device.entries());
         place(i,
               state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                     : MeasuredCategory::Temporaries,
               state ? E::StateSize : E::Rule);
+        // Of a trained parameter's size (one the states have: a frozen base's matrix has none).
+        if (sized && !state && !backward && pools.states.count(live[i].size) &&
+            pools.weights.count(live[i].size))
+            surplus.push_back(i);
     }
     // 3. No deciding frame: model state by size, cuBLAS workspaces by size, else unattributed.
     for (std::size_t i = 0; i < live.size(); ++i) {
@@ -366,6 +371,15 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
         else
             place(i, MeasuredCategory::Unattributed, E::None);
     }
+    // 4. A step that writes its parameters anew (`p.data = p.data - lr * ...`: NiuHuangxiaozi's Adam, which
+    // replaces every parameter, m and v with a new tensor each step) leaves no weight of the model's own:
+    // the optimizer's allocations of a trained parameter's size beyond its states, which outlive the step
+    // that made them, are the parameters, as many as the model has that nothing above took. (A step that
+    // keeps two states' worth alive for a moment, the old and the new, still has its weights from the model:
+    // they were taken above, so none of its surplus is read so.)
+    for (const std::size_t i : surplus)
+        if (!goneBeforeTheNextStep(live[i], device, steps) && StatePools::take(pools.weights, live[i].size))
+            placed[i] = {live[i], MeasuredCategory::Weights, E::StateSize};
     for (const AttributedAllocation& p : placed) { // sizes from the file: saturate, never overflow
         auto& bytes = out.bytes[static_cast<std::size_t>(p.category)];
         bytes = saturatingAdd(bytes, p.allocation.size);

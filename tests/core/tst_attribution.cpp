@@ -2319,7 +2319,8 @@ void TestAttribution::calibrationReproducesEveryRecordedRun() {
 // optimizer's first allocation outside its constructor (NIUAdam makes its states with zeros_like when it is
 // built, before any forward) to the first allocation after it that is not the optimizer's. Either way, at
 // the step's peak none of the layers' activations is alive (the backward freed them; the logits stay, which
-// the loop holds), and the loss peak is the first iteration's, its activations alive.
+// the loop holds), and the loss peak is the first iteration's, its activations alive. Attribution, below,
+// finds the parameters its step writes anew.
 void TestAttribution::calibrationFindsTheStepPastTheConstructor() {
     const Run run = loadRun("cs336-basics/cs336-niu-small-100-step",
                             "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle");
@@ -2351,7 +2352,18 @@ void TestAttribution::calibrationFindsTheStepPastTheConstructor() {
         QVERIFY2(std::abs(relative(r.after, r.measured)) <= 0.02,
                  qPrintable(QString::number(100 * relative(r.after, r.measured))));
         QVERIFY(cal.factors.stepScratchBytesPerParameter < 8);
+        // Its Adam writes every parameter anew each step (`p.data = p.data - ...`, in optimizer.py), so at
+        // the run's peak, in the third iteration, no weight of the model's own is alive: the optimizer's
+        // tensors of a parameter's size beyond m and v are the parameters. The model's 22,696,448
+        // (2 x 10,000 x 512 + 4 x (4 x 512² + 3 x 512 x 1,344 + 2 x 512) + 512) fp32 parameters, and as
+        // many of each state; the calibration then finds the run's weights where the scenario plans them.
+        QVERIFY(r.mismatch.empty());
     }
+    const Attribution peak =
+        attribute(run.trace->trace, *run.trace->indexes[0], run.trace->indexes[0]->peakAfter(),
+                  AttributionRules::pytorchDefaults(), &run.scenario);
+    QCOMPARE(peak.of(MeasuredCategory::Weights), 22696448LL * 4);
+    QCOMPARE(peak.of(MeasuredCategory::OptimizerStates), 2 * 22696448LL * 4);
 }
 
 // Calibrated predictions of examples/measured/cases.json: a run's scenario calibrated on other runs of the
