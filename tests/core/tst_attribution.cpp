@@ -2225,7 +2225,8 @@ void TestAttribution::normsOfAMaskSizeAreTokensLinear() {
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
 // declares (the bound): every trace of tests/data with the plain-PyTorch scenario of
 // examples/measured that describes it (all twelve: DeComFL's and LLM-inference's record no workload that
-// is known), and NiuHuangxiaozi's steps with the cs336_basics one (its only case), each on its own. MAGMA27's
+// is known), and NiuHuangxiaozi's steps and forwards with their cs336_basics ones (their only cases), each on
+// its own. One misses: NiuHuangxiaozi's steps under autocast (below). MAGMA27's
 // run held its gradients from a warm-up step where the scenario frees them (3.7% under after calibration
 // until it learned that: Calibration::gradientsHeld).
 void TestAttribution::calibrationReproducesEveryRecordedRun_data() {
@@ -2254,10 +2255,26 @@ void TestAttribution::calibrationReproducesEveryRecordedRun_data() {
         // NiuHuangxiaozi's three steps of a third student's model, with its cs336_basics scenario (its own
         // Adam makes its states in its constructor: calibrationFindsTheStepPastTheConstructor).
         {"cs336-basics/cs336-niu-small-100-step",
-         "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle"}};
+         "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-150-step",
+         "cs336_NiuHuangxiaozi_small_150_step_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-200-step",
+         "cs336_NiuHuangxiaozi_small_200_step_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-200-step-bf16-autocast",
+         "cs336_NiuHuangxiaozi_small_200_step_bf16_autocast_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-100-forward",
+         "cs336_NiuHuangxiaozi_small_100_forward_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-150-forward",
+         "cs336_NiuHuangxiaozi_small_150_forward_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-200-forward",
+         "cs336_NiuHuangxiaozi_small_200_forward_memory_snapshot.pickle"},
+        {"cs336-basics/cs336-niu-small-200-forward-bf16-autocast",
+         "cs336_NiuHuangxiaozi_small_200_forward_bf16_autocast_memory_snapshot.pickle"}};
     for (const auto& [scenario, trace] : runs) {
         // A scenario with a training section declares an optimizer implementation; a forward's does not.
-        const bool training = !QString::fromLatin1(scenario).contains(QLatin1String("inference"));
+        const bool training =
+            loadScenarioFile((test::measuredDir() + scenario + ".headroom.json").toStdString()).mode ==
+            Mode::Training;
         for (const char* impl : {"foreach", "for_loop", "fused"}) {
             if (!training && std::string(impl) != "foreach")
                 continue;
@@ -2290,6 +2307,16 @@ void TestAttribution::calibrationReproducesEveryRecordedRun() {
                              .arg(100 * relative(r.before, r.measured), 0, 'f', 1)
                              .arg(100 * relative(r.after, r.measured), 0, 'f', 1);
     qInfo().noquote() << what;
+    if (scenario == QLatin1String("cs336-basics/cs336-niu-small-200-step-bf16-autocast"))
+        QEXPECT_FAIL(
+            "",
+            "6.4% over after calibration (8.2% before): NiuHuangxiaozi's three steps under one autocast "
+            "region peak at the first iteration's loss, where the calibrated plan of the package's "
+            "code peaks later, in its backward (0.08 GiB of temporaries more than the run's there: "
+            "the package's softmax backward and weight casts; this code's loss reads the last "
+            "position only); the factors read at the run's loss do not reach the plan's other "
+            "moment. Its fp32 steps reproduce within 1.2%. Not read further yet",
+            Continue);
     QVERIFY2(relative(r.after, r.measured) <= 0.02, qPrintable(what));
     // And its reserved peak, read by the summary: the calibration learns what the run's allocator cached
     // beyond its tensors (the plan's 3% was from 1.8% over to 7.5% under on these runs: their caches
@@ -2298,6 +2325,8 @@ void TestAttribution::calibrationReproducesEveryRecordedRun() {
     calibrated.calibration = cal.factors;
     const double reserved = static_cast<double>(run.trace->summary.devices.at(0).peakReserved);
     const double planned = estimate(calibrated).reservedPeakBytes;
+    if (scenario == QLatin1String("cs336-basics/cs336-niu-small-200-step-bf16-autocast"))
+        QEXPECT_FAIL("", "5.6% over in reserved, with its allocated peak (above)", Continue);
     QVERIFY2(std::abs(planned / reserved - 1) <= 0.02,
              qPrintable(QStringLiteral("reserved %1%").arg(100 * (planned / reserved - 1), 0, 'f', 1)));
     // Two of the runs hold an earlier step's gradients at their loss peak: MAGMA27's after its warm-up,
@@ -2425,18 +2454,19 @@ void TestAttribution::calibratedPredictions() {
 // tst_cs336::cs336BasicsRecordedRuns.)
 void TestAttribution::reservedOfTheTracedRuns() {
     // The reserved peaks of the traced runs (examples/measured/cases.json), as the README gives them. What
-    // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 15.2% over the
-    // validate runs (the most, NiuHuangxiaozi's three steps, whose Adam replaces every parameter and state
-    // with a new tensor each step; 11.4% before they came in). The fit runs the cs336_basics profile plans
-    // reserve within 2% of the plan (a replay of the code's own order gives its reserved), and the calibrated
-    // ones within 2% of their own run: the calibration learns the allocator's overhead beside the replay of
-    // the code its runs' stacks name (Calibration::replayedOverhead, Calibration::code), or as a share where
-    // there is none (Calibration::allocatorOverhead). A forward's cache grows with the length faster than its
-    // tensors (the medium model's: 1.5% beyond them at 128 tokens, 3.9% at 256, 11.4% at 1,024, where each
-    // 256 MiB score-sized tensor takes a segment of its own): the plain profile calibrated at 128 or 256
-    // tokens was 6.7% to 8.9% under at 1,024 with the share, and 9.7% over the reverse way, and is within
-    // 0.2% replaying cs336_basics' forward. Named here at their errors, those calibrated across precisions,
-    // whose share beside the replay was measured in another dtype (CS336's 256-token step from the autocast
+    // the allocator's cache holds beyond the tensors, from the traces alone: 1.7% to 23.4% over the
+    // validate runs (the most, NiuHuangxiaozi's steps, whose Adam replaces every parameter and state with a
+    // new tensor each step: 15.2% at 100 tokens, 23.4% under autocast; 11.4% before they came in). The fit
+    // runs the cs336_basics profile plans reserve within 2% of the plan (a replay of the code's own order
+    // gives its reserved), and the calibrated ones within 2% of their own run: the calibration learns the
+    // allocator's overhead beside the replay of the code its runs' stacks name
+    // (Calibration::replayedOverhead, Calibration::code), or as a share where there is none
+    // (Calibration::allocatorOverhead). A forward's cache grows with the length faster than its tensors (the
+    // medium model's: 1.5% beyond them at 128 tokens, 3.9% at 256, 11.4% at 1,024, where each 256 MiB
+    // score-sized tensor takes a segment of its own): the plain profile calibrated at 128 or 256 tokens
+    // was 6.7% to 8.9% under at 1,024 with the share, and 9.7% over the reverse way, and is within 0.2%
+    // replaying cs336_basics' forward. Named here at their errors, those calibrated across precisions, whose
+    // share beside the replay was measured in another dtype (CS336's 256-token step from the autocast
     // steps, 1.5% and 0.8% over with the share, then 2.5% and 2.0% under, is 1.4% under both ways since the
     // plan releases the last layer's MLP tensors before its softmax's backward), and those with no replay of
     // their code.
@@ -2479,7 +2509,7 @@ void TestAttribution::reservedOfTheTracedRuns() {
             QVERIFY2(std::abs(r.reserved.error()) <= 0.02, qPrintable(what));
     }
     QVERIFY(fits >= 40);
-    QVERIFY2(std::abs(least - 0.017) <= 0.0005 && std::abs(most - 0.152) <= 0.0005,
+    QVERIFY2(std::abs(least - 0.017) <= 0.0005 && std::abs(most - 0.234) <= 0.0005,
              qPrintable(QStringLiteral("%1% to %2%").arg(100 * least).arg(100 * most)));
 }
 
@@ -2576,7 +2606,10 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // -0.1% reserved) to +0.0%, +0.0%, +0.4%, +0.2%, -1.0% (+0.1%, -0.5%, +0.1%, +0.1%, -1.0%), the steps
 // -0.1% before and after. And twenty-one of the published 2.7B runs planned with the cs336_basics profile
 // calibrated on the medium model's 128-token step or forward alone (computed once, after those rules):
-// within 1.2%; notHanmin's two traced XL forwards from its 128-token step, 1.4% under.
+// within 1.2%; notHanmin's two traced XL forwards from its 128-token step, 1.4% under. NiuHuangxiaozi's own
+// model calibrated on its 100-token forward or steps alone (computed once): the forwards at 150 and 200
+// tokens to the byte, the steps 0.9%, 0.7% and, under autocast, 1.3% under; its forward under autocast 14.8%
+// under, a named expected failure.
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -2592,13 +2625,23 @@ void TestAttribution::calibratedValidatePredictions() {
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
             qInfo().noquote() << what;
+            if (r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast-calibrated-from-100")
+                QEXPECT_FAIL(
+                    "",
+                    "14.8% under: NiuHuangxiaozi's softmax keeps a third score-sized tensor a layer (the "
+                    "second exp(x - max)), which its fp32 forward shows (x1.5 of the scores: the same "
+                    "forward at 150 and 200 tokens to the byte) and which a factor read in fp32 does "
+                    "not carry to autocast, where which copies stay fp32 no fp32 trace says by sizes "
+                    "(tst_cs336::cs336BasicsRecordedRuns). Its C++ frames name the op (exp, on "
+                    "autocast's fp32 list): not read yet",
+                    Continue);
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
     QCOMPARE(ownFactors, size_t(24));
-    QCOMPARE(errors.size(), size_t(83));
+    QCOMPARE(errors.size(), size_t(89));
     std::sort(errors.begin(), errors.end());
-    const double median = errors[41];
+    const double median = errors[44];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

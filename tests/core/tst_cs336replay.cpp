@@ -57,7 +57,9 @@ void TestCs336Replay::cs336ForwardReplayedThroughTheAllocator() {
     const std::map<std::string, double> reservedOff = {{"cs336-basics-medium-1024-inference", -4194304}};
     std::size_t traced = 0;
     for (const CaseResult& r : v.results) {
-        if (r.c->stack != "cs336_basics" || !r.traced || !r.c->calibrateOn.empty() || r.c->plainPytorch)
+        if (r.c->stack != "cs336_basics" || !r.traced || !r.c->calibrateOn.empty() || r.c->plainPytorch ||
+            r.c->id.find("-niu-") !=
+                std::string::npos) // a student's own model (cs336ForwardWithGraphReplayed)
             continue;
         const Scenario sc = loadScenarioFile(r.c->scenarioPath);
         const auto run =
@@ -101,8 +103,9 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
     // with torch's one-tensor-at-a-time AdamW declared) are replayed since zero_grad's place and torch's
     // AdamW were written: reserved 1.5% and 4.8% under (the fraction: 2.0% and 5.8%); their allocated peaks
     // are the profile's question (this code keeps 1.3% more), not the replay's. NiuHuangxiaozi's steps
-    // (a third student's model, validate, its own Adam planned as the package's): reserved 2.9% under,
-    // read after the rest was set; its allocated peak 2.1% over, the profile's question too.
+    // (a third student's model, validate, its own Adam planned as the package's): reserved 2.9%, 2.2% and
+    // 6.2% under at 100, 150 and 200 tokens, 6.1% under autocast, read after the rest was set; its
+    // allocated peaks (2.1% over to 1.8% under, 8.2% over under autocast) are the profile's question too.
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
@@ -118,7 +121,10 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
         {"cs336-basics-2.7b-512-first-step-kkaitlyn-reserved", {-0.0193, 0.0005}},
         {"cs336-basics-xl-256-forward-zero-grad-after", {-0.0149, 0.0005}},
         {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", {-0.0483, 0.0005}},
-        {"cs336-basics-niu-small-100-step", {-0.0293, 0.0005}}};
+        {"cs336-basics-niu-small-100-step", {-0.0293, 0.0005}},
+        {"cs336-basics-niu-small-150-step", {-0.0217, 0.0005}},
+        {"cs336-basics-niu-small-200-step", {-0.0618, 0.0005}},
+        {"cs336-basics-niu-small-200-step-bf16-autocast", {-0.0609, 0.0005}}};
     std::size_t replayed = 0;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
@@ -202,7 +208,9 @@ void TestCs336Replay::cs336ForwardWithGraphReplayed() {
                      qPrintable(what + QStringLiteral(": %1%").arg(100 * r.error())));
         }
     }
-    QCOMPARE(replayed, size_t(18)); // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved
+    // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved, NiuHuangxiaozi's four (its own model:
+    // the replay is the package's code, which the profile's moments follow).
+    QCOMPARE(replayed, size_t(22));
     QCOMPARE(reserved, reservedError.size());
 }
 
@@ -214,8 +222,9 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
     // rules). Two programs, one written from the package's source and one recorded, under a setting neither
     // was fitted on: every traced run of the profile's within 1.6% (the package's own runs; notHanmin's XL
     // forwards, another student's model that allocates 2.8% more than the package would, 2.4% and 2.7%
-    // under; NiuHuangxiaozi's steps, a third, 0.3% over). Each error is pinned, so that none moves
-    // unnoticed. The setting is offered as a saving where
+    // under; NiuHuangxiaozi's, a third, 4.7% under to 1.4% over for its steps, and its forwards 5.0% to
+    // 14.8% under, as their allocated peaks are: its softmax keeps a third score-sized tensor a layer).
+    // Each error is pinned, so that none moves unnoticed. The setting is offered as a saving where
     // the plan finds one (rankSavings, `expandable_segments`), worth what the plan stops reserving.
     const std::map<std::string, double> error = {
         {"cs336-basics-medium-128-inference", 0.0000},
@@ -230,7 +239,14 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
         {"cs336-basics-small-gpt2vocab-1x64-compiled", 0.0159},
         {"cs336-basics-xl-256-forward-zero-grad-after", -0.0244},
         {"cs336-basics-xl-256-forward-zero-grad-after-bf16-autocast", -0.0266},
-        {"cs336-basics-niu-small-100-step", 0.0028}};
+        {"cs336-basics-niu-small-100-step", 0.0028},
+        {"cs336-basics-niu-small-150-step", -0.0182},
+        {"cs336-basics-niu-small-200-step", -0.0472},
+        {"cs336-basics-niu-small-200-step-bf16-autocast", 0.0135},
+        {"cs336-basics-niu-small-100-forward", -0.0498},
+        {"cs336-basics-niu-small-150-forward", -0.0971},
+        {"cs336-basics-niu-small-200-forward", -0.1186},
+        {"cs336-basics-niu-small-200-forward-bf16-autocast", -0.1483}};
     AllocatorSettings expandable;
     expandable.expandableSegments = true;
     std::size_t checked = 0, offered = 0;
