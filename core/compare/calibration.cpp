@@ -85,10 +85,6 @@ StepSpan stepSpan(const Trace& trace, const TraceIndex& index, const Attribution
     return {start, end};
 }
 
-std::size_t stepStart(const Trace& trace, const TraceIndex& index, const AttributionRules& rules) {
-    return stepSpan(trace, index, rules).start;
-}
-
 std::size_t argmax(const BigVector<std::int64_t>& v, std::size_t from, std::size_t to) {
     std::size_t best = from;
     for (std::size_t e = from; e < to && e < v.size(); ++e)
@@ -624,8 +620,9 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     const std::size_t n = index.events();
     if (n == 0)
         return m;
-    const std::size_t step = run.scenario->mode == Mode::Training ? stepStart(*run.trace, index, rules) : n;
-    m.stepInForward = run.scenario->mode == Mode::Inference && stepStart(*run.trace, index, rules) < n;
+    const StepSpan span = stepSpan(*run.trace, index, rules); // one scan of the events
+    const std::size_t step = run.scenario->mode == Mode::Training ? span.start : n;
+    m.stepInForward = run.scenario->mode == Mode::Inference && span.start < n;
     const auto& allocated = index.allocatedSeries();
     m.lossPeak = transientPeak(*run.trace, index, std::max<std::size_t>(step, 1), rules, run.scenario);
     const Attribution at = attribute(*run.trace, index, m.lossPeak, rules, run.scenario);
@@ -683,7 +680,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.reservedPeak = peaks.reserved;
     if (step < n) {
         m.hasStep = true;
-        const std::size_t stepEnd = std::max(step + 1, stepSpan(*run.trace, index, rules).end);
+        const std::size_t stepEnd = std::max(step + 1, span.end);
         const Attribution s =
             attribute(*run.trace, index, argmax(allocated, step, stepEnd), rules, run.scenario);
         m.stepScratch =
