@@ -567,6 +567,11 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                              "was alive where measured); other lengths extrapolate with it (a run at another "
                              "length tells)"
                            : "")
+        << (r.scoresByOperator
+                ? "; the 2-byte factor read from the fp32 runs by the operator that made each "
+                  "score tensor: under autocast those of its fp32 list (exp, softmax) stay at 4 "
+                  "bytes, the others take 2"
+                : "")
         << "\n"
         << (c.prefillAttentionLinear >= 0
                 ? "  inside a layer's attention         x " + attention.str() +
@@ -688,6 +693,12 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
         }
         out << "    residual (no shape of the model): " << mib(t.residual) << " in " << t.residualAllocations
             << " allocations\n";
+        if (!run.scoreOperators.empty()) {
+            out << "    the scores' tensors by the operator that made them:";
+            for (std::size_t i = 0; i < run.scoreOperators.size(); ++i)
+                out << (i ? ", " : " ") << run.scoreOperators[i].first << " " << run.scoreOperators[i].second;
+            out << "\n";
+        }
     }
     return 0;
 }

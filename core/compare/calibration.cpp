@@ -198,6 +198,18 @@ Scenario withoutAutocast(Scenario sc) {
     return sc;
 }
 
+// The same scenario under 16-bit autocast (bf16; the plan reads only the width).
+Scenario withAutocast(Scenario sc) {
+    if (sc.mode == Mode::Training) {
+        sc.training.autocast = "bf16";
+        sc.training.autocastBytes = 2;
+    } else {
+        sc.inference.autocast = "bf16";
+        sc.inference.autocastBytes = 2;
+    }
+    return sc;
+}
+
 // The same symbol's width in another run (whose tensor-parallel split may differ).
 double widthIn(const RunShape& shape, std::string_view symbol) {
     for (const auto& [name, width] : shape.linearWidths())
@@ -225,6 +237,92 @@ struct ScoreWidths {
     }
     std::int64_t asFp32(std::int64_t size) const { return size == activation ? fp32 : size; }
 };
+
+// Operators torch.autocast runs in fp32 whatever their inputs' dtype, as the dispatcher names them
+// (at::_ops::NAME, the overload appended): aten/src/ATen/autocast_mode.h, AT_FORALL_FP32 and
+// AT_FORALL_FP32_SET_OPT_DTYPE (the CUDA policy). softmax's own kernel (_softmax) and log_softmax's are
+// listed too: a trace whose stack shows them outermost called them directly, and under autocast they take
+// the fp32 input the listed wrapper would have cast.
+bool autocastRunsInFp32(std::string_view op) {
+    static const std::set<std::string_view> kFp32 = {"acos",
+                                                     "asin",
+                                                     "cosh",
+                                                     "erfinv",
+                                                     "exp",
+                                                     "expm1",
+                                                     "log",
+                                                     "log10",
+                                                     "log2",
+                                                     "log1p",
+                                                     "reciprocal",
+                                                     "rsqrt",
+                                                     "sinh",
+                                                     "tan",
+                                                     "pow_Tensor_Scalar",
+                                                     "pow_Tensor_Tensor",
+                                                     "pow_Scalar",
+                                                     "softplus",
+                                                     "layer_norm",
+                                                     "native_layer_norm",
+                                                     "group_norm",
+                                                     "frobenius_norm_dim",
+                                                     "nuclear_norm",
+                                                     "nuclear_norm_dim",
+                                                     "cosine_similarity",
+                                                     "poisson_nll_loss",
+                                                     "cosine_embedding_loss",
+                                                     "nll_loss",
+                                                     "nll_loss2d",
+                                                     "hinge_embedding_loss",
+                                                     "kl_div",
+                                                     "l1_loss",
+                                                     "smooth_l1_loss",
+                                                     "huber_loss",
+                                                     "mse_loss",
+                                                     "margin_ranking_loss",
+                                                     "multilabel_margin_loss",
+                                                     "soft_margin_loss",
+                                                     "triplet_margin_loss",
+                                                     "multi_margin_loss",
+                                                     "binary_cross_entropy_with_logits",
+                                                     "dist",
+                                                     "pdist",
+                                                     "cdist",
+                                                     "renorm",
+                                                     "logsumexp",
+                                                     "prod",
+                                                     "prod_dim_int",
+                                                     "prod_dim_Dimname",
+                                                     "softmax_int",
+                                                     "softmax_Dimname",
+                                                     "log_softmax_int",
+                                                     "log_softmax_Dimname",
+                                                     "_softmax",
+                                                     "_log_softmax",
+                                                     "cumprod",
+                                                     "cumprod_dimname",
+                                                     "cumsum",
+                                                     "cumsum_dimname",
+                                                     "linalg_vector_norm",
+                                                     "linalg_matrix_norm",
+                                                     "linalg_matrix_norm_str_ord",
+                                                     "sum",
+                                                     "sum_dim_IntList",
+                                                     "sum_dim_DimnameList"};
+    return kFp32.count(op) > 0;
+}
+
+// A score tensor of an fp32 run at the width 16-bit autocast gives it (RunMeasurement::quadraticAsAutocast),
+// or -1 when the trace does not name the operator that made it. Dropout's 1-byte masks keep their width.
+std::int64_t asAutocast(const Trace& trace, const Scenario& sc, std::uint32_t stack, std::int64_t size) {
+    const RunShape shape(sc);
+    if (sc.activationDtypeBytes() < 4 || size != static_cast<std::int64_t>(shape.scores(4)))
+        return size;
+    const std::string_view op = atenOperator(trace, stack);
+    if (op.empty())
+        return -1;
+    return autocastRunsInFp32(op) ? size : static_cast<std::int64_t>(shape.scores(2));
+}
 
 // The sizes a score tensor of this rank may have (batch x heads x tokens^2 in the activations' dtype and in
 // fp32; 1 byte too with dropout's masks), and those of its tokens-linear tensors: a score size among the
@@ -321,6 +419,24 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
     const RunShape shape(sc);
     const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
     const ScoreWidths scoreWidths(sc);
+    auto addAsAutocast = [&](const Allocation& a) {
+        if (const std::string_view op = atenOperator(trace, a.stack); !op.empty()) {
+            auto it = std::find_if(m.scoreOperators.begin(), m.scoreOperators.end(),
+                                   [&](const auto& o) { return o.first == op; });
+            if (it == m.scoreOperators.end())
+                m.scoreOperators.emplace_back(std::string(op), 1);
+            else
+                ++it->second;
+        }
+        const std::int64_t w = asAutocast(trace, sc, a.stack, a.size);
+        if (w < 0 || m.quadraticAsAutocast < 0) {
+            m.quadraticAsAutocast = -1;
+            return;
+        }
+        m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, w);
+        if (w == a.size && sc.activationDtypeBytes() >= 4 && a.size == scoreWidths.fp32)
+            m.quadraticByFp32Operators = saturatingAdd(m.quadraticByFp32Operators, a.size);
+    };
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
         case MeasuredCategory::Weights:
@@ -343,6 +459,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
                 continue;
             m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
             m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreWidths.asFp32(a.allocation.size));
+            addAsAutocast(a.allocation);
         } else if (!t.scoresBytes.empty() && !t.linear.empty()) {
             m.ambiguous = saturatingAdd(m.ambiguous, a.allocation.size);
             t.site = siteOf(trace, a.allocation.stack);
@@ -351,6 +468,7 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
         } else if (!t.scoresBytes.empty()) {
             m.quadratic = saturatingAdd(m.quadratic, a.allocation.size);
             m.quadraticAsFp32 = saturatingAdd(m.quadraticAsFp32, scoreWidths.asFp32(a.allocation.size));
+            addAsAutocast(a.allocation);
         }
     }
 }
@@ -600,6 +718,7 @@ void resolveAcrossRuns(const std::vector<CalibrationInput>& runs, std::vector<Ru
             }
             m.ambiguous -= t.size;
             if (verdict == 1) {
+                m.quadraticAsAutocast = -1; // told by its size in another run, not by its own stack
                 m.quadratic = saturatingAdd(m.quadratic, t.size);
                 m.quadraticAsFp32 =
                     saturatingAdd(m.quadraticAsFp32, ScoreWidths(*runs[i].scenario).asFp32(t.size));
@@ -654,8 +773,10 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         // backward's, which the factor above plans, not copies the forward keeps.
         const std::int64_t beyond = std::clamp<std::int64_t>(growth->atPeak, 0, m.quadratic);
         m.quadratic -= beyond;
-        if (beyond > 0)
+        if (beyond > 0) {
             m.quadraticAsFp32 = std::max<std::int64_t>(0, m.quadraticAsFp32 - growth->atPeakAsFp32);
+            m.quadraticAsAutocast = -1; // which of the tensors are the backward's, no operator says
+        }
         m.transient -= beyond;
         m.peakInBackward = beyond > 0;
     }
@@ -1053,8 +1174,50 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                 if (plannedFp32 > 0 && asFp32 > 0)
                     scoresByDtype[4] = {asFp32, plannedFp32};
             }
+            // And fp32 runs tell a 16-bit autocast plan, where no autocast run did, when their traces name
+            // the operator that made each score tensor: each at the width autocast gives what that operator
+            // writes (RunMeasurement::quadraticAsAutocast), over what the plan under autocast holds.
+            // NiuHuangxiaozi's fp32 forward keeps three fp32 copies a layer (its softmax's two exp outputs
+            // and its division, which the next einsum saves); under autocast it kept the two exps at 4 bytes
+            // and the einsum's 16-bit cast of the division, x1.67 the plan's 16-bit scores and fp32 softmax,
+            // where no factor (the fp32 one does not carry) was 14.8% under.
+            //
+            // Read only where the tensors alive at the loss peak are those autograd saved (a run kept as
+            // training), each of which autocast keeps once at the width of the op that saved it; and only
+            // when some score tensor was made outside the fp32 list: in fp32 one tensor made by softmax is
+            // saved both by softmax's backward and by the next matmul, and under autocast it is two (the
+            // fp32 output and the matmul's 16-bit cast), which the fp32 trace cannot show. In a forward
+            // without autograd which copies are alive depends on the moment, and autocast moves the largest
+            // one: an fp32 division after exp stays fp32 there (CS336's medium forward: 1.8% under read
+            // this way), so that forward keeps Calibration::forwardScoresFromFp32.
+            std::optional<double> derivedAutocast;
+            if (!scoresByDtype.count(2) && runsDtype(splitsBySize) == 4) {
+                double asAutocast = 0, plannedAutocast = 0;
+                bool told = true;
+                for (std::size_t i = 0; i < runs.size() && told; ++i)
+                    if (splitsBySize(i) && dtypeOf(i) >= 4 &&
+                        autocastOverFp32(withAutocast(*runs[i].scenario))) {
+                        told = runs[i].scenario->keptAs() == Mode::Training &&
+                               measured[i].quadraticAsAutocast >= 0 &&
+                               measured[i].quadraticByFp32Operators < measured[i].quadratic;
+                        asAutocast += static_cast<double>(measured[i].quadraticAsAutocast);
+                        plannedAutocast +=
+                            estimatedParts(withAutocast(*runs[i].scenario), measured[i].peakInBackward)
+                                .quadratic;
+                    }
+                if (told && plannedAutocast > 0 && asAutocast > 0)
+                    derivedAutocast = asAutocast / plannedAutocast;
+            }
             if (scoresByDtype.size() > 1)
                 setScoresByDtype(scoresByDtype);
+            // The measured dtype's factor stays the calibration's own (`quadratic`); the derived one is
+            // listed beside it.
+            if (derivedAutocast) {
+                if (c.quadraticByDtype.empty())
+                    c.quadraticByDtype.emplace_back(c.quadraticActivationBytes, c.quadratic);
+                c.quadraticByDtype.emplace_back(2, *derivedAutocast);
+                r.scoresByOperator = true;
+            }
             bySize = true;
         }
     }
@@ -1296,7 +1459,8 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
              measured[i].reservedPeak, clampToInt64(planBefore.reservedPeakBytes),
              clampToInt64(planAfter.reservedPeakBytes), calibrationAdvice(b, *in.scenario, *in.trace),
              runMismatch(*in.scenario, b, b.firstStep ? b.laterStepPeak : b.measured.total, afterTotal,
-                         measured[i].stepInForward, c)});
+                         measured[i].stepInForward, c),
+             measured[i].scoreOperators});
     }
     refuseBeyondAScenario(r, asPlanned);
     return r;

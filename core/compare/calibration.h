@@ -34,6 +34,19 @@ struct RunMeasurement {
     // autocast changes the width of each tensor an op writes, not which tensors are kept (a cast for a
     // matmul stands in for the original it saves). Equal to `quadratic` in an fp32 run.
     std::int64_t quadraticAsFp32 = 0;
+    // An fp32 run's score tensors each at the width 16-bit autocast would give it, read from the operator
+    // that made it (atenOperator): one that an operator on autocast's fp32 list wrote (exp, softmax,
+    // log_softmax; aten/src/ATen/autocast_mode.h AT_FORALL_FP32 and AT_FORALL_FP32_SET_OPT_DTYPE) stays at
+    // 4 bytes; any other at 2. Before the softmax-family operator the scores' copies (the matmul's output,
+    // its scaling, its masking, x - max) are 16-bit under autocast, as the matmul's output is; after it the
+    // copy that is kept is kept by the next matmul, which under autocast keeps its 16-bit cast of it
+    // instead. -1 when some score tensor's operator is unknown (a trace recorded without C++ frames).
+    std::int64_t quadraticAsAutocast = 0;
+    // Of the score tensors, the bytes whose operator autocast runs in fp32.
+    std::int64_t quadraticByFp32Operators = 0;
+    // The score tensors by the operator that made them ("exp", 8), in the order first seen: what the
+    // report shows. Empty when the trace names no operator.
+    std::vector<std::pair<std::string, int>> scoreOperators;
     // The ambiguous tensors one by one, with the line of the user's code that allocated each (its top user
     // frame): calibrating on runs of other lengths tells them apart there, by the size that line allocated.
     struct AmbiguousTensor {
@@ -102,6 +115,7 @@ struct CalibrationRun {
     // Why the scenario may not describe this run, or "" (runMismatch): the factors then absorb a
     // model, batch or length the run did not have, and carry it to every what-if.
     std::string mismatch;
+    std::vector<std::pair<std::string, int>> scoreOperators; // RunMeasurement::scoreOperators
 };
 struct CalibrationResult {
     Calibration factors;
@@ -112,6 +126,9 @@ struct CalibrationResult {
     // other lengths extrapolate with it (the 256-token CS336 run alone: 10% under at 1,024 tokens in
     // training, 21% under in a forward). A run at another length tells them apart.
     bool scoresUntold = false;
+    // The scores' factor for 16-bit autocast was read from fp32 runs, by the operator that made each of
+    // their score tensors (RunMeasurement::quadraticAsAutocast), no autocast run having been given.
+    bool scoresByOperator = false;
     // Calibration::backwardScratchScores was not measured but taken from the forward's saved score copies
     // (no run's backward could be read: its score sizes are other tensors' too, or it recorded none).
     bool backwardFromForward = false;

@@ -96,6 +96,26 @@ std::size_t topUserFrame(const Trace& trace, std::uint32_t stack) {
     return python != std::string::npos ? python : other != std::string::npos ? other : 0;
 }
 
+std::string_view atenOperator(const Trace& trace, std::uint32_t stack) {
+    if (stack >= trace.stacks.size())
+        return {};
+    constexpr std::string_view kPrefix = "at::_ops::";
+    std::string_view op;
+    for (const Frame& f : trace.stacks[stack]) {
+        if (isPythonFrame(trace, f))
+            break;
+        const std::string_view name = trace.strings[f.name];
+        if (!startsWith(name, kPrefix))
+            continue;
+        const std::string_view rest = name.substr(kPrefix.size());
+        const std::size_t end = rest.find("::");
+        // Only the dispatcher's entry (::call): ::redispatch frames are the same operator's inner layers.
+        if (end != std::string_view::npos && end > 0 && startsWith(rest.substr(end), "::call"))
+            op = rest.substr(0, end);
+    }
+    return op;
+}
+
 std::string fileLine(const Trace& trace, const Frame& frame) {
     const std::string& file = trace.strings[frame.filename];
     if (file.empty() || file == "??")

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace headroom {
 
@@ -21,6 +22,11 @@ bool isUserFrame(const Trace& trace, const Frame& frame);
 // inductor code; else the innermost Python frame; else the innermost frame that is not interpreter noise.
 // npos when the stack is empty.
 std::size_t topUserFrame(const Trace& trace, std::uint32_t stack);
+// The ATen operator whose call allocated a block: the outermost `at::_ops::NAME::call` frame among the C++
+// frames below the stack's innermost Python frame, so the operator Python called (einsum, not the bmm it
+// runs; softmax, not its _softmax), as NAME with its overload ("exp", "div_Tensor", "softmax_int"). Empty
+// when the trace recorded no C++ frames (stacks='python') or no operator among them.
+std::string_view atenOperator(const Trace& trace, std::uint32_t stack);
 // "name (file:line)", or "name" when the frame has no file; `fileLine` is "file:line" (what an editor opens).
 std::string frameText(const Trace& trace, const Frame& frame);
 std::string fileLine(const Trace& trace, const Frame& frame);

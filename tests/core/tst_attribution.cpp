@@ -26,6 +26,7 @@
 #include "tests/testutil.h"
 
 #include <QTest>
+#include <map>
 #include <numeric>
 
 using namespace headroom;
@@ -82,6 +83,7 @@ private slots:
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
     void calibrationFindsTheStepPastTheConstructor();
+    void calibrationReadsAutocastScoresByOperator();
     void calibratedPredictions_data();
     void calibratedPredictions();
     void reservedOfTheTracedRuns();
@@ -1728,7 +1730,10 @@ void TestAttribution::codeOriginFromTheStacks() {
 void TestAttribution::scoresFactorKeepsToItsDtype() {
     // Calibrated on the fp32 128-token run, the scores' factor (x2: the fp32 softmax's two kept copies) is
     // not applied under bf16 autocast, where the softmax stays fp32 and the next matmul keeps a bf16 copy
-    // instead; the tokens-linear factor is. The estimate says so.
+    // instead; the tokens-linear factor is. What is applied there is what the run's operators say of
+    // autocast (its trace has C++ frames: exp's output and the division the next einsum saves, 4 + 2 bytes
+    // a score, what the profile plans under autocast): x1. Without that reading the estimate says the
+    // factor is not applied.
     const auto rules = AttributionRules::pytorchDefaults();
     const Run t128 = mediumTraining(128);
     const CalibrationResult cal = fitOwn({inputOf(t128, "128")}, rules);
@@ -1738,10 +1743,16 @@ void TestAttribution::scoresFactorKeepsToItsDtype() {
     doc["calibration"] = {{"factors", calibrationFactorsToJson(cal.factors)}, {"runs", json::array()}};
     const Scenario calibrated = scenarioFromJson(doc);
     QCOMPARE(calibrated.calibration.quadraticActivationBytes, 4.0);
-    QVERIFY(std::any_of(calibrated.warnings.begin(), calibrated.warnings.end(), [](const std::string& w) {
+    QCOMPARE(calibrated.calibration.quadraticFor(2).value_or(0), 1.0);
+    doc["calibration"]["factors"].erase("quadratic_by_activation_bytes");
+    const Scenario unread = scenarioFromJson(doc);
+    QVERIFY(!unread.calibration.quadraticFor(2));
+    QVERIFY(std::any_of(unread.warnings.begin(), unread.warnings.end(), [](const std::string& w) {
         return w.find("calibration.factors.quadratic") != std::string::npos &&
                w.find("not applied") != std::string::npos;
     }));
+    QCOMPARE(estimate(unread).perGpu[Category::AttentionScores],
+             estimate(plain).perGpu[Category::AttentionScores]);
     const Estimate e0 = estimate(plain), e1 = estimate(calibrated);
     QCOMPARE(e1.perGpu[Category::AttentionScores], e0.perGpu[Category::AttentionScores]);
     QVERIFY(e1.perGpu[Category::Activations] > e0.perGpu[Category::Activations]);
@@ -2395,6 +2406,53 @@ void TestAttribution::calibrationFindsTheStepPastTheConstructor() {
     QCOMPARE(peak.of(MeasuredCategory::OptimizerStates), 2 * 22696448LL * 4);
 }
 
+// An fp32 run tells what its code keeps of the scores under 16-bit autocast when its trace names the operator
+// that made each score tensor (recorded with C++ frames): one an operator on autocast's fp32 list wrote stays
+// at 4 bytes, another takes 2 (RunMeasurement::quadraticAsAutocast).
+void TestAttribution::calibrationReadsAutocastScoresByOperator() {
+    const Run fp32 = loadRun("cs336-basics/cs336-niu-small-100-forward",
+                             "cs336_NiuHuangxiaozi_small_100_forward_memory_snapshot.pickle");
+    const auto rules = AttributionRules::pytorchDefaults();
+    const CalibrationResult cal =
+        calibrate({{&fp32.scenario, &fp32.trace->trace, fp32.trace->indexes[0].get(), "run"}}, rules);
+    // NiuHuangxiaozi's softmax (cs336_basics/modules/softmax.py) is exp(x - max) / sum(exp(x - max)):
+    // autograd keeps both exps and the division, which the next einsum saves; three fp32 copies a layer, 4
+    // layers.
+    std::map<std::string, int> ops(cal.runs.at(0).scoreOperators.begin(),
+                                   cal.runs.at(0).scoreOperators.end());
+    QCOMPARE(ops, (std::map<std::string, int>{{"div_Tensor", 4}, {"exp", 8}}));
+    QCOMPARE(cal.factors.quadraticFor(4).value_or(0), 1.5); // three copies over the profile's two
+    // Under autocast exp stays fp32 (autocast_mode.h AT_FORALL_FP32) and the einsum saves its bf16 cast of
+    // the division: 4 + 4 + 2 bytes a score, over the profile's 16-bit scores and fp32 softmax, 2 + 4.
+    const double q2 = cal.factors.quadraticFor(2).value_or(0);
+    QVERIFY2(std::abs(q2 - 10.0 / 6.0) < 1e-6, qPrintable(QString::number(q2)));
+    // What the same code held under autocast, read from its own trace (the 200-token forward).
+    const Run autocast =
+        loadRun("cs336-basics/cs336-niu-small-200-forward-bf16-autocast",
+                "cs336_NiuHuangxiaozi_small_200_forward_bf16_autocast_memory_snapshot.pickle");
+    const CalibrationResult own = calibrate(
+        {{&autocast.scenario, &autocast.trace->trace, autocast.trace->indexes[0].get(), "run"}}, rules);
+    QVERIFY2(std::abs(own.factors.quadraticFor(2).value_or(0) - q2) < 1e-6,
+             qPrintable(QString::number(own.factors.quadraticFor(2).value_or(0))));
+    // The staff code (Wedsonlin's medium model: exp, then the division the einsum saves) keeps under autocast
+    // what the profile plans for it, from that code: x1.
+    const Run staff = mediumTraining(128);
+    const CalibrationResult s =
+        calibrate({{&staff.scenario, &staff.trace->trace, staff.trace->indexes[0].get(), "run"}}, rules);
+    QVERIFY2(std::abs(s.factors.quadraticFor(2).value_or(0) - 1) < 1e-6,
+             qPrintable(QString::number(s.factors.quadraticFor(2).value_or(0))));
+    // A trace without the operators' frames tells nothing of autocast: the factor is not read.
+    Trace unnamed = fp32.trace->trace;
+    for (std::string& str : unnamed.strings)
+        if (str.rfind("at::_ops::", 0) == 0)
+            str = "anonymous";
+    const CalibrationResult none =
+        calibrate({{&fp32.scenario, &unnamed, fp32.trace->indexes[0].get(), "run"}}, rules);
+    QVERIFY(none.runs.at(0).scoreOperators.empty());
+    QCOMPARE(none.factors.quadraticFor(4).value_or(0), 1.5);
+    QVERIFY(!none.factors.quadraticFor(2).has_value());
+}
+
 // Calibrated predictions of examples/measured/cases.json: a run's scenario calibrated on other runs of the
 // same code, against the run's own trace. Within 5% at twice or half the length, within 10% at four to eight
 // times the length and under bf16 autocast (the bound for those), each checked on its own. All are
@@ -2609,7 +2667,12 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
 // within 1.2%; notHanmin's two traced XL forwards from its 128-token step, 1.4% under. NiuHuangxiaozi's own
 // model calibrated on its 100-token forward or steps alone (computed once): the forwards at 150 and 200
 // tokens to the byte, the steps 0.9%, 0.7% and, under autocast, 1.3% under; its forward under autocast 14.8%
-// under, a named expected failure.
+// under, until an fp32 run's score tensors were read at their autocast widths by the operator that made each
+// (that row is fit since: the rule was written for it). The autocast step then went to 9.2% over: its scores
+// as the run holds them, the plan's logits-sized tensors twice the run's. kkaitlyn's autocast forwards with
+// the 2-byte factor their fp32 file gives that way (x1.17, what the autocast files read themselves): from
+// +0.4%, +0.2% and -1.0% to +0.7%, +1.2% and +1.7% (the profile), +0.1%, -0.3% and -1.8% to +0.4%, +0.7% and
+// +0.9% (plain).
 void TestAttribution::calibratedValidatePredictions() {
     const Validation& v = measuredValidation();
     std::vector<double> errors;
@@ -2625,23 +2688,13 @@ void TestAttribution::calibratedValidatePredictions() {
                                      .arg(QString::fromStdString(r.c->id))
                                      .arg(100 * r.error(), 0, 'f', 1);
             qInfo().noquote() << what;
-            if (r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast-calibrated-from-100")
-                QEXPECT_FAIL(
-                    "",
-                    "14.8% under: NiuHuangxiaozi's softmax keeps a third score-sized tensor a layer (the "
-                    "second exp(x - max)), which its fp32 forward shows (x1.5 of the scores: the same "
-                    "forward at 150 and 200 tokens to the byte) and which a factor read in fp32 does "
-                    "not carry to autocast, where which copies stay fp32 no fp32 trace says by sizes "
-                    "(tst_cs336::cs336BasicsRecordedRuns). Its C++ frames name the op (exp, on "
-                    "autocast's fp32 list): not read yet",
-                    Continue);
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
         }
     QCOMPARE(ownFactors, size_t(24));
-    QCOMPARE(errors.size(), size_t(89));
+    QCOMPARE(errors.size(), size_t(88));
     std::sort(errors.begin(), errors.end());
-    const double median = errors[44];
+    const double median = errors[errors.size() / 2];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
 }
 

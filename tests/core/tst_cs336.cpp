@@ -137,9 +137,12 @@ void TestCs336::cs336BasicsRecordedRuns() {
     // autocast at 200, and three forwards with autograd on at the same lengths and under autocast at 200;
     // validate, planned as they came, when first compared: the steps 2.1% over to 1.8% under in allocated
     // and active (8.2% over under autocast), the forwards 6.2% to 11.7% under in fp32 and 14.8% under
-    // autocast (its softmax keeps a third score-sized tensor a layer); calibrated on the 100-token forward
-    // or steps alone, the others within 1.3%, but for the autocast forward, 14.8% under: a named expected
-    // failure below. Calibrated plans count
+    // autocast (its softmax keeps a third score-sized tensor a layer: a named expected failure below);
+    // calibrated on the 100-token forward or steps alone, the others within 1.3%, but for the autocast
+    // forward, 14.8% under. That one is fit since: the calibration reads an fp32 run's score tensors at
+    // their autocast widths by the operator that made each because of it (within 1% now), and the autocast
+    // step calibrated on the 100-token steps went from 1.3% under to 9.2% over with it (its scores as the
+    // run holds them; its logits-sized tensors planned at twice the run's). Calibrated plans count
     // here too: four of the traced runs' planned from the 128-token forward or step alone (fit: calibration
     // keeps the profile's moments and carries reserved through its replay because of them), and fourteen of
     // kkaitlyn111's from its 128-token forward or first step, their factors kept in the scenarios (the first
@@ -168,24 +171,23 @@ void TestCs336::cs336BasicsRecordedRuns() {
             QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
         } else if (studentsOwnModel) {
             ++ownCode;
-            // NiuHuangxiaozi's forwards under autocast, as they come and calibrated on its fp32 100-token
-            // forward: every counter past the target.
-            const bool autocastMiss =
-                r.c->id.find("niu-small-200-forward-bf16-autocast") != std::string::npos;
+            // NiuHuangxiaozi's forward under autocast as it comes: every counter past the target.
+            const bool autocastMiss = r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast";
             const char* const autocastWhy =
-                "NiuHuangxiaozi's forwards under bf16 autocast, 14.8% under as they come and calibrated on "
-                "its fp32 100-token forward (reserved 16.4% and 13.2%): this student's softmax computes "
-                "exp(x - max) twice, three score-sized tensors a layer kept where the package's keeps two. "
-                "In fp32 the calibration reads x1.5 of the scores and plans 150 and 200 tokens exactly; a "
-                "factor read in fp32 is not applied under autocast, where which copies stay fp32 no fp32 "
-                "trace says by sizes, and the profile's own autocast plan has no third copy (the second "
-                "exp's fp32 output). The trace's C++ frames name each copy's op (at::_ops::exp, on "
-                "autocast's fp32 list), which could say it: not read yet.";
+                "NiuHuangxiaozi's forward under bf16 autocast, 14.8% under as it comes (reserved 16.4%): "
+                "this student's softmax computes exp(x - max) twice, three score-sized tensors a layer "
+                "kept (two fp32 exps and the next einsum's bf16 cast of the division) where the package's "
+                "keeps two, which the profile plans. Calibrated on the fp32 100-token forward, whose trace "
+                "names each copy's operator, the plan holds them (fit, below).";
+            // Its calibrated plan, which the rule reading autocast's widths by operator was written for.
+            const bool ruleWrittenFor =
+                r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast-calibrated-from-100";
             if (autocastMiss)
                 QEXPECT_FAIL("", autocastWhy, Continue);
             QVERIFY2(std::abs(r.error()) <= 0.12, qPrintable(what));
             if (r.traced) {
-                QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("validate"));
+                QCOMPARE(QString::fromStdString(r.c->role),
+                         ruleWrittenFor ? QStringLiteral("fit") : QStringLiteral("validate"));
                 for (const CounterReading* counter : {&r.reserved, &r.active}) {
                     QVERIFY2(counter->measured > 0, qPrintable(what));
                     if (autocastMiss)
@@ -195,6 +197,8 @@ void TestCs336::cs336BasicsRecordedRuns() {
             }
             if (r.c->role == "validate")
                 validate.push_back(std::abs(r.error()));
+            else if (ruleWrittenFor)
+                QVERIFY2(std::abs(r.error()) <= 0.01, qPrintable(what));
             else // the three first steps' reserved peaks, which the step's replay was written for
                 QVERIFY2(r.c->metric == "reserved" && std::abs(r.error()) <= 0.03, qPrintable(what));
         } else if (!r.c->calibrateOn.empty()) {
@@ -223,10 +227,11 @@ void TestCs336::cs336BasicsRecordedRuns() {
     QCOMPARE(published, size_t(36));
     QCOMPARE(ownCode, size_t(50));
     QCOMPARE(acrossSizes, size_t(21));
-    QCOMPARE(validate.size(), size_t(97));
+    QCOMPARE(validate.size(), size_t(96));
     std::sort(validate.begin(), validate.end());
-    QVERIFY(validate[48] <= 0.05);
-    QEXPECT_FAIL("", "the worst, 14.8%: NiuHuangxiaozi's forwards under autocast (above)", Continue);
+    QVERIFY(validate[validate.size() / 2] <= 0.05);
+    QEXPECT_FAIL("", "the worst, 14.8%: NiuHuangxiaozi's forward under autocast as it comes (above)",
+                 Continue);
     QVERIFY2(validate.back() <= 0.12, qPrintable(QString::number(100 * validate.back())));
 }
 

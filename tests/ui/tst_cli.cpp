@@ -553,9 +553,15 @@ void TestCli::calibrateFromTwoRuns() {
                  "forward's saved copies)"),
              alone.out.c_str());
     // Its scores it tells from its FFN outputs by the calls that allocated them (tst_attribution::
-    // scoresToldByCalls): the x2 the 128-token run measures by size.
+    // scoresToldByCalls): the x2 the 128-token run measures by size. And by the operators that made them
+    // (its trace has C++ frames), what autocast would keep of them: exp's output at 4 bytes and the
+    // division the next einsum saves as its 16-bit cast, what the plain profile plans under autocast, x1.
     QVERIFY2(QString::fromStdString(alone.out).contains(
-                 "tensors that grow with tokens^2    x 2 (with 4-byte activations)\n"),
+                 "tensors that grow with tokens^2    x 2 (with 4-byte activations; x 1 with 2-byte ones); "
+                 "the 2-byte factor read from the fp32 runs by the operator that made each score tensor"),
+             alone.out.c_str());
+    QVERIFY2(QString::fromStdString(alone.out).contains(
+                 "the scores' tensors by the operator that made them: exp 24, div_Tensor 24\n"),
              alone.out.c_str());
     // Code whose calls do not tell (torch's softmax keeps no per-head vector), one length: one factor for
     // both, said on the tokens^2 line.

@@ -934,6 +934,14 @@ void TestTraceView::calibrateFromTheWindow() {
                                           "factors are fitted against them")),
              qPrintable(said));
     QVERIFY(w->document()->scenario().calibration.codeTables);
+    // Its trace has C++ frames: the operators that made its score tensors (exp, and the division the next
+    // einsum saves) say what autocast would keep of them, the 16-bit cast and the fp32 exp the code's
+    // tables plan under autocast: x1.
+    QVERIFY2(said.contains(QStringLiteral("Its trace names the operator that made each attention score "
+                                          "tensor")) &&
+                 said.contains(QStringLiteral("a plan under autocast takes 1.00 times its scores")),
+             qPrintable(said));
+    QCOMPARE(w->document()->scenario().calibration.quadraticFor(2).value_or(0), 1.0);
     // At 256 tokens the fp32 scores are the size of the FFN's fp32 output: the backward is not measured,
     // and is planned from the score copies the forward keeps, which cs336_basics' tables already count.
     QVERIFY2(said.contains(QStringLiteral("What its attention backward holds could not be read")) &&

@@ -227,6 +227,15 @@ QString CompareActions::calibrationMessage(const CalibrationResult& r, const Sce
                   .arg(r.factors.quadratic, 0, 'f', 1)
                   .arg(r.factors.prefillAttentionLinear, 0, 'f', 2)
             : QString();
+    // Autocast's widths of an fp32 run's score tensors, read by the operator that made each
+    // (CalibrationResult::scoresByOperator).
+    const QString byOperator =
+        r.scoresByOperator
+            ? tr("Its trace names the operator that made each attention score tensor: under 16-bit autocast "
+                 "those autocast runs in fp32 (exp, softmax) stay at 4 bytes and the others take 2, so a "
+                 "plan under autocast takes %1 times its scores. ")
+                  .arg(r.factors.quadraticFor(2).value_or(1), 0, 'f', 2)
+            : QString();
     // What the run's allocator kept cached beside its tensors (Calibration::allocatorOverhead), or, where
     // the plan replays the code through the allocator, beside the replay's (Calibration::replayedOverhead).
     const QString cache =
@@ -283,7 +292,7 @@ QString CompareActions::calibrationMessage(const CalibrationResult& r, const Sce
             : tr("Warning: %1. ")
                   .arg(QString::fromStdString(run.mismatch).replace(0, 1, QStringLiteral("T")));
     return mismatch + noBackward + firstStep + tables + gradients + step + logits + backward + moments +
-           cache +
+           byOperator + cache +
            tr("The planner's estimate of this run was %1% off the measured peak; calibrated, it is "
               "%2% off. Edit > Undo removes the calibration.")
                .arg(pct(run.before), pct(run.after));
