@@ -1189,7 +1189,10 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
             // fp32 output and the matmul's 16-bit cast), which the fp32 trace cannot show. In a forward
             // without autograd which copies are alive depends on the moment, and autocast moves the largest
             // one: an fp32 division after exp stays fp32 there (CS336's medium forward: 1.8% under read
-            // this way), so that forward keeps Calibration::forwardScoresFromFp32.
+            // this way), so that forward keeps Calibration::forwardScoresFromFp32. An explicit cast
+            // (x.float()) is no operator in an fp32 run, so a copy it makes under autocast is not seen: the
+            // same reading of the loss's vocabulary-sized tensors gave the staff code x0.587 where its
+            // autocast steps hold x0.822 (their subtractions in fp32), and is not made.
             std::optional<double> derivedAutocast;
             if (!scoresByDtype.count(2) && runsDtype(splitsBySize) == 4) {
                 double asAutocast = 0, plannedAutocast = 0;
