@@ -792,9 +792,10 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
         m.attentionScoresAsFp32 = moments->scoresAsFp32;
         m.restTransient = transientAt(moments->rest);
     }
+    const Attribution last = attribute(*run.trace, index, n - 1, rules, run.scenario);
+    m.workspacesHeld = std::max(m.workspaces, last.of(MeasuredCategory::Workspaces));
     if (run.scenario->mode == Mode::Training && step >= n && m.gradients == 0)
-        m.noBackward =
-            attribute(*run.trace, index, n - 1, rules, run.scenario).of(MeasuredCategory::Gradients) == 0;
+        m.noBackward = last.of(MeasuredCategory::Gradients) == 0;
     // The allocator's segments beside the allocations, from the first allocation on.
     const CounterPeaks peaks = peaksFromFirstAllocation(index);
     m.allocatedPeak = peaks.allocated;
@@ -806,6 +807,7 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
             attribute(*run.trace, index, argmax(allocated, step, stepEnd), rules, run.scenario);
         m.stepScratch =
             std::max<std::int64_t>(0, s.total - modelState(s) - s.of(MeasuredCategory::Workspaces));
+        m.workspacesHeld = std::max(m.workspacesHeld, s.of(MeasuredCategory::Workspaces));
         m.atStep = tensorTable(*run.scenario, s, step);
     }
     return m;
@@ -1267,7 +1269,7 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
     double step = 0, kvRatio = 0, stepTensors = 0, heldLogits = 0;
     int steps = 0, kvRuns = 0, loops = 0, logitRuns = 0;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-        c.workspaceBytes = std::max(c.workspaceBytes, static_cast<double>(measured[i].workspaces));
+        c.workspaceBytes = std::max(c.workspaceBytes, static_cast<double>(measured[i].workspacesHeld));
         if (measured[i].hasStep && runs[i].scenario->parameters() > 0) {
             // What the step was seen to hold, per parameter on this rank: it replaces the modelled
             // temporaries, so a scenario that names another AdamW implementation than the run used is

@@ -62,6 +62,10 @@ struct RunMeasurement {
     std::vector<AmbiguousTensor> ambiguousTensors;
     std::int64_t kvCache = 0;
     std::int64_t workspaces = 0;
+    // The most the run's workspaces came to by its step's peak or its last event: held from first use to
+    // the end, so a training step's backward adds its own thread's (the autograd engine's thread has its
+    // own cuBLAS handle, and each handle its own workspace) after a loss peak in the forward.
+    std::int64_t workspacesHeld = 0;
     std::int64_t gradients = 0;   // at the loss peak: what attribution gives to parameters' gradients
     bool hasStep = false;         // the run records an optimizer step (looked for in a training scenario's)
     bool stepInForward = false;   // an inference scenario's run records one all the same

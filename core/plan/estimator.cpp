@@ -1480,7 +1480,12 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.backwardScores *= q;
     st.firstBlockScores *= q;
     st.recomputedScores *= q;
-    st.backwardTemporaryScores *= q;
+    // Not the softmax backward's temporaries of cs336_basics (backwardTemporaryScores): they are what the
+    // division's backward writes (cs336basics.cpp: the gradient of P in exp's dtype and four more), whatever
+    // extra copies a student's forward keeps. NiuHuangxiaozi's softmax keeps a second exp (x1.67 of the
+    // scores under autocast), and its step's peak, in that backward, holds the profile's five fp32 tensors
+    // (to_dtype_layout, div, div, neg, mul; its temporaries there 134.1 MB, the plan's 134.4); scaled with
+    // the forward's copies, its calibration was 6.4% over.
     if (!st.engine) {
         st.kvCache *= c.kvCache; // an engine's pool is what its budget leaves, whatever the code keeps
         st.decodeKvTransient *= c.kvCache;

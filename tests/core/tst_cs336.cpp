@@ -142,7 +142,9 @@ void TestCs336::cs336BasicsRecordedRuns() {
     // forward, 14.8% under. That one is fit since: the calibration reads an fp32 run's score tensors at
     // their autocast widths by the operator that made each because of it (within 1% now), and the autocast
     // step calibrated on the 100-token steps went from 1.3% under to 9.2% over with it (its scores as the
-    // run holds them; its logits-sized tensors planned at twice the run's). Calibrated plans count
+    // run holds them; its logits-sized tensors planned at twice the run's), and to 10.1% when calibration
+    // came to read a step's second cuBLAS workspace (the fp32 steps at 150 and 200 tokens to the byte since).
+    // Calibrated plans count
     // here too: four of the traced runs' planned from the 128-token forward or step alone (fit: calibration
     // keeps the profile's moments and carries reserved through its replay because of them), and fourteen of
     // kkaitlyn111's from its 128-token forward or first step, their factors kept in the scenarios (the first
