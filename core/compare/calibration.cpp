@@ -1193,8 +1193,8 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
             // one: an fp32 division after exp stays fp32 there (CS336's medium forward: 1.8% under read
             // this way), so that forward keeps Calibration::forwardScoresFromFp32. An explicit cast
             // (x.float()) is no operator in an fp32 run, so a copy it makes under autocast is not seen: the
-            // same reading of the loss's vocabulary-sized tensors gave the staff code x0.587 where its
-            // autocast steps hold x0.822 (their subtractions in fp32), and is not made.
+            // same reading of the loss's vocabulary-sized tensors would keep one of the staff code's four in
+            // fp32 where its autocast steps keep three (their subtractions in fp32), and is not made.
             std::optional<double> derivedAutocast;
             if (!scoresByDtype.count(2) && runsDtype(splitsBySize) == 4) {
                 double asAutocast = 0, plannedAutocast = 0;

@@ -2695,9 +2695,9 @@ void TestAttribution::calibratedValidatePredictions() {
                              "factor read in fp32 (x0.722 of the profile's fp32 loss) is carried to the "
                              "profile's autocast loss, whose copies are fp32, and plans 0.22 GiB there "
                              "where the run holds 0.11 (its own calibration reads x0.363). Reading them "
-                             "at autocast's widths by operator gives that x0.363, but the same reading "
-                             "gives the staff code x0.587 where its autocast steps hold x0.822, so it is "
-                             "not made",
+                             "at autocast's widths by operator gives that x0.363, but on the staff code "
+                             "it keeps one of four in fp32 where its autocast steps keep three (their "
+                             "subtractions run in fp32), so it is not made",
                              Continue);
             QVERIFY2(std::abs(r.error()) <= 0.10, qPrintable(what));
             errors.push_back(std::abs(r.error()));
