@@ -434,8 +434,8 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
             return;
         }
         m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, w);
-        if (w == a.size && sc.activationDtypeBytes() >= 4 && a.size == scoreWidths.fp32)
-            m.quadraticByFp32Operators = saturatingAdd(m.quadraticByFp32Operators, a.size);
+        if (w != a.size && sc.activationDtypeBytes() >= 4 && a.size == scoreWidths.fp32)
+            m.quadraticOutsideFp32List = saturatingAdd(m.quadraticOutsideFp32List, a.size);
     };
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
@@ -1186,9 +1186,10 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
             //
             // Read only where the tensors alive at the loss peak are those autograd saved (a run kept as
             // training), each of which autocast keeps once at the width of the op that saved it; and only
-            // when some score tensor was made outside the fp32 list: in fp32 one tensor made by softmax is
-            // saved both by softmax's backward and by the next matmul, and under autocast it is two (the
-            // fp32 output and the matmul's 16-bit cast), which the fp32 trace cannot show. In a forward
+            // when some fp32 score tensor (not a 1-byte mask) was made outside the fp32 list: in fp32 one
+            // tensor made by softmax is saved both by softmax's backward and by the next matmul, and under
+            // autocast it is two (the fp32 output and the matmul's 16-bit cast), which the fp32 trace cannot
+            // show. In a forward
             // without autograd which copies are alive depends on the moment, and autocast moves the largest
             // one: an fp32 division after exp stays fp32 there (CS336's medium forward: 1.8% under read
             // this way), so that forward keeps Calibration::forwardScoresFromFp32. An explicit cast
@@ -1204,7 +1205,7 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                         autocastOverFp32(withAutocast(*runs[i].scenario))) {
                         told = runs[i].scenario->keptAs() == Mode::Training &&
                                measured[i].quadraticAsAutocast >= 0 &&
-                               measured[i].quadraticByFp32Operators < measured[i].quadratic;
+                               measured[i].quadraticOutsideFp32List > 0;
                         asAutocast += static_cast<double>(measured[i].quadraticAsAutocast);
                         plannedAutocast +=
                             estimatedParts(withAutocast(*runs[i].scenario), measured[i].peakInBackward)

@@ -42,8 +42,10 @@ struct RunMeasurement {
     // copy that is kept is kept by the next matmul, which under autocast keeps its 16-bit cast of it
     // instead. -1 when some score tensor's operator is unknown (a trace recorded without C++ frames).
     std::int64_t quadraticAsAutocast = 0;
-    // Of the score tensors, the bytes whose operator autocast runs in fp32.
-    std::int64_t quadraticByFp32Operators = 0;
+    // Of the fp32-sized score tensors (not dropout's 1-byte masks), the bytes whose operator is outside
+    // autocast's fp32 list: none, and the copy the next matmul saves is one of the fp32 list's outputs, which
+    // autocast makes two (calibrateRuns says why that is not read).
+    std::int64_t quadraticOutsideFp32List = 0;
     // The score tensors by the operator that made them ("exp", 8), in the order first seen: what the
     // report shows. Empty when the trace names no operator.
     std::vector<std::pair<std::string, int>> scoreOperators;

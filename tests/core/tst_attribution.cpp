@@ -2437,6 +2437,19 @@ void TestAttribution::calibrationReadsAutocastScoresByOperator() {
         calibrate({{&staff.scenario, &staff.trace->trace, staff.trace->indexes[0].get(), "run"}}, rules);
     QVERIFY2(std::abs(s.factors.quadraticFor(2).value_or(0) - 1) < 1e-6,
              qPrintable(QString::number(s.factors.quadraticFor(2).value_or(0))));
+    // Every score tensor made by an operator of the fp32 list (its division named softmax here, as torch's
+    // softmax would be): the next matmul saves one of them, which autocast makes two, the fp32 output and
+    // its 16-bit cast, and the fp32 trace cannot show which: the factor is not read.
+    Trace softmaxOnly = fp32.trace->trace;
+    for (std::string& str : softmaxOnly.strings)
+        if (str.rfind("at::_ops::div_Tensor::call", 0) == 0)
+            str = "at::_ops::softmax_int::call(at::Tensor const&, long, std::optional<c10::ScalarType>)";
+    const CalibrationResult fused =
+        calibrate({{&fp32.scenario, &softmaxOnly, fp32.trace->indexes[0].get(), "run"}}, rules);
+    const auto& fusedOps = fused.runs.at(0).scoreOperators;
+    QCOMPARE((std::map<std::string, int>(fusedOps.begin(), fusedOps.end())),
+             (std::map<std::string, int>{{"exp", 8}, {"softmax_int", 4}}));
+    QVERIFY(!fused.factors.quadraticFor(2).has_value() && !fused.scoresByOperator);
     // A trace without the operators' frames tells nothing of autocast: the factor is not read.
     Trace unnamed = fp32.trace->trace;
     for (std::string& str : unnamed.strings)
