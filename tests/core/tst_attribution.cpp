@@ -2440,23 +2440,23 @@ void TestAttribution::calibrationReadsAutocastScoresByOperator() {
     // Every score tensor made by an operator of the fp32 list (its division named softmax here, as torch's
     // softmax would be): the next matmul saves one of them, which autocast makes two, the fp32 output and
     // its 16-bit cast, and the fp32 trace cannot show which: the factor is not read.
-    Trace softmaxOnly = fp32.trace->trace;
-    for (std::string& str : softmaxOnly.strings)
-        if (str.rfind("at::_ops::div_Tensor::call", 0) == 0)
-            str = "at::_ops::softmax_int::call(at::Tensor const&, long, std::optional<c10::ScalarType>)";
+    // The 100-token forward with the frames that begin with `prefix` renamed `to`, calibrated.
+    auto renamed = [&](const char* prefix, const char* to) {
+        Trace t = fp32.trace->trace;
+        for (std::string& str : t.strings)
+            if (str.rfind(prefix, 0) == 0)
+                str = to;
+        return calibrate({{&fp32.scenario, &t, fp32.trace->indexes[0].get(), "run"}}, rules);
+    };
     const CalibrationResult fused =
-        calibrate({{&fp32.scenario, &softmaxOnly, fp32.trace->indexes[0].get(), "run"}}, rules);
+        renamed("at::_ops::div_Tensor::call",
+                "at::_ops::softmax_int::call(at::Tensor const&, long, std::optional<c10::ScalarType>)");
     const auto& fusedOps = fused.runs.at(0).scoreOperators;
     QCOMPARE((std::map<std::string, int>(fusedOps.begin(), fusedOps.end())),
              (std::map<std::string, int>{{"exp", 8}, {"softmax_int", 4}}));
     QVERIFY(!fused.factors.quadraticFor(2).has_value() && !fused.scoresByOperator);
     // A trace without the operators' frames tells nothing of autocast: the factor is not read.
-    Trace unnamed = fp32.trace->trace;
-    for (std::string& str : unnamed.strings)
-        if (str.rfind("at::_ops::", 0) == 0)
-            str = "anonymous";
-    const CalibrationResult none =
-        calibrate({{&fp32.scenario, &unnamed, fp32.trace->indexes[0].get(), "run"}}, rules);
+    const CalibrationResult none = renamed("at::_ops::", "anonymous");
     QVERIFY(none.runs.at(0).scoreOperators.empty());
     QCOMPARE(none.factors.quadraticFor(4).value_or(0), 1.5);
     QVERIFY(!none.factors.quadraticFor(2).has_value());
