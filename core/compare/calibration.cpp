@@ -312,18 +312,6 @@ bool autocastRunsInFp32(std::string_view op) {
     return kFp32.count(op) > 0;
 }
 
-// A score tensor of an fp32 run at the width 16-bit autocast gives it (RunMeasurement::quadraticAsAutocast),
-// or -1 when the trace does not name the operator that made it. Dropout's 1-byte masks keep their width.
-std::int64_t asAutocast(const Trace& trace, const Scenario& sc, std::uint32_t stack, std::int64_t size) {
-    const RunShape shape(sc);
-    if (sc.activationDtypeBytes() < 4 || size != static_cast<std::int64_t>(shape.scores(4)))
-        return size;
-    const std::string_view op = atenOperator(trace, stack);
-    if (op.empty())
-        return -1;
-    return autocastRunsInFp32(op) ? size : static_cast<std::int64_t>(shape.scores(2));
-}
-
 // The sizes a score tensor of this rank may have (batch x heads x tokens^2 in the activations' dtype and in
 // fp32; 1 byte too with dropout's masks), and those of its tokens-linear tensors: a score size among the
 // second tells nothing by size.
@@ -419,8 +407,13 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
     const RunShape shape(sc);
     const int dtypes[] = {1, static_cast<int>(sc.activationDtypeBytes()), 4};
     const ScoreWidths scoreWidths(sc);
+    // Each score tensor at the width 16-bit autocast gives it (RunMeasurement::quadraticAsAutocast): in an
+    // fp32 run, by the operator that made it; dropout's 1-byte masks, and an autocast run's, as they are.
+    const bool fp32Run = sc.activationDtypeBytes() >= 4;
+    const auto half = static_cast<std::int64_t>(shape.scores(2));
     auto addAsAutocast = [&](const Allocation& a) {
-        if (const std::string_view op = atenOperator(trace, a.stack); !op.empty()) {
+        const std::string_view op = atenOperator(trace, a.stack);
+        if (!op.empty()) {
             auto it = std::find_if(m.scoreOperators.begin(), m.scoreOperators.end(),
                                    [&](const auto& o) { return o.first == op; });
             if (it == m.scoreOperators.end())
@@ -428,14 +421,18 @@ void splitBySize(const Scenario& sc, const Trace& trace, const Attribution& at, 
             else
                 ++it->second;
         }
-        const std::int64_t w = asAutocast(trace, sc, a.stack, a.size);
-        if (w < 0 || m.quadraticAsAutocast < 0) {
-            m.quadraticAsAutocast = -1;
+        if (m.quadraticAsAutocast < 0)
             return;
-        }
-        m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, w);
-        if (w != a.size && sc.activationDtypeBytes() >= 4 && a.size == scoreWidths.fp32)
+        if (!fp32Run || a.size != scoreWidths.fp32) {
+            m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, a.size);
+        } else if (op.empty()) {
+            m.quadraticAsAutocast = -1; // a trace recorded without C++ frames
+        } else if (autocastRunsInFp32(op)) {
+            m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, a.size);
+        } else {
+            m.quadraticAsAutocast = saturatingAdd(m.quadraticAsAutocast, half);
             m.quadraticOutsideFp32List = saturatingAdd(m.quadraticOutsideFp32List, a.size);
+        }
     };
     for (const AttributedAllocation& a : at.allocations) {
         switch (a.category) {
@@ -1189,13 +1186,13 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
             // when some fp32 score tensor (not a 1-byte mask) was made outside the fp32 list: in fp32 one
             // tensor made by softmax is saved both by softmax's backward and by the next matmul, and under
             // autocast it is two (the fp32 output and the matmul's 16-bit cast), which the fp32 trace cannot
-            // show. In a forward
-            // without autograd which copies are alive depends on the moment, and autocast moves the largest
-            // one: an fp32 division after exp stays fp32 there (CS336's medium forward: 1.8% under read
-            // this way), so that forward keeps Calibration::forwardScoresFromFp32. An explicit cast
-            // (x.float()) is no operator in an fp32 run, so a copy it makes under autocast is not seen: the
-            // same reading of the loss's vocabulary-sized tensors would keep one of the staff code's four in
-            // fp32 where its autocast steps keep three (their subtractions in fp32), and is not made.
+            // show. In a forward without autograd which copies are alive depends on the moment, and autocast
+            // moves the largest one: an fp32 division after exp stays fp32 there (CS336's medium forward:
+            // 1.8% under read this way), so that forward keeps Calibration::forwardScoresFromFp32. An
+            // explicit cast (x.float()) is no operator in an fp32 run, so a copy it makes under autocast is
+            // not seen: the same reading of the loss's vocabulary-sized tensors would keep one of the staff
+            // code's four in fp32 where its autocast steps keep three (their subtractions in fp32), and is
+            // not made.
             std::optional<double> derivedAutocast;
             if (!scoresByDtype.count(2) && runsDtype(splitsBySize) == 4) {
                 double asAutocast = 0, plannedAutocast = 0;
