@@ -223,6 +223,12 @@ AttributionRules AttributionRules::pytorchDefaults() {
         {"torch::autograd::Engine::", T::Backward, C::Gradients},
         {"_engine_run_backward", T::Backward, C::Gradients},
         {"torch/autograd/", T::Backward, C::Gradients},
+        // What `zero_grad` frees is a gradient (Optimizer.zero_grad and Module.zero_grad set each .grad to
+        // None by default since torch 2.0: torch/optim/optimizer.py, torch/nn/modules/module.py). Nothing
+        // is allocated there, so this decides only lifetimes that began before the recording, which carry
+        // the stack of their free: a loop that calls zero_grad after its forward frees the previous step's
+        // gradients there, which the optimizer's rule below (the same frame) read as step scratch.
+        {"zero_grad", T::Backward, C::Gradients},
         // Optimizers: torch.optim and hand-written ones (an optimizer.py of the user's). States are the
         // parameter-sized tensors kept between steps; the rest is the step's scratch.
         {"torch/optim/", T::Optimizer, C::OptimizerStates},

@@ -707,6 +707,15 @@ void readInference(const json& doc, Scenario& sc) {
                     "a forward with autograd on (grad_mode \"enabled\") is planned from the "
                     "training tables, which keep every position's logits in the matmul's dtype: "
                     "\"all\"");
+    // Without autograd (or under an engine) the output holds no graph: the setting is said to do nothing
+    // (as the window leaves it when the grad mode changes), not refused.
+    i.previousOutputHeld = s.boolean("previous_output_held", d.previousOutputHeld);
+    if (i.previousOutputHeld && !i.gradEnabled) {
+        i.previousOutputHeld = false;
+        sc.warnings.push_back(
+            "inference.previous_output_held applies to a forward with autograd on (grad_mode "
+            "\"enabled\"), whose output keeps its graph: without autograd it changes nothing");
+    }
     if (!i.kvCache && i.prefillChunk > 0)
         throw Error(s.at("prefill_chunk"), "a chunked prefill reads the keys and values its earlier chunks "
                                            "cached; with kv_cache false each sequence runs whole");

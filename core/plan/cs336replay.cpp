@@ -192,6 +192,9 @@ public:
 
     // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits (with autograd, keeps
     // them for the loss).
+    // What has been allocated stays so, out of the program's hands (a previous pass's graph).
+    void keepEverything() { m_p.keepAllUnnamed(); }
+
     void run(double workspace, bool everyBlock) {
         const Dims& d = m_d;
         m_workspace = workspace;
@@ -962,13 +965,18 @@ Cs336Replay cs336ForwardReplay(const Cs336ForwardRun& run, bool beyond) {
     if ((run.graph && run.shape.weightBytes != 4) ||
         !replayable(d, run.layers, most, run.workspace, run.device))
         return {};
-    const std::vector<double> key =
-        keyOf(d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers),
-                  run.device, run.graph ? 1.0 : 0.0, run.everyBlock ? 1.0 : 0.0});
+    const std::vector<double> key = keyOf(
+        d, {run.workspace, run.expandableSegments ? 1.0 : 0.0, static_cast<double>(run.layers), run.device,
+            run.graph ? 1.0 : 0.0, run.everyBlock ? 1.0 : 0.0, run.graph && run.previousGraph ? 1.0 : 0.0});
     static RecentResults<Cs336Replay> kept;
-    const Cs336Replay r =
-        replayed(kept, key, d, run.layers, run.graph, run.expandableSegments, run.device,
-                 [&](Program& forward, Cs336Replay&) { forward.run(run.workspace, run.everyBlock); });
+    const Cs336Replay r = replayed(kept, key, d, run.layers, run.graph, run.expandableSegments, run.device,
+                                   [&](Program& forward, Cs336Replay&) {
+                                       forward.run(run.workspace, run.everyBlock);
+                                       if (run.graph && run.previousGraph) {
+                                           forward.keepEverything(); // the output the loop still holds
+                                           forward.run(0, run.everyBlock);
+                                       }
+                                   });
     return beyondTheDevice(r, run, beyond, cs336ForwardReplay);
 }
 
@@ -1069,6 +1077,7 @@ std::optional<Cs336ForwardRun> cs336ForwardRunOf(const Scenario& sc, double work
     run.workspace = workspace;
     run.cachedCasts = !in.inferenceMode; // torch.no_grad keeps autocast's cache; inference_mode does not
     run.graph = in.gradEnabled;
+    run.previousGraph = in.previousOutputHeld;
     run.expandableSegments = sc.cluster.expandableSegments;
     run.device = std::max(0.0, device);
     return run;

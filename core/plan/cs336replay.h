@@ -34,6 +34,9 @@ struct Cs336ForwardRun {
     // Autograd on (inference.grad_mode "enabled", fp32 parameters): each op saves what its backward would
     // need, as the training step's forward does, and all of it stays with the logits the caller holds.
     bool graph = false;
+    // With the graph: the previous forward's, kept by the output the loop has not rebound yet
+    // (InferenceSettings::previousOutputHeld), in the segments the previous pass left.
+    bool previousGraph = false;
     bool expandableSegments = false;
     // What the driver can give PyTorch (0: unlimited). Near it the allocator frees its cached segments and
     // retries before it fails, as PyTorch's does, so a forward that fits only so is planned to fit.

@@ -1263,6 +1263,14 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
                 st.castWeights > 0 ? std::min(4.0, in.weightBytes) * m.hidden * tokens : 0;
             st.forwardMoment[1] = {layers + saved.head + normOutput, layerScores,
                                    saved.heldLogits * tokens * m.vocab, st.castWeights};
+            if (in.previousOutputHeld) {
+                // The previous forward's graph as it ended, kept by the output the loop has not rebound
+                // yet: every layer's saved tensors, scores and mask, the head's saved inputs, the logits
+                // and the weights' casts its einsums saved (the norm's output was a local, gone).
+                st.previousGraph = {layers + saved.head, layerScores, saved.heldLogits * tokens * m.vocab,
+                                    st.castWeights};
+                st.fixedActivations *= 2;
+            }
             st.castWeights = 0;
             return st;
         }
@@ -1311,6 +1319,10 @@ StageModel inferenceStage(const Scenario& sc, int stage, EngineSizer engine) {
             const LossBytes loss = lossBytes(forward.training, c.tensorParallel);
             st.logits = saved.logits + (e - loss.forward) * in.contextLength * m.vocab / t;
         }
+        // The previous forward's graph, held by the output the loop has not rebound yet: what this one
+        // holds as it ends, weights' casts included.
+        if (in.previousOutputHeld)
+            st.previousGraph = {st.activations, st.scores, st.logits, st.castWeights};
         return st;
     }
     if (!st.engine) {
@@ -1449,6 +1461,8 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         f.activations *= c.linear;
         f.logits *= logitsFactor;
     }
+    st.previousGraph.activations *= c.linear;
+    st.previousGraph.logits *= logitsFactor;
     // Only where the head runs (a pipeline's last stage): the others have no logits to keep.
     // (A loss fused with the output layer writes no logits for a caller to hold.)
     if (c.heldLogitCopies >= 0 && sc.mode == Mode::Training && sc.model.known && st.logits > 0 &&
@@ -1461,6 +1475,7 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
         measuredQ = c.forwardScoresFromFp32(sc.activationDtypeBytes());
     const double q = measuredQ.value_or(1);
     st.scores *= q;
+    st.previousGraph.scores *= q;
     st.transientScores *= q;
     st.firstLayerScores *= q;
     if (c.backwardScratchScores >= 0)
@@ -1589,10 +1604,11 @@ StageModel withBatch(StageModel st, double batch) {
         m.freed *= batch;
         m.scratch *= batch;
     }
-    for (StageModel::ForwardMoment& f : st.forwardMoment) {
-        f.activations *= batch;
-        f.scores *= batch;
-        f.logits *= batch;
+    for (StageModel::ForwardMoment* f : {&st.forwardMoment[0], &st.forwardMoment[1], &st.forwardMoment[2],
+                                         &st.forwardMoment[3], &st.previousGraph}) {
+        f->activations *= batch;
+        f->scores *= batch;
+        f->logits *= batch;
     }
     return st;
 }
@@ -1769,6 +1785,9 @@ Breakdown memoryAt(const StageModel& st, Phase phase, double x, bool layerRunnin
             b[Category::AttentionScores] = 0;
             b[Category::Logits] = st.headLogits;
         }
+        b[Category::Activations] += st.previousGraph.activations + st.previousGraph.casts;
+        b[Category::AttentionScores] += st.previousGraph.scores;
+        b[Category::Logits] += st.previousGraph.logits;
         break;
     case Phase::Decode:
         b[Category::Temporaries] = st.engine ? st.serving.cudaGraphBytes : 0;

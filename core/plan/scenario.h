@@ -257,6 +257,11 @@ struct InferenceSettings {
     // from its saved tensors read op by op (core/plan/cs336basics.h), for other code from the training
     // forward's tables (core/plan/activations.cpp); an error with an engine.
     bool gradEnabled = false;
+    // inference.previous_output_held, with autograd on: the loop's variable keeps the previous forward's
+    // output until the next forward returns (`out = model(x)` repeated, with no `del out`), and the output
+    // keeps its graph, so the forward runs beside a whole graph of saved tensors (Athrun0109's 2.7B
+    // forwards at 128 and 512 tokens held two at their peak).
+    bool previousOutputHeld = false;
     // inference.framework: the code that runs the forward without an engine. PyTorch: what the batch and
     // context need, with their KV cache; Cs336Basics: cs336_basics' forward over the whole sequence, which
     // keeps no cache (core/plan/cs336basics.h).

@@ -366,24 +366,40 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
                        "Batch " + std::to_string(in.batchSize / 2),
                        {{"inference", {{"batch_size", in.batchSize / 2}}}},
                        [](Scenario& s) { s.inference.batchSize /= 2; }});
-    // A forward with autograd on keeps its whole graph: torch.no_grad keeps none of it.
+    // A loop that holds the previous forward's output holds its graph through the next forward: dropping it
+    // first (`del out`, or a loop whose output goes out of scope) keeps one graph.
+    if (in.gradEnabled && in.previousOutputHeld)
+        out.push_back({"drop_previous_output",
+                       "Drop the previous output before the next forward (del out: one graph alive)",
+                       {{"inference", {{"previous_output_held", false}}}},
+                       [](Scenario& s) { s.inference.previousOutputHeld = false; }});
+    // A forward with autograd on keeps its whole graph: torch.no_grad keeps none of it (nor does the
+    // output it returns, which the setting then no longer describes).
+    json noGraph = {{"inference", {{"grad_mode", "no_grad"}}}};
+    if (in.previousOutputHeld)
+        noGraph["inference"]["previous_output_held"] = false;
     if (in.gradEnabled)
-        out.push_back({"no_grad",
-                       "torch.no_grad around the forward (autograd keeps no graph)",
-                       {{"inference", {{"grad_mode", "no_grad"}}}},
-                       [](Scenario& s) { s.inference.gradEnabled = false; }});
+        out.push_back({"no_grad", "torch.no_grad around the forward (autograd keeps no graph)", noGraph,
+                       [](Scenario& s) {
+                           s.inference.gradEnabled = false;
+                           s.inference.previousOutputHeld = false;
+                       }});
     // Autocast's cached weight copies (docs/formats.md section 2): torch.inference_mode keeps none.
     if (in.engine == Engine::None && in.autocastBytes > 0 && in.weightBytes > in.autocastBytes && !in.quantised &&
         !in.inferenceMode)
-        out.push_back({"inference_mode",
-                       in.gradEnabled
-                           ? "torch.inference_mode around the forward (no graph, and autocast keeps no weight copies)"
-                           : "torch.inference_mode instead of torch.no_grad (autocast keeps no weight copies)",
-                       {{"inference", {{"grad_mode", "inference_mode"}}}},
-                       [](Scenario& s) {
-                           s.inference.inferenceMode = true;
-                           s.inference.gradEnabled = false;
-                       }});
+        out.push_back(
+            {"inference_mode",
+             in.gradEnabled
+                 ? "torch.inference_mode around the forward (no graph, and autocast keeps no weight copies)"
+                 : "torch.inference_mode instead of torch.no_grad (autocast keeps no weight copies)",
+             in.previousOutputHeld
+                 ? json{{"inference", {{"grad_mode", "inference_mode"}, {"previous_output_held", false}}}}
+                 : json{{"inference", {{"grad_mode", "inference_mode"}}}},
+             [](Scenario& s) {
+                 s.inference.inferenceMode = true;
+                 s.inference.gradEnabled = false;
+                 s.inference.previousOutputHeld = false;
+             }});
     // Every position's logits (inference.logits): a generation loop samples the last one's, which
     // generate asks for alone (logits_to_keep=1); a scoring pass needs them all, but not their fp32 copy.
     if (in.engine == Engine::None && in.framework == Framework::PyTorch && !in.gradEnabled) {
@@ -402,7 +418,8 @@ std::vector<Change> inferenceChanges(const Scenario& sc) {
     if (in.engine == Engine::None || in.engine == Engine::HuggingFace)
         addExpandableSegments(sc, out);
     if (in.framework == Framework::Cs336Basics) // its forward caches nothing; weights as they are
-        keepOnly(out, {"halve_batch", "no_grad", "inference_mode", "expandable_segments"});
+        keepOnly(out,
+                 {"halve_batch", "drop_previous_output", "no_grad", "inference_mode", "expandable_segments"});
     return out;
 }
 

@@ -93,6 +93,10 @@ struct StageModel {
     };
     int forwardMoments = 0;
     ForwardMoment forwardMoment[4];
+    // A forward with autograd on whose loop still holds the previous forward's output
+    // (InferenceSettings::previousOutputHeld): that forward's whole graph, per sample (its casts per GPU),
+    // beside every moment of this one.
+    ForwardMoment previousGraph;
     double backwardTemporaries = 0, backwardTemporaryScores = 0;
     // Per sample, for a profile without its own backward moment: eager attention's softmax backward in the
     // last layer (LayerActivations::backwardScratchScores), a temporary while that layer's backward starts.

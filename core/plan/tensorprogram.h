@@ -60,6 +60,12 @@ public:
         m_size[static_cast<std::size_t>(from)] = 0;
         m_held[static_cast<std::size_t>(from)] = 0;
     }
+    // Every tensor named so far stays allocated with no name: what a caller holds past the program's reach
+    // (the previous forward's graph kept by its output), its names free for the next pass to write.
+    void keepAllUnnamed() {
+        std::fill(m_held.begin(), m_held.end(), 0);
+        std::fill(m_size.begin(), m_size.end(), 0.0);
+    }
     double peakAllocated() const { return m_peakAllocated; } // the program's own tensors
     double peakReserved() const { return m_peakReserved; }   // the whole allocator's segments
     bool outOfMemory() const { return m_outOfMemory; }       // a request failed at the device's limit

@@ -82,6 +82,8 @@ private slots:
     void normsOfAMaskSizeAreTokensLinear();
     void calibrationReproducesEveryRecordedRun_data();
     void calibrationReproducesEveryRecordedRun();
+    void zeroGradFreesGradients();
+    void previousOutputHeldIsAWholeGraph();
     void calibrationFindsTheStepPastTheConstructor();
     void calibrationReadsAutocastScoresByOperator();
     void calibratedPredictions_data();
@@ -2235,7 +2237,7 @@ void TestAttribution::normsOfAMaskSizeAreTokensLinear() {
 
 // Calibrating any recorded run reproduces it within 2% whatever optimizer implementation its scenario
 // declares (the bound): every trace of tests/data with the plain-PyTorch scenario of
-// examples/measured that describes it (all twelve: DeComFL's and LLM-inference's record no workload that
+// examples/measured that describes it (all sixteen: DeComFL's and LLM-inference's record no workload that
 // is known), and NiuHuangxiaozi's steps and forwards with their cs336_basics ones (their only cases), each on
 // its own. NiuHuangxiaozi's steps under autocast missed by 6.4% until the cs336_basics profile's softmax
 // backward stopped being scaled with the forward's score copies and a training step's second cuBLAS
@@ -2265,6 +2267,16 @@ void TestAttribution::calibrationReproducesEveryRecordedRun_data() {
         {"cs336-xl-256-forward-zero-grad-after", "cs336_notHanmin_xl_256_forward_memory_snapshot.pickle"},
         {"cs336-xl-256-forward-zero-grad-after-bf16-autocast",
          "cs336_notHanmin_xl_256_forward_bf16_autocast_memory_snapshot.pickle"},
+        // Athrun0109's runs of the package at 2.7B: steps with the previous step's gradients alive through
+        // the forward, and forwards while the loop holds the previous forward's graph.
+        {"cs336-2.7b-128-step-zero-grad-after-athrun",
+         "cs336_Athrun0109_2.7b_128_step_memory_snapshot.pickle"},
+        {"cs336-2.7b-128-step-zero-grad-after-athrun-bf16-autocast",
+         "cs336_Athrun0109_2.7b_128_step_bf16_autocast_memory_snapshot.pickle"},
+        {"cs336-2.7b-128-forward-previous-graph-athrun",
+         "cs336_Athrun0109_2.7b_128_forward_memory_snapshot.pickle"},
+        {"cs336-2.7b-512-forward-previous-graph-athrun",
+         "cs336_Athrun0109_2.7b_512_forward_memory_snapshot.pickle"},
         // NiuHuangxiaozi's three steps of a third student's model, with its cs336_basics scenario (its own
         // Adam makes its states in its constructor: calibrationFindsTheStepPastTheConstructor).
         {"cs336-basics/cs336-niu-small-100-step",
@@ -2584,9 +2596,9 @@ void TestAttribution::measuredValidateAgainstTheTargets_data() {
     QTest::addColumn<QString>("counter");
     QTest::addColumn<double>("recordedMedian"); // when last looked at: a regression guard while they miss
     QTest::addColumn<double>("recordedWorst");
-    QTest::newRow("allocated") << QStringLiteral("allocated") << 0.081 << 0.117;
-    QTest::newRow("reserved") << QStringLiteral("reserved") << 0.090 << 0.183;
-    QTest::newRow("active") << QStringLiteral("active") << 0.081 << 0.117;
+    QTest::newRow("allocated") << QStringLiteral("allocated") << 0.082 << 0.235;
+    QTest::newRow("reserved") << QStringLiteral("reserved") << 0.090 << 0.228;
+    QTest::newRow("active") << QStringLiteral("active") << 0.082 << 0.235;
 }
 
 void TestAttribution::measuredValidateAgainstTheTargets() {
@@ -2606,9 +2618,9 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
             QVERIFY2(k.measured > 0 && k.estimated > 0, r.c->id.c_str());
             errors.push_back(std::abs(k.estimated / k.measured - 1));
         }
-    QCOMPARE(errors.size(), size_t(6));
+    QCOMPARE(errors.size(), size_t(10));
     std::sort(errors.begin(), errors.end());
-    const double median = (errors[2] + errors[3]) / 2, worst = errors[5];
+    const double median = (errors[4] + errors[5]) / 2, worst = errors[9];
     const QString what = QStringLiteral("validate, %1: median %2%, worst %3%")
                              .arg(counter)
                              .arg(100 * median, 0, 'f', 1)
@@ -2616,28 +2628,33 @@ void TestAttribution::measuredValidateAgainstTheTargets() {
     qInfo().noquote() << what;
     // Guarded against getting worse while the misses stand (a regression guard, not a tolerance).
     QVERIFY2(median <= recordedMedian + 0.005 && worst <= recordedWorst + 0.005, qPrintable(what));
-    if (counter == "reserved")
-        QEXPECT_FAIL("reserved",
-                     "The worst is 18.3%: CS336's 1,024-token forward, 11.7% under in allocated, reserves "
-                     "11.4% beyond its tensors (each 256 MiB score-sized tensor in a segment of its own) "
-                     "where the plain profile plans 3%. cs336_basics' profile replays that forward through "
-                     "the allocator's model and gives its reserved peak within 0.2%; no forward of plain "
-                     "PyTorch is replayed (its op order is the code's, which the profile does not know).",
-                     Continue);
+    QEXPECT_FAIL("",
+                 "The worst is Athrun0109's 2.7B forward at 512 tokens with autograd on while its loop holds "
+                 "the previous forward's graph: 23.5% under (reserved 22.8%), two graphs of the package's "
+                 "softmax, which keeps four score-sized tensors where generic code keeps two (its 128-token "
+                 "forward 10.4% under). Next, CS336's 1,024-token forward, 11.7% under in allocated and "
+                 "18.3% in reserved, whose cache holds 11.4% beyond its tensors (each 256 MiB score-sized "
+                 "tensor in a segment of its own) where the plain profile plans 3%. cs336_basics' profile, "
+                 "read from that code, plans all three within 0.3%, and replays their forwards through the "
+                 "allocator's model; no forward of plain PyTorch is replayed (its op order is the code's, "
+                 "which the profile does not know).",
+                 Continue);
     QVERIFY2(worst <= 0.12, qPrintable(what));
     if (counter == "reserved")
         QEXPECT_FAIL("reserved",
                      "The median is 9.0%: the same runs as allocated, and what the allocator reserves "
-                     "beyond its tensors is planned as 3% of them where these runs' caches hold 1.7% "
-                     "(CS336's 512-token runs) to 11.4% (its 1,024-token forward).",
+                     "beyond its tensors is planned as 3% of them where these runs' caches hold 0.2% "
+                     "(Athrun0109's autocast step) to 11.4% (CS336's 1,024-token forward).",
                      Continue);
     else
         QEXPECT_FAIL(
             "",
-            "The median is 8.1%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
+            "The median is 8.2%: CS336's 512- and 1,024-token training runs under bf16 autocast, "
             "uncalibrated, are 7.7% and 9.7% under, its 1,024-token forward 11.7% under and its 512-token "
             "forward under autocast 3.3% under; notHanmin's XL forwards (another hand-written model) 8.6% "
-            "under in fp32 and 4.3% under autocast. The plain-PyTorch profile plans what a generic module "
+            "under in fp32 and 4.3% under autocast; Athrun0109's 2.7B steps 2.2% and 1.0% under, its "
+            "forwards holding two graphs 10.4% and 23.5%. The plain-PyTorch profile plans what a generic "
+            "module "
             "keeps, and these hand-written models keep more (CS336's softmax: four score-sized tensors at "
             "once in the forward where generic code holds its input and output, five fp32 temporaries in the "
             "last layer's backward; its SiLU's extra tensor, at 1,024 tokens 2.2 GiB in all in the step; the "
@@ -2716,7 +2733,7 @@ void TestAttribution::calibratedValidatePredictions() {
             errors.push_back(std::abs(r.error()));
         }
     QCOMPARE(ownFactors, size_t(24));
-    QCOMPARE(errors.size(), size_t(88));
+    QCOMPARE(errors.size(), size_t(92));
     std::sort(errors.begin(), errors.end());
     const double median = errors[errors.size() / 2];
     QVERIFY2(median <= 0.05, qPrintable(QString::number(100 * median, 'f', 1) + "%"));
@@ -2749,6 +2766,91 @@ void TestAttribution::hugeSizesSaturate() {
     const json j = traceDiffToJson(r, "a", "b", 10);
     QVERIFY(j.at("unmatched").at(0).at("a_bytes").get<std::int64_t>() ==
             std::numeric_limits<std::int64_t>::max());
+}
+
+// A loop that calls zero_grad after its forward (Athrun0109's: output = model(x); loss = mean(output);
+// optimizer.zero_grad(); loss.backward(); optimizer.step()) holds the previous step's gradients through the
+// forward, made before the recording began: the trace has only their frees, in zero_grad. At the forward's
+// end they are the model's parameters once more: 4 x 3,406,809,600 bytes (2 V d + L (4 d^2 + 3 d f + 2 d) + d
+// at V 10,000, d 2,560, f 10,240, L 32). Read by the stack of their free, the optimizer's rule had called
+// them step scratch (temporaries), and compare showed 12.69 GiB of gradients planned and none measured.
+void TestAttribution::zeroGradFreesGradients() {
+    const Run run = loadRun("cs336-basics/cs336-2.7b-128-step-zero-grad-after-athrun",
+                            "cs336_Athrun0109_2.7b_128_step_memory_snapshot.pickle");
+    const TraceIndex& index = *run.trace->indexes.at(0);
+    const double parameters =
+        2.0 * 10000 * 2560 + 32.0 * (4.0 * 2560 * 2560 + 3.0 * 2560 * 10240 + 2 * 2560) + 2560;
+    QCOMPARE(parameters, 3406809600.0);
+    const auto rules = AttributionRules::pytorchDefaults();
+    const Attribution a = attribute(run.trace->trace, index, index.peakAfter(), rules, &run.scenario);
+    QCOMPARE(static_cast<double>(a.bytes[static_cast<std::size_t>(MeasuredCategory::Gradients)]),
+             4 * parameters);
+    QCOMPARE(static_cast<double>(a.bytes[static_cast<std::size_t>(MeasuredCategory::OptimizerStates)]),
+             8 * parameters);
+    QCOMPARE(a.bytes[static_cast<std::size_t>(MeasuredCategory::Temporaries)], std::int64_t(0));
+    // Without the rule, the same frees decide by the optimizer's file: what is left of a state's size is
+    // step scratch.
+    AttributionRules without = rules;
+    std::erase_if(without.rules, [](const AttributionRule& r) { return r.match == "zero_grad"; });
+    QCOMPARE(without.rules.size() + 1, rules.rules.size());
+    const Attribution b = attribute(run.trace->trace, index, index.peakAfter(), without, &run.scenario);
+    QCOMPARE(b.bytes[static_cast<std::size_t>(MeasuredCategory::Gradients)], std::int64_t(0));
+    QCOMPARE(static_cast<double>(b.bytes[static_cast<std::size_t>(MeasuredCategory::Temporaries)]),
+             4 * parameters);
+}
+
+// inference.previous_output_held: a forward with autograd on while the loop still holds the previous
+// forward's output, and through it that forward's graph (Athrun0109's forward_only loop, which rebinds
+// `output` only when the next forward returns). The graph, by hand from cs336_basics' code for the 2.7B model
+// at 4 x 128 tokens in fp32, per token and layer: ln1's saved input, rms and normalised x (8 d + 4), the
+// q/k/v einsums' shared input (4 d), RoPE's rotated Q and K (8 d), V (4 d), the softmax's max indices and sum
+// (a x (8 + 4)); after the softmax the heads' output (4 d), ln2 (8 d + 4), w1/w3's input (4 d) and SwiGLU's
+// five f-wide tensors (20 f); the scores exp saved and P the P @ V einsum saved (a x s x 8); the (s, s) bool
+// mask once a layer; the final norm (8 d + 4) and the head's input (4 d) per token; the logits (4 V per
+// token). The plan with it is the plan without plus exactly that, and the trace agrees: its peak less its end
+// (one graph gone) is that graph within 0.1%.
+void TestAttribution::previousOutputHeldIsAWholeGraph() {
+    const double d = 2560, f = 10240, a = 32, s = 128, L = 32, V = 10000, tokens = 4 * s;
+    const double perTokenLayer =
+        (8 * d + 4) + 4 * d + 8 * d + 4 * d + a * 12 + 4 * d + (8 * d + 4) + 4 * d + 20 * f;
+    const double graph = L * tokens * perTokenLayer + L * tokens * a * s * 8 + L * s * s +
+                         tokens * (8 * d + 4 + 4 * d) + tokens * 4 * V;
+    QCOMPARE(graph, 5613193216.0);
+    const Run run = loadRun("cs336-basics/cs336-2.7b-128-forward-previous-graph-athrun",
+                            "cs336_Athrun0109_2.7b_128_forward_memory_snapshot.pickle");
+    QVERIFY(run.scenario.inference.previousOutputHeld);
+    json doc = run.scenario.document;
+    doc["inference"]["previous_output_held"] = false;
+    const Scenario one = scenarioFromJson(doc, run.scenario.baseDir);
+    const Estimate held = estimate(run.scenario), alone = estimate(one);
+    QCOMPARE(held.allocatedPeakBytes - alone.allocatedPeakBytes, graph);
+    const DeviceSummary& trace = run.trace->summary.devices.at(0);
+    const double gone = static_cast<double>(trace.peakAllocated - trace.finalAllocated);
+    QVERIFY2(std::abs(gone / graph - 1) <= 0.001, qPrintable(QString::number(gone, 'f', 0)));
+    // The plan against the run, allocated and reserved (the replay holds the first pass's tensors).
+    QVERIFY(std::abs(held.allocatedPeakBytes / static_cast<double>(trace.peakAllocated) - 1) <= 0.001);
+    QVERIFY(std::abs(held.reservedPeakBytes / static_cast<double>(trace.peakReserved) - 1) <= 0.001);
+    QVERIFY(held.reservedPeakBytes > alone.reservedPeakBytes + graph);
+    // What would make it fit offers dropping that output first, worth the difference of the two plans.
+    bool offered = false;
+    for (const Saving& saving : rankSavings(run.scenario))
+        if (saving.id == "drop_previous_output") {
+            offered = true;
+            QCOMPARE(saving.bytesSaved, held.peakBytes - alone.peakBytes);
+            QVERIFY(saving.patch == json({{"inference", {{"previous_output_held", false}}}}));
+        }
+    QVERIFY(offered);
+    // Without autograd the output holds no graph: the setting changes nothing, and the scenario says so.
+    doc["inference"]["previous_output_held"] = true;
+    doc["inference"]["grad_mode"] = "no_grad";
+    const Scenario noGrad = scenarioFromJson(doc, run.scenario.baseDir);
+    QVERIFY(!noGrad.inference.previousOutputHeld);
+    QVERIFY(std::any_of(noGrad.warnings.begin(), noGrad.warnings.end(), [](const std::string& w) {
+        return w.find("inference.previous_output_held") != std::string::npos;
+    }));
+    doc["inference"].erase("previous_output_held");
+    QCOMPARE(estimate(scenarioFromJson(doc, run.scenario.baseDir)).allocatedPeakBytes,
+             estimate(noGrad).allocatedPeakBytes);
 }
 
 QTEST_GUILESS_MAIN(TestAttribution)

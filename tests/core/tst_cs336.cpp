@@ -144,6 +144,13 @@ void TestCs336::cs336BasicsRecordedRuns() {
     // step calibrated on the 100-token steps went from 1.3% under to 9.2% over with it (its scores as the
     // run holds them; its logits-sized tensors planned at twice the run's), and to 10.1% when calibration
     // came to read a step's second cuBLAS workspace (the fp32 steps at 150 and 200 tokens to the byte since).
+    // Athrun0109's four traced runs of the package at 2.7B (steps at 128 tokens in fp32 and under autocast
+    // with zero_grad after the forward, forwards with autograd on at 128 and 512 tokens while the loop
+    // holds the previous forward's graph) came after every rule: validate, compared once. The steps within
+    // 0.1% on every counter; the forwards 22.6% and 40.5% under until a scenario could say that the previous
+    // output is held (inference.previous_output_held, read from the script: no constant), within 0.3% since;
+    // the 512-token forward calibrated on the 128-token one alone and the autocast step on the fp32 one
+    // within 0.2% (reserved 0.23% and 0.17% under).
     // Calibrated plans count
     // here too: four of the traced runs' planned from the 128-token forward or step alone (fit: calibration
     // keeps the profile's moments and carries reserved through its replay because of them), and fourteen of
@@ -157,7 +164,7 @@ void TestCs336::cs336BasicsRecordedRuns() {
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
-    std::size_t traced = 0, published = 0, ownCode = 0, acrossSizes = 0;
+    std::size_t traced = 0, published = 0, ownCode = 0, acrossSizes = 0, packageValidate = 0;
     std::vector<double> validate;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics")
@@ -167,7 +174,19 @@ void TestCs336::cs336BasicsRecordedRuns() {
         const bool studentsOwnModel = r.c->id.find("-kkaitlyn") != std::string::npos ||
                                       r.c->id.find("-xl-256-") != std::string::npos ||
                                       r.c->id.find("-niu-") != std::string::npos;
-        if (r.traced && !studentsOwnModel) {
+        // Athrun0109's runs are of the package itself (its attention written with @ in place of einsum,
+        // its loss a mean of the logits), traced, and came after every rule: validate, held to the bound of
+        // the package's own runs on every counter, calibrated or not.
+        const bool anotherRunOfThePackage = r.c->id.find("-athrun") != std::string::npos;
+        if (anotherRunOfThePackage) {
+            ++packageValidate;
+            QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("validate"));
+            QVERIFY(r.traced);
+            for (const CounterReading* counter : {&r.reserved, &r.active})
+                QVERIFY2(counter->measured > 0 && std::abs(counter->error()) <= 0.005, qPrintable(what));
+            QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
+            validate.push_back(std::abs(r.error()));
+        } else if (r.traced && !studentsOwnModel) {
             ++traced;
             QCOMPARE(QString::fromStdString(r.c->role), QStringLiteral("fit"));
             QVERIFY2(std::abs(r.error()) <= 0.005, qPrintable(what));
@@ -229,7 +248,8 @@ void TestCs336::cs336BasicsRecordedRuns() {
     QCOMPARE(published, size_t(36));
     QCOMPARE(ownCode, size_t(50));
     QCOMPARE(acrossSizes, size_t(21));
-    QCOMPARE(validate.size(), size_t(96));
+    QCOMPARE(packageValidate, size_t(6));
+    QCOMPARE(validate.size(), size_t(102));
     std::sort(validate.begin(), validate.end());
     QVERIFY(validate[validate.size() / 2] <= 0.05);
     QEXPECT_FAIL("", "the worst, 14.8%: NiuHuangxiaozi's forward under autocast as it comes (above)",

@@ -65,7 +65,7 @@ void TestCs336Replay::cs336ForwardReplayedThroughTheAllocator() {
         const auto run =
             cs336ForwardRunOf(sc, workspaceBytes(sc),
                               static_cast<double>(sc.cluster.capacityBytes) - sc.overheads.cudaContextBytes);
-        if (!run)
+        if (!run || run->graph) // with autograd on: cs336ForwardWithGraphReplayed
             continue;
         ++traced;
         const Cs336Replay replay = cs336ForwardReplay(*run);
@@ -106,6 +106,10 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
     // (a third student's model, validate, its own Adam planned as the package's): reserved 2.9%, 2.2% and
     // 6.2% under at 100, 150 and 200 tokens, 6.1% under autocast, read after the rest was set; its
     // allocated peaks (2.1% over to 1.8% under, 8.2% over under autocast) are the profile's question too.
+    // Athrun0109's steps of the package at 2.7B, 4 x 128 (validate, zero_grad after the forward), read after
+    // the rest was set: reserved 0.10% over in fp32 and 0.08% under autocast; allocated 0.06% and 0.07%
+    // over, the loss's copies: the replay runs the package's cross-entropy at the forward's end, where the
+    // old gradients make it the peak, and this script's loss is a mean of the logits.
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
@@ -124,7 +128,9 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
         {"cs336-basics-niu-small-100-step", {-0.0293, 0.0005}},
         {"cs336-basics-niu-small-150-step", {-0.0217, 0.0005}},
         {"cs336-basics-niu-small-200-step", {-0.0618, 0.0005}},
-        {"cs336-basics-niu-small-200-step-bf16-autocast", {-0.0609, 0.0005}}};
+        {"cs336-basics-niu-small-200-step-bf16-autocast", {-0.0609, 0.0005}},
+        {"cs336-basics-2.7b-128-step-zero-grad-after-athrun", {0.0010, 0.0005}},
+        {"cs336-basics-2.7b-128-step-zero-grad-after-athrun-bf16-autocast", {-0.0008, 0.0005}}};
     std::size_t replayed = 0;
     for (const CaseResult& r : v.results) {
         if (r.c->stack != "cs336_basics" || r.calibrated || r.c->plainPytorch)
@@ -148,8 +154,12 @@ void TestCs336Replay::cs336StepReplayedThroughTheAllocator() {
                 .arg(r.traced ? QString::number(r.measured, 'f', 0) : QStringLiteral("not read"))
                 .arg(100 * error, 0, 'f', 2);
         qInfo().noquote() << what;
-        if (r.traced && r.c->id.find("-xl-256-") == std::string::npos &&
-            r.c->id.find("-niu-") == std::string::npos) // the package's own code
+        const bool meanLoss = r.c->id.find("-athrun") != std::string::npos;
+        if (meanLoss) // the package's cross-entropy replayed where the run took a mean: a few copies over
+            QVERIFY2(replay.allocated > r.measured && replay.allocated / r.measured - 1 <= 0.001,
+                     qPrintable(what));
+        else if (r.traced && r.c->id.find("-xl-256-") == std::string::npos &&
+                 r.c->id.find("-niu-") == std::string::npos) // the package's own code
             QVERIFY2(std::abs(replay.allocated / r.measured - 1) <= 0.0001, qPrintable(what));
         const auto b = bounds.find(r.c->id);
         QVERIFY2(b != bounds.end(), qPrintable(what));
@@ -167,14 +177,18 @@ void TestCs336Replay::cs336ForwardWithGraphReplayed() {
     // (validate rows; the rule, a replay of the code's own forward, was the training step's), reserved
     // within 3.2%, each as close as its allocated peak is (its own code keeps more at 512 tokens than the
     // package the profile reads): where the 3% fraction was 0.2-2.0% off, partly the fraction's excess over
-    // these runs' caches (1.5-2.4%) standing in for the tensors.
+    // these runs' caches (1.5-2.4%) standing in for the tensors. Athrun0109's two traced forwards, whose
+    // loop still holds the previous forward's output (inference.previous_output_held: the replay runs the
+    // forward twice, the first pass's tensors kept), reserve 0.02% and 0.27% under at 128 and 512 tokens.
     const std::map<std::string, double> reservedError = {
         {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-reserved", -0.0049},
         {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-reserved", -0.0110},
         {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-reserved", -0.0312},
         {"cs336-basics-2.7b-128-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0005},
         {"cs336-basics-2.7b-256-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0008},
-        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0115}};
+        {"cs336-basics-2.7b-512-forward-with-graph-kkaitlyn-bf16-autocast-reserved", -0.0115},
+        {"cs336-basics-2.7b-128-forward-previous-graph-athrun", -0.0002},
+        {"cs336-basics-2.7b-512-forward-previous-graph-athrun", -0.0027}};
     const Validation v =
         runValidation({loadValidationCases((measuredDir() + QStringLiteral("cases.json")).toStdString())},
                       AttributionRules::pytorchDefaults());
@@ -200,17 +214,18 @@ void TestCs336Replay::cs336ForwardWithGraphReplayed() {
                  qPrintable(what));
         QCOMPARE(est.reservedPeakBytes, replay.reserved);
         ++replayed;
-        if (r.c->metric == "reserved") {
+        if (r.c->metric == "reserved" || r.c->id.find("-athrun") != std::string::npos) {
             ++reserved;
+            const double error = r.traced ? r.reserved.error() : r.error();
             const auto it = reservedError.find(r.c->id);
             QVERIFY2(it != reservedError.end(), qPrintable(what));
-            QVERIFY2(std::abs(r.error() - it->second) <= 0.0005,
-                     qPrintable(what + QStringLiteral(": %1%").arg(100 * r.error())));
+            QVERIFY2(std::abs(error - it->second) <= 0.0005,
+                     qPrintable(what + QStringLiteral(": %1%").arg(100 * error)));
         }
     }
     // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved, NiuHuangxiaozi's four (its own model:
-    // the replay is the package's code, which the profile's moments follow).
-    QCOMPARE(replayed, size_t(22));
+    // the replay is the package's code, which the profile's moments follow), Athrun0109's two.
+    QCOMPARE(replayed, size_t(24));
     QCOMPARE(reserved, reservedError.size());
 }
 
@@ -223,7 +238,8 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
     // was fitted on: every traced run of the profile's within 1.6% (the package's own runs; notHanmin's XL
     // forwards, another student's model that allocates 2.8% more than the package would, 2.4% and 2.7%
     // under; NiuHuangxiaozi's, a third, 4.7% under to 1.4% over for its steps, and its forwards 5.0% to
-    // 14.8% under, as their allocated peaks are: its softmax keeps a third score-sized tensor a layer).
+    // 14.8% under, as their allocated peaks are: its softmax keeps a third score-sized tensor a layer;
+    // Athrun0109's runs of the package at 2.7B, read after the rest, within 0.5%).
     // Each error is pinned, so that none moves unnoticed. The setting is offered as a saving where
     // the plan finds one (rankSavings, `expandable_segments`), worth what the plan stops reserving.
     const std::map<std::string, double> error = {
@@ -246,7 +262,11 @@ void TestCs336Replay::expandableSegmentsAsTheRecordingsReplayed() {
         {"cs336-basics-niu-small-100-forward", -0.0498},
         {"cs336-basics-niu-small-150-forward", -0.0971},
         {"cs336-basics-niu-small-200-forward", -0.1186},
-        {"cs336-basics-niu-small-200-forward-bf16-autocast", -0.1483}};
+        {"cs336-basics-niu-small-200-forward-bf16-autocast", -0.1483},
+        {"cs336-basics-2.7b-128-step-zero-grad-after-athrun", -0.0000},
+        {"cs336-basics-2.7b-128-step-zero-grad-after-athrun-bf16-autocast", -0.0016},
+        {"cs336-basics-2.7b-128-forward-previous-graph-athrun", -0.0044},
+        {"cs336-basics-2.7b-512-forward-previous-graph-athrun", 0.0046}};
     AllocatorSettings expandable;
     expandable.expandableSegments = true;
     std::size_t checked = 0, offered = 0;

@@ -139,8 +139,10 @@ Report buildReport(const Scenario& sc, const Estimate& est, const Comparison* me
         if (in.engine == Engine::None && in.logits != in.usualLogits())
             row(QStringLiteral("Logits"), QString::fromStdString(labelOf(forwardLogitsNames(), in.logits)));
         if (in.engine == Engine::None && (in.gradEnabled || in.inferenceMode))
-            row(QStringLiteral("Grad mode"), in.gradEnabled ? QStringLiteral("autograd on (no backward)")
-                                                            : QStringLiteral("torch.inference_mode"));
+            row(QStringLiteral("Grad mode"),
+                !in.gradEnabled         ? QStringLiteral("torch.inference_mode")
+                : in.previousOutputHeld ? QStringLiteral("autograd on (no backward), previous output held")
+                                        : QStringLiteral("autograd on (no backward)"));
         // How the engine's plans have held against the start-up logs, in two short rows.
         if (const ServingTrackRecord* tr = est.serving.engine ? servingTrackRecordOf(in.engine) : nullptr) {
             row(QStringLiteral("Checked on"),

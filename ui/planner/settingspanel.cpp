@@ -730,6 +730,13 @@ SettingsPanel::SettingsPanel(ScenarioDocument* document, QWidget* parent) : QWid
                                "2.11) frees each after its matmul. Autograd on: a forward without either "
                                "keeps everything a backward would need, and no KV cache"),
                    {"none"}));
+    addField(inferenceForm,
+             forEngines(boolField("/inference/previous_output_held", "Previous output held",
+                                  "On: the loop still holds the previous forward's output, and so its whole "
+                                  "graph, while the next forward runs (`out = model(x)` repeated without "
+                                  "`del out`): two graphs at the peak"),
+                        {"none"}));
+    m_fields.back()->visibleWhen = [this](const json&) { return m_doc->scenario().inference.gradEnabled; };
     // Plain PyTorch's forward keeps its KV cache and returns the positions it is told (cs336_basics' and a
     // forward with autograd on keep none and return every position's whatever these say).
     const auto plainForward = [this](const json&) {
