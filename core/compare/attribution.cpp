@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/compare/attribution.h"
+#include "core/compare/runshape.h"
 #include "core/plan/finetuning.h"
 
 #include "core/checkednumbers.h"
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <set>
 #include <unordered_map>
 
 namespace headroom {
@@ -266,6 +268,32 @@ bool keptBetweenSteps(const Allocation& a, std::size_t entries) {
     return a.end >= entries || a.start == kBeforeFirstEvent;
 }
 
+// The sizes of the model's activations at the scenario's shape (RunShape: the tokens-linear widths in 16
+// and 32 bits, the scores in 8, 16 and 32), as the allocator rounds them. A lifetime that began before the
+// recording and ended inside it carries only its free's stack; freed by code no rule names (a loop
+// rebinding `out = model(x)`, which drops the previous forward's graph) and of such a size, it is read as an
+// activation: what was allocated before the recording and dropped during it is the previous pass's.
+std::set<std::int64_t> activationSizes(const Scenario* sc) {
+    std::set<std::int64_t> out;
+    if (!sc || !sc->model.known)
+        return out;
+    const RunShape shape(*sc);
+    auto add = [&](double bytes) {
+        if (bytes > 0 && bytes < 9e18)
+            out.insert(static_cast<std::int64_t>(bytes));
+    };
+    for (const double bytes : {2.0, 4.0})
+        for (const auto& [symbol, width] : shape.linearWidths())
+            add(shape.linear(width, bytes));
+    for (const double bytes : {1.0, 2.0, 4.0})
+        add(shape.scores(bytes));
+    return out;
+}
+
+bool droppedPreviousPass(const Allocation& a, std::size_t entries, const std::set<std::int64_t>& sizes) {
+    return a.start == kBeforeFirstEvent && a.end < entries && sizes.count(a.size) > 0;
+}
+
 } // namespace
 
 Attribution attribute(const Trace& trace, const TraceIndex& index, std::size_t event,
@@ -294,6 +322,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
                (b.start == kBeforeFirstEvent ? 0 : b.start + 1);
     });
     StatePools pools = poolsFor(scenario);
+    const std::set<std::int64_t> activations = activationSizes(scenario);
     std::vector<AttributedAllocation> placed(live.size());
     std::vector<char> done(live.size(), 0);
     using E = AttributedAllocation::Evidence;
@@ -374,6 +403,8 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
             place(i, MeasuredCategory::Gradients, E::StateSize);
         else if (workspaceBySize(live[i], device.entries()))
             place(i, MeasuredCategory::Workspaces, E::WorkspaceSize);
+        else if (droppedPreviousPass(live[i], device.entries(), activations))
+            place(i, MeasuredCategory::Activations, E::ShapeSize);
         else
             place(i, MeasuredCategory::Unattributed, E::None);
     }
@@ -414,6 +445,7 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
     for (const AttributedAllocation& p : attribute(trace, index, peak, rules, scenario).allocations)
         atPeak.emplace(std::make_pair(p.allocation.start, p.allocation.addr), p.category);
     StatePools pools = poolsFor(scenario);
+    const std::set<std::int64_t> activations = activationSizes(scenario);
     const bool sized = scenario && scenario->model.known;
     std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
     const std::vector<std::int64_t> steps = stepStarts(spans);
@@ -496,6 +528,8 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
             out[i] = C::Gradients;
         else if (workspaceBySize(a, device.entries()))
             out[i] = C::Workspaces;
+        else if (droppedPreviousPass(a, device.entries(), activations))
+            out[i] = C::Activations;
     }
     return out;
 }

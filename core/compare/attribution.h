@@ -54,6 +54,7 @@ struct AttributedAllocation {
         Rule,
         StateSize,
         WorkspaceSize,
+        ShapeSize, // an activation's size, allocated before the recording and dropped during it
         None
     } evidence = Evidence::None;
 };

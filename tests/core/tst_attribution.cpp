@@ -2831,6 +2831,18 @@ void TestAttribution::previousOutputHeldIsAWholeGraph() {
     QVERIFY(std::abs(held.allocatedPeakBytes / static_cast<double>(trace.peakAllocated) - 1) <= 0.001);
     QVERIFY(std::abs(held.reservedPeakBytes / static_cast<double>(trace.peakReserved) - 1) <= 0.001);
     QVERIFY(held.reservedPeakBytes > alone.reservedPeakBytes + graph);
+    // Attributed at the peak, the previous graph is activations: its tensors were made before the recording
+    // began and dropped during it, when the loop rebound `output`, a stack no rule names; their sizes are the
+    // model's activations at the scenario's shape. Both graphs' activation-sized tensors: all but the rows of
+    // a token or a head (rms, the softmax's statistics) and the masks.
+    const Attribution at =
+        attribute(run.trace->trace, *run.trace->indexes.at(0), run.trace->indexes.at(0)->peakAfter(),
+                  AttributionRules::pytorchDefaults(), &run.scenario);
+    const double activations =
+        static_cast<double>(at.bytes[static_cast<std::size_t>(MeasuredCategory::Activations)]);
+    QVERIFY2(activations <= 2 * graph && activations >= 0.999 * 2 * graph,
+             qPrintable(QString::number(activations, 'f', 0)));
+    QVERIFY(at.bytes[static_cast<std::size_t>(MeasuredCategory::Unattributed)] < 16 * 1048576);
     // What would make it fit offers dropping that output first, worth the difference of the two plans.
     bool offered = false;
     for (const Saving& saving : rankSavings(run.scenario))
