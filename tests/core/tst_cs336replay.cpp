@@ -226,6 +226,46 @@ void TestCs336Replay::cs336ForwardWithGraphReplayed() {
     // Cgfyufsygsm's six, kkaitlyn111's six allocated and six reserved, NiuHuangxiaozi's four (its own model:
     // the replay is the package's code, which the profile's moments follow), Athrun0109's two.
     QCOMPARE(replayed, size_t(24));
+    // With the previous forward's graph held, the two derivations agree as they do for one graph: the
+    // profile adds that graph as the forward ended to every moment, the replay runs the forward twice with
+    // the first pass's tensors kept. Small, medium and 2.7B models, 64 to 1,024 tokens, fp32 and autocast.
+    json base = parseJsonText(readTextFile(
+        (measuredDir() +
+         QStringLiteral("cs336-basics/cs336-2.7b-128-forward-previous-graph-athrun.headroom.json"))
+            .toStdString()));
+    base["cluster"]["gpu"] = "H200-141GB";
+    struct Size {
+        int hidden, ffn, layers, heads;
+    };
+    std::size_t shapes = 0;
+    for (const Size& size : {Size{768, 3072, 12, 12}, Size{1024, 4096, 24, 16}, Size{2560, 10240, 32, 32}})
+        for (const int tokens : {64, 256, 1024})
+            for (const bool autocast : {false, true}) {
+                if (size.hidden == 2560 && tokens == 1024)
+                    continue; // two graphs past the GPU
+                json doc = base;
+                doc["model"]["hidden_size"] = size.hidden;
+                doc["model"]["intermediate_size"] = size.ffn;
+                doc["model"]["num_hidden_layers"] = size.layers;
+                doc["model"]["num_attention_heads"] = size.heads;
+                doc["model"]["num_key_value_heads"] = size.heads;
+                doc["inference"]["context_length"] = tokens;
+                if (autocast)
+                    doc["inference"]["autocast"] = "bf16";
+                const Scenario sc = scenarioFromJson(doc);
+                const auto run = cs336ForwardRunOf(sc, workspaceBytes(sc), 0);
+                QVERIFY(run && run->graph && run->previousGraph);
+                const Cs336Replay replay = cs336ForwardReplay(*run);
+                const double d = estimate(sc).allocatedPeakBytes / replay.allocated - 1;
+                QVERIFY2(replay.replayed && std::abs(d) <= 0.0006,
+                         qPrintable(QStringLiteral("hidden %1, %2 tokens%3: %4%")
+                                        .arg(size.hidden)
+                                        .arg(tokens)
+                                        .arg(autocast ? QStringLiteral(", autocast") : QString())
+                                        .arg(100 * d, 0, 'f', 3)));
+                ++shapes;
+            }
+    QCOMPARE(shapes, size_t(16));
     QCOMPARE(reserved, reservedError.size());
 }
 
