@@ -1498,6 +1498,22 @@ std::string runMismatch(const Scenario& scenario, const Comparison& before, std:
                       " (another optimizer, or states of another dtype)");
     if (stepInForward)
         why.push_back("the run stepped an optimizer where the scenario plans a forward");
+    // A forward with autograd on whose peak holds activations made before the recording began and dropped
+    // during it (attribution's ShapeSize evidence): the previous forward's graph, which a loop's output
+    // keeps until the next forward returns. Planned with one graph, the factors double to hold it (and
+    // still extrapolate, both graphs growing alike), but the plan's categories and what-ifs say one.
+    if (scenario.mode == Mode::Inference && scenario.inference.gradEnabled &&
+        !scenario.inference.previousOutputHeld) {
+        double previous = 0;
+        for (const AttributedAllocation& a : before.measured.allocations)
+            if (a.evidence == AttributedAllocation::Evidence::ShapeSize)
+                previous += static_cast<double>(a.allocation.size);
+        if (previous > 0.1 * static_cast<double>(measured))
+            why.push_back("its peak holds " + gibText(previous) +
+                          " of activations made before the recording began and dropped while it ran: the "
+                          "previous forward's graph, kept by the output the loop had not rebound yet "
+                          "(inference.previous_output_held: true plans it)");
+    }
     const double off = measured > 0 ? static_cast<double>(after) / static_cast<double>(measured) - 1 : 0;
     if (std::abs(off) > 0.05) {
         std::ostringstream s;

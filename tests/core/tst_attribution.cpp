@@ -2843,6 +2843,16 @@ void TestAttribution::previousOutputHeldIsAWholeGraph() {
     QVERIFY2(activations <= 2 * graph && activations >= 0.999 * 2 * graph,
              qPrintable(QString::number(activations, 'f', 0)));
     QVERIFY(at.bytes[static_cast<std::size_t>(MeasuredCategory::Unattributed)] < 16 * 1048576);
+    // Calibrated with a scenario that plans one graph, the fit says what the run held besides; with the
+    // setting, nothing.
+    const auto rules = AttributionRules::pytorchDefaults();
+    const CalibrationResult without =
+        calibrate({{&one, &run.trace->trace, run.trace->indexes[0].get(), "run"}}, rules);
+    QVERIFY2(without.runs.at(0).mismatch.find("inference.previous_output_held") != std::string::npos,
+             without.runs.at(0).mismatch.c_str());
+    const CalibrationResult with =
+        calibrate({{&run.scenario, &run.trace->trace, run.trace->indexes[0].get(), "run"}}, rules);
+    QVERIFY2(with.runs.at(0).mismatch.empty(), with.runs.at(0).mismatch.c_str());
     // What would make it fit offers dropping that output first, worth the difference of the two plans.
     bool offered = false;
     for (const Saving& saving : rankSavings(run.scenario))
