@@ -190,11 +190,11 @@ public:
         m_p.alloc(Param, d.e * d.vocab * d.h);
     }
 
-    // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits (with autograd, keeps
-    // them for the loss).
     // What has been allocated stays so, out of the program's hands (a previous pass's graph).
     void keepEverything() { m_p.keepAllUnnamed(); }
 
+    // BasicsTransformerLM.forward on the batch's token ids; the caller drops the logits (with autograd, keeps
+    // them for the loss).
     void run(double workspace, bool everyBlock) {
         const Dims& d = m_d;
         m_workspace = workspace;
