@@ -10,7 +10,6 @@
 #include <cmath>
 #include <map>
 #include <queue>
-#include <set>
 #include <unordered_map>
 
 namespace headroom {
@@ -268,29 +267,12 @@ bool keptBetweenSteps(const Allocation& a, std::size_t entries) {
     return a.end >= entries || a.start == kBeforeFirstEvent;
 }
 
-// The sizes of the model's activations at the scenario's shape (RunShape: the tokens-linear widths in 16
-// and 32 bits, the scores in 8, 16 and 32), as the allocator rounds them. A lifetime that began before the
-// recording and ended inside it carries only its free's stack; freed by code no rule names (a loop
-// rebinding `out = model(x)`, which drops the previous forward's graph) and of such a size, it is read as an
-// activation: what was allocated before the recording and dropped during it is the previous pass's.
-std::set<std::int64_t> activationSizes(const Scenario* sc) {
-    std::set<std::int64_t> out;
-    if (!sc || !sc->model.known)
-        return out;
-    const RunShape shape(*sc);
-    auto add = [&](double bytes) {
-        if (bytes > 0 && bytes < 9e18)
-            out.insert(static_cast<std::int64_t>(bytes));
-    };
-    for (const double bytes : {2.0, 4.0})
-        for (const auto& [symbol, width] : shape.linearWidths())
-            add(shape.linear(width, bytes));
-    for (const double bytes : {1.0, 2.0, 4.0})
-        add(shape.scores(bytes));
-    return out;
-}
-
-bool droppedPreviousPass(const Allocation& a, std::size_t entries, const std::set<std::int64_t>& sizes) {
+// A lifetime that began before the recording and ended inside it carries only its free's stack; freed by
+// code no rule names (a loop rebinding `out = model(x)`, which drops the previous forward's graph) and of
+// one of the model's activation sizes at the scenario's shape (activationShapes, the tensor table's), it
+// is read as an activation: what was allocated before the recording and dropped during it is the previous
+// pass's.
+bool droppedPreviousPass(const Allocation& a, std::size_t entries, const ShapesBySize& sizes) {
     return a.start == kBeforeFirstEvent && a.end < entries && sizes.count(a.size) > 0;
 }
 
@@ -322,7 +304,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
                (b.start == kBeforeFirstEvent ? 0 : b.start + 1);
     });
     StatePools pools = poolsFor(scenario);
-    const std::set<std::int64_t> activations = activationSizes(scenario);
+    const ShapesBySize activations = scenario ? activationShapes(*scenario) : ShapesBySize{};
     std::vector<AttributedAllocation> placed(live.size());
     std::vector<char> done(live.size(), 0);
     using E = AttributedAllocation::Evidence;
@@ -445,7 +427,7 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
     for (const AttributedAllocation& p : attribute(trace, index, peak, rules, scenario).allocations)
         atPeak.emplace(std::make_pair(p.allocation.start, p.allocation.addr), p.category);
     StatePools pools = poolsFor(scenario);
-    const std::set<std::int64_t> activations = activationSizes(scenario);
+    const ShapesBySize activations = scenario ? activationShapes(*scenario) : ShapesBySize{};
     const bool sized = scenario && scenario->model.known;
     std::vector<PhaseSpan> spans = annotatedPhases(trace, device.key);
     const std::vector<std::int64_t> steps = stepStarts(spans);

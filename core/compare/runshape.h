@@ -3,6 +3,9 @@
 #include "core/plan/scenario.h"
 
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,5 +34,22 @@ struct RunShape {
                 {"b·s·(a+2g)·d", (heads + 2 * kvHeads) * headDim}};
     }
 };
+
+// A tensor shape of the model as one size allocates it: its symbol ("b·s·f") and the width it is written in;
+// two shapes of one size are both named ("b·s·f (4 B) = b·a·s² (2 B)") with width 0.
+struct SizedShape {
+    std::string symbol;
+    int dtypeBytes = 0;
+};
+using ShapesBySize = std::map<std::int64_t, SizedShape>;
+
+// Adds `elements` at each width, by its exact size and as the allocator rounds it (512 bytes).
+void addShape(ShapesBySize& into, const char* symbol, double elements, const std::vector<int>& widths);
+
+// The shapes a pass of the scenario's model allocates, per rank, by size: what grows with the tokens times
+// a width, the scores, their masks and row statistics, token ids. What the tensor table matches a run's
+// allocations against, and what attribution reads a tensor of unknown origin as an activation by. Empty for
+// a model of unknown structure.
+ShapesBySize activationShapes(const Scenario& sc);
 
 } // namespace headroom

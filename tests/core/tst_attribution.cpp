@@ -2833,8 +2833,8 @@ void TestAttribution::previousOutputHeldIsAWholeGraph() {
     QVERIFY(held.reservedPeakBytes > alone.reservedPeakBytes + graph);
     // Attributed at the peak, the previous graph is activations: its tensors were made before the recording
     // began and dropped during it, when the loop rebound `output`, a stack no rule names; their sizes are the
-    // model's activations at the scenario's shape. Both graphs' activation-sized tensors: all but the rows of
-    // a token or a head (rms, the softmax's statistics) and the masks.
+    // model's activations at the scenario's shape (the tensor table's shapes). Both graphs: all but the few
+    // tensors whose size is no shape of the model (RoPE's gathered tables, the loss's scalars).
     const Attribution at =
         attribute(run.trace->trace, *run.trace->indexes.at(0), run.trace->indexes.at(0)->peakAfter(),
                   AttributionRules::pytorchDefaults(), &run.scenario);
