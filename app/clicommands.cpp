@@ -551,6 +551,12 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
                         << "-byte ones";
     std::ostringstream logitsFactor;
     logitsFactor << std::setprecision(3) << c.logits;
+    // Another width's, read by the operator that made each tensor (Calibration::logitsByDtype).
+    for (const auto& [dtype, factor] : c.logitsByDtype)
+        if (dtype != c.logitsByDtype.front().first)
+            logitsFactor << " (with " << static_cast<int>(c.logitsByDtype.front().first)
+                         << "-byte activations; x " << factor << " with " << static_cast<int>(dtype)
+                         << "-byte ones, each tensor at the width autocast gives the operator that made it)";
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << (c.logits >= 0
                 ? "  the loss's logits-sized tensors    x " + logitsFactor.str() +

@@ -312,6 +312,57 @@ bool autocastRunsInFp32(std::string_view op) {
     return kFp32.count(op) > 0;
 }
 
+// The matmuls torch.autocast runs in its 16-bit dtype, as the dispatcher names them: aten/src/ATen/
+// autocast_mode.h, AT_FORALL_LOWER_PRECISION_FP (the convolutions and recurrent cells left out: no
+// vocabulary-sized output comes from them in these models).
+bool autocastRunsIn16Bits(std::string_view op) {
+    static const std::set<std::string_view> k16 = {
+        "addmm",  "addmv",   "addr", "matmul",       "einsum",          "mm", "mv", "linear",
+        "addbmm", "baddbmm", "bmm",  "chain_matmul", "linalg_multi_dot"};
+    return k16.count(op) > 0;
+}
+
+// An fp32 training run's vocabulary-sized tensors at its loss peak (the table's b·s·V rows), each at the
+// width 16-bit autocast would give it by the operator that made it (RunMeasurement::logitsAsAutocast);
+// -1 when some operator's width depends on its inputs, or is not named. NiuHuangxiaozi's loss reads the
+// last position (`logits[:, -1, :]`): its head's output (einsum) and the zeros select's and slice's
+// backwards write at the head's size, all 16-bit under autocast, where the staff code's subtractions,
+// promoted, run in fp32 under autocast beside a 16-bit head, which no fp32 trace shows.
+std::int64_t logitsAsAutocast(const Scenario& sc, const Trace& trace, const Attribution& at,
+                              const TensorTable& table) {
+    if (sc.activationDtypeBytes() < 4)
+        return -1;
+    const RunShape shape(sc);
+    const auto size = static_cast<std::int64_t>(shape.linear(shape.vocab, 4));
+    const bool own = std::any_of(table.rows.begin(), table.rows.end(), [&](const TensorRow& row) {
+        return row.each == size && row.shape == "b·s·V";
+    });
+    if (!own || size <= 0)
+        return -1;
+    const auto half = static_cast<std::int64_t>(shape.linear(shape.vocab, 2));
+    std::int64_t head = 0, fp32 = 0, views = 0, bytes = 0; // each counted live, so its bytes sum saturating
+    for (const AttributedAllocation& a : at.allocations) {
+        if (a.allocation.size != size || a.category == MeasuredCategory::Weights ||
+            a.category == MeasuredCategory::Gradients || a.category == MeasuredCategory::OptimizerStates ||
+            a.category == MeasuredCategory::Workspaces || a.category == MeasuredCategory::KvCache)
+            continue;
+        const std::string_view op = atenOperator(trace, a.allocation.stack);
+        if (autocastRunsIn16Bits(op))
+            ++head;
+        else if (autocastRunsInFp32(op))
+            ++fp32;
+        else if (op == "select_backward" || op == "slice_backward")
+            ++views;
+        else
+            return -1;
+        bytes = saturatingAdd(bytes, autocastRunsInFp32(op) ? size : half);
+    }
+    // A view's backward is of the head's output only where the forward made no other such tensor.
+    if (views > 0 && (head == 0 || fp32 > 0))
+        return -1;
+    return bytes;
+}
+
 // The sizes a score tensor of this rank may have (batch x heads x tokens^2 in the activations' dtype and in
 // fp32; 1 byte too with dropout's masks), and those of its tokens-linear tensors: a score size among the
 // second tells nothing by size.
@@ -757,6 +808,8 @@ RunMeasurement measureRun(const CalibrationInput& run, const AttributionRules& r
     m.atLoss = tensorTable(*run.scenario, at, step);
     for (const ToldTensor& t : told)
         relabel(m.atLoss, t);
+    if (run.scenario->keptAs() == Mode::Training)
+        m.logitsAsAutocast = logitsAsAutocast(*run.scenario, *run.trace, at, m.atLoss);
     // Gradients held at the loss peak (half the parameters' or more: zero_grad frees all or none).
     double gradientBytes = 0;
     for (const std::uint64_t t : run.scenario->model.parameterTensors())
@@ -833,6 +886,9 @@ void refuseBeyondAScenario(const CalibrationResult& r, const std::vector<Calibra
     for (const auto& [dtype, factor] : c.quadraticByDtype)
         fields.push_back({"quadratic_by_activation_bytes", "what grows with the tokens squared", "x", factor,
                           0, Calibration::kMostScale});
+    for (const auto& [dtype, factor] : c.logitsByDtype)
+        fields.push_back({"logits_by_activation_bytes", "the loss's vocabulary-sized tensors", "x", factor, 0,
+                          Calibration::kMostScale});
     for (const Field& f : fields) {
         if (f.value >= f.least && f.value <= f.most)
             continue;
@@ -1008,6 +1064,21 @@ CalibrationResult calibrateRuns(const std::vector<CalibrationInput>& runs,
                            runs.front().scenario->training.plannedLoss();
                 }))
                 c.logitsMeasuredWith = runs.front().scenario->training.plannedLoss();
+            // fp32 runs tell a 16-bit autocast plan where every such tensor's width is autocast's choice
+            // (RunMeasurement::logitsAsAutocast): what they would hold, over what the plan under autocast
+            // holds there. NiuHuangxiaozi's steps, whose loss reads the last position: x0.722 in fp32, x0.363
+            // under autocast, where the fp32 factor carried to the profile's autocast loss (three fp32
+            // copies of its four) planned twice the vocabulary-sized bytes the autocast step held.
+            double asAutocast = 0, plannedAutocast = 0;
+            bool told = true;
+            for (std::size_t i = 0; i < runs.size() && told; ++i) {
+                const Scenario& sc = *runs[i].scenario;
+                told = measured[i].logitsAsAutocast >= 0 && autocastOverFp32(withAutocast(sc));
+                asAutocast += static_cast<double>(measured[i].logitsAsAutocast);
+                plannedAutocast += estimatedParts(withAutocast(sc), measured[i].peakInBackward).logits;
+            }
+            if (told && plannedAutocast > 0 && asAutocast > 0)
+                c.logitsByDtype = {{4.0, c.logits}, {2.0, asAutocast / plannedAutocast}};
             for (std::size_t i = 0; i < runs.size(); ++i) {
                 grows[i] -= logitsOf[i];
                 parts[i].linear -= parts[i].logits;

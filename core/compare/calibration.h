@@ -46,6 +46,14 @@ struct RunMeasurement {
     // autocast's fp32 list: none, and the copy the next matmul saves is one of the fp32 list's outputs, which
     // autocast makes two (calibrateRuns says why that is not read).
     std::int64_t quadraticOutsideFp32List = 0;
+    // An fp32 training run's vocabulary-sized tensors at the loss peak (the tensor table's b·s·V rows), each
+    // at the width 16-bit autocast would give it by the operator that made it: a matmul (autocast's
+    // 16-bit list: the head's output) 2 bytes, an operator of its fp32 list 4, the zeros a view's backward
+    // writes (select_backward, slice_backward: `logits[:, -1]`'s) the width of the tensor viewed, which is
+    // the head's output where the forward made no other. -1 when one was made by any other operator (a
+    // subtraction, a division: promoted, of a width its inputs decide, which the fp32 run does not show),
+    // by none the trace names, or the run is not fp32.
+    std::int64_t logitsAsAutocast = -1;
     // The score tensors by the operator that made them ("exp", 8), in the order first seen: what the
     // report shows. Empty when the trace names no operator.
     std::vector<std::pair<std::string, int>> scoreOperators;

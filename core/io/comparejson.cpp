@@ -64,6 +64,8 @@ nlohmann::json calibrationFactorsToJson(const Calibration& c) {
         j["held_logit_copies"] = c.heldLogitCopies;
     if (c.logits >= 0)
         j["logits"] = c.logits;
+    for (const auto& [dtype, factor] : c.logitsByDtype)
+        j["logits_by_activation_bytes"][std::to_string(static_cast<int>(dtype))] = factor;
     if (c.stepScratchLargestTensors >= 0)
         j["optimizer_step_scratch_largest_tensors"] = c.stepScratchLargestTensors;
     if (c.backwardScratchScores >= 0)

@@ -1059,21 +1059,27 @@ void readCalibrationFactors(const json& calibration, const json& f, const std::s
                       " profile's tables, which keep other copies of its tensors (a calibration written "
                       "since calibrate fits both sets has calibration.factors.own_profile for this)");
     }
-    if (const auto by = f.find("quadratic_by_activation_bytes"); by != f.end()) {
-        const std::string by_at = at + ".quadratic_by_activation_bytes";
+    // A factor per activation width: {"2": x, "4": y}.
+    auto byDtype = [&](const char* key, std::vector<std::pair<double, double>>& into) {
+        const auto by = f.find(key);
+        if (by == f.end())
+            return;
+        const std::string by_at = at + "." + key;
         if (!by->is_object() || by->size() > 4)
             throw Error(
                 by_at,
                 "must be an object of at most four dtype widths (\"1\", \"2\", \"4\", \"8\") to factors");
-        for (const auto& [key, value] : by->items()) {
-            if (key != "1" && key != "2" && key != "4" && key != "8")
-                throw Error(by_at + "." + key, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
+        for (const auto& [width, value] : by->items()) {
+            if (width != "1" && width != "2" && width != "4" && width != "8")
+                throw Error(by_at + "." + width, "is not a dtype width: \"1\", \"2\", \"4\" or \"8\"");
             if (!value.is_number() || !(value.get<double>() >= 0) || value.get<double>() > scale)
-                throw Error(by_at + "." + key,
+                throw Error(by_at + "." + width,
                             "must be a number from 0 to " + std::to_string(static_cast<int>(scale)));
-            c.quadraticByDtype.emplace_back(std::stod(key), value.get<double>());
+            into.emplace_back(std::stod(width), value.get<double>());
         }
-    }
+    };
+    byDtype("quadratic_by_activation_bytes", c.quadraticByDtype);
+    byDtype("logits_by_activation_bytes", c.logitsByDtype);
     if (!c.quadraticFor(sc.activationDtypeBytes())) {
         auto number = [](double v) {
             std::ostringstream o;

@@ -1443,9 +1443,11 @@ StageModel stageModel(const Scenario& sc, int stage, EngineSizer engine, bool pr
     st.activations += checkpointInputs;
     // The vocabulary-sized tensors: as measured at the loss where they were (Calibration::logits).
     // Measured with another loss than this plan's, the plan's own copies of it (not the layers' factor).
-    const double logitsFactor = c.logits < 0                                                        ? c.linear
-                                : sc.mode != Mode::Training || c.logitsFactorAppliesTo(sc.training) ? c.logits
-                                                                                                    : 1.0;
+    // Under another activation width, the factor the runs told for it (Calibration::logitsByDtype).
+    const double logitsFactor = c.logits < 0 ? c.linear
+                                : sc.mode != Mode::Training || c.logitsFactorAppliesTo(sc.training)
+                                    ? c.logitsFor(sc.activationDtypeBytes())
+                                    : 1.0;
     for (double* v : {&st.logits, &st.logitsGradient, &st.headLogitsGradient, &st.heldLogits, &st.headLogits})
         *v *= logitsFactor;
     for (StageModel::MlpMoment& m : st.mlp) {

@@ -465,6 +465,18 @@ struct Calibration {
     // what-if changes (scaled with `linear`, CS336's medium-model runs planned its GPT-2-vocabulary
     // six-layer model 10% under its own code's replay). Negative: not measured (`linear` scales them).
     double logits = -1;
+    // The same factor for activations of another width, where the runs told it (each entry: dtype bytes,
+    // factor; the runs' own width first, at `logits`): fp32 runs whose vocabulary-sized tensors at the
+    // loss were all made by operators whose width autocast decides (calibration.cpp, logitsAsAutocast).
+    // Empty otherwise: the factor measured is carried to any width, as the runs cannot say which of the
+    // copies autocast would keep in 16 bits.
+    std::vector<std::pair<double, double>> logitsByDtype;
+    double logitsFor(double dtypeBytes) const {
+        for (const auto& [dtype, factor] : logitsByDtype)
+            if (dtype == dtypeBytes)
+                return factor;
+        return logits;
+    }
     double workspaceBytes = 0; // cuBLAS and other workspaces, held throughout (replaces the planned ones)
     // What the caching allocator reserved beyond what was allocated in the runs, as a fraction of the
     // allocated peak: each run's reserved at its most over its allocated at its most, less one, averaged.

@@ -200,9 +200,11 @@ void TestCs336::cs336BasicsRecordedRuns() {
                 "kept (two fp32 exps and the next einsum's bf16 cast of the division) where the package's "
                 "keeps two, which the profile plans. Calibrated on the fp32 100-token forward, whose trace "
                 "names each copy's operator, the plan holds them (fit, below).";
-            // Its calibrated plan, which the rule reading autocast's widths by operator was written for.
+            // Its calibrated plans, which the rules reading autocast's widths by operator were written for
+            // (the scores', the loss's vocabulary-sized tensors').
             const bool ruleWrittenFor =
-                r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast-calibrated-from-100";
+                r.c->id == "cs336-basics-niu-small-200-forward-bf16-autocast-calibrated-from-100" ||
+                r.c->id == "cs336-basics-niu-small-200-step-bf16-autocast-calibrated-from-100";
             if (autocastMiss)
                 QEXPECT_FAIL("", autocastWhy, Continue);
             QVERIFY2(std::abs(r.error()) <= 0.12, qPrintable(what));
@@ -218,8 +220,10 @@ void TestCs336::cs336BasicsRecordedRuns() {
             }
             if (r.c->role == "validate")
                 validate.push_back(std::abs(r.error()));
-            else if (ruleWrittenFor)
-                QVERIFY2(std::abs(r.error()) <= 0.01, qPrintable(what));
+            else if (ruleWrittenFor) // the forward within 1%; the step, from fp32 steps at half its length,
+                // within 2% (1.7% under: activations 0.02 GiB under at its last layer's softmax backward)
+                QVERIFY2(std::abs(r.error()) <= (r.c->id.find("-step-") != std::string::npos ? 0.02 : 0.01),
+                         qPrintable(what));
             else // the three first steps' reserved peaks, which the step's replay was written for
                 QVERIFY2(r.c->metric == "reserved" && std::abs(r.error()) <= 0.03, qPrintable(what));
         } else if (!r.c->calibrateOn.empty()) {
@@ -249,7 +253,7 @@ void TestCs336::cs336BasicsRecordedRuns() {
     QCOMPARE(ownCode, size_t(50));
     QCOMPARE(acrossSizes, size_t(21));
     QCOMPARE(packageValidate, size_t(6));
-    QCOMPARE(validate.size(), size_t(102));
+    QCOMPARE(validate.size(), size_t(101));
     std::sort(validate.begin(), validate.end());
     QVERIFY(validate[validate.size() / 2] <= 0.05);
     QEXPECT_FAIL("", "the worst, 14.8%: NiuHuangxiaozi's forward under autocast as it comes (above)",
