@@ -110,6 +110,7 @@ private slots:
     void anNvidiaSmiLogBesideThePlan();
     void diffTwoRuns();
     void calibrateFromTheWindow();
+    void calibrateReadsTheLossByOperator();
     void calibrateFromATraceTheScenarioIsNot();
     void calibrationRunsOffTheGuiThread();
     void allocatorWhatIfPanel();
@@ -876,6 +877,24 @@ void TestTraceView::calibrationRunsOffTheGuiThread() {
     QVERIFY(w->document()->scenario().calibration.present);
 }
 
+// NiuHuangxiaozi's 100-token fp32 step, whose loss reads the last position: its three vocabulary-sized
+// tensors (the head's output and the zeros select's and slice's backwards write for its gradient) are all
+// bf16 under autocast, and the window says what an autocast plan takes of them: x0.36, what its autocast
+// step's own trace reads (tst_attribution::calibrationReadsTheLossByOperator).
+void TestTraceView::calibrateReadsTheLossByOperator() {
+    auto w = window();
+    TracePage* view = openRun(*w, "cs336-basics/cs336-niu-small-100-step.headroom.json",
+                              "cs336_NiuHuangxiaozi_small_100_step_memory_snapshot.pickle");
+    QVERIFY(view);
+    const QString said = w->calibrateFrom(view);
+    const Calibration& c = w->document()->scenario().calibration;
+    QVERIFY(c.present && c.logitsByDtype.size() == 2);
+    QVERIFY2(
+        said.contains(QStringLiteral("Each of them was made by an operator whose width autocast decides, "
+                                     "so under 16-bit autocast the plan takes 0.36 times them")),
+        qPrintable(said));
+}
+
 void TestTraceView::calibrateFromTheWindow() {
     auto w = window();
     TracePage* view = openRun(*w, "cs336-medium-256-training.headroom.json",
@@ -942,6 +961,9 @@ void TestTraceView::calibrateFromTheWindow() {
                  said.contains(QStringLiteral("a plan under autocast takes 1.00 times its scores")),
              qPrintable(said));
     QCOMPARE(w->document()->scenario().calibration.quadraticFor(2).value_or(0), 1.0);
+    // Its loss's subtractions run in fp32 under autocast beside a 16-bit head, which an fp32 trace cannot
+    // show: their width is not read by operator (tst_attribution::calibrationReadsTheLossByOperator).
+    QVERIFY2(!said.contains(QStringLiteral("whose width autocast decides")), qPrintable(said));
     // At 256 tokens the fp32 scores are the size of the FFN's fp32 output: the backward is not measured,
     // and is planned from the score copies the forward keeps, which cs336_basics' tables already count.
     QVERIFY2(said.contains(QStringLiteral("What its attention backward holds could not be read")) &&

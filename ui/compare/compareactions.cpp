@@ -215,7 +215,13 @@ QString CompareActions::calibrationMessage(const CalibrationResult& r, const Sce
                  "tokens "
                  "x vocabulary), measured apart from its layers': another vocabulary or layer count is "
                  "planned with them. ")
-                  .arg(r.factors.logits, 0, 'f', 2)
+                      .arg(r.factors.logits, 0, 'f', 2) +
+                  // Another width's, read by operator (Calibration::logitsByDtype).
+                  (r.factors.logitsByDtype.size() > 1 ? tr("Each of them was made by an operator whose width "
+                                                           "autocast decides, so under 16-bit "
+                                                           "autocast the plan takes %1 times them. ")
+                                                            .arg(r.factors.logitsFor(2), 0, 'f', 2)
+                                                      : QString())
             : QString();
     // A forward measured at its two kinds of moment (Calibration::prefillAttentionLinear).
     const QString moments =
