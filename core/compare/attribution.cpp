@@ -253,6 +253,11 @@ AttributionRules AttributionRules::pytorchDefaults() {
         {"nn\\modules\\module.py", T::Category, C::Weights},
         {"torch/nn/init.py", T::Category, C::Weights},
         {"load_state_dict", T::Category, C::Weights},
+        // A module built on the device (`torch.empty(..., device=device)` in its constructor, or under
+        // `with torch.device("cuda")`): its parameters and buffers are allocated in an __init__, with no
+        // frame of Module.to (NiuHuangxiaozi's and the staff CS336 code given `device`). Last, so that any
+        // other rule an inner frame or this one names decides first (an optimizer.py's constructor).
+        {"__init__", T::Category, C::Weights},
     };
     return r;
 }
@@ -262,9 +267,18 @@ namespace {
 // Without a scenario no size is known to be state: a backward's or an optimizer step's allocation is
 // kept between steps when the recording sees it outlive the step that made it, alive at the recording's
 // end or already alive at its start (made by an earlier step: a hand-written AdamW, CS336's, writes new
-// state tensors every step, and the previous step's live through this one's forward and backward).
-bool keptBetweenSteps(const Allocation& a, std::size_t entries) {
-    return a.end >= entries || a.start == kBeforeFirstEvent;
+// state tensors every step, and the previous step's live through this one's forward and backward), or,
+// where the optimizer's steps are annotated (`starts`), alive when the next one begins: the step reads
+// every gradient, and a state written anew every step lives until the next step replaces it (a recording
+// of three steps of NiuHuangxiaozi's own Adam holds the second step's states at the third's peak).
+bool keptBetweenSteps(const Allocation& a, std::size_t entries, const DeviceTrace& d,
+                      const std::vector<std::int64_t>& starts) {
+    if (a.end >= entries || a.start == kBeforeFirstEvent)
+        return true;
+    if (a.alloc == kBeforeFirstEvent || a.alloc >= d.entries() || a.end >= d.entries())
+        return false;
+    const auto next = std::lower_bound(starts.begin(), starts.end(), d.time[a.alloc]);
+    return next != starts.end() && d.time[a.end] >= *next;
 }
 
 // A lifetime that began before the recording and ended inside it carries only its free's stack; freed by
@@ -361,7 +375,7 @@ Attribution attribute(const Trace& trace, const DeviceTrace& device, std::vector
         const bool backward = deciding[i]->target == AttributionRule::Target::Backward;
         const bool sized = scenario && scenario->model.known;
         const bool state = sized ? StatePools::take(backward ? pools.gradients : pools.states, live[i].size)
-                                 : keptBetweenSteps(live[i], device.entries());
+                                 : keptBetweenSteps(live[i], device.entries(), device, steps);
         place(i,
               state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                     : MeasuredCategory::Temporaries,
@@ -496,7 +510,7 @@ std::vector<MeasuredCategory> categorizeRun(const Trace& trace, const TraceIndex
         if (r) {
             const bool backward = r->target == AttributionRule::Target::Backward;
             const bool state = sized ? hold(backward ? pools.gradients : pools.states, a)
-                                     : keptBetweenSteps(a, device.entries());
+                                     : keptBetweenSteps(a, device.entries(), device, steps);
             out[i] = state ? (backward ? C::Gradients : C::OptimizerStates) : C::Temporaries;
             continue;
         }
@@ -578,7 +592,7 @@ MeasuredCategory AllocationCategories::operator()(const Allocation& a) const {
             return r->category;
         const bool backward = r->target == AttributionRule::Target::Backward;
         const bool state = x.sized ? (backward ? x.pools.gradients : x.pools.states).count(a.size) > 0
-                                   : keptBetweenSteps(a, x.index.events());
+                                   : keptBetweenSteps(a, x.index.events(), x.index.device(), x.steps);
         return state ? (backward ? MeasuredCategory::Gradients : MeasuredCategory::OptimizerStates)
                      : MeasuredCategory::Temporaries;
     }
