@@ -554,9 +554,9 @@ int cmdCalibrate(const Args& a, std::ostream& out) {
     // Another width's, read by the operator that made each tensor (Calibration::logitsByDtype).
     for (const auto& [dtype, factor] : c.logitsByDtype)
         if (dtype != c.logitsByDtype.front().first)
-            logitsFactor << " (with " << static_cast<int>(c.logitsByDtype.front().first)
-                         << "-byte activations; x " << factor << " with " << static_cast<int>(dtype)
-                         << "-byte ones, each tensor at the width autocast gives the operator that made it)";
+            logitsFactor << " with " << static_cast<int>(c.logitsByDtype.front().first)
+                         << "-byte activations, x " << factor << " with " << static_cast<int>(dtype)
+                         << "-byte ones by the operator that made each";
     out << std::setprecision(3) << "  tensors that grow with tokens      x " << c.linear << "\n"
         << (c.logits >= 0
                 ? "  the loss's logits-sized tensors    x " + logitsFactor.str() +

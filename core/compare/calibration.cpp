@@ -330,7 +330,7 @@ bool autocastRunsIn16Bits(std::string_view op) {
 // promoted, run in fp32 under autocast beside a 16-bit head, which no fp32 trace shows.
 std::int64_t logitsAsAutocast(const Scenario& sc, const Trace& trace, const Attribution& at,
                               const TensorTable& table) {
-    if (sc.activationDtypeBytes() < 4)
+    if (sc.activationDtypeBytes() != 4)
         return -1;
     const RunShape shape(sc);
     const auto size = static_cast<std::int64_t>(shape.linear(shape.vocab, 4));
