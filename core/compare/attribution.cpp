@@ -253,11 +253,6 @@ AttributionRules AttributionRules::pytorchDefaults() {
         {"nn\\modules\\module.py", T::Category, C::Weights},
         {"torch/nn/init.py", T::Category, C::Weights},
         {"load_state_dict", T::Category, C::Weights},
-        // A module built on the device (`torch.empty(..., device=device)` in its constructor, or under
-        // `with torch.device("cuda")`): its parameters and buffers are allocated in an __init__, with no
-        // frame of Module.to (NiuHuangxiaozi's and the staff CS336 code given `device`). Last, so that any
-        // other rule an inner frame or this one names decides first (an optimizer.py's constructor).
-        {"__init__", T::Category, C::Weights},
     };
     return r;
 }
