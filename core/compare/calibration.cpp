@@ -347,15 +347,16 @@ std::int64_t logitsAsAutocast(const Scenario& sc, const Trace& trace, const Attr
             a.category == MeasuredCategory::Workspaces || a.category == MeasuredCategory::KvCache)
             continue;
         const std::string_view op = atenOperator(trace, a.allocation.stack);
+        const bool inFp32 = autocastRunsInFp32(op);
         if (autocastRunsIn16Bits(op))
             ++head;
-        else if (autocastRunsInFp32(op))
+        else if (inFp32)
             ++fp32;
         else if (op == "select_backward" || op == "slice_backward")
             ++views;
         else
             return -1;
-        bytes = saturatingAdd(bytes, autocastRunsInFp32(op) ? size : half);
+        bytes = saturatingAdd(bytes, inFp32 ? size : half);
     }
     // A view's backward is of the head's output only where the forward made no other such tensor.
     if (views > 0 && (head == 0 || fp32 > 0))
